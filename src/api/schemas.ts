@@ -1,0 +1,489 @@
+/**
+ * zod schemas for every resource and request of the upstream interface v1.3.0
+ * (`shared/seed/000_84d3d256e7e95224.txt`) and the gap endpoints of `shared/UPSTREAM.md`.
+ *
+ * Field by field as the interface says: "Req: yes" is required, anything else `.optional()`,
+ * `T|null` is `.nullable()`. Types are inferred from here and never written twice. The client
+ * parses every answer with these, and the simulator builds every answer against them, so the
+ * two cannot drift apart.
+ *
+ * Answer objects keep unknown keys out of the typed value (zod's default strip): an upstream that
+ * adds a field breaks nothing. Callers that must keep the answer byte for byte (the poller's raw
+ * items) keep the raw JSON beside the parsed value.
+ */
+import { z } from 'zod';
+
+// ---------------------------------------------------------------------------------------------
+// Codes and enums
+
+/** The `error` values of the Error object. */
+export const API_ERROR_CODES = [
+  'invalid-request',
+  'internal-error',
+  'forbidden',
+  'unauthorized',
+  'upgrade-required',
+  'transcript-unavailable',
+  'not-found',
+  'limit-exceeded',
+] as const;
+export const ApiErrorCodeSchema = z.enum(API_ERROR_CODES);
+export type ApiErrorCode = z.infer<typeof ApiErrorCodeSchema>;
+
+/** `BatchItem.errorCode`: the error codes plus the two item-only states. */
+export const ITEM_ERROR_CODES = [...API_ERROR_CODES, 'processing', 'result-unavailable'] as const;
+export const ItemErrorCodeSchema = z.enum(ITEM_ERROR_CODES);
+export type ItemErrorCode = z.infer<typeof ItemErrorCodeSchema>;
+
+/** `BatchResults.errorCode`: its only value. */
+export const BATCH_ERROR_CODES = ['job-expired'] as const;
+export const BatchErrorCodeSchema = z.enum(BATCH_ERROR_CODES);
+
+/** Status of a video batch job and of a transcript job. */
+export const JOB_STATUSES = ['queued', 'active', 'completed', 'failed'] as const;
+export const JobStatusSchema = z.enum(JOB_STATUSES);
+export type JobStatus = z.infer<typeof JobStatusSchema>;
+
+export const CRAWL_STATUSES = ['scraping', 'completed', 'failed', 'cancelled'] as const;
+export const CrawlStatusSchema = z.enum(CRAWL_STATUSES);
+export type CrawlStatus = z.infer<typeof CrawlStatusSchema>;
+
+export const SEARCH_ITEM_TYPES = ['video', 'channel', 'playlist'] as const;
+export const CHANNEL_VIDEO_TYPES = ['all', 'video', 'short', 'live'] as const;
+export const TRANSCRIPT_MODES = ['native', 'auto', 'generate'] as const;
+
+// ---------------------------------------------------------------------------------------------
+// Scalars
+
+/** "string (date-time)": ISO 8601 with a zone (`Z` or an offset). */
+export const DateTimeSchema = z.iso.datetime({ offset: true });
+
+// ---------------------------------------------------------------------------------------------
+// Resources
+
+/** Error: the body of every error answer (and of the 206 `transcript-unavailable` answer). */
+export const ErrorBodySchema = z.object({
+  error: ApiErrorCodeSchema,
+  message: z.string(),
+  details: z.string(),
+  documentationUrl: z.string().optional(),
+});
+export type ErrorBody = z.infer<typeof ErrorBodySchema>;
+
+/** `{id, name}`, both required: the channel of a video or a playlist. */
+export const ChannelRefSchema = z.object({ id: z.string(), name: z.string() });
+export type ChannelRef = z.infer<typeof ChannelRefSchema>;
+
+export const VideoSchema = z.object({
+  id: z.string(),
+  title: z.string(),
+  description: z.string(),
+  /** seconds */
+  duration: z.number(),
+  channel: ChannelRefSchema,
+  tags: z.array(z.string()),
+  thumbnail: z.string().optional(),
+  uploadDate: DateTimeSchema.nullable().optional(),
+  viewCount: z.number().nullable().optional(),
+  likeCount: z.number().nullable().optional(),
+  transcriptLanguages: z.array(z.string()),
+});
+export type Video = z.infer<typeof VideoSchema>;
+
+export const PlaylistSchema = z.object({
+  id: z.string(),
+  title: z.string(),
+  /** empty string when the playlist has none */
+  description: z.string().optional(),
+  videoCount: z.number(),
+  viewCount: z.number().optional(),
+  lastUpdated: DateTimeSchema.optional(),
+  channel: ChannelRefSchema,
+});
+export type Playlist = z.infer<typeof PlaylistSchema>;
+
+export const ChannelSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  /** empty string when the channel has none */
+  handle: z.string().optional(),
+  description: z.string().optional(),
+  subscriberCount: z.number().optional(),
+  videoCount: z.number().optional(),
+  viewCount: z.number().optional(),
+  thumbnail: z.string().optional(),
+  banner: z.string().optional(),
+});
+export type Channel = z.infer<typeof ChannelSchema>;
+
+export const VideoIdsSchema = z.object({
+  videoIds: z.array(z.string()),
+  shortIds: z.array(z.string()),
+  liveIds: z.array(z.string()),
+});
+export type VideoIds = z.infer<typeof VideoIdsSchema>;
+
+export const TranscriptChunkSchema = z.object({
+  text: z.string(),
+  /** milliseconds */
+  offset: z.number(),
+  /** milliseconds */
+  duration: z.number(),
+  lang: z.string().optional(),
+});
+export type TranscriptChunk = z.infer<typeof TranscriptChunkSchema>;
+
+/** A string (plain text) when the request set `text=true`, otherwise an array of chunks. */
+export const TranscriptContentSchema = z.union([z.array(TranscriptChunkSchema), z.string()]);
+export type TranscriptContent = z.infer<typeof TranscriptContentSchema>;
+
+export const TranscriptSchema = z.object({
+  content: TranscriptContentSchema,
+  lang: z.string(),
+  availableLangs: z.array(z.string()),
+});
+export type Transcript = z.infer<typeof TranscriptSchema>;
+
+export const TranslatedTranscriptSchema = z.object({
+  content: TranscriptContentSchema,
+  lang: z.string(),
+});
+export type TranslatedTranscript = z.infer<typeof TranslatedTranscriptSchema>;
+
+export const JobIdSchema = z.object({ jobId: z.string().min(1) });
+export type JobId = z.infer<typeof JobIdSchema>;
+
+/** Either a Transcript (synchronous answer) or a JobId (asynchronous answer). */
+export const TranscriptOrJobIdSchema = z.union([TranscriptSchema, JobIdSchema]);
+export type TranscriptOrJobId = z.infer<typeof TranscriptOrJobIdSchema>;
+
+export const JobResultSchema = z.object({
+  status: JobStatusSchema,
+  error: ErrorBodySchema.nullable().optional(),
+  content: TranscriptContentSchema.optional(),
+  lang: z.string().optional(),
+  availableLangs: z.array(z.string()).optional(),
+});
+export type JobResult = z.infer<typeof JobResultSchema>;
+
+export const BatchItemSchema = z.object({
+  videoId: z.string(),
+  transcript: TranscriptSchema.nullable().optional(),
+  video: VideoSchema.nullable().optional(),
+  errorCode: ItemErrorCodeSchema.nullable().optional(),
+});
+export type BatchItem = z.infer<typeof BatchItemSchema>;
+
+export const BatchStatsSchema = z.object({
+  total: z.number(),
+  succeeded: z.number(),
+  failed: z.number(),
+});
+export type BatchStats = z.infer<typeof BatchStatsSchema>;
+
+/** Everything of BatchResults but `results`: what a streaming reader sees around the items. */
+export const BatchHeadSchema = z.object({
+  status: JobStatusSchema,
+  errorCode: BatchErrorCodeSchema.optional(),
+  stats: BatchStatsSchema,
+  completedAt: DateTimeSchema.nullable().optional(),
+});
+export type BatchHead = z.infer<typeof BatchHeadSchema>;
+
+export const BatchResultsSchema = BatchHeadSchema.extend({
+  results: z.array(BatchItemSchema),
+});
+export type BatchResults = z.infer<typeof BatchResultsSchema>;
+
+export const SearchItemSchema = z.object({
+  type: z.enum(SEARCH_ITEM_TYPES),
+  id: z.string(),
+  title: z.string(),
+  description: z.string().optional(),
+  thumbnail: z.string().optional(),
+  /** seconds, videos only */
+  duration: z.number().optional(),
+  viewCount: z.number().optional(),
+  uploadDate: DateTimeSchema.optional(),
+  channel: z
+    .object({ id: z.string(), name: z.string(), thumbnail: z.string().optional() })
+    .optional(),
+  handle: z.string().optional(),
+  videoCount: z.number().optional(),
+});
+export type SearchItem = z.infer<typeof SearchItemSchema>;
+
+export const SearchResultsSchema = z.object({
+  query: z.string(),
+  results: z.array(SearchItemSchema),
+  totalResults: z.number().optional(),
+  /** only returned when no `limit` was given */
+  nextPageToken: z.string().optional(),
+});
+export type SearchResults = z.infer<typeof SearchResultsSchema>;
+
+export const ScrapeSchema = z.object({
+  url: z.string(),
+  content: z.string(),
+  name: z.string().optional(),
+  description: z.string().optional(),
+  ogUrl: z.string().optional(),
+  countCharacters: z.number(),
+  urls: z.array(z.string()),
+});
+export type Scrape = z.infer<typeof ScrapeSchema>;
+
+export const SiteMapSchema = z.object({ urls: z.array(z.string()) });
+export type SiteMap = z.infer<typeof SiteMapSchema>;
+
+export const CrawledPageSchema = z.object({
+  url: z.string(),
+  content: z.string(),
+  name: z.string().optional(),
+  ogUrl: z.string().optional(),
+  countCharacters: z.number(),
+});
+export type CrawledPage = z.infer<typeof CrawledPageSchema>;
+
+export const CrawlJobSchema = z.object({
+  status: CrawlStatusSchema,
+  /** only present when status is `completed` */
+  pages: z.array(CrawledPageSchema).optional(),
+  /** the same endpoint with the next `skip`; only present when more pages are available */
+  next: z.string().optional(),
+});
+export type CrawlJob = z.infer<typeof CrawlJobSchema>;
+
+/**
+ * Metadata of a media URL. The platform identifiers and MediaType values are not shown in the
+ * interface, so they are plain strings; stats fields after `likes` are not shown either, so the
+ * stats object keeps whatever else arrives.
+ */
+export const MetadataSchema = z.object({
+  platform: z.string().optional(),
+  type: z.string().optional(),
+  id: z.string().optional(),
+  url: z.string().optional(),
+  title: z.string().nullable().optional(),
+  description: z.string().nullable().optional(),
+  author: z
+    .object({
+      username: z.string().optional(),
+      displayName: z.string(),
+      avatarUrl: z.string().optional(),
+      verified: z.boolean().optional(),
+    })
+    .optional(),
+  stats: z
+    .looseObject({
+      views: z.number().nullable().optional(),
+      likes: z.number().nullable().optional(),
+    })
+    .optional(),
+});
+export type Metadata = z.infer<typeof MetadataSchema>;
+
+export const AccountSchema = z.object({
+  organizationId: z.string(),
+  plan: z.string(),
+  maxCredits: z.number(),
+  usedCredits: z.number(),
+});
+export type Account = z.infer<typeof AccountSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Requests. The client validates with these before sending; the simulator validates incoming
+// requests with the same ones, so query values may arrive as strings (numbers and booleans are
+// coerced from their text form, nothing else is).
+
+/** Batch `limit` and ID-listing `limit`: 1..5000. */
+export const LIMIT_MIN = 1;
+export const LIMIT_MAX = 5000;
+/** Transcript chunk size in characters, only when `text` is false. */
+export const CHUNK_SIZE_MIN = 50;
+export const CHUNK_SIZE_MAX = 10_000;
+/** `limit` defaults that bite (UPSTREAM.md): a playlist/channel batch without `limit` gets 10. */
+export const BATCH_LIMIT_DEFAULT = 10;
+export const CHANNEL_VIDEOS_LIMIT_DEFAULT = 30;
+export const CRAWL_LIMIT_DEFAULT = 100;
+
+const intFromQuery = z.union([
+  z.number(),
+  z
+    .string()
+    .regex(/^-?\d+$/, 'expected an integer')
+    .transform((s) => Number(s)),
+]);
+const int = (min: number, max: number) => intFromQuery.pipe(z.number().int().min(min).max(max));
+const boolFromQuery = z.union([
+  z.boolean(),
+  z.enum(['true', 'false']).transform((s) => s === 'true'),
+]);
+const nonEmpty = z.string().trim().min(1, 'must not be empty');
+
+export const LimitSchema = int(LIMIT_MIN, LIMIT_MAX);
+export const ChunkSizeSchema = int(CHUNK_SIZE_MIN, CHUNK_SIZE_MAX);
+
+/** Exactly one of `videoIds` / `playlistId` / `channelId`; `limit` only with the last two. */
+function exactlyOneSource<
+  T extends { videoIds?: unknown; playlistId?: unknown; channelId?: unknown; limit?: unknown },
+>(body: T, ctx: z.core.$RefinementCtx<T>): void {
+  const given = (['videoIds', 'playlistId', 'channelId'] as const).filter(
+    (k) => body[k] !== undefined,
+  );
+  if (given.length !== 1) {
+    ctx.addIssue({
+      code: 'custom',
+      path: given.length === 0 ? ['videoIds'] : [given[1]!],
+      message:
+        given.length === 0
+          ? 'exactly one of videoIds, playlistId, channelId is required; none was given'
+          : `exactly one of videoIds, playlistId, channelId is allowed; got ${given.join(', ')}`,
+    });
+  }
+  if (body.videoIds !== undefined && body.limit !== undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['limit'],
+      message: 'limit applies only with playlistId or channelId',
+    });
+  }
+}
+
+const batchSourceShape = {
+  videoIds: z.array(nonEmpty).min(1, 'must hold at least one video').optional(),
+  playlistId: nonEmpty.optional(),
+  channelId: nonEmpty.optional(),
+  limit: LimitSchema.optional(),
+};
+
+/** Body of `POST /videosite/video/batch`. */
+export const VideoBatchRequestSchema = z.object(batchSourceShape).strict().superRefine(exactlyOneSource);
+export type VideoBatchRequest = z.infer<typeof VideoBatchRequestSchema>;
+
+/** Body of `POST /videosite/transcript/batch`. */
+export const TranscriptBatchRequestSchema = z
+  .object({ ...batchSourceShape, lang: nonEmpty.optional(), text: boolFromQuery.optional() })
+  .strict()
+  .superRefine(exactlyOneSource);
+export type TranscriptBatchRequest = z.infer<typeof TranscriptBatchRequestSchema>;
+
+/** `{id}` for the single-resource GETs (video, playlist, channel). */
+export const IdQuerySchema = z.object({ id: nonEmpty });
+export type IdQuery = z.infer<typeof IdQuerySchema>;
+
+export const PlaylistVideosQuerySchema = z.object({ id: nonEmpty, limit: LimitSchema.optional() });
+export type PlaylistVideosQuery = z.infer<typeof PlaylistVideosQuerySchema>;
+
+export const ChannelVideosQuerySchema = z.object({
+  id: nonEmpty,
+  limit: LimitSchema.optional(),
+  type: z.enum(CHANNEL_VIDEO_TYPES).optional(),
+});
+export type ChannelVideosQuery = z.infer<typeof ChannelVideosQuerySchema>;
+
+function chunkSizeOnlyWithoutText(
+  q: { text?: boolean | undefined; chunkSize?: number | undefined },
+  ctx: z.core.$RefinementCtx<{ text?: boolean | undefined; chunkSize?: number | undefined }>,
+): void {
+  if (q.text === true && q.chunkSize !== undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['chunkSize'],
+      message: 'chunkSize applies only when text is false',
+    });
+  }
+}
+
+function urlOrVideoId(
+  q: { url?: string | undefined; videoId?: string | undefined },
+  ctx: z.core.$RefinementCtx<{ url?: string | undefined; videoId?: string | undefined }>,
+): void {
+  if ((q.url === undefined) === (q.videoId === undefined)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: [q.url === undefined ? 'url' : 'videoId'],
+      message: 'exactly one of url, videoId is required',
+    });
+  }
+}
+
+const transcriptShape = {
+  url: nonEmpty.optional(),
+  videoId: nonEmpty.optional(),
+  lang: nonEmpty.optional(),
+  text: boolFromQuery.optional(),
+  chunkSize: ChunkSizeSchema.optional(),
+};
+
+/** Query of `GET /videosite/transcript` (deprecated). */
+export const TranscriptQuerySchema = z
+  .object(transcriptShape)
+  .superRefine(urlOrVideoId)
+  .superRefine(chunkSizeOnlyWithoutText);
+export type TranscriptQuery = z.infer<typeof TranscriptQuerySchema>;
+
+/** Query of `GET /videosite/transcript/translate`: `lang` is the target and required. */
+export const TranslateQuerySchema = z
+  .object({ ...transcriptShape, lang: nonEmpty })
+  .superRefine(urlOrVideoId)
+  .superRefine(chunkSizeOnlyWithoutText);
+export type TranslateQuery = z.infer<typeof TranslateQuerySchema>;
+
+/** Query of `GET /transcript` (any media URL). */
+export const MediaTranscriptQuerySchema = z
+  .object({
+    url: nonEmpty,
+    lang: nonEmpty.optional(),
+    text: boolFromQuery.optional(),
+    chunkSize: ChunkSizeSchema.optional(),
+    mode: z.enum(TRANSCRIPT_MODES).optional(),
+  })
+  .superRefine(chunkSizeOnlyWithoutText);
+export type MediaTranscriptQuery = z.infer<typeof MediaTranscriptQuerySchema>;
+
+/** Query of `GET /web/scrape` and `GET /web/map`. */
+export const WebPageQuerySchema = z.object({
+  url: nonEmpty,
+  noLinks: boolFromQuery.optional(),
+  lang: nonEmpty.optional(),
+});
+export type WebPageQuery = z.infer<typeof WebPageQuerySchema>;
+
+/** Body of `POST /web/crawl`. */
+export const CrawlRequestSchema = z
+  .object({ url: nonEmpty, limit: LimitSchema.optional() })
+  .strict();
+export type CrawlRequest = z.infer<typeof CrawlRequestSchema>;
+
+export const CrawlQuerySchema = z.object({ skip: intFromQuery.pipe(z.number().int().min(0)).optional() });
+export type CrawlQuery = z.infer<typeof CrawlQuerySchema>;
+
+/** Query of `GET /videosite/search`. Filter values are not enumerated by the interface. */
+export const SearchQuerySchema = z.object({
+  query: nonEmpty,
+  uploadDate: nonEmpty.optional(),
+  type: nonEmpty.optional(),
+  duration: nonEmpty.optional(),
+  sortBy: nonEmpty.optional(),
+  features: nonEmpty.optional(),
+  limit: LimitSchema.optional(),
+  nextPageToken: nonEmpty.optional(),
+});
+export type SearchQuery = z.infer<typeof SearchQuerySchema>;
+
+export const UrlQuerySchema = z.object({ url: nonEmpty });
+export type UrlQuery = z.infer<typeof UrlQuerySchema>;
+
+/** A job ID in a path: non-empty, no slash. */
+export const JobIdParamSchema = z.string().regex(/^[^/\s]+$/, 'expected a job ID (no slash, no blank)');
+
+/** `a.b[2].c` for an issue path, as error messages name the failing field. */
+export function formatIssuePath(path: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const p of path) {
+    if (typeof p === 'number') out += `[${p}]`;
+    else out += out === '' ? String(p) : `.${String(p)}`;
+  }
+  return out === '' ? '(root)' : out;
+}

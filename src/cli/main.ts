@@ -1,0 +1,36 @@
+/**
+ * The `videosite-ingest` command line: one file per command under src/cli/, registered here.
+ * Usage errors exit 2 (commander prints the reason), `--help` exits 0.
+ */
+import { Command, CommanderError } from 'commander';
+import { describeError, exitCodeOf, EXIT_USAGE } from './exit.ts';
+import { registerSimulatorCommand } from './simulator.ts';
+
+export function buildProgram(): Command {
+  const program = new Command()
+    .name('videosite-ingest')
+    .description(
+      'Keeps Postgres filled with the metadata and transcripts of every video in a set of\n' +
+        'playlists and channels, through the platform-content API (interface v1.3.0).',
+    )
+    .showHelpAfterError('(add --help for usage)')
+    .exitOverride();
+  registerSimulatorCommand(program);
+  for (const cmd of program.commands) cmd.exitOverride();
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+  } catch (e: unknown) {
+    if (e instanceof CommanderError) {
+      // help and version end with exitCode 0; every other commander error is a usage error
+      process.exitCode = e.exitCode === 0 ? 0 : EXIT_USAGE;
+      return;
+    }
+    process.stderr.write(`${describeError(e)}\n`);
+    process.exitCode = exitCodeOf(e);
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * The only reader of `process.env`. Every setting is validated with zod at startup; a bad value
+ * is a one-line ConfigError that names the variable, the value and what would be valid. The API
+ * key's value is never echoed.
+ */
+import { z } from 'zod';
+
+/** The key the embedded simulator accepts unless told otherwise: documented, paid plan. */
+export const SIMULATOR_DEV_API_KEY = 'vsi-dev-0000000000000000';
+
+export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/videosite_ingest';
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+export const DEFAULT_QUEUE_PREFIX = '{vsi}';
+export const DEFAULT_PLATFORM = 'videosite';
+
+/** Upstream client defaults. */
+export const API_CONNECT_TIMEOUT_MS = 10_000;
+export const API_HEADERS_TIMEOUT_MS = 30_000;
+export const API_BODY_TIMEOUT_MS = 60_000;
+export const API_RETRY_MAX_ATTEMPTS = 5;
+export const API_RETRY_BASE_DELAY_MS = 500;
+export const API_RETRY_MAX_DELAY_MS = 30_000;
+
+/** Pipeline defaults. */
+export const API_RATE_PER_SECOND = 5;
+export const API_RATE_BURST = 10;
+export const BATCH_SIZE_MAX_VIDEOS = 5000;
+export const CREDIT_RESERVE = 0;
+export const POLL_INITIAL_DELAY_MS = 2_000;
+export const POLL_MIN_DELAY_MS = 1_000;
+export const POLL_MAX_DELAY_MS = 60_000;
+export const LAND_CHUNK_ITEMS = 500;
+export const SINK_CHUNK_ITEMS = 500;
+export const TRANSCRIPT_RECHECK_MS = 7 * 24 * 3_600_000;
+export const POLL_CONCURRENCY = 4;
+export const SINK_CONCURRENCY = 2;
+export const SCHEDULE_CONCURRENCY = 2;
+export const SHUTDOWN_GRACE_MS = 20_000;
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export class ConfigError extends Error {
+  readonly variable: string;
+  constructor(variable: string, message: string) {
+    super(`${variable}: ${message}`);
+    this.name = 'ConfigError';
+    this.variable = variable;
+  }
+}
+
+const SECRET_VARIABLES = new Set(['API_KEY', 'SIMULATOR_API_KEY']);
+
+const positiveInt = (max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .regex(/^\d+$/, 'expected a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(1).max(max));
+
+const nonNegativeInt = z
+  .string()
+  .regex(/^\d+$/, 'expected a whole number')
+  .transform(Number)
+  .pipe(z.number().int().min(0).max(Number.MAX_SAFE_INTEGER));
+
+const httpUrl = z
+  .string()
+  .url('expected an http(s) URL')
+  .refine((u) => /^https?:$/.test(new URL(u).protocol), 'expected an http(s) URL');
+
+const EnvSchema = z.object({
+  API_BASE_URL: httpUrl
+    .refine((u) => new URL(u).pathname.replace(/\/+$/, '').endsWith('/v1'), 'expected a URL ending in /v1')
+    .transform((u) => u.replace(/\/+$/, ''))
+    .optional(),
+  API_KEY: z.string().min(1, 'must not be empty').optional(),
+  API_PLATFORM: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]*$/, 'expected a path segment of lowercase letters, digits and dashes')
+    .default(DEFAULT_PLATFORM),
+  DATABASE_URL: z
+    .string()
+    .refine((u) => /^postgres(ql)?:\/\//.test(u), 'expected a postgres:// URL')
+    .default(DEFAULT_DATABASE_URL),
+  REDIS_URL: z
+    .string()
+    .refine((u) => /^rediss?:\/\//.test(u), 'expected a redis:// or rediss:// URL')
+    .default(DEFAULT_REDIS_URL),
+  QUEUE_PREFIX: z
+    .string()
+    .regex(/^[^\s:]+$/, 'expected a non-empty prefix without blanks or colons')
+    .default(DEFAULT_QUEUE_PREFIX),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  SIMULATOR_API_KEY: z.string().min(1, 'must not be empty').default(SIMULATOR_DEV_API_KEY),
+  API_CONNECT_TIMEOUT_MS: positiveInt(600_000).default(API_CONNECT_TIMEOUT_MS),
+  API_HEADERS_TIMEOUT_MS: positiveInt(600_000).default(API_HEADERS_TIMEOUT_MS),
+  API_BODY_TIMEOUT_MS: positiveInt(600_000).default(API_BODY_TIMEOUT_MS),
+  API_RETRY_MAX_ATTEMPTS: positiveInt(20).default(API_RETRY_MAX_ATTEMPTS),
+  API_RETRY_BASE_DELAY_MS: positiveInt(600_000).default(API_RETRY_BASE_DELAY_MS),
+  API_RETRY_MAX_DELAY_MS: positiveInt(3_600_000).default(API_RETRY_MAX_DELAY_MS),
+  API_RATE_PER_SECOND: positiveInt(10_000).default(API_RATE_PER_SECOND),
+  API_RATE_BURST: positiveInt(10_000).default(API_RATE_BURST),
+  BATCH_SIZE: positiveInt(5000).default(BATCH_SIZE_MAX_VIDEOS),
+  CREDIT_RESERVE: nonNegativeInt.default(CREDIT_RESERVE),
+  POLL_INITIAL_DELAY_MS: positiveInt(3_600_000).default(POLL_INITIAL_DELAY_MS),
+  POLL_MIN_DELAY_MS: positiveInt(3_600_000).default(POLL_MIN_DELAY_MS),
+  POLL_MAX_DELAY_MS: positiveInt(3_600_000).default(POLL_MAX_DELAY_MS),
+  LAND_CHUNK_ITEMS: positiveInt(5000).default(LAND_CHUNK_ITEMS),
+  SINK_CHUNK_ITEMS: positiveInt(5000).default(SINK_CHUNK_ITEMS),
+  TRANSCRIPT_RECHECK_MS: positiveInt().default(TRANSCRIPT_RECHECK_MS),
+  POLL_CONCURRENCY: positiveInt(100).default(POLL_CONCURRENCY),
+  SINK_CONCURRENCY: positiveInt(100).default(SINK_CONCURRENCY),
+  SCHEDULE_CONCURRENCY: positiveInt(100).default(SCHEDULE_CONCURRENCY),
+  SHUTDOWN_GRACE_MS: positiveInt(600_000).default(SHUTDOWN_GRACE_MS),
+});
+
+export type Env = z.infer<typeof EnvSchema>;
+
+export interface Config {
+  api: {
+    /** undefined: the `demo` command starts the embedded simulator */
+    baseUrl: string | undefined;
+    apiKey: string | undefined;
+    platform: string;
+    connectTimeoutMs: number;
+    headersTimeoutMs: number;
+    bodyTimeoutMs: number;
+    retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
+  };
+  databaseUrl: string;
+  redisUrl: string;
+  queuePrefix: string;
+  logLevel: (typeof LOG_LEVELS)[number];
+  simulatorApiKey: string;
+  pipeline: {
+    /** sustained upstream requests per second, all processes together */
+    apiRatePerSecond: number;
+    apiRateBurst: number;
+    /** most videos in one submitted batch */
+    batchSize: number;
+    /** credits never spent */
+    creditReserve: number;
+    pollInitialDelayMs: number;
+    pollMinDelayMs: number;
+    pollMaxDelayMs: number;
+    landChunkSize: number;
+    sinkChunkSize: number;
+    transcriptRecheckMs: number;
+    pollConcurrency: number;
+    sinkConcurrency: number;
+    scheduleConcurrency: number;
+    shutdownGraceMs: number;
+  };
+}
+
+/** Validate the environment. Unset and empty variables take their defaults. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const known = Object.keys(EnvSchema.shape) as (keyof typeof EnvSchema.shape)[];
+  const input: Record<string, string> = {};
+  for (const k of known) {
+    const v = env[k];
+    if (v !== undefined && v !== '') input[k] = v;
+  }
+  const r = EnvSchema.safeParse(input);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    const variable = String(issue.path[0] ?? 'environment');
+    const shown = SECRET_VARIABLES.has(variable) ? '(value hidden)' : JSON.stringify(input[variable]);
+    throw new ConfigError(variable, `invalid value ${shown}: ${issue.message}`);
+  }
+  const e = r.data;
+  if (e.API_RETRY_BASE_DELAY_MS > e.API_RETRY_MAX_DELAY_MS) {
+    throw new ConfigError(
+      'API_RETRY_BASE_DELAY_MS',
+      `invalid value ${e.API_RETRY_BASE_DELAY_MS}: must not exceed API_RETRY_MAX_DELAY_MS (${e.API_RETRY_MAX_DELAY_MS})`,
+    );
+  }
+  if (e.POLL_MIN_DELAY_MS > e.POLL_MAX_DELAY_MS) {
+    throw new ConfigError(
+      'POLL_MIN_DELAY_MS',
+      `invalid value ${e.POLL_MIN_DELAY_MS}: must not exceed POLL_MAX_DELAY_MS (${e.POLL_MAX_DELAY_MS})`,
+    );
+  }
+  return {
+    api: {
+      baseUrl: e.API_BASE_URL,
+      apiKey: e.API_KEY,
+      platform: e.API_PLATFORM,
+      connectTimeoutMs: e.API_CONNECT_TIMEOUT_MS,
+      headersTimeoutMs: e.API_HEADERS_TIMEOUT_MS,
+      bodyTimeoutMs: e.API_BODY_TIMEOUT_MS,
+      retry: {
+        maxAttempts: e.API_RETRY_MAX_ATTEMPTS,
+        baseDelayMs: e.API_RETRY_BASE_DELAY_MS,
+        maxDelayMs: e.API_RETRY_MAX_DELAY_MS,
+      },
+    },
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    queuePrefix: e.QUEUE_PREFIX,
+    logLevel: e.LOG_LEVEL,
+    simulatorApiKey: e.SIMULATOR_API_KEY,
+    pipeline: {
+      apiRatePerSecond: e.API_RATE_PER_SECOND,
+      apiRateBurst: e.API_RATE_BURST,
+      batchSize: e.BATCH_SIZE,
+      creditReserve: e.CREDIT_RESERVE,
+      pollInitialDelayMs: e.POLL_INITIAL_DELAY_MS,
+      pollMinDelayMs: e.POLL_MIN_DELAY_MS,
+      pollMaxDelayMs: e.POLL_MAX_DELAY_MS,
+      landChunkSize: e.LAND_CHUNK_ITEMS,
+      sinkChunkSize: e.SINK_CHUNK_ITEMS,
+      transcriptRecheckMs: e.TRANSCRIPT_RECHECK_MS,
+      pollConcurrency: e.POLL_CONCURRENCY,
+      sinkConcurrency: e.SINK_CONCURRENCY,
+      scheduleConcurrency: e.SCHEDULE_CONCURRENCY,
+      shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    },
+  };
+}
