@@ -1,0 +1,104 @@
+/**
+ * The upstream rate limit, shared by every process through Redis: a token bucket (Lua, on Redis's
+ * own clock, so process clocks do not matter) plus a "paused until" mark set when the upstream
+ * answers 429 with Retry-After. Every API request of every worker acquires a token first, so N
+ * daemons together stay under the plan's rate, and a 429 silences all of them for its window.
+ */
+import type { Redis } from 'ioredis';
+
+/** Default: the lowest plans allow about one request per second (UPSTREAM.md); be a bit above. */
+export const API_RATE_PER_SECOND_DEFAULT = 5;
+export const API_RATE_BURST_DEFAULT = 10;
+
+const ACQUIRE_LUA = `
+local bucket = KEYS[1]
+local paused = KEYS[2]
+local ratePerMs = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local pausedUntil = tonumber(redis.call('GET', paused) or '0')
+if pausedUntil > now then return pausedUntil - now end
+local b = redis.call('HMGET', bucket, 'tokens', 'ts')
+local tokens = tonumber(b[1]) or burst
+local ts = tonumber(b[2]) or now
+tokens = math.min(burst, tokens + (now - ts) * ratePerMs)
+local wait = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+else
+  wait = math.ceil((1 - tokens) / ratePerMs)
+end
+redis.call('HSET', bucket, 'tokens', tostring(tokens), 'ts', tostring(now))
+redis.call('PEXPIRE', bucket, 60000)
+return wait
+`;
+
+const PAUSE_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local untilMs = now + tonumber(ARGV[1])
+local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+if untilMs > cur then redis.call('SET', KEYS[1], tostring(untilMs), 'PX', tonumber(ARGV[1]) + 1000) end
+return math.max(untilMs, cur) - now
+`;
+
+export interface ApiLimiterOptions {
+  redis: Redis;
+  /** key prefix, e.g. the queue prefix `{vsi}` */
+  prefix: string;
+  /** sustained requests per second across all processes; default 5 */
+  requestsPerSecond?: number;
+  /** requests allowed at once after a quiet period; default 10 */
+  burst?: number;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+export interface ApiLimiter {
+  /** Wait until a request may be sent (rate and any 429 pause). */
+  acquire(signal?: AbortSignal): Promise<void>;
+  /** Silence every process for `ms` (a 429's Retry-After). Returns the pause still in force. */
+  pauseFor(ms: number): Promise<number>;
+  /** Milliseconds until the current pause ends (0 when not paused). */
+  pausedForMs(): Promise<number>;
+}
+
+function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
+}
+
+export function createApiLimiter(opts: ApiLimiterOptions): ApiLimiter {
+  const rate = opts.requestsPerSecond ?? API_RATE_PER_SECOND_DEFAULT;
+  const burst = opts.burst ?? API_RATE_BURST_DEFAULT;
+  const sleep = opts.sleep ?? defaultSleep;
+  const bucketKey = `${opts.prefix}:api:bucket`;
+  const pausedKey = `${opts.prefix}:api:paused-until`;
+  return {
+    async acquire(signal) {
+      for (;;) {
+        const wait = Number(await opts.redis.eval(ACQUIRE_LUA, 2, bucketKey, pausedKey, rate / 1000, burst));
+        if (wait <= 0) return;
+        await sleep(wait, signal);
+      }
+    },
+    async pauseFor(ms) {
+      return Number(await opts.redis.eval(PAUSE_LUA, 1, pausedKey, Math.max(1, Math.round(ms))));
+    },
+    async pausedForMs() {
+      const [until, time] = await Promise.all([opts.redis.get(pausedKey), opts.redis.time()]);
+      const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+      return Math.max(0, Number(until ?? 0) - now);
+    },
+  };
+}

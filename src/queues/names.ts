@@ -1,0 +1,31 @@
+/**
+ * Queue names and deterministic BullMQ job IDs. An ID is derived from the work it stands for, so
+ * adding the same work twice (two daemons, a reconcile after a Redis loss) is a no-op.
+ *
+ * BullMQ rejects custom IDs holding ':' (unless split in exactly three parts), so the parts are
+ * joined with '.', and a ':' inside an upstream job ID is escaped.
+ */
+export const QUEUE_SCHEDULE = 'schedule';
+export const QUEUE_POLL = 'poll';
+export const QUEUE_SINK = 'sink';
+export const QUEUE_NAMES = [QUEUE_SCHEDULE, QUEUE_POLL, QUEUE_SINK] as const;
+export type QueueName = (typeof QUEUE_NAMES)[number];
+
+function part(s: string): string {
+  return s.replace(/%/g, '%25').replace(/:/g, '%3A');
+}
+
+/** The one poll job of an upstream batch. */
+export function pollJobId(jobId: string): string {
+  return `poll.${part(jobId)}`;
+}
+
+/** One unit of sink work for a batch; `chunk` is what made it (a poll number, a replay, a reconcile). */
+export function sinkJobId(jobId: string, chunk: string | number): string {
+  return `sink.${part(jobId)}.${part(String(chunk))}`;
+}
+
+/** The job scheduler of a source's cron. */
+export function sourceSchedulerId(sourceId: number): string {
+  return `source.${sourceId}`;
+}

@@ -1,0 +1,44 @@
+/**
+ * zod schemas of the queue payloads. Every dequeued job is validated before it is worked on; a
+ * payload that fails is reported with its path and the job is failed without retries (retrying
+ * cannot repair it), never crashed on.
+ */
+import { z } from 'zod';
+import { formatIssuePath } from '../api/schemas.ts';
+
+export const SyncJobSchema = z.object({
+  sourceId: z.number().int().positive(),
+  /** what started it: the source's cron, a backfill, a replay */
+  trigger: z.enum(['cron', 'backfill', 'manual']).default('cron'),
+});
+export type SyncJob = z.infer<typeof SyncJobSchema>;
+
+export const PollJobSchema = z.object({
+  jobId: z.string().min(1),
+  /** the delay chosen after the previous poll, in milliseconds (adaptive backoff state) */
+  delayMs: z.number().int().nonnegative().optional(),
+});
+export type PollJob = z.infer<typeof PollJobSchema>;
+
+export const SinkJobSchema = z.object({
+  jobId: z.string().min(1),
+});
+export type SinkJob = z.infer<typeof SinkJobSchema>;
+
+export class PayloadError extends Error {
+  readonly path: string;
+  readonly raw: unknown;
+  constructor(queue: string, path: string, message: string, raw: unknown) {
+    super(`${queue}: invalid job payload at ${path}: ${message}`);
+    this.name = 'PayloadError';
+    this.path = path;
+    this.raw = raw;
+  }
+}
+
+export function parsePayload<T>(queue: string, schema: z.ZodType<T>, data: unknown): T {
+  const r = schema.safeParse(data);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0];
+  throw new PayloadError(queue, issue ? formatIssuePath(issue.path) : '(root)', issue?.message ?? 'invalid', data);
+}
