@@ -1,0 +1,98 @@
+/**
+ * Connections to Postgres: a postgres.js client for the bulk repositories and hand-written SQL,
+ * and a drizzle database for typed queries.
+ *
+ * They are two pools on purpose: drizzle's postgres-js driver rewrites its client's parsers and
+ * serializers (timestamps come back as strings, json parameters must be pre-serialised), which
+ * would silently change what every raw query returns. postgres.js opens connections lazily, so
+ * a pool nobody uses costs nothing. The consequence: a transaction is either raw
+ * (`sql.begin(tx => ...)`, the repositories accept `tx`) or drizzle (`db.transaction`), not both.
+ */
+import postgres from 'postgres';
+import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
+import type { Logger } from '../log.ts';
+import * as schema from './schema.ts';
+
+/** Connections per pool (postgres.js default is 10). */
+export const DB_POOL_MAX = 10;
+/** Close a connection idle this long, in seconds (0: never). */
+export const DB_IDLE_TIMEOUT_S = 60;
+/** Give up connecting after this long, in seconds. */
+export const DB_CONNECT_TIMEOUT_S = 10;
+
+/**
+ * int8 (count(*), bigint columns) as a JS number instead of postgres.js's default string. Every
+ * bigint we store came from a JSON number and is checked to be a safe integer on the way in.
+ */
+const int8AsNumber = {
+  to: 20,
+  from: [20],
+  serialize: (x: number) => String(x),
+  parse: (x: string) => Number(x),
+} satisfies postgres.PostgresType<number>;
+
+const TYPES = { int8: int8AsNumber };
+
+/** The raw postgres.js client (timestamptz as Date, jsonb parsed, int8 as number). */
+export type Sql = postgres.Sql<{ int8: number }>;
+/**
+ * Anything a repository can run a statement on: the client, a transaction, a reserved
+ * connection, whatever its custom types (the repositories read no int8 or date they rely on).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Queryable = postgres.Sql<any> | postgres.TransactionSql<any>;
+export type Db = PostgresJsDatabase<typeof schema>;
+
+export interface CreateDbOptions {
+  /** connections per pool (two pools: raw and drizzle); default DB_POOL_MAX (10) */
+  max?: number;
+  /** server notices go to `log.debug`; default: dropped */
+  log?: Logger;
+  /** overrides where server notices go; default: `log.debug`, or dropped without `log` */
+  onnotice?: (notice: postgres.Notice) => void;
+  /** seconds an idle connection is kept; default DB_IDLE_TIMEOUT_S (60) */
+  idleTimeoutS?: number;
+  /** seconds to wait for a connection; default DB_CONNECT_TIMEOUT_S (10) */
+  connectTimeoutS?: number;
+}
+
+export interface DbHandle {
+  sql: Sql;
+  db: Db;
+  /** Ends both pools, letting running queries finish (at most 5 s). */
+  close(): Promise<void>;
+}
+
+/** postgres.js options shared by every client we open. */
+export function clientOptions(opts: CreateDbOptions = {}) {
+  const log = opts.log;
+  const onnotice =
+    opts.onnotice ??
+    // postgres.js prints notices (e.g. CREATE ... IF NOT EXISTS) with console.log by default,
+    // which would pollute stdout, where only a command's output belongs.
+    (log
+      ? (n: postgres.Notice) => log.debug({ code: n.code, notice: n.message }, 'postgres notice')
+      : () => {});
+  return {
+    max: opts.max ?? DB_POOL_MAX,
+    idle_timeout: opts.idleTimeoutS ?? DB_IDLE_TIMEOUT_S,
+    connect_timeout: opts.connectTimeoutS ?? DB_CONNECT_TIMEOUT_S,
+    onnotice,
+    connection: { application_name: 'videosite-ingest' },
+  };
+}
+
+const CLOSE_TIMEOUT_S = 5;
+
+export function createDb(url: string, opts: CreateDbOptions = {}): DbHandle {
+  const options = clientOptions(opts);
+  const sql = postgres(url, { ...options, types: TYPES }) as Sql;
+  const db = drizzle(postgres(url, options), { schema });
+  return {
+    sql,
+    db,
+    async close() {
+      await Promise.all([sql.end({ timeout: CLOSE_TIMEOUT_S }), db.$client.end({ timeout: CLOSE_TIMEOUT_S })]);
+    },
+  };
+}

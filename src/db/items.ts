@@ -1,0 +1,212 @@
+/**
+ * The `batch_items` table: every item of every batch, landed raw before anything else reads it.
+ * The landed copy is the only one left once the API discards results, so a row leaves
+ * `processing` exactly once: a later answer (`result-unavailable`, a repeated poll) never
+ * overwrites what was landed, failed or set aside.
+ */
+import type { Queryable } from './connection.ts';
+import type { ItemState } from './schema.ts';
+import { ESCAPED_UNSTORABLE_RE, findUnstorable, isStorableText, storableText } from './storable.ts';
+
+/** Items per statement when landing: bounds the size of one JSON parameter (~20 KB per item). */
+export const LAND_CHUNK_ITEMS = 500;
+
+export interface LandItem {
+  videoId: string;
+  state: ItemState;
+  errorCode: string | null;
+  /** the item as parsed from the answer; undefined when its JSON text could not be parsed */
+  payload: unknown;
+  /**
+   * the item's JSON text exactly as received, when the reader kept it. Must be the text `payload`
+   * was parsed from: it is stored instead of re-serialising `payload`, which keeps numbers as
+   * written (1.50, integers past 2^53).
+   */
+  payloadRaw?: string | undefined;
+  /** why the item is quarantined */
+  reason?: string | undefined;
+}
+
+export interface LandResult {
+  /** rows inserted or changed (any state) */
+  written: number;
+  /** rows that became `landed` by this call */
+  landed: number;
+}
+
+interface StoredPayload {
+  /** JSON text of the jsonb value, or null */
+  json: string | null;
+  raw: string | null;
+  note: string | null;
+}
+
+/**
+ * jsonb when it can hold the item; otherwise the raw text in payload_raw (jsonb rejects
+ * `\u0000` and lone surrogates), so nothing is lost either way. `json` is spliced into the
+ * statement's JSON as is, so it must be valid JSON: the received text or our serialisation.
+ */
+function storedPayload(item: LandItem): StoredPayload {
+  const text = item.payloadRaw ?? (item.payload === undefined ? undefined : JSON.stringify(item.payload));
+  if (text === undefined) return { json: null, raw: null, note: null };
+  if (item.payload !== undefined && isStorableText(text)) {
+    // Both U+0000 and lone surrogates can only reach the text as \u escapes; the walk that
+    // tells for sure runs only when such an escape (or its look-alike \\u0000) is present.
+    if (!ESCAPED_UNSTORABLE_RE.test(text) || findUnstorable(item.payload) === undefined) {
+      return { json: text, raw: null, note: null };
+    }
+  }
+  if (isStorableText(text)) return { json: null, raw: text, note: null };
+  // Text with a literal U+0000 is not even valid JSON; keep it losslessly as a JSON string.
+  return { json: null, raw: JSON.stringify(text), note: 'payload_raw holds the received text as a JSON string literal' };
+}
+
+function landJson(items: readonly LandItem[]): string {
+  const parts = items.map((item) => {
+    const p = storedPayload(item);
+    let { videoId, state } = item;
+    const notes = [item.reason, p.note];
+    if (!isStorableText(videoId)) {
+      // Not storable as a key: keep the item under its JSON-quoted form, set aside for a human.
+      videoId = JSON.stringify(videoId);
+      state = 'quarantined';
+      notes.push('videoId holds a character Postgres text cannot store; video_id is its JSON form');
+    }
+    const reason = notes.filter((s): s is string => typeof s === 'string').map(storableText).join('; ') || null;
+    // payload is spliced in as JSON text (not re-encoded), so Postgres parses the received text.
+    return (
+      `{"video_id":${JSON.stringify(videoId)},"state":${JSON.stringify(state)},` +
+      `"error_code":${JSON.stringify(item.errorCode)},"payload":${p.json ?? 'null'},` +
+      `"payload_raw":${JSON.stringify(p.raw)},"reason":${JSON.stringify(reason)}}`
+    );
+  });
+  return `[${parts.join(',')}]`;
+}
+
+/**
+ * Records items of one batch as they were answered. New items are inserted; an existing row is
+ * changed only while it is still `processing` (and only if something differs), so landing the
+ * same answer twice writes nothing and a landed payload is never replaced. Items with the same
+ * videoId: the last one wins. Runs one statement per LAND_CHUNK_ITEMS items; pass a transaction
+ * to make a whole poll atomic.
+ */
+export async function landItems(sql: Queryable, jobId: string, items: readonly LandItem[]): Promise<LandResult> {
+  const byVideo = new Map<string, LandItem>();
+  for (const item of items) byVideo.set(item.videoId, item);
+  const unique = [...byVideo.values()];
+  const total: LandResult = { written: 0, landed: 0 };
+  for (let i = 0; i < unique.length; i += LAND_CHUNK_ITEMS) {
+    const json = landJson(unique.slice(i, i + LAND_CHUNK_ITEMS));
+    const rows = await sql<{ state: ItemState }[]>`
+      insert into batch_items as b (job_id, video_id, state, error_code, payload, payload_raw, reason, landed_at)
+      select ${jobId}, video_id, state, error_code, payload, payload_raw, reason,
+        case when state = 'landed' then now() end
+      from jsonb_to_recordset(${json}::text::jsonb) as r(
+        video_id text, state text, error_code text, payload jsonb, payload_raw text, reason text)
+      on conflict (job_id, video_id) do update set
+        state = excluded.state,
+        error_code = excluded.error_code,
+        payload = excluded.payload,
+        payload_raw = excluded.payload_raw,
+        reason = excluded.reason,
+        landed_at = excluded.landed_at,
+        updated_at = now()
+      where b.state = 'processing'
+        and (b.state, b.error_code, b.payload, b.payload_raw, b.reason)
+          is distinct from (excluded.state, excluded.error_code, excluded.payload, excluded.payload_raw, excluded.reason)
+      returning state`;
+    total.written += rows.length;
+    total.landed += rows.filter((r) => r.state === 'landed').length;
+  }
+  return total;
+}
+
+export interface LandedItem {
+  videoId: string;
+  errorCode: string | null;
+  /** the raw item (from payload, or parsed from payload_raw); undefined when neither parses */
+  payload: unknown;
+  /** set only when the item could not be stored as jsonb */
+  payloadRaw: string | null;
+  landedAt: Date | null;
+}
+
+export interface LandedChunkOptions {
+  /** start after this videoId (keyset paging; default: from the first) */
+  afterVideoId?: string | undefined;
+}
+
+/** Up to `limit` items of the batch that are landed but not yet sunk, ordered by videoId. */
+export async function nextLandedChunk(
+  sql: Queryable,
+  jobId: string,
+  limit: number,
+  opts: LandedChunkOptions = {},
+): Promise<LandedItem[]> {
+  const after = opts.afterVideoId ?? null;
+  const rows = await sql<
+    { video_id: string; error_code: string | null; payload: unknown; payload_raw: string | null; landed_at: Date | null }[]
+  >`
+    select video_id, error_code, payload, payload_raw, landed_at
+    from batch_items
+    where job_id = ${jobId} and state = 'landed' and (${after}::text is null or video_id > ${after}::text)
+    order by video_id
+    limit ${limit}`;
+  return rows.map((r) => ({
+    videoId: r.video_id,
+    errorCode: r.error_code,
+    payload: r.payload ?? parseOrUndefined(r.payload_raw),
+    payloadRaw: r.payload_raw,
+    landedAt: r.landed_at,
+  }));
+}
+
+function parseOrUndefined(text: string | null): unknown {
+  if (text === null) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** landed → sunk for these items; returns how many moved (already sunk ones are left alone). */
+export async function markSunk(sql: Queryable, jobId: string, videoIds: readonly string[]): Promise<number> {
+  if (videoIds.length === 0) return 0;
+  const rows = await sql`
+    update batch_items set state = 'sunk', sunk_at = now(), updated_at = now()
+    where job_id = ${jobId} and video_id = any(${videoIds as string[]}::text[]) and state = 'landed'
+    returning 1`;
+  return rows.length;
+}
+
+/**
+ * landed → quarantined for items the sink cannot write (payload fails validation, a value
+ * Postgres cannot hold); the payload stays for replay. Returns how many moved.
+ */
+export async function markQuarantined(
+  sql: Queryable,
+  jobId: string,
+  items: readonly { videoId: string; reason: string }[],
+): Promise<number> {
+  if (items.length === 0) return 0;
+  const json = JSON.stringify(items.map((i) => ({ video_id: i.videoId, reason: storableText(i.reason) })));
+  const rows = await sql`
+    update batch_items as b set state = 'quarantined', reason = r.reason, updated_at = now()
+    from jsonb_to_recordset(${json}::text::jsonb) as r(video_id text, reason text)
+    where b.job_id = ${jobId} and b.video_id = r.video_id and b.state = 'landed'
+    returning 1`;
+  return rows.length;
+}
+
+/**
+ * At expiry: every item still `processing` becomes `retryable` with `errorCode` (the next sync
+ * or `replay --failed` re-submits it). Landed items keep their landed copy. Returns how many moved.
+ */
+export async function markUnfinishedRetryable(sql: Queryable, jobId: string, errorCode: string): Promise<number> {
+  const rows = await sql`
+    update batch_items set state = 'retryable', error_code = ${errorCode}, updated_at = now()
+    where job_id = ${jobId} and state = 'processing'
+    returning 1`;
+  return rows.length;
+}

@@ -1,0 +1,350 @@
+/**
+ * The Postgres schema (drizzle pg-core). `migrations/` is generated from this file by drizzle-kit;
+ * change it only together with a new migration (`npx drizzle-kit generate --name <what>`).
+ *
+ * Table and column names listed in DESIGN.md ("Tables") are a public contract: people query them.
+ * Each table lists those columns first, then ours. Every timestamp is timestamptz; every value
+ * is stored as delivered (null stays null, text byte-exact), so most columns are nullable.
+ */
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  boolean,
+  check,
+  doublePrecision,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
+
+/** timestamptz, read as a JS Date through drizzle. */
+const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+/** timestamptz not null default now(). */
+const tstzNow = (name: string) => tstz(name).notNull().defaultNow();
+/** bigint read as a JS number: counts and credits stay far below 2^53. */
+const bigNumber = (name: string) => bigint(name, { mode: 'number' });
+
+export const SOURCE_KINDS = ['playlist', 'channel'] as const;
+export type SourceKind = (typeof SOURCE_KINDS)[number];
+
+export const BATCH_KINDS = ['video', 'transcript'] as const;
+export type BatchKind = (typeof BATCH_KINDS)[number];
+
+export const BATCH_STATUSES = ['submitted', 'queued', 'active', 'completed', 'failed', 'expired'] as const;
+export type BatchStatus = (typeof BATCH_STATUSES)[number];
+/** Statuses of a batch still in flight (polled; at most one per source, kind and lang). */
+export const BATCH_IN_FLIGHT_STATUSES = ['submitted', 'queued', 'active'] as const satisfies readonly BatchStatus[];
+
+export const ITEM_STATES = ['processing', 'landed', 'sunk', 'failed', 'retryable', 'quarantined'] as const;
+export type ItemState = (typeof ITEM_STATES)[number];
+
+export const SYNC_OUTCOMES = ['submitted', 'up-to-date', 'refused-credits', 'refused-upstream', 'error'] as const;
+export type SyncOutcome = (typeof SYNC_OUTCOMES)[number];
+
+/** `sql` list literal for a check constraint or a partial index: `'a', 'b'`. */
+const sqlList = (values: readonly string[]) => sql.raw(values.map((v) => `'${v}'`).join(', '));
+
+// ---------------------------------------------------------------------------------------------
+
+export const sources = pgTable(
+  'sources',
+  {
+    id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+    kind: text('kind').$type<SourceKind>().notNull(),
+    /** as the user gave it (URL, ID or handle) */
+    ref: text('ref').notNull(),
+    /** canonical playlist or channel ID, resolved through the API */
+    externalId: text('external_id').notNull(),
+    /** `--limit`: at most this many videos per sync */
+    maxVideos: integer('max_videos').notNull(),
+    /** transcript languages to fetch; empty: the API's default language only */
+    langs: text('langs').array().notNull().default(sql`'{}'::text[]`),
+    textOnly: boolean('text_only').notNull().default(false),
+    /** cron expression; null: synced only by `backfill` */
+    cron: text('cron'),
+    paused: boolean('paused').notNull().default(false),
+    lastSyncedAt: tstz('last_synced_at'),
+    // ours
+    title: text('title'),
+    createdAt: tstzNow('created_at'),
+    updatedAt: tstzNow('updated_at'),
+    lastError: text('last_error'),
+    lastErrorCode: text('last_error_code'),
+    lastErrorAt: tstz('last_error_at'),
+    /** false until the first sync has submitted the playlist/channel itself; later syncs list and diff */
+    initialSyncDone: boolean('initial_sync_done').notNull().default(false),
+  },
+  (t) => [
+    uniqueIndex('sources_kind_external_id_uq').on(t.kind, t.externalId),
+    check('sources_kind_ck', sql`${t.kind} in (${sqlList(SOURCE_KINDS)})`),
+    check('sources_max_videos_ck', sql`${t.maxVideos} >= 1`),
+  ],
+);
+
+/** Which videos belong to which source: from ID listings and from that source's batch results. */
+export const sourceVideos = pgTable(
+  'source_videos',
+  {
+    sourceId: integer('source_id')
+      .notNull()
+      .references(() => sources.id, { onDelete: 'cascade' }),
+    videoId: text('video_id').notNull(),
+    firstSeenAt: tstzNow('first_seen_at'),
+    lastListedAt: tstz('last_listed_at'),
+  },
+  (t) => [
+    primaryKey({ columns: [t.sourceId, t.videoId] }),
+    index('source_videos_video_id_idx').on(t.videoId),
+  ],
+);
+
+export const batches = pgTable(
+  'batches',
+  {
+    jobId: text('job_id').primaryKey(),
+    sourceId: integer('source_id').references(() => sources.id, { onDelete: 'set null' }),
+    kind: text('kind').$type<BatchKind>().notNull(),
+    /** the language requested; null for video batches (and a transcript batch without `lang`) */
+    lang: text('lang'),
+    status: text('status').$type<BatchStatus>().notNull(),
+    errorCode: text('error_code'),
+    total: integer('total'),
+    succeeded: integer('succeeded'),
+    failed: integer('failed'),
+    /** 1 + videos (1 + limit at submission for a playlist/channel batch, corrected from stats.total) */
+    creditsEstimated: integer('credits_estimated').notNull(),
+    submittedAt: tstzNow('submitted_at'),
+    completedAt: tstz('completed_at'),
+    polls: integer('polls').notNull().default(0),
+    // ours
+    /** the request body as submitted (never holds a secret) */
+    request: jsonb('request').notNull(),
+    textOnly: boolean('text_only'),
+    lastPolledAt: tstz('last_polled_at'),
+    nextPollAt: tstz('next_poll_at'),
+    terminalAt: tstz('terminal_at'),
+    /** job_id of the batch whose items this one re-submits */
+    replayOf: text('replay_of'),
+    updatedAt: tstzNow('updated_at'),
+  },
+  (t) => [
+    // Never two in-flight batches for the same source, kind and language: a lost race between
+    // two schedulers fails here instead of paying twice.
+    uniqueIndex('batches_one_in_flight_uq')
+      .on(t.sourceId, t.kind, sql`coalesce(${t.lang}, '')`)
+      .where(sql`${t.status} in (${sqlList(BATCH_IN_FLIGHT_STATUSES)})`),
+    index('batches_in_flight_idx')
+      .on(t.status, t.nextPollAt)
+      .where(sql`${t.status} in (${sqlList(BATCH_IN_FLIGHT_STATUSES)})`),
+    index('batches_source_id_idx').on(t.sourceId, t.submittedAt),
+    check('batches_kind_ck', sql`${t.kind} in (${sqlList(BATCH_KINDS)})`),
+    check('batches_status_ck', sql`${t.status} in (${sqlList(BATCH_STATUSES)})`),
+    check('batches_lang_ck', sql`${t.kind} = 'transcript' or ${t.lang} is null`),
+  ],
+);
+
+export const batchItems = pgTable(
+  'batch_items',
+  {
+    jobId: text('job_id')
+      .notNull()
+      .references(() => batches.jobId, { onDelete: 'cascade' }),
+    videoId: text('video_id').notNull(),
+    state: text('state').$type<ItemState>().notNull(),
+    errorCode: text('error_code'),
+    /** the raw item exactly as received (null when it cannot be jsonb: see payload_raw) */
+    payload: jsonb('payload'),
+    landedAt: tstz('landed_at'),
+    sunkAt: tstz('sunk_at'),
+    // ours
+    /** the raw item as JSON text, when jsonb cannot hold it (a \u0000 or a lone surrogate) */
+    payloadRaw: text('payload_raw'),
+    /** why the item was quarantined */
+    reason: text('reason'),
+    /** job_id of the batch that re-submitted this retryable item (so it is re-submitted once) */
+    resubmittedIn: text('resubmitted_in'),
+    updatedAt: tstzNow('updated_at'),
+  },
+  (t) => [
+    primaryKey({ columns: [t.jobId, t.videoId] }),
+    // the sink's work list, and reconcile's "landed but not sunk"
+    index('batch_items_landed_idx').on(t.jobId, t.videoId).where(sql`${t.state} = 'landed'`),
+    // the next sync's and replay's re-submission list
+    index('batch_items_retryable_idx')
+      .on(t.jobId, t.videoId)
+      .where(sql`${t.state} = 'retryable' and ${t.resubmittedIn} is null`),
+    index('batch_items_video_id_idx').on(t.videoId),
+    check('batch_items_state_ck', sql`${t.state} in (${sqlList(ITEM_STATES)})`),
+  ],
+);
+
+export const videos = pgTable(
+  'videos',
+  {
+    id: text('id').primaryKey(),
+    title: text('title'),
+    description: text('description'),
+    durationS: doublePrecision('duration_s'),
+    channelId: text('channel_id'),
+    channelName: text('channel_name'),
+    tags: text('tags').array(),
+    thumbnail: text('thumbnail'),
+    uploadDate: tstz('upload_date'),
+    viewCount: bigNumber('view_count'),
+    likeCount: bigNumber('like_count'),
+    transcriptLanguages: text('transcript_languages').array(),
+    firstSeenAt: tstzNow('first_seen_at'),
+    /** changes only when a delivered value changes */
+    updatedAt: tstzNow('updated_at'),
+    // ours
+    /** the batch that last changed (or first delivered) this row */
+    lastJobId: text('last_job_id'),
+  },
+  (t) => [index('videos_channel_id_idx').on(t.channelId)],
+);
+
+export const transcripts = pgTable(
+  'transcripts',
+  {
+    videoId: text('video_id').notNull(),
+    /** the language the API returned (may differ from the one asked for) */
+    lang: text('lang').notNull(),
+    /** chunk texts joined by a single space, or the string content as delivered */
+    text: text('text').notNull(),
+    /** the chunks as delivered; null when the content arrived as a string */
+    chunks: jsonb('chunks'),
+    availableLangs: text('available_langs').array(),
+    contentSha256: text('content_sha256').notNull(),
+    /** changes only when the content (or availableLangs) does */
+    updatedAt: tstzNow('updated_at'),
+    // ours
+    firstSeenAt: tstzNow('first_seen_at'),
+    /** the batch that last changed (or first delivered) this row */
+    lastJobId: text('last_job_id'),
+    /** true when the content arrived as a plain string */
+    textOnly: boolean('text_only'),
+  },
+  (t) => [primaryKey({ columns: [t.videoId, t.lang] })],
+);
+
+/** Per video, kind and language (lang '' for metadata): the outcome of its latest item. */
+export const videoSync = pgTable(
+  'video_sync',
+  {
+    videoId: text('video_id').notNull(),
+    kind: text('kind').$type<BatchKind>().notNull(),
+    /** '' for metadata */
+    lang: text('lang').notNull().default(''),
+    lastJobId: text('last_job_id'),
+    lastState: text('last_state').$type<ItemState>(),
+    lastErrorCode: text('last_error_code'),
+    attempts: integer('attempts').notNull().default(0),
+    /** when to re-check (e.g. `transcript-unavailable` on a slow backoff); null: never automatically */
+    nextCheckAt: tstz('next_check_at'),
+    updatedAt: tstzNow('updated_at'),
+  },
+  (t) => [
+    primaryKey({ columns: [t.videoId, t.kind, t.lang] }),
+    index('video_sync_next_check_idx').on(t.nextCheckAt).where(sql`${t.nextCheckAt} is not null`),
+    check('video_sync_kind_ck', sql`${t.kind} in (${sqlList(BATCH_KINDS)})`),
+  ],
+);
+
+export const channels = pgTable('channels', {
+  id: text('id').primaryKey(),
+  name: text('name'),
+  handle: text('handle'),
+  description: text('description'),
+  subscriberCount: bigNumber('subscriber_count'),
+  videoCount: bigNumber('video_count'),
+  viewCount: bigNumber('view_count'),
+  thumbnail: text('thumbnail'),
+  banner: text('banner'),
+  /** the Channel answer as received */
+  raw: jsonb('raw'),
+  fetchedAt: tstz('fetched_at'),
+  updatedAt: tstzNow('updated_at'),
+});
+
+export const playlists = pgTable('playlists', {
+  id: text('id').primaryKey(),
+  title: text('title'),
+  description: text('description'),
+  videoCount: bigNumber('video_count'),
+  viewCount: bigNumber('view_count'),
+  lastUpdated: tstz('last_updated'),
+  channelId: text('channel_id'),
+  channelName: text('channel_name'),
+  /** the Playlist answer as received */
+  raw: jsonb('raw'),
+  fetchedAt: tstz('fetched_at'),
+  updatedAt: tstzNow('updated_at'),
+});
+
+export const creditSnapshots = pgTable(
+  'credit_snapshots',
+  {
+    id: bigNumber('id').primaryKey().generatedAlwaysAsIdentity(),
+    takenAt: tstzNow('taken_at'),
+    organizationId: text('organization_id'),
+    plan: text('plan'),
+    maxCredits: bigNumber('max_credits'),
+    usedCredits: bigNumber('used_credits'),
+    // ours
+    /** why it was taken, e.g. 'before-submit', 'after-batch' */
+    reason: text('reason'),
+    sourceId: integer('source_id').references(() => sources.id, { onDelete: 'set null' }),
+  },
+  (t) => [index('credit_snapshots_taken_at_idx').on(t.takenAt)],
+);
+
+export const syncRuns = pgTable(
+  'sync_runs',
+  {
+    id: bigNumber('id').primaryKey().generatedAlwaysAsIdentity(),
+    sourceId: integer('source_id').references(() => sources.id, { onDelete: 'set null' }),
+    startedAt: tstzNow('started_at'),
+    finishedAt: tstz('finished_at'),
+    outcome: text('outcome').$type<SyncOutcome>(),
+    detail: text('detail'),
+    videosListed: integer('videos_listed'),
+    videosSubmitted: integer('videos_submitted'),
+    creditsEstimated: integer('credits_estimated'),
+    jobIds: text('job_ids').array(),
+  },
+  (t) => [
+    index('sync_runs_source_started_idx').on(t.sourceId, t.startedAt),
+    check('sync_runs_outcome_ck', sql`${t.outcome} is null or ${t.outcome} in (${sqlList(SYNC_OUTCOMES)})`),
+  ],
+);
+
+// ---------------------------------------------------------------------------------------------
+// Row types
+
+export type Source = typeof sources.$inferSelect;
+export type NewSource = typeof sources.$inferInsert;
+export type SourceVideo = typeof sourceVideos.$inferSelect;
+export type NewSourceVideo = typeof sourceVideos.$inferInsert;
+export type Batch = typeof batches.$inferSelect;
+export type NewBatch = typeof batches.$inferInsert;
+export type BatchItemRecord = typeof batchItems.$inferSelect;
+export type NewBatchItemRecord = typeof batchItems.$inferInsert;
+export type VideoRecord = typeof videos.$inferSelect;
+export type NewVideoRecord = typeof videos.$inferInsert;
+export type TranscriptRecord = typeof transcripts.$inferSelect;
+export type NewTranscriptRecord = typeof transcripts.$inferInsert;
+export type VideoSync = typeof videoSync.$inferSelect;
+export type NewVideoSync = typeof videoSync.$inferInsert;
+export type ChannelRecord = typeof channels.$inferSelect;
+export type NewChannelRecord = typeof channels.$inferInsert;
+export type PlaylistRecord = typeof playlists.$inferSelect;
+export type NewPlaylistRecord = typeof playlists.$inferInsert;
+export type CreditSnapshot = typeof creditSnapshots.$inferSelect;
+export type NewCreditSnapshot = typeof creditSnapshots.$inferInsert;
+export type SyncRun = typeof syncRuns.$inferSelect;
+export type NewSyncRun = typeof syncRuns.$inferInsert;

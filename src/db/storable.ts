@@ -1,0 +1,81 @@
+/**
+ * What Postgres cannot store byte-exact. A `text` value cannot hold U+0000, and `jsonb` rejects
+ * the `\u0000` escape; a lone UTF-16 surrogate (legal in a JSON string escape, not in UTF-8) would
+ * be turned into U+FFFD on the way to the server. Such values are found before the statement
+ * runs, so one bad item is quarantined with a reason instead of failing a whole chunk.
+ */
+
+// U+0000, a high surrogate not followed by a low one, or a low one not preceded by a high one.
+const UNSTORABLE_RE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * In JSON.stringify output: the escapes it writes for U+0000 and for lone surrogates (a valid
+ * pair is written as is). A match only means "look closer" (`\\u0000` matches too).
+ */
+export const ESCAPED_UNSTORABLE_RE = /\\u(?:0000|d[89a-f])/i;
+
+/** Why a value cannot be stored as delivered, and where it sits (`video.tags[3]`). */
+export class UnstorableValueError extends Error {
+  readonly path: string;
+  readonly reason: string;
+  constructor(path: string, reason: string) {
+    super(`${path}: ${reason}`);
+    this.name = 'UnstorableValueError';
+    this.path = path;
+    this.reason = reason;
+  }
+}
+
+/** True when the string can go into a text or jsonb value unchanged. */
+export function isStorableText(s: string): boolean {
+  return !UNSTORABLE_RE.test(s);
+}
+
+function describe(s: string): string {
+  return s.includes('\u0000') ? 'contains U+0000, which Postgres text cannot hold' : 'contains a lone UTF-16 surrogate';
+}
+
+/**
+ * The path of the first string (value or object key) in `value` that Postgres cannot store,
+ * with the reason; undefined when everything is storable. Walks arrays and plain objects.
+ */
+export function findUnstorable(value: unknown, path = '(root)'): UnstorableValueError | undefined {
+  if (typeof value === 'string') {
+    return isStorableText(value) ? undefined : new UnstorableValueError(path, describe(value));
+  }
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const bad = findUnstorable(value[i], `${path}[${i}]`);
+      if (bad) return bad;
+    }
+    return undefined;
+  }
+  if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      if (!isStorableText(k)) return new UnstorableValueError(`${path}.${JSON.stringify(k)}`, `key ${describe(k)}`);
+      const bad = findUnstorable(v, path === '(root)' ? k : `${path}.${k}`);
+      if (bad) return bad;
+    }
+  }
+  return undefined;
+}
+
+/** `s` with every character Postgres cannot store replaced by U+FFFD (for messages, not data). */
+export function storableText(s: string): string {
+  return isStorableText(s) ? s : s.replace(new RegExp(UNSTORABLE_RE.source, 'g'), '\uFFFD');
+}
+
+/** Throws UnstorableValueError when `value` holds a string Postgres cannot store. */
+export function assertStorable(value: unknown, path: string): void {
+  const bad = findUnstorable(value, path);
+  if (bad) throw bad;
+}
+
+/** A JSON number that fits a bigint column exactly; throws otherwise. */
+export function toBigintColumn(value: number | null | undefined, path: string): number | null {
+  if (value === null || value === undefined) return null;
+  if (!Number.isSafeInteger(value)) {
+    throw new UnstorableValueError(path, `${value} is not a whole number a bigint column holds exactly`);
+  }
+  return value;
+}
