@@ -1,0 +1,482 @@
+/**
+ * The typed client of the upstream interface v1.3.0: one method per endpoint (the twelve of the
+ * interface and the seven gap endpoints of UPSTREAM.md, deprecated ones included).
+ *
+ * Every method validates its parameters with the request schema before anything is sent (a
+ * violation is a local `invalid-request` naming the field), and parses the answer with the
+ * answer schema (a violation is `schema-mismatch` with the failing path and the raw body). GETs
+ * are retried; the POSTs that create jobs (and cost credits) follow the stricter rule of
+ * `retry.ts`. Errors are ApiError subclasses from `errors.ts`.
+ */
+import type { Readable } from 'node:stream';
+import { Pool, type Dispatcher } from 'undici';
+import { z } from 'zod';
+import {
+  API_BODY_TIMEOUT_MS,
+  API_CONNECT_TIMEOUT_MS,
+  API_HEADERS_TIMEOUT_MS,
+  API_RETRY_BASE_DELAY_MS,
+  API_RETRY_MAX_ATTEMPTS,
+  API_RETRY_MAX_DELAY_MS,
+  ConfigError,
+  DEFAULT_PLATFORM,
+  type Config,
+} from '../config.ts';
+import { silentLogger, type Logger } from '../log.ts';
+import { invalidRequestFromZod, SchemaMismatchError } from './errors.ts';
+import { createHttp, type IncomingHttpHeaders, type QueryValue, type RequestEvent, type RequestSpec } from './http.ts';
+import { sleepMs, type RetryPolicy } from './retry.ts';
+import {
+  AccountSchema,
+  BatchResultsSchema,
+  ChannelSchema,
+  ChannelVideosQuerySchema,
+  CrawlJobSchema,
+  CrawlQuerySchema,
+  CrawlRequestSchema,
+  IdQuerySchema,
+  JobIdParamSchema,
+  JobIdSchema,
+  JobResultSchema,
+  MediaTranscriptQuerySchema,
+  MetadataSchema,
+  PlaylistSchema,
+  PlaylistVideosQuerySchema,
+  ScrapeSchema,
+  SearchQuerySchema,
+  SearchResultsSchema,
+  SiteMapSchema,
+  TranscriptBatchRequestSchema,
+  TranscriptOrJobIdSchema,
+  TranscriptQuerySchema,
+  TranscriptSchema,
+  TranslatedTranscriptSchema,
+  TranslateQuerySchema,
+  UrlQuerySchema,
+  VideoBatchRequestSchema,
+  VideoIdsSchema,
+  VideoSchema,
+  WebPageQuerySchema,
+  type Account,
+  type BatchResults,
+  type Channel,
+  type ChannelVideosQuery,
+  type CrawledPage,
+  type CrawlJob,
+  type CrawlRequest,
+  type IdQuery,
+  type JobId,
+  type JobResult,
+  type MediaTranscriptQuery,
+  type Metadata,
+  type Playlist,
+  type PlaylistVideosQuery,
+  type Scrape,
+  type SearchQuery,
+  type SearchResults,
+  type SiteMap,
+  type Transcript,
+  type TranscriptBatchRequest,
+  type TranscriptQuery,
+  type TranslatedTranscript,
+  type TranslateQuery,
+  type UrlQuery,
+  type Video,
+  type VideoBatchRequest,
+  type VideoIds,
+  type WebPageQuery,
+} from './schemas.ts';
+
+export type { RequestEvent } from './http.ts';
+export type { RetryPolicy } from './retry.ts';
+
+/** How long an idle keep-alive connection of the owned pool stays open, in milliseconds. */
+export const API_KEEP_ALIVE_TIMEOUT_MS = 10_000;
+/** Most connections the owned pool opens to the upstream at once. */
+export const API_POOL_CONNECTIONS = 16;
+
+export interface ApiClientOptions {
+  /** base URL ending in `/v1`, e.g. `https://api.example.com/v1` (no default) */
+  baseUrl: string;
+  /** sent as `x-api-key`; never logged, never part of an error (no default) */
+  apiKey: string;
+  /** the platform path segment; default `videosite` */
+  platform?: string | undefined;
+  /** TCP/TLS connect timeout of the owned pool, in milliseconds; default 10 000 */
+  connectTimeoutMs?: number | undefined;
+  /** time to wait for an answer's head, in milliseconds; default 30 000 */
+  headersTimeoutMs?: number | undefined;
+  /** longest silence while a body arrives, in milliseconds; default 60 000 */
+  bodyTimeoutMs?: number | undefined;
+  /** retries; default 5 attempts, 500 ms base, 30 000 ms cap */
+  retry?: Partial<RetryPolicy> | undefined;
+  /** default: a silent logger */
+  log?: Logger | undefined;
+  /**
+   * undici dispatcher to send through (tests, a shared Agent); default: a keep-alive Pool to the
+   * base URL's origin, owned and closed by the client. A given dispatcher is not closed.
+   */
+  dispatcher?: Dispatcher | undefined;
+  /** wait between attempts; default a timer that ends early when the signal aborts */
+  sleep?: ((ms: number, signal?: AbortSignal) => Promise<void>) | undefined;
+  /** uniform [0, 1) source for backoff jitter; default `Math.random` */
+  random?: (() => number) | undefined;
+  /** called after every attempt (metrics, request counting) */
+  onRequest?: ((e: RequestEvent) => void) | undefined;
+  /**
+   * awaited before every attempt, retries included: a shared rate limiter's `acquire`, so all
+   * processes together stay under the plan's rate; default none
+   */
+  beforeRequest?: ((signal?: AbortSignal) => Promise<void>) | undefined;
+}
+
+/** Every method takes this as its last argument. */
+export interface CallOptions {
+  signal?: AbortSignal | undefined;
+}
+
+/** `GET /transcript` answers either at once (200) or with a job to poll (202). */
+export type MediaTranscriptResult =
+  | { kind: 'transcript'; transcript: Transcript }
+  | { kind: 'job'; jobId: string };
+
+/** The raw answer of `GET /{platform}/batch/{jobId}`, for incremental parsing. */
+export interface BatchStream {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** the JSON body as it arrives; consume or destroy it */
+  body: Readable;
+}
+
+export interface ApiClient {
+  /** `POST /{platform}/video/batch`: a metadata batch. Costs 1 credit + 1 per video. */
+  createVideoBatch(body: VideoBatchRequest, o?: CallOptions): Promise<JobId>;
+  /** `POST /{platform}/transcript/batch`: a transcript batch (items carry `transcript`). */
+  createTranscriptBatch(body: TranscriptBatchRequest, o?: CallOptions): Promise<JobId>;
+  /** `GET /{platform}/batch/{jobId}`, parsed whole. Large batches: use `openBatch`. */
+  getBatch(jobId: string, o?: CallOptions): Promise<BatchResults>;
+  /**
+   * `GET /{platform}/batch/{jobId}` as a stream (a 5000-item transcript batch is ~100 MB). Error
+   * answers (non-2xx, 206) are thrown as ApiErrors; retries apply until the head arrives.
+   */
+  openBatch(jobId: string, o?: CallOptions): Promise<BatchStream>;
+  /** `GET /{platform}/playlist/videos` */
+  getPlaylistVideos(q: PlaylistVideosQuery, o?: CallOptions): Promise<VideoIds>;
+  /** `GET /{platform}/channel/videos` */
+  getChannelVideos(q: ChannelVideosQuery, o?: CallOptions): Promise<VideoIds>;
+  /** `GET /{platform}/video` (deprecated upstream, still available) */
+  getVideo(q: IdQuery, o?: CallOptions): Promise<Video>;
+  /** `GET /{platform}/playlist` */
+  getPlaylist(q: IdQuery, o?: CallOptions): Promise<Playlist>;
+  /** `GET /{platform}/channel` */
+  getChannel(q: IdQuery, o?: CallOptions): Promise<Channel>;
+  /** `GET /{platform}/transcript` (deprecated upstream, still available) */
+  getTranscript(q: TranscriptQuery, o?: CallOptions): Promise<Transcript>;
+  /** `GET /{platform}/transcript/translate`: `lang` is the target language */
+  translateTranscript(q: TranslateQuery, o?: CallOptions): Promise<TranslatedTranscript>;
+  /** `GET /transcript`: a transcript now (200) or a job to poll with `getTranscriptJob` (202) */
+  getMediaTranscript(q: MediaTranscriptQuery, o?: CallOptions): Promise<MediaTranscriptResult>;
+  /** `GET /transcript/{jobId}` */
+  getTranscriptJob(jobId: string, o?: CallOptions): Promise<JobResult>;
+  /** `GET /web/scrape` */
+  scrape(q: WebPageQuery, o?: CallOptions): Promise<Scrape>;
+  /** `GET /web/map` */
+  mapSite(q: WebPageQuery, o?: CallOptions): Promise<SiteMap>;
+  /** `POST /web/crawl` */
+  startCrawl(body: CrawlRequest, o?: CallOptions): Promise<JobId>;
+  /** `GET /web/crawl/{jobId}`, one page of pages from `skip` */
+  getCrawl(jobId: string, o?: CallOptions & { skip?: number | undefined }): Promise<CrawlJob>;
+  /**
+   * Every page of a crawl, following `next` (which must stay on the API's own endpoint: the key
+   * is never sent elsewhere). A crawl that is not `completed` has no pages and yields nothing;
+   * wait for `getCrawl(...).status === 'completed'` first.
+   */
+  crawlPages(jobId: string, o?: CallOptions): AsyncIterable<CrawledPage>;
+  /** `GET /{platform}/search` */
+  search(q: SearchQuery, o?: CallOptions): Promise<SearchResults>;
+  /** `GET /metadata` */
+  getMetadata(q: UrlQuery, o?: CallOptions): Promise<Metadata>;
+  /** `GET /me`: plan and credits (free) */
+  me(o?: CallOptions): Promise<Account>;
+  /** Close the owned connection pool (a given dispatcher is left open). */
+  close(): Promise<void>;
+}
+
+/** Validate parameters before sending; a violation is a local `invalid-request` naming the field. */
+function validate<S extends z.ZodType>(schema: S, value: unknown, endpoint: string): z.output<S> {
+  const r = schema.safeParse(value);
+  if (!r.success) throw invalidRequestFromZod(endpoint, r.error);
+  return r.data;
+}
+
+/** Named `jobId`, so a bad one is reported as that field. */
+const JobIdPathSchema = z.object({ jobId: JobIdParamSchema });
+
+function jobIdSegment(jobId: unknown, endpoint: string): string {
+  return encodeURIComponent(validate(JobIdPathSchema, { jobId }, endpoint).jobId);
+}
+
+function toQuery(q: object): Record<string, QueryValue> {
+  const out: Record<string, QueryValue> = {};
+  for (const [k, v] of Object.entries(q)) {
+    if (v === undefined || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') out[k] = v;
+  }
+  return out;
+}
+
+function checkOptions(opts: ApiClientOptions): void {
+  let base: URL;
+  try {
+    base = new URL(opts.baseUrl);
+  } catch {
+    throw new TypeError('createApiClient: baseUrl is not a URL');
+  }
+  if (base.protocol !== 'http:' && base.protocol !== 'https:') {
+    throw new TypeError('createApiClient: baseUrl must be an http(s) URL');
+  }
+  if (base.search !== '' || base.hash !== '') {
+    throw new TypeError('createApiClient: baseUrl must not carry a query or fragment');
+  }
+  // Say what is wrong without ever echoing the value.
+  if (typeof opts.apiKey !== 'string' || opts.apiKey === '') {
+    throw new TypeError('createApiClient: apiKey is required');
+  }
+  if (/[\r\n\0]/.test(opts.apiKey)) {
+    throw new TypeError('createApiClient: apiKey holds characters a header cannot carry');
+  }
+  const platform = opts.platform ?? DEFAULT_PLATFORM;
+  if (!/^[a-z0-9][a-z0-9-]*$/.test(platform)) {
+    throw new TypeError('createApiClient: platform must be a path segment of lowercase letters, digits and dashes');
+  }
+}
+
+export function createApiClient(opts: ApiClientOptions): ApiClient {
+  checkOptions(opts);
+  const platform = opts.platform ?? DEFAULT_PLATFORM;
+  const connectTimeoutMs = opts.connectTimeoutMs ?? API_CONNECT_TIMEOUT_MS;
+  const headersTimeoutMs = opts.headersTimeoutMs ?? API_HEADERS_TIMEOUT_MS;
+  const bodyTimeoutMs = opts.bodyTimeoutMs ?? API_BODY_TIMEOUT_MS;
+  const retry: RetryPolicy = {
+    maxAttempts: opts.retry?.maxAttempts ?? API_RETRY_MAX_ATTEMPTS,
+    baseDelayMs: opts.retry?.baseDelayMs ?? API_RETRY_BASE_DELAY_MS,
+    maxDelayMs: opts.retry?.maxDelayMs ?? API_RETRY_MAX_DELAY_MS,
+  };
+  const ownedDispatcher =
+    opts.dispatcher === undefined
+      ? new Pool(new URL(opts.baseUrl).origin, {
+          connect: { timeout: connectTimeoutMs },
+          headersTimeout: headersTimeoutMs,
+          bodyTimeout: bodyTimeoutMs,
+          keepAliveTimeout: API_KEEP_ALIVE_TIMEOUT_MS,
+          connections: API_POOL_CONNECTIONS,
+        })
+      : undefined;
+  const dispatcher = opts.dispatcher ?? ownedDispatcher!;
+  let closed = false;
+  const http = createHttp({
+    baseUrl: opts.baseUrl,
+    apiKey: opts.apiKey,
+    dispatcher,
+    headersTimeoutMs,
+    bodyTimeoutMs,
+    retry,
+    log: opts.log ?? silentLogger(),
+    sleep: opts.sleep ?? sleepMs,
+    random: opts.random ?? Math.random,
+    onRequest: opts.onRequest,
+    beforeRequest: opts.beforeRequest,
+  });
+  const p = `/${platform}`;
+
+  async function get<S extends z.ZodType>(
+    endpoint: string,
+    path: string,
+    query: object | undefined,
+    schema: S,
+    o: CallOptions | undefined,
+  ): Promise<z.output<S>> {
+    const spec: RequestSpec = {
+      method: 'GET',
+      endpoint,
+      path,
+      query: query === undefined ? undefined : toQuery(query),
+      kind: 'idempotent',
+      signal: o?.signal,
+    };
+    return (await http.requestJson(spec, schema)).data;
+  }
+
+  async function createJob(endpoint: string, path: string, body: unknown, o: CallOptions | undefined): Promise<JobId> {
+    const spec: RequestSpec = { method: 'POST', endpoint, path, body, kind: 'create', signal: o?.signal };
+    return (await http.requestJson(spec, JobIdSchema)).data;
+  }
+
+  async function getCrawl(jobId: string, o?: CallOptions & { skip?: number | undefined }): Promise<CrawlJob> {
+    const endpoint = 'GET /web/crawl/{jobId}';
+    const seg = jobIdSegment(jobId, endpoint);
+    const q = validate(CrawlQuerySchema, { skip: o?.skip }, endpoint);
+    return get(endpoint, `/web/crawl/${seg}`, q, CrawlJobSchema, o);
+  }
+
+  async function* crawlPages(jobId: string, o?: CallOptions): AsyncGenerator<CrawledPage> {
+    const endpoint = 'GET /web/crawl/{jobId}';
+    const seg = jobIdSegment(jobId, endpoint);
+    const own = http.urlOf(`/web/crawl/${seg}`);
+    const seen = new Set<string>();
+    let current = new URL(own);
+    for (;;) {
+      seen.add(current.search);
+      const spec: RequestSpec = {
+        method: 'GET',
+        endpoint,
+        path: `/web/crawl/${seg}`,
+        rawSearch: current.search,
+        kind: 'idempotent',
+        signal: o?.signal,
+      };
+      const { data } = await http.requestJson(spec, CrawlJobSchema);
+      for (const page of data.pages ?? []) yield page;
+      if (data.next === undefined) return;
+      const next = resolveNext(data.next, current, own, endpoint);
+      if (seen.has(next.search)) {
+        throw new SchemaMismatchError({
+          message: `${endpoint}: next points back to a page already read; stopping`,
+          endpoint,
+          path: 'next',
+          rawBody: JSON.stringify({ next: data.next }),
+        });
+      }
+      current = next;
+    }
+  }
+
+  return {
+    createVideoBatch: async (body, o) => {
+      const endpoint = `POST ${p}/video/batch`;
+      return createJob(endpoint, `${p}/video/batch`, validate(VideoBatchRequestSchema, body, endpoint), o);
+    },
+    createTranscriptBatch: async (body, o) => {
+      const endpoint = `POST ${p}/transcript/batch`;
+      return createJob(endpoint, `${p}/transcript/batch`, validate(TranscriptBatchRequestSchema, body, endpoint), o);
+    },
+    getBatch: async (jobId, o) => {
+      const endpoint = `GET ${p}/batch/{jobId}`;
+      return get(endpoint, `${p}/batch/${jobIdSegment(jobId, endpoint)}`, undefined, BatchResultsSchema, o);
+    },
+    openBatch: async (jobId, o) => {
+      const endpoint = `GET ${p}/batch/{jobId}`;
+      const path = `${p}/batch/${jobIdSegment(jobId, endpoint)}`;
+      return http.openStream({ method: 'GET', endpoint, path, kind: 'idempotent', signal: o?.signal });
+    },
+    getPlaylistVideos: async (q, o) => {
+      const endpoint = `GET ${p}/playlist/videos`;
+      return get(endpoint, `${p}/playlist/videos`, validate(PlaylistVideosQuerySchema, q, endpoint), VideoIdsSchema, o);
+    },
+    getChannelVideos: async (q, o) => {
+      const endpoint = `GET ${p}/channel/videos`;
+      return get(endpoint, `${p}/channel/videos`, validate(ChannelVideosQuerySchema, q, endpoint), VideoIdsSchema, o);
+    },
+    getVideo: async (q, o) => {
+      const endpoint = `GET ${p}/video`;
+      return get(endpoint, `${p}/video`, validate(IdQuerySchema, q, endpoint), VideoSchema, o);
+    },
+    getPlaylist: async (q, o) => {
+      const endpoint = `GET ${p}/playlist`;
+      return get(endpoint, `${p}/playlist`, validate(IdQuerySchema, q, endpoint), PlaylistSchema, o);
+    },
+    getChannel: async (q, o) => {
+      const endpoint = `GET ${p}/channel`;
+      return get(endpoint, `${p}/channel`, validate(IdQuerySchema, q, endpoint), ChannelSchema, o);
+    },
+    getTranscript: async (q, o) => {
+      const endpoint = `GET ${p}/transcript`;
+      return get(endpoint, `${p}/transcript`, validate(TranscriptQuerySchema, q, endpoint), TranscriptSchema, o);
+    },
+    translateTranscript: async (q, o) => {
+      const endpoint = `GET ${p}/transcript/translate`;
+      const query = validate(TranslateQuerySchema, q, endpoint);
+      return get(endpoint, `${p}/transcript/translate`, query, TranslatedTranscriptSchema, o);
+    },
+    getMediaTranscript: async (q, o) => {
+      const endpoint = 'GET /transcript';
+      const query = validate(MediaTranscriptQuerySchema, q, endpoint);
+      const data = await get(endpoint, '/transcript', query, TranscriptOrJobIdSchema, o);
+      return 'jobId' in data ? { kind: 'job', jobId: data.jobId } : { kind: 'transcript', transcript: data };
+    },
+    getTranscriptJob: async (jobId, o) => {
+      const endpoint = 'GET /transcript/{jobId}';
+      return get(endpoint, `/transcript/${jobIdSegment(jobId, endpoint)}`, undefined, JobResultSchema, o);
+    },
+    scrape: async (q, o) => {
+      const endpoint = 'GET /web/scrape';
+      return get(endpoint, '/web/scrape', validate(WebPageQuerySchema, q, endpoint), ScrapeSchema, o);
+    },
+    mapSite: async (q, o) => {
+      const endpoint = 'GET /web/map';
+      return get(endpoint, '/web/map', validate(WebPageQuerySchema, q, endpoint), SiteMapSchema, o);
+    },
+    startCrawl: async (body, o) => {
+      const endpoint = 'POST /web/crawl';
+      return createJob(endpoint, '/web/crawl', validate(CrawlRequestSchema, body, endpoint), o);
+    },
+    getCrawl,
+    crawlPages,
+    search: async (q, o) => {
+      const endpoint = `GET ${p}/search`;
+      return get(endpoint, `${p}/search`, validate(SearchQuerySchema, q, endpoint), SearchResultsSchema, o);
+    },
+    getMetadata: async (q, o) => {
+      const endpoint = 'GET /metadata';
+      return get(endpoint, '/metadata', validate(UrlQuerySchema, q, endpoint), MetadataSchema, o);
+    },
+    me: async (o) => get('GET /me', '/me', undefined, AccountSchema, o),
+    close: async () => {
+      if (ownedDispatcher === undefined || closed) return;
+      closed = true;
+      await ownedDispatcher.close();
+    },
+  };
+}
+
+/**
+ * The `next` of a crawl answer, checked: it must be this crawl's own endpoint on the API's
+ * origin, so following it can never send the key to another host or another resource.
+ */
+function resolveNext(next: string, current: URL, own: URL, endpoint: string): URL {
+  let u: URL;
+  try {
+    u = new URL(next, current);
+  } catch {
+    u = new URL('invalid:');
+  }
+  if (u.origin !== own.origin || u.pathname !== own.pathname || u.username !== '' || u.password !== '') {
+    throw new SchemaMismatchError({
+      message: `${endpoint}: next does not point to this crawl on the API's origin; not followed`,
+      endpoint,
+      path: 'next',
+      rawBody: JSON.stringify({ next }),
+    });
+  }
+  return u;
+}
+
+/** The client from `config.api`; a missing base URL or key is a ConfigError naming the variable. */
+export function createApiClientFromConfig(
+  api: Config['api'],
+  log?: Logger,
+  extra: Omit<ApiClientOptions, 'baseUrl' | 'apiKey' | 'platform' | 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs' | 'retry' | 'log'> = {},
+): ApiClient {
+  if (api.baseUrl === undefined) throw new ConfigError('API_BASE_URL', 'is required (a base URL ending in /v1)');
+  if (api.apiKey === undefined) throw new ConfigError('API_KEY', 'is required');
+  return createApiClient({
+    ...extra,
+    baseUrl: api.baseUrl,
+    apiKey: api.apiKey,
+    platform: api.platform,
+    connectTimeoutMs: api.connectTimeoutMs,
+    headersTimeoutMs: api.headersTimeoutMs,
+    bodyTimeoutMs: api.bodyTimeoutMs,
+    retry: api.retry,
+    log,
+  });
+}
