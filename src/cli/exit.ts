@@ -2,8 +2,12 @@
  * Exit codes of every command (DESIGN.md), and the mapping from an error to its code.
  * 0 success; 1 something did not land; 2 usage or configuration error; 3 upstream refused.
  */
-import { ConfigError } from '../config.ts';
+import postgres from 'postgres';
 import { ApiError } from '../api/errors.ts';
+import { ConfigError } from '../config.ts';
+import { MigrationError } from '../db/migrate.ts';
+import { SourceExistsError, SourceNotFoundError } from '../db/sources.ts';
+import { SourceNotFoundUpstreamError } from '../pipeline/sources.ts';
 
 export const EXIT_OK = 0;
 export const EXIT_NOT_LANDED = 1;
@@ -21,15 +25,43 @@ export class UsageError extends Error {
 /** Upstream codes that mean "the account or the key says no": retrying cannot fix them. */
 const REFUSED_CODES = new Set(['unauthorized', 'upgrade-required', 'forbidden', 'limit-exceeded']);
 
+/** Postgres errors that mean "the database is not set up": undefined table, unknown database. */
+const NOT_MIGRATED_CODES = new Set(['42P01', '3D000']);
+
+function isNotMigrated(e: unknown): boolean {
+  return e instanceof postgres.PostgresError && NOT_MIGRATED_CODES.has(e.code);
+}
+
+function isUsage(e: unknown): boolean {
+  return (
+    e instanceof UsageError ||
+    e instanceof ConfigError ||
+    e instanceof MigrationError ||
+    e instanceof SourceExistsError ||
+    e instanceof SourceNotFoundError ||
+    e instanceof SourceNotFoundUpstreamError ||
+    isNotMigrated(e) ||
+    // a local validation (an ID that does not parse): nothing was sent
+    (e instanceof ApiError && e.code === 'invalid-request' && e.status === undefined)
+  );
+}
+
 export function exitCodeOf(e: unknown): number {
-  if (e instanceof UsageError || e instanceof ConfigError) return EXIT_USAGE;
+  if (isUsage(e)) return EXIT_USAGE;
   if (e instanceof ApiError && REFUSED_CODES.has(e.code)) return EXIT_UPSTREAM_REFUSED;
   return EXIT_NOT_LANDED;
 }
 
 /** One line for a person: no stack trace for errors we understand. */
 export function describeError(e: unknown): string {
-  if (e instanceof UsageError || e instanceof ConfigError) return `error: ${e.message}`;
+  if (isNotMigrated(e)) {
+    return `error: the database is not set up (${(e as Error).message}); run: videosite-ingest migrate`;
+  }
+  if (e instanceof ApiError && e.code === 'invalid-request' && e.status === undefined) return `error: ${e.message}`;
+  if (isUsage(e)) return `error: ${(e as Error).message}`;
+  if (e instanceof Error && 'code' in e && (e as { code?: unknown }).code === 'ECONNREFUSED') {
+    return `error: ${e.message} (is the service running? see DATABASE_URL / REDIS_URL)`;
+  }
   if (e instanceof ApiError) return `error: ${e.message}${e.details ? ` (${e.details})` : ''}`;
   if (e instanceof Error) return `error: ${e.message}`;
   return `error: ${String(e)}`;

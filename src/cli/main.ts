@@ -4,7 +4,14 @@
  */
 import { Command, CommanderError } from 'commander';
 import { describeError, exitCodeOf, EXIT_USAGE } from './exit.ts';
+import { registerBackfillCommand } from './backfill.ts';
+import { registerDaemonCommand } from './daemon.ts';
+import { registerDemoCommand } from './demo.ts';
+import { registerMigrateCommand } from './migrate.ts';
+import { registerReplayCommand } from './replay.ts';
 import { registerSimulatorCommand } from './simulator.ts';
+import { registerSourcesCommand } from './sources.ts';
+import { registerStatusCommand } from './status.ts';
 
 export function buildProgram(): Command {
   const program = new Command()
@@ -15,8 +22,19 @@ export function buildProgram(): Command {
     )
     .showHelpAfterError('(add --help for usage)')
     .exitOverride();
+  registerMigrateCommand(program);
+  registerSourcesCommand(program);
+  registerDaemonCommand(program);
+  registerBackfillCommand(program);
+  registerReplayCommand(program);
+  registerStatusCommand(program);
   registerSimulatorCommand(program);
-  for (const cmd of program.commands) cmd.exitOverride();
+  registerDemoCommand(program);
+  const exitOverride = (cmd: Command) => {
+    cmd.exitOverride();
+    cmd.commands.forEach(exitOverride);
+  };
+  exitOverride(program);
   return program;
 }
 

@@ -1,0 +1,107 @@
+/**
+ * What a command needs, built from the validated configuration and closed in one call. Each
+ * part is opened only when the command asks for it (`status` needs no API key, `migrate` no Redis).
+ */
+import type { Redis } from 'ioredis';
+import { createApiClientFromConfig, type ApiClient } from '../api/client.ts';
+import { ConfigError, loadConfig, type Config } from '../config.ts';
+import { createDb, type DbHandle } from '../db/connection.ts';
+import { createLogger, type Logger } from '../log.ts';
+import { closeRedis, createRedis } from '../queues/connection.ts';
+import { createApiLimiter, type ApiLimiter } from '../queues/limiter.ts';
+import { createQueues, type PipelineQueues } from '../queues/queues.ts';
+import type { PipelineDeps } from '../pipeline/deps.ts';
+
+export interface Context {
+  config: Config;
+  log: Logger;
+  db(): DbHandle;
+  redis(): Redis;
+  queues(): PipelineQueues;
+  limiter(): ApiLimiter;
+  api(): ApiClient;
+  /** Everything the pipeline steps take. Opens the database, Redis and the API client. */
+  deps(): PipelineDeps;
+  close(): Promise<void>;
+}
+
+export interface ContextOptions {
+  env?: Record<string, string | undefined>;
+  /** overrides of the loaded configuration (the demo points the API at its own simulator) */
+  override?: (config: Config) => Config;
+  log?: Logger;
+}
+
+export function createContext(opts: ContextOptions = {}): Context {
+  let config = loadConfig(opts.env);
+  if (opts.override) config = opts.override(config);
+  const log = opts.log ?? createLogger({ level: config.logLevel });
+  let db: DbHandle | undefined;
+  let redis: Redis | undefined;
+  let queues: PipelineQueues | undefined;
+  let limiter: ApiLimiter | undefined;
+  let api: ApiClient | undefined;
+
+  const ctx: Context = {
+    config,
+    log,
+    db() {
+      db ??= createDb(config.databaseUrl, { log });
+      return db;
+    },
+    redis() {
+      if (!redis) {
+        redis = createRedis(config.redisUrl);
+        redis.on('error', (err: Error) => log.warn({ err: { message: err.message } }, 'redis connection error'));
+      }
+      return redis;
+    },
+    queues() {
+      queues ??= createQueues(ctx.redis(), config.queuePrefix);
+      return queues;
+    },
+    limiter() {
+      limiter ??= createApiLimiter({
+        redis: ctx.redis(),
+        prefix: config.queuePrefix,
+        requestsPerSecond: config.pipeline.apiRatePerSecond,
+        burst: config.pipeline.apiRateBurst,
+      });
+      return limiter;
+    },
+    api() {
+      if (!api) {
+        if (config.api.baseUrl === undefined) {
+          throw new ConfigError('API_BASE_URL', 'not set (expected the API base URL ending in /v1; `demo` starts a simulator itself)');
+        }
+        if (config.api.apiKey === undefined) {
+          throw new ConfigError('API_KEY', 'not set (the key is sent as x-api-key)');
+        }
+        const l = ctx.limiter();
+        api = createApiClientFromConfig(config.api, log, { beforeRequest: (signal) => l.acquire(signal) });
+      }
+      return api;
+    },
+    deps() {
+      const handle = ctx.db();
+      return {
+        sql: handle.sql,
+        db: handle.db,
+        api: ctx.api(),
+        log,
+        queues: ctx.queues(),
+        limiter: ctx.limiter(),
+        settings: config.pipeline,
+      };
+    },
+    async close() {
+      await Promise.allSettled([
+        api?.close(),
+        queues?.close(),
+        db?.close(),
+      ]);
+      if (redis) await closeRedis(redis);
+    },
+  };
+  return ctx;
+}

@@ -1,0 +1,123 @@
+/**
+ * `replay`: re-sink a batch from its stored raw items (free), or re-submit retryable items as
+ * new batches (costs credits: prints the estimate and asks for --yes).
+ */
+import { InvalidArgumentError, type Command } from 'commander';
+import { batchProgress, isSettled } from '../pipeline/backfill.ts';
+import { reconcile } from '../pipeline/reconcile.ts';
+import { planResubmission, resinkBatch, resubmit, type ResubmitGroup } from '../pipeline/replay.ts';
+import { startWorkers } from '../pipeline/workers.ts';
+import { parseDurationMs } from './args.ts';
+import { createContext } from './context.ts';
+import { EXIT_NOT_LANDED, EXIT_USAGE, UsageError } from './exit.ts';
+import { renderTable } from './table.ts';
+
+interface ReplayOptions {
+  batch?: string;
+  failed: boolean;
+  expired: boolean;
+  since?: Date;
+  dryRun: boolean;
+  yes: boolean;
+  wait: boolean;
+  timeout?: number;
+}
+
+function dateArg(value: string): Date {
+  const d = new Date(value);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(d.getTime())) {
+    throw new InvalidArgumentError('expected a date such as 2026-11-01 or 2026-11-01T12:00:00Z.');
+  }
+  return d;
+}
+
+function renderPlan(groups: ResubmitGroup[]): string {
+  return renderTable(
+    ['source', 'kind', 'videos', 'from batches', 'credits', 'note'],
+    groups.map((g) => [
+      g.sourceId,
+      g.kind + (g.lang ? ` ${g.lang}` : ''),
+      g.videoIds.length,
+      g.fromJobIds.join(','),
+      g.credits,
+      g.blockedBy ? `waits: batch ${g.blockedBy} in flight` : '',
+    ]),
+  );
+}
+
+export function registerReplayCommand(program: Command): void {
+  program
+    .command('replay')
+    .description('re-sink a batch from stored raw items (free), or re-submit retryable items (costs credits)')
+    .option('--batch <jobId>', 're-run the database writes of this batch from its landed raw items; no API call')
+    .option('--failed', 're-submit every retryable item (internal errors, lost results, unfinished at expiry)', false)
+    .option('--expired', 're-submit the retryable items of expired batches only', false)
+    .option('--since <date>', 'only items of batches submitted since this date (with --failed/--expired)', dateArg)
+    .option('--dry-run', 'print what would be re-submitted and its credit estimate; submit nothing', false)
+    .option('--yes', 'agree to spend the estimated credits', false)
+    .option('--no-wait', 'with --failed/--expired: return after submitting; daemons finish the work')
+    .option('--timeout <duration>', 'stop waiting after this long (e.g. 15m)', parseDurationMs)
+    .action(async (o: ReplayOptions) => {
+      const modes = [o.batch !== undefined, o.failed, o.expired].filter(Boolean).length;
+      if (modes !== 1) throw new UsageError('give exactly one of --batch JOBID, --failed, --expired');
+      if (o.batch !== undefined && (o.since || o.dryRun || o.yes)) {
+        throw new UsageError('--since, --dry-run and --yes go with --failed or --expired; --batch is free and needs none');
+      }
+      const ctx = createContext();
+      try {
+        if (o.batch !== undefined) {
+          const r = await resinkBatch({ sql: ctx.db().sql, log: ctx.log, settings: ctx.config.pipeline }, o.batch);
+          if (!r.found) throw new UsageError(`--batch: no batch ${JSON.stringify(o.batch)} is recorded (see: status)`);
+          process.stdout.write(
+            `batch ${o.batch}: ${r.items} stored item(s) re-sunk from raw: ${r.inserted} row(s) inserted, ` +
+              `${r.updated} updated, ${r.unchanged} unchanged${r.quarantined ? `, ${r.quarantined} quarantined` : ''}; no API call\n`,
+          );
+          return;
+        }
+
+        const { sql } = ctx.db();
+        const groups = await planResubmission({ sql, settings: ctx.config.pipeline }, { expiredOnly: o.expired, since: o.since });
+        if (groups.length === 0) {
+          process.stdout.write('nothing to re-submit: no retryable items\n');
+          return;
+        }
+        const total = groups.filter((g) => g.blockedBy === null).reduce((n, g) => n + g.credits, 0);
+        process.stdout.write(renderPlan(groups));
+        process.stdout.write(`estimated cost: ${total} credit(s) (1 per batch + 1 per video)\n`);
+        if (o.dryRun) return;
+        if (!o.yes) {
+          process.stderr.write('error: re-submitting spends credits; add --yes to proceed (or --dry-run to only see the plan)\n');
+          process.exitCode = EXIT_USAGE;
+          return;
+        }
+        if (total === 0) {
+          process.stdout.write('every group waits for a batch still in flight; nothing submitted\n');
+          return;
+        }
+        const deps = ctx.deps();
+        const { jobIds, videos } = await resubmit(deps, groups);
+        process.stdout.write(`submitted ${videos} video(s) in ${jobIds.length} batch(es): ${jobIds.join(', ')}\n`);
+        if (!o.wait) return;
+
+        await reconcile(deps);
+        const workers = startWorkers(deps, { roles: ['poller', 'sink'], connection: ctx.redis() });
+        try {
+          const deadline = o.timeout !== undefined ? Date.now() + o.timeout : Infinity;
+          let batches = await batchProgress(sql, jobIds);
+          while (!batches.every(isSettled) && Date.now() < deadline) {
+            await new Promise((r) => setTimeout(r, 1000));
+            batches = await batchProgress(sql, jobIds);
+          }
+          const stored = batches.reduce((n, b) => n + b.sunk, 0);
+          const left = batches.reduce((n, b) => n + b.retryable + b.processing + b.quarantined, 0);
+          const bad = batches.filter((b) => b.status !== 'completed');
+          process.stdout.write(`replay: ${stored} item(s) stored, ${left} not landed${bad.length ? `, ${bad.length} batch(es) not completed` : ''}\n`);
+          if (left > 0 || bad.length > 0 || !batches.every(isSettled)) process.exitCode = EXIT_NOT_LANDED;
+        } finally {
+          await workers.close();
+        }
+      } finally {
+        await ctx.close();
+      }
+    });
+}

@@ -1,0 +1,95 @@
+/** `status [--json]`: sources, batches in flight with progress, error counts, credits. */
+import type { Command } from 'commander';
+import { collectStatus, type BatchStatusRow, type StatusReport } from '../db/status.ts';
+import { createContext } from './context.ts';
+import { renderTable, shortTime } from './table.ts';
+
+function progress(b: BatchStatusRow): string {
+  if (b.total === null || b.total === 0) return b.status === 'submitted' ? 'not polled yet' : '0/0';
+  const pct = Math.floor((100 * b.finished) / b.total);
+  return `${b.finished}/${b.total} (${pct}%)`;
+}
+
+export function renderStatus(r: StatusReport): string {
+  const out: string[] = [];
+  out.push('Sources\n');
+  if (r.sources.length === 0) out.push('  none (add one: videosite-ingest sources add channel @handle)\n');
+  else
+    out.push(
+      renderTable(
+        ['id', 'kind', 'title', 'videos', 'transcripts', 'last synced', 'schedule', 'last error'],
+        r.sources.map((s) => [
+          s.id,
+          s.kind,
+          s.title ?? s.externalId,
+          s.videos,
+          s.transcripts,
+          shortTime(s.lastSyncedAt),
+          s.paused ? 'paused' : (s.cron ?? 'backfill only'),
+          s.lastError ? `${s.lastError} (${shortTime(s.lastErrorAt)})` : '-',
+        ]),
+      ),
+    );
+
+  out.push(`\nBatches in flight: ${r.inFlight.length}\n`);
+  if (r.inFlight.length > 0)
+    out.push(
+      renderTable(
+        ['job', 'source', 'kind', 'status', 'progress', 'landed', 'failed', 'polls', 'submitted'],
+        r.inFlight.map((b) => [
+          b.jobId, b.sourceId, b.kind + (b.lang ? ` ${b.lang}` : ''), b.status, progress(b),
+          b.landed + b.sunk, b.failed, b.polls, shortTime(b.submittedAt),
+        ]),
+      ),
+    );
+
+  const byStatus = Object.entries(r.batchesByStatus).map(([k, v]) => `${k} ${v}`).join(', ');
+  out.push(`\nBatches, all time: ${byStatus || 'none'}\n`);
+  const bad = r.recent.filter((b) => b.status !== 'completed' || b.retryable > 0 || b.quarantined > 0);
+  if (bad.length > 0) {
+    out.push('Batches of the last 24 h that need attention:\n');
+    out.push(
+      renderTable(
+        ['job', 'source', 'kind', 'status', 'error', 'retryable', 'quarantined'],
+        bad.map((b) => [b.jobId, b.sourceId, b.kind + (b.lang ? ` ${b.lang}` : ''), b.status, b.errorCode, b.retryable, b.quarantined]),
+      ),
+    );
+  }
+
+  const it = r.items;
+  out.push(
+    `\nItems: ${it.sunk} stored, ${it.landed} landed (not yet stored), ${it.processing} processing, ` +
+      `${it.failed} failed, ${it.retryable} retryable (${it.retryablePending} not yet re-submitted), ${it.quarantined} quarantined\n`,
+  );
+  if (r.itemErrors.length > 0) {
+    out.push(renderTable(['error code', 'item state', 'items'], r.itemErrors.map((e) => [e.errorCode, e.state, e.items])));
+  }
+  if (it.retryablePending > 0) out.push('  re-submit retryable items: videosite-ingest replay --failed --dry-run\n');
+
+  const c = r.credits;
+  out.push('\nCredits\n');
+  if (c.takenAt === null) out.push('  no /me snapshot yet\n');
+  else
+    out.push(
+      `  plan ${c.plan}: ${c.usedCredits} of ${c.maxCredits} used, ${c.remaining} left (as of ${shortTime(c.takenAt)})` +
+        `${c.usedLast24h !== null ? `; ${c.usedLast24h} in the last 24 h` : ''}\n` +
+        `  estimated cost of all recorded batches: ${c.estimatedAllTime}\n`,
+    );
+  return out.join('');
+}
+
+export function registerStatusCommand(program: Command): void {
+  program
+    .command('status')
+    .description('show sources, batches in flight with progress, error counts and credits')
+    .option('--json', 'print the report as JSON (stable field names) instead of tables', false)
+    .action(async (o: { json: boolean }) => {
+      const ctx = createContext();
+      try {
+        const report = await collectStatus(ctx.db().sql);
+        process.stdout.write(o.json ? `${JSON.stringify(report, null, 2)}\n` : renderStatus(report));
+      } finally {
+        await ctx.close();
+      }
+    });
+}

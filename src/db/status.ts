@@ -1,0 +1,221 @@
+/**
+ * The facts `status` shows: sources and their freshness, batches in flight with progress, item
+ * error counts, and credits. Read-only; one query per section.
+ */
+import type { Queryable } from './connection.ts';
+
+export interface SourceStatus {
+  id: number;
+  kind: string;
+  ref: string;
+  externalId: string;
+  title: string | null;
+  paused: boolean;
+  cron: string | null;
+  maxVideos: number;
+  langs: string[];
+  lastSyncedAt: string | null;
+  videos: number;
+  transcripts: number;
+  lastError: string | null;
+  lastErrorCode: string | null;
+  lastErrorAt: string | null;
+}
+
+export interface BatchStatusRow {
+  jobId: string;
+  sourceId: number | null;
+  kind: string;
+  lang: string | null;
+  status: string;
+  errorCode: string | null;
+  total: number | null;
+  /** items finished upstream (succeeded + failed) per the last poll */
+  finished: number;
+  landed: number;
+  sunk: number;
+  failed: number;
+  retryable: number;
+  quarantined: number;
+  polls: number;
+  creditsEstimated: number;
+  submittedAt: string;
+  completedAt: string | null;
+}
+
+export interface StatusReport {
+  generatedAt: string;
+  sources: SourceStatus[];
+  inFlight: BatchStatusRow[];
+  /** batches that ended in the last 24 hours */
+  recent: BatchStatusRow[];
+  batchesByStatus: Record<string, number>;
+  /** item error codes over all batches, with the item states they left */
+  itemErrors: { errorCode: string; state: string; items: number }[];
+  items: { landed: number; sunk: number; failed: number; retryable: number; retryablePending: number; quarantined: number; processing: number };
+  credits: {
+    plan: string | null;
+    organizationId: string | null;
+    maxCredits: number | null;
+    usedCredits: number | null;
+    remaining: number | null;
+    takenAt: string | null;
+    /** estimated cost of every batch recorded */
+    estimatedAllTime: number;
+    /** used credits when the first snapshot of the last 24 h was taken, for a daily rate */
+    usedLast24h: number | null;
+  };
+}
+
+const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
+
+const BATCH_COLUMNS = (sql: Queryable) => sql`
+  b.job_id, b.source_id, b.kind, b.lang, b.status, b.error_code, b.total,
+  coalesce(b.succeeded, 0) + coalesce(b.failed, 0) as finished, b.polls, b.credits_estimated,
+  b.submitted_at, b.completed_at,
+  count(i.*) filter (where i.state = 'landed')::int as landed,
+  count(i.*) filter (where i.state = 'sunk')::int as sunk,
+  count(i.*) filter (where i.state = 'failed')::int as failed_items,
+  count(i.*) filter (where i.state = 'retryable')::int as retryable,
+  count(i.*) filter (where i.state = 'quarantined')::int as quarantined`;
+
+interface BatchQueryRow {
+  job_id: string;
+  source_id: number | null;
+  kind: string;
+  lang: string | null;
+  status: string;
+  error_code: string | null;
+  total: number | null;
+  finished: number;
+  polls: number;
+  credits_estimated: number;
+  submitted_at: Date;
+  completed_at: Date | null;
+  landed: number;
+  sunk: number;
+  failed_items: number;
+  retryable: number;
+  quarantined: number;
+}
+
+function batchRow(r: BatchQueryRow): BatchStatusRow {
+  return {
+    jobId: r.job_id,
+    sourceId: r.source_id,
+    kind: r.kind,
+    lang: r.lang,
+    status: r.status,
+    errorCode: r.error_code,
+    total: r.total,
+    finished: r.finished,
+    landed: r.landed,
+    sunk: r.sunk,
+    failed: r.failed_items,
+    retryable: r.retryable,
+    quarantined: r.quarantined,
+    polls: r.polls,
+    creditsEstimated: r.credits_estimated,
+    submittedAt: r.submitted_at.toISOString(),
+    completedAt: iso(r.completed_at),
+  };
+}
+
+export async function collectStatus(sql: Queryable): Promise<StatusReport> {
+  const sources = await sql<
+    {
+      id: number; kind: string; ref: string; external_id: string; title: string | null; paused: boolean;
+      cron: string | null; max_videos: number; langs: string[]; last_synced_at: Date | null;
+      videos: number; transcripts: number; last_error: string | null; last_error_code: string | null; last_error_at: Date | null;
+    }[]
+  >`
+    select s.id, s.kind, s.ref, s.external_id, s.title, s.paused, s.cron, s.max_videos, s.langs,
+      s.last_synced_at, s.last_error, s.last_error_code, s.last_error_at,
+      (select count(*) from source_videos sv join videos v on v.id = sv.video_id where sv.source_id = s.id)::int as videos,
+      (select count(*) from source_videos sv join transcripts t on t.video_id = sv.video_id where sv.source_id = s.id)::int as transcripts
+    from sources s order by s.id`;
+
+  const inFlight = await sql<BatchQueryRow[]>`
+    select ${BATCH_COLUMNS(sql)}
+    from batches b left join batch_items i on i.job_id = b.job_id
+    where b.status in ('submitted', 'queued', 'active')
+    group by b.job_id order by b.submitted_at`;
+
+  const recent = await sql<BatchQueryRow[]>`
+    select ${BATCH_COLUMNS(sql)}
+    from batches b left join batch_items i on i.job_id = b.job_id
+    where b.status in ('completed', 'failed', 'expired') and b.terminal_at > now() - interval '24 hours'
+    group by b.job_id order by b.terminal_at desc limit 50`;
+
+  const byStatus = await sql<{ status: string; n: number }[]>`
+    select status, count(*)::int as n from batches group by status`;
+
+  const itemErrors = await sql<{ error_code: string; state: string; items: number }[]>`
+    select error_code, state, count(*)::int as items from batch_items
+    where error_code is not null group by error_code, state order by items desc, error_code`;
+
+  const [items] = await sql<
+    { landed: number; sunk: number; failed: number; retryable: number; retryable_pending: number; quarantined: number; processing: number }[]
+  >`
+    select
+      count(*) filter (where state = 'landed')::int as landed,
+      count(*) filter (where state = 'sunk')::int as sunk,
+      count(*) filter (where state = 'failed')::int as failed,
+      count(*) filter (where state = 'retryable')::int as retryable,
+      count(*) filter (where state = 'retryable' and resubmitted_in is null)::int as retryable_pending,
+      count(*) filter (where state = 'quarantined')::int as quarantined,
+      count(*) filter (where state = 'processing')::int as processing
+    from batch_items`;
+
+  const [snap] = await sql<
+    { plan: string | null; organization_id: string | null; max_credits: number | null; used_credits: number | null; taken_at: Date }[]
+  >`select plan, organization_id, max_credits, used_credits, taken_at from credit_snapshots order by taken_at desc, id desc limit 1`;
+  const [dayAgo] = await sql<{ used_credits: number | null }[]>`
+    select used_credits from credit_snapshots where taken_at > now() - interval '24 hours' order by taken_at, id limit 1`;
+  const [est] = await sql<{ total: number }[]>`select coalesce(sum(credits_estimated), 0)::bigint as total from batches`;
+
+  return {
+    generatedAt: new Date().toISOString(),
+    sources: sources.map((s) => ({
+      id: s.id,
+      kind: s.kind,
+      ref: s.ref,
+      externalId: s.external_id,
+      title: s.title,
+      paused: s.paused,
+      cron: s.cron,
+      maxVideos: s.max_videos,
+      langs: s.langs,
+      lastSyncedAt: iso(s.last_synced_at),
+      videos: s.videos,
+      transcripts: s.transcripts,
+      lastError: s.last_error,
+      lastErrorCode: s.last_error_code,
+      lastErrorAt: iso(s.last_error_at),
+    })),
+    inFlight: inFlight.map(batchRow),
+    recent: recent.map(batchRow),
+    batchesByStatus: Object.fromEntries(byStatus.map((r) => [r.status, r.n])),
+    itemErrors: itemErrors.map((r) => ({ errorCode: r.error_code, state: r.state, items: r.items })),
+    items: {
+      landed: items?.landed ?? 0,
+      sunk: items?.sunk ?? 0,
+      failed: items?.failed ?? 0,
+      retryable: items?.retryable ?? 0,
+      retryablePending: items?.retryable_pending ?? 0,
+      quarantined: items?.quarantined ?? 0,
+      processing: items?.processing ?? 0,
+    },
+    credits: {
+      plan: snap?.plan ?? null,
+      organizationId: snap?.organization_id ?? null,
+      maxCredits: snap?.max_credits ?? null,
+      usedCredits: snap?.used_credits ?? null,
+      remaining: snap && snap.max_credits !== null && snap.used_credits !== null ? snap.max_credits - snap.used_credits : null,
+      takenAt: iso(snap?.taken_at),
+      estimatedAllTime: est?.total ?? 0,
+      usedLast24h:
+        snap && dayAgo && snap.used_credits !== null && dayAgo.used_credits !== null ? snap.used_credits - dayAgo.used_credits : null,
+    },
+  };
+}

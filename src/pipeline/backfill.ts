@@ -1,0 +1,166 @@
+/**
+ * A backfill: sync some sources now, then wait until every item of their batches has landed (or
+ * ended with a recorded errorCode), and say whether everything landed. The waiting reads
+ * Postgres only; the caller runs poller and sink workers (in this process, or daemons elsewhere).
+ */
+import { ApiError } from '../api/errors.ts';
+import type { Queryable } from '../db/connection.ts';
+import type { PipelineDeps } from './deps.ts';
+import { syncSource, type SyncResult } from './scheduler.ts';
+
+export const BACKFILL_CHECK_INTERVAL_MS = 1_000;
+
+const REFUSED_CODES = new Set(['unauthorized', 'upgrade-required', 'forbidden', 'limit-exceeded']);
+
+export interface BatchProgress {
+  jobId: string;
+  sourceId: number | null;
+  kind: string;
+  lang: string | null;
+  status: string;
+  errorCode: string | null;
+  total: number | null;
+  /** items recorded in batch_items per state */
+  processing: number;
+  landed: number;
+  sunk: number;
+  failed: number;
+  retryable: number;
+  quarantined: number;
+  /** failed items by errorCode */
+  errors: Record<string, number>;
+}
+
+export interface BackfillReport {
+  syncs: SyncResult[];
+  syncErrors: { sourceId: number; code: string; message: string }[];
+  batches: BatchProgress[];
+  timedOut: boolean;
+  /** 0 all landed; 1 something did not land; 3 upstream refused */
+  exitCode: 0 | 1 | 3;
+  /** one line per reason the exit code is not 0 */
+  problems: string[];
+}
+
+export interface BackfillOptions {
+  sourceIds: number[];
+  wait: boolean;
+  /** give up waiting after this long; default: no limit */
+  timeoutMs?: number | undefined;
+  /** called whenever the progress changes while waiting */
+  onProgress?: ((batches: BatchProgress[]) => void) | undefined;
+  checkIntervalMs?: number;
+  signal?: AbortSignal;
+}
+
+export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Promise<BackfillReport> {
+  const report: BackfillReport = { syncs: [], syncErrors: [], batches: [], timedOut: false, exitCode: 0, problems: [] };
+  for (const sourceId of opts.sourceIds) {
+    try {
+      const r = await syncSource(deps, sourceId, { trigger: 'backfill' });
+      report.syncs.push(r);
+    } catch (e: unknown) {
+      const code = e instanceof ApiError ? e.code : 'error';
+      report.syncErrors.push({ sourceId, code, message: e instanceof Error ? e.message : String(e) });
+    }
+  }
+
+  // the batches to wait for: what this run submitted, and what was already in flight for its sources
+  const submitted = report.syncs.flatMap((s) => s.jobIds);
+  const inFlight = await deps.sql<{ job_id: string }[]>`
+    select job_id from batches
+    where source_id = any(${opts.sourceIds}::int[]) and status in ('submitted', 'queued', 'active')`;
+  const jobIds = [...new Set([...submitted, ...inFlight.map((r) => r.job_id)])];
+
+  const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : Infinity;
+  let last = '';
+  for (;;) {
+    report.batches = await batchProgress(deps.sql, jobIds);
+    const key = JSON.stringify(report.batches);
+    if (key !== last) {
+      last = key;
+      opts.onProgress?.(report.batches);
+    }
+    if (!opts.wait || report.batches.every(isSettled)) break;
+    if (Date.now() >= deadline) {
+      report.timedOut = true;
+      break;
+    }
+    if (opts.signal?.aborted) break;
+    await new Promise((r) => setTimeout(r, opts.checkIntervalMs ?? BACKFILL_CHECK_INTERVAL_MS));
+  }
+  judge(report, opts.wait);
+  return report;
+}
+
+/** Terminal upstream, and nothing left landed-but-not-sunk. */
+export function isSettled(b: BatchProgress): boolean {
+  return ['completed', 'failed', 'expired'].includes(b.status) && b.landed === 0;
+}
+
+function judge(report: BackfillReport, waited: boolean): void {
+  const p = report.problems;
+  let refused = false;
+  for (const s of report.syncs) {
+    if (s.outcome === 'refused-credits') {
+      refused = true;
+      p.push(`source ${s.sourceId}: ${s.detail ?? 'refused: not enough credits'}`);
+    }
+  }
+  for (const e of report.syncErrors) {
+    if (REFUSED_CODES.has(e.code)) refused = true;
+    p.push(`source ${e.sourceId}: ${e.message}`);
+  }
+  if (waited) {
+    if (report.timedOut) p.push('timed out before every batch finished');
+    for (const b of report.batches) {
+      const what = `batch ${b.jobId} (${b.kind}${b.lang ? ` ${b.lang}` : ''}, source ${b.sourceId ?? '-'})`;
+      if (b.status === 'failed' || b.status === 'expired') p.push(`${what} ${b.status}${b.errorCode ? ` (${b.errorCode})` : ''}`);
+      if (b.retryable > 0) p.push(`${what}: ${b.retryable} item(s) left retryable (re-submit: replay --failed)`);
+      if (b.quarantined > 0) p.push(`${what}: ${b.quarantined} item(s) quarantined (kept raw with the reason)`);
+      if (b.processing > 0 && !report.timedOut) p.push(`${what}: ${b.processing} item(s) never finished`);
+    }
+  }
+  report.exitCode = refused ? 3 : p.length > 0 ? 1 : 0;
+}
+
+export async function batchProgress(sql: Queryable, jobIds: string[]): Promise<BatchProgress[]> {
+  if (jobIds.length === 0) return [];
+  const rows = await sql<
+    {
+      job_id: string; source_id: number | null; kind: string; lang: string | null; status: string; error_code: string | null;
+      total: number | null; processing: number; landed: number; sunk: number; failed: number; retryable: number; quarantined: number;
+      errors: Record<string, number> | null;
+    }[]
+  >`
+    select b.job_id, b.source_id, b.kind, b.lang, b.status, b.error_code, b.total,
+      count(i.*) filter (where i.state = 'processing')::int as processing,
+      count(i.*) filter (where i.state = 'landed')::int as landed,
+      count(i.*) filter (where i.state = 'sunk')::int as sunk,
+      count(i.*) filter (where i.state = 'failed')::int as failed,
+      count(i.*) filter (where i.state = 'retryable')::int as retryable,
+      count(i.*) filter (where i.state = 'quarantined')::int as quarantined,
+      (select jsonb_object_agg(e.error_code, e.n) from (
+        select error_code, count(*)::int as n from batch_items
+        where job_id = b.job_id and state = 'failed' and error_code is not null group by error_code) e) as errors
+    from batches b left join batch_items i on i.job_id = b.job_id
+    where b.job_id = any(${jobIds}::text[])
+    group by b.job_id
+    order by b.submitted_at, b.job_id`;
+  return rows.map((r) => ({
+    jobId: r.job_id,
+    sourceId: r.source_id,
+    kind: r.kind,
+    lang: r.lang,
+    status: r.status,
+    errorCode: r.error_code,
+    total: r.total,
+    processing: r.processing,
+    landed: r.landed,
+    sunk: r.sunk,
+    failed: r.failed,
+    retryable: r.retryable,
+    quarantined: r.quarantined,
+    errors: r.errors ?? {},
+  }));
+}

@@ -1,0 +1,338 @@
+/**
+ * The poller: one read of one batch. It streams the answer, lands every newly finished item raw
+ * in `batch_items` (in chunks, all in one transaction per poll), updates the batch row, and
+ * enqueues sink work for what landed. The landed copy is the source of truth from then on: a
+ * later answer that no longer carries a result (`result-unavailable`, expiry) never overwrites it.
+ */
+import { NotFoundError } from '../api/errors.ts';
+import {
+  BatchHeadSchema,
+  BatchItemSchema,
+  formatIssuePath,
+  type BatchItem,
+  type BatchHead,
+} from '../api/schemas.ts';
+import type { Queryable } from '../db/connection.ts';
+import { findUnstorable, storableText } from '../db/storable.ts';
+import type { BatchKind, BatchStatus, ItemState } from '../db/schema.ts';
+import { sinkJobId } from '../queues/names.ts';
+import { readBatchStream } from './batch-stream.ts';
+import type { PipelineDeps } from './deps.ts';
+
+export const TERMINAL_STATUSES: readonly BatchStatus[] = ['completed', 'failed', 'expired'];
+
+/** Item errorCodes that a later submission may fix. */
+const RETRYABLE_CODES = new Set(['internal-error', 'limit-exceeded', 'result-unavailable']);
+
+export interface PollResult {
+  jobId: string;
+  status: BatchStatus;
+  terminal: boolean;
+  /** items that landed in this poll */
+  landed: number;
+  /** items whose state changed in this poll (landed, failed, retryable, quarantined) */
+  changed: number;
+  /** items of the answer that repeated a videoId already seen in it */
+  duplicates: number;
+  quarantined: number;
+  /** the delay before the next poll, when not terminal */
+  nextDelayMs?: number;
+}
+
+export class BatchHeadError extends Error {
+  constructor(jobId: string, path: string, message: string) {
+    super(`batch ${jobId}: answer does not match the interface at ${path}: ${message}`);
+    this.name = 'BatchHeadError';
+  }
+}
+
+interface BatchRow {
+  job_id: string;
+  source_id: number | null;
+  kind: BatchKind;
+  lang: string | null;
+  status: BatchStatus;
+  polls: number;
+  request: Record<string, unknown>;
+}
+
+interface ItemRow {
+  video_id: string;
+  state: ItemState;
+  error_code: string | null;
+  payload: unknown;
+  payload_raw: string | null;
+  reason: string | null;
+}
+
+/** The state an item's errorCode (and payload) puts it in. */
+export function classifyItem(item: BatchItem, kind: BatchKind): { state: ItemState; errorCode: string | null; reason?: string } {
+  const code = item.errorCode ?? null;
+  if (code === null) {
+    const payload = kind === 'video' ? item.video : item.transcript;
+    if (payload === undefined || payload === null) {
+      return { state: 'quarantined', errorCode: null, reason: `no ${kind} and no errorCode` };
+    }
+    return { state: 'landed', errorCode: null };
+  }
+  if (code === 'processing') return { state: 'processing', errorCode: code };
+  if (RETRYABLE_CODES.has(code)) return { state: 'retryable', errorCode: code };
+  return { state: 'failed', errorCode: code };
+}
+
+/** Adaptive backoff: quicker while items finish, slower while nothing moves, within bounds. */
+export function nextPollDelayMs(
+  previousMs: number,
+  progressed: boolean,
+  settings: { pollMinDelayMs: number; pollMaxDelayMs: number },
+): number {
+  const next = progressed ? previousMs / 2 : previousMs * 2;
+  return Math.round(Math.min(settings.pollMaxDelayMs, Math.max(settings.pollMinDelayMs, next)));
+}
+
+export async function pollBatch(
+  deps: PipelineDeps,
+  jobId: string,
+  opts: { previousDelayMs?: number; signal?: AbortSignal } = {},
+): Promise<PollResult> {
+  const { sql, api, log, settings } = deps;
+  const [batch] = await sql<BatchRow[]>`
+    select job_id, source_id, kind, lang, status, polls, request from batches where job_id = ${jobId}`;
+  if (!batch) {
+    log.warn({ jobId }, 'poll for a batch that is not recorded; dropped');
+    return { jobId, status: 'expired', terminal: true, landed: 0, changed: 0, duplicates: 0, quarantined: 0 };
+  }
+  if (TERMINAL_STATUSES.includes(batch.status)) {
+    return { jobId, status: batch.status, terminal: true, landed: 0, changed: 0, duplicates: 0, quarantined: 0 };
+  }
+
+  let stream;
+  try {
+    stream = await api.openBatch(jobId, { signal: opts.signal });
+  } catch (e: unknown) {
+    if (e instanceof NotFoundError) return expireUnknownBatch(deps, batch);
+    throw e;
+  }
+
+  const known = new Map<string, { state: ItemState; errorCode: string | null }>();
+  for (const r of await sql<{ video_id: string; state: ItemState; error_code: string | null }[]>`
+    select video_id, state, error_code from batch_items where job_id = ${jobId}`) {
+    known.set(r.video_id, { state: r.state, errorCode: r.error_code });
+  }
+
+  const result: PollResult = { jobId, status: batch.status, terminal: false, landed: 0, changed: 0, duplicates: 0, quarantined: 0 };
+  const polls = batch.polls + 1;
+  let head: BatchHead | undefined;
+  let headError: BatchHeadError | undefined;
+
+  await sql.begin(async (tx) => {
+    const seen = new Set<string>();
+    let buffer: ItemRow[] = [];
+    const flush = async () => {
+      if (buffer.length === 0) return;
+      const rows = buffer;
+      buffer = [];
+      const written = await writeItems(tx, batch, rows, settings.transcriptRecheckMs);
+      for (const w of written) {
+        result.changed++;
+        if (w.state === 'landed') result.landed++;
+        if (w.state === 'quarantined') result.quarantined++;
+      }
+    };
+
+    const gen = readBatchStream(stream.body);
+    let index = 0;
+    for (;;) {
+      const next = await gen.next();
+      if (next.done) {
+        const parsedHead = BatchHeadSchema.safeParse(next.value);
+        if (!parsedHead.success) {
+          const issue = parsedHead.error.issues[0];
+          headError = new BatchHeadError(jobId, issue ? formatIssuePath(issue.path) : '(root)', issue?.message ?? 'invalid');
+        } else if (!next.value.sawResults) {
+          headError = new BatchHeadError(jobId, 'results', 'required array is missing');
+        } else {
+          head = parsedHead.data;
+        }
+        break;
+      }
+      const raw = next.value;
+      const i = index++;
+      const row = toItemRow(raw, i, batch.kind);
+      if (seen.has(row.video_id)) {
+        result.duplicates++;
+        continue;
+      }
+      seen.add(row.video_id);
+      const before = known.get(row.video_id);
+      // only an unfinished (or malformed) item can still change: a landed copy is never
+      // replaced, a recorded error is final for this batch; an unchanged one is not rewritten
+      if (before && before.state !== 'processing' && before.state !== 'quarantined') continue;
+      if (before && before.state === row.state && before.errorCode === row.error_code) continue;
+      buffer.push(row);
+      if (buffer.length >= settings.landChunkSize) await flush();
+    }
+    await flush();
+    // items that landed stay landed even when the rest of the answer is malformed
+    if (headError) {
+      await tx`update batches set polls = ${polls}, last_polled_at = now(), updated_at = now() where job_id = ${jobId}`;
+      return;
+    }
+
+    const h = head!;
+    const status: BatchStatus = h.errorCode === 'job-expired' ? 'expired' : h.status;
+    const terminal = TERMINAL_STATUSES.includes(status);
+    if (terminal) {
+      // unfinished at the end: a later submission may still deliver them
+      const marked = await tx<{ video_id: string }[]>`
+        update batch_items set state = 'retryable', error_code = coalesce(error_code, 'processing'), updated_at = now()
+        where job_id = ${jobId} and state = 'processing'
+        returning video_id`;
+      if (marked.length > 0) {
+        await upsertVideoSync(tx, batch, marked.map((m) => ({ videoId: m.video_id, state: 'retryable', errorCode: 'processing' })), settings.transcriptRecheckMs);
+        result.changed += marked.length;
+      }
+    }
+    const fromSource = batch.request.playlistId !== undefined || batch.request.channelId !== undefined;
+    await tx`
+      update batches set
+        status = ${status},
+        error_code = ${h.errorCode ?? null},
+        total = ${h.stats.total}, succeeded = ${h.stats.succeeded}, failed = ${h.stats.failed},
+        credits_estimated = case when ${fromSource} and ${h.stats.total} > 0 then 1 + ${h.stats.total} else credits_estimated end,
+        polls = ${polls}, last_polled_at = now(),
+        completed_at = coalesce(${h.completedAt ?? null}::timestamptz, case when ${terminal} then now() end, completed_at),
+        terminal_at = case when ${terminal} then now() else terminal_at end,
+        updated_at = now()
+      where job_id = ${jobId}`;
+    result.status = status;
+    result.terminal = terminal;
+  });
+
+  if (result.landed > 0) {
+    await deps.queues.sink.add('sink', { jobId }, { jobId: sinkJobId(jobId, polls) });
+  }
+  if (headError) {
+    log.error({ jobId, err: headError, landed: result.landed }, 'batch answer malformed');
+    throw headError;
+  }
+  if (!result.terminal) {
+    const previous = opts.previousDelayMs ?? settings.pollInitialDelayMs;
+    result.nextDelayMs = nextPollDelayMs(previous, result.changed > 0, settings);
+    await sql`update batches set next_poll_at = now() + make_interval(secs => ${result.nextDelayMs / 1000}) where job_id = ${jobId}`;
+  }
+  log.info(
+    { jobId, status: result.status, landed: result.landed, changed: result.changed, polls, quarantined: result.quarantined, duplicates: result.duplicates },
+    'batch polled',
+  );
+  return result;
+}
+
+function toItemRow(raw: unknown, index: number, kind: BatchKind): ItemRow {
+  const parsed = BatchItemSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const videoId =
+      raw !== null && typeof raw === 'object' && typeof (raw as { videoId?: unknown }).videoId === 'string'
+        ? (raw as { videoId: string }).videoId
+        : `#${index}`;
+    const storable = findUnstorable(raw) === undefined;
+    return {
+      video_id: storableText(videoId),
+      state: 'quarantined',
+      error_code: null,
+      payload: storable ? raw : null,
+      payload_raw: storable ? null : JSON.stringify(raw),
+      reason: `item does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`,
+    };
+  }
+  const unstorable = findUnstorable(raw);
+  if (unstorable) {
+    // jsonb cannot hold it as delivered: keep the exact JSON text instead
+    return {
+      video_id: storableText(parsed.data.videoId),
+      state: 'quarantined',
+      error_code: parsed.data.errorCode ?? null,
+      payload: null,
+      payload_raw: JSON.stringify(raw),
+      reason: `value Postgres cannot store as delivered at ${unstorable.message}`,
+    };
+  }
+  const c = classifyItem(parsed.data, kind);
+  return { video_id: parsed.data.videoId, state: c.state, error_code: c.errorCode, payload: raw, payload_raw: null, reason: c.reason ?? null };
+}
+
+/** Insert or advance item rows; returns the rows actually written. */
+async function writeItems(
+  tx: Queryable,
+  batch: BatchRow,
+  rows: ItemRow[],
+  recheckMs: number,
+): Promise<{ video_id: string; state: ItemState }[]> {
+  const written = await tx<{ video_id: string; state: ItemState; error_code: string | null }[]>`
+    insert into batch_items (job_id, video_id, state, error_code, payload, payload_raw, reason, landed_at, updated_at)
+    select ${batch.job_id}, r.video_id, r.state, r.error_code, r.payload, r.payload_raw, r.reason,
+      case when r.state = 'landed' then now() end, now()
+    from jsonb_to_recordset(${tx.json(rows as never)}) as r(video_id text, state text, error_code text, payload jsonb, payload_raw text, reason text)
+    on conflict (job_id, video_id) do update set
+      state = excluded.state, error_code = excluded.error_code,
+      payload = case when excluded.state = 'landed' or batch_items.payload is null then excluded.payload else batch_items.payload end,
+      payload_raw = excluded.payload_raw, reason = excluded.reason,
+      landed_at = coalesce(excluded.landed_at, batch_items.landed_at), updated_at = now()
+    where batch_items.state in ('processing', 'quarantined')
+    returning video_id, state, error_code`;
+  await upsertVideoSync(
+    tx,
+    batch,
+    written.filter((w) => w.state !== 'quarantined').map((w) => ({ videoId: w.video_id, state: w.state, errorCode: w.error_code })),
+    recheckMs,
+  );
+  if (batch.source_id !== null && written.length > 0) {
+    await tx`
+      insert into source_videos (source_id, video_id)
+      select ${batch.source_id}, v from unnest(${written.map((w) => w.video_id)}::text[]) as v
+      on conflict do nothing`;
+  }
+  return written;
+}
+
+/** The per-video summary the scheduler diffs against. */
+async function upsertVideoSync(
+  tx: Queryable,
+  batch: Pick<BatchRow, 'job_id' | 'kind' | 'lang'>,
+  rows: { videoId: string; state: ItemState; errorCode: string | null }[],
+  recheckMs: number,
+): Promise<void> {
+  if (rows.length === 0) return;
+  await tx`
+    insert into video_sync (video_id, kind, lang, last_job_id, last_state, last_error_code, attempts, next_check_at, updated_at)
+    select r.video_id, ${batch.kind}, ${batch.lang ?? ''}, ${batch.job_id}, r.state, r.error_code, 1,
+      case when r.error_code = 'transcript-unavailable' then now() + make_interval(secs => ${recheckMs / 1000}) end,
+      now()
+    from jsonb_to_recordset(${tx.json(rows.map((r) => ({ video_id: r.videoId, state: r.state, error_code: r.errorCode })) as never)})
+      as r(video_id text, state text, error_code text)
+    on conflict (video_id, kind, lang) do update set
+      attempts = video_sync.attempts + case when video_sync.last_job_id is distinct from excluded.last_job_id then 1 else 0 end,
+      last_job_id = excluded.last_job_id, last_state = excluded.last_state,
+      last_error_code = excluded.last_error_code, next_check_at = excluded.next_check_at, updated_at = now()`;
+}
+
+/** 404 on poll: the API no longer knows the job. What had not landed becomes retryable. */
+async function expireUnknownBatch(deps: PipelineDeps, batch: BatchRow): Promise<PollResult> {
+  const { sql, settings } = deps;
+  let changed = 0;
+  await sql.begin(async (tx) => {
+    const marked = await tx<{ video_id: string }[]>`
+      update batch_items set state = 'retryable', error_code = coalesce(error_code, 'processing'), updated_at = now()
+      where job_id = ${batch.job_id} and state = 'processing'
+      returning video_id`;
+    changed = marked.length;
+    await upsertVideoSync(tx, batch, marked.map((m) => ({ videoId: m.video_id, state: 'retryable', errorCode: 'processing' })), settings.transcriptRecheckMs);
+    await tx`
+      update batches set status = 'expired', error_code = 'not-found', polls = polls + 1, last_polled_at = now(),
+        terminal_at = now(), updated_at = now()
+      where job_id = ${batch.job_id}`;
+  });
+  deps.log.warn({ jobId: batch.job_id, retryable: changed }, 'batch unknown upstream (404): expired');
+  return { jobId: batch.job_id, status: 'expired', terminal: true, landed: 0, changed, duplicates: 0, quarantined: 0 };
+}

@@ -1,0 +1,93 @@
+/**
+ * Postgres is the system of record; Redis holds only work in flight. Reconcile rebuilds that
+ * work from Postgres: a poll job for every batch not terminal, a sink job for every batch with
+ * items landed but not sunk, and one job scheduler per source with a cron. Deterministic job IDs
+ * make it a no-op when nothing was lost, so daemons run it at startup and then periodically.
+ */
+import type { Job, Queue } from 'bullmq';
+import { pollJobId, sinkJobId, sourceSchedulerId } from '../queues/names.ts';
+import type { PipelineDeps } from './deps.ts';
+
+export interface ReconcileResult {
+  /** poll jobs created or revived */
+  polls: number;
+  /** sink jobs created or revived */
+  sinks: number;
+  /** job schedulers created, changed or removed */
+  schedulers: number;
+}
+
+/** Make sure a job with this ID will run: add it when missing, retry it when it failed. */
+async function ensureJob<T>(queue: Queue<T>, id: string, data: T, delayMs = 0): Promise<boolean> {
+  const existing = (await queue.getJob(id)) as Job<T> | undefined;
+  if (existing) {
+    const state = await existing.getState();
+    if (state === 'failed') {
+      await existing.retry('failed');
+      return true;
+    }
+    if (state !== 'completed' && state !== 'unknown') return false;
+    await existing.remove().catch(() => undefined);
+  }
+  // The queue's generic name/data types are not inferrable here; the payload types are checked
+  // by the callers.
+  await (queue as unknown as Queue).add('job', data, { jobId: id, delay: delayMs });
+  return true;
+}
+
+export async function reconcile(deps: PipelineDeps): Promise<ReconcileResult> {
+  const { sql, queues, settings, log } = deps;
+  const result: ReconcileResult = { polls: 0, sinks: 0, schedulers: 0 };
+
+  const inFlight = await sql<{ job_id: string }[]>`
+    select job_id from batches where status in ('submitted', 'queued', 'active') order by submitted_at`;
+  for (const b of inFlight) {
+    if (await ensureJob(queues.poll, pollJobId(b.job_id), { jobId: b.job_id, delayMs: settings.pollInitialDelayMs })) {
+      result.polls++;
+    }
+  }
+
+  const landed = await sql<{ job_id: string }[]>`
+    select distinct job_id from batch_items where state = 'landed'`;
+  for (const b of landed) {
+    if (await ensureJob(queues.sink, sinkJobId(b.job_id, 'reconcile'), { jobId: b.job_id })) result.sinks++;
+  }
+
+  result.schedulers = await syncSchedulers(deps);
+  if (result.polls + result.sinks + result.schedulers > 0) log.info({ ...result }, 'reconciled queues with Postgres');
+  return result;
+}
+
+/**
+ * One BullMQ job scheduler per source with a cron and not paused (BullMQ makes one fire per tick
+ * however many daemons run); schedulers of removed, paused or cron-less sources are removed.
+ */
+export async function syncSchedulers(deps: Pick<PipelineDeps, 'sql' | 'queues'>): Promise<number> {
+  const { sql, queues } = deps;
+  const sources = await sql<{ id: number; cron: string | null; paused: boolean }[]>`
+    select id, cron, paused from sources`;
+  const wanted = new Map<string, { id: number; cron: string }>();
+  for (const s of sources) {
+    if (s.cron !== null && !s.paused) wanted.set(sourceSchedulerId(s.id), { id: s.id, cron: s.cron });
+  }
+  let changed = 0;
+  const existing = await queues.schedule.getJobSchedulers(0, -1);
+  const existingById = new Map(existing.map((e) => [e.key, e]));
+  for (const [id, s] of wanted) {
+    const cur = existingById.get(id);
+    if (cur && cur.pattern === s.cron) continue;
+    await queues.schedule.upsertJobScheduler(
+      id,
+      { pattern: s.cron, tz: 'UTC' },
+      { name: 'sync', data: { sourceId: s.id, trigger: 'cron' }, opts: { attempts: 1 } },
+    );
+    changed++;
+  }
+  for (const e of existing) {
+    if (!wanted.has(e.key)) {
+      await queues.schedule.removeJobScheduler(e.key);
+      changed++;
+    }
+  }
+  return changed;
+}

@@ -1,0 +1,97 @@
+/**
+ * The sink: landed items of one batch into `videos` / `transcripts`, a chunk per transaction and
+ * one statement per table per chunk. Chunks are claimed with `FOR UPDATE SKIP LOCKED`, so several
+ * sink workers share a batch without writing a row twice, and a worker killed mid-chunk leaves its
+ * items landed for the next one. Re-running it changes nothing (upserts write only what changed).
+ */
+import { BatchItemSchema, formatIssuePath, type Transcript } from '../api/schemas.ts';
+import { markQuarantined, markSunk } from '../db/items.ts';
+import type { BatchKind } from '../db/schema.ts';
+import { UnstorableValueError } from '../db/storable.ts';
+import { transcriptRowFromApi, upsertTranscripts, type TranscriptRow } from '../db/transcripts.ts';
+import { upsertVideos, videoRowFromApi, type VideoRow } from '../db/videos.ts';
+import type { PipelineDeps } from './deps.ts';
+
+export interface SinkResult {
+  jobId: string;
+  /** items moved landed → sunk */
+  sunk: number;
+  /** items the sink could not write (kept raw, with the reason) */
+  quarantined: number;
+  inserted: number;
+  updated: number;
+  unchanged: number;
+}
+
+export async function sinkBatch(deps: Pick<PipelineDeps, 'sql' | 'log' | 'settings'>, jobId: string): Promise<SinkResult> {
+  const { sql, log, settings } = deps;
+  const result: SinkResult = { jobId, sunk: 0, quarantined: 0, inserted: 0, updated: 0, unchanged: 0 };
+  const [batch] = await sql<{ kind: BatchKind }[]>`select kind from batches where job_id = ${jobId}`;
+  if (!batch) return result;
+
+  for (;;) {
+    const claimed = await sql.begin(async (tx) => {
+      const items = await tx<{ video_id: string; payload: unknown; payload_raw: string | null }[]>`
+        select video_id, payload, payload_raw from batch_items
+        where job_id = ${jobId} and state = 'landed'
+        order by video_id
+        limit ${settings.sinkChunkSize}
+        for update skip locked`;
+      if (items.length === 0) return 0;
+
+      const videoRows: VideoRow[] = [];
+      const transcriptRows: TranscriptRow[] = [];
+      const good: string[] = [];
+      const bad: { videoId: string; reason: string }[] = [];
+      for (const it of items) {
+        try {
+          const raw = it.payload ?? (it.payload_raw === null ? undefined : JSON.parse(it.payload_raw));
+          const parsed = BatchItemSchema.safeParse(raw);
+          if (!parsed.success) {
+            const issue = parsed.error.issues[0];
+            bad.push({ videoId: it.video_id, reason: `item does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}` });
+            continue;
+          }
+          if (batch.kind === 'video') {
+            if (!parsed.data.video) throw new UnstorableValueError('video', 'landed without video metadata');
+            videoRows.push(videoRowFromApi(parsed.data.video, jobId));
+          } else {
+            if (!parsed.data.transcript) throw new UnstorableValueError('transcript', 'landed without a transcript');
+            // validated above; the raw transcript keeps the chunks exactly as delivered (zod
+            // would drop keys the interface does not name)
+            const rawTranscript = (raw as { transcript: Transcript }).transcript;
+            transcriptRows.push(transcriptRowFromApi(it.video_id, rawTranscript, jobId));
+          }
+          good.push(it.video_id);
+        } catch (e: unknown) {
+          if (e instanceof UnstorableValueError || e instanceof SyntaxError) {
+            bad.push({ videoId: it.video_id, reason: e.message });
+            continue;
+          }
+          throw e;
+        }
+      }
+      const counts =
+        batch.kind === 'video' ? await upsertVideos(tx, videoRows) : await upsertTranscripts(tx, transcriptRows);
+      result.inserted += counts.inserted;
+      result.updated += counts.updated;
+      result.unchanged += counts.unchanged;
+      result.sunk += await markSunk(tx, jobId, good);
+      result.quarantined += await markQuarantined(tx, jobId, bad);
+      if (good.length > 0) {
+        await tx`
+          update video_sync set last_state = 'sunk', updated_at = now()
+          where last_job_id = ${jobId} and video_id = any(${good}::text[]) and last_state = 'landed'`;
+      }
+      return items.length;
+    });
+    if (claimed === 0) break;
+  }
+  if (result.sunk > 0 || result.quarantined > 0) {
+    log.info({ ...result }, 'batch sunk');
+  }
+  if (result.quarantined > 0) {
+    log.warn({ jobId, quarantined: result.quarantined }, 'items quarantined by the sink (kept raw with the reason)');
+  }
+  return result;
+}

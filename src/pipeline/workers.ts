@@ -1,0 +1,168 @@
+/**
+ * BullMQ workers for the three roles. Each validates its payload, runs one pipeline step, and
+ * turns the step's errors into what BullMQ should do with the job:
+ *
+ * - a 429 pauses every process's API calls for the Retry-After window (shared limiter) and the
+ *   queue (`rateLimit`), and the job goes back without burning an attempt;
+ * - a permanent error (bad payload, auth, plan, a source that no longer exists) fails the job at
+ *   once (`UnrecoverableError`);
+ * - anything else is retried with capped exponential backoff.
+ *
+ * A poll job re-schedules itself (`moveToDelayed`) until its batch is terminal, so one job ID
+ * stands for one batch for its whole life.
+ */
+import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { ApiError, LimitExceededError } from '../api/errors.ts';
+import { SourceNotFoundError } from '../db/sources.ts';
+import { QUEUE_POLL, QUEUE_SCHEDULE, QUEUE_SINK } from '../queues/names.ts';
+import { PayloadError, parsePayload, PollJobSchema, SinkJobSchema, SyncJobSchema } from '../queues/payloads.ts';
+import type { PipelineDeps } from './deps.ts';
+import { pollBatch } from './poller.ts';
+import { syncSource } from './scheduler.ts';
+import { sinkBatch } from './sink.ts';
+
+export const ROLES = ['scheduler', 'poller', 'sink'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** Pause when a 429 carries no Retry-After. */
+export const RATE_LIMIT_DEFAULT_PAUSE_MS = 30_000;
+/** Cap of the retry backoff of a failed job attempt. */
+export const JOB_RETRY_MAX_DELAY_MS = 5 * 60_000;
+/** A job's lock; renewed while it runs. Long enough for a 100 MB poll on a slow link. */
+export const JOB_LOCK_DURATION_MS = 120_000;
+
+const PERMANENT_API_CODES = new Set(['unauthorized', 'upgrade-required', 'forbidden', 'invalid-request', 'schema-mismatch']);
+
+export interface WorkerSet {
+  workers: Worker[];
+  /** Stop taking jobs, let running ones finish (or return them) within `timeoutMs`, close. */
+  close(timeoutMs?: number): Promise<void>;
+}
+
+export interface StartWorkersOptions {
+  roles: readonly Role[];
+  /** a Redis connection for the workers (BullMQ duplicates it per worker) */
+  connection: Redis;
+}
+
+export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): WorkerSet {
+  const { settings, log, queues } = deps;
+  const base = {
+    connection: opts.connection,
+    prefix: queues.prefix,
+    lockDuration: JOB_LOCK_DURATION_MS,
+    maxStalledCount: 3,
+    settings: {
+      backoffStrategy: (attemptsMade: number) => Math.min(JOB_RETRY_MAX_DELAY_MS, 2_000 * 2 ** Math.max(0, attemptsMade - 1)),
+    },
+  };
+  const workers: Worker[] = [];
+
+  const rateLimited = async (worker: Worker, e: LimitExceededError): Promise<never> => {
+    const ms = e.retryAfterMs ?? RATE_LIMIT_DEFAULT_PAUSE_MS;
+    if (deps.limiter) await deps.limiter.pauseFor(ms);
+    await worker.rateLimit(ms);
+    log.warn({ endpoint: e.endpoint, pauseMs: ms }, 'upstream rate limit: paused');
+    throw Worker.RateLimitError();
+  };
+
+  const classify = (e: unknown): never => {
+    if (e instanceof PayloadError) throw new UnrecoverableError(e.message);
+    if (e instanceof SourceNotFoundError) throw new UnrecoverableError(e.message);
+    if (e instanceof ApiError && PERMANENT_API_CODES.has(e.code)) throw new UnrecoverableError(e.message);
+    throw e;
+  };
+
+  if (opts.roles.includes('scheduler')) {
+    const w: Worker = new Worker(
+      QUEUE_SCHEDULE,
+      async (job: Job) => {
+        const data = parsePayload(QUEUE_SCHEDULE, SyncJobSchema, job.data);
+        try {
+          return await syncSource(deps, data.sourceId, { trigger: data.trigger });
+        } catch (e: unknown) {
+          // a sync is never retried by the queue: a POST whose answer was lost must not be
+          // repeated blindly; the next scheduled run diffs again and submits what is missing
+          if (e instanceof LimitExceededError && e.retryAfterMs !== undefined && deps.limiter) {
+            await deps.limiter.pauseFor(e.retryAfterMs);
+          }
+          if (e instanceof Error) throw new UnrecoverableError(e.message);
+          throw e;
+        }
+      },
+      { ...base, concurrency: settings.scheduleConcurrency },
+    );
+    workers.push(w);
+  }
+
+  if (opts.roles.includes('poller')) {
+    const w: Worker = new Worker(
+      QUEUE_POLL,
+      async (job: Job, token?: string) => {
+        const data = parsePayload(QUEUE_POLL, PollJobSchema, job.data);
+        let r;
+        try {
+          r = await pollBatch(deps, data.jobId, { previousDelayMs: data.delayMs });
+        } catch (e: unknown) {
+          if (e instanceof LimitExceededError) return rateLimited(w, e);
+          return classify(e);
+        }
+        if (r.terminal) return r;
+        const delayMs = r.nextDelayMs ?? settings.pollInitialDelayMs;
+        await job.updateData({ ...data, delayMs });
+        await job.moveToDelayed(Date.now() + delayMs, token);
+        throw new DelayedError();
+      },
+      { ...base, concurrency: settings.pollConcurrency },
+    );
+    workers.push(w);
+  }
+
+  if (opts.roles.includes('sink')) {
+    const w: Worker = new Worker(
+      QUEUE_SINK,
+      async (job: Job) => {
+        const data = parsePayload(QUEUE_SINK, SinkJobSchema, job.data);
+        try {
+          return await sinkBatch(deps, data.jobId);
+        } catch (e: unknown) {
+          return classify(e);
+        }
+      },
+      { ...base, concurrency: settings.sinkConcurrency },
+    );
+    workers.push(w);
+  }
+
+  for (const w of workers) {
+    w.on('failed', (job, err) => {
+      log.error({ queue: w.name, bullJobId: job?.id, attemptsMade: job?.attemptsMade, err }, 'job failed');
+    });
+    w.on('error', (err) => {
+      log.error({ queue: w.name, err }, 'worker error');
+    });
+  }
+
+  return {
+    workers,
+    async close(timeoutMs = settings.shutdownGraceMs) {
+      // A graceful close waits for running jobs; past the grace period, force it (the jobs'
+      // locks expire and another worker, or reconcile, takes them up again).
+      let timer: NodeJS.Timeout | undefined;
+      const graceful = Promise.allSettled(workers.map((w) => w.close()));
+      const timedOut = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), timeoutMs);
+      });
+      const outcome = await Promise.race([graceful, timedOut]);
+      if (timer) clearTimeout(timer);
+      if (outcome === 'timeout') {
+        log.warn({ timeoutMs }, 'workers did not finish in time; forcing close');
+        await Promise.race([
+          Promise.allSettled(workers.map((w) => w.close(true))),
+          new Promise((resolve) => setTimeout(resolve, 2_000)),
+        ]);
+      }
+    },
+  };
+}

@@ -1,0 +1,47 @@
+/**
+ * The three BullMQ queues (producers). Jobs are removed once completed so that a deterministic job
+ * ID can be added again later for new work (BullMQ ignores an add whose ID still exists); failed
+ * jobs are kept for inspection, and the reconcile step retries them from Postgres.
+ */
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { QUEUE_POLL, QUEUE_SCHEDULE, QUEUE_SINK } from './names.ts';
+import type { PollJob, SinkJob, SyncJob } from './payloads.ts';
+
+/** Failed jobs kept per queue for inspection. */
+export const FAILED_JOBS_KEPT = 1000;
+
+export const DEFAULT_JOB_OPTIONS: JobsOptions = {
+  removeOnComplete: true,
+  removeOnFail: { count: FAILED_JOBS_KEPT },
+  attempts: 8,
+  backoff: { type: 'exponential', delay: 2_000 },
+};
+
+export interface PipelineQueues {
+  schedule: Queue<SyncJob>;
+  poll: Queue<PollJob>;
+  sink: Queue<SinkJob>;
+  prefix: string;
+  close(): Promise<void>;
+}
+
+export function createQueues(connection: Redis, prefix: string): PipelineQueues {
+  const opts = { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS };
+  const schedule = new Queue<SyncJob>(QUEUE_SCHEDULE, opts);
+  const poll = new Queue<PollJob>(QUEUE_POLL, opts);
+  const sink = new Queue<SinkJob>(QUEUE_SINK, opts);
+  for (const q of [schedule, poll, sink]) {
+    // a Redis outage is logged by the owner of the connection; do not crash on it here
+    q.on('error', () => undefined);
+  }
+  return {
+    schedule,
+    poll,
+    sink,
+    prefix,
+    async close() {
+      await Promise.allSettled([schedule.close(), poll.close(), sink.close()]);
+    },
+  };
+}
