@@ -37,6 +37,8 @@ export function registerDemoCommand(program: Command): void {
               api: { ...c.api, baseUrl: sim.baseUrl, apiKey: sim.apiKey, platform: sim.platform },
               databaseUrl: withDatabase(c.databaseUrl, demoDb),
               queuePrefix: DEMO_QUEUE_PREFIX,
+              // the demo's own output tells the story; routine info lines would bury it
+              logLevel: c.logLevel === 'info' ? 'warn' : c.logLevel,
               pipeline: { ...c.pipeline, pollInitialDelayMs: 500, pollMinDelayMs: 250, pollMaxDelayMs: 2_000 },
             };
           },

@@ -18,6 +18,7 @@ import type { BatchKind, BatchStatus, ItemState } from '../db/schema.ts';
 import { sinkJobId } from '../queues/names.ts';
 import { readBatchStream } from './batch-stream.ts';
 import type { PipelineDeps } from './deps.ts';
+import { takeCreditSnapshot } from './scheduler.ts';
 
 export const TERMINAL_STATUSES: readonly BatchStatus[] = ['completed', 'failed', 'expired'];
 
@@ -211,6 +212,12 @@ export async function pollBatch(
 
   if (result.landed > 0) {
     await deps.queues.sink.add('sink', { jobId }, { jobId: sinkJobId(jobId, polls) });
+  }
+  if (result.terminal) {
+    // observed usage after the batch (reading /me is free): what status reports as spent
+    await takeCreditSnapshot(deps, batch.source_id, 'after-batch').catch((err: unknown) =>
+      log.warn({ jobId, err }, 'could not read /me after the batch'),
+    );
   }
   if (headError) {
     log.error({ jobId, err: headError, landed: result.landed }, 'batch answer malformed');
