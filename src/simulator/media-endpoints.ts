@@ -1,0 +1,172 @@
+/**
+ * Endpoints outside the platform segment: transcript of any media URL (and its jobs), media
+ * metadata, web scrape/map/crawl, and `/me`.
+ */
+import {
+  CRAWL_LIMIT_DEFAULT,
+  CrawlQuerySchema,
+  CrawlRequestSchema,
+  JobIdParamSchema,
+  MediaTranscriptQuerySchema,
+  UrlQuerySchema,
+  WebPageQuerySchema,
+  type Metadata,
+  type Transcript,
+} from '../api/schemas.ts';
+import { creditsExhausted, notFound, parseBody, parseWith, type ApiDeps, type Handler } from './handler.ts';
+import { parseVideoRef } from './ids.ts';
+import { hash32 } from './prng.ts';
+import { errorReply, json } from './respond.ts';
+import type { Router } from './router.ts';
+import { LANGS, type Lang } from './text.ts';
+import { chooseLang, shapeContent } from './transcripts.ts';
+import { publicVideo } from './videosite-endpoints.ts';
+import { httpUrl } from './web.ts';
+
+/** The other platforms `/metadata` knows, by host fragment (neutral names). */
+const OTHER_PLATFORMS: ReadonlyArray<[string, string]> = [
+  ['photos', 'photosite'],
+  ['micro', 'microsite'],
+  ['clips', 'clipsite'],
+  ['social', 'socialsite'],
+];
+
+function pageLang(lang: string | undefined): Lang {
+  return lang !== undefined && (LANGS as readonly string[]).includes(lang) ? (lang as Lang) : 'en';
+}
+
+export function registerMediaEndpoints(router: Router<Handler>, deps: ApiDeps): void {
+  const { catalog } = deps;
+  const ownHost = (u: URL) => u.hostname === `${deps.platform}.com` || u.hostname.endsWith(`.${deps.platform}.com`);
+
+  router.add('GET', '/transcript', (req) => {
+    const q = parseWith(MediaTranscriptQuerySchema, req.query, 'query');
+    if (!q.ok) return q.reply;
+    const { url, mode = 'auto' } = q.value;
+    const ref = catalog.findVideo(url);
+    const parsedUrl = httpUrl(url);
+    if (!ref && !parsedUrl) return errorReply('invalid-request', 'Invalid query: url: expected an http(s) media URL');
+    if (!ref && parsedUrl && ownHost(parsedUrl) && parseVideoRef(url) !== undefined) return notFound('Video');
+    if (ref) {
+      const v = publicVideo(deps, url);
+      if ('reply' in v) return v.reply;
+      const lang = chooseLang(v.facts.transcriptLanguages, q.value.lang);
+      if (mode !== 'generate' && lang !== undefined) {
+        if (!req.charge(1)) return creditsExhausted();
+        const body: Transcript = {
+          content: shapeContent(catalog.transcriptChunks(v.ref, lang), q.value),
+          lang,
+          availableLangs: [...v.facts.transcriptLanguages],
+        };
+        return json(body);
+      }
+      if (mode === 'native') {
+        if (!req.charge(1)) return creditsExhausted();
+        return errorReply('transcript-unavailable', 'No native transcript is available.', `video ${v.facts.id} has no transcript; use mode=auto or mode=generate`);
+      }
+    }
+    if (!req.charge(1)) return creditsExhausted();
+    const s = deps.jobSettings();
+    const jobId = deps.transcriptJobs.create(
+      req.apiKey,
+      { ref, url, lang: q.value.lang, text: q.value.text, chunkSize: q.value.chunkSize },
+      deps.clock.now(),
+      { queuedMs: s.queuedMs, runMs: s.transcriptJobMs, purgeMs: s.purgeMs },
+    );
+    return json({ jobId }, 202);
+  });
+
+  router.add('GET', '/transcript/{jobId}', (req) => {
+    const id = parseWith(JobIdParamSchema, req.params.jobId, 'path');
+    if (!id.ok) return id.reply;
+    const result = deps.transcriptJobs.view(id.value, req.apiKey, deps.clock.now());
+    return result ? json(result) : notFound('Transcript job');
+  });
+
+  router.add('GET', '/metadata', (req) => {
+    const q = parseWith(UrlQuerySchema, req.query, 'query');
+    if (!q.ok) return q.reply;
+    const ref = catalog.findVideo(q.value.url);
+    if (ref) {
+      const v = publicVideo(deps, q.value.url);
+      if ('reply' in v) return v.reply;
+      const video = catalog.video(v.ref);
+      const ch = catalog.channel(ref.channel);
+      const body: Metadata = {
+        platform: deps.platform,
+        type: ref.kind,
+        id: video.id,
+        url: catalog.videoUrl(video.id),
+        title: video.title,
+        description: video.description === '' ? null : video.description,
+        author: { username: ch.handle, displayName: ch.name, verified: (ch.subscriberCount ?? 0) > 100_000 },
+        stats: { views: video.viewCount ?? null, likes: video.likeCount ?? null, comments: hash32(video.id) % 5000 },
+      };
+      if (ch.thumbnail !== undefined) body.author!.avatarUrl = ch.thumbnail;
+      return req.charge(1) ? json(body) : creditsExhausted();
+    }
+    const url = httpUrl(q.value.url);
+    if (!url) return errorReply('invalid-request', 'Invalid query: url: expected an http(s) media URL');
+    if (ownHost(url)) return notFound('Media');
+    const other = OTHER_PLATFORMS.find(([frag]) => url.hostname.includes(frag));
+    if (!other) return errorReply('invalid-request', 'Invalid query: url: not a URL of a supported platform');
+    const h = hash32(`${deps.seed}|meta|${url.href}`);
+    const body: Metadata = {
+      platform: other[1],
+      type: h % 3 === 0 ? 'image' : 'video',
+      id: h.toString(36),
+      url: url.href,
+      title: h % 4 === 0 ? null : `Post ${h.toString(36)}`,
+      description: h % 5 === 0 ? null : `Caption of post ${h.toString(36)} ✨`,
+      author: { displayName: `User ${h % 1000}`, username: `user${h % 1000}` },
+      stats: { views: h % 3 === 0 ? null : h % 100_000, likes: h % 7 === 0 ? null : h % 10_000 },
+    };
+    return req.charge(1) ? json(body) : creditsExhausted();
+  });
+
+  router.add('GET', '/web/scrape', (req) => {
+    const q = parseWith(WebPageQuerySchema, req.query, 'query');
+    if (!q.ok) return q.reply;
+    const url = httpUrl(q.value.url);
+    if (!url) return errorReply('invalid-request', 'Invalid query: url: expected an http(s) URL');
+    const body = deps.web.scrape(url, q.value.noLinks ?? false, pageLang(q.value.lang));
+    return req.charge(1) ? json(body) : creditsExhausted();
+  });
+
+  router.add('GET', '/web/map', (req) => {
+    const q = parseWith(WebPageQuerySchema, req.query, 'query');
+    if (!q.ok) return q.reply;
+    const url = httpUrl(q.value.url);
+    if (!url) return errorReply('invalid-request', 'Invalid query: url: expected an http(s) URL');
+    return req.charge(1) ? json({ urls: deps.web.siteUrls(url.origin) }) : creditsExhausted();
+  });
+
+  router.add('POST', '/web/crawl', (req) => {
+    const b = parseBody(CrawlRequestSchema, req.body);
+    if (!b.ok) return b.reply;
+    const url = httpUrl(b.value.url);
+    if (!url) return errorReply('invalid-request', 'Invalid body: url: expected an http(s) URL');
+    if (!req.charge(1)) return creditsExhausted();
+    const s = deps.jobSettings();
+    const jobId = deps.crawls.create(req.apiKey, url, b.value.limit ?? CRAWL_LIMIT_DEFAULT, deps.clock.now(), {
+      pageMs: s.crawlPageMs,
+      purgeMs: s.purgeMs,
+    });
+    return json({ jobId });
+  });
+
+  router.add('GET', '/web/crawl/{jobId}', (req) => {
+    const id = parseWith(JobIdParamSchema, req.params.jobId, 'path');
+    if (!id.ok) return id.reply;
+    const q = parseWith(CrawlQuerySchema, req.query, 'query');
+    if (!q.ok) return q.reply;
+    const next = (skip: number) => `${req.origin}/v1/web/crawl/${encodeURIComponent(id.value)}?skip=${skip}`;
+    const job = deps.crawls.view(id.value, req.apiKey, q.value.skip ?? 0, deps.clock.now(), next);
+    return job ? json(job) : notFound('Crawl job');
+  });
+
+  router.add('GET', '/me', (req) => {
+    const me = deps.accounts.me(req.apiKey);
+    return me ? json(me) : errorReply('unauthorized', 'Invalid API key.');
+  });
+}

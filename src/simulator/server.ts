@@ -1,0 +1,394 @@
+/**
+ * The embedded upstream simulator: an HTTP server that answers every endpoint of the interface
+ * (`shared/UPSTREAM.md`) from a synthetic catalog, with batch jobs that live on a controllable
+ * clock, accounts with credits and rate limits, and fault injection.
+ *
+ *   const sim = await startSimulator({ seed: 7, catalog: { channelSizes: [300] } });
+ *   fetch(`${sim.baseUrl}/me`, { headers: { 'x-api-key': sim.apiKey } });
+ *   sim.clock.advance(3_600_000);   // reach job expiry without waiting
+ *   await sim.close();
+ *
+ * Request path: scripted step (if one matches) -> latency -> random pre-handling fault ->
+ * route -> API key (401) -> rate limit (429 + Retry-After) -> handler (400 / 402 / 404 / credits
+ * 429 / answer) -> random post-handling fault -> write (batch answers streamed).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Logger } from '../log.ts';
+import { silentLogger } from '../log.ts';
+import type { Video } from '../api/schemas.ts';
+import { Accounts, type AccountPatch, type AccountSettings } from './accounts.ts';
+import { buildAdminRouter } from './admin.ts';
+import { registerBatchEndpoints } from './batch-endpoints.ts';
+import { Catalog, type ChannelInfo, type VideoFate, type VideoKind } from './catalog.ts';
+import { createClock, type Clock } from './clock.ts';
+import { CrawlJobs } from './crawl-jobs.ts';
+import { FaultInjector, type Faults, type FaultsPatch, type ScriptStep } from './faults.ts';
+import type { ApiDeps, Handler } from './handler.ts';
+import { BatchJobs } from './jobs.ts';
+import { registerMediaEndpoints } from './media-endpoints.ts';
+import {
+  JobSettingsPatchSchema,
+  resolveOptions,
+  withDefaults,
+  type JobSettings,
+  type JobSettingsPatch,
+  type SimulatorSettingsInput,
+} from './options.ts';
+import { errorReply, readBody, writeReply, type Damage, type Reply } from './respond.ts';
+import { Router } from './router.ts';
+import { RequestStats, type SimulatorStats } from './stats.ts';
+import { TranscriptJobs } from './transcript-jobs.ts';
+import { registerVideositeEndpoints } from './videosite-endpoints.ts';
+import { SyntheticWeb } from './web.ts';
+
+export type SimulatorOptions = SimulatorSettingsInput & {
+  /** where the simulator logs (requests at debug, errors at error); default silent */
+  logger?: Logger;
+};
+
+/** What the catalog says about one video (for tests and tools choosing their inputs). */
+export interface VideoInfo {
+  id: string;
+  channelId: string;
+  kind: VideoKind;
+  /** `private` answers forbidden, `gone` not-found */
+  fate: VideoFate;
+  transcriptLanguages: string[];
+  /** seconds */
+  durationS: number;
+}
+
+export interface SimulatorCatalog {
+  channels(): ChannelInfo[];
+  /** IDs of a channel's videos of one kind (default regular), newest first; undefined for an unknown channel */
+  videoIds(channelId: string, kind?: VideoKind): string[] | undefined;
+  /** IDs of a playlist's entries of one kind (default regular), in playlist order */
+  playlistVideoIds(playlistId: string, kind?: VideoKind): string[] | undefined;
+  videoInfo(videoId: string): VideoInfo | undefined;
+  /** the Video resource as the API answers it (whatever the video's fate) */
+  video(videoId: string): Video | undefined;
+  /** append `count` new regular videos at the front of a channel's listing; their IDs, newest first */
+  addVideos(channelId: string, count: number): string[] | undefined;
+}
+
+export interface Simulator {
+  /** `http://127.0.0.1:PORT` */
+  url: string;
+  /** `url + '/v1'`: what `API_BASE_URL` should be */
+  baseUrl: string;
+  platform: string;
+  /** the development key in effect */
+  apiKey: string;
+  seed: number;
+  clock: Clock;
+  catalog: SimulatorCatalog;
+  faults(): Faults;
+  setFaults(patch: FaultsPatch): Faults;
+  /** no faults and no latency any more, and the script queue emptied */
+  clearFaults(): void;
+  /** queue scripted answers (consumed one per matching request); returns the queue length */
+  script(steps: ScriptStep[]): number;
+  clearScript(): void;
+  stats(): SimulatorStats;
+  resetStats(): void;
+  /** create or patch the account of a key */
+  setAccount(key: string, patch: AccountPatch): AccountSettings;
+  getAccount(key: string): AccountSettings | undefined;
+  /** job settings for jobs created from now on */
+  jobSettings(): JobSettings;
+  setJobSettings(patch: JobSettingsPatch): JobSettings;
+  /** stop listening and destroy every open connection (also hung ones) */
+  close(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function queryOf(url: URL): Record<string, string> {
+  const q: Record<string, string> = {};
+  for (const [k, v] of url.searchParams) q[k] = v;
+  return q;
+}
+
+const BAD_GATEWAY_HTML =
+  '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n';
+
+function scriptedReply(step: ScriptStep): Reply {
+  const status = step.status ?? 200;
+  const headers = step.headers ?? {};
+  if (typeof step.body === 'string') {
+    const looksJson = /^\s*[[{]/.test(step.body);
+    return { kind: 'raw', status, body: step.body, contentType: looksJson ? 'application/json' : 'text/plain; charset=utf-8', headers };
+  }
+  if (step.body === undefined) return { kind: 'raw', status, body: '', contentType: 'text/plain', headers };
+  return { kind: 'json', status, body: step.body, headers };
+}
+
+export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
+  const { logger, ...rest } = opts;
+  const log = logger ?? silentLogger();
+  const settings = resolveOptions(rest);
+  const clock = createClock({ speed: settings.clockSpeed, startMs: settings.clockStartMs });
+  const catalog = new Catalog({ ...settings.catalog, seed: settings.seed, platform: settings.platform });
+  const accounts = new Accounts(clock, settings.rateLimit);
+  accounts.set(settings.apiKey, { organizationId: 'org_dev', ...settings.devAccount });
+  for (const [key, patch] of Object.entries(settings.accounts)) accounts.set(key, patch);
+  const web = new SyntheticWeb(settings.seed);
+  const faults = new FaultInjector(settings.seed, settings.faults);
+  const stats = new RequestStats();
+  let jobs = settings.jobs;
+
+  const deps: ApiDeps = {
+    seed: settings.seed,
+    platform: settings.platform,
+    catalog,
+    accounts,
+    batches: new BatchJobs(settings.seed, catalog),
+    transcriptJobs: new TranscriptJobs(settings.seed, catalog),
+    crawls: new CrawlJobs(web),
+    web,
+    clock,
+    jobSettings: () => jobs,
+    maxVideoIds: settings.maxVideoIds,
+  };
+  const router = new Router<Handler>();
+  registerBatchEndpoints(router, deps);
+  registerVideositeEndpoints(router, deps);
+  registerMediaEndpoints(router, deps);
+
+  const sockets = new Set<Socket>();
+  let url = '';
+
+  /** Auth, rate limit, routing and the handler: the answer to a request that reached the API. */
+  async function answer(req: IncomingMessage, u: URL, rel: string, match: ReturnType<Router<Handler>['match']>): Promise<Reply> {
+    const body = await readBody(req, settings.maxBodyBytes);
+    if (match === undefined || match === 'method') {
+      return errorReply('not-found', 'No such endpoint.', `${req.method} /v1${rel} is not an endpoint of this API`);
+    }
+    const header = req.headers['x-api-key'];
+    const apiKey = Array.isArray(header) ? header[0] : header;
+    if (apiKey === undefined || apiKey === '') {
+      return errorReply('unauthorized', 'Missing API key.', 'Send the API key in the x-api-key header.');
+    }
+    // the key itself is never echoed: answers and logs may end up anywhere
+    if (!accounts.has(apiKey)) return errorReply('unauthorized', 'Invalid API key.', 'The API key is unknown or was revoked.');
+    const rate = accounts.takeToken(apiKey);
+    if (!rate.ok) {
+      return errorReply('limit-exceeded', 'Rate limit exceeded.', `Too many requests; retry after ${rate.retryAfterS} s.`, {
+        'retry-after': String(rate.retryAfterS),
+      });
+    }
+    if (body === undefined) {
+      return errorReply('invalid-request', 'Invalid body: (root): too large', `the limit is ${settings.maxBodyBytes} bytes`);
+    }
+    return match.handler({
+      params: match.params,
+      query: queryOf(u),
+      body: body === '' ? undefined : body,
+      apiKey,
+      origin: `http://${req.headers.host ?? new URL(url).host}`,
+      charge: (cost) => {
+        if (!accounts.charge(apiKey, cost)) return false;
+        stats.addCredits(cost);
+        return true;
+      },
+    });
+  }
+
+  async function handleApi(req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> {
+    const method = req.method ?? 'GET';
+    const rel = u.pathname.slice('/v1'.length);
+    const match = router.match(method, rel);
+    const endpoint = match !== undefined && match !== 'method' ? match.name : `${method} (unmatched)`;
+    const step = faults.takeStep(method, rel);
+    const started = Date.now();
+    const done = (status: number | 'reset' | 'hang') => {
+      stats.record(endpoint, status);
+      log.debug({ method, endpoint, status, ms: Date.now() - started, scripted: step !== undefined }, 'simulator request');
+    };
+
+    if (step?.delayMs) await sleep(step.delayMs);
+    const latency = settings.latencyMs + faults.current().latencyMs;
+    if (latency > 0) await sleep(latency);
+
+    if (step && !step.process) {
+      if (step.reset) {
+        req.socket.destroy();
+        return done('reset');
+      }
+      if (step.hang) return done('hang');
+      if (step.status !== undefined) {
+        const reply = scriptedReply(step);
+        done(reply.status);
+        return writeReply(res, reply, { stall: step.stallBody });
+      }
+    }
+    if (!step) {
+      const pre = faults.rollPre();
+      if (pre === 'error') {
+        done(500);
+        return writeReply(res, errorReply('internal-error', 'Internal server error.', 'injected fault'));
+      }
+      if (pre === 'bad-gateway') {
+        done(502);
+        return writeReply(res, { kind: 'raw', status: 502, body: BAD_GATEWAY_HTML, contentType: 'text/html' });
+      }
+    }
+
+    let reply: Reply;
+    try {
+      reply = await answer(req, u, rel, match);
+    } catch (e: unknown) {
+      log.error({ err: e, endpoint }, 'simulator handler failed');
+      reply = errorReply('internal-error', 'Internal server error.', 'the simulator failed to answer');
+    }
+
+    const damage: Damage = {};
+    if (step) {
+      // a processed step: the request took effect, now the answer is damaged as scripted
+      if (step.reset) {
+        req.socket.destroy();
+        return done('reset');
+      }
+      if (step.hang) return done('hang');
+      if (step.status !== undefined) reply = scriptedReply(step);
+      damage.stall = step.stallBody;
+    } else {
+      const post = faults.rollPost();
+      if (post === 'reset') {
+        req.socket.destroy();
+        return done('reset');
+      }
+      if (post === 'truncate') damage.truncateAt = faults.cutFraction();
+      if (post === 'schema-violation' && reply.status >= 200 && reply.status < 300 && reply.status !== 206) {
+        damage.violate = true;
+      }
+    }
+    done(reply.status);
+    await writeReply(res, reply, damage);
+  }
+
+  const sim: Simulator = {
+    url: '',
+    baseUrl: '',
+    platform: settings.platform,
+    apiKey: settings.apiKey,
+    seed: settings.seed,
+    clock,
+    catalog: {
+      channels: () => catalog.channels(),
+      videoIds: (channelId, kind = 'video') => {
+        const c = catalog.findChannel(channelId);
+        return c === undefined ? undefined : catalog.channelVideoIds(c, kind);
+      },
+      playlistVideoIds: (playlistId, kind = 'video') => {
+        const p = catalog.findPlaylist(playlistId);
+        return p === undefined ? undefined : catalog.playlistVideoIds(p, kind);
+      },
+      videoInfo: (videoId) => {
+        const ref = catalog.findVideo(videoId);
+        if (!ref) return undefined;
+        const f = catalog.facts(ref);
+        return {
+          id: f.id,
+          channelId: f.channelId,
+          kind: ref.kind,
+          fate: f.fate,
+          transcriptLanguages: [...f.transcriptLanguages],
+          durationS: f.durationS,
+        };
+      },
+      video: (videoId) => {
+        const ref = catalog.findVideo(videoId);
+        return ref ? catalog.video(ref) : undefined;
+      },
+      addVideos: (channelId, count) => {
+        const c = catalog.findChannel(channelId);
+        return c === undefined ? undefined : catalog.addVideos(c, count);
+      },
+    },
+    faults: () => faults.current(),
+    setFaults: (patch) => faults.set(patch),
+    clearFaults: () => faults.clear(),
+    script: (steps) => faults.script(steps),
+    clearScript: () => faults.clearScript(),
+    stats: () => stats.snapshot(),
+    resetStats: () => stats.reset(),
+    setAccount: (key, patch) => accounts.set(key, patch),
+    getAccount: (key) => accounts.get(key),
+    jobSettings: () => ({ ...jobs }),
+    setJobSettings: (patch) => {
+      jobs = withDefaults(jobs, JobSettingsPatchSchema.parse(patch));
+      return { ...jobs };
+    },
+    close: () => Promise.resolve(),
+  };
+  const adminRouter = buildAdminRouter(sim);
+
+  async function handleAdmin(req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> {
+    const body = await readBody(req, settings.maxBodyBytes);
+    const match = adminRouter.match(req.method ?? 'GET', u.pathname.slice('/__admin'.length));
+    let reply: Reply;
+    if (match === undefined || match === 'method') reply = errorReply('not-found', 'No such admin endpoint.');
+    else {
+      try {
+        reply = match.handler({ params: match.params, query: queryOf(u), body });
+      } catch (e: unknown) {
+        // a setter refusing a value (e.g. a negative clock advance) is the caller's mistake
+        reply = errorReply('invalid-request', e instanceof Error ? e.message : String(e));
+      }
+    }
+    await writeReply(res, reply);
+  }
+
+  const server: Server = createServer((req, res) => {
+    let u: URL;
+    try {
+      u = new URL(req.url ?? '/', 'http://localhost');
+    } catch {
+      void writeReply(res, errorReply('invalid-request', 'Malformed request URL.'));
+      return;
+    }
+    const p = u.pathname;
+    const work =
+      p === '/__admin' || p.startsWith('/__admin/')
+        ? handleAdmin(req, res, u)
+        : p.startsWith('/v1/')
+          ? handleApi(req, res, u)
+          : writeReply(res, errorReply('not-found', 'No such endpoint.', 'API paths start with /v1/'));
+    work.catch((e: unknown) => {
+      log.error({ err: e }, 'simulator request failed');
+      res.socket?.destroy();
+    });
+  });
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  // a client that vanishes mid-request must not take the server down
+  server.on('clientError', (_e, socket) => socket.destroy());
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(settings.port, settings.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address();
+  if (addr === null || typeof addr === 'string') throw new Error('simulator: unexpected server address');
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  url = `http://${host}:${addr.port}`;
+  sim.url = url;
+  sim.baseUrl = `${url}/v1`;
+  let closing: Promise<void> | undefined;
+  sim.close = () => {
+    closing ??= new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      for (const s of sockets) s.destroy();
+    });
+    return closing;
+  };
+  log.info({ url: sim.baseUrl, platform: settings.platform, seed: settings.seed }, 'simulator listening');
+  return sim;
+}

@@ -1,0 +1,108 @@
+/**
+ * Transcript jobs of `GET /transcript` (answer 202 `{jobId}`), read at `GET /transcript/{jobId}`:
+ * `queued`, then `active`, then `completed` with the transcript (or `failed` with an Error
+ * object), forgotten after the purge period. Like batches, the state is computed from the clock.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ErrorBody, JobResult, TranscriptChunk } from '../api/schemas.ts';
+import type { Catalog, VideoRef } from './catalog.ts';
+import { rngFor } from './prng.ts';
+import { captionText, LANGS, type Lang } from './text.ts';
+import { chooseLang, shapeContent } from './transcripts.ts';
+
+export interface TranscriptJobRequest {
+  /** the catalog video, or undefined for a media URL outside the catalog */
+  ref: VideoRef | undefined;
+  url: string;
+  lang: string | undefined;
+  text: boolean | undefined;
+  chunkSize: number | undefined;
+}
+
+interface TranscriptJob extends TranscriptJobRequest {
+  id: string;
+  apiKey: string;
+  createdMs: number;
+  queuedMs: number;
+  runMs: number;
+  purgeMs: number;
+}
+
+export interface TranscriptJobTimings {
+  queuedMs: number;
+  /** simulated ms a transcript job stays `active` */
+  runMs: number;
+  purgeMs: number;
+}
+
+/** Chunks "generated from the audio": deterministic per URL and language. */
+function generatedChunks(seed: number, key: string, lang: string, count: number): TranscriptChunk[] {
+  const r = rngFor(seed, 'generated', key, lang);
+  const scriptLang: Lang = (LANGS as readonly string[]).includes(lang) ? (lang as Lang) : 'en';
+  const chunks: TranscriptChunk[] = [];
+  let offset = 0;
+  for (let i = 0; i < count; i++) {
+    const duration = r.int(1500, 6000);
+    chunks.push({ text: captionText(r, scriptLang), offset, duration, lang });
+    offset += duration + r.int(0, 400);
+  }
+  return chunks;
+}
+
+export class TranscriptJobs {
+  private readonly jobs = new Map<string, TranscriptJob>();
+
+  constructor(
+    private readonly seed: number,
+    private readonly catalog: Catalog,
+  ) {}
+
+  create(apiKey: string, req: TranscriptJobRequest, nowMs: number, t: TranscriptJobTimings): string {
+    for (const [id, job] of this.jobs) {
+      if (nowMs >= job.createdMs + job.queuedMs + job.runMs + job.purgeMs) this.jobs.delete(id);
+    }
+    const id = `tj_${randomUUID()}`;
+    this.jobs.set(id, { ...req, id, apiKey, createdMs: nowMs, queuedMs: t.queuedMs, runMs: t.runMs, purgeMs: t.purgeMs });
+    return id;
+  }
+
+  /** The JobResult at `nowMs`, or undefined when the job is unknown, purged or another key's. */
+  view(id: string, apiKey: string, nowMs: number): JobResult | undefined {
+    const job = this.jobs.get(id);
+    if (!job || job.apiKey !== apiKey) return undefined;
+    const endMs = job.createdMs + job.queuedMs + job.runMs;
+    if (nowMs >= endMs + job.purgeMs) {
+      this.jobs.delete(id);
+      return undefined;
+    }
+    if (nowMs < job.createdMs + job.queuedMs) return { status: 'queued', error: null };
+    if (nowMs < endMs) return { status: 'active', error: null };
+    return this.result(job);
+  }
+
+  private result(job: TranscriptJob): JobResult {
+    const fail = (error: ErrorBody): JobResult => ({ status: 'failed', error });
+    if (job.ref) {
+      const f = this.catalog.facts(job.ref);
+      if (f.fate === 'private') {
+        return fail({ error: 'forbidden', message: 'The video is private.', details: `video ${f.id} is private` });
+      }
+      if (f.fate === 'gone') {
+        return fail({ error: 'not-found', message: 'The video does not exist.', details: `video ${f.id} was removed` });
+      }
+      const lang = chooseLang(f.transcriptLanguages, job.lang);
+      if (lang !== undefined && (job.lang === undefined || lang === job.lang)) {
+        const content = shapeContent(this.catalog.transcriptChunks(job.ref, lang), job);
+        return { status: 'completed', error: null, content, lang, availableLangs: [...f.transcriptLanguages] };
+      }
+      // generated from the audio in the requested language (or English)
+      const genLang = job.lang ?? 'en';
+      const content = shapeContent(generatedChunks(this.seed, f.id, genLang, Math.max(3, Math.round(f.durationS / 8) % 40)), job);
+      return { status: 'completed', error: null, content, lang: genLang, availableLangs: [...f.transcriptLanguages, genLang] };
+    }
+    const genLang = job.lang ?? 'en';
+    const count = 3 + (rngFor(this.seed, 'generated-count', job.url).int(0, 30));
+    const content = shapeContent(generatedChunks(this.seed, job.url, genLang, count), job);
+    return { status: 'completed', error: null, content, lang: genLang, availableLangs: [genLang] };
+  }
+}
