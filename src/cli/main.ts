@@ -17,7 +17,7 @@ export function buildProgram(): Command {
   const program = new Command()
     .name('videosite-ingest')
     .description(
-      'Keeps Postgres filled with the metadata and transcripts of every video in a set of\n' +
+      'Keeps Postgres filled with the metadata and transcripts of every video in a set of ' +
         'playlists and channels, through the platform-content API (interface v1.3.0).',
     )
     .showHelpAfterError('(add --help for usage)')

@@ -88,6 +88,7 @@ export function simulatorOptionsFromFlags(flags: SimulatorFlags, envApiKey: stri
 export function registerSimulatorCommand(program: Command): void {
   program
     .command('simulator')
+    .summary('run the embedded upstream simulator (every endpoint, synthetic catalog, faults)')
     .description(
       'Run the embedded upstream simulator: every endpoint of the API over a deterministic synthetic ' +
         'catalog, batch jobs on a controllable clock, accounts with credits, and fault injection. ' +

@@ -89,8 +89,8 @@ export async function planResubmission(deps: Pick<PipelineDeps, 'sql' | 'setting
 }
 
 /**
- * Submit the groups not blocked by an in-flight batch, after a credit check. Each item is marked
- * with the batch that re-submits it, so it is never re-submitted twice. Only the first chunk of a
+ * Submit the groups not blocked by an in-flight batch, after a credit check. `submitBatch` marks
+ * each item with the batch that re-submits it, so it is never re-submitted twice. Only the first chunk of a
  * group goes now when the group exceeds one batch (one in-flight batch per source, kind, lang).
  */
 export async function resubmit(deps: PipelineDeps, groups: ResubmitGroup[]): Promise<{ jobIds: string[]; videos: number }> {
@@ -117,10 +117,6 @@ export async function resubmit(deps: PipelineDeps, groups: ResubmitGroup[]): Pro
       textOnly: g.textOnly,
       replayOf: g.fromJobIds[0] ?? null,
     });
-    await deps.sql`
-      update batch_items set resubmitted_in = ${jobId}, updated_at = now()
-      where job_id = any(${g.fromJobIds}::text[]) and video_id = any(${g.videoIds}::text[])
-        and state = 'retryable' and resubmitted_in is null`;
     jobIds.push(jobId);
     videos += g.videoIds.length;
   }

@@ -387,6 +387,16 @@ export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): 
     values (${jobId}, ${input.sourceId}, ${input.kind}, ${input.lang}, 'submitted', ${input.credits},
       ${sql.json(input.request as never)}, ${input.textOnly ?? false}, ${input.replayOf ?? null},
       now() + make_interval(secs => ${settings.pollInitialDelayMs / 1000}))`;
+  const videoIds = (input.request as { videoIds?: string[] }).videoIds;
+  if (videoIds !== undefined) {
+    // these videos' retryable items are taken up by this batch: never re-submit them again
+    await sql`
+      update batch_items i set resubmitted_in = ${jobId}, updated_at = now()
+      from batches b
+      where b.job_id = i.job_id and b.kind = ${input.kind} and b.lang is not distinct from ${input.lang}
+        and i.state = 'retryable' and i.resubmitted_in is null and i.job_id <> ${jobId}
+        and i.video_id = any(${videoIds}::text[])`;
+  }
   await queues.poll.add(
     'poll',
     { jobId, delayMs: settings.pollInitialDelayMs },
