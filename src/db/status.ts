@@ -214,8 +214,11 @@ export async function collectStatus(sql: Queryable): Promise<StatusReport> {
       remaining: snap && snap.max_credits !== null && snap.used_credits !== null ? snap.max_credits - snap.used_credits : null,
       takenAt: iso(snap?.taken_at),
       estimatedAllTime: est?.total ?? 0,
+      // negative when a new billing period started in between: unknown then
       usedLast24h:
-        snap && dayAgo && snap.used_credits !== null && dayAgo.used_credits !== null ? snap.used_credits - dayAgo.used_credits : null,
+        snap && dayAgo && snap.used_credits !== null && dayAgo.used_credits !== null && snap.used_credits >= dayAgo.used_credits
+          ? snap.used_credits - dayAgo.used_credits
+          : null,
     },
   };
 }

@@ -6,7 +6,7 @@
 import { ApiError } from '../api/errors.ts';
 import type { Queryable } from '../db/connection.ts';
 import type { PipelineDeps } from './deps.ts';
-import { syncSource, type SyncResult } from './scheduler.ts';
+import { syncSource, takeCreditSnapshot, type SyncResult } from './scheduler.ts';
 
 export const BACKFILL_CHECK_INTERVAL_MS = 1_000;
 
@@ -89,6 +89,10 @@ export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Pr
     if (opts.signal?.aborted) break;
     await new Promise((r) => setTimeout(r, opts.checkIntervalMs ?? BACKFILL_CHECK_INTERVAL_MS));
   }
+  // a fresh reading of what the account has spent, for status (reading /me is free)
+  await takeCreditSnapshot(deps, null, 'after-backfill').catch((err: unknown) =>
+    deps.log.warn({ err }, 'could not read /me after the backfill'),
+  );
   judge(report, opts.wait);
   return report;
 }
