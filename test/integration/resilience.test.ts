@@ -92,7 +92,7 @@ describe('Redis loses everything mid-run', () => {
     const ch = h.sim.catalog.channels()[0]!;
     const s = await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: 5000, langs: ['en'], textOnly: false, cron: null });
     h.sim.setJobSettings({ itemsPerSecond: 40 });
-    const workers = h.startWorkers(['poller', 'sink']);
+    h.startWorkers(['poller', 'sink']);
     const r = await syncSource(h.deps, s.id);
     expect(r.jobIds).toHaveLength(2);
 
@@ -101,15 +101,14 @@ describe('Redis loses everything mid-run', () => {
       const [n] = await h.database.sql<{ n: number }[]>`select count(*)::int as n from batch_items where state in ('landed', 'sunk')`;
       return n!.n > 20 ? true : undefined;
     }, 20_000, 'the first items to land');
-    await workers.close(2_000);
+    // wiped under running workers, as a Redis restart without persistence would do
     await deleteKeys(h.redis, h.prefix);
     const lost = await h.queues.poll.getJobCounts();
     expect(Object.values(lost).reduce((a, b) => a + b, 0)).toBe(0);
 
-    // a daemon starting up: reconcile, then workers
+    // the daemon's periodic reconcile finds the batches in Postgres and re-creates their work
     const rec = await reconcile(h.deps);
-    expect(rec.polls).toBe(2);
-    h.startWorkers(['poller', 'sink']);
+    expect(rec.polls).toBeGreaterThanOrEqual(1);
     const settled = await waitFor(async () => {
       const b = await batchProgress(h.database.sql, r.jobIds);
       return b.every(isSettled) ? b : undefined;
