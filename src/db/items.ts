@@ -32,6 +32,8 @@ export interface LandResult {
   written: number;
   /** rows that became `landed` by this call */
   landed: number;
+  /** the rows inserted or changed, with the state and errorCode they now have */
+  rows: { videoId: string; state: ItemState; errorCode: string | null }[];
 }
 
 interface StoredPayload {
@@ -94,10 +96,10 @@ export async function landItems(sql: Queryable, jobId: string, items: readonly L
   const byVideo = new Map<string, LandItem>();
   for (const item of items) byVideo.set(item.videoId, item);
   const unique = [...byVideo.values()];
-  const total: LandResult = { written: 0, landed: 0 };
+  const total: LandResult = { written: 0, landed: 0, rows: [] };
   for (let i = 0; i < unique.length; i += LAND_CHUNK_ITEMS) {
     const json = landJson(unique.slice(i, i + LAND_CHUNK_ITEMS));
-    const rows = await sql<{ state: ItemState }[]>`
+    const rows = await sql<{ video_id: string; state: ItemState; error_code: string | null }[]>`
       insert into batch_items as b (job_id, video_id, state, error_code, payload, payload_raw, reason, landed_at)
       select ${jobId}, video_id, state, error_code, payload, payload_raw, reason,
         case when state = 'landed' then now() end
@@ -114,9 +116,10 @@ export async function landItems(sql: Queryable, jobId: string, items: readonly L
       where b.state = 'processing'
         and (b.state, b.error_code, b.payload, b.payload_raw, b.reason)
           is distinct from (excluded.state, excluded.error_code, excluded.payload, excluded.payload_raw, excluded.reason)
-      returning state`;
+      returning video_id, state, error_code`;
     total.written += rows.length;
     total.landed += rows.filter((r) => r.state === 'landed').length;
+    for (const r of rows) total.rows.push({ videoId: r.video_id, state: r.state, errorCode: r.error_code });
   }
   return total;
 }
@@ -134,6 +137,11 @@ export interface LandedItem {
 export interface LandedChunkOptions {
   /** start after this videoId (keyset paging; default: from the first) */
   afterVideoId?: string | undefined;
+  /**
+   * lock the rows (`FOR UPDATE SKIP LOCKED`; inside a transaction): concurrent sinks then take
+   * disjoint chunks, and rows another sink holds are skipped, not waited for
+   */
+  lock?: boolean | undefined;
 }
 
 /** Up to `limit` items of the batch that are landed but not yet sunk, ordered by videoId. */
@@ -151,7 +159,8 @@ export async function nextLandedChunk(
     from batch_items
     where job_id = ${jobId} and state = 'landed' and (${after}::text is null or video_id > ${after}::text)
     order by video_id
-    limit ${limit}`;
+    limit ${limit}
+    ${opts.lock ? sql`for update skip locked` : sql``}`;
   return rows.map((r) => ({
     videoId: r.video_id,
     errorCode: r.error_code,
@@ -201,12 +210,12 @@ export async function markQuarantined(
 
 /**
  * At expiry: every item still `processing` becomes `retryable` with `errorCode` (the next sync
- * or `replay --failed` re-submits it). Landed items keep their landed copy. Returns how many moved.
+ * or `replay --failed` re-submits it). Landed items keep their landed copy. Returns the videoIds moved.
  */
-export async function markUnfinishedRetryable(sql: Queryable, jobId: string, errorCode: string): Promise<number> {
-  const rows = await sql`
+export async function markUnfinishedRetryable(sql: Queryable, jobId: string, errorCode: string): Promise<string[]> {
+  const rows = await sql<{ video_id: string }[]>`
     update batch_items set state = 'retryable', error_code = ${errorCode}, updated_at = now()
     where job_id = ${jobId} and state = 'processing'
-    returning 1`;
-  return rows.length;
+    returning video_id`;
+  return rows.map((r) => r.video_id);
 }

@@ -5,11 +5,21 @@
 import type { ApiClient } from '../api/client.ts';
 import type { Config } from '../config.ts';
 import type { Db, Sql } from '../db/connection.ts';
+import type { UpsertCounts } from '../db/videos.ts';
 import type { Logger } from '../log.ts';
 import type { ApiLimiter } from '../queues/limiter.ts';
 import type { PipelineQueues } from '../queues/queues.ts';
 
 export type PipelineSettings = Config['pipeline'];
+
+/**
+ * Where steps report what they did, for metrics (the daemon's Prometheus counters). Optional:
+ * nothing depends on it, and a step calls it only after the work it reports has committed.
+ */
+export interface PipelineMetrics {
+  /** a sink chunk committed: rows of `table` inserted, updated, or found unchanged */
+  rowsUpserted(table: 'videos' | 'transcripts', counts: UpsertCounts): void;
+}
 
 export interface PipelineDeps {
   sql: Sql;
@@ -19,4 +29,5 @@ export interface PipelineDeps {
   queues: PipelineQueues;
   limiter?: ApiLimiter;
   settings: PipelineSettings;
+  metrics?: PipelineMetrics;
 }

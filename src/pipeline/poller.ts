@@ -13,7 +13,7 @@ import {
   type BatchHead,
 } from '../api/schemas.ts';
 import type { Queryable } from '../db/connection.ts';
-import { findUnstorable, storableText } from '../db/storable.ts';
+import { landItems, markUnfinishedRetryable, type LandItem, type LandResult } from '../db/items.ts';
 import type { BatchKind, BatchStatus, ItemState } from '../db/schema.ts';
 import { sinkJobId } from '../queues/names.ts';
 import { readBatchStream } from './batch-stream.ts';
@@ -55,15 +55,6 @@ interface BatchRow {
   status: BatchStatus;
   polls: number;
   request: Record<string, unknown>;
-}
-
-interface ItemRow {
-  video_id: string;
-  state: ItemState;
-  error_code: string | null;
-  payload: unknown;
-  payload_raw: string | null;
-  reason: string | null;
 }
 
 /** The state an item's errorCode (and payload) puts it in. */
@@ -128,7 +119,7 @@ export async function pollBatch(
 
   await sql.begin(async (tx) => {
     const seen = new Set<string>();
-    let buffer: ItemRow[] = [];
+    let buffer: LandItem[] = [];
     const flush = async () => {
       if (buffer.length === 0) return;
       const rows = buffer;
@@ -159,17 +150,17 @@ export async function pollBatch(
       }
       const raw = next.value;
       const i = index++;
-      const row = toItemRow(raw, i, batch.kind);
-      if (seen.has(row.video_id)) {
+      const row = toLandItem(raw, i, batch.kind);
+      if (seen.has(row.videoId)) {
         result.duplicates++;
         continue;
       }
-      seen.add(row.video_id);
-      const before = known.get(row.video_id);
+      seen.add(row.videoId);
+      const before = known.get(row.videoId);
       // only an unfinished (or malformed) item can still change: a landed copy is never
       // replaced, a recorded error is final for this batch; an unchanged one is not rewritten
       if (before && before.state !== 'processing' && before.state !== 'quarantined') continue;
-      if (before && before.state === row.state && before.errorCode === row.error_code) continue;
+      if (before && before.state === row.state && before.errorCode === row.errorCode) continue;
       buffer.push(row);
       if (buffer.length >= settings.landChunkSize) await flush();
     }
@@ -185,12 +176,9 @@ export async function pollBatch(
     const terminal = TERMINAL_STATUSES.includes(status);
     if (terminal) {
       // unfinished at the end: a later submission may still deliver them
-      const marked = await tx<{ video_id: string }[]>`
-        update batch_items set state = 'retryable', error_code = coalesce(error_code, 'processing'), updated_at = now()
-        where job_id = ${jobId} and state = 'processing'
-        returning video_id`;
+      const marked = await markUnfinishedRetryable(tx, jobId, 'processing');
       if (marked.length > 0) {
-        await upsertVideoSync(tx, batch, marked.map((m) => ({ videoId: m.video_id, state: 'retryable', errorCode: 'processing' })), settings.transcriptRecheckMs);
+        await upsertVideoSync(tx, batch, marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: 'processing' })), settings.transcriptRecheckMs);
         result.changed += marked.length;
       }
     }
@@ -235,7 +223,7 @@ export async function pollBatch(
   return result;
 }
 
-function toItemRow(raw: unknown, index: number, kind: BatchKind): ItemRow {
+function toLandItem(raw: unknown, index: number, kind: BatchKind): LandItem {
   const parsed = BatchItemSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -243,64 +231,39 @@ function toItemRow(raw: unknown, index: number, kind: BatchKind): ItemRow {
       raw !== null && typeof raw === 'object' && typeof (raw as { videoId?: unknown }).videoId === 'string'
         ? (raw as { videoId: string }).videoId
         : `#${index}`;
-    const storable = findUnstorable(raw) === undefined;
     return {
-      video_id: storableText(videoId),
+      videoId,
       state: 'quarantined',
-      error_code: null,
-      payload: storable ? raw : null,
-      payload_raw: storable ? null : JSON.stringify(raw),
+      errorCode: null,
+      payload: raw,
       reason: `item does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`,
     };
   }
-  const unstorable = findUnstorable(raw);
-  if (unstorable) {
-    // jsonb cannot hold it as delivered: keep the exact JSON text instead
-    return {
-      video_id: storableText(parsed.data.videoId),
-      state: 'quarantined',
-      error_code: parsed.data.errorCode ?? null,
-      payload: null,
-      payload_raw: JSON.stringify(raw),
-      reason: `value Postgres cannot store as delivered at ${unstorable.message}`,
-    };
-  }
   const c = classifyItem(parsed.data, kind);
-  return { video_id: parsed.data.videoId, state: c.state, error_code: c.errorCode, payload: raw, payload_raw: null, reason: c.reason ?? null };
+  return { videoId: parsed.data.videoId, state: c.state, errorCode: c.errorCode, payload: raw, reason: c.reason };
 }
 
-/** Insert or advance item rows; returns the rows actually written. */
+/** Land items (only unfinished rows change), then the per-video summary and source membership. */
 async function writeItems(
   tx: Queryable,
   batch: BatchRow,
-  rows: ItemRow[],
+  items: LandItem[],
   recheckMs: number,
-): Promise<{ video_id: string; state: ItemState }[]> {
-  const written = await tx<{ video_id: string; state: ItemState; error_code: string | null }[]>`
-    insert into batch_items (job_id, video_id, state, error_code, payload, payload_raw, reason, landed_at, updated_at)
-    select ${batch.job_id}, r.video_id, r.state, r.error_code, r.payload, r.payload_raw, r.reason,
-      case when r.state = 'landed' then now() end, now()
-    from jsonb_to_recordset(${tx.json(rows as never)}) as r(video_id text, state text, error_code text, payload jsonb, payload_raw text, reason text)
-    on conflict (job_id, video_id) do update set
-      state = excluded.state, error_code = excluded.error_code,
-      payload = case when excluded.state = 'landed' or batch_items.payload is null then excluded.payload else batch_items.payload end,
-      payload_raw = excluded.payload_raw, reason = excluded.reason,
-      landed_at = coalesce(excluded.landed_at, batch_items.landed_at), updated_at = now()
-    where batch_items.state in ('processing', 'quarantined')
-    returning video_id, state, error_code`;
+): Promise<LandResult['rows']> {
+  const { rows } = await landItems(tx, batch.job_id, items);
   await upsertVideoSync(
     tx,
     batch,
-    written.filter((w) => w.state !== 'quarantined').map((w) => ({ videoId: w.video_id, state: w.state, errorCode: w.error_code })),
+    rows.filter((r) => r.state !== 'quarantined'),
     recheckMs,
   );
-  if (batch.source_id !== null && written.length > 0) {
+  if (batch.source_id !== null && rows.length > 0) {
     await tx`
       insert into source_videos (source_id, video_id)
-      select ${batch.source_id}, v from unnest(${written.map((w) => w.video_id)}::text[]) as v
+      select ${batch.source_id}, v from unnest(${rows.map((r) => r.videoId)}::text[]) as v
       on conflict do nothing`;
   }
-  return written;
+  return rows;
 }
 
 /** The per-video summary the scheduler diffs against. */
@@ -329,12 +292,9 @@ async function expireUnknownBatch(deps: PipelineDeps, batch: BatchRow): Promise<
   const { sql, settings } = deps;
   let changed = 0;
   await sql.begin(async (tx) => {
-    const marked = await tx<{ video_id: string }[]>`
-      update batch_items set state = 'retryable', error_code = coalesce(error_code, 'processing'), updated_at = now()
-      where job_id = ${batch.job_id} and state = 'processing'
-      returning video_id`;
+    const marked = await markUnfinishedRetryable(tx, batch.job_id, 'processing');
     changed = marked.length;
-    await upsertVideoSync(tx, batch, marked.map((m) => ({ videoId: m.video_id, state: 'retryable', errorCode: 'processing' })), settings.transcriptRecheckMs);
+    await upsertVideoSync(tx, batch, marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: 'processing' })), settings.transcriptRecheckMs);
     await tx`
       update batches set status = 'expired', error_code = 'not-found', polls = polls + 1, last_polled_at = now(),
         terminal_at = now(), updated_at = now()

@@ -5,11 +5,11 @@
  * items landed for the next one. Re-running it changes nothing (upserts write only what changed).
  */
 import { BatchItemSchema, formatIssuePath, type Transcript } from '../api/schemas.ts';
-import { markQuarantined, markSunk } from '../db/items.ts';
+import { markQuarantined, markSunk, nextLandedChunk } from '../db/items.ts';
 import type { BatchKind } from '../db/schema.ts';
 import { UnstorableValueError } from '../db/storable.ts';
 import { transcriptRowFromApi, upsertTranscripts, type TranscriptRow } from '../db/transcripts.ts';
-import { upsertVideos, videoRowFromApi, type VideoRow } from '../db/videos.ts';
+import { upsertVideos, videoRowFromApi, type UpsertCounts, type VideoRow } from '../db/videos.ts';
 import type { PipelineDeps } from './deps.ts';
 
 export interface SinkResult {
@@ -23,20 +23,16 @@ export interface SinkResult {
   unchanged: number;
 }
 
-export async function sinkBatch(deps: Pick<PipelineDeps, 'sql' | 'log' | 'settings'>, jobId: string): Promise<SinkResult> {
+export async function sinkBatch(deps: Pick<PipelineDeps, 'sql' | 'log' | 'settings' | 'metrics'>, jobId: string): Promise<SinkResult> {
   const { sql, log, settings } = deps;
   const result: SinkResult = { jobId, sunk: 0, quarantined: 0, inserted: 0, updated: 0, unchanged: 0 };
   const [batch] = await sql<{ kind: BatchKind }[]>`select kind from batches where job_id = ${jobId}`;
   if (!batch) return result;
 
   for (;;) {
+    let chunkCounts: UpsertCounts | undefined;
     const claimed = await sql.begin(async (tx) => {
-      const items = await tx<{ video_id: string; payload: unknown; payload_raw: string | null }[]>`
-        select video_id, payload, payload_raw from batch_items
-        where job_id = ${jobId} and state = 'landed'
-        order by video_id
-        limit ${settings.sinkChunkSize}
-        for update skip locked`;
+      const items = await nextLandedChunk(tx, jobId, settings.sinkChunkSize, { lock: true });
       if (items.length === 0) return 0;
 
       const videoRows: VideoRow[] = [];
@@ -45,11 +41,11 @@ export async function sinkBatch(deps: Pick<PipelineDeps, 'sql' | 'log' | 'settin
       const bad: { videoId: string; reason: string }[] = [];
       for (const it of items) {
         try {
-          const raw = it.payload ?? (it.payload_raw === null ? undefined : JSON.parse(it.payload_raw));
+          const raw = it.payload;
           const parsed = BatchItemSchema.safeParse(raw);
           if (!parsed.success) {
             const issue = parsed.error.issues[0];
-            bad.push({ videoId: it.video_id, reason: `item does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}` });
+            bad.push({ videoId: it.videoId, reason: `item does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}` });
             continue;
           }
           if (batch.kind === 'video') {
@@ -60,12 +56,12 @@ export async function sinkBatch(deps: Pick<PipelineDeps, 'sql' | 'log' | 'settin
             // validated above; the raw transcript keeps the chunks exactly as delivered (zod
             // would drop keys the interface does not name)
             const rawTranscript = (raw as { transcript: Transcript }).transcript;
-            transcriptRows.push(transcriptRowFromApi(it.video_id, rawTranscript, jobId));
+            transcriptRows.push(transcriptRowFromApi(it.videoId, rawTranscript, jobId));
           }
-          good.push(it.video_id);
+          good.push(it.videoId);
         } catch (e: unknown) {
-          if (e instanceof UnstorableValueError || e instanceof SyntaxError) {
-            bad.push({ videoId: it.video_id, reason: e.message });
+          if (e instanceof UnstorableValueError) {
+            bad.push({ videoId: it.videoId, reason: e.message });
             continue;
           }
           throw e;
@@ -73,6 +69,7 @@ export async function sinkBatch(deps: Pick<PipelineDeps, 'sql' | 'log' | 'settin
       }
       const counts =
         batch.kind === 'video' ? await upsertVideos(tx, videoRows) : await upsertTranscripts(tx, transcriptRows);
+      chunkCounts = counts;
       result.inserted += counts.inserted;
       result.updated += counts.updated;
       result.unchanged += counts.unchanged;
@@ -85,6 +82,8 @@ export async function sinkBatch(deps: Pick<PipelineDeps, 'sql' | 'log' | 'settin
       }
       return items.length;
     });
+    // reported only now that the chunk has committed (a rolled-back chunk wrote nothing)
+    if (chunkCounts) deps.metrics?.rowsUpserted(batch.kind === 'video' ? 'videos' : 'transcripts', chunkCounts);
     if (claimed === 0) break;
   }
   if (result.sunk > 0 || result.quarantined > 0) {
