@@ -6,7 +6,7 @@
  */
 import type { Command } from 'commander';
 import { databaseNameOf, migrateDatabase, withDatabase } from '../db/migrate.ts';
-import { collectStatus } from '../db/status.ts';
+import { collectStatus } from '../pipeline/status.ts';
 import { SourceExistsError } from '../db/sources.ts';
 import { registerSource, type NewSourceInput } from '../pipeline/sources.ts';
 import { startSimulator } from '../simulator/server.ts';

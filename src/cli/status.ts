@@ -1,10 +1,11 @@
 /** `status [--json]`: sources, batches in flight with progress, error counts, credits. */
 import type { Command } from 'commander';
-import { collectStatus, type BatchStatusRow, type StatusReport } from '../db/status.ts';
+import type { BatchProgress } from '../pipeline/backfill.ts';
+import { collectStatus, type StatusReport } from '../pipeline/status.ts';
 import { createContext } from './context.ts';
 import { renderTable, shortTime } from './table.ts';
 
-function progress(b: BatchStatusRow): string {
+function progress(b: BatchProgress): string {
   if (b.total === null || b.total === 0) return b.status === 'submitted' ? 'not polled yet' : '0/0';
   const pct = Math.floor((100 * b.finished) / b.total);
   return `${b.finished}/${b.total} (${pct}%)`;

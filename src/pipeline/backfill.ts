@@ -20,6 +20,12 @@ export interface BatchProgress {
   status: string;
   errorCode: string | null;
   total: number | null;
+  /** items finished upstream (succeeded + failed) as of the last poll */
+  finished: number;
+  polls: number;
+  creditsEstimated: number;
+  submittedAt: string;
+  completedAt: string | null;
   /** items recorded in batch_items per state */
   processing: number;
   landed: number;
@@ -133,11 +139,14 @@ export async function batchProgress(sql: Queryable, jobIds: string[]): Promise<B
   const rows = await sql<
     {
       job_id: string; source_id: number | null; kind: string; lang: string | null; status: string; error_code: string | null;
-      total: number | null; processing: number; landed: number; sunk: number; failed: number; retryable: number; quarantined: number;
+      total: number | null; finished: number; polls: number; credits_estimated: number; submitted_at: Date; completed_at: Date | null;
+      processing: number; landed: number; sunk: number; failed: number; retryable: number; quarantined: number;
       errors: Record<string, number> | null;
     }[]
   >`
     select b.job_id, b.source_id, b.kind, b.lang, b.status, b.error_code, b.total,
+      coalesce(b.succeeded, 0) + coalesce(b.failed, 0) as finished, b.polls, b.credits_estimated,
+      b.submitted_at, b.completed_at,
       count(i.*) filter (where i.state = 'processing')::int as processing,
       count(i.*) filter (where i.state = 'landed')::int as landed,
       count(i.*) filter (where i.state = 'sunk')::int as sunk,
@@ -159,6 +168,11 @@ export async function batchProgress(sql: Queryable, jobIds: string[]): Promise<B
     status: r.status,
     errorCode: r.error_code,
     total: r.total,
+    finished: r.finished,
+    polls: r.polls,
+    creditsEstimated: r.credits_estimated,
+    submittedAt: r.submitted_at.toISOString(),
+    completedAt: r.completed_at ? r.completed_at.toISOString() : null,
     processing: r.processing,
     landed: r.landed,
     sunk: r.sunk,

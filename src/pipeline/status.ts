@@ -2,7 +2,8 @@
  * The facts `status` shows: sources and their freshness, batches in flight with progress, item
  * error counts, and credits. Read-only; one query per section.
  */
-import type { Queryable } from './connection.ts';
+import type { Queryable } from '../db/connection.ts';
+import { batchProgress, type BatchProgress } from './backfill.ts';
 
 export interface SourceStatus {
   id: number;
@@ -22,33 +23,12 @@ export interface SourceStatus {
   lastErrorAt: string | null;
 }
 
-export interface BatchStatusRow {
-  jobId: string;
-  sourceId: number | null;
-  kind: string;
-  lang: string | null;
-  status: string;
-  errorCode: string | null;
-  total: number | null;
-  /** items finished upstream (succeeded + failed) per the last poll */
-  finished: number;
-  landed: number;
-  sunk: number;
-  failed: number;
-  retryable: number;
-  quarantined: number;
-  polls: number;
-  creditsEstimated: number;
-  submittedAt: string;
-  completedAt: string | null;
-}
-
 export interface StatusReport {
   generatedAt: string;
   sources: SourceStatus[];
-  inFlight: BatchStatusRow[];
+  inFlight: BatchProgress[];
   /** batches that ended in the last 24 hours */
-  recent: BatchStatusRow[];
+  recent: BatchProgress[];
   batchesByStatus: Record<string, number>;
   /** item error codes over all batches, with the item states they left */
   itemErrors: { errorCode: string; state: string; items: number }[];
@@ -69,58 +49,6 @@ export interface StatusReport {
 
 const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
 
-const BATCH_COLUMNS = (sql: Queryable) => sql`
-  b.job_id, b.source_id, b.kind, b.lang, b.status, b.error_code, b.total,
-  coalesce(b.succeeded, 0) + coalesce(b.failed, 0) as finished, b.polls, b.credits_estimated,
-  b.submitted_at, b.completed_at,
-  count(i.*) filter (where i.state = 'landed')::int as landed,
-  count(i.*) filter (where i.state = 'sunk')::int as sunk,
-  count(i.*) filter (where i.state = 'failed')::int as failed_items,
-  count(i.*) filter (where i.state = 'retryable')::int as retryable,
-  count(i.*) filter (where i.state = 'quarantined')::int as quarantined`;
-
-interface BatchQueryRow {
-  job_id: string;
-  source_id: number | null;
-  kind: string;
-  lang: string | null;
-  status: string;
-  error_code: string | null;
-  total: number | null;
-  finished: number;
-  polls: number;
-  credits_estimated: number;
-  submitted_at: Date;
-  completed_at: Date | null;
-  landed: number;
-  sunk: number;
-  failed_items: number;
-  retryable: number;
-  quarantined: number;
-}
-
-function batchRow(r: BatchQueryRow): BatchStatusRow {
-  return {
-    jobId: r.job_id,
-    sourceId: r.source_id,
-    kind: r.kind,
-    lang: r.lang,
-    status: r.status,
-    errorCode: r.error_code,
-    total: r.total,
-    finished: r.finished,
-    landed: r.landed,
-    sunk: r.sunk,
-    failed: r.failed_items,
-    retryable: r.retryable,
-    quarantined: r.quarantined,
-    polls: r.polls,
-    creditsEstimated: r.credits_estimated,
-    submittedAt: r.submitted_at.toISOString(),
-    completedAt: iso(r.completed_at),
-  };
-}
-
 export async function collectStatus(sql: Queryable): Promise<StatusReport> {
   const sources = await sql<
     {
@@ -135,17 +63,14 @@ export async function collectStatus(sql: Queryable): Promise<StatusReport> {
       (select count(*) from source_videos sv join transcripts t on t.video_id = sv.video_id where sv.source_id = s.id)::int as transcripts
     from sources s order by s.id`;
 
-  const inFlight = await sql<BatchQueryRow[]>`
-    select ${BATCH_COLUMNS(sql)}
-    from batches b left join batch_items i on i.job_id = b.job_id
-    where b.status in ('submitted', 'queued', 'active')
-    group by b.job_id order by b.submitted_at`;
-
-  const recent = await sql<BatchQueryRow[]>`
-    select ${BATCH_COLUMNS(sql)}
-    from batches b left join batch_items i on i.job_id = b.job_id
-    where b.status in ('completed', 'failed', 'expired') and b.terminal_at > now() - interval '24 hours'
-    group by b.job_id order by b.terminal_at desc limit 50`;
+  const inFlightIds = await sql<{ job_id: string }[]>`
+    select job_id from batches where status in ('submitted', 'queued', 'active') order by submitted_at`;
+  const recentIds = await sql<{ job_id: string }[]>`
+    select job_id from batches
+    where status in ('completed', 'failed', 'expired') and terminal_at > now() - interval '24 hours'
+    order by terminal_at desc limit 50`;
+  const inFlight = await batchProgress(sql, inFlightIds.map((r) => r.job_id));
+  const recent = await batchProgress(sql, recentIds.map((r) => r.job_id));
 
   const byStatus = await sql<{ status: string; n: number }[]>`
     select status, count(*)::int as n from batches group by status`;
@@ -193,8 +118,8 @@ export async function collectStatus(sql: Queryable): Promise<StatusReport> {
       lastErrorCode: s.last_error_code,
       lastErrorAt: iso(s.last_error_at),
     })),
-    inFlight: inFlight.map(batchRow),
-    recent: recent.map(batchRow),
+    inFlight,
+    recent,
     batchesByStatus: Object.fromEntries(byStatus.map((r) => [r.status, r.n])),
     itemErrors: itemErrors.map((r) => ({ errorCode: r.error_code, state: r.state, items: r.items })),
     items: {
