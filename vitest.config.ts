@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // the fault suite runs on its own (`npm run test:faults`, vitest.faults.config.ts)
+    exclude: ['**/node_modules/**', 'test/faults/**'],
     // Each file isolates itself (own simulator port, database, queue prefix), so files run in
     // parallel in separate processes; tests inside a file run in order.
     pool: 'forks',

@@ -29,6 +29,11 @@ export const CREDIT_RESERVE = 0;
 export const POLL_INITIAL_DELAY_MS = 2_000;
 export const POLL_MIN_DELAY_MS = 1_000;
 export const POLL_MAX_DELAY_MS = 60_000;
+/**
+ * Once a batch runs, it is polled often enough that an item waits at most about this long
+ * between finishing upstream and landing (each poll re-reads the whole answer, so not oftener).
+ */
+export const POLL_LAND_WITHIN_MS = 10_000;
 export const LAND_CHUNK_ITEMS = 500;
 export const SINK_CHUNK_ITEMS = 500;
 export const TRANSCRIPT_RECHECK_MS = 7 * 24 * 3_600_000;
@@ -36,6 +41,15 @@ export const POLL_CONCURRENCY = 4;
 export const SINK_CONCURRENCY = 2;
 export const SCHEDULE_CONCURRENCY = 2;
 export const SHUTDOWN_GRACE_MS = 20_000;
+/** A running job's lock in Redis, renewed at half this while the job runs; a dead worker's job is taken up again after it. */
+export const JOB_LOCK_DURATION_MS = 120_000;
+/** How often each worker looks for jobs whose lock expired (their worker died) and re-queues them. */
+export const JOB_STALLED_CHECK_MS = 30_000;
+/** How often a daemon re-checks Redis against Postgres (lost jobs, new or changed sources). */
+export const RECONCILE_INTERVAL_MS = 60_000;
+
+/** Shortest `ADMIN_TOKEN` accepted, in characters: a guessable token would protect nothing. */
+export const ADMIN_TOKEN_MIN_CHARS = 16;
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -48,7 +62,7 @@ export class ConfigError extends Error {
   }
 }
 
-const SECRET_VARIABLES = new Set(['API_KEY', 'SIMULATOR_API_KEY']);
+const SECRET_VARIABLES = new Set(['API_KEY', 'SIMULATOR_API_KEY', 'ADMIN_TOKEN']);
 
 const positiveInt = (max = Number.MAX_SAFE_INTEGER) =>
   z
@@ -105,6 +119,7 @@ const EnvSchema = z.object({
   POLL_INITIAL_DELAY_MS: positiveInt(3_600_000).default(POLL_INITIAL_DELAY_MS),
   POLL_MIN_DELAY_MS: positiveInt(3_600_000).default(POLL_MIN_DELAY_MS),
   POLL_MAX_DELAY_MS: positiveInt(3_600_000).default(POLL_MAX_DELAY_MS),
+  POLL_LAND_WITHIN_MS: positiveInt(3_600_000).default(POLL_LAND_WITHIN_MS),
   LAND_CHUNK_ITEMS: positiveInt(5000).default(LAND_CHUNK_ITEMS),
   SINK_CHUNK_ITEMS: positiveInt(5000).default(SINK_CHUNK_ITEMS),
   TRANSCRIPT_RECHECK_MS: positiveInt().default(TRANSCRIPT_RECHECK_MS),
@@ -112,6 +127,15 @@ const EnvSchema = z.object({
   SINK_CONCURRENCY: positiveInt(100).default(SINK_CONCURRENCY),
   SCHEDULE_CONCURRENCY: positiveInt(100).default(SCHEDULE_CONCURRENCY),
   SHUTDOWN_GRACE_MS: positiveInt(600_000).default(SHUTDOWN_GRACE_MS),
+  JOB_LOCK_DURATION_MS: positiveInt(3_600_000).pipe(z.number().min(1_000, 'expected at least 1000')).default(JOB_LOCK_DURATION_MS),
+  JOB_STALLED_CHECK_MS: positiveInt(3_600_000).pipe(z.number().min(500, 'expected at least 500')).default(JOB_STALLED_CHECK_MS),
+  RECONCILE_INTERVAL_MS: positiveInt(86_400_000).pipe(z.number().min(1_000, 'expected at least 1000')).default(RECONCILE_INTERVAL_MS),
+  // sent back as a bearer token or a basic-auth password: header-safe characters only
+  ADMIN_TOKEN: z
+    .string()
+    .min(ADMIN_TOKEN_MIN_CHARS, `expected at least ${ADMIN_TOKEN_MIN_CHARS} characters`)
+    .regex(/^[\x21-\x7e]+$/, 'expected printable ASCII characters without blanks')
+    .optional(),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -143,6 +167,8 @@ export interface Config {
     pollInitialDelayMs: number;
     pollMinDelayMs: number;
     pollMaxDelayMs: number;
+    /** a running batch is polled so that a finished item lands within about this, ms; default 10 000 */
+    pollLandWithinMs: number;
     landChunkSize: number;
     sinkChunkSize: number;
     transcriptRecheckMs: number;
@@ -150,6 +176,19 @@ export interface Config {
     sinkConcurrency: number;
     scheduleConcurrency: number;
     shutdownGraceMs: number;
+    /** lock of a running job, ms (renewed while it runs); default 120 000 */
+    jobLockDurationMs: number;
+    /** interval of the stalled-job check, ms; default 30 000 */
+    jobStalledCheckMs: number;
+    /** interval of the daemon's reconcile with Postgres, ms; default 60 000 */
+    reconcileIntervalMs: number;
+  };
+  admin: {
+    /**
+     * required for every admin page beyond /healthz, /readyz and /metrics (bearer token or
+     * basic-auth password); undefined: the admin server listens on loopback only, without auth
+     */
+    token: string | undefined;
   };
 }
 
@@ -208,6 +247,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       pollInitialDelayMs: e.POLL_INITIAL_DELAY_MS,
       pollMinDelayMs: e.POLL_MIN_DELAY_MS,
       pollMaxDelayMs: e.POLL_MAX_DELAY_MS,
+      pollLandWithinMs: e.POLL_LAND_WITHIN_MS,
       landChunkSize: e.LAND_CHUNK_ITEMS,
       sinkChunkSize: e.SINK_CHUNK_ITEMS,
       transcriptRecheckMs: e.TRANSCRIPT_RECHECK_MS,
@@ -215,6 +255,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       sinkConcurrency: e.SINK_CONCURRENCY,
       scheduleConcurrency: e.SCHEDULE_CONCURRENCY,
       shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+      jobLockDurationMs: e.JOB_LOCK_DURATION_MS,
+      jobStalledCheckMs: e.JOB_STALLED_CHECK_MS,
+      reconcileIntervalMs: e.RECONCILE_INTERVAL_MS,
     },
+    admin: { token: e.ADMIN_TOKEN },
   };
 }

@@ -5,12 +5,14 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { migrateDatabase } from '../db/migrate.ts';
-import { batchProgress, runBackfill, type BackfillReport, type BatchProgress } from '../pipeline/backfill.ts';
+import { batchProgress, runBackfill, type BackfillReport } from '../pipeline/backfill.ts';
 import { reconcile } from '../pipeline/reconcile.ts';
 import { startWorkers } from '../pipeline/workers.ts';
 import { intArg, parseDurationMs } from './args.ts';
 import { createContext, type Context } from './context.ts';
 import { UsageError } from './exit.ts';
+import { createProgressView } from './progress.ts';
+import { waitForRedis } from './redis-ready.ts';
 import { renderTable } from './table.ts';
 
 export interface BackfillCommandOptions {
@@ -30,20 +32,6 @@ function sourceIdsArg(value: string, previous: number[] = []): number[] {
     }
   }
   return [...previous, ...ids];
-}
-
-function progressLine(batches: BatchProgress[], startedAt: number): string {
-  const done = batches.filter((b) => ['completed', 'failed', 'expired'].includes(b.status) && b.landed === 0).length;
-  const total = batches.reduce((n, b) => n + (b.total ?? 0), 0);
-  const stored = batches.reduce((n, b) => n + b.sunk, 0);
-  const landed = batches.reduce((n, b) => n + b.landed, 0);
-  const failed = batches.reduce((n, b) => n + b.failed, 0);
-  const retryable = batches.reduce((n, b) => n + b.retryable, 0);
-  const secs = Math.round((Date.now() - startedAt) / 1000);
-  return (
-    `backfill [${secs}s] batches ${done}/${batches.length} done; items: ${stored} stored, ${landed} landing` +
-    `, ${failed} failed, ${retryable} retryable${total ? ` of ${total}` : ''}`
-  );
 }
 
 export function renderBackfillReport(r: BackfillReport): string {
@@ -73,6 +61,9 @@ export function renderBackfillReport(r: BackfillReport): string {
   if (r.problems.length > 0) {
     out.push(`not everything landed (exit ${r.exitCode}):\n`);
     for (const p of r.problems) out.push(`  - ${p}\n`);
+  } else if (r.syncs.length === 0 && r.batches.length === 0) {
+    // `--all` on an empty installation: "everything landed" would suggest data is there
+    out.push('nothing to sync: no sources registered (add one: videosite-ingest sources add channel @handle)\n');
   } else {
     out.push('everything landed\n');
   }
@@ -91,12 +82,13 @@ export async function backfillWithContext(ctx: Context, o: BackfillCommandOption
     const missing = ids.filter((id) => !known.has(id));
     if (missing.length > 0) throw new UsageError(`--source: no source with ID ${missing.join(', ')} (see: sources list)`);
   }
+  // the rate limiter and the queues live in Redis: with Redis down, fail now instead of hanging
+  await waitForRedis(ctx.redis());
   const deps = ctx.deps();
   await reconcile(deps);
   const workers = o.wait ? startWorkers(deps, { roles: ['poller', 'sink'], connection: ctx.redis() }) : undefined;
-  const startedAt = Date.now();
-  const tty = process.stderr.isTTY === true;
-  let lastPrinted = 0;
+  // one bar per batch on a terminal, a line per change elsewhere (stderr: stdout is the report)
+  const progress = createProgressView(process.stderr);
   const abort = new AbortController();
   const onSignal = () => abort.abort();
   process.once('SIGINT', onSignal);
@@ -108,16 +100,9 @@ export async function backfillWithContext(ctx: Context, o: BackfillCommandOption
       timeoutMs: o.timeout,
       signal: abort.signal,
       onProgress: (batches) => {
-        if (!o.wait || batches.length === 0) return;
-        const line = progressLine(batches, startedAt);
-        if (tty) process.stderr.write(`\r${line}\x1b[K`);
-        else if (Date.now() - lastPrinted >= 1000) {
-          process.stderr.write(`${line}\n`);
-          lastPrinted = Date.now();
-        }
+        if (o.wait) progress.update(batches);
       },
     });
-    if (tty && o.wait) process.stderr.write('\n');
     if (abort.signal.aborted) {
       report.problems.push('interrupted: the batches go on upstream; a daemon or the next backfill picks them up');
       report.exitCode = report.exitCode === 0 ? 1 : report.exitCode;

@@ -3,14 +3,19 @@
  * part is opened only when the command asks for it (`status` needs no API key, `migrate` no Redis).
  */
 import type { Redis } from 'ioredis';
-import { createApiClientFromConfig, type ApiClient } from '../api/client.ts';
+import { createApiClientFromConfig, type ApiClient, type RequestEvent } from '../api/client.ts';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { createDb, type DbHandle } from '../db/connection.ts';
 import { createLogger, type Logger } from '../log.ts';
 import { closeRedis, createRedis } from '../queues/connection.ts';
 import { createApiLimiter, type ApiLimiter } from '../queues/limiter.ts';
 import { createQueues, type PipelineQueues } from '../queues/queues.ts';
-import type { PipelineDeps } from '../pipeline/deps.ts';
+import type { PipelineDeps, PipelineMetrics } from '../pipeline/deps.ts';
+
+/** What a command with metrics (the daemon's admin server) observes: every API attempt, and the pipeline's outcomes. */
+export interface ContextMetrics extends PipelineMetrics {
+  apiRequest(e: RequestEvent): void;
+}
 
 export interface Context {
   config: Config;
@@ -30,6 +35,8 @@ export interface ContextOptions {
   /** overrides of the loaded configuration (the demo points the API at its own simulator) */
   override?: (config: Config) => Config;
   log?: Logger;
+  /** fed by the API client (`onRequest`) and the pipeline steps; default none */
+  metrics?: ContextMetrics;
 }
 
 export function createContext(opts: ContextOptions = {}): Context {
@@ -78,7 +85,11 @@ export function createContext(opts: ContextOptions = {}): Context {
           throw new ConfigError('API_KEY', 'not set (the key is sent as x-api-key)');
         }
         const l = ctx.limiter();
-        api = createApiClientFromConfig(config.api, log, { beforeRequest: (signal) => l.acquire(signal) });
+        const m = opts.metrics;
+        api = createApiClientFromConfig(config.api, log, {
+          beforeRequest: (signal) => l.acquire(signal),
+          onRequest: m ? (e) => m.apiRequest(e) : undefined,
+        });
       }
       return api;
     },
@@ -92,6 +103,7 @@ export function createContext(opts: ContextOptions = {}): Context {
         queues: ctx.queues(),
         limiter: ctx.limiter(),
         settings: config.pipeline,
+        metrics: opts.metrics,
       };
     },
     async close() {

@@ -4,13 +4,15 @@
  * lets running jobs finish (or hands them back) within the grace period, then closes everything.
  */
 import { InvalidArgumentError, type Command } from 'commander';
+import { assertSafeExposure } from '../admin/auth.ts';
+import { createMetrics, type AdminMetrics } from '../admin/metrics.ts';
+import { DEFAULT_ADMIN_HOST, startAdminServer, type AdminServer } from '../admin/server.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { reconcile } from '../pipeline/reconcile.ts';
 import { ROLES, startWorkers, type Role } from '../pipeline/workers.ts';
-import { createContext } from './context.ts';
-
-/** How often a daemon re-checks Redis against Postgres (lost jobs, new or changed sources). */
-export const RECONCILE_INTERVAL_MS = 60_000;
+import { intArg } from './args.ts';
+import { createContext, type Context } from './context.ts';
+import { UsageError } from './exit.ts';
 
 function rolesArg(value: string): Role[] {
   const roles = value.split(',').map((r) => r.trim()).filter((r) => r !== '');
@@ -28,11 +30,17 @@ export function registerDaemonCommand(program: Command): void {
     .command('daemon')
     .description('run the scheduler, poller and sink workers until SIGTERM/SIGINT (any number of daemons may share Redis and Postgres)')
     .option('--role <roles>', `workers to run: comma-separated ${ROLES.join(', ')}`, rolesArg, [...ROLES])
-    .action(async (o: { role: Role[] }) => {
-      const ctx = createContext();
+    .option('--admin-port <n>', 'serve /healthz, /readyz, /metrics, the overview (/) and the queue dashboard (/admin/queues) on this port', intArg(0, 65_535))
+    .option('--admin-host <host>', 'interface of the admin server (beyond loopback only with ADMIN_TOKEN set)', DEFAULT_ADMIN_HOST)
+    .action(async (o: { role: Role[]; adminPort?: number; adminHost: string }) => {
+      const metrics = o.adminPort === undefined ? undefined : createMetrics();
+      const ctx = createContext({ metrics });
       const { log } = ctx;
+      // before anything connects: an exposed admin server without a token is a configuration error
+      if (metrics) assertSafeExposure(o.adminHost, ctx.config.admin.token);
       await migrateDatabase(ctx.config.databaseUrl, log);
       const deps = ctx.deps();
+      const admin = metrics ? await startAdmin(ctx, metrics, o.adminHost, o.adminPort!) : undefined;
       await warnOnEvictionPolicy(ctx.redis(), log);
       await reconcile(deps);
       const workers = startWorkers(deps, { roles: o.role, connection: ctx.redis() });
@@ -40,22 +48,92 @@ export function registerDaemonCommand(program: Command): void {
 
       const timer = setInterval(() => {
         reconcile(deps).catch((err: unknown) => log.warn({ err }, 'reconcile failed; retrying at the next interval'));
-      }, RECONCILE_INTERVAL_MS);
+      }, ctx.config.pipeline.reconcileIntervalMs);
       timer.unref();
+      // A Redis that comes back may have come back empty (a restart without persistence, a
+      // failover to an empty replica): rebuild the work in flight from Postgres at once rather
+      // than at the next interval. Harmless when nothing was lost (job IDs are deterministic).
+      const stopReconnectReconcile = reconcileOnReconnect(ctx.redis(), () =>
+        reconcile(deps).then(
+          (r) => log.info({ ...r }, 'redis reconnected: reconciled queues with Postgres'),
+          (err: unknown) => log.warn({ err }, 'reconcile after a Redis reconnect failed; retrying at the next interval'),
+        ),
+      );
 
       await new Promise<void>((resolve) => {
         const stop = (signal: string) => {
           log.info({ signal, graceMs: ctx.config.pipeline.shutdownGraceMs }, 'shutting down');
+          admin?.markStopping();
           resolve();
         };
         process.once('SIGTERM', () => stop('SIGTERM'));
         process.once('SIGINT', () => stop('SIGINT'));
       });
       clearInterval(timer);
-      await workers.close(ctx.config.pipeline.shutdownGraceMs);
-      await ctx.close();
-      log.info('daemon stopped');
+      stopReconnectReconcile();
+      // The whole shutdown fits in the grace period (plus the forced close's second): running
+      // jobs get the grace minus what closing the connections may take, and closing is bounded
+      // too, because an unreachable Redis or Postgres never answers a QUIT.
+      const grace = ctx.config.pipeline.shutdownGraceMs;
+      const deadline = Date.now() + grace;
+      await workers.close(Math.max(grace - SHUTDOWN_CLOSE_RESERVE_MS, grace / 2));
+      await admin?.close();
+      const closed = await settleWithin(ctx.close(), Math.max(SHUTDOWN_CLOSE_MIN_MS, deadline - Date.now()));
+      log.info({ closedCleanly: closed }, 'daemon stopped');
+      // whatever still holds the event loop (a connection stuck reconnecting) must not keep a
+      // stopped daemon alive
+      setTimeout(() => process.exit(), SHUTDOWN_EXIT_DELAY_MS).unref();
     });
+}
+
+/** Of the grace period, the part kept for closing connections after the workers stopped. */
+export const SHUTDOWN_CLOSE_RESERVE_MS = 2_000;
+/** Closing connections gets at least this long, whatever is left of the grace period. */
+export const SHUTDOWN_CLOSE_MIN_MS = 500;
+/** After "daemon stopped", exit even if a handle is still open. */
+export const SHUTDOWN_EXIT_DELAY_MS = 200;
+
+/** Whether `p` settled within `ms` (its outcome otherwise ignored). */
+async function settleWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const settled = await Promise.race([
+    p.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    }),
+  ]);
+  if (timer) clearTimeout(timer);
+  return settled;
+}
+
+/** The admin server of `--admin-port`. A port that cannot be bound is a usage error (exit 2). */
+async function startAdmin(ctx: Context, metrics: AdminMetrics, host: string, port: number): Promise<AdminServer> {
+  const token = ctx.config.admin.token;
+  try {
+    const admin = await startAdminServer({
+      host,
+      port,
+      token,
+      sql: ctx.db().sql,
+      redis: ctx.redis(),
+      queues: ctx.queues(),
+      metrics,
+      secrets: [ctx.config.api.apiKey, token],
+      log: ctx.log,
+    });
+    ctx.log.info({ url: admin.url, auth: token ? 'ADMIN_TOKEN' : 'none (loopback only)' }, 'admin server listening');
+    return admin;
+  } catch (e: unknown) {
+    await ctx.close();
+    const code = (e as { code?: unknown } | null)?.code;
+    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+      throw new UsageError(`--admin-port ${port}: cannot listen on ${host}:${port} (${String(code)})`);
+    }
+    throw e;
+  }
 }
 
 /** Redis must never evict queue keys: with another policy, in-flight work can vanish silently. */
@@ -72,4 +150,29 @@ async function warnOnEvictionPolicy(redis: import('ioredis').Redis, log: import(
   } catch {
     // CONFIG may be disabled (managed Redis); nothing to check then
   }
+}
+
+/**
+ * Call `run` each time the connection is ready again after having been lost (not on the first
+ * connect), one run at a time. Returns a function that stops listening.
+ */
+export function reconcileOnReconnect(redis: import('ioredis').Redis, run: () => Promise<void>): () => void {
+  let lost = false;
+  let running: Promise<void> | undefined;
+  const onClose = () => {
+    lost = true;
+  };
+  const onReady = () => {
+    if (!lost) return;
+    lost = false;
+    running ??= run().finally(() => {
+      running = undefined;
+    });
+  };
+  redis.on('close', onClose);
+  redis.on('ready', onReady);
+  return () => {
+    redis.off('close', onClose);
+    redis.off('ready', onReady);
+  };
 }

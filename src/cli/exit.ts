@@ -7,6 +7,7 @@ import { ApiError } from '../api/errors.ts';
 import { ConfigError } from '../config.ts';
 import { MigrationError } from '../db/migrate.ts';
 import { SourceExistsError, SourceNotFoundError } from '../db/sources.ts';
+import { CreditsRefusedError } from '../pipeline/scheduler.ts';
 import { SourceNotFoundUpstreamError } from '../pipeline/sources.ts';
 
 export const EXIT_OK = 0;
@@ -48,6 +49,8 @@ function isUsage(e: unknown): boolean {
 
 export function exitCodeOf(e: unknown): number {
   if (isUsage(e)) return EXIT_USAGE;
+  // our own credit guard said no (replay's re-submission): the account cannot pay, as with a 429 quota
+  if (e instanceof CreditsRefusedError) return EXIT_UPSTREAM_REFUSED;
   if (e instanceof ApiError && REFUSED_CODES.has(e.code)) return EXIT_UPSTREAM_REFUSED;
   return EXIT_NOT_LANDED;
 }

@@ -10,6 +10,7 @@ import { startWorkers } from '../pipeline/workers.ts';
 import { parseDurationMs } from './args.ts';
 import { createContext } from './context.ts';
 import { EXIT_NOT_LANDED, EXIT_USAGE, UsageError } from './exit.ts';
+import { waitForRedis } from './redis-ready.ts';
 import { renderTable } from './table.ts';
 
 interface ReplayOptions {
@@ -94,6 +95,8 @@ export function registerReplayCommand(program: Command): void {
           process.stdout.write('every group waits for a batch still in flight; nothing submitted\n');
           return;
         }
+        // before spending: the rate limiter and the new batches' poll jobs live in Redis
+        await waitForRedis(ctx.redis());
         const deps = ctx.deps();
         const { jobIds, videos } = await resubmit(deps, groups);
         process.stdout.write(`submitted ${videos} video(s) in ${jobIds.length} batch(es): ${jobIds.join(', ')}\n`);

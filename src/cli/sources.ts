@@ -9,6 +9,7 @@ import { syncSchedulers } from '../pipeline/reconcile.ts';
 import { registerSource } from '../pipeline/sources.ts';
 import { intArg } from './args.ts';
 import { createContext, type Context } from './context.ts';
+import { waitForRedis } from './redis-ready.ts';
 import { renderTable, shortTime } from './table.ts';
 
 /** `--limit` when not given: the most one batch can hold, so "every video" is the default. */
@@ -50,6 +51,7 @@ async function withContext<T>(fn: (ctx: Context) => Promise<T>): Promise<T> {
 /** Keep the cron schedulers in Redis in step; Redis being down only delays that to the daemon. */
 async function refreshSchedulers(ctx: Context): Promise<void> {
   try {
+    await waitForRedis(ctx.redis());
     await syncSchedulers({ sql: ctx.db().sql, queues: ctx.queues() });
   } catch (e: unknown) {
     ctx.log.warn({ err: { message: e instanceof Error ? e.message : String(e) } }, 'could not update cron schedules in Redis; the daemon will at its next reconcile');
@@ -77,6 +79,8 @@ export function registerSourcesCommand(program: Command): void {
       if (kind === 'playlist') parsePlaylistId(ref, 'id-or-url');
       else parseChannelRef(ref, 'id-or-url');
       await withContext(async (ctx) => {
+        // the API client takes its rate-limit tokens from Redis: fail now rather than hang there
+        await waitForRedis(ctx.redis());
         const { sql, db } = ctx.db();
         const s = await registerSource(
           { sql, db, api: ctx.api() },

@@ -1,0 +1,98 @@
+/**
+ * Readiness: can this process do its work right now? Postgres answers, Redis answers, and the
+ * database has every committed migration. Each check has a deadline, because neither client
+ * fails fast on its own while its server is away (BullMQ's Redis connection queues commands
+ * until it reconnects; postgres.js waits up to its connect timeout).
+ *
+ * The report is served without authentication, so it names only the state of each check
+ * (`ok`, `down`, `timeout`, `pending`); the underlying error is logged, once per change.
+ */
+import type { Redis } from 'ioredis';
+import type { Queryable } from '../db/connection.ts';
+import { migrationsCurrent } from '../db/migrate.ts';
+import type { Logger } from '../log.ts';
+
+/** Longest wait for one check, in milliseconds. */
+export const READY_CHECK_TIMEOUT_MS = 2_000;
+
+export type CheckState = 'ok' | 'down' | 'timeout' | 'pending';
+
+export interface ReadinessReport {
+  ready: boolean;
+  checks: { postgres: CheckState; redis: CheckState; migrations: CheckState };
+}
+
+export interface ReadinessDeps {
+  sql: Queryable;
+  redis: Redis;
+  log: Logger;
+  /** per check, in milliseconds; default READY_CHECK_TIMEOUT_MS */
+  timeoutMs?: number;
+}
+
+class CheckTimeout extends Error {}
+
+async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      work,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new CheckTimeout(`no answer within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    if (timer) clearTimeout(timer);
+  }
+}
+
+export interface ReadinessChecker {
+  check(): Promise<ReadinessReport>;
+}
+
+export function createReadinessChecker(deps: ReadinessDeps): ReadinessChecker {
+  const timeoutMs = deps.timeoutMs ?? READY_CHECK_TIMEOUT_MS;
+  const last = new Map<string, CheckState>();
+  // Once every migration is applied it stays applied (a newer release migrating further does
+  // not undo ours), so the journal is read and compared until then only.
+  let migrationsDone = false;
+
+  const run = async (name: string, probe: () => Promise<CheckState>): Promise<CheckState> => {
+    let state: CheckState;
+    let err: unknown;
+    try {
+      state = await withDeadline(probe(), timeoutMs);
+    } catch (e: unknown) {
+      state = e instanceof CheckTimeout ? 'timeout' : 'down';
+      err = e;
+    }
+    if (last.get(name) !== state) {
+      if (state === 'ok') deps.log.info({ check: name }, 'readiness check ok');
+      else deps.log.warn({ check: name, state, err: err instanceof Error ? { message: err.message } : undefined }, 'readiness check failing');
+      last.set(name, state);
+    }
+    return state;
+  };
+
+  return {
+    async check() {
+      const [postgres, redis, migrations] = await Promise.all([
+        run('postgres', async () => {
+          await deps.sql`select 1`;
+          return 'ok';
+        }),
+        run('redis', async () => {
+          // a connection that is reconnecting would only queue the PING: answer at once
+          if (deps.redis.status !== 'ready') return 'down';
+          await deps.redis.ping();
+          return 'ok';
+        }),
+        run('migrations', async () => {
+          if (!migrationsDone) migrationsDone = await migrationsCurrent(deps.sql);
+          return migrationsDone ? 'ok' : 'pending';
+        }),
+      ]);
+      return { ready: postgres === 'ok' && redis === 'ok' && migrations === 'ok', checks: { postgres, redis, migrations } };
+    },
+  };
+}

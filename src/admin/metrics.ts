@@ -1,0 +1,265 @@
+/**
+ * Prometheus metrics of one process, in its own registry (no global state: two servers in one
+ * process, as in tests, do not share counters).
+ *
+ * Two kinds of series:
+ * - counters fed by events as they happen: every API attempt (the client's `onRequest` hook)
+ *   and every committed sink chunk (`PipelineMetrics.rowsUpserted`). These cost nothing extra
+ *   on the hot path: no query, a map lookup and an addition.
+ * - gauges of shared state, computed when scraped: one query (Postgres) or one round of
+ *   commands (Redis) per family and scrape, shared by the family's gauges, with a deadline, so a scrape
+ *   during an outage answers quickly with the series it can and counts the failure.
+ *
+ * The state gauges describe the whole system (every daemon sees the same Postgres and queues);
+ * the counters describe this process only. Sum the counters over instances.
+ */
+import type { Redis } from 'ioredis';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { RequestEvent } from '../api/client.ts';
+import type { Queryable } from '../db/connection.ts';
+import { BATCH_STATUSES } from '../db/schema.ts';
+import type { UpsertCounts } from '../db/videos.ts';
+import type { Logger } from '../log.ts';
+import type { PipelineMetrics } from '../pipeline/deps.ts';
+import type { PipelineQueues } from '../queues/queues.ts';
+
+/** Every series of ours starts with this. */
+export const METRIC_PREFIX = 'vsi_';
+
+/** Upper bounds of the API latency histogram, in seconds (a batch answer can take a minute). */
+export const API_LATENCY_BUCKETS_S = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/** Longest a scrape waits for one family's query, in milliseconds. */
+export const COLLECT_TIMEOUT_MS = 2_000;
+
+/** Queue states reported per queue. */
+export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
+
+export interface AdminMetrics extends PipelineMetrics {
+  registry: Registry;
+  /** one API attempt (wire to the client's `onRequest`) */
+  apiRequest(e: RequestEvent): void;
+}
+
+export interface CreateMetricsOptions {
+  /** also export Node's process metrics (CPU, memory, event-loop lag, GC); default true */
+  processMetrics?: boolean;
+}
+
+/** The `status` label of an attempt: the HTTP status, or the local error code when no answer came. */
+export function statusLabel(e: RequestEvent): string {
+  if (e.status !== undefined) return String(e.status);
+  return e.errorCode ?? 'error';
+}
+
+export function createMetrics(opts: CreateMetricsOptions = {}): AdminMetrics {
+  const registry = new Registry();
+  if (opts.processMetrics ?? true) collectDefaultMetrics({ register: registry });
+
+  const requests = new Counter({
+    name: `${METRIC_PREFIX}api_requests_total`,
+    help: 'Upstream API attempts (retries count once each) by endpoint template and HTTP status (or local error code when no answer arrived).',
+    labelNames: ['endpoint', 'status'] as const,
+    registers: [registry],
+  });
+  const latency = new Histogram({
+    name: `${METRIC_PREFIX}api_request_duration_seconds`,
+    help: 'Upstream API attempt duration in seconds, until the answer head (streamed batch bodies are read afterwards), by endpoint and status.',
+    labelNames: ['endpoint', 'status'] as const,
+    buckets: API_LATENCY_BUCKETS_S,
+    registers: [registry],
+  });
+  const rows = new Counter({
+    name: `${METRIC_PREFIX}rows_upserted_total`,
+    help: 'Rows the sink upserted into a table, by outcome (inserted, updated, unchanged: an identical row left untouched).',
+    labelNames: ['table', 'outcome'] as const,
+    registers: [registry],
+  });
+
+  return {
+    registry,
+    apiRequest(e) {
+      const labels = { endpoint: e.endpoint, status: statusLabel(e) };
+      requests.inc(labels);
+      latency.observe(labels, e.durationMs / 1000);
+    },
+    rowsUpserted(table: 'videos' | 'transcripts', counts: UpsertCounts) {
+      rows.inc({ table, outcome: 'inserted' }, counts.inserted);
+      rows.inc({ table, outcome: 'updated' }, counts.updated);
+      rows.inc({ table, outcome: 'unchanged' }, counts.unchanged);
+    },
+  };
+}
+
+export interface StateSources {
+  sql: Queryable;
+  redis: Redis;
+  queues: PipelineQueues;
+  log: Logger;
+  /** per family, in milliseconds; default COLLECT_TIMEOUT_MS */
+  timeoutMs?: number;
+}
+
+/** Add the scrape-time gauges of shared state (Postgres and the queues) to a registry. Call once per registry. */
+export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): void {
+  const registry = metrics.registry;
+  const timeoutMs = src.timeoutMs ?? COLLECT_TIMEOUT_MS;
+  /** families whose last read failed (logged once per outage) */
+  const failing = new Set<string>();
+  const families: (() => Promise<unknown>)[] = [];
+  const collectErrors = new Counter({
+    name: `${METRIC_PREFIX}metrics_collect_errors_total`,
+    help: 'Scrapes that could not read a family of state gauges (its series are left out of that scrape).',
+    labelNames: ['family'] as const,
+    registers: [registry],
+    // the registry reads every metric at once: wait for this scrape's reads, so a failure
+    // shows in the same scrape that lacks the family's series
+    async collect() {
+      await Promise.all(families.map((f) => f()));
+    },
+  });
+
+  /** One query per family and scrape, with a deadline; undefined when it failed. */
+  const family = <T>(name: string, load: () => Promise<T>): (() => Promise<T | undefined>) => {
+    // shared while running: the registry starts every metric's collect in the same tick, so
+    // the gauges of one scrape share one read; the next scrape reads afresh
+    let pending: Promise<T | undefined> | undefined;
+    const attempt = async (): Promise<T | undefined> => {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        const value = await Promise.race([
+          load(),
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+          }),
+        ]);
+        if (failing.delete(name)) src.log.info({ family: name }, 'metrics family readable again');
+        return value;
+      } catch (e: unknown) {
+        collectErrors.inc({ family: name });
+        // logged when it starts failing, not on every scrape of an outage
+        if (!failing.has(name)) {
+          failing.add(name);
+          src.log.warn({ family: name, err: { message: e instanceof Error ? e.message : String(e) } }, 'metrics family not readable');
+        }
+        return undefined;
+      } finally {
+        if (timer) clearTimeout(timer);
+      }
+    };
+    const get = () => {
+      pending ??= attempt().finally(() => {
+        pending = undefined;
+      });
+      return pending;
+    };
+    families.push(get);
+    return get;
+  };
+
+  const credits = family('credits', async () => {
+    const [row] = await src.sql<{ used: number | null; max: number | null; at: number }[]>`
+      select used_credits::float8 as used, max_credits::float8 as max, extract(epoch from taken_at)::float8 as at
+      from credit_snapshots order by taken_at desc, id desc limit 1`;
+    return row;
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}credits_used`,
+    help: 'API credits used, per the latest GET /me snapshot (credit_snapshots).',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const r = await credits();
+      if (r?.used != null) this.set(r.used);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}credits_max`,
+    help: "The plan's credit allowance, per the latest GET /me snapshot (credit_snapshots).",
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const r = await credits();
+      if (r?.max != null) this.set(r.max);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}credits_snapshot_timestamp_seconds`,
+    help: 'When the latest GET /me snapshot was taken (Unix seconds): how current the credit gauges are.',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const r = await credits();
+      if (r) this.set(r.at);
+    },
+  });
+
+  const batches = family('batches', () => src.sql<{ status: string; n: number }[]>`
+    select status, count(*)::int as n from batches group by status`);
+  new Gauge({
+    name: `${METRIC_PREFIX}batches`,
+    help: 'Upstream batches recorded in Postgres, by status.',
+    labelNames: ['status'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const r = await batches();
+      if (!r) return;
+      // every status, zeros included, so a rate or an alert never sees a series vanish
+      for (const status of BATCH_STATUSES) this.set({ status }, 0);
+      for (const row of r) this.set({ status: row.status }, row.n);
+    },
+  });
+
+  const itemErrors = family('item_errors', () => src.sql<{ error_code: string; state: string; n: number }[]>`
+    select error_code, state, count(*)::int as n from batch_items
+    where error_code is not null group by error_code, state`);
+  new Gauge({
+    name: `${METRIC_PREFIX}batch_items_by_error_code`,
+    help: 'Batch items that carry an errorCode, by code and by item state (failed, retryable, quarantined; processing for unfinished items).',
+    labelNames: ['error_code', 'state'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const r = await itemErrors();
+      for (const row of r ?? []) this.set({ error_code: row.error_code, state: row.state }, row.n);
+    },
+  });
+
+  const freshness = family('sources', () => src.sql<{ id: number; kind: string; age: number }[]>`
+    select id, kind, extract(epoch from now() - last_synced_at)::float8 as age
+    from sources where last_synced_at is not null`);
+  new Gauge({
+    name: `${METRIC_PREFIX}source_seconds_since_sync`,
+    help: 'Seconds since the last successful sync of a source (absent until its first one).',
+    labelNames: ['source_id', 'kind'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const r = await freshness();
+      for (const row of r ?? []) this.set({ source_id: String(row.id), kind: row.kind }, Math.max(0, row.age));
+    },
+  });
+
+  const depths = family('queues', async () => {
+    // a reconnecting connection would queue the commands until Redis returns: fail at once
+    if (src.redis.status !== 'ready') throw new Error(`redis connection ${src.redis.status}`);
+    const { schedule, poll, sink } = src.queues;
+    return Promise.all(
+      [schedule, poll, sink].map(async (q) => ({ queue: q.name, counts: await q.getJobCounts(...QUEUE_STATES) })),
+    );
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}queue_jobs`,
+    help: 'BullMQ jobs per queue and state (waiting, active, delayed, failed).',
+    labelNames: ['queue', 'state'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const r = await depths();
+      for (const q of r ?? []) {
+        for (const state of QUEUE_STATES) this.set({ queue: q.queue, state }, q.counts[state] ?? 0);
+      }
+    },
+  });
+}

@@ -1,0 +1,198 @@
+/**
+ * The admin HTTP server of a daemon (`daemon --admin-port N`):
+ *
+ *   GET /healthz        200 while the process runs (liveness)
+ *   GET /readyz         200 when Postgres and Redis answer and migrations are current, else 503
+ *   GET /metrics        Prometheus text format (see metrics.ts)
+ *   GET /               the overview page                                    (token)
+ *   /admin/queues       bull-board: the BullMQ queues, jobs, retries         (token)
+ *
+ * Access control is in auth.ts. Every text answer is checked for the secrets it must never
+ * carry (the API key) and redacted, as a last line of defence behind errors that already
+ * leave the key out.
+ */
+import type { AddressInfo } from 'node:net';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { HonoAdapter } from '@bull-board/hono';
+import { createAdaptorServer } from '@hono/node-server';
+import { serveStatic } from '@hono/node-server/serve-static';
+import { Hono, type MiddlewareHandler } from 'hono';
+import type { Redis } from 'ioredis';
+import type { Queryable } from '../db/connection.ts';
+import type { Logger } from '../log.ts';
+import type { PipelineQueues } from '../queues/queues.ts';
+import { assertSafeExposure, requireToken } from './auth.ts';
+import { createReadinessChecker } from './health.ts';
+import { registerStateMetrics, type AdminMetrics } from './metrics.ts';
+import { loadOverview, renderOverview } from './overview.ts';
+
+export const DEFAULT_ADMIN_HOST = '127.0.0.1';
+/** Where bull-board is mounted. */
+export const QUEUES_PATH = '/admin/queues';
+/** Longest wait for open connections (browsers keep them alive) when closing, in milliseconds. */
+export const ADMIN_CLOSE_TIMEOUT_MS = 2_000;
+/** What replaces a secret found in an answer. */
+export const REDACTED = '[redacted]';
+
+export interface AdminAppOptions {
+  /** required beyond /healthz, /readyz, /metrics; undefined: no authentication (loopback only) */
+  token: string | undefined;
+  sql: Queryable;
+  redis: Redis;
+  queues: PipelineQueues;
+  /** from createMetrics(); the state gauges are added to its registry (once per registry) */
+  metrics: AdminMetrics;
+  /** values that must never appear in an answer (the API key); empty strings are ignored */
+  secrets?: readonly (string | undefined)[];
+  log: Logger;
+  /** per readiness check, in milliseconds; default READY_CHECK_TIMEOUT_MS (2 000) */
+  readyTimeoutMs?: number;
+}
+
+export interface AdminApp {
+  app: Hono;
+  /** from now on /readyz answers 503 (the process is shutting down) */
+  markStopping(): void;
+}
+
+/** Answers whose body is text we can search for secrets (scripts and styles are bull-board's own files). */
+const TEXT_TYPES = /^(text\/(html|plain)|application\/(json|openmetrics-text))/i;
+
+function redactSecrets(secrets: string[], log: Logger): MiddlewareHandler {
+  return async (c, next) => {
+    await next();
+    if (secrets.length === 0 || !TEXT_TYPES.test(c.res.headers.get('content-type') ?? '')) return;
+    const body = await c.res.text();
+    let clean = body;
+    for (const s of secrets) clean = clean.split(s).join(REDACTED);
+    if (clean !== body) log.error({ path: c.req.path }, 'an admin answer held a secret; redacted (a bug: report it)');
+    const headers = new Headers(c.res.headers);
+    headers.delete('content-length');
+    const status = c.res.status;
+    // unset first: assigning over a response would copy its old headers (content-length) back
+    c.res = undefined;
+    c.res = new Response(clean, { status, headers });
+  };
+}
+
+export function createAdminApp(opts: AdminAppOptions): AdminApp {
+  const { log } = opts;
+  const secrets = opts.secrets?.filter((s): s is string => typeof s === 'string' && s !== '') ?? [];
+  const readiness = createReadinessChecker({ sql: opts.sql, redis: opts.redis, log, timeoutMs: opts.readyTimeoutMs });
+  registerStateMetrics(opts.metrics, { sql: opts.sql, redis: opts.redis, queues: opts.queues, log });
+  let stopping = false;
+
+  // not strict: `/admin/queues/` and `/admin/queues` are the same page
+  const app = new Hono({ strict: false });
+  app.use('*', redactSecrets(secrets, log));
+  app.use('*', async (c, next) => {
+    await next();
+    c.header('X-Content-Type-Options', 'nosniff');
+    c.header('Referrer-Policy', 'no-referrer');
+    if (!c.res.headers.has('cache-control')) c.header('Cache-Control', 'no-store');
+  });
+  app.use('*', requireToken(opts.token));
+
+  app.get('/healthz', (c) => c.text('ok\n'));
+
+  app.get('/readyz', async (c) => {
+    const report = await readiness.check();
+    const ready = report.ready && !stopping;
+    return c.json({ ...report, ready, ...(stopping ? { stopping: true } : {}) }, ready ? 200 : 503);
+  });
+
+  app.get('/metrics', async (c) => {
+    const text = await opts.metrics.registry.metrics();
+    return c.body(text, 200, { 'Content-Type': opts.metrics.registry.contentType });
+  });
+
+  app.get('/', async (c) => {
+    const page = renderOverview(await loadOverview(opts.sql), { queuesPath: QUEUES_PATH });
+    // the page has no script; styles and the chart are inline
+    c.header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'");
+    return c.html(page);
+  });
+
+  const board = new HonoAdapter(serveStatic);
+  createBullBoard({
+    queues: [opts.queues.schedule, opts.queues.poll, opts.queues.sink].map((q) => new BullMQAdapter(q)),
+    // @bull-board/hono 9.10.1 pins its own @bull-board/api 9.10.1, whose types differ from 9.10.2's
+    // by a private field only; the adapter contract is the same (checked by the tests)
+    serverAdapter: board as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'],
+    options: { uiConfig: { boardTitle: 'videosite-ingest', hideDocsLink: true } },
+  });
+  board.setBasePath(QUEUES_PATH);
+  app.route(QUEUES_PATH, board.registerPlugin());
+
+  app.onError((err, c) => {
+    log.error({ path: c.req.path, err: { message: err.message } }, 'admin request failed');
+    return c.text('internal error (see the daemon log)\n', 500);
+  });
+
+  return {
+    app,
+    markStopping() {
+      stopping = true;
+    },
+  };
+}
+
+export interface AdminServerOptions extends AdminAppOptions {
+  /** interface to listen on; default 127.0.0.1 (beyond loopback only with a token) */
+  host?: string;
+  /** TCP port; 0 picks a free one */
+  port: number;
+}
+
+export interface AdminServer {
+  /** `http://host:port` (a wildcard host is shown as 127.0.0.1) */
+  url: string;
+  host: string;
+  port: number;
+  markStopping(): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Start listening. Refuses (ConfigError, before listening) to serve beyond loopback without a
+ * token; a port that cannot be bound rejects with the socket error (`code` EADDRINUSE, ...).
+ */
+export async function startAdminServer(opts: AdminServerOptions): Promise<AdminServer> {
+  const host = opts.host ?? DEFAULT_ADMIN_HOST;
+  assertSafeExposure(host, opts.token);
+  const { app, markStopping } = createAdminApp(opts);
+  const server = createAdaptorServer({ fetch: app.fetch, hostname: host });
+  await new Promise<void>((resolve, reject) => {
+    const onError = (e: Error) => reject(e);
+    server.once('error', onError);
+    server.listen(opts.port, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+  server.on('error', (e: Error) => opts.log.error({ err: { message: e.message } }, 'admin server error'));
+  const port = (server.address() as AddressInfo).port;
+  const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${shownHost}:${port}`,
+    host,
+    port,
+    markStopping,
+    async close() {
+      let timer: NodeJS.Timeout | undefined;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      if ('closeIdleConnections' in server) server.closeIdleConnections();
+      await Promise.race([
+        closed,
+        new Promise<void>((resolve) => {
+          timer = setTimeout(() => {
+            if ('closeAllConnections' in server) server.closeAllConnections();
+            resolve();
+          }, ADMIN_CLOSE_TIMEOUT_MS);
+        }),
+      ]);
+      if (timer) clearTimeout(timer);
+    },
+  };
+}

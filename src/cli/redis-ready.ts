@@ -1,0 +1,48 @@
+/**
+ * One-shot commands wait a bounded time for Redis. The shared connection retries forever and
+ * queues every command until Redis answers (right for daemons, which must outlive a Redis
+ * restart), so without this check `backfill`, `replay` or `sources add` run while Redis is down
+ * would hang silently, logging a reconnect warning every few seconds, instead of failing.
+ */
+import type { Redis } from 'ioredis';
+
+/** How long a one-shot command waits for Redis to accept commands before giving up. */
+export const REDIS_READY_TIMEOUT_MS = 5_000;
+
+export class RedisUnreachableError extends Error {
+  constructor(timeoutMs: number, lastError: string | undefined) {
+    // REDIS_URL itself is not shown: it may carry a password
+    super(`Redis is not reachable (see REDIS_URL): no connection within ${timeoutMs} ms${lastError ? ` (${lastError})` : ''}`);
+    this.name = 'RedisUnreachableError';
+  }
+}
+
+/**
+ * Resolve once `redis` is ready, or reject with RedisUnreachableError after `timeoutMs`. On
+ * timeout the connection is closed, so the command can finish without waiting for Redis again.
+ */
+export async function waitForRedis(redis: Redis, timeoutMs: number = REDIS_READY_TIMEOUT_MS): Promise<Redis> {
+  if (redis.status === 'ready') return redis;
+  let lastError: string | undefined;
+  const onError = (e: Error) => {
+    lastError = e.message;
+  };
+  let onReady = () => {};
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      onReady = resolve;
+      redis.on('error', onError);
+      redis.once('ready', onReady);
+      timer = setTimeout(() => reject(new RedisUnreachableError(timeoutMs, lastError)), timeoutMs);
+    });
+    return redis;
+  } catch (e: unknown) {
+    redis.disconnect();
+    throw e;
+  } finally {
+    clearTimeout(timer);
+    redis.off('error', onError);
+    redis.off('ready', onReady);
+  }
+}

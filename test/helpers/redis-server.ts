@@ -1,0 +1,101 @@
+/**
+ * A private `redis-server` for a fault scenario: spawned on a free port with no persistence
+ * (`--save '' --appendonly no`), so a SIGKILL and a restart give an empty Redis, as a Redis
+ * without persistence does after a crash. Never the shared Redis of the machine.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, waitUntil } from './proc.ts';
+
+export interface RedisServer {
+  port: number;
+  url: string;
+  /** the server's working directory (where SAVE writes dump.rdb) */
+  dir: string;
+  /** SIGKILL the server and wait until it is gone */
+  kill(): Promise<void>;
+  /** start it again on the same port (empty: nothing was persisted) */
+  start(): Promise<void>;
+  /** send one command (inline protocol) and return the raw reply */
+  command(...args: string[]): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export interface RedisServerOptions {
+  /** extra arguments, e.g. ['--maxmemory-policy', 'allkeys-lru'] */
+  args?: string[];
+}
+
+/** Send a command as a RESP array and read until the reply looks complete (good enough for tests). */
+export function redisCommand(port: number, args: string[], timeoutMs = 5_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ host: '127.0.0.1', port });
+    let out = '';
+    const timer = setTimeout(() => {
+      s.destroy();
+      reject(new Error(`redis ${args[0]}: no reply in ${timeoutMs} ms`));
+    }, timeoutMs);
+    s.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    s.on('data', (d) => {
+      out += d.toString('latin1');
+      if (out.endsWith('\r\n')) {
+        clearTimeout(timer);
+        s.end();
+        resolve(out);
+      }
+    });
+    s.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`);
+  });
+}
+
+export async function startRedisServer(opts: RedisServerOptions = {}): Promise<RedisServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'vsi-faults-redis-'));
+  let child: ChildProcess | undefined;
+  let exited: Promise<void> = Promise.resolve();
+
+  const start = async () => {
+    const c = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...(opts.args ?? [])],
+      { stdio: ['ignore', 'ignore', 'ignore'] },
+    );
+    child = c;
+    exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
+    await waitUntil(async () => {
+      if (c.exitCode !== null) throw new Error(`redis-server exited with ${c.exitCode} on port ${port}`);
+      try {
+        return (await redisCommand(port, ['PING'], 1_000)).startsWith('+PONG') ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    }, 15_000, `redis-server on port ${port}`);
+  };
+
+  const kill = async () => {
+    if (child && child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  };
+
+  await start();
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    dir,
+    kill,
+    start,
+    command: (...args) => redisCommand(port, args),
+    async stop() {
+      await kill();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,329 @@
+/**
+ * The admin server in process, against a real pipeline (simulator over HTTP, Postgres, Redis,
+ * BullMQ workers): what a monitoring system and an operator see. Metrics are scraped while a
+ * backfill is half done (the simulator's clock is frozen mid-batch) and after it, and compared
+ * with Postgres and the simulator's own account; readiness follows a private Redis going away
+ * and coming back; every page beyond the probes and /metrics needs the token.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAdminServer, type AdminServer } from '../../src/admin/server.ts';
+import { createMetrics, type AdminMetrics } from '../../src/admin/metrics.ts';
+import { createApiClient, type ApiClient } from '../../src/api/client.ts';
+import { ConfigError } from '../../src/config.ts';
+import { silentLogger } from '../../src/log.ts';
+import { isSettled, runBackfill, type BackfillReport } from '../../src/pipeline/backfill.ts';
+import type { PipelineDeps } from '../../src/pipeline/deps.ts';
+import { registerSource } from '../../src/pipeline/sources.ts';
+import { startWorkers, type WorkerSet } from '../../src/pipeline/workers.ts';
+import { closeRedis, createRedis } from '../../src/queues/connection.ts';
+import { createQueues } from '../../src/queues/queues.ts';
+import { basic, bearer, parseMetrics, sum, value, type Sample } from '../helpers/admin.ts';
+import { createPipelineHarness, runCli, waitFor, type PipelineHarness } from '../helpers/pipeline.ts';
+import { startRedisServer } from '../helpers/redis-server.ts';
+
+const TOKEN = 'admin-test-token-0123456789abcdef';
+/** Items per simulated second while the clock is driven by hand. */
+const ITEMS_PER_SECOND = 20;
+
+let h: PipelineHarness;
+let metrics: AdminMetrics;
+let api: ApiClient;
+let deps: PipelineDeps;
+let workers: WorkerSet;
+let admin: AdminServer;
+let sourceIds: number[] = [];
+
+async function get(path: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string; headers: Headers }> {
+  const res = await fetch(`${admin.url}${path}`, { headers });
+  return { status: res.status, text: await res.text(), headers: res.headers };
+}
+
+async function scrape(): Promise<Sample[]> {
+  const r = await get('/metrics');
+  expect(r.status).toBe(200);
+  expect(r.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  expect(r.text).not.toContain(h.sim.apiKey);
+  return parseMetrics(r.text);
+}
+
+async function pgBatchesByStatus(): Promise<Record<string, number>> {
+  const rows = await h.database.sql<{ status: string; n: number }[]>`select status, count(*)::int as n from batches group by status`;
+  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+}
+
+beforeAll(async () => {
+  h = await createPipelineHarness('admin', { catalog: { channels: 2, channelSizes: [60, 40] } });
+  metrics = createMetrics();
+  // the harness's client, plus the metrics hook the daemon wires through its context
+  api = createApiClient({
+    baseUrl: h.sim.baseUrl,
+    apiKey: h.sim.apiKey,
+    platform: h.sim.platform,
+    retry: { maxAttempts: 3, baseDelayMs: 20, maxDelayMs: 200 },
+    onRequest: (e) => metrics.apiRequest(e),
+  });
+  deps = { ...h.deps, api, metrics };
+  workers = startWorkers(deps, { roles: ['poller', 'sink'], connection: h.redis });
+  admin = await startAdminServer({
+    port: 0,
+    token: TOKEN,
+    sql: h.database.sql,
+    redis: h.redis,
+    queues: h.queues,
+    metrics,
+    secrets: [h.sim.apiKey],
+    log: silentLogger(),
+  });
+});
+
+afterAll(async () => {
+  await workers?.close(2_000);
+  await admin?.close();
+  await api?.close();
+  await h?.close();
+});
+
+describe('metrics during and after a backfill', () => {
+  let run: Promise<BackfillReport>;
+
+  it('mid-run: API requests, batches by status, queue depths, freshness and credits', async () => {
+    const [first, second] = h.sim.catalog.channels();
+    const ch = await registerSource(deps, { kind: 'channel', ref: first!.handle, limit: 60, langs: ['en'], textOnly: false, cron: null });
+    const pl = await registerSource(deps, { kind: 'playlist', ref: second!.playlistIds[0]!, limit: 40, langs: ['en'], textOnly: true, cron: null });
+    sourceIds = [ch.id, pl.id];
+
+    // freeze upstream time: the batches stay queued until the test moves the clock
+    h.sim.setJobSettings({ itemsPerSecond: ITEMS_PER_SECOND });
+    h.sim.clock.setSpeed(0);
+    run = runBackfill(deps, { sourceIds, wait: true, timeoutMs: 30_000, checkIntervalMs: 100 });
+    const jobIds = await waitFor(async () => {
+      const rows = await h.database.sql<{ job_id: string }[]>`select job_id from batches`;
+      return rows.length === 4 ? rows.map((r) => r.job_id) : undefined;
+    }, 15_000, 'four batches submitted');
+    // one simulated second of work: 20 items of each batch finish
+    h.sim.clock.advance(h.sim.jobSettings().queuedMs + 1_000);
+    // (the playlist holds fewer videos than that: its batches are done)
+    await waitFor(async () => {
+      const rows = await h.database.sql<{ n: number }[]>`
+        select count(*)::int as n from batches where succeeded + failed = least(total, ${ITEMS_PER_SECOND})`;
+      return rows[0]!.n === jobIds.length ? true : undefined;
+    }, 15_000, 'every batch polled after one simulated second');
+
+    // every poll recorded in Postgres made its GET before (read first, then scrape)
+    const [recorded] = await h.database.sql<{ n: number }[]>`select sum(polls)::int as n from batches`;
+    const m = await scrape();
+    // API traffic, by endpoint template and status, with latency
+    const polls = value(m, 'vsi_api_requests_total', { endpoint: 'GET /videosite/batch/{jobId}', status: '200' });
+    expect(recorded!.n).toBeGreaterThanOrEqual(jobIds.length);
+    expect(polls).toBeGreaterThanOrEqual(recorded!.n);
+    expect(sum(m, 'vsi_api_requests_total', { endpoint: 'POST /videosite/video/batch' })).toBe(2);
+    expect(sum(m, 'vsi_api_requests_total', { endpoint: 'POST /videosite/transcript/batch' })).toBe(2);
+    expect(value(m, 'vsi_api_request_duration_seconds_count', { endpoint: 'GET /videosite/batch/{jobId}', status: '200' })).toBe(polls);
+    expect(value(m, 'vsi_api_request_duration_seconds_sum', { endpoint: 'GET /videosite/batch/{jobId}', status: '200' })).toBeGreaterThan(0);
+
+    // batches by status, as Postgres has them (zeros included)
+    const pg = await pgBatchesByStatus();
+    expect(pg.active).toBe(2);
+    for (const status of ['submitted', 'queued', 'active', 'completed', 'failed', 'expired']) {
+      expect(value(m, 'vsi_batches', { status })).toBe(pg[status] ?? 0);
+    }
+
+    // one poll job per batch in flight, waiting for its next turn
+    const pollJobs = ['waiting', 'active', 'delayed'].map((state) => value(m, 'vsi_queue_jobs', { queue: 'poll', state })!);
+    expect(pollJobs.reduce((a, b) => a + b, 0)).toBe(pg.active);
+    expect(value(m, 'vsi_queue_jobs', { queue: 'poll', state: 'failed' })).toBe(0);
+    expect(value(m, 'vsi_queue_jobs', { queue: 'schedule', state: 'waiting' })).toBe(0);
+
+    // both sources synced just now
+    for (const id of sourceIds) {
+      const age = value(m, 'vsi_source_seconds_since_sync', { source_id: String(id) });
+      expect(age).toBeGreaterThanOrEqual(0);
+      expect(age).toBeLessThan(60);
+    }
+
+    // credits: the latest /me snapshot (taken before the submissions)
+    const [snap] = await h.database.sql<{ used: number; max: number }[]>`
+      select used_credits::int as used, max_credits::int as max from credit_snapshots order by taken_at desc, id desc limit 1`;
+    expect(value(m, 'vsi_credits_used')).toBe(snap!.used);
+    expect(value(m, 'vsi_credits_max')).toBe(snap!.max);
+    expect(value(m, 'vsi_credits_max')).toBeGreaterThan(0);
+
+    // process metrics come along
+    expect(value(m, 'process_resident_memory_bytes')).toBeGreaterThan(0);
+  });
+
+  it('after the run: rows upserted by table, items by errorCode, credits equal to /me', async () => {
+    h.sim.clock.setSpeed(1);
+    h.sim.clock.advance(10_000);
+    const report = await run;
+    expect(report.exitCode).toBe(0);
+    expect(report.batches.every(isSettled)).toBe(true);
+
+    const m = await scrape();
+    const { sql } = h.database;
+    const [videos] = await sql<{ n: number }[]>`select count(*)::int as n from videos`;
+    const [transcripts] = await sql<{ n: number }[]>`select count(*)::int as n from transcripts`;
+    expect(videos!.n).toBeGreaterThan(0);
+    expect(transcripts!.n).toBeGreaterThan(0);
+    expect(value(m, 'vsi_rows_upserted_total', { table: 'videos', outcome: 'inserted' })).toBe(videos!.n);
+    expect(value(m, 'vsi_rows_upserted_total', { table: 'transcripts', outcome: 'inserted' })).toBe(transcripts!.n);
+    expect(value(m, 'vsi_rows_upserted_total', { table: 'videos', outcome: 'updated' })).toBe(0);
+
+    expect(value(m, 'vsi_batches', { status: 'completed' })).toBe(4);
+    expect(value(m, 'vsi_batches', { status: 'active' })).toBe(0);
+
+    const errors = await sql<{ error_code: string; state: string; n: number }[]>`
+      select error_code, state, count(*)::int as n from batch_items where error_code is not null group by 1, 2`;
+    // the catalog has private, gone and transcript-less videos: each code is reported
+    expect(new Set(errors.map((e) => e.error_code))).toEqual(new Set(['forbidden', 'not-found', 'transcript-unavailable']));
+    for (const e of errors) {
+      expect(value(m, 'vsi_batch_items_by_error_code', { error_code: e.error_code, state: e.state })).toBe(e.n);
+    }
+    expect(sum(m, 'vsi_batch_items_by_error_code')).toBe(errors.reduce((n, e) => n + e.n, 0));
+
+    const me = await h.api.me();
+    expect(value(m, 'vsi_credits_used')).toBe(me.usedCredits);
+    expect(value(m, 'vsi_credits_max')).toBe(me.maxCredits);
+
+    for (const state of ['waiting', 'active', 'delayed']) {
+      expect(value(m, 'vsi_queue_jobs', { queue: 'poll', state })).toBe(0);
+      expect(value(m, 'vsi_queue_jobs', { queue: 'sink', state })).toBe(0);
+    }
+    expect(value(m, 'vsi_metrics_collect_errors_total', { family: 'queues' }) ?? 0).toBe(0);
+  });
+});
+
+describe('probes and access control', () => {
+  it('/healthz and /readyz answer without a token', async () => {
+    const health = await get('/healthz');
+    expect(health.status).toBe(200);
+    expect(health.text).toBe('ok\n');
+    const ready = await get('/readyz');
+    expect(ready.status).toBe(200);
+    expect(JSON.parse(ready.text)).toEqual({ ready: true, checks: { postgres: 'ok', redis: 'ok', migrations: 'ok' } });
+  });
+
+  it('the overview and the queue dashboard need the token, as bearer or basic auth', async () => {
+    for (const path of ['/', '/admin/queues', '/admin/queues/api/queues']) {
+      const none = await get(path);
+      expect(none.status, `${path} without a token`).toBe(401);
+      expect(none.headers.get('www-authenticate')).toMatch(/^Basic realm=/);
+      expect((await get(path, bearer('not-the-token-0123456789'))).status, `${path} wrong token`).toBe(401);
+      expect((await get(path, basic('not-the-token-0123456789'))).status, `${path} wrong basic`).toBe(401);
+      expect((await get(path, bearer(TOKEN))).status, `${path} bearer`).toBe(200);
+      expect((await get(path, basic(TOKEN))).status, `${path} basic`).toBe(200);
+    }
+    // the dashboard's API lists our three queues
+    const queues = JSON.parse((await get('/admin/queues/api/queues', bearer(TOKEN))).text) as { queues: { name: string }[] };
+    expect(queues.queues.map((q) => q.name).sort()).toEqual(['poll', 'schedule', 'sink']);
+  });
+
+  it('the overview shows sources, errors per source and the credit chart, and never the API key', async () => {
+    const [first] = sourceIds;
+    // an error text that somehow carries the key (say, an upstream echoing it): the page must not
+    await h.database.sql`
+      update sources set last_error = ${`upstream said: bad key ${h.sim.apiKey}`}, last_error_code = 'unauthorized', last_error_at = now()
+      where id = ${first!}`;
+    try {
+      const page = await get('/', bearer(TOKEN));
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+      expect(page.text).not.toContain(h.sim.apiKey);
+      expect(page.text).toContain('upstream said: bad key [redacted]');
+      const [title] = await h.database.sql<{ title: string }[]>`select title from sources where id = ${first!}`;
+      expect(page.text).toContain(title!.title);
+      expect(page.text).toMatch(/<svg class="chart"[^>]*aria-label="Credits used over time/);
+      expect(page.text).toContain('transcript-unavailable');
+    } finally {
+      await h.database.sql`update sources set last_error = null, last_error_code = null, last_error_at = null where id = ${first!}`;
+    }
+  });
+
+  it('refuses to listen beyond loopback without a token; listens with one', async () => {
+    const base = { port: 0, sql: h.database.sql, redis: h.redis, queues: h.queues, log: silentLogger() };
+    await expect(startAdminServer({ ...base, host: '0.0.0.0', token: undefined, metrics: createMetrics({ processMetrics: false }) })).rejects.toThrow(
+      ConfigError,
+    );
+    await expect(startAdminServer({ ...base, host: '0.0.0.0', token: undefined, metrics: createMetrics({ processMetrics: false }) })).rejects.toThrow(
+      /ADMIN_TOKEN: not set, but the admin server would listen on 0\.0\.0\.0, beyond loopback/,
+    );
+    const open = await startAdminServer({ ...base, host: '0.0.0.0', token: TOKEN, metrics: createMetrics({ processMetrics: false }) });
+    try {
+      expect((await fetch(`${open.url}/`)).status).toBe(401);
+      expect((await fetch(`${open.url}/healthz`)).status).toBe(200);
+    } finally {
+      await open.close();
+    }
+    // on loopback without a token, every page is served
+    const local = await startAdminServer({ ...base, host: '127.0.0.1', token: undefined, metrics: createMetrics({ processMetrics: false }) });
+    try {
+      expect((await fetch(`${local.url}/admin/queues`)).status).toBe(200);
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('daemon --admin-host 0.0.0.0 without ADMIN_TOKEN, or with a short one, exits 2 before doing anything', async () => {
+    const args = ['daemon', '--admin-port', '0', '--admin-host', '0.0.0.0'];
+    const [noToken, shortToken] = await Promise.all([
+      runCli(args, h.env, 30_000),
+      runCli(args, { ...h.env, ADMIN_TOKEN: 'short' }, 30_000),
+    ]);
+    expect(noToken.code).toBe(2);
+    expect(noToken.stderr).toMatch(/^error: ADMIN_TOKEN: not set, but the admin server would listen on 0\.0\.0\.0/m);
+    expect(noToken.stderr).not.toContain('daemon started');
+    expect(shortToken.code).toBe(2);
+    expect(shortToken.stderr).toMatch(/^error: ADMIN_TOKEN: invalid value \(value hidden\): expected at least 16 characters/m);
+    expect(shortToken.stderr).not.toContain('short');
+  });
+});
+
+describe('readiness follows its own Redis', () => {
+  it('/readyz turns 503 when Redis stops and 200 when it returns; /metrics keeps answering', async () => {
+    const server = await startRedisServer();
+    const redis = createRedis(server.url);
+    redis.on('error', () => undefined);
+    const queues = createQueues(redis, h.prefix);
+    const own = await startAdminServer({
+      port: 0,
+      token: TOKEN,
+      sql: h.database.sql,
+      redis,
+      queues,
+      metrics: createMetrics({ processMetrics: false }),
+      log: silentLogger(),
+      readyTimeoutMs: 1_000,
+    });
+    const ready = async () => {
+      const res = await fetch(`${own.url}/readyz`);
+      return { status: res.status, body: (await res.json()) as { ready: boolean; checks: Record<string, string> } };
+    };
+    try {
+      await waitFor(async () => ((await ready()).status === 200 ? true : undefined), 10_000, 'ready with its Redis up');
+
+      await server.kill();
+      const down = await waitFor(async () => {
+        const r = await ready();
+        return r.status === 503 ? r : undefined;
+      }, 10_000, 'unready with its Redis down');
+      expect(down.body).toEqual({ ready: false, checks: { postgres: 'ok', redis: 'down', migrations: 'ok' } });
+      const m = await fetch(`${own.url}/metrics`);
+      expect(m.status).toBe(200);
+      const text = await m.text();
+      expect(text).not.toMatch(/^vsi_queue_jobs\{/m);
+      expect(value(parseMetrics(text), 'vsi_metrics_collect_errors_total', { family: 'queues' })).toBeGreaterThanOrEqual(1);
+
+      await server.start();
+      const up = await waitFor(async () => {
+        const r = await ready();
+        return r.status === 200 ? r : undefined;
+      }, 15_000, 'ready again with its Redis back');
+      expect(up.body.checks).toEqual({ postgres: 'ok', redis: 'ok', migrations: 'ok' });
+    } finally {
+      await own.close();
+      await queues.close();
+      await closeRedis(redis);
+      await server.stop();
+    }
+  });
+});
