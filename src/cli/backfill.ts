@@ -64,6 +64,8 @@ export function renderBackfillReport(r: BackfillReport): string {
   } else if (r.syncs.length === 0 && r.batches.length === 0) {
     // `--all` on an empty installation: "everything landed" would suggest data is there
     out.push('nothing to sync: no sources registered (add one: videosite-ingest sources add channel @handle)\n');
+  } else if (!r.waited) {
+    out.push('submitted; not waiting (--no-wait): a daemon lands the rows; see: videosite-ingest status\n');
   } else {
     out.push('everything landed\n');
   }

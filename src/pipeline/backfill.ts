@@ -42,6 +42,8 @@ export interface BackfillReport {
   syncErrors: { sourceId: number; code: string; message: string }[];
   batches: BatchProgress[];
   timedOut: boolean;
+  /** whether the run waited for its batches (false with --no-wait) */
+  waited: boolean;
   /** 0 all landed; 1 something did not land; 3 upstream refused */
   exitCode: 0 | 1 | 3;
   /** one line per reason the exit code is not 0 */
@@ -60,7 +62,7 @@ export interface BackfillOptions {
 }
 
 export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Promise<BackfillReport> {
-  const report: BackfillReport = { syncs: [], syncErrors: [], batches: [], timedOut: false, exitCode: 0, problems: [] };
+  const report: BackfillReport = { syncs: [], syncErrors: [], batches: [], timedOut: false, waited: opts.wait, exitCode: 0, problems: [] };
   for (const sourceId of opts.sourceIds) {
     try {
       const r = await syncSource(deps, sourceId, { trigger: 'backfill' });
