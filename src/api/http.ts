@@ -39,6 +39,8 @@ export interface RequestEvent {
   durationMs: number;
   /** set when the attempt failed */
   errorCode?: string | undefined;
+  /** the answer's `Retry-After`, in milliseconds (a 429 or 503 that says when to come back) */
+  retryAfterMs?: number | undefined;
 }
 
 export interface HttpOptions {
@@ -289,6 +291,7 @@ export function createHttp(opts: HttpOptions): Http {
         attempt,
         durationMs,
         errorCode: error.code,
+        retryAfterMs: error.retryAfterMs,
       });
       const decision = decideRetry(spec.kind, outcome, attempt, opts.retry, opts.random);
       if (!decision.retry) {

@@ -88,7 +88,14 @@ export function createContext(opts: ContextOptions = {}): Context {
         const m = opts.metrics;
         api = createApiClientFromConfig(config.api, log, {
           beforeRequest: (signal) => l.acquire(signal),
-          onRequest: m ? (e) => m.apiRequest(e) : undefined,
+          onRequest: (e) => {
+            m?.apiRequest(e);
+            // a rate limit seen by one request silences every process until it passes, even
+            // when this request retries it by itself
+            if (e.status === 429 && e.retryAfterMs !== undefined) {
+              l.pauseFor(e.retryAfterMs).catch((err: unknown) => log.warn({ err }, 'could not share the rate-limit pause'));
+            }
+          },
         });
       }
       return api;
