@@ -99,7 +99,7 @@ export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Pr
   }
   // a fresh reading of what the account has spent, for status (reading /me is free)
   await takeCreditSnapshot(deps, null, 'after-backfill').catch((err: unknown) =>
-    deps.log.warn({ err }, 'could not read /me after the backfill'),
+    deps.log.warn({ reason: err instanceof Error ? err.message : String(err) }, 'could not read /me after the backfill'),
   );
   judge(report, opts.wait);
   return report;

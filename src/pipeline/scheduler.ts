@@ -67,7 +67,7 @@ export class CreditsRefusedError extends Error {
   readonly available: number;
   constructor(needed: number, available: number, reserve: number) {
     super(
-      `not enough credits: this sync needs ${needed}, ${available} are left` +
+      `not enough credits: this submission needs ${needed}, ${available} are left` +
         (reserve > 0 ? ` above the reserve of ${reserve}` : ''),
     );
     this.name = 'CreditsRefusedError';

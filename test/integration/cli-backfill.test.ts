@@ -166,7 +166,7 @@ describe('upstream refusals exit 3', () => {
       expectExit(r, 3);
       // the first sync: a metadata batch and a transcript batch, each 1 + limit
       expect(r.stdout).toContain(`source ${source.id}: refused-credits`);
-      expect(r.stdout).toContain('not enough credits: this sync needs 202, 5 are left');
+      expect(r.stdout).toContain('not enough credits: this submission needs 202, 5 are left');
       expect(r.stdout).toContain('not everything landed (exit 3)');
       expect(await usedCredits()).toBe(used);
       expect(await h.database.sql`select 1 from batches where source_id = ${source.id}`).toHaveLength(0);
