@@ -15,7 +15,7 @@ import { FREE_PLAN } from './accounts.ts';
 import { creditsExhausted, notFound, parseBody, parseWith, type ApiDeps, type Handler } from './handler.ts';
 import { parseVideoRef } from './ids.ts';
 import { viewBatch, type BatchEntry, type BatchJob, type BatchKind } from './jobs.ts';
-import { errorReply, json, type Reply } from './respond.ts';
+import { errorReply, json, RawJson, type Reply } from './respond.ts';
 import type { Router } from './router.ts';
 import { chooseLang, shapeContent } from './transcripts.ts';
 
@@ -100,15 +100,32 @@ function transcriptOf(deps: ApiDeps, job: BatchJob, i: number): Transcript {
   };
 }
 
-function* items(deps: ApiDeps, job: BatchJob, view: ReturnType<typeof viewBatch>): Generator<BatchItem> {
+function* items(deps: ApiDeps, job: BatchJob, view: ReturnType<typeof viewBatch>): Generator<BatchItem | RawJson> {
   const field = job.kind === 'video' ? 'video' : 'transcript';
+  const cache = deps.itemCache;
   for (let i = 0; i < job.entries.length; i++) {
     const videoId = job.entries[i]!.videoId;
     const state = view.item(i);
     if (state.state === 'processing') yield { videoId, [field]: null, errorCode: 'processing' };
     else if (state.state === 'error') yield { videoId, [field]: null, errorCode: state.errorCode };
-    else if (job.kind === 'video') yield { videoId, video: deps.catalog.video(job.entries[i]!.ref!), errorCode: null };
-    else yield { videoId, transcript: transcriptOf(deps, job, i), errorCode: null };
+    else {
+      const cached = cache?.get(job.id, i);
+      if (cached !== undefined) {
+        yield new RawJson(cached);
+        continue;
+      }
+      const item: BatchItem =
+        job.kind === 'video'
+          ? { videoId, video: deps.catalog.video(job.entries[i]!.ref!), errorCode: null }
+          : { videoId, transcript: transcriptOf(deps, job, i), errorCode: null };
+      if (!cache) {
+        yield item;
+        continue;
+      }
+      const json = JSON.stringify(item);
+      cache.set(job.id, i, json);
+      yield new RawJson(json);
+    }
   }
 }
 

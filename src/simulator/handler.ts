@@ -8,6 +8,7 @@ import type { Accounts } from './accounts.ts';
 import type { Catalog } from './catalog.ts';
 import type { Clock } from './clock.ts';
 import type { CrawlJobs } from './crawl-jobs.ts';
+import type { ItemCache } from './item-cache.ts';
 import type { BatchJobs } from './jobs.ts';
 import type { JobSettings } from './options.ts';
 import { errorReply, type Reply } from './respond.ts';
@@ -47,6 +48,8 @@ export interface ApiDeps {
   jobSettings(): JobSettings;
   /** longest accepted `videoIds` */
   maxVideoIds: number;
+  /** finished batch items kept serialised between polls; undefined: generated on every read */
+  itemCache?: ItemCache | undefined;
 }
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; reply: Reply };

@@ -137,6 +137,12 @@ export const SimulatorOptionsSchema = z
     maxVideoIds: z.number().int().min(1).max(1_000_000).optional(),
     /** largest accepted request body, bytes; default 10 MiB */
     maxBodyBytes: z.number().int().min(1024).optional(),
+    /**
+     * bytes of finished batch items kept serialised, so a repeated poll re-sends them instead of
+     * generating them again (the benchmark: the simulator must not be what limits a poll);
+     * default 0 (off)
+     */
+    itemCacheBytes: z.number().int().min(0).optional(),
   })
   .strict();
 export type SimulatorSettingsInput = z.input<typeof SimulatorOptionsSchema>;
@@ -158,6 +164,7 @@ export interface SimulatorSettings {
   clockStartMs: number | undefined;
   maxVideoIds: number;
   maxBodyBytes: number;
+  itemCacheBytes: number;
 }
 
 /** Defaults under a patch, ignoring keys whose value is undefined. */
@@ -189,5 +196,6 @@ export function resolveOptions(input: SimulatorSettingsInput = {}): SimulatorSet
     clockStartMs: o.clockStartMs,
     maxVideoIds: o.maxVideoIds ?? DEFAULT_MAX_VIDEO_IDS,
     maxBodyBytes: o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    itemCacheBytes: o.itemCacheBytes ?? 0,
   };
 }

@@ -16,6 +16,11 @@ export type Reply =
   /** `head` followed by `"<arrayKey>": [items...]`, serialised one item at a time */
   | { kind: 'stream'; status: number; head: Record<string, unknown>; arrayKey: string; items: Iterable<unknown>; headers?: Headers };
 
+/** An item already serialised: written into a streamed answer as is. */
+export class RawJson {
+  constructor(readonly json: string) {}
+}
+
 /** How to damage the writing of an answer. */
 export interface Damage {
   /** cut the body at this fraction (0..1) of its (first flushed) bytes, then close the connection */
@@ -133,7 +138,7 @@ async function writeStream(
 
   try {
     for (const item of reply.items) {
-      pending += (firstItem ? '' : ',') + JSON.stringify(item);
+      pending += (firstItem ? '' : ',') + (item instanceof RawJson ? item.json : JSON.stringify(item));
       firstItem = false;
       if (pending.length >= STREAM_FLUSH_BYTES && !(await flush())) return;
     }

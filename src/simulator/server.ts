@@ -25,6 +25,7 @@ import { createClock, type Clock } from './clock.ts';
 import { CrawlJobs } from './crawl-jobs.ts';
 import { FaultInjector, type Faults, type FaultsPatch, type ScriptStep } from './faults.ts';
 import type { ApiDeps, Handler } from './handler.ts';
+import { ItemCache } from './item-cache.ts';
 import { BatchJobs } from './jobs.ts';
 import { registerMediaEndpoints } from './media-endpoints.ts';
 import {
@@ -150,6 +151,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     clock,
     jobSettings: () => jobs,
     maxVideoIds: settings.maxVideoIds,
+    itemCache: settings.itemCacheBytes > 0 ? new ItemCache(settings.itemCacheBytes) : undefined,
   };
   const router = new Router<Handler>();
   registerBatchEndpoints(router, deps);

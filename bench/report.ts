@@ -1,0 +1,169 @@
+/**
+ * The figures side by side, the ratios, and each target of issue #4 as met / not met: as a
+ * Markdown table for the terminal (and the README), and as one JSON document.
+ */
+import type { CeilingFigures } from './ceiling.ts';
+import type { NaiveFigures } from './naive.ts';
+import type { ProbeFigures } from './probe.ts';
+import { TARGETS } from './settings.ts';
+import type { WorkloadFigures } from './workload.ts';
+
+export interface Target {
+  name: string;
+  met: boolean;
+  detail: string;
+}
+
+export interface Results {
+  startedAt: string;
+  machine: Record<string, unknown>;
+  settings: Record<string, unknown>;
+  probe: ProbeFigures;
+  naive: NaiveFigures;
+  w1: WorkloadFigures;
+  ceiling: CeilingFigures;
+  w3: WorkloadFigures & { newVideos: number; newPublicVideos: number; newVideosLanded: number };
+  w3Unchanged: WorkloadFigures;
+  w2: WorkloadFigures & { loss: LossCheck };
+  ratios: Record<string, number>;
+  targets: Target[];
+  totalS: number;
+}
+
+export interface LossCheck {
+  expectedVideos: number;
+  videoRows: number;
+  expectedTranscripts: number;
+  transcriptRows: number;
+  /** items set aside raw with their reason (counted as kept, not lost) */
+  quarantinedKept: number;
+  /** items neither stored, failed upstream, nor quarantined (processing, landed, retryable) */
+  unsettledItems: number;
+  noLoss: boolean;
+}
+
+const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
+const fmt = (x: number | undefined, digits = 1) => (x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(digits));
+
+/** Naive credits for the same videos as W1: its listings per channel plus its credits per video. */
+export function naiveCreditsFor(naive: NaiveFigures, channels: number, videos: number): number {
+  return Math.round((naive.listingCredits / naive.channels) * channels + naive.creditsPerVideo * videos);
+}
+
+export function computeRatios(r: Pick<Results, 'naive' | 'w1' | 'ceiling' | 'w3'>, w1Channels: number): Record<string, number> {
+  const naiveCredits = naiveCreditsFor(r.naive, w1Channels, r.w1.videos);
+  return {
+    w1VsNaiveVideosPerS: round(r.w1.videosPerS / r.naive.videosPerS),
+    w1VsCeilingRowsPerS: round(r.w1.rowsPerS / r.ceiling.best.rowsPerS, 3),
+    designFloorVsCeilingRowsPerS: round(r.ceiling.designFloor.rowsPerS / r.ceiling.best.rowsPerS, 3),
+    w1VsDesignFloorRowsPerS: round(r.w1.rowsPerS / r.ceiling.designFloor.rowsPerS, 3),
+    naiveCreditsForW1Videos: naiveCredits,
+    w1VsNaiveCredits: round(r.w1.credits / naiveCredits, 3),
+  };
+}
+
+const pct = (x: number | undefined) => (x === undefined ? 'n/a' : `${round(x * 100, 1)}%`);
+
+export function judgeTargets(
+  r: Pick<Results, 'naive' | 'w1' | 'ceiling' | 'w2' | 'w3' | 'w3Unchanged'>,
+  ratios: Record<string, number>,
+  w3Bound: { listings: number; batchCredits: number },
+): Target[] {
+  const t: Target[] = [];
+  t.push({
+    name: `W1 videos/s >= ${TARGETS.w1VsNaiveVideosPerS}x naive`,
+    met: r.w1.ok && ratios.w1VsNaiveVideosPerS! >= TARGETS.w1VsNaiveVideosPerS,
+    detail: `${r.w1.videosPerS} vs ${r.naive.videosPerS} videos/s = ${ratios.w1VsNaiveVideosPerS}x`,
+  });
+  t.push({
+    name: `W1 rows/s >= ${pct(TARGETS.w1VsCeilingRowsPerS)} of ceiling`,
+    met: r.w1.ok && ratios.w1VsCeilingRowsPerS! >= TARGETS.w1VsCeilingRowsPerS,
+    detail:
+      `${r.w1.rowsPerS} vs ${r.ceiling.best.rowsPerS} rows/s (${r.ceiling.best.method}) = ${pct(ratios.w1VsCeilingRowsPerS)}; ` +
+      `Postgres alone doing the design's minimum (raw landing + sink statements) reaches ${pct(ratios.designFloorVsCeilingRowsPerS)} of the ceiling, W1 ${pct(ratios.w1VsDesignFloorRowsPerS)} of that`,
+  });
+  t.push({
+    name: `W1 credits <= ${pct(TARGETS.w1VsNaiveCredits)} of naive`,
+    met: r.w1.ok && ratios.w1VsNaiveCredits! <= TARGETS.w1VsNaiveCredits,
+    detail:
+      `${r.w1.credits} vs ${ratios.naiveCreditsForW1Videos} (naive, same ${r.w1.videos} videos: ${r.naive.creditsPerVideo}/video + listings) = ${pct(ratios.w1VsNaiveCredits)}; ` +
+      `a batch costs 1 + 1 per video per kind, the same 2 per video as the single-video calls`,
+  });
+  const w3Allowed = w3Bound.listings + w3Bound.batchCredits;
+  t.push({
+    name: 'W3 credits <= listings + (1 + N) per batch',
+    met: r.w3.ok && r.w3.credits <= w3Allowed && r.w3.newVideosLanded === r.w3.newPublicVideos,
+    detail:
+      `${r.w3.credits} spent, ${w3Allowed} allowed (${w3Bound.listings} listings + ${w3Bound.batchCredits} for batches of the new videos); ` +
+      `${r.w3.newVideosLanded}/${r.w3.newPublicVideos} new public videos landed`,
+  });
+  const listings = r.w3Unchanged.apiRequests.byEndpoint['GET /videosite/channel/videos'] ?? 0;
+  t.push({
+    name: 'unchanged rerun spends only listings',
+    met: r.w3Unchanged.ok && r.w3Unchanged.credits === listings,
+    detail: `${r.w3Unchanged.credits} spent, ${listings} listings`,
+  });
+  const rss = Object.entries(r.w2.peakRssMb);
+  t.push({
+    name: `W2 peak RSS < ${TARGETS.w2PeakRssMb} MB per process, no loss`,
+    met: r.w2.ok && rss.every(([, mb]) => mb > 0 && mb < TARGETS.w2PeakRssMb) && r.w2.loss.noLoss,
+    detail:
+      `${rss.map(([p, mb]) => `${p} ${fmt(mb, 0)} MB`).join(', ')}; ` +
+      `${r.w2.loss.videoRows}/${r.w2.loss.expectedVideos} videos, ${r.w2.loss.transcriptRows}/${r.w2.loss.expectedTranscripts} transcripts, ` +
+      `${r.w2.loss.quarantinedKept} kept raw (quarantined, with reason), ${r.w2.loss.unsettledItems} unsettled items`,
+  });
+  const runs = [r.w1, r.w2, r.w3];
+  const worstLag = Math.max(...runs.map((w) => w.landing.maxLagMs ?? Infinity));
+  const overBudget = runs.flatMap((w) => w.batches.filter((b) => !(b.polls < b.pollBudget)).map((b) => `${w.name} ${b.kind} ${b.items} items: ${b.polls} polls, budget ${b.pollBudget}`));
+  t.push({
+    name: `polls per batch < 2 log2(duration s) + 10, items land within ${TARGETS.landWithinMs / 1000} s`,
+    met: overBudget.length === 0 && worstLag <= TARGETS.landWithinMs,
+    detail:
+      runs
+        .map(
+          (w) =>
+            `${w.name}: max ${w.pollsPerBatch.max} polls/batch (budget ${fmt(Math.min(...w.batches.map((b) => b.pollBudget)))} for ` +
+            `${fmt(Math.max(...w.batches.map((b) => b.durationS)))} s), land lag ${fmt((w.landing.maxLagMs ?? NaN) / 1000)} s`,
+        )
+        .join('; ') + (overBudget.length ? `; over budget: ${overBudget.slice(0, 3).join('; ')}` : ''),
+  });
+  return t;
+}
+
+function rssCell(w: WorkloadFigures): string {
+  return `${fmt(w.peakRssMb.daemon, 0)} / ${fmt(w.peakRssMb.backfill, 0)}`;
+}
+
+function cpuCell(w: WorkloadFigures): string {
+  return `${fmt(w.cpuS.daemon)} / ${fmt(w.cpuS.backfill)}`;
+}
+
+function lagCell(w: WorkloadFigures): string {
+  return w.landing.maxLagMs === undefined ? 'n/a' : fmt(w.landing.maxLagMs / 1000);
+}
+
+export function renderTable(r: Results): string {
+  const head =
+    '| run | wall s | videos | videos/s | rows | rows/s | transcript MB/s | API requests | credits | polls/batch mean (max) | max land lag s | peak RSS MB daemon / backfill | CPU s daemon / backfill |\n' +
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n';
+  const w = (x: WorkloadFigures, label: string) =>
+    `| ${label}${x.ok ? '' : ' (FAILED)'} | ${fmt(x.wallS)} | ${x.videos} | ${fmt(x.videosPerS)} | ${x.rows.total} | ${fmt(x.rowsPerS, 0)} | ${fmt(x.transcriptMbPerS, 2)} | ${x.apiRequests.total} | ${x.credits} | ${fmt(x.pollsPerBatch.mean)} (${x.pollsPerBatch.max}) | ${lagCell(x)} | ${rssCell(x)} | ${cpuCell(x)} |\n`;
+  const n = r.naive;
+  let out = head;
+  out += `| naive (sample, one by one) | ${fmt(n.wallS)} | ${n.sample} | ${fmt(n.videosPerS, 2)} | ${n.rows.total} | ${fmt(n.rowsPerS, 1)} | ${fmt(n.transcriptMbPerS, 2)} | ${n.apiRequests.total} | ${n.listingCredits + n.videoCredits} | - | - | - | - |\n`;
+  out += w(r.w1, 'W1 cold backfill');
+  out += w(r.w2, 'W2 one huge batch');
+  out += w(r.w3, 'W3 incremental');
+  out += w(r.w3Unchanged, 'W3 rerun, unchanged');
+  for (const m of r.ceiling.methods) {
+    const best = m === r.ceiling.best ? ' **(ceiling)**' : '';
+    out += `| ceiling: ${m.method}${best} | ${fmt(m.wallS)} | - | - | ${r.ceiling.rows.total} | ${fmt(m.rowsPerS, 0)} | ${fmt(m.transcriptMbPerS, 2)} | 0 | 0 | - | - | - | - |\n`;
+  }
+  const f = r.ceiling.designFloor;
+  out += `| ${f.method} | ${fmt(f.wallS)} | - | - | ${r.ceiling.rows.total} | ${fmt(f.rowsPerS, 0)} | ${fmt(f.transcriptMbPerS, 2)} | 0 | 0 | - | - | - | - |\n`;
+  return out;
+}
+
+export function renderTargets(targets: Target[]): string {
+  return targets.map((t) => `${t.met ? 'MET    ' : 'NOT MET'}  ${t.name}: ${t.detail}`).join('\n') + '\n';
+}

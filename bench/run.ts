@@ -1,0 +1,306 @@
+/**
+ * `npm run bench [-- OUT.json] [--scale F] [--keep-db] [--seed N] [--profile]`
+ *
+ * Starts the simulator with realistic settings (100 ms per request, ~20 KB transcripts, a steady
+ * item rate), a fresh database and queue prefix, and runs in one go:
+ *
+ *   probe     the simulator alone streaming a finished transcript batch
+ *   naive     the one-video-at-a-time baseline on a sample of the W1 videos
+ *   W1        cold backfill: 20 channels x 250 videos, metadata + transcripts (one language)
+ *   ceiling   W1's final rows written straight from memory (fastest statement form found)
+ *   W3        W1 again after 2% new videos per channel; then once more with nothing new
+ *   W2        one channel of 5000 videos: one 5000-item batch per kind
+ *
+ * Each workload is the real CLI: a `daemon --role poller,sink` process already running and a
+ * `backfill --source ...` process timed from spawn to exit. Prints the figures, the ratios and
+ * every target as met / not met, and writes them as JSON (default bench/results/latest.json).
+ * `--scale 0.2` shrinks every workload for a quick check (the targets are only meaningful at 1);
+ * `--profile` writes a CPU profile of every pipeline process to bench/results/profiles/. The
+ * processes' logs are kept in bench/results/logs/.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, freemem, loadavg, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { registerSource } from '../src/pipeline/sources.ts';
+import { loadFinalRows, runCeiling } from './ceiling.ts';
+import { runNaive } from './naive.ts';
+import { probeSimulator } from './probe.ts';
+import { killRunning, REPO_ROOT, shebangNodeArgs } from './procs.ts';
+import { computeRatios, judgeTargets, renderTable, renderTargets, type LossCheck, type Results } from './report.ts';
+import {
+  API_RATE_BURST,
+  API_RATE_PER_SECOND,
+  LANG,
+  SIM_ITEM_CACHE_BYTES,
+  SIM_ITEMS_PER_SECOND,
+  SIM_LATENCY_MS,
+  SIM_QUEUED_MS,
+  SIM_TRANSCRIPT_CHUNKS,
+  scaleOf,
+} from './settings.ts';
+import { createBenchEnv, type BenchEnv } from './setup.ts';
+import { runWorkload, type WorkloadFigures } from './workload.ts';
+
+/** bench/results/ is gitignored: the default JSON, the processes' logs, the CPU profiles. */
+const RESULTS_DIR = join(REPO_ROOT, 'bench', 'results');
+const DEFAULT_OUT = join(RESULTS_DIR, 'latest.json');
+
+/** set by SIGINT/SIGTERM: what fails after it is the cleanup's doing, not news */
+let stopping = false;
+
+function say(line: string): void {
+  process.stderr.write(`bench: ${line}\n`);
+}
+
+function machine(): Record<string, unknown> {
+  const sh = (cmd: string, args: string[]) => {
+    try {
+      return execFileSync(cmd, args, { encoding: 'utf8' }).trim();
+    } catch {
+      return 'n/a';
+    }
+  };
+  return {
+    nproc: sh('nproc', []),
+    cpuModel: cpus()[0]?.model ?? 'n/a',
+    memTotalGb: Math.round((totalmem() / 2 ** 30) * 10) / 10,
+    memFreeGbAtStart: Math.round((freemem() / 2 ** 30) * 10) / 10,
+    freeH: sh('free', ['-h']),
+    loadAvgAtStart: loadavg().map((x) => Math.round(x * 100) / 100),
+    node: process.version,
+  };
+}
+
+function summarise(w: WorkloadFigures): string {
+  return (
+    `${w.name}: ${w.ok ? 'ok' : `backfill exit ${w.exitCode}`}, ${w.wallS} s, ${w.videos} videos (${w.videosPerS}/s), ` +
+    `${w.rows.total} rows (${w.rowsPerS}/s), ${w.credits} credits, ${w.apiRequests.total} requests, ` +
+    `polls/batch ${w.pollsPerBatch.mean} (max ${w.pollsPerBatch.max}), peak RSS daemon ${w.peakRssMb.daemon} MB / backfill ${w.peakRssMb.backfill} MB`
+  );
+}
+
+async function registerSources(env: BenchEnv, channelIds: string[], limit: number): Promise<number[]> {
+  const ids: number[] = [];
+  for (const ref of channelIds) {
+    const s = await registerSource(
+      { sql: env.db.sql, db: env.db.db, api: env.api },
+      { kind: 'channel', ref, limit, langs: [LANG], textOnly: false, cron: null },
+    );
+    ids.push(s.id);
+  }
+  return ids;
+}
+
+/**
+ * No loss in W2: every video and transcript the catalog says exists is a row, or an item kept
+ * raw with its reason (quarantined); every item of both batches ended (stored, failed upstream,
+ * or quarantined), none left processing, landed or retryable.
+ */
+async function checkW2(env: BenchEnv, channelId: string, w2: WorkloadFigures): Promise<LossCheck> {
+  const ids = (env.sim.catalog.videoIds(channelId) ?? []).slice(0, env.scale.w2Videos);
+  let expectedVideos = 0;
+  let expectedTranscripts = 0;
+  for (const id of ids) {
+    const info = env.sim.catalog.videoInfo(id);
+    if (info?.fate !== 'public') continue;
+    expectedVideos++;
+    if (info.transcriptLanguages.length > 0) expectedTranscripts++;
+  }
+  const [row] = await env.db.sql<{ videos: number; transcripts: number; kept_video: number; kept_transcript: number; kept_without_payload: number }[]>`
+    select (select count(*)::int from videos where id = any(${ids}::text[])) as videos,
+      (select count(distinct video_id)::int from transcripts where video_id = any(${ids}::text[])) as transcripts,
+      (select count(*)::int from batch_items i join batches b using (job_id)
+        where i.job_id = any(${w2.jobIds}::text[]) and i.state = 'quarantined' and b.kind = 'video') as kept_video,
+      (select count(*)::int from batch_items i join batches b using (job_id)
+        where i.job_id = any(${w2.jobIds}::text[]) and i.state = 'quarantined' and b.kind = 'transcript') as kept_transcript,
+      (select count(*)::int from batch_items where job_id = any(${w2.jobIds}::text[]) and state = 'quarantined'
+        and ((payload is null and payload_raw is null) or reason is null)) as kept_without_payload`;
+  const r = row!;
+  const unsettledItems = Object.entries(w2.items)
+    .filter(([state]) => !['sunk', 'failed', 'quarantined'].includes(state))
+    .reduce((n, [, c]) => n + c, 0);
+  const endedItems = (w2.items.sunk ?? 0) + (w2.items.failed ?? 0) + (w2.items.quarantined ?? 0);
+  return {
+    expectedVideos,
+    videoRows: r.videos,
+    expectedTranscripts,
+    transcriptRows: r.transcripts,
+    quarantinedKept: r.kept_video + r.kept_transcript,
+    unsettledItems,
+    noLoss:
+      r.videos + r.kept_video === expectedVideos &&
+      r.transcripts + r.kept_transcript === expectedTranscripts &&
+      r.kept_without_payload === 0 &&
+      unsettledItems === 0 &&
+      endedItems === 2 * ids.length,
+  };
+}
+
+async function main(): Promise<void> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      scale: { type: 'string', default: '1' },
+      seed: { type: 'string', default: '1' },
+      'keep-db': { type: 'boolean', default: false },
+      profile: { type: 'boolean', default: false },
+    },
+  });
+  const factor = Number(values.scale);
+  if (!(factor > 0 && factor <= 1)) throw new Error('--scale: expected a number in (0, 1]');
+  const outPath = resolve(positionals[0] ?? DEFAULT_OUT);
+  const scale = scaleOf(factor);
+  const started = Date.now();
+  const mach = machine();
+  say(`machine: ${mach.nproc} cores, ${mach.memTotalGb} GB, load ${String(mach.loadAvgAtStart)} (figures are noisy on a busy machine)`);
+
+  const env = await createBenchEnv({ scale, seed: Number(values.seed), resultsDir: RESULTS_DIR, profile: values.profile === true });
+  // Ctrl-C: the pipeline processes get the terminal's SIGINT too; drop what this run created
+  const interrupted = (signal: NodeJS.Signals) => {
+    stopping = true;
+    say(`${signal}: cleaning up`);
+    killRunning();
+    void env.close({ keepDatabases: values['keep-db'] === true }).finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
+  try {
+    const channels = env.sim.catalog.channels();
+    const w1Channels = channels.slice(0, scale.w1Channels).map((c) => c.id);
+    const w2Channel = channels[scale.w1Channels]!.id;
+    const settings = {
+      scale,
+      simulator: {
+        latencyMs: SIM_LATENCY_MS,
+        queuedMs: SIM_QUEUED_MS,
+        itemsPerSecondPerBatch: SIM_ITEMS_PER_SECOND,
+        transcriptChunks: SIM_TRANSCRIPT_CHUNKS,
+        rateLimitPerS: API_RATE_PER_SECOND,
+        itemCacheBytes: SIM_ITEM_CACHE_BYTES,
+      },
+      pipeline: {
+        apiRatePerSecond: API_RATE_PER_SECOND,
+        apiRateBurst: API_RATE_BURST,
+        otherSettings: 'defaults',
+        nodeFlags: shebangNodeArgs(),
+      },
+      lang: LANG,
+      database: env.dbUrl.replace(/\/\/[^@]*@/, '//'),
+      queuePrefix: env.prefix,
+    };
+    say(
+      `simulator ${env.sim.baseUrl}: latency ${SIM_LATENCY_MS} ms, batches queued ${SIM_QUEUED_MS} ms then ` +
+        `${SIM_ITEMS_PER_SECOND} items/s each (W1: ${2 * scale.w1Channels} batches in parallel = ` +
+        `${2 * scale.w1Channels * SIM_ITEMS_PER_SECOND} items/s upstream), transcripts ${SIM_TRANSCRIPT_CHUNKS.min}-${SIM_TRANSCRIPT_CHUNKS.max} chunks`,
+    );
+
+    const probe = await probeSimulator(env.sim, w2Channel, Math.min(1000, scale.w2Videos), LANG);
+    say(
+      `probe: the simulator alone streams a finished ${probe.items}-item transcript batch (${probe.mb} MB): ` +
+        `first read ${probe.firstReadS} s = ${probe.firstReadMbPerS} MB/s, again ${probe.repeatReadS} s = ${probe.repeatReadMbPerS} MB/s`,
+    );
+
+    const w1Sources = await registerSources(env, w1Channels, scale.w1VideosPerChannel);
+    const [w2Source] = await registerSources(env, [w2Channel], scale.w2Videos);
+
+    say(`naive: ${scale.naiveSample} videos one by one...`);
+    const naive = await runNaive({
+      sim: env.sim,
+      dbUrl: env.naiveDbUrl,
+      channelIds: w1Channels,
+      listLimit: scale.w1VideosPerChannel,
+      sample: scale.naiveSample,
+      lang: LANG,
+    });
+    say(`naive: ${naive.sample} videos in ${naive.wallS} s = ${naive.videosPerS} videos/s, ${naive.creditsPerVideo} credits/video`);
+
+    say('W1: cold backfill...');
+    const w1 = await runWorkload(env, 'w1', w1Sources);
+    say(summarise(w1));
+
+    say('ceiling: writing W1\'s final rows straight from memory...');
+    const ceiling = await runCeiling(env.ceilingDbUrl, await loadFinalRows(env.db.sql, w1.jobIds));
+    for (const m of [...ceiling.methods, ceiling.designFloor]) say(`ceiling: ${m.method}: ${m.wallS} s = ${m.rowsPerS} rows/s`);
+
+    let newVideos = 0;
+    const newIds: string[] = [];
+    for (const c of w1Channels) {
+      const added = env.sim.catalog.addVideos(c, scale.w3NewPerChannel) ?? [];
+      newVideos += added.length;
+      newIds.push(...added);
+    }
+    say(`W3: ${newVideos} new videos (${scale.w3NewPerChannel} per channel); incremental backfill...`);
+    const w3run = await runWorkload(env, 'w3', w1Sources);
+    say(summarise(w3run));
+    const newPublic = newIds.filter((id) => env.sim.catalog.videoInfo(id)?.fate === 'public');
+    const [landed] = await env.db.sql<{ n: number }[]>`select count(*)::int as n from videos where id = any(${newPublic}::text[])`;
+    const w3 = { ...w3run, newVideos, newPublicVideos: newPublic.length, newVideosLanded: landed!.n };
+    say('W3: rerun with nothing new...');
+    const w3Unchanged = await runWorkload(env, 'w3-unchanged', w1Sources);
+    say(summarise(w3Unchanged));
+
+    say(`W2: one channel of ${scale.w2Videos} videos, one batch per kind...`);
+    const w2run = await runWorkload(env, 'w2', [w2Source!]);
+    const w2 = { ...w2run, loss: await checkW2(env, w2Channel, w2run) };
+    say(summarise(w2));
+
+    const ratios = computeRatios({ naive, w1, ceiling, w3 }, scale.w1Channels);
+    const w3Bound = {
+      listings: w3.apiRequests.byEndpoint['GET /videosite/channel/videos'] ?? 0,
+      // one metadata and one transcript batch per channel, each 1 + its new videos
+      batchCredits: scale.w1Channels * 2 * (1 + scale.w3NewPerChannel),
+    };
+    const targets = judgeTargets({ naive, w1, ceiling, w2, w3, w3Unchanged }, ratios, w3Bound);
+    const results: Results = {
+      startedAt: new Date(started).toISOString(),
+      machine: { ...mach, loadAvgAtEnd: loadavg().map((x) => Math.round(x * 100) / 100) },
+      settings,
+      probe,
+      naive,
+      w1,
+      ceiling,
+      w3,
+      w3Unchanged,
+      w2,
+      ratios,
+      targets,
+      totalS: Math.round((Date.now() - started) / 1000),
+    };
+    mkdirSync(dirname(outPath), { recursive: true });
+    writeFileSync(outPath, `${JSON.stringify(results, null, 2)}\n`);
+
+    const out: string[] = [];
+    out.push(`\nMachine: ${mach.nproc} cores (${String(mach.cpuModel)}), ${mach.memTotalGb} GB RAM, Node ${process.version}; load average ${String(mach.loadAvgAtStart)} at start, ${String(results.machine.loadAvgAtEnd)} at end\n`);
+    out.push(
+      `Simulator: ${SIM_LATENCY_MS} ms per request, ${SIM_ITEMS_PER_SECOND} items/s per batch after ${SIM_QUEUED_MS} ms queued, ~150-chunk transcripts; ` +
+        `alone it streams a finished ${probe.items}-item transcript batch at ${probe.firstReadMbPerS} MB/s the first time, ${probe.repeatReadMbPerS} MB/s again\n\n`,
+    );
+    out.push(renderTable(results));
+    const pct = (x: number | undefined) => `${Math.round((x ?? NaN) * 1000) / 10}%`;
+    out.push(
+      `\nRatios: W1/naive videos/s ${ratios.w1VsNaiveVideosPerS}x; W1/ceiling rows/s ${pct(ratios.w1VsCeilingRowsPerS)} ` +
+        `(design floor/ceiling ${pct(ratios.designFloorVsCeilingRowsPerS)}, W1/design floor ${pct(ratios.w1VsDesignFloorRowsPerS)}); ` +
+        `W1/naive credits ${pct(ratios.w1VsNaiveCredits)} (naive for the same videos: ${ratios.naiveCreditsForW1Videos})\n\n`,
+    );
+    out.push(renderTargets(targets));
+    out.push(`\nFigures written to ${outPath} (total ${results.totalS} s)\n`);
+    process.stdout.write(out.join(''));
+    const failed = [w1, w2, w3, w3Unchanged].filter((w) => !w.ok);
+    if (failed.length > 0) {
+      for (const f of failed) say(`${f.name} did not finish cleanly:\n${f.problems ?? ''}`);
+      process.exitCode = 1;
+    }
+  } finally {
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
+    await env.close({ keepDatabases: values['keep-db'] === true });
+  }
+}
+
+main().catch((e: unknown) => {
+  if (stopping) return;
+  process.stderr.write(`bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.exitCode = 1;
+});
