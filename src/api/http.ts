@@ -302,7 +302,7 @@ export function createHttp(opts: HttpOptions): Http {
         throw scrubSecret(error, opts.apiKey);
       }
       opts.log.warn(
-        { endpoint: spec.endpoint, attempt, delayMs: decision.delayMs, code: error.code, status: error.status },
+        { endpoint: spec.endpoint, attempt, delayMs: decision.delayMs, code: error.code, status: error.status, durationMs: Math.round(durationMs) },
         'upstream request retry',
       );
       try {

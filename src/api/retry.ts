@@ -3,7 +3,8 @@
  * clock), so the rules are unit-tested on their own; `http.ts` feeds them what happened.
  *
  * Two kinds of request:
- * - `idempotent` (every GET): retried on 429, 5xx, network errors, timeouts and truncated bodies.
+ * - `idempotent` (every GET): retried on 429 with Retry-After, 5xx, network errors, timeouts and
+ *   truncated bodies. A 429 without Retry-After (an exhausted quota, most likely) is not.
  * - `create` (batch-creating POSTs, crawl start): each one costs credits, and a retry after the
  *   request may have reached the server could create (and charge) a second job. Retried only
  *   when the request certainly never left (connection refused, connect timeout) or when the
@@ -80,6 +81,10 @@ function mayRetry(kind: RequestKind, outcome: AttemptOutcome): boolean {
       return kind === 'idempotent';
     case 'answered':
       if (!isRetryableStatus(outcome.status)) return false;
+      // A 429 is a rate limit or an exhausted quota (UPSTREAM.md); a rate limit says when to
+      // come back (Retry-After). Without one, asking again cannot help if it is the quota: the
+      // caller decides (/me tells which), instead of repeating a refused request.
+      if (outcome.status === 429 && outcome.retryAfterMs === undefined) return false;
       // A non-JSON 5xx comes from a gateway: the request may have reached the backend.
       return kind === 'idempotent' || outcome.errorBody;
     case 'invalid-answer':

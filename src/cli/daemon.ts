@@ -8,8 +8,9 @@ import { assertSafeExposure } from '../admin/auth.ts';
 import { createMetrics, type AdminMetrics } from '../admin/metrics.ts';
 import { DEFAULT_ADMIN_HOST, startAdminServer, type AdminServer } from '../admin/server.ts';
 import { migrateDatabase } from '../db/migrate.ts';
+import { recheckHolds } from '../pipeline/holds.ts';
 import { reconcile } from '../pipeline/reconcile.ts';
-import { ROLES, startWorkers, type Role } from '../pipeline/workers.ts';
+import { FORCE_CLOSE_WAIT_MS, ROLES, startWorkers, type Role } from '../pipeline/workers.ts';
 import { intArg } from './args.ts';
 import { createContext, type Context } from './context.ts';
 import { UsageError } from './exit.ts';
@@ -43,6 +44,8 @@ export function registerDaemonCommand(program: Command): void {
       const admin = metrics ? await startAdmin(ctx, metrics, o.adminHost, o.adminPort!) : undefined;
       await warnOnEvictionPolicy(ctx.redis(), log);
       await reconcile(deps);
+      // a restart is how a fixed API key or renewed credits take effect: look once (free)
+      await recheckHolds(deps).catch((err: unknown) => log.warn({ err }, 'could not re-check upstream holds'));
       const workers = startWorkers(deps, { roles: o.role, connection: ctx.redis() });
       log.info({ roles: o.role, prefix: ctx.config.queuePrefix }, 'daemon started');
 
@@ -71,12 +74,12 @@ export function registerDaemonCommand(program: Command): void {
       });
       clearInterval(timer);
       stopReconnectReconcile();
-      // The whole shutdown fits in the grace period (plus the forced close's second): running
-      // jobs get the grace minus what closing the connections may take, and closing is bounded
-      // too, because an unreachable Redis or Postgres never answers a QUIT.
+      // The whole shutdown fits in the grace period: running jobs get the grace minus what a
+      // forced close and closing the connections may take, and closing is bounded too, because
+      // an unreachable Redis or Postgres never answers a QUIT.
       const grace = ctx.config.pipeline.shutdownGraceMs;
       const deadline = Date.now() + grace;
-      await workers.close(Math.max(grace - SHUTDOWN_CLOSE_RESERVE_MS, grace / 2));
+      await workers.close(Math.max(grace - SHUTDOWN_CLOSE_RESERVE_MS - FORCE_CLOSE_WAIT_MS, grace / 3));
       await admin?.close();
       const closed = await settleWithin(ctx.close(), Math.max(SHUTDOWN_CLOSE_MIN_MS, deadline - Date.now()));
       log.info({ closedCleanly: closed }, 'daemon stopped');
@@ -91,7 +94,7 @@ export const SHUTDOWN_CLOSE_RESERVE_MS = 2_000;
 /** Closing connections gets at least this long, whatever is left of the grace period. */
 export const SHUTDOWN_CLOSE_MIN_MS = 500;
 /** After "daemon stopped", exit even if a handle is still open. */
-export const SHUTDOWN_EXIT_DELAY_MS = 200;
+export const SHUTDOWN_EXIT_DELAY_MS = 100;
 
 /** Whether `p` settled within `ms` (its outcome otherwise ignored). */
 async function settleWithin(p: Promise<unknown>, ms: number): Promise<boolean> {

@@ -5,7 +5,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { batchProgress, isSettled } from '../pipeline/backfill.ts';
 import { reconcile } from '../pipeline/reconcile.ts';
-import { planResubmission, resinkBatch, resubmit, type ResubmitGroup } from '../pipeline/replay.ts';
+import { planLostResubmission, planResubmission, releaseLost, resinkBatch, resubmit, type ResubmitGroup } from '../pipeline/replay.ts';
 import { startWorkers } from '../pipeline/workers.ts';
 import { parseDurationMs } from './args.ts';
 import { createContext } from './context.ts';
@@ -17,6 +17,7 @@ interface ReplayOptions {
   batch?: string;
   failed: boolean;
   expired: boolean;
+  lost: boolean;
   since?: Date;
   dryRun: boolean;
   yes: boolean;
@@ -53,14 +54,16 @@ export function registerReplayCommand(program: Command): void {
     .option('--batch <jobId>', 're-run the database writes of this batch from its landed raw items; no API call')
     .option('--failed', 're-submit every retryable item (internal errors, lost results, unfinished at expiry)', false)
     .option('--expired', 're-submit the retryable items of expired batches only', false)
+    .option('--lost', 're-submit what batch POSTs whose answer was lost (after a charge) would have fetched', false)
     .option('--since <date>', 'only items of batches submitted since this date (with --failed/--expired)', dateArg)
     .option('--dry-run', 'print what would be re-submitted and its credit estimate; submit nothing', false)
     .option('--yes', 'agree to spend the estimated credits', false)
     .option('--no-wait', 'with --failed/--expired: return after submitting; daemons finish the work')
     .option('--timeout <duration>', 'stop waiting after this long (e.g. 15m)', parseDurationMs)
     .action(async (o: ReplayOptions) => {
-      const modes = [o.batch !== undefined, o.failed, o.expired].filter(Boolean).length;
-      if (modes !== 1) throw new UsageError('give exactly one of --batch JOBID, --failed, --expired');
+      const modes = [o.batch !== undefined, o.failed, o.expired, o.lost].filter(Boolean).length;
+      if (modes !== 1) throw new UsageError('give exactly one of --batch JOBID, --failed, --expired, --lost');
+      if (o.lost && o.since) throw new UsageError('--since goes with --failed or --expired');
       if (o.batch !== undefined && (o.since || o.dryRun || o.yes)) {
         throw new UsageError('--since, --dry-run and --yes go with --failed or --expired; --batch is free and needs none');
       }
@@ -77,6 +80,35 @@ export function registerReplayCommand(program: Command): void {
         }
 
         const { sql } = ctx.db();
+        if (o.lost) {
+          const lost = await planLostResubmission({ sql });
+          if (lost.length === 0) {
+            process.stdout.write('nothing to re-submit: no batch POST answer was lost\n');
+            return;
+          }
+          process.stdout.write(
+            renderTable(
+              ['submission', 'source', 'kind', 'credits', 'lost at'],
+              lost.map((l) => [l.id, l.sourceId, l.kind + (l.lang ? ` ${l.lang}` : ''), l.creditsEstimated, l.createdAt.toISOString()]),
+            ),
+          );
+          process.stdout.write(
+            `these batches were probably created (and paid) upstream, but their answers were lost; submitting them again costs about ` +
+              `${lost.reduce((n, l) => n + l.creditsEstimated, 0)} credit(s) more\n`,
+          );
+          if (o.dryRun) return;
+          if (!o.yes) {
+            process.stderr.write('error: re-submitting spends credits; add --yes to proceed (or --dry-run to only see the plan)\n');
+            process.exitCode = EXIT_USAGE;
+            return;
+          }
+          await waitForRedis(ctx.redis());
+          const syncs = await releaseLost(ctx.deps(), lost);
+          for (const r of syncs) {
+            process.stdout.write(`source ${r.sourceId}: ${r.outcome}${r.jobIds.length ? `, ${r.submitted} video(s) in ${r.jobIds.length} batch(es): ${r.jobIds.join(', ')}` : ''}\n`);
+          }
+          return;
+        }
         const groups = await planResubmission({ sql, settings: ctx.config.pipeline }, { expiredOnly: o.expired, since: o.since });
         if (groups.length === 0) {
           process.stdout.write('nothing to re-submit: no retryable items\n');

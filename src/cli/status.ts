@@ -13,6 +13,14 @@ function progress(b: BatchProgress): string {
 
 export function renderStatus(r: StatusReport): string {
   const out: string[] = [];
+  // first, because nothing scheduled happens while one stands
+  for (const h of r.upstreamHolds ?? []) out.push(`ON HOLD: ${h.message}\n\n`);
+  for (const l of r.lostSubmissions ?? []) {
+    out.push(
+      `LOST ANSWER: source ${l.sourceId ?? '-'} ${l.kind}${l.lang ? ` ${l.lang}` : ''} (~${l.creditsEstimated} credits, ${shortTime(l.at)}): ` +
+        'probably created upstream, not re-submitted; to re-submit: videosite-ingest replay --lost --yes\n\n',
+    );
+  }
   out.push('Sources\n');
   if (r.sources.length === 0) out.push('  none (add one: videosite-ingest sources add channel @handle)\n');
   else

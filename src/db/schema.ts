@@ -323,6 +323,74 @@ export const syncRuns = pgTable(
   ],
 );
 
+export const SUBMISSION_STATES = ['sending', 'submitted', 'failed', 'unknown', 'not-created', 'lost', 'released'] as const;
+export type SubmissionState = (typeof SUBMISSION_STATES)[number];
+/** Submissions whose outcome is not known yet (the next sync of their source resolves them). */
+export const SUBMISSION_PENDING_STATES = ['sending', 'unknown'] as const satisfies readonly SubmissionState[];
+
+/**
+ * Every batch POST, written before it is sent. A POST costs credits and is never retried
+ * blindly: when its answer is lost (`unknown`; or `sending` left by a process that died), the
+ * next sync of the source compares the account's credits with the reading before the POST:
+ * nothing charged → `not-created`, submitted again; charged → `lost`, not re-submitted (that
+ * could pay twice) until a person releases it (`replay --lost`).
+ */
+export const batchSubmissions = pgTable(
+  'batch_submissions',
+  {
+    id: bigNumber('id').primaryKey().generatedAlwaysAsIdentity(),
+    sourceId: integer('source_id').references(() => sources.id, { onDelete: 'set null' }),
+    kind: text('kind').$type<BatchKind>().notNull(),
+    lang: text('lang'),
+    /** the request body (never holds a secret) */
+    request: jsonb('request').notNull(),
+    creditsEstimated: integer('credits_estimated').notNull(),
+    /** `usedCredits` of the /me reading taken before the POST; null: none was taken */
+    usedCreditsBefore: bigNumber('used_credits_before'),
+    state: text('state').$type<SubmissionState>().notNull(),
+    /** the upstream job ID, once the answer arrived */
+    jobId: text('job_id'),
+    /** why it failed, or what was decided about it */
+    detail: text('detail'),
+    createdAt: tstzNow('created_at'),
+    updatedAt: tstzNow('updated_at'),
+  },
+  (t) => [
+    index('batch_submissions_pending_idx')
+      .on(t.sourceId, t.kind)
+      .where(sql`${t.state} in ('sending', 'unknown', 'lost')`),
+    check('batch_submissions_state_ck', sql`${t.state} in (${sqlList(SUBMISSION_STATES)})`),
+    check('batch_submissions_kind_ck', sql`${t.kind} in (${sqlList(BATCH_KINDS)})`),
+  ],
+);
+
+export const HOLD_CODES = ['unauthorized', 'upgrade-required', 'credits'] as const;
+export type HoldCode = (typeof HOLD_CODES)[number];
+/** `all`: no API call at all (the key is refused); `submit`: no sync (polls of batches in flight go on). */
+export const HOLD_SCOPES = ['all', 'submit'] as const;
+export type HoldScope = (typeof HOLD_SCOPES)[number];
+
+/**
+ * The upstream refused for account reasons (key, plan, credits): scheduled work makes no API call
+ * while a hold stands. A person clears it (a `backfill` whose sync succeeds; a daemon's start
+ * re-checks `/me` for `unauthorized` and `credits`).
+ */
+export const upstreamHolds = pgTable(
+  'upstream_holds',
+  {
+    code: text('code').$type<HoldCode>().primaryKey(),
+    scope: text('scope').$type<HoldScope>().notNull(),
+    /** what the upstream said, for `status` and the logs */
+    reason: text('reason').notNull(),
+    since: tstzNow('since'),
+    lastSeenAt: tstzNow('last_seen_at'),
+  },
+  (t) => [
+    check('upstream_holds_code_ck', sql`${t.code} in (${sqlList(HOLD_CODES)})`),
+    check('upstream_holds_scope_ck', sql`${t.scope} in (${sqlList(HOLD_SCOPES)})`),
+  ],
+);
+
 // ---------------------------------------------------------------------------------------------
 // Row types
 
@@ -348,3 +416,5 @@ export type CreditSnapshot = typeof creditSnapshots.$inferSelect;
 export type NewCreditSnapshot = typeof creditSnapshots.$inferInsert;
 export type SyncRun = typeof syncRuns.$inferSelect;
 export type NewSyncRun = typeof syncRuns.$inferInsert;
+export type BatchSubmission = typeof batchSubmissions.$inferSelect;
+export type UpstreamHold = typeof upstreamHolds.$inferSelect;

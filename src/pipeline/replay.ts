@@ -8,8 +8,9 @@
  *   plan is shown first and the caller asks for consent.
  */
 import type { BatchKind } from '../db/schema.ts';
+import { lostSubmissions, markSubmission, type SubmissionRow } from '../db/submissions.ts';
 import type { PipelineDeps } from './deps.ts';
-import { takeCreditSnapshot, submitBatch, CreditsRefusedError } from './scheduler.ts';
+import { takeCreditSnapshot, submitBatch, CreditsRefusedError, syncSource, type SyncResult } from './scheduler.ts';
 import { sinkBatch, type SinkResult } from './sink.ts';
 
 export async function resinkBatch(
@@ -121,4 +122,23 @@ export async function resubmit(deps: PipelineDeps, groups: ResubmitGroup[]): Pro
     videos += g.videoIds.length;
   }
   return { jobIds, videos };
+}
+
+/** Batch POSTs whose answer was lost after the account was charged (see batch_submissions). */
+export function planLostResubmission(deps: Pick<PipelineDeps, 'sql'>): Promise<SubmissionRow[]> {
+  return lostSubmissions(deps.sql);
+}
+
+/**
+ * A person agreed to pay again for batches whose answer was lost: release them (their sources'
+ * kinds and languages may be submitted again) and sync those sources now. Returns the syncs.
+ */
+export async function releaseLost(deps: PipelineDeps, lost: SubmissionRow[]): Promise<SyncResult[]> {
+  for (const l of lost) {
+    await markSubmission(deps.sql, l.id, 'released', { detail: `${l.detail ?? ''} | released by replay --lost at ${new Date().toISOString()}` });
+  }
+  const sources = [...new Set(lost.map((l) => l.sourceId).filter((id): id is number => id !== null))];
+  const syncs: SyncResult[] = [];
+  for (const id of sources) syncs.push(await syncSource(deps, id, { trigger: 'manual' }));
+  return syncs;
 }

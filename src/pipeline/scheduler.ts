@@ -8,11 +8,13 @@
  * due: never landed, last item retryable, or a transcript due for its re-check. A source whose
  * videos are all present spends only that listing.
  */
-import { ApiError, toApiError } from '../api/errors.ts';
+import { AbortedError, ApiError, InternalError, LimitExceededError, NetworkError, SchemaMismatchError, TimeoutError, toApiError } from '../api/errors.ts';
 import type { Account, TranscriptBatchRequest, VideoBatchRequest } from '../api/schemas.ts';
 import type { Queryable } from '../db/connection.ts';
 import type { BatchKind } from '../db/schema.ts';
+import { activeHolds, clearHolds, describeHold, setHold, type UpstreamHoldRow } from '../db/holds.ts';
 import { SourceNotFoundError } from '../db/sources.ts';
+import { lostSubmissions, markSubmission, recordSending, unresolvedSubmissions } from '../db/submissions.ts';
 import { pollJobId } from '../queues/names.ts';
 import type { PipelineDeps } from './deps.ts';
 
@@ -22,6 +24,8 @@ const SYNC_LOCK_NAMESPACE = 0x5653;
 export const SOURCE_METADATA_REFRESH_MS = 24 * 3_600_000;
 /** A retryable video is re-submitted by later syncs at most this many times in all. */
 export const RETRY_ATTEMPTS_MAX = 5;
+/** A submission still `sending` after this long was left by a process that died. */
+export const SUBMISSION_STALE_SENDING_MS = 10 * 60_000;
 
 export type SyncOutcome = 'submitted' | 'up-to-date' | 'refused-credits' | 'in-flight' | 'paused';
 
@@ -40,6 +44,55 @@ export interface SyncResult {
 
 export interface SyncOptions {
   trigger?: 'cron' | 'backfill' | 'manual';
+  /** shared by syncs that run side by side (one backfill), so together they keep to the budget; default none */
+  reservations?: CreditReservations;
+}
+
+/**
+ * Credits that syncs running side by side (a backfill of many sources) have passed the credit
+ * guard for. Each check reads `/me` and also subtracts every reservation that `/me` may not show
+ * yet: those still submitting, and those released only after the check's read began. One
+ * released before a read began is in that read. Checks need not wait for each other; at worst a
+ * charge is counted twice, which errs on the side of refusing.
+ */
+export class CreditReservations {
+  private seq = 0;
+  private readonly reserved = new Set<{ credits: number; releasedAt?: number }>();
+  /** start marks of the `/me` reads in progress */
+  private readonly reading = new Set<number>();
+
+  /** `left()`: credits left per a fresh `/me`. An estimate that fits is reserved until `release()`. */
+  async check(estimate: number, left: () => Promise<number>): Promise<{ available: number; release: () => void }> {
+    const readFrom = ++this.seq;
+    this.reading.add(readFrom);
+    let fromMe: number;
+    try {
+      fromMe = await left();
+    } finally {
+      this.reading.delete(readFrom);
+    }
+    let held = 0;
+    for (const r of this.reserved) if (r.releasedAt === undefined || r.releasedAt > readFrom) held += r.credits;
+    this.prune();
+    const available = fromMe - held;
+    if (estimate > available) return { available, release: () => {} };
+    const mine: { credits: number; releasedAt?: number } = { credits: estimate };
+    this.reserved.add(mine);
+    return {
+      available,
+      release: () => {
+        mine.releasedAt ??= ++this.seq;
+        this.prune();
+      },
+    };
+  }
+
+  /** Forget released reservations that every read in progress began after. */
+  private prune(): void {
+    let oldest = Infinity;
+    for (const r of this.reading) oldest = Math.min(oldest, r);
+    for (const r of this.reserved) if (r.releasedAt !== undefined && r.releasedAt < oldest) this.reserved.delete(r);
+  }
 }
 
 interface SourceRow {
@@ -82,20 +135,54 @@ export async function syncSource(
   opts: SyncOptions = {},
 ): Promise<SyncResult> {
   const conn = await deps.sql.reserve();
+  // A reserved connection whose server connection died must not go back to the pool: the pool
+  // has already parked it for reconnection, and release() would hand the dead one out again
+  // (porsager/postgres#1208). The session lock died with the session.
+  let lost = false;
+  const onConn = async <T>(q: Promise<T>): Promise<T> => {
+    try {
+      return await q;
+    } catch (e: unknown) {
+      if (isConnectionLost(e)) lost = true;
+      throw e;
+    }
+  };
   try {
-    const [lock] = await conn<{ locked: boolean }[]>`
-      select pg_try_advisory_lock(${SYNC_LOCK_NAMESPACE}, ${sourceId}) as locked`;
+    const [lock] = await onConn(conn<{ locked: boolean }[]>`
+      select pg_try_advisory_lock(${SYNC_LOCK_NAMESPACE}, ${sourceId}) as locked`);
     if (!lock?.locked) {
       return { sourceId, outcome: 'in-flight', jobIds: [], listed: 0, submitted: 0, creditsEstimated: 0, detail: 'another process is syncing this source' };
     }
     try {
       return await syncLocked(deps, sourceId, opts);
     } finally {
-      await conn`select pg_advisory_unlock(${SYNC_LOCK_NAMESPACE}, ${sourceId})`;
+      await onConn(conn`select pg_advisory_unlock(${SYNC_LOCK_NAMESPACE}, ${sourceId})`).catch((e: unknown) => {
+        // the sync's own outcome (or error) matters more; a lost session released its lock
+        if (!lost) throw e;
+      });
     }
   } finally {
-    conn.release();
+    if (!lost) conn.release();
   }
+}
+
+/** postgres.js / socket error codes meaning the server connection is gone. */
+const CONNECTION_LOST_CODES = new Set([
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  '57P01', // admin_shutdown (the server is shutting down)
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now (starting up, recovering)
+]);
+
+export function isConnectionLost(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && CONNECTION_LOST_CODES.has(code);
 }
 
 async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOptions): Promise<SyncResult> {
@@ -105,8 +192,16 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
     from sources where id = ${sourceId}`;
   if (!source) throw new SourceNotFoundError(sourceId);
   const result: SyncResult = { sourceId, outcome: 'up-to-date', jobIds: [], listed: 0, submitted: 0, creditsEstimated: 0 };
-  if (source.paused && (opts.trigger ?? 'cron') === 'cron') {
+  const trigger = opts.trigger ?? 'cron';
+  if (source.paused && trigger === 'cron') {
     return { ...result, outcome: 'paused' };
+  }
+  // the upstream refused the account (key, plan, credits): scheduled syncs make no API call
+  // until a person clears it; a sync a person started (backfill, replay) tries, and clears it
+  const upstreamHolds: UpstreamHoldRow[] = await activeHolds(sql);
+  if (upstreamHolds.length > 0 && trigger === 'cron') {
+    log.debug({ sourceId, holds: upstreamHolds.map((h) => h.code) }, 'sync skipped: upstream refused the account');
+    return { ...result, outcome: 'paused', detail: describeHold(upstreamHolds[0]!) };
   }
 
   const [run] = await sql<{ id: number }[]>`
@@ -114,6 +209,7 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
   const runId = run!.id;
 
   try {
+    await resolveSubmissions(deps, sourceId);
     const inFlight = await inFlightKeys(sql, sourceId);
     const langs: (string | null)[] = source.langs.length > 0 ? source.langs : [null];
     const wanted = [
@@ -139,17 +235,20 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
     }
     if (planned.length === 0) {
       await sql`update sources set last_synced_at = now(), last_error = null, last_error_code = null where id = ${sourceId}`;
+      await keepLostVisible(sql, sourceId);
       await finishRun(sql, runId, 'up-to-date', result);
       log.info({ sourceId, listed: result.listed }, 'source up to date');
+      if (upstreamHolds.length > 0) await liftHolds(deps);
       return result;
     }
 
     const estimate = planned.reduce((n, b) => n + b.credits, 0);
     result.creditsEstimated = estimate;
-    const account = await takeCreditSnapshot(deps, sourceId, 'before-submit');
-    const available = account.maxCredits - account.usedCredits - settings.creditReserve;
+    const { available, release } = await checkCredits(deps, sourceId, estimate, opts.reservations);
     if (estimate > available) {
       const refusal = new CreditsRefusedError(estimate, Math.max(0, available), settings.creditReserve);
+      // nothing left at all: every sync would be refused; hold them until credits return
+      if (available <= 0) await holdUpstream(deps, 'credits', refusal.message);
       result.outcome = 'refused-credits';
       result.detail = refusal.message;
       await sql`
@@ -160,10 +259,14 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
       return result;
     }
 
-    for (const batch of planned) {
-      const jobId = await submitBatch(deps, { sourceId, ...batch, textOnly: source.text_only });
-      result.jobIds.push(jobId);
-      result.submitted += batch.videos;
+    try {
+      for (const batch of planned) {
+        const jobId = await submitBatch(deps, { sourceId, ...batch, textOnly: source.text_only });
+        result.jobIds.push(jobId);
+        result.submitted += batch.videos;
+      }
+    } finally {
+      release();
     }
     if (!source.initial_sync_done) {
       await sql`update sources set initial_sync_done = true where id = ${sourceId}`;
@@ -171,13 +274,16 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
     await sql`
       update sources set last_synced_at = now(), last_error = null, last_error_code = null, updated_at = now()
       where id = ${sourceId}`;
+    await keepLostVisible(sql, sourceId);
     result.outcome = 'submitted';
     await finishRun(sql, runId, 'submitted', result);
     log.info({ sourceId, jobIds: result.jobIds, videos: result.submitted, credits: estimate }, 'batches submitted');
+    if (upstreamHolds.length > 0) await liftHolds(deps);
     return result;
   } catch (e: unknown) {
     const err = e instanceof ApiError ? e : e instanceof Error ? e : toApiError(e);
     const code = err instanceof ApiError ? err.code : 'error';
+    await holdOnRefusal(deps, err).catch((holdErr: unknown) => log.warn({ err: holdErr }, 'could not record the upstream refusal'));
     result.detail = err.message;
     await sql`
       update sources set last_error = ${err.message}, last_error_code = ${code}, last_error_at = now()
@@ -193,11 +299,94 @@ function key(kind: BatchKind, lang: string | null): string {
   return `${kind}/${lang ?? ''}`;
 }
 
+/**
+ * Kinds and languages not to submit now: a batch in flight, or a POST whose answer was lost after
+ * the account was charged (submitting again could pay twice; a person decides: replay --lost).
+ */
 async function inFlightKeys(sql: Queryable, sourceId: number): Promise<Set<string>> {
   const rows = await sql<{ kind: BatchKind; lang: string | null }[]>`
     select kind, lang from batches
     where source_id = ${sourceId} and status in ('submitted', 'queued', 'active')`;
-  return new Set(rows.map((r) => key(r.kind, r.lang)));
+  const keys = new Set(rows.map((r) => key(r.kind, r.lang)));
+  for (const l of await lostSubmissions(sql, sourceId)) keys.add(key(l.kind, l.lang));
+  return keys;
+}
+
+/**
+ * Decide what became of this source's POSTs whose answer was lost, before this sync spends
+ * anything: if the account's credits have not moved since the reading taken just before the
+ * POST, nothing was created (this sync submits again); if they moved, it probably was created
+ * and cannot be read without its job ID: `lost`, not re-submitted automatically.
+ */
+async function resolveSubmissions(deps: PipelineDeps, sourceId: number): Promise<void> {
+  const { sql, api, log } = deps;
+  const pending = await unresolvedSubmissions(sql, sourceId, SUBMISSION_STALE_SENDING_MS);
+  if (pending.length === 0) return;
+  const me = await api.me();
+  for (const p of pending) {
+    const when = p.createdAt.toISOString();
+    if (p.usedCreditsBefore !== null && me.usedCredits === p.usedCreditsBefore) {
+      await markSubmission(sql, p.id, 'not-created', {
+        detail: `answer lost at ${when}; the account was not charged since (used ${me.usedCredits}): not created, submitted again`,
+      });
+      log.warn({ sourceId, submission: p.id, kind: p.kind, lang: p.lang }, 'lost batch POST was not created upstream: submitting again');
+      continue;
+    }
+    const detail =
+      `the answer to a batch POST (${p.kind}${p.lang ? ` ${p.lang}` : ''}) was lost at ${when} and the account was charged since ` +
+      `(used ${p.usedCreditsBefore ?? 'unknown'} -> ${me.usedCredits}): the batch was probably created upstream but cannot be read; ` +
+      'not re-submitted automatically (that could pay twice); to re-submit: videosite-ingest replay --lost --yes';
+    await markSubmission(sql, p.id, 'lost', { detail });
+    await sql`
+      update sources set last_error = ${detail}, last_error_code = 'answer-lost', last_error_at = now()
+      where id = ${sourceId}`;
+    log.error(
+      { sourceId, submission: p.id, kind: p.kind, lang: p.lang, creditsEstimated: p.creditsEstimated },
+      'lost batch POST was probably created upstream: not re-submitted',
+    );
+  }
+}
+
+/** A sync that went well otherwise still shows, as the source's error, a lost POST left undecided. */
+async function keepLostVisible(sql: Queryable, sourceId: number): Promise<void> {
+  const [lost] = await lostSubmissions(sql, sourceId);
+  if (!lost) return;
+  await sql`
+    update sources set last_error = ${lost.detail}, last_error_code = 'answer-lost', last_error_at = ${lost.createdAt}
+    where id = ${sourceId}`;
+}
+
+/** Record an account-level refusal as a hold (logged once, when it starts). */
+async function holdUpstream(
+  deps: Pick<PipelineDeps, 'sql' | 'log'>,
+  code: 'unauthorized' | 'upgrade-required' | 'credits',
+  reason: string,
+): Promise<void> {
+  if (await setHold(deps.sql, code, reason)) {
+    deps.log.error({ code, reason }, describeHold({ code, reason, since: new Date() }));
+  }
+}
+
+/** Holds for the refusals retrying cannot fix: a bad key, a plan without batches, no credits left. */
+async function holdOnRefusal(deps: PipelineDeps, err: Error): Promise<void> {
+  if (!(err instanceof ApiError)) return;
+  if (err.code === 'unauthorized' || err.code === 'upgrade-required') {
+    await holdUpstream(deps, err.code, err.message);
+    return;
+  }
+  if (err instanceof LimitExceededError && err.retryAfterMs === undefined) {
+    // a 429 is a rate limit or an exhausted quota; /me (free) tells which
+    const me = await deps.api.me();
+    if (me.usedCredits >= me.maxCredits - deps.settings.creditReserve) {
+      await holdUpstream(deps, 'credits', `${err.message} (used ${me.usedCredits} of ${me.maxCredits} credits)`);
+    }
+  }
+}
+
+/** A sync a person started got through: the account is fine again. */
+async function liftHolds(deps: Pick<PipelineDeps, 'sql' | 'log'>): Promise<void> {
+  const cleared = await clearHolds(deps.sql);
+  if (cleared.length > 0) deps.log.info({ cleared }, 'upstream hold cleared: scheduled syncs resume');
 }
 
 async function finishRun(sql: Queryable, runId: number, outcome: string, r: SyncResult): Promise<void> {
@@ -206,6 +395,20 @@ async function finishRun(sql: Queryable, runId: number, outcome: string, r: Sync
       videos_listed = ${r.listed}, videos_submitted = ${r.submitted},
       credits_estimated = ${r.creditsEstimated}, job_ids = ${r.jobIds}
     where id = ${runId}`;
+}
+
+/** Credits left for this sync (GET /me, minus the reserve and what side-by-side syncs reserved). */
+async function checkCredits(
+  deps: PipelineDeps,
+  sourceId: number,
+  estimate: number,
+  reservations: CreditReservations | undefined,
+): Promise<{ available: number; release: () => void }> {
+  const left = async () => {
+    const account = await takeCreditSnapshot(deps, sourceId, 'before-submit');
+    return account.maxCredits - account.usedCredits - deps.settings.creditReserve;
+  };
+  return reservations ? reservations.check(estimate, left) : { available: await left(), release: () => {} };
 }
 
 /** GET /me (free) and keep it in `credit_snapshots`. */
@@ -372,21 +575,61 @@ export interface SubmitBatchInput {
   replayOf?: string | null;
 }
 
+/** Whether a failed POST may have created the batch anyway (its answer was lost, not refused). */
+export function answerMayBeLost(e: unknown): boolean {
+  if (e instanceof NetworkError) return !e.notSent;
+  if (e instanceof TimeoutError) return (e.cause as { code?: unknown } | undefined)?.code !== 'UND_ERR_CONNECT_TIMEOUT';
+  if (e instanceof AbortedError || e instanceof SchemaMismatchError) return true;
+  // a gateway's non-JSON 5xx: the request may have reached the API behind it
+  if (e instanceof InternalError) return e.rawBody !== undefined;
+  // any other answer with a status refused the request; a local invalid-request sent nothing
+  if (e instanceof ApiError) return false;
+  return true;
+}
+
 /**
  * POST the batch once (the client never retries a create after it may have arrived), record it
  * with its estimate, then enqueue its poll job. Returns the upstream job ID.
  */
 export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): Promise<string> {
   const { sql, api, queues, settings } = deps;
-  const { jobId } =
-    input.kind === 'video'
-      ? await api.createVideoBatch(input.request as VideoBatchRequest)
-      : await api.createTranscriptBatch(input.request as TranscriptBatchRequest);
-  await sql`
-    insert into batches (job_id, source_id, kind, lang, status, credits_estimated, request, text_only, replay_of, next_poll_at)
-    values (${jobId}, ${input.sourceId}, ${input.kind}, ${input.lang}, 'submitted', ${input.credits},
-      ${sql.json(input.request as never)}, ${input.textOnly ?? false}, ${input.replayOf ?? null},
-      now() + make_interval(secs => ${settings.pollInitialDelayMs / 1000}))`;
+  // Written before the POST, with the account's usage read just before it (/me is free): an
+  // answer that never arrives (or a crash right after sending) is then never forgotten, and the
+  // next sync can tell from the credits whether the batch was created (resolveSubmissions).
+  const before = await api.me();
+  const submission = await recordSending(sql, {
+    sourceId: input.sourceId,
+    kind: input.kind,
+    lang: input.lang,
+    request: input.request,
+    credits: input.credits,
+    usedCreditsBefore: before.usedCredits,
+  });
+  let jobId: string;
+  try {
+    ({ jobId } =
+      input.kind === 'video'
+        ? await api.createVideoBatch(input.request as VideoBatchRequest)
+        : await api.createTranscriptBatch(input.request as TranscriptBatchRequest));
+  } catch (e: unknown) {
+    const lost = answerMayBeLost(e);
+    await markSubmission(sql, submission, lost ? 'unknown' : 'failed', { detail: e instanceof Error ? e.message : String(e) });
+    if (lost) {
+      deps.log.error(
+        { sourceId: input.sourceId, kind: input.kind, lang: input.lang, submission, err: e },
+        'batch POST answer lost: it may have been created upstream; not retried (the next sync checks the credits first)',
+      );
+    }
+    throw e;
+  }
+  await sql.begin(async (tx) => {
+    await tx`
+      insert into batches (job_id, source_id, kind, lang, status, credits_estimated, request, text_only, replay_of, next_poll_at)
+      values (${jobId}, ${input.sourceId}, ${input.kind}, ${input.lang}, 'submitted', ${input.credits},
+        ${tx.json(input.request as never)}, ${input.textOnly ?? false}, ${input.replayOf ?? null},
+        now() + make_interval(secs => ${settings.pollInitialDelayMs / 1000}))`;
+    await markSubmission(tx, submission, 'submitted', { jobId });
+  });
   const videoIds = (input.request as { videoIds?: string[] }).videoIds;
   if (videoIds !== undefined) {
     // these videos' retryable items are taken up by this batch: never re-submit them again

@@ -21,15 +21,26 @@ export interface SinkResult {
   inserted: number;
   updated: number;
   unchanged: number;
+  /** true when `signal` stopped it between chunks: items are left landed for the next run */
+  interrupted?: boolean;
 }
 
-export async function sinkBatch(deps: Pick<PipelineDeps, 'sql' | 'log' | 'settings' | 'metrics'>, jobId: string): Promise<SinkResult> {
+export async function sinkBatch(
+  deps: Pick<PipelineDeps, 'sql' | 'log' | 'settings' | 'metrics'>,
+  jobId: string,
+  opts: { signal?: AbortSignal } = {},
+): Promise<SinkResult> {
   const { sql, log, settings } = deps;
   const result: SinkResult = { jobId, sunk: 0, quarantined: 0, inserted: 0, updated: 0, unchanged: 0 };
   const [batch] = await sql<{ kind: BatchKind }[]>`select kind from batches where job_id = ${jobId}`;
   if (!batch) return result;
 
   for (;;) {
+    // a shutdown stops between chunks: each chunk is one transaction, so nothing is half-written
+    if (opts.signal?.aborted) {
+      result.interrupted = true;
+      break;
+    }
     let chunkCounts: UpsertCounts | undefined;
     const claimed = await sql.begin(async (tx) => {
       const items = await nextLandedChunk(tx, jobId, settings.sinkChunkSize, { lock: true });

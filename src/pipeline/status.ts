@@ -3,6 +3,8 @@
  * error counts, and credits. Read-only; one query per section.
  */
 import type { Queryable } from '../db/connection.ts';
+import { activeHolds, describeHold } from '../db/holds.ts';
+import { lostSubmissions } from '../db/submissions.ts';
 import { batchProgress, type BatchProgress } from './backfill.ts';
 
 export interface SourceStatus {
@@ -25,6 +27,10 @@ export interface SourceStatus {
 
 export interface StatusReport {
   generatedAt: string;
+  /** account-level refusals (key, plan, credits): scheduled work makes no API call while one stands */
+  upstreamHolds: { code: string; scope: string; reason: string; since: string; message: string }[];
+  /** batch POSTs whose answer was lost after the account was charged: not re-submitted until `replay --lost` */
+  lostSubmissions: { id: number; sourceId: number | null; kind: string; lang: string | null; creditsEstimated: number; at: string; detail: string | null }[];
   sources: SourceStatus[];
   inFlight: BatchProgress[];
   /** batches that ended in the last 24 hours */
@@ -99,8 +105,14 @@ export async function collectStatus(sql: Queryable): Promise<StatusReport> {
     select used_credits from credit_snapshots where taken_at > now() - interval '24 hours' order by taken_at, id limit 1`;
   const [est] = await sql<{ total: number }[]>`select coalesce(sum(credits_estimated), 0)::bigint as total from batches`;
 
+  const holds = await activeHolds(sql);
+  const lost = await lostSubmissions(sql);
   return {
     generatedAt: new Date().toISOString(),
+    upstreamHolds: holds.map((h) => ({ code: h.code, scope: h.scope, reason: h.reason, since: h.since.toISOString(), message: describeHold(h) })),
+    lostSubmissions: lost.map((l) => ({
+      id: l.id, sourceId: l.sourceId, kind: l.kind, lang: l.lang, creditsEstimated: l.creditsEstimated, at: l.createdAt.toISOString(), detail: l.detail,
+    })),
     sources: sources.map((s) => ({
       id: s.id,
       kind: s.kind,

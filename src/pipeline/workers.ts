@@ -31,6 +31,14 @@ export const RATE_LIMIT_DEFAULT_PAUSE_MS = 30_000;
 export const JOB_RETRY_MAX_DELAY_MS = 5 * 60_000;
 /** A job's lock; renewed while it runs. Long enough for a 100 MB poll on a slow link. */
 export const JOB_LOCK_DURATION_MS = 120_000;
+/** Default interval of the stalled-job check (BullMQ's default). */
+export const JOB_STALLED_CHECK_MS_DEFAULT = 30_000;
+/** After the grace period, how long a forced close may take (an unreachable Redis never answers). */
+export const FORCE_CLOSE_WAIT_MS = 1_000;
+/** Wait before a worker's main loop retries after a Redis connection error. */
+export const WORKER_RUN_RETRY_MS = 2_000;
+/** Times a job may lose its worker before BullMQ fails it; reconcile re-creates it then. */
+export const MAX_STALLED_COUNT = 10;
 
 const PERMANENT_API_CODES = new Set(['unauthorized', 'upgrade-required', 'forbidden', 'invalid-request', 'schema-mismatch']);
 
@@ -51,13 +59,30 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
   const base = {
     connection: opts.connection,
     prefix: queues.prefix,
-    lockDuration: JOB_LOCK_DURATION_MS,
-    maxStalledCount: 3,
+    lockDuration: settings.jobLockDurationMs ?? JOB_LOCK_DURATION_MS,
+    // a job whose worker died (lock expired) goes back to wait at the next check; every step is
+    // idempotent, so running it again is safe, and a job that keeps killing its worker must not
+    // fail as "stalled more than allowable limit" while attempts remain (reconcile revives it
+    // from Postgres anyway when it does)
+    stalledInterval: settings.jobStalledCheckMs ?? JOB_STALLED_CHECK_MS_DEFAULT,
+    maxStalledCount: MAX_STALLED_COUNT,
+    // after a Redis connection error, try again soon (BullMQ waits 15 s): back to work seconds
+    // after an outage ends
+    runRetryDelay: WORKER_RUN_RETRY_MS,
     settings: {
       backoffStrategy: (attemptsMade: number) => Math.min(JOB_RETRY_MAX_DELAY_MS, 2_000 * 2 ** Math.max(0, attemptsMade - 1)),
     },
   };
   const workers: Worker[] = [];
+  // set when close() starts: long steps stop at their next safe point and hand the job back
+  const stopping = new AbortController();
+
+  /** Put a job back in the queue without burning an attempt: another worker takes it up. */
+  const handBack = async (job: Job, token: string | undefined, what: string): Promise<never> => {
+    await job.moveToDelayed(Date.now(), token);
+    log.info({ queue: job.queueName, bullJobId: job.id }, `${what} interrupted by shutdown: job handed back`);
+    throw new DelayedError();
+  };
 
   const rateLimited = async (worker: Worker, e: LimitExceededError): Promise<never> => {
     const ms = e.retryAfterMs ?? RATE_LIMIT_DEFAULT_PAUSE_MS;
@@ -103,8 +128,10 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
         const data = parsePayload(QUEUE_POLL, PollJobSchema, job.data);
         let r;
         try {
-          r = await pollBatch(deps, data.jobId, { previousDelayMs: data.delayMs });
+          r = await pollBatch(deps, data.jobId, { previousDelayMs: data.delayMs, signal: stopping.signal });
         } catch (e: unknown) {
+          // aborted mid-answer by a shutdown: the poll's transaction rolled back; poll again later
+          if (stopping.signal.aborted) return handBack(job, token, 'poll');
           if (e instanceof LimitExceededError) return rateLimited(w, e);
           return classify(e);
         }
@@ -122,13 +149,16 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
   if (opts.roles.includes('sink')) {
     const w: Worker = new Worker(
       QUEUE_SINK,
-      async (job: Job) => {
+      async (job: Job, token?: string) => {
         const data = parsePayload(QUEUE_SINK, SinkJobSchema, job.data);
+        let r;
         try {
-          return await sinkBatch(deps, data.jobId);
+          r = await sinkBatch(deps, data.jobId, { signal: stopping.signal });
         } catch (e: unknown) {
           return classify(e);
         }
+        if (r.interrupted) return handBack(job, token, 'sink');
+        return r;
       },
       { ...base, concurrency: settings.sinkConcurrency },
     );
@@ -142,13 +172,20 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
     w.on('error', (err) => {
       log.error({ queue: w.name, err }, 'worker error');
     });
+    w.on('stalled', (jobId) => {
+      // its worker died or lost the lock: the job runs again (every step is idempotent)
+      log.warn({ queue: w.name, bullJobId: jobId }, 'job stalled: re-queued');
+    });
   }
 
   return {
     workers,
     async close(timeoutMs = settings.shutdownGraceMs) {
-      // A graceful close waits for running jobs; past the grace period, force it (the jobs'
-      // locks expire and another worker, or reconcile, takes them up again).
+      // Running polls and sinks stop at their next safe point and hand their job back, so a
+      // shutdown leaves no job behind locked by a dead worker (a stalled job). A graceful close
+      // waits for that; past the grace period (say, Redis unreachable), force it: those jobs'
+      // locks then expire and another worker, or reconcile, takes them up again.
+      stopping.abort();
       let timer: NodeJS.Timeout | undefined;
       const graceful = Promise.allSettled(workers.map((w) => w.close()));
       const timedOut = new Promise<'timeout'>((resolve) => {
@@ -158,10 +195,14 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
       if (timer) clearTimeout(timer);
       if (outcome === 'timeout') {
         log.warn({ timeoutMs }, 'workers did not finish in time; forcing close');
+        let forceTimer: NodeJS.Timeout | undefined;
         await Promise.race([
           Promise.allSettled(workers.map((w) => w.close(true))),
-          new Promise((resolve) => setTimeout(resolve, 2_000)),
+          new Promise((resolve) => {
+            forceTimer = setTimeout(resolve, FORCE_CLOSE_WAIT_MS);
+          }),
         ]);
+        if (forceTimer) clearTimeout(forceTimer);
       }
     },
   };

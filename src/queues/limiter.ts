@@ -9,6 +9,8 @@ import type { Redis } from 'ioredis';
 /** Default: the lowest plans allow about one request per second (UPSTREAM.md); be a bit above. */
 export const API_RATE_PER_SECOND_DEFAULT = 5;
 export const API_RATE_BURST_DEFAULT = 10;
+/** Longest single wait of `acquire` before it asks Redis again. */
+export const LIMITER_RECHECK_MS = 5_000;
 
 const ACQUIRE_LUA = `
 local bucket = KEYS[1]
@@ -89,7 +91,9 @@ export function createApiLimiter(opts: ApiLimiterOptions): ApiLimiter {
       for (;;) {
         const wait = Number(await opts.redis.eval(ACQUIRE_LUA, 2, bucketKey, pausedKey, rate / 1000, burst));
         if (wait <= 0) return;
-        await sleep(wait, signal);
+        // a long pause (a 429's Retry-After) is waited out in slices, re-read from Redis each
+        // time: a pause that ends early (lifted by hand, lost with a Redis restart) ends here too
+        await sleep(Math.min(wait, LIMITER_RECHECK_MS), signal);
       }
     },
     async pauseFor(ms) {

@@ -28,7 +28,7 @@ describe('decideRetry for GETs (idempotent)', () => {
     { kind: 'timeout' },
     { kind: 'network' },
     { kind: 'truncated' },
-    { kind: 'answered', status: 429, errorBody: true },
+    { kind: 'answered', status: 429, errorBody: true, retryAfterMs: 50 },
     { kind: 'answered', status: 500, errorBody: true },
     { kind: 'answered', status: 502, errorBody: false },
     { kind: 'answered', status: 503, errorBody: false },
@@ -44,6 +44,8 @@ describe('decideRetry for GETs (idempotent)', () => {
     { kind: 'answered', status: 403, errorBody: true },
     { kind: 'answered', status: 404, errorBody: true },
     { kind: 'answered', status: 206, errorBody: true },
+    // an exhausted quota, most likely: the caller checks /me instead of asking again
+    { kind: 'answered', status: 429, errorBody: true },
     { kind: 'invalid-answer' },
     { kind: 'final' },
   ];
@@ -76,7 +78,8 @@ describe('decideRetry for GETs (idempotent)', () => {
 describe('decideRetry for job-creating POSTs', () => {
   it('retries only when the request never left or the API itself refused it', () => {
     expect(decideRetry('create', { kind: 'not-sent' }, 1, policy, half).retry).toBe(true);
-    expect(decideRetry('create', { kind: 'answered', status: 429, errorBody: true }, 1, policy, half).retry).toBe(true);
+    expect(decideRetry('create', { kind: 'answered', status: 429, errorBody: true, retryAfterMs: 50 }, 1, policy, half).retry).toBe(true);
+    expect(decideRetry('create', { kind: 'answered', status: 429, errorBody: true }, 1, policy, half).retry).toBe(false);
     expect(decideRetry('create', { kind: 'answered', status: 503, errorBody: true }, 1, policy, half).retry).toBe(true);
   });
 

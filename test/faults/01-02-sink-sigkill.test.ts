@@ -1,0 +1,181 @@
+/**
+ * Scenarios 1 and 2: a sink worker is SIGKILLed while it writes a 5000-item batch (once, then
+ * twice on the same BullMQ job). Every chunk is one transaction claimed with SKIP LOCKED, so a
+ * killed chunk rolls back and is written again by the next worker: 0 rows missing, 0 written
+ * twice; the job whose worker died is re-queued by the stalled check (never failed as "stalled
+ * more than allowable limit"), and reconcile re-creates sink work from Postgres meanwhile.
+ *
+ * Postgres is reached through the fault proxy with a little latency, so a 5000-item sink takes
+ * seconds and the kills land mid-write on any machine.
+ */
+import { Queue } from 'bullmq';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { QUEUE_SINK } from '../../src/queues/names.ts';
+import { expectedTranscripts, ledger, settle } from '../helpers/fault-checks.ts';
+import { countOf, figures, publicVideoIds, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
+import { waitUntil, type CliProcess } from '../helpers/proc.ts';
+
+const BATCH = 5000;
+const SINK_ENV = { SINK_CHUNK_ITEMS: '100', SINK_CONCURRENCY: '4' };
+
+let rig: FaultRig;
+let sinkQueue: Queue;
+beforeAll(async () => {
+  rig = await startFaultRig('01-sink', {
+    sim: { catalog: { channels: 2, channelSizes: [BATCH, BATCH] }, jobs: { queuedMs: 100, itemsPerSecond: 1_000_000 } },
+  });
+  sinkQueue = new Queue(QUEUE_SINK, { connection: rig.redis(), prefix: rig.prefix });
+});
+afterAll(async () => {
+  await sinkQueue?.close();
+  await rig?.close();
+});
+
+async function videoBatchOf(sourceId: number): Promise<string> {
+  const { sql } = rig.db();
+  return waitUntil(async () => {
+    const [b] = await sql<{ job_id: string }[]>`select job_id from batches where source_id = ${sourceId} and kind = 'video'`;
+    return b?.job_id;
+  }, 60_000, 'the video batch to be recorded');
+}
+
+const sunkOf = (jobId: string) =>
+  countOf(rig.db().sql`select count(*)::int as n from batch_items where job_id = ${jobId} and state = 'sunk'`);
+
+/** The active sink job working on an upstream batch, if any. */
+async function activeSinkJob(jobId: string) {
+  const active = await sinkQueue.getActive();
+  return active.find((j) => (j.data as { jobId?: string }).jobId === jobId);
+}
+
+const stalledLines = (p: CliProcess, id?: string) =>
+  p.logs().filter((l) => l.msg === 'job stalled: re-queued' && (id === undefined || l.bullJobId === id)).length;
+
+async function startSink(label: string): Promise<CliProcess> {
+  const p = rig.cli(['daemon', '--role', 'sink'], SINK_ENV, label);
+  await p.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  return p;
+}
+
+it('01 SIGKILL a sink worker while it writes a 5000-item batch: 0 rows missing, 0 duplicates', async () => {
+  const ch = rig.sim.catalog.channels()[0]!;
+  const source = await rig.addSource({ ref: ch.id });
+  rig.pgProxy.set({ mode: 'latency', latencyMs: 15 });
+
+  const poller = rig.cli(['daemon', '--role', 'scheduler,poller'], {}, 'poller');
+  await poller.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  const s1 = await startSink('sink-1');
+  const submit = await rig.run(['backfill', '--source', String(source.id), '--no-wait']);
+  expect(submit.code, submit.stderr).toBe(0);
+  const batch = await videoBatchOf(source.id);
+
+  // mid-write: some chunks committed, most not
+  const sunkAtKill = await waitUntil(async () => {
+    const n = await sunkOf(batch);
+    return n >= 300 ? n : undefined;
+  }, 90_000, 'the sink to be writing the batch', 50);
+  s1.kill('SIGKILL');
+  await s1.exited;
+  expect(sunkAtKill).toBeLessThan(BATCH - 500);
+
+  const s2 = await startSink('sink-2');
+  const s = await settle(rig, [source.id], 180_000);
+  const reconciled = s2.logs().find((l) => l.msg === 'reconciled queues with Postgres');
+  const reexecuted = stalledLines(s2) + Number(reconciled?.sinks ?? 0);
+
+  const wantVideos = publicVideoIds(rig.sim, ch.id).length;
+  const wantTranscripts = expectedTranscripts(rig.sim, ch.id);
+  const { sql } = rig.db();
+  const [dup] = await sql<{ n: number }[]>`select (count(*) - count(distinct id))::int as n from videos`;
+  const missing = wantVideos - s.videos + (wantTranscripts - s.transcripts);
+  figures('01 sink-sigkill', {
+    rows_missing: missing,
+    duplicate_rows: dup!.n + s.duplicateItems,
+    sunk_at_kill: sunkAtKill,
+    jobs_reexecuted: reexecuted,
+  });
+  expect(missing).toBe(0);
+  expect(dup!.n + s.duplicateItems).toBe(0);
+  expect(s.unsettledItems).toBe(0);
+  expect(reexecuted).toBeGreaterThan(0);
+  // every stored video came from this batch, written once (a second write would need a change)
+  const [fromBatch] = await sql<{ n: number }[]>`select count(*)::int as n from videos where last_job_id = ${batch}`;
+  expect(fromBatch!.n).toBe(wantVideos);
+  for (const p of [poller, s2]) p.kill('SIGTERM');
+  await Promise.all([poller.exited, s2.exited]);
+});
+
+it('02 SIGKILL the same sink job twice: it is completed, not failed as stalled', async () => {
+  const ch = rig.sim.catalog.channels()[1]!;
+  const source = await rig.addSource({ ref: ch.id });
+  // slower still: the job must be handed back (lock expiry + two stalled checks) while work remains
+  rig.pgProxy.set({ mode: 'latency', latencyMs: 40 });
+
+  const poller = rig.cli(['daemon', '--role', 'scheduler,poller'], {}, 'poller-2');
+  await poller.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  const s1 = await startSink('sink-a');
+  const submit = await rig.run(['backfill', '--source', String(source.id), '--no-wait']);
+  expect(submit.code, submit.stderr).toBe(0);
+  const batch = await videoBatchOf(source.id);
+
+  // first kill: the job writing the video batch
+  const job = await waitUntil(async () => {
+    const j = await activeSinkJob(batch);
+    return j && (await sunkOf(batch)) >= 200 ? j : undefined;
+  }, 90_000, 'the sink job of the batch to be writing', 50);
+  s1.kill('SIGKILL');
+  await s1.exited;
+  const sunkAfterFirst = await sunkOf(batch);
+  expect(sunkAfterFirst).toBeLessThan(BATCH - 1000);
+
+  // second kill: the same job, taken up again by the next worker, mid-write again. Its dead
+  // worker's lock expires first, so the new worker's first stalled checks hand it back at once.
+  await waitUntil(
+    async () => ((await rig.redis().exists(`${rig.prefix}:${QUEUE_SINK}:${job.id}:lock`)) === 0 ? true : undefined),
+    30_000,
+    'the killed worker\'s lock to expire',
+  );
+  const s2 = await startSink('sink-b');
+  await waitUntil(async () => {
+    const j = await sinkQueue.getJob(job.id!);
+    if (!j || (await j.getState()) !== 'active' || j.attemptsStarted <= job.attemptsStarted) return undefined;
+    return (await sunkOf(batch)) >= sunkAfterFirst + 100 ? true : undefined;
+  }, 90_000, 'the same job to be running again', 50);
+  s2.kill('SIGKILL');
+  await s2.exited;
+  const sunkAfterSecond = await sunkOf(batch);
+  expect(sunkAfterSecond).toBeLessThan(BATCH);
+
+  const s3 = await startSink('sink-c');
+  await settle(rig, [source.id], 180_000);
+  // the rows are all there (reconcile's sink job wrote them); the job itself ends once its dead
+  // worker's lock expires and the stalled check hands it to the new worker
+  await waitUntil(async () => {
+    const j = await sinkQueue.getJob(job.id!);
+    const st = j ? await j.getState() : 'removed';
+    return st === 'active' || st === 'waiting' ? undefined : true;
+  }, 60_000, 'the twice-killed job to end');
+  const s = await ledger(rig);
+  const stalls = stalledLines(s2, job.id!) + stalledLines(s3, job.id!);
+  const failed = await sinkQueue.getFailed();
+  const left = await sinkQueue.getJob(job.id!);
+  const state = left ? await left.getState() : 'completed (removed)';
+  const failedLines = poller.logs().concat(s2.logs(), s3.logs()).filter((l) => l.msg === 'job failed');
+  const failedJobs = failedLines.length;
+  const { sql } = rig.db();
+  const [mine] = await sql<{ n: number }[]>`select count(*)::int as n from videos where last_job_id = ${batch}`;
+  figures('02 sink-sigkill-twice', {
+    stalls_of_job: stalls,
+    job_state: state.replace(/ /g, '_'),
+    failed_jobs: failed.length + failedJobs,
+    rows_missing: publicVideoIds(rig.sim, ch.id).length - mine!.n,
+  });
+  expect(stalls).toBe(2);
+  expect(state).not.toBe('failed');
+  expect(failed).toHaveLength(0);
+  expect(failedJobs, JSON.stringify(failedLines)).toBe(0);
+  expect(mine!.n).toBe(publicVideoIds(rig.sim, ch.id).length);
+  expect(s.unsettledItems).toBe(0);
+  for (const p of [poller, s3]) p.kill('SIGTERM');
+  await Promise.all([poller.exited, s3.exited]);
+});

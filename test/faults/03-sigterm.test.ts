@@ -1,0 +1,109 @@
+/**
+ * Scenario 3: SIGTERM while a daemon writes a batch. Running polls and sinks stop at their next
+ * safe point and hand their job back, so the daemon exits within the grace period leaving no job
+ * locked by a dead worker (0 stalled jobs); and when Redis is unreachable at that moment, the
+ * shutdown is still bounded by the grace period (workers' and connections' close are timed).
+ */
+import { Queue } from 'bullmq';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { QUEUE_NAMES } from '../../src/queues/names.ts';
+import { settle } from '../helpers/fault-checks.ts';
+import { countOf, figures, publicVideoIds, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
+import { waitUntil, type CliProcess } from '../helpers/proc.ts';
+
+const GRACE_MS = 5_000;
+/** What "within the grace period" allows on top of it: process exit and a loaded machine. */
+const EXIT_SLACK_MS = 1_000;
+
+let rig: FaultRig;
+let queues: Queue[];
+beforeAll(async () => {
+  rig = await startFaultRig('03-sigterm', {
+    sim: { catalog: { channels: 2, channelSizes: [2000, 2000] }, jobs: { queuedMs: 100, itemsPerSecond: 1_000_000 } },
+  });
+  queues = QUEUE_NAMES.map((n) => new Queue(n, { connection: rig.redis(), prefix: rig.prefix }));
+});
+afterAll(async () => {
+  await Promise.allSettled(queues.map((q) => q.close()));
+  await rig?.close();
+});
+
+async function startDaemon(label: string): Promise<CliProcess> {
+  const d = rig.cli(['daemon'], { SHUTDOWN_GRACE_MS: String(GRACE_MS), SINK_CHUNK_ITEMS: '100' }, label);
+  await d.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  return d;
+}
+
+/** Submit the source's batches and wait until the sink is writing them. */
+async function startWriting(sourceId: number): Promise<void> {
+  const submit = await rig.run(['backfill', '--source', String(sourceId), '--no-wait']);
+  expect(submit.code, submit.stderr).toBe(0);
+  await waitUntil(async () => {
+    const n = await countOf(rig.db().sql`
+      select count(*)::int as n from batch_items i join batches b using (job_id)
+      where b.source_id = ${sourceId} and i.state = 'sunk'`);
+    return n >= 200 ? true : undefined;
+  }, 90_000, 'the sink to be writing', 50);
+}
+
+async function activeJobs(): Promise<number> {
+  let n = 0;
+  for (const q of queues) n += await q.getActiveCount();
+  return n;
+}
+
+it('03a SIGTERM during a batch: exit within the grace period, 0 stalled jobs', async () => {
+  const ch = rig.sim.catalog.channels()[0]!;
+  const source = await rig.addSource({ ref: ch.id });
+  rig.pgProxy.set({ mode: 'latency', latencyMs: 20 });
+  const d1 = await startDaemon('daemon-1');
+  await startWriting(source.id);
+
+  const t0 = Date.now();
+  d1.kill('SIGTERM');
+  const exit = await d1.exited;
+  const exitMs = Date.now() - t0;
+  const active = await activeJobs();
+  const handedBack = d1.logs().filter((l) => /interrupted by shutdown: job handed back/.test(l.msg)).length;
+
+  // the work goes on in another daemon, and nothing it finds was left stalled
+  const d2 = await startDaemon('daemon-2');
+  const s = await settle(rig, [source.id], 180_000);
+  const stalled = d2.logs().filter((l) => l.msg === 'job stalled: re-queued').length;
+  figures('03a sigterm', { exit_s: exitMs / 1000, exit_code: exit.code ?? -1, stalled_jobs: active + stalled, handed_back: handedBack });
+  expect(exit.code, d1.stderr().slice(-2000)).toBe(0);
+  expect(exitMs).toBeLessThan(GRACE_MS + EXIT_SLACK_MS);
+  expect(active).toBe(0);
+  expect(stalled).toBe(0);
+  expect(handedBack).toBeGreaterThan(0);
+  expect(s.videos).toBe(publicVideoIds(rig.sim, ch.id).length);
+  expect(s.unsettledItems).toBe(0);
+  d2.kill('SIGTERM');
+  expect((await d2.exited).code).toBe(0);
+});
+
+it('03b SIGTERM with Redis unreachable: still exits within the grace period', async () => {
+  const ch = rig.sim.catalog.channels()[1]!;
+  const source = await rig.addSource({ ref: ch.id });
+  rig.pgProxy.set({ mode: 'latency', latencyMs: 20 });
+  const d3 = await startDaemon('daemon-3');
+  await startWriting(source.id);
+
+  rig.redisProxy.set({ mode: 'blackhole' });
+  const t0 = Date.now();
+  d3.kill('SIGTERM');
+  const exit = await d3.exited;
+  const exitMs = Date.now() - t0;
+
+  // Redis back: the jobs it could not hand back are stalled and taken up; nothing is lost
+  rig.redisProxy.set({ mode: 'pass' });
+  const d4 = await startDaemon('daemon-4');
+  const s = await settle(rig, [source.id], 180_000);
+  figures('03b sigterm-redis-unreachable', { exit_s: exitMs / 1000, exit_code: exit.code ?? -1, rows_missing: publicVideoIds(rig.sim, ch.id).length - (s.videos - publicVideoIds(rig.sim, rig.sim.catalog.channels()[0]!.id).length) });
+  expect(exitMs, d3.stderr().slice(-3000)).toBeLessThan(GRACE_MS + EXIT_SLACK_MS);
+  expect(exit.code).toBe(0);
+  expect(s.unsettledItems).toBe(0);
+  expect(s.videos).toBe(publicVideoIds(rig.sim, ch.id).length + publicVideoIds(rig.sim, rig.sim.catalog.channels()[0]!.id).length);
+  d4.kill('SIGTERM');
+  expect((await d4.exited).code).toBe(0);
+});

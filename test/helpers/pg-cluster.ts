@@ -1,0 +1,163 @@
+/**
+ * A private Postgres cluster for a fault scenario, from the Debian binaries: `initdb` into a
+ * temporary directory owned by the `postgres` OS user, the server on a free port (trust auth,
+ * no fsync: nothing here must survive the machine), started and stopped with `pg_ctl`. A
+ * scenario may SIGKILL it (every server process, as an OOM kill would) and start it again:
+ * Postgres then runs crash recovery from its WAL, as a production server does after a crash.
+ *
+ * When the test runs as root, the binaries run as `postgres` (runuser); otherwise as the
+ * current user. Never the shared server of the machine.
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import postgres from 'postgres';
+import { freePort, waitUntil } from './proc.ts';
+
+const run = promisify(execFile);
+
+/** Where Debian puts the server binaries; PG_BIN overrides. */
+export function pgBinDir(): string {
+  const fromEnv = process.env.PG_BIN;
+  if (fromEnv) return fromEnv;
+  const root = '/usr/lib/postgresql';
+  const versions = existsSync(root)
+    ? readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a))
+    : [];
+  if (versions.length === 0) throw new Error('no Postgres server binaries under /usr/lib/postgresql (set PG_BIN)');
+  return join(root, versions[0]!, 'bin');
+}
+
+export interface PgCluster {
+  port: number;
+  /** postgres://postgres@127.0.0.1:PORT/<database> */
+  url(database: string): string;
+  dataDir: string;
+  /** SIGKILL the postmaster and every backend, and wait until they are gone */
+  kill(): Promise<void>;
+  /** start the server (after kill or stop); waits until it accepts connections */
+  start(): Promise<void>;
+  /** `pg_dump` of a database as plain SQL */
+  dump(database: string): Promise<string>;
+  /** stop (fast) and remove the data directory */
+  destroy(): Promise<void>;
+}
+
+const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
+
+/** Run a server binary as the postgres user (when root) or as ourselves. */
+async function pgRun(bin: string, args: string[], timeoutMs = 60_000): Promise<string> {
+  const file = join(pgBinDir(), bin);
+  const [cmd, argv] = isRoot() ? ['runuser', ['-u', 'postgres', '--', file, ...args]] : [file, args];
+  const r = await run(cmd, argv, { timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024 });
+  return r.stdout;
+}
+
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // the command name may hold blanks: the fields after it start after the last ')'
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[1]) === pid) out.push(Number(entry));
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return out;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function startPgCluster(): Promise<PgCluster> {
+  const port = await freePort();
+  const base = mkdtempSync(join(tmpdir(), 'vsi-faults-pg-'));
+  if (isRoot()) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
+    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
+    chownSync(base, uid, gid);
+  }
+  const dataDir = join(base, 'data');
+  await pgRun('initdb', ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C.UTF-8']);
+  const options = [
+    `-p ${port}`,
+    `-k ${base}`,
+    '-c listen_addresses=127.0.0.1',
+    '-c fsync=off',
+    '-c synchronous_commit=off',
+    '-c full_page_writes=off',
+    '-c max_connections=200',
+    '-c shared_buffers=32MB',
+  ].join(' ');
+  const url = (database: string) => `postgres://postgres@127.0.0.1:${port}/${database}`;
+
+  const ready = async () => {
+    await waitUntil(async () => {
+      const sql = postgres(url('postgres'), { max: 1, connect_timeout: 2, onnotice: () => {} });
+      try {
+        await sql`select 1`;
+        return true;
+      } catch {
+        return undefined;
+      } finally {
+        await sql.end({ timeout: 1 });
+      }
+    }, 60_000, `postgres on port ${port}`, 200);
+  };
+
+  const start = async () => {
+    await pgRun('pg_ctl', ['-D', dataDir, '-o', options, '-l', join(base, 'server.log'), '-w', '-t', '60', 'start']);
+    await ready();
+  };
+
+  const postmasterPid = (): number | undefined => {
+    try {
+      return Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    } catch {
+      return undefined;
+    }
+  };
+
+  await start();
+  return {
+    port,
+    url,
+    dataDir,
+    async kill() {
+      const pid = postmasterPid();
+      if (pid === undefined || !alive(pid)) return;
+      const victims = [pid, ...childrenOf(pid)];
+      for (const p of victims) {
+        try {
+          process.kill(p, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+      await waitUntil(() => (victims.some(alive) ? undefined : true), 15_000, 'the killed postgres processes to exit', 50);
+    },
+    start,
+    async dump(database) {
+      return pgRun('pg_dump', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '--no-owner', database], 120_000);
+    },
+    async destroy() {
+      try {
+        await pgRun('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop'], 30_000);
+      } catch {
+        // not running
+      }
+      rmSync(base, { recursive: true, force: true });
+    },
+  };
+}

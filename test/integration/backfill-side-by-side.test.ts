@@ -1,0 +1,56 @@
+/**
+ * A backfill syncs its sources side by side (issue #4: one by one, 20 sources spent ~9 s just
+ * submitting). Together they must still keep to the credit budget: each sync's guard counts
+ * what the others have reserved and not yet shown in `/me`.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BACKFILL_SYNC_CONCURRENCY, runBackfill } from '../../src/pipeline/backfill.ts';
+import { registerSource } from '../../src/pipeline/sources.ts';
+import { createPipelineHarness, type PipelineHarness } from '../helpers/pipeline.ts';
+
+let h: PipelineHarness;
+const VIDEOS = 30;
+const CHANNELS = 6;
+
+beforeAll(async () => {
+  // a little latency, so the syncs really overlap while they wait on the API
+  h = await createPipelineHarness('backfill_side_by_side', {
+    latencyMs: 50,
+    catalog: { channels: CHANNELS, channelSizes: Array<number>(CHANNELS).fill(VIDEOS) },
+  });
+});
+
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('backfill of many sources', () => {
+  it('syncs them side by side, spending no more than the budget allows, and reports them in order', async () => {
+    expect(BACKFILL_SYNC_CONCURRENCY).toBeGreaterThan(1);
+    const ids: number[] = [];
+    for (const ch of h.sim.catalog.channels()) {
+      const s = await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: VIDEOS, langs: ['en'], textOnly: false, cron: null });
+      ids.push(s.id);
+    }
+    // a first sync costs a metadata and a transcript batch: 2 x (1 + VIDEOS). Room for 1 of 6:
+    // the syncs that run together read /me at about the same time, and each sees room for itself
+    const perSource = 2 * (1 + VIDEOS);
+    const before = (await h.api.me()).usedCredits;
+    h.sim.setAccount(h.sim.apiKey, { maxCredits: before + perSource + perSource / 2 });
+    try {
+      const report = await runBackfill(h.deps, { sourceIds: ids, wait: false });
+      expect(report.syncs.map((s) => s.sourceId)).toEqual(ids);
+      const submitted = report.syncs.filter((s) => s.outcome === 'submitted');
+      const refused = report.syncs.filter((s) => s.outcome === 'refused-credits');
+      expect(submitted).toHaveLength(1);
+      expect(refused).toHaveLength(5);
+      expect(report.syncErrors).toEqual([]);
+      const me = await h.api.me();
+      expect(me.usedCredits - before).toBe(perSource);
+      expect(me.usedCredits).toBeLessThanOrEqual(me.maxCredits);
+      expect(report.exitCode).toBe(3);
+    } finally {
+      h.sim.setAccount(h.sim.apiKey, { maxCredits: 1_000_000 });
+    }
+  });
+});
