@@ -13,7 +13,7 @@ import { createApiClient, type ApiClient } from '../src/api/client.ts';
 import { loadConfig } from '../src/config.ts';
 import { createDb, type DbHandle } from '../src/db/connection.ts';
 import { migrateDatabase, quoteIdentifier, withDatabase } from '../src/db/migrate.ts';
-import { closeRedis, createRedis } from '../src/queues/connection.ts';
+import { closeRedis, createRedis, deletePrefixKeys } from '../src/queues/connection.ts';
 import { startSimulator, type Simulator } from '../src/simulator/server.ts';
 import { PIPELINE_ENV, simulatorOptions, type Scale } from './settings.ts';
 
@@ -35,16 +35,6 @@ export interface BenchEnv {
   /** flags for node in every CLI process (`--profile`: a CPU profile per process) */
   nodeArgs: string[];
   close(opts: { keepDatabases: boolean }): Promise<void>;
-}
-
-/** Every Redis key under the benchmark's own prefix (never anything else: Redis is shared). */
-async function deletePrefixKeys(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== '0');
 }
 
 async function dropDatabase(serverUrl: string, url: string): Promise<void> {

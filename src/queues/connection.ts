@@ -31,3 +31,13 @@ export async function closeRedis(redis: Redis, timeoutMs = 2_000): Promise<void>
     redis.disconnect();
   }
 }
+
+/** Delete every key under `prefix` (a test's or a benchmark's own queues; never a shared prefix). */
+export async function deletePrefixKeys(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.del(...keys);
+  } while (cursor !== '0');
+}

@@ -12,7 +12,7 @@ import { loadConfig, type Config } from '../../src/config.ts';
 import { silentLogger } from '../../src/log.ts';
 import type { PipelineDeps } from '../../src/pipeline/deps.ts';
 import { startWorkers, type Role, type WorkerSet } from '../../src/pipeline/workers.ts';
-import { closeRedis, createRedis } from '../../src/queues/connection.ts';
+import { closeRedis, createRedis, deletePrefixKeys } from '../../src/queues/connection.ts';
 import { createApiLimiter } from '../../src/queues/limiter.ts';
 import { createQueues, type PipelineQueues } from '../../src/queues/queues.ts';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/server.ts';
@@ -110,23 +110,13 @@ export async function createPipelineHarness(label: string, simOptions: Simulator
     async close() {
       await Promise.allSettled(workerSets.map((w) => w.close(2_000)));
       await queues.close();
-      await deleteKeys(redis, prefix);
+      await deletePrefixKeys(redis, prefix);
       await closeRedis(redis);
       await api.close();
       await database.drop();
       await sim.close();
     },
   };
-}
-
-/** Every Redis key of a prefix (the test's queues and limiter). */
-export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== '0');
 }
 
 export interface CliResult {

@@ -9,7 +9,8 @@ import { batchProgress, isSettled } from '../../src/pipeline/backfill.ts';
 import { reconcile } from '../../src/pipeline/reconcile.ts';
 import { syncSource } from '../../src/pipeline/scheduler.ts';
 import { registerSource } from '../../src/pipeline/sources.ts';
-import { createPipelineHarness, deleteKeys, waitFor, type PipelineHarness } from '../helpers/pipeline.ts';
+import { deletePrefixKeys } from '../../src/queues/connection.ts';
+import { createPipelineHarness, waitFor, type PipelineHarness } from '../helpers/pipeline.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -105,7 +106,7 @@ describe('Redis loses everything mid-run', () => {
     // (the workers keep running: a poll in progress may still write its own job back)
     const keysBefore = (await h.redis.keys(`${h.prefix}*`)).length;
     expect(keysBefore).toBeGreaterThan(0);
-    await deleteKeys(h.redis, h.prefix);
+    await deletePrefixKeys(h.redis, h.prefix);
 
     // the daemon's periodic reconcile finds the batches in Postgres and re-creates their work
     const rec = await reconcile(h.deps);
