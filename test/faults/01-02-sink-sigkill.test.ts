@@ -13,7 +13,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { QUEUE_SINK } from '../../src/queues/names.ts';
 import { expectedTranscripts, ledger, settle } from '../helpers/fault-checks.ts';
 import { countOf, figures, publicVideoIds, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
-import { waitUntil, type CliProcess } from '../helpers/proc.ts';
+import { waitUntil, within, type CliProcess } from '../helpers/proc.ts';
 
 const BATCH = 5000;
 const SINK_ENV = { SINK_CHUNK_ITEMS: '100', SINK_CONCURRENCY: '4' };
@@ -22,12 +22,13 @@ let rig: FaultRig;
 let sinkQueue: Queue;
 beforeAll(async () => {
   rig = await startFaultRig('01-sink', {
-    sim: { catalog: { channels: 2, channelSizes: [BATCH, BATCH] }, jobs: { queuedMs: 100, itemsPerSecond: 1_000_000 } },
+    // the second scenario needs no 5000 items, only a job long enough to be killed twice
+    sim: { catalog: { channels: 2, channelSizes: [BATCH, 3000] }, jobs: { queuedMs: 100, itemsPerSecond: 1_000_000 } },
   });
   sinkQueue = new Queue(QUEUE_SINK, { connection: rig.redis(), prefix: rig.prefix });
 });
 afterAll(async () => {
-  await sinkQueue?.close();
+  await within(sinkQueue?.close(), 3_000);
   await rig?.close();
 });
 
@@ -126,7 +127,7 @@ it('02 SIGKILL the same sink job twice: it is completed, not failed as stalled',
   s1.kill('SIGKILL');
   await s1.exited;
   const sunkAfterFirst = await sunkOf(batch);
-  expect(sunkAfterFirst).toBeLessThan(BATCH - 1000);
+  expect(sunkAfterFirst).toBeLessThan(2000);
 
   // second kill: the same job, taken up again by the next worker, mid-write again. Its dead
   // worker's lock expires first, so the new worker's first stalled checks hand it back at once.
@@ -144,7 +145,8 @@ it('02 SIGKILL the same sink job twice: it is completed, not failed as stalled',
   s2.kill('SIGKILL');
   await s2.exited;
   const sunkAfterSecond = await sunkOf(batch);
-  expect(sunkAfterSecond).toBeLessThan(BATCH);
+  // killed mid-write again: not every deliverable video stored yet
+  expect(sunkAfterSecond).toBeLessThan(publicVideoIds(rig.sim, ch.id).length);
 
   const s3 = await startSink('sink-c');
   await settle(rig, [source.id], 180_000);

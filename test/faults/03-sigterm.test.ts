@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { QUEUE_NAMES } from '../../src/queues/names.ts';
 import { settle } from '../helpers/fault-checks.ts';
 import { countOf, figures, publicVideoIds, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
-import { waitUntil, type CliProcess } from '../helpers/proc.ts';
+import { waitUntil, within, type CliProcess } from '../helpers/proc.ts';
 
 const GRACE_MS = 5_000;
 /** What "within the grace period" allows on top of it: process exit and a loaded machine. */
@@ -24,7 +24,7 @@ beforeAll(async () => {
   queues = QUEUE_NAMES.map((n) => new Queue(n, { connection: rig.redis(), prefix: rig.prefix }));
 });
 afterAll(async () => {
-  await Promise.allSettled(queues.map((q) => q.close()));
+  await within(Promise.allSettled(queues.map((q) => q.close())), 3_000);
   await rig?.close();
 });
 

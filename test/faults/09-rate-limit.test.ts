@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { pollJobId, QUEUE_POLL } from '../../src/queues/names.ts';
 import { settle } from '../helpers/fault-checks.ts';
 import { figures, publicVideoIds, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
-import { waitUntil } from '../helpers/proc.ts';
+import { waitUntil, within } from '../helpers/proc.ts';
 
 const RETRY_AFTER_S = 120;
 /** The part of the window watched in real time. */
@@ -24,7 +24,7 @@ beforeAll(async () => {
   pollQueue = new Queue(QUEUE_POLL, { connection: rig.redis(), prefix: rig.prefix });
 });
 afterAll(async () => {
-  await pollQueue?.close();
+  await within(pollQueue?.close(), 3_000);
   await rig?.close();
 });
 

@@ -11,7 +11,7 @@ import { MIGRATIONS_FOLDER } from '../../src/db/migrate.ts';
 import { QUEUE_SCHEDULE } from '../../src/queues/names.ts';
 import { settle } from '../helpers/fault-checks.ts';
 import { figures, publicVideoIds, requestsTo, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
-import { waitUntil } from '../helpers/proc.ts';
+import { waitUntil, within } from '../helpers/proc.ts';
 
 let rig: FaultRig;
 let scheduleQueue: Queue;
@@ -20,7 +20,7 @@ beforeAll(async () => {
   scheduleQueue = new Queue(QUEUE_SCHEDULE, { connection: rig.redis(), prefix: rig.prefix });
 });
 afterAll(async () => {
-  await scheduleQueue?.close();
+  await within(scheduleQueue?.close(), 3_000);
   await rig?.close();
 });
 

@@ -21,39 +21,32 @@ const ARG_CASES: Case[] = [
   { args: ['sources', 'add', 'channel'], names: /missing required argument 'id-or-url'/ },
   { args: ['sources', 'add', 'video', 'abc'], names: /'video' is invalid for argument 'kind'/ },
   { args: ['sources', 'add', 'channel', '@good', '--limit', '0'], names: /--limit/ },
-  { args: ['sources', 'add', 'channel', '@good', '--limit', '5001'], names: /--limit/ },
   { args: ['sources', 'add', 'channel', '@good', '--limit', '1.5'], names: /--limit/ },
   { args: ['sources', 'add', 'channel', '@good', '--lang', '12'], names: /--lang/ },
   { args: ['sources', 'add', 'channel', '@good', '--cron', 'every day'], names: /--cron/ },
   { args: ['sources', 'add', 'playlist', 'no playlist here!'], names: /id-or-url/ },
-  { args: ['sources', 'add', 'channel', 'https://example.com/not/a/channel'], names: /id-or-url/ },
   { args: ['sources', 'remove'], names: /missing required argument 'id'/ },
   { args: ['sources', 'remove', 'abc'], names: /'abc' is invalid for argument 'id'/ },
   { args: ['sources', 'pause', '0'], names: /'0' is invalid for argument 'id'/ },
-  { args: ['sources', 'resume', '99999999999'], names: /'99999999999' is invalid for argument 'id'/ },
   { args: ['daemon', '--role', 'cook'], names: /--role.*"cook" is not a role/s },
-  { args: ['daemon', '--role', ','], names: /--role/ },
   { args: ['daemon', '--admin-port', '70000'], names: /--admin-port/ },
   { args: ['backfill'], names: /--source.*--all/ },
   { args: ['backfill', '--source', 'abc'], names: /--source/ },
   { args: ['backfill', '--source', '0'], names: /--source/ },
   { args: ['backfill', '--source', '1', '--all'], names: /--source.*--all/ },
   { args: ['backfill', '--all', '--timeout', '5x'], names: /--timeout/ },
-  { args: ['backfill', '--all', '--timeout', '0'], names: /--timeout/ },
   { args: ['replay'], names: /--batch.*--failed.*--expired/ },
   { args: ['replay', '--failed', '--expired'], names: /exactly one/ },
   { args: ['replay', '--batch'], names: /--batch/ },
   { args: ['replay', '--failed', '--since', 'yesterday'], names: /--since/ },
-  { args: ['replay', '--failed', '--timeout', 'soon'], names: /--timeout/ },
   { args: ['replay', '--batch', 'job-1', '--yes'], names: /--yes/ },
   { args: ['status', '--bogus'], names: /unknown option '--bogus'/ },
   { args: ['simulator', '--port', '99999'], names: /--port/ },
   { args: ['simulator', '--error-rate', '2'], names: /--error-rate/ },
-  { args: ['simulator', '--seed', '-1'], names: /--seed/ },
   { args: ['simulator', '--clock-speed', 'fast'], names: /--clock-speed/ },
 ];
 
-/** A malformed value for each variable; numbers get a word (and some an out-of-range value too). */
+/** A malformed value for each variable (numbers without one here get a word). */
 const BAD_VALUES: Record<string, string[]> = {
   API_BASE_URL: ['http://example.com/v2'],
   API_KEY: ['key with\nnewline'],
@@ -65,6 +58,7 @@ const BAD_VALUES: Record<string, string[]> = {
   SIMULATOR_API_KEY: ['key with\ttab'],
   ADMIN_TOKEN: ['short'],
   API_RETRY_MAX_ATTEMPTS: ['21'],
+  API_RATE_PER_SECOND: ['0'],
   BATCH_SIZE: ['5001'],
   SHUTDOWN_GRACE_MS: ['-1'],
   JOB_LOCK_DURATION_MS: ['10'],
@@ -75,7 +69,7 @@ const NUMERIC = /(_MS|_ATTEMPTS|_PER_SECOND|_BURST|_SIZE|_RESERVE|_ITEMS|_CONCUR
 function envCases(): Case[] {
   const cases: Case[] = [];
   for (const v of ENV_VARIABLES) {
-    const values = [...(BAD_VALUES[v] ?? []), ...(NUMERIC.test(v) ? ['abc'] : [])];
+    const values = BAD_VALUES[v] ?? (NUMERIC.test(v) ? ['abc'] : []);
     if (values.length === 0) throw new Error(`no malformed value known for ${v}: add one to BAD_VALUES`);
     for (const value of values) cases.push({ args: ['status'], env: { [v]: value }, names: new RegExp(`^error: ${v}: `, 'm') });
   }

@@ -22,7 +22,7 @@ import { closeRedis, createRedis } from '../../src/queues/connection.ts';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/server.ts';
 import { startFaultProxy, type FaultProxy } from './fault-proxy.ts';
 import { startPgCluster, type PgCluster } from './pg-cluster.ts';
-import { killAll, runCliToEnd, startCli, type CliProcess } from './proc.ts';
+import { cleanupWhenGone, killAll, runCliToEnd, startCli, within, type CliProcess } from './proc.ts';
 import { startRedisServer, type RedisServer, type RedisServerOptions } from './redis-server.ts';
 
 /**
@@ -142,16 +142,19 @@ export async function startFaultRig(label: string, opts: FaultRigOptions = {}): 
     cli(args, extra = {}, name) {
       const p = startCli(args, { ...env, ...extra }, name);
       procs.push(p);
+      // a daemon must not outlive a test process killed mid-run (checked: still ours by name)
+      cleanupWhenGone(`grep -q videosite-ingest /proc/${p.pid}/cmdline 2>/dev/null && kill -9 ${p.pid}`);
       return p;
     },
     run(args, extra = {}, timeoutMs) {
       return runCliToEnd(args, { ...env, ...extra }, timeoutMs);
     },
     async close() {
-      await killAll(procs);
-      await Promise.allSettled([db?.close(), api?.close(), redis ? closeRedis(redis, 1_000) : undefined]);
-      await Promise.allSettled([apiProxy.close(), redisProxy.close(), pgProxy.close()]);
-      await Promise.allSettled([redisServer.stop(), pg.destroy(), sim.close()]);
+      // every step bounded: a hung close must not keep the servers alive (the hook would time out)
+      await within(killAll(procs), 10_000);
+      await within(Promise.allSettled([db?.close(), api?.close(), redis ? closeRedis(redis, 1_000) : undefined]), 8_000);
+      await within(Promise.allSettled([apiProxy.close(), redisProxy.close(), pgProxy.close()]), 5_000);
+      await within(Promise.allSettled([redisServer.stop(), pg.destroy(), sim.close()]), 30_000);
     },
   };
   return rig;

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import postgres from 'postgres';
-import { freePort, waitUntil } from './proc.ts';
+import { cleanupWhenGone, freePort, shellQuote, waitUntil } from './proc.ts';
 
 const run = promisify(execFile);
 
@@ -89,6 +89,11 @@ export async function startPgCluster(): Promise<PgCluster> {
     chownSync(base, uid, gid);
   }
   const dataDir = join(base, 'data');
+  // whatever happens to this test process (killed mid-afterAll included), the cluster goes with it
+  const asPostgres = isRoot() ? 'runuser -u postgres -- ' : '';
+  cleanupWhenGone(
+    `[ -f ${shellQuote(join(dataDir, 'postmaster.pid'))} ] && ${asPostgres}${shellQuote(join(pgBinDir(), 'pg_ctl'))} -D ${shellQuote(dataDir)} -m immediate -w stop >/dev/null 2>&1; rm -rf ${shellQuote(base)}`,
+  );
   await pgRun('initdb', ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C.UTF-8']);
   const options = [
     `-p ${port}`,

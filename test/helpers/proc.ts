@@ -157,6 +157,36 @@ export async function runCliToEnd(
   return { ...r, stdout: p.stdout(), stderr: p.stderr(), ms: Date.now() - started };
 }
 
+/**
+ * Run `cleanup` (a shell command) once this process is gone, whether it ended normally, crashed,
+ * or was killed by the test runner in the middle of an afterAll: a server a test started must
+ * never outlive it. A detached `sh` polls for this process once a second.
+ */
+export function cleanupWhenGone(cleanup: string): void {
+  const child = spawn('sh', ['-c', `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${cleanup}`], {
+    detached: true,
+    stdio: 'ignore',
+  });
+  child.unref();
+}
+
+/** Single-quote a value for `sh`. */
+export function shellQuote(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Wait for `p` at most `ms`; a close that hangs must not stop the closes after it. */
+export async function within(p: Promise<unknown> | undefined, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.resolve(p).catch(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  if (timer) clearTimeout(timer);
+}
+
 /** SIGKILL whatever is still running and wait for it (afterAll). */
 export async function killAll(procs: CliProcess[]): Promise<void> {
   for (const p of procs) p.kill('SIGKILL');

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, waitUntil } from './proc.ts';
+import { cleanupWhenGone, freePort, shellQuote, waitUntil } from './proc.ts';
 
 export interface RedisServer {
   port: number;
@@ -57,13 +57,16 @@ export function redisCommand(port: number, args: string[], timeoutMs = 5_000): P
 export async function startRedisServer(opts: RedisServerOptions = {}): Promise<RedisServer> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'vsi-faults-redis-'));
+  const pidFile = join(dir, 'redis.pid');
+  // whatever happens to this test process, the server goes with it
+  cleanupWhenGone(`[ -f ${shellQuote(pidFile)} ] && kill -9 "$(cat ${shellQuote(pidFile)})" 2>/dev/null; rm -rf ${shellQuote(dir)}`);
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
 
   const start = async () => {
     const c = spawn(
       'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...(opts.args ?? [])],
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--pidfile', pidFile, ...(opts.args ?? [])],
       { stdio: ['ignore', 'ignore', 'ignore'] },
     );
     child = c;
