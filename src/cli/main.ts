@@ -13,6 +13,9 @@ import { registerSimulatorCommand } from './simulator.ts';
 import { registerSourcesCommand } from './sources.ts';
 import { registerStatusCommand } from './status.ts';
 
+/** After a command failed, how long open connections get to close before the process exits. */
+export const FAILED_COMMAND_EXIT_DELAY_MS = 3_000;
+
 export function buildProgram(): Command {
   const program = new Command()
     .name('videosite-ingest')
@@ -50,5 +53,8 @@ export async function main(argv: string[]): Promise<void> {
     }
     process.stderr.write(`${describeError(e)}\n`);
     process.exitCode = exitCodeOf(e);
+    // a command that failed half-way may leave a connection retrying (ioredis reconnects
+    // forever); the error is reported, so do not let that keep the process alive
+    setTimeout(() => process.exit(), FAILED_COMMAND_EXIT_DELAY_MS).unref();
   }
 }
