@@ -8,7 +8,7 @@ import { assertSafeExposure } from '../admin/auth.ts';
 import { createMetrics, type AdminMetrics } from '../admin/metrics.ts';
 import { DEFAULT_ADMIN_HOST, startAdminServer, type AdminServer } from '../admin/server.ts';
 import { migrateDatabase } from '../db/migrate.ts';
-import { recheckHolds } from '../pipeline/holds.ts';
+import { recheckHolds } from '../pipeline/upstream-holds.ts';
 import { reconcile } from '../pipeline/reconcile.ts';
 import { FORCE_CLOSE_WAIT_MS, ROLES, startWorkers, type Role } from '../pipeline/workers.ts';
 import { intArg } from './args.ts';

@@ -13,7 +13,7 @@ import {
   type BatchHead,
 } from '../api/schemas.ts';
 import type { Queryable } from '../db/connection.ts';
-import { activeHolds, describeHold, setHold } from '../db/holds.ts';
+import { activeHolds, describeHold, setHold } from '../db/upstream-holds.ts';
 import { landItems, markUnfinishedRetryable, type LandItem, type LandResult } from '../db/items.ts';
 import type { BatchKind, BatchStatus, ItemState } from '../db/schema.ts';
 import { sinkJobId } from '../queues/names.ts';

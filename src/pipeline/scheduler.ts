@@ -12,7 +12,7 @@ import { AbortedError, ApiError, InternalError, LimitExceededError, NetworkError
 import type { Account, TranscriptBatchRequest, VideoBatchRequest } from '../api/schemas.ts';
 import type { Queryable } from '../db/connection.ts';
 import type { BatchKind } from '../db/schema.ts';
-import { activeHolds, clearHolds, describeHold, setHold, type UpstreamHoldRow } from '../db/holds.ts';
+import { activeHolds, clearHolds, describeHold, setHold, type UpstreamHoldRow } from '../db/upstream-holds.ts';
 import { SourceNotFoundError } from '../db/sources.ts';
 import { lostSubmissions, markSubmission, recordSending, unresolvedSubmissions } from '../db/submissions.ts';
 import { pollJobId } from '../queues/names.ts';

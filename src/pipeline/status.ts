@@ -3,7 +3,7 @@
  * error counts, and credits. Read-only; one query per section.
  */
 import type { Queryable } from '../db/connection.ts';
-import { activeHolds, describeHold } from '../db/holds.ts';
+import { activeHolds, describeHold } from '../db/upstream-holds.ts';
 import { lostSubmissions } from '../db/submissions.ts';
 import { batchProgress, type BatchProgress } from './backfill.ts';
 

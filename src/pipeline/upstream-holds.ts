@@ -4,7 +4,7 @@
  * (`upgrade-required`) cannot be judged there and waits for a person's backfill.
  */
 import { ApiError } from '../api/errors.ts';
-import { activeHolds, clearHolds } from '../db/holds.ts';
+import { activeHolds, clearHolds } from '../db/upstream-holds.ts';
 import type { HoldCode } from '../db/schema.ts';
 import type { PipelineDeps } from './deps.ts';
 
