@@ -21,6 +21,9 @@ import {
   timestamp,
   uniqueIndex,
 } from 'drizzle-orm/pg-core';
+import { BATCH_IN_FLIGHT_STATUSES, BATCH_KINDS, BATCH_STATUSES, type BatchKind, type BatchStatus } from '../domain/batches.ts';
+import { ITEM_STATES, type ItemState, type QuarantineReason } from '../domain/items.ts';
+import { HOLD_CODES, HOLD_SCOPES, type HoldCode, type HoldScope } from '../domain/refusals.ts';
 
 /** timestamptz, read as a JS Date through drizzle. */
 const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
@@ -32,16 +35,13 @@ const bigNumber = (name: string) => bigint(name, { mode: 'number' });
 export const SOURCE_KINDS = ['playlist', 'channel'] as const;
 export type SourceKind = (typeof SOURCE_KINDS)[number];
 
-export const BATCH_KINDS = ['video', 'transcript'] as const;
-export type BatchKind = (typeof BATCH_KINDS)[number];
-
-export const BATCH_STATUSES = ['submitted', 'queued', 'active', 'completed', 'failed', 'expired'] as const;
-export type BatchStatus = (typeof BATCH_STATUSES)[number];
-/** Statuses of a batch still in flight (polled; at most one per source, kind and lang). */
-export const BATCH_IN_FLIGHT_STATUSES = ['submitted', 'queued', 'active'] as const satisfies readonly BatchStatus[];
-
-export const ITEM_STATES = ['processing', 'landed', 'sunk', 'failed', 'retryable', 'quarantined'] as const;
-export type ItemState = (typeof ITEM_STATES)[number];
+// States and codes are defined once, in src/domain/; re-exported here for the tables' users.
+export { BATCH_KINDS, BATCH_STATUSES, BATCH_IN_FLIGHT_STATUSES, BATCH_TERMINAL_STATUSES } from '../domain/batches.ts';
+export type { BatchKind, BatchStatus } from '../domain/batches.ts';
+export { ITEM_STATES, QUARANTINE_REASONS } from '../domain/items.ts';
+export type { ItemState, QuarantineReason } from '../domain/items.ts';
+export { HOLD_CODES, HOLD_SCOPES } from '../domain/refusals.ts';
+export type { HoldCode, HoldScope } from '../domain/refusals.ts';
 
 export const SYNC_OUTCOMES = ['submitted', 'up-to-date', 'refused-credits', 'refused-upstream', 'error'] as const;
 export type SyncOutcome = (typeof SYNC_OUTCOMES)[number];
@@ -131,6 +131,12 @@ export const batches = pgTable(
     /** job_id of the batch whose items this one re-submits */
     replayOf: text('replay_of'),
     updatedAt: tstzNow('updated_at'),
+    /** the head's status as received when this interface version does not list it */
+    upstreamStatus: text('upstream_status'),
+    /** why the batch ended without the upstream saying so, or why the last poll failed */
+    reason: text('reason'),
+    /** first of the consecutive polls answered with a JSON `not-found` (null once an answer arrives) */
+    notFoundSince: tstz('not_found_since'),
   },
   (t) => [
     // Never two in-flight batches for the same source, kind and language: a lost race between
@@ -169,6 +175,8 @@ export const batchItems = pgTable(
     /** job_id of the batch that re-submitted this retryable item (so it is re-submitted once) */
     resubmittedIn: text('resubmitted_in'),
     updatedAt: tstzNow('updated_at'),
+    /** the stable category of `reason` for a quarantined item (QUARANTINE_REASONS) */
+    reasonCode: text('reason_code').$type<QuarantineReason>(),
   },
   (t) => [
     primaryKey({ columns: [t.jobId, t.videoId] }),
@@ -179,6 +187,7 @@ export const batchItems = pgTable(
       .on(t.jobId, t.videoId)
       .where(sql`${t.state} = 'retryable' and ${t.resubmittedIn} is null`),
     index('batch_items_video_id_idx').on(t.videoId),
+    index('batch_items_quarantined_idx').on(t.reasonCode).where(sql`${t.state} = 'quarantined'`),
     check('batch_items_state_ck', sql`${t.state} in (${sqlList(ITEM_STATES)})`),
   ],
 );
@@ -247,6 +256,10 @@ export const videoSync = pgTable(
     /** when to re-check (e.g. `transcript-unavailable` on a slow backoff); null: never automatically */
     nextCheckAt: tstz('next_check_at'),
     updatedAt: tstzNow('updated_at'),
+    /** the POST that claimed this video (its batch is `last_job_id` once the answer arrived) */
+    submissionId: bigNumber('submission_id'),
+    /** the latest purchase asked for plain text only (`--text`) */
+    textOnly: boolean('text_only').notNull().default(false),
   },
   (t) => [
     primaryKey({ columns: [t.videoId, t.kind, t.lang] }),
@@ -364,11 +377,6 @@ export const batchSubmissions = pgTable(
   ],
 );
 
-export const HOLD_CODES = ['unauthorized', 'upgrade-required', 'credits'] as const;
-export type HoldCode = (typeof HOLD_CODES)[number];
-/** `all`: no API call at all (the key is refused); `submit`: no sync (polls of batches in flight go on). */
-export const HOLD_SCOPES = ['all', 'submit'] as const;
-export type HoldScope = (typeof HOLD_SCOPES)[number];
 
 /**
  * The upstream refused for account reasons (key, plan, credits): scheduled work makes no API call
@@ -389,6 +397,21 @@ export const upstreamHolds = pgTable(
     check('upstream_holds_code_ck', sql`${t.code} in (${sqlList(HOLD_CODES)})`),
     check('upstream_holds_scope_ck', sql`${t.scope} in (${sqlList(HOLD_SCOPES)})`),
   ],
+);
+
+/** Every hold set or lifted, and by whom: a hold that lifts by itself leaves a trace. */
+export const upstreamHoldEvents = pgTable(
+  'upstream_hold_events',
+  {
+    id: bigNumber('id').primaryKey().generatedAlwaysAsIdentity(),
+    code: text('code').$type<HoldCode>().notNull(),
+    /** 'set' or 'lifted' */
+    event: text('event').notNull(),
+    /** what the upstream said, or why it was lifted */
+    reason: text('reason'),
+    at: tstzNow('at'),
+  },
+  (t) => [index('upstream_hold_events_at_idx').on(t.at)],
 );
 
 // ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@
  * can judge there (`unauthorized`, `credits`).
  */
 import type { Queryable } from './connection.ts';
-import type { HoldCode, HoldScope } from './schema.ts';
+import { HOLD_SCOPE_OF, type HoldCode, type HoldScope } from '../domain/refusals.ts';
 
 export interface UpstreamHoldRow {
   code: HoldCode;
@@ -16,12 +16,7 @@ export interface UpstreamHoldRow {
   lastSeenAt: Date;
 }
 
-/** Which work a hold stops: `unauthorized` stops every call, the others only submissions. */
-export const HOLD_SCOPE_OF: Readonly<Record<HoldCode, HoldScope>> = {
-  unauthorized: 'all',
-  'upgrade-required': 'submit',
-  credits: 'submit',
-};
+export { HOLD_SCOPE_OF };
 
 /** Set (or refresh) a hold. Returns true when it is new. */
 export async function setHold(sql: Queryable, code: HoldCode, reason: string): Promise<boolean> {

@@ -1,0 +1,79 @@
+/**
+ * When a video is due for (another) automatic submission, per kind and language. Money is at
+ * stake: every rule here errs on the side of not buying. A video is bought once per kind and
+ * language whichever sources list it; a failure retrying may fix is re-submitted with growing
+ * spacing, at most `RETRY_ATTEMPTS_MAX` submissions in all; past that only a person
+ * (`replay --failed`) submits it.
+ */
+import type { ItemState } from './items.ts';
+
+/** What the scheduler knows of one video, kind and language (`video_sync` and its claim). */
+export interface VideoSyncFacts {
+  lastState: ItemState | null;
+  lastErrorCode: string | null;
+  /** submissions so far (automatic and by a person) */
+  attempts: number;
+  /** transcript re-check time (`transcript-unavailable`) */
+  nextCheckAt: Date | null;
+  /** when the latest outcome (or claim) was recorded */
+  updatedAt: Date;
+  /** the claiming batch is in flight, or its POST's outcome is not known yet */
+  claimPending: boolean;
+  /** the claiming batch ended (or its POST was not created) without a result for this video */
+  claimEnded: boolean;
+  /** the latest purchase asked for plain text (`--text`) */
+  lastTextOnly: boolean;
+  /** a transcript with chunks is stored for this video (and language, when one was asked for) */
+  hasChunks: boolean;
+}
+
+export interface DuePolicy {
+  now: Date;
+  retryAttemptsMax: number;
+  retryBackoffBaseMs: number;
+  /** the source wants chunked transcripts (not `--text`) */
+  wantsChunks: boolean;
+}
+
+export type DueReason = 'new' | 'retry' | 'recheck' | 'chunks';
+
+/**
+ * Spacing before the next automatic submission after `attempts` submissions ended retryable: the
+ * first re-submission is due at the next sync, each later one waits twice as long as the one before.
+ */
+export function retrySpacingMs(attempts: number, baseMs: number): number {
+  if (attempts <= 1) return 0;
+  return baseMs * 2 ** Math.min(attempts - 2, 30);
+}
+
+/** Why `facts` makes the video due now, or null when it is not. `facts` undefined: never submitted. */
+export function dueReason(facts: VideoSyncFacts | undefined, policy: DuePolicy): DueReason | null {
+  if (facts === undefined) return 'new';
+  if (facts.claimPending) return null;
+  const state = facts.claimEnded && facts.lastState === 'processing' ? 'retryable' : facts.lastState;
+  switch (state) {
+    case null:
+      return 'new';
+    case 'landed':
+    case 'sunk':
+      // a source that wants chunks buys, once, a transcript bought as plain text only
+      return policy.wantsChunks && facts.lastTextOnly && !facts.hasChunks ? 'chunks' : null;
+    case 'failed':
+      if (facts.nextCheckAt === null || facts.nextCheckAt > policy.now) return null;
+      return facts.attempts < policy.retryAttemptsMax ? 'recheck' : null;
+    case 'retryable': {
+      if (facts.attempts >= policy.retryAttemptsMax) return null;
+      const dueAt = facts.updatedAt.getTime() + retrySpacingMs(facts.attempts, policy.retryBackoffBaseMs);
+      return dueAt <= policy.now.getTime() ? 'retry' : null;
+    }
+    case 'processing':
+    case 'quarantined':
+      // still running; or set aside for a person (`replay --quarantined`)
+      return null;
+  }
+}
+
+/** When an item outcome is re-checked automatically (a transcript not available yet); null: never. */
+export function recheckAt(errorCode: string | null, now: Date, transcriptRecheckMs: number): Date | null {
+  return errorCode === 'transcript-unavailable' ? new Date(now.getTime() + transcriptRecheckMs) : null;
+}

@@ -1,0 +1,103 @@
+/**
+ * What an item of a batch answer means for the pipeline: its state, its errorCode as received,
+ * and (when set aside) why. The single place where item errorCodes are given a policy.
+ *
+ * | errorCode | state | the video next |
+ * |---|---|---|
+ * | none, with a result | landed | stored by the sink |
+ * | `processing` | processing | polled again; at the batch's end `retryable` |
+ * | `transcript-unavailable` | failed | metadata kept; transcript re-checked on a slow backoff |
+ * | `not-found`, `forbidden` | failed | gone or private: not re-submitted |
+ * | `invalid-request`, `unauthorized`, `upgrade-required` | failed | configuration problem, shown |
+ * | `internal-error`, `limit-exceeded`, `result-unavailable` | retryable | re-submitted (capped) |
+ * | a code the interface does not list | retryable | recorded exactly as received |
+ * | fails the interface's schema, too large, or Postgres cannot store it | quarantined | never re-submitted automatically |
+ */
+import { BatchItemSchema, formatIssuePath, type BatchItem } from '../api/schemas.ts';
+import type { BatchKind } from './batches.ts';
+
+export const ITEM_STATES = ['processing', 'landed', 'sunk', 'failed', 'retryable', 'quarantined'] as const;
+export type ItemState = (typeof ITEM_STATES)[number];
+
+/** States after which an item of a batch never changes again (per that batch). */
+export function isFinalItemState(state: ItemState): boolean {
+  return state !== 'processing' && state !== 'quarantined';
+}
+
+export const RETRYABLE_ITEM_CODES = ['internal-error', 'limit-exceeded', 'result-unavailable'] as const;
+export const PERMANENT_ITEM_CODES = [
+  'transcript-unavailable',
+  'not-found',
+  'forbidden',
+  'invalid-request',
+  'unauthorized',
+  'upgrade-required',
+] as const;
+/** Every item errorCode the interface (v1.3.0) lists; anything else is recorded and retryable. */
+export const KNOWN_ITEM_CODES: readonly string[] = ['processing', ...RETRYABLE_ITEM_CODES, ...PERMANENT_ITEM_CODES];
+
+/** An item left unfinished when its batch ended (expired, failed, or lost upstream). */
+export const UNFINISHED_AT_END_CODE = 'processing';
+
+/** The stable categories of `batch_items.reason_code` for a quarantined item (status, metrics). */
+export const QUARANTINE_REASONS = [
+  /** fails the interface's schema */
+  'schema',
+  /** no errorCode and no result */
+  'no-result',
+  /** a repeated videoId in one answer (kept beside the first copy) */
+  'duplicate',
+  /** larger than ITEM_MAX_BYTES: kept unparsed, its first bytes */
+  'too-large',
+  /** not valid JSON */
+  'unparsable',
+  /** a value Postgres cannot store (out of range, a character text cannot hold) */
+  'unstorable',
+] as const;
+export type QuarantineReason = (typeof QUARANTINE_REASONS)[number];
+
+export interface ItemOutcome {
+  state: ItemState;
+  /** the errorCode exactly as received */
+  errorCode: string | null;
+  /** why it is quarantined (human words) */
+  reason?: string | undefined;
+  reasonCode?: QuarantineReason | undefined;
+}
+
+/** The outcome of an item that matched the interface's schema. */
+export function classifyItem(item: BatchItem, kind: BatchKind): ItemOutcome {
+  const code = item.errorCode ?? null;
+  if (code === null) {
+    const payload = kind === 'video' ? item.video : item.transcript;
+    if (payload === undefined || payload === null) {
+      return { state: 'quarantined', errorCode: null, reason: `no ${kind} and no errorCode`, reasonCode: 'no-result' };
+    }
+    return { state: 'landed', errorCode: null };
+  }
+  if (code === 'processing') return { state: 'processing', errorCode: code };
+  if ((PERMANENT_ITEM_CODES as readonly string[]).includes(code)) return { state: 'failed', errorCode: code };
+  // the listed retryable codes, and any code this interface version does not know
+  return { state: 'retryable', errorCode: code };
+}
+
+/** Validate a raw item and classify it; one that fails the schema is quarantined with the path. */
+export function classifyRawItem(raw: unknown, kind: BatchKind): ItemOutcome & { item?: BatchItem } {
+  const parsed = BatchItemSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return {
+      state: 'quarantined',
+      errorCode: rawErrorCode(raw),
+      reason: `item does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`,
+      reasonCode: 'schema',
+    };
+  }
+  return { ...classifyItem(parsed.data, kind), item: parsed.data };
+}
+
+/** The errorCode of an item that failed validation, when it is a string (kept for status). */
+function rawErrorCode(raw: unknown): string | null {
+  const code = (raw as { errorCode?: unknown } | null)?.errorCode;
+  return typeof code === 'string' ? code : null;
+}

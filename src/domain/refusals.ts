@@ -1,0 +1,24 @@
+/**
+ * Upstream refusals: which error codes stop what. Defined once; the scheduler, the poller, the
+ * workers and status use these.
+ */
+import type { ErrorCode } from '../api/errors.ts';
+
+/** Account-level refusals recorded as a hold (`upstream_holds.code`). */
+export const HOLD_CODES = ['unauthorized', 'upgrade-required', 'credits'] as const;
+export type HoldCode = (typeof HOLD_CODES)[number];
+/** `all`: no API call at all (the key is refused); `submit`: no sync (polls of batches in flight go on). */
+export const HOLD_SCOPES = ['all', 'submit'] as const;
+export type HoldScope = (typeof HOLD_SCOPES)[number];
+
+export const HOLD_SCOPE_OF: Readonly<Record<HoldCode, HoldScope>> = {
+  unauthorized: 'all',
+  'upgrade-required': 'submit',
+  credits: 'submit',
+};
+
+/** API error codes that refuse a sync for account or plan reasons (`sync_runs.outcome` = refused-upstream). */
+export const REFUSED_UPSTREAM_CODES: readonly ErrorCode[] = ['unauthorized', 'upgrade-required', 'forbidden', 'limit-exceeded'];
+
+/** API error codes that retrying a job cannot fix: the job fails at once (BullMQ UnrecoverableError). */
+export const PERMANENT_API_CODES: readonly ErrorCode[] = ['unauthorized', 'upgrade-required', 'forbidden', 'invalid-request', 'schema-mismatch'];
