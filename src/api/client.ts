@@ -15,6 +15,8 @@ import {
   API_BODY_TIMEOUT_MS,
   API_CONNECT_TIMEOUT_MS,
   API_HEADERS_TIMEOUT_MS,
+  API_MAX_BODY_BYTES,
+  API_RETRY_AFTER_MAX_MS,
   API_RETRY_BASE_DELAY_MS,
   API_RETRY_MAX_ATTEMPTS,
   API_RETRY_MAX_DELAY_MS,
@@ -110,6 +112,16 @@ export interface ApiClientOptions {
   bodyTimeoutMs?: number | undefined;
   /** retries; default 5 attempts, 500 ms base, 30 000 ms cap */
   retry?: Partial<RetryPolicy> | undefined;
+  /**
+   * longest `Retry-After` honoured, in milliseconds; a longer one counts as this everywhere
+   * (errors, `onRequest`, retries) and is logged as `retry-after capped`; default 3 600 000
+   */
+  retryAfterMaxMs?: number | undefined;
+  /**
+   * largest answer body read, in bytes (not `openBatch`, which streams); a larger answer is a
+   * SchemaMismatchError, read no further than this; default 16 MiB
+   */
+  maxBodyBytes?: number | undefined;
   /** default: a silent logger */
   log?: Logger | undefined;
   /**
@@ -248,6 +260,12 @@ function checkOptions(opts: ApiClientOptions): void {
   if (!/^[a-z0-9][a-z0-9-]*$/.test(platform)) {
     throw new TypeError('createApiClient: platform must be a path segment of lowercase letters, digits and dashes');
   }
+  for (const name of ['retryAfterMaxMs', 'maxBodyBytes'] as const) {
+    const v = opts[name];
+    if (v !== undefined && !(Number.isFinite(v) && v > 0)) {
+      throw new TypeError(`createApiClient: ${name} must be a positive number`);
+    }
+  }
 }
 
 export function createApiClient(opts: ApiClientOptions): ApiClient {
@@ -272,6 +290,8 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
         })
       : undefined;
   const dispatcher = opts.dispatcher ?? ownedDispatcher!;
+  const retryAfterMaxMs = opts.retryAfterMaxMs ?? API_RETRY_AFTER_MAX_MS;
+  const maxBodyBytes = opts.maxBodyBytes ?? API_MAX_BODY_BYTES;
   let closed = false;
   const http = createHttp({
     baseUrl: opts.baseUrl,
@@ -280,6 +300,8 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
     headersTimeoutMs,
     bodyTimeoutMs,
     retry,
+    retryAfterMaxMs,
+    maxBodyBytes,
     log: opts.log ?? silentLogger(),
     sleep: opts.sleep ?? sleepMs,
     random: opts.random ?? Math.random,
@@ -464,7 +486,10 @@ function resolveNext(next: string, current: URL, own: URL, endpoint: string): UR
 export function createApiClientFromConfig(
   api: Config['api'],
   log?: Logger,
-  extra: Omit<ApiClientOptions, 'baseUrl' | 'apiKey' | 'platform' | 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs' | 'retry' | 'log'> = {},
+  extra: Omit<
+    ApiClientOptions,
+    'baseUrl' | 'apiKey' | 'platform' | 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs' | 'retry' | 'retryAfterMaxMs' | 'maxBodyBytes' | 'log'
+  > = {},
 ): ApiClient {
   if (api.baseUrl === undefined) throw new ConfigError('API_BASE_URL', 'is required (a base URL ending in /v1)');
   if (api.apiKey === undefined) throw new ConfigError('API_KEY', 'is required');
@@ -477,6 +502,8 @@ export function createApiClientFromConfig(
     headersTimeoutMs: api.headersTimeoutMs,
     bodyTimeoutMs: api.bodyTimeoutMs,
     retry: api.retry,
+    retryAfterMaxMs: api.retryAfterMaxMs,
+    maxBodyBytes: api.maxBodyBytes,
     log,
   });
 }

@@ -19,6 +19,20 @@ export const LOCAL_ERROR_CODES = ['schema-mismatch', 'timeout', 'network', 'abor
 export type LocalErrorCode = (typeof LOCAL_ERROR_CODES)[number];
 export type ErrorCode = ApiErrorCode | LocalErrorCode;
 
+/**
+ * Most characters of a body an error keeps in `rawBody` (2 KiB): errors end up in logs (pino
+ * serialises their fields) and in `--json` output, and a body can be megabytes.
+ */
+export const RAW_BODY_PREFIX_CHARS = 2_048;
+
+/** At most `RAW_BODY_PREFIX_CHARS` of `text`, never ending in half a surrogate pair. */
+function rawBodyPrefix(text: string): string {
+  if (text.length <= RAW_BODY_PREFIX_CHARS) return text;
+  const cut = text.slice(0, RAW_BODY_PREFIX_CHARS);
+  const last = cut.charCodeAt(cut.length - 1);
+  return last >= 0xd800 && last <= 0xdbff ? cut.slice(0, -1) : cut;
+}
+
 /** HTTP status of each error code (UPSTREAM.md). */
 export const STATUS_OF_CODE: Readonly<Record<ApiErrorCode, number>> = {
   'invalid-request': 400,
@@ -40,8 +54,10 @@ export interface ApiErrorInit {
   documentationUrl?: string | undefined;
   /** `METHOD /path/{template}`: which endpoint, without IDs or query values */
   endpoint?: string | undefined;
-  /** the answer's body, raw, when it could not be understood */
+  /** the answer's body, raw, when it could not be understood (kept: its first 2 KiB) */
   rawBody?: string | undefined;
+  /** the answer's body was a valid Error object (see `ApiError.errorBody`); default false */
+  errorBody?: boolean | undefined;
   /** from `Retry-After`, in milliseconds */
   retryAfterMs?: number | undefined;
   /** for `invalid-request` raised locally and `schema-mismatch`: the failing field */
@@ -55,7 +71,22 @@ export class ApiError extends Error {
   readonly details: string | undefined;
   readonly documentationUrl: string | undefined;
   readonly endpoint: string | undefined;
+  /**
+   * The first `RAW_BODY_PREFIX_CHARS` (2 KiB) of an answer body that could not be understood
+   * (not JSON, not an Error object, or failing its schema); undefined otherwise. Only a prefix,
+   * so a log line never carries a whole body.
+   */
   readonly rawBody: string | undefined;
+  /** true when `rawBody` holds only the start of a longer body */
+  readonly rawBodyTruncated: boolean;
+  /**
+   * True when the answer's body was a valid Error object of the interface: the API itself said
+   * this (a JSON `not-found` for a job it no longer knows). False for a status with any other
+   * body (a gateway's HTML or bare 404, an empty body; `rawBody` then holds it) and for local
+   * errors. For an error made by `errorFromResponse`, `errorBody === (rawBody === undefined)`.
+   */
+  readonly errorBody: boolean;
+  /** from `Retry-After`, in milliseconds, already bounded by the client's `retryAfterMaxMs` */
   readonly retryAfterMs: number | undefined;
   readonly path: string | undefined;
 
@@ -67,12 +98,14 @@ export class ApiError extends Error {
     this.details = init.details;
     this.documentationUrl = init.documentationUrl;
     this.endpoint = init.endpoint;
-    this.rawBody = init.rawBody;
+    this.rawBody = init.rawBody === undefined ? undefined : rawBodyPrefix(init.rawBody);
+    this.rawBodyTruncated = init.rawBody !== undefined && this.rawBody !== init.rawBody;
+    this.errorBody = init.errorBody ?? false;
     this.retryAfterMs = init.retryAfterMs;
     this.path = init.path;
   }
 
-  /** A plain object for logs and `--json` output (the raw body is cut to keep lines short). */
+  /** A plain object for logs and `--json` output. */
   toJSON(): Record<string, unknown> {
     return {
       name: this.name,
@@ -83,7 +116,9 @@ export class ApiError extends Error {
       details: this.details,
       path: this.path,
       retryAfterMs: this.retryAfterMs,
-      rawBody: this.rawBody === undefined ? undefined : this.rawBody.slice(0, 2000),
+      errorBody: this.errorBody,
+      rawBody: this.rawBody,
+      rawBodyTruncated: this.rawBodyTruncated || undefined,
     };
   }
 }
@@ -192,6 +227,7 @@ export interface ResponseFacts {
   /** the body as text (possibly empty, possibly not JSON) */
   body: string;
   endpoint: string;
+  /** from `Retry-After`, in milliseconds, already bounded by the caller */
   retryAfterMs?: number | undefined;
 }
 
@@ -200,6 +236,10 @@ export interface ResponseFacts {
  * Error object) becomes the ApiError subclass of its code. The code comes from the body when the
  * body is a valid Error object, else from the status; a gateway's HTML 502 is an InternalError
  * carrying the raw body.
+ *
+ * `errorBody` is true and `rawBody` undefined exactly when the body was a valid Error object; so
+ * a JSON `not-found` (the API does not know the job) and a gateway's bare 404 are both
+ * NotFoundErrors, told apart by `errorBody`.
  */
 export function errorFromResponse(facts: ResponseFacts): ApiError {
   let parsed: z.infer<typeof ErrorBodySchema> | undefined;
@@ -223,6 +263,7 @@ export function errorFromResponse(facts: ResponseFacts): ApiError {
     documentationUrl: parsed?.documentationUrl,
     endpoint: facts.endpoint,
     rawBody: parsed ? undefined : facts.body,
+    errorBody: parsed !== undefined,
     retryAfterMs: facts.retryAfterMs,
   });
 }

@@ -6,6 +6,11 @@
  * The API key goes out in the `x-api-key` header and nowhere else: it is not part of any URL,
  * log line or error (and an error whose text somehow holds it, say a server echoing the key
  * back, has it replaced before it leaves this module).
+ *
+ * Nothing an answer says can make a process hold unbounded memory or sleep unboundedly: a JSON
+ * body is read up to `maxBodyBytes`, an error body up to `ERROR_BODY_MAX_BYTES`, and a
+ * `Retry-After` counts as at most `retryAfterMaxMs`. Only `openStream` hands a body over
+ * unread (its reader bounds what it keeps).
  */
 import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
@@ -20,7 +25,7 @@ import {
   schemaMismatchFromZod,
   toApiError,
 } from './errors.ts';
-import { decideRetry, type AttemptOutcome, type RequestKind, type RetryPolicy } from './retry.ts';
+import { capRetryAfterMs, decideRetry, type AttemptOutcome, type RequestKind, type RetryPolicy } from './retry.ts';
 import { ErrorBodySchema } from './schemas.ts';
 import type { Logger } from '../log.ts';
 
@@ -39,7 +44,10 @@ export interface RequestEvent {
   durationMs: number;
   /** set when the attempt failed */
   errorCode?: string | undefined;
-  /** the answer's `Retry-After`, in milliseconds (a 429 or 503 that says when to come back) */
+  /**
+   * the answer's `Retry-After`, in milliseconds (a 429 or 503 that says when to come back),
+   * bounded by `retryAfterMaxMs`
+   */
   retryAfterMs?: number | undefined;
 }
 
@@ -53,6 +61,10 @@ export interface HttpOptions {
   /** per request: longest silence while the body arrives, in milliseconds */
   bodyTimeoutMs: number;
   retry: RetryPolicy;
+  /** longest `Retry-After` honoured, ms: a longer one counts as this (and is logged) */
+  retryAfterMaxMs: number;
+  /** largest answer body `requestJson` reads, bytes; a larger answer is a SchemaMismatchError */
+  maxBodyBytes: number;
   log: Logger;
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   random: () => number;
@@ -97,8 +109,14 @@ export interface Http {
   urlOf(path: string): URL;
 }
 
-/** How much of a raw body an error message quotes (the full body stays in `rawBody`). */
+/** How much of a raw body an error message quotes (`rawBody` keeps a longer prefix). */
 const MESSAGE_BODY_EXCERPT_CHARS = 200;
+/**
+ * Most bytes read of an error answer's body (4xx, 5xx, 206), 64 KiB: an Error object is a few
+ * hundred bytes; the rest of a bigger body (a gateway's page, a misbehaving server) is not read
+ * (the connection is dropped instead).
+ */
+export const ERROR_BODY_MAX_BYTES = 64 * 1024;
 
 /** Transport error codes after which the request certainly never reached the server. */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
@@ -145,12 +163,33 @@ function bodyFailure(e: unknown, endpoint: string, signal: AbortSignal | undefin
   return new AttemptFailure(f.error, timedOut ? { kind: 'timeout' } : { kind: 'truncated' });
 }
 
-function isErrorBody(text: string): boolean {
-  try {
-    return ErrorBodySchema.safeParse(JSON.parse(text)).success;
-  } catch {
-    return false;
-  }
+/** A body read up to a limit. */
+interface BoundedBody {
+  text: string;
+  /** the body went on past the limit; the rest was not read */
+  cut: boolean;
+}
+
+function declaredLength(headers: IncomingHttpHeaders): number | undefined {
+  const v = headers['content-length'];
+  const n = Number(Array.isArray(v) ? v[0] : v);
+  return v === undefined || !Number.isFinite(n) ? undefined : n;
+}
+
+/**
+ * Stop reading a body: undici then aborts the request and drops the connection. Destroying its
+ * body emits an 'error' (RequestAbortedError), which must not go unhandled.
+ */
+function discard(body: Readable): void {
+  body.on('error', () => {});
+  if (!body.destroyed) body.destroy();
+}
+
+function decodeUtf8(parts: Buffer[], size: number): string {
+  const buf = Buffer.concat(parts, size);
+  // skip a BOM, as undici's body.text() does
+  const start = size > 2 && buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf ? 3 : 0;
+  return buf.toString('utf8', start);
 }
 
 function excerpt(text: string): string {
@@ -222,23 +261,95 @@ export function createHttp(opts: HttpOptions): Http {
     }
   }
 
-  async function readText(res: Dispatcher.ResponseData, spec: RequestSpec): Promise<string> {
+  /**
+   * Read at most `maxBytes` of the body. A body that goes on is cut there: the stream is
+   * destroyed (undici then drops the connection), so no more than the limit is ever buffered.
+   */
+  async function readBounded(res: Dispatcher.ResponseData, spec: RequestSpec, maxBytes: number): Promise<BoundedBody> {
+    const parts: Buffer[] = [];
+    let size = 0;
+    let cut = false;
     try {
-      return await res.body.text();
+      for await (const chunk of res.body) {
+        const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+        const room = maxBytes - size;
+        if (b.length > room) {
+          if (room > 0) parts.push(b.subarray(0, room));
+          size += Math.max(0, room);
+          cut = true;
+          discard(res.body);
+          break;
+        }
+        parts.push(b);
+        size += b.length;
+      }
     } catch (e: unknown) {
       throw bodyFailure(e, spec.endpoint, spec.signal);
     }
+    return { text: decodeUtf8(parts, size), cut };
   }
 
-  /** A non-2xx answer, or a 206: always an error. Reads the (small) error body. */
+  /**
+   * A body's text as an error may carry it: the key replaced wherever it appears, and a body
+   * that was cut short loses a trailing start of the key (the cut may have split it), so no
+   * prefix or excerpt taken later can hold any of it.
+   */
+  function redactBody(body: BoundedBody): string {
+    const key = opts.apiKey;
+    if (key === '') return body.text;
+    let t = body.text.includes(key) ? body.text.split(key).join('[redacted]') : body.text;
+    if (body.cut) {
+      for (let n = Math.min(key.length - 1, t.length); n > 0; n--) {
+        if (t.endsWith(key.slice(0, n))) {
+          t = t.slice(0, t.length - n);
+          break;
+        }
+      }
+    }
+    return t;
+  }
+
+  /** A 2xx body that is larger than `maxBodyBytes`: not JSON we will parse. */
+  function tooLarge(res: Dispatcher.ResponseData, spec: RequestSpec, detail: string, prefix: string | undefined): AttemptFailure {
+    return new AttemptFailure(
+      new SchemaMismatchError({
+        message: `${spec.endpoint}: answer body is larger than API_MAX_BODY_BYTES (${opts.maxBodyBytes} bytes); not read past it`,
+        details: detail,
+        endpoint: spec.endpoint,
+        path: '(root)',
+        status: res.statusCode,
+        rawBody: prefix,
+      }),
+      // the same answer would come again: not retried
+      { kind: 'invalid-answer' },
+    );
+  }
+
+  /** The answer's `Retry-After`, bounded; a bounded one is logged (once per answer). */
+  function retryAfterOf(res: Dispatcher.ResponseData, spec: RequestSpec): number | undefined {
+    const receivedMs = parseRetryAfter(res.headers['retry-after']);
+    const r = capRetryAfterMs(receivedMs, opts.retryAfterMaxMs);
+    if (r?.capped) {
+      opts.log.warn(
+        { endpoint: spec.endpoint, status: res.statusCode, receivedMs, cappedMs: r.ms },
+        'retry-after capped',
+      );
+    }
+    return r?.ms;
+  }
+
+  /**
+   * A non-2xx answer, or a 206: always an error. Reads the error body up to
+   * `ERROR_BODY_MAX_BYTES` and drops the rest.
+   */
   async function errorAnswer(res: Dispatcher.ResponseData, spec: RequestSpec): Promise<AttemptFailure> {
-    const text = await readText(res, spec);
-    const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
-    const error = errorFromResponse({ status: res.statusCode, body: text, endpoint: spec.endpoint, retryAfterMs });
+    const retryAfterMs = retryAfterOf(res, spec);
+    const body = await readBounded(res, spec, ERROR_BODY_MAX_BYTES);
+    const error = errorFromResponse({ status: res.statusCode, body: redactBody(body), endpoint: spec.endpoint, retryAfterMs });
     return new AttemptFailure(error, {
       kind: 'answered',
       status: res.statusCode,
-      errorBody: isErrorBody(text),
+      errorBody: error.errorBody,
       retryAfterMs,
     });
   }
@@ -320,31 +431,40 @@ export function createHttp(opts: HttpOptions): Http {
     return withRetries(spec, async () => {
       const res = await send(spec);
       if (!isSuccess(res.statusCode)) throw await errorAnswer(res, spec);
-      const text = await readText(res, spec);
+      const declared = declaredLength(res.headers);
+      if (declared !== undefined && declared > opts.maxBodyBytes) {
+        // said up front: nothing of it is read
+        discard(res.body);
+        throw tooLarge(res, spec, `content-length ${declared}`, undefined);
+      }
+      const body = await readBounded(res, spec, opts.maxBodyBytes);
+      if (body.cut) throw tooLarge(res, spec, `more than ${opts.maxBodyBytes} bytes`, redactBody(body));
+      const text = body.text;
       let json: unknown;
       try {
         json = JSON.parse(text);
       } catch (e: unknown) {
+        const safe = redactBody(body);
         throw new AttemptFailure(
           new SchemaMismatchError({
-            message: `${spec.endpoint}: answer is not JSON: ${JSON.stringify(excerpt(text))}`,
+            message: `${spec.endpoint}: answer is not JSON: ${JSON.stringify(excerpt(safe))}`,
             details: e instanceof Error ? e.message : String(e),
             endpoint: spec.endpoint,
             path: '(root)',
             status: res.statusCode,
-            rawBody: text,
+            rawBody: safe,
           }),
           { kind: 'invalid-answer' },
         );
       }
       if (ErrorBodySchema.safeParse(json).success) {
         // Some other 2xx carrying an Error object: an error all the same.
-        const error = errorFromResponse({ status: res.statusCode, body: text, endpoint: spec.endpoint });
+        const error = errorFromResponse({ status: res.statusCode, body: redactBody(body), endpoint: spec.endpoint });
         throw new AttemptFailure(error, { kind: 'answered', status: res.statusCode, errorBody: true });
       }
       const parsed = schema.safeParse(json);
       if (!parsed.success) {
-        throw new AttemptFailure(schemaMismatchFromZod(spec.endpoint, parsed.error, text, res.statusCode), {
+        throw new AttemptFailure(schemaMismatchFromZod(spec.endpoint, parsed.error, redactBody(body), res.statusCode), {
           kind: 'invalid-answer',
         });
       }

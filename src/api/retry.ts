@@ -50,6 +50,26 @@ export type RetryDecision =
   | { retry: true; delayMs: number }
   | { retry: false; reason: 'not-retryable' | 'attempts-exhausted' | 'retry-after-too-long' };
 
+/** A `Retry-After` as the client uses it: the value received, at most the cap. */
+export interface CappedRetryAfter {
+  /** min(received, cap), in milliseconds */
+  ms: number;
+  /** true when the received value was above the cap (the caller logs it) */
+  capped: boolean;
+}
+
+/**
+ * Bound a received `Retry-After` (ms) by `capMs`. Everything downstream (the retry decision,
+ * `ApiError.retryAfterMs`, the shared limiter's pause, the queue's `rateLimit`) sees only the
+ * bounded value: one answer of `Retry-After: 31536000` must not silence every process for a
+ * year. Undefined (no header, or one that does not parse) stays undefined.
+ */
+export function capRetryAfterMs(receivedMs: number | undefined, capMs: number): CappedRetryAfter | undefined {
+  if (receivedMs === undefined || Number.isNaN(receivedMs)) return undefined;
+  const ms = Math.max(0, receivedMs);
+  return ms > capMs ? { ms: capMs, capped: true } : { ms, capped: false };
+}
+
 /** 429 and every 5xx: statuses that may succeed on a later attempt. */
 export function isRetryableStatus(status: number): boolean {
   return status === 429 || status >= 500;

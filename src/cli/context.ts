@@ -73,6 +73,8 @@ export function createContext(opts: ContextOptions = {}): Context {
         prefix: config.queuePrefix,
         requestsPerSecond: config.pipeline.apiRatePerSecond,
         burst: config.pipeline.apiRateBurst,
+        // no pause outlasts the longest Retry-After the client honours
+        maxPauseMs: config.api.retryAfterMaxMs,
       });
       return limiter;
     },

@@ -13,6 +13,11 @@
  * answer) made a poll of a big batch take longer than the 10 s within which items should land;
  * this reads the same answer several times faster. The element's text is yielded too, so the
  * landed copy is the text exactly as received.
+ *
+ * With `maxItemBytes`, memory stays bounded by it whatever the answer holds: an element larger
+ * than the limit is scanned to its end but not kept (only its first `OVERSIZE_RAW_PREFIX_BYTES`)
+ * nor parsed, and yielded as `oversize`; a top-level field larger than the limit is skipped when
+ * it is not one the head keeps, and fails the read when it is.
  */
 
 /** The top-level fields of BatchResults other than `results`, unvalidated. */
@@ -27,11 +32,23 @@ export interface RawBatchHead {
 
 /** One element of `results`: the parsed value and its JSON text exactly as received. */
 export interface RawBatchItem {
+  /** the parsed element; undefined when `oversize` */
   value: unknown;
+  /** its JSON text exactly as received; when `oversize`, only its first 4096 bytes (as UTF-8) */
   raw: string;
   /** its position in `results` (skipped elements count too) */
   index: number;
+  /**
+   * Set when the element was larger than `maxItemBytes`: it was neither buffered beyond the
+   * limit nor parsed (`value` is undefined, `raw` its first `OVERSIZE_RAW_PREFIX_BYTES` bytes).
+   * `bytes` is its full size; `videoId` is read from its start when it begins, as items do,
+   * with `{"videoId":"..."`.
+   */
+  oversize?: { bytes: number; videoId?: string };
 }
+
+/** Bytes of an oversize element kept in its `raw`. */
+export const OVERSIZE_RAW_PREFIX_BYTES = 4096;
 
 export class BatchStreamError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -71,10 +88,30 @@ type State =
   | 'item-comma-or-end' // after an element: `,` or `]`
   | 'done';
 
+/**
+ * The videoId when `first` (the start of an element) begins exactly with `{"videoId":"` and the
+ * ID has no escapes; undefined otherwise.
+ */
+function leadingVideoIdOf(first: Buffer): string | undefined {
+  if (first.length < VIDEO_ID_PREFIX.length + 1 || !first.subarray(0, VIDEO_ID_PREFIX.length).equals(VIDEO_ID_PREFIX)) return undefined;
+  const close = first.indexOf(QUOTE, VIDEO_ID_PREFIX.length);
+  if (close === -1 || close > LEADING_ID_BYTES) return undefined;
+  const id = first.subarray(VIDEO_ID_PREFIX.length, close);
+  if (id.includes(BACKSLASH)) return undefined;
+  return id.toString('utf8');
+}
+
 /** A JSON value whose bytes may span several chunks. */
 class Capture {
-  /** bytes of earlier chunks */
+  /** bytes of earlier chunks (none once the value is oversize) */
   parts: Buffer[] = [];
+  /** bytes of the value in earlier chunks, kept or not */
+  carried = 0;
+  /**
+   * Set once the value outgrew the limit: its first bytes (a copy, up to
+   * OVERSIZE_RAW_PREFIX_BYTES); nothing else of it is kept from then on.
+   */
+  prefix: Buffer | undefined;
   /** where the value's bytes begin in the current chunk */
   start: number;
   depth = 0;
@@ -85,9 +122,27 @@ class Capture {
   readonly primitive: boolean;
   private begun = false;
 
-  constructor(first: number, start: number) {
+  /**
+   * @param maxBytes keep at most about this many bytes of the value (undefined: no limit); a
+   *   longer value is scanned to its end, but only its first bytes are kept
+   */
+  constructor(
+    first: number,
+    start: number,
+    private readonly maxBytes: number | undefined,
+  ) {
     this.start = start;
     this.primitive = first !== QUOTE && first !== LBRACE && first !== LBRACKET;
+  }
+
+  /** Whether the value, ending at `end` in the current chunk, is larger than the limit. */
+  oversize(end: number): boolean {
+    return this.prefix !== undefined || (this.maxBytes !== undefined && this.size(end) > this.maxBytes);
+  }
+
+  /** The value's full size in bytes, ending at `end` in the current chunk. */
+  size(end: number): number {
+    return this.carried + end - this.start;
   }
 
   /** Scan from `i`; the index just after the value's end, or -1 when it goes on in the next chunk. */
@@ -143,10 +198,36 @@ class Capture {
     return -1;
   }
 
-  /** Keep the rest of this chunk; the value goes on in the next one. */
+  /** Keep the rest of this chunk (or, past the limit, only what the prefix lacks); the value goes on in the next one. */
   carry(buf: Buffer): void {
-    this.parts.push(buf.subarray(this.start, buf.length));
+    const piece = buf.subarray(this.start, buf.length);
     this.start = 0;
+    this.carried += piece.length;
+    if (this.prefix !== undefined) {
+      this.growPrefix(piece);
+      return;
+    }
+    this.parts.push(piece);
+    if (this.maxBytes !== undefined && this.carried > this.maxBytes) {
+      // too large: from here on only its first bytes are kept (copied, so the chunks can go)
+      const pieces = this.parts;
+      this.parts = [];
+      this.prefix = Buffer.alloc(0);
+      for (const p of pieces) this.growPrefix(p);
+    }
+  }
+
+  private growPrefix(piece: Buffer): void {
+    const room = OVERSIZE_RAW_PREFIX_BYTES - this.prefix!.length;
+    if (room <= 0) return;
+    this.prefix = Buffer.concat([this.prefix!, piece.subarray(0, room)]);
+  }
+
+  /** The first `OVERSIZE_RAW_PREFIX_BYTES` of an oversize value that ends at `end`. */
+  oversizeRaw(buf: Buffer, end: number): Buffer {
+    if (this.prefix === undefined) return Buffer.from(this.firstBytes(buf, end, OVERSIZE_RAW_PREFIX_BYTES));
+    const room = OVERSIZE_RAW_PREFIX_BYTES - this.prefix.length;
+    return room > 0 ? Buffer.concat([this.prefix, buf.subarray(this.start, Math.min(end, this.start + room))]) : this.prefix;
   }
 
   /**
@@ -154,19 +235,13 @@ class Capture {
    * undefined otherwise (then the caller parses the element as usual).
    */
   leadingVideoId(buf: Buffer, end: number): string | undefined {
-    const first = this.firstBytes(buf, end, LEADING_ID_BYTES);
-    if (first.length < VIDEO_ID_PREFIX.length + 1 || !first.subarray(0, VIDEO_ID_PREFIX.length).equals(VIDEO_ID_PREFIX)) return undefined;
-    const close = first.indexOf(QUOTE, VIDEO_ID_PREFIX.length);
-    if (close === -1) return undefined;
-    const id = first.subarray(VIDEO_ID_PREFIX.length, close);
-    if (id.includes(BACKSLASH)) return undefined;
-    return id.toString('utf8');
+    return leadingVideoIdOf(this.prefix !== undefined ? this.oversizeRaw(buf, end) : this.firstBytes(buf, end, LEADING_ID_BYTES));
   }
 
-  /** At least `n` bytes from the value's start (fewer only if the value is shorter). */
+  /** At least `n` bytes from the value's start (fewer only if the value is shorter), at most `n` when it spans chunks. */
   private firstBytes(buf: Buffer, end: number, n: number): Buffer {
-    if (this.parts.length === 0) return buf.subarray(this.start, end);
-    if (this.parts[0]!.length >= n) return this.parts[0]!;
+    if (this.parts.length === 0) return buf.subarray(this.start, Math.min(end, this.start + n));
+    if (this.parts[0]!.length >= n) return this.parts[0]!.subarray(0, n);
     const pieces: Buffer[] = [];
     let size = 0;
     for (const p of [...this.parts, buf.subarray(this.start, end)]) {
@@ -200,6 +275,12 @@ export interface ReadBatchOptions {
    * the caller already has costs only the scan. Other elements are always yielded. Default none.
    */
   skip?: (videoId: string) => boolean;
+  /**
+   * Largest element of `results` read, in bytes; a larger one is yielded as `oversize` (its size
+   * and first bytes, unparsed) and never buffered beyond about this much. Also bounds the
+   * top-level fields. Default: no limit (the poller passes `ITEM_MAX_BYTES`, 8 MiB).
+   */
+  maxItemBytes?: number;
 }
 
 /**
@@ -243,6 +324,33 @@ export async function* readBatchItems(
             continue;
           }
         }
+        if (capture.oversize(end)) {
+          const c = capture;
+          capture = undefined;
+          i = end;
+          if (capturing === 'item') {
+            const first = c.oversizeRaw(buf, end);
+            const videoId = leadingVideoIdOf(first);
+            const bytes = c.size(end);
+            pending.push({
+              value: undefined,
+              raw: first.toString('utf8'),
+              index: itemIndex++,
+              oversize: videoId === undefined ? { bytes } : { bytes, videoId },
+            });
+            state = 'item-comma-or-end';
+          } else if (capturing === 'key') {
+            throw new BatchStreamError(`batch answer: a key is larger than maxItemBytes (${opts.maxItemBytes} bytes)`);
+          } else if (key === 'results') {
+            throw new BatchStreamError('batch answer: results is not an array');
+          } else if (HEAD_FIELDS.has(key)) {
+            throw new BatchStreamError(`batch answer: ${key} is larger than maxItemBytes (${opts.maxItemBytes} bytes)`);
+          } else {
+            // a field the head does not keep: skipped unparsed
+            state = 'comma-or-end';
+          }
+          continue;
+        }
         const text = capture.text(buf, end);
         capture = undefined;
         i = end;
@@ -283,7 +391,7 @@ export async function* readBatchItems(
             i++;
           } else if (b === QUOTE) {
             capturing = 'key';
-            capture = new Capture(b, i);
+            capture = new Capture(b, i, opts.maxItemBytes);
           } else throw fail('character where a key should be');
           break;
         case 'colon':
@@ -298,7 +406,7 @@ export async function* readBatchItems(
             i++;
           } else {
             capturing = 'value';
-            capture = new Capture(b, i);
+            capture = new Capture(b, i, opts.maxItemBytes);
           }
           break;
         case 'comma-or-end':
@@ -316,7 +424,7 @@ export async function* readBatchItems(
             throw fail(`"${String.fromCharCode(b)}" in results`);
           } else {
             capturing = 'item';
-            capture = new Capture(b, i);
+            capture = new Capture(b, i, opts.maxItemBytes);
           }
           break;
         case 'item-comma-or-end':

@@ -5,6 +5,7 @@
  * daemons together stay under the plan's rate, and a 429 silences all of them for its window.
  */
 import type { Redis } from 'ioredis';
+import { API_RETRY_AFTER_MAX_MS } from '../config.ts';
 
 /** Default: the lowest plans allow about one request per second (UPSTREAM.md); be a bit above. */
 export const API_RATE_PER_SECOND_DEFAULT = 5;
@@ -17,9 +18,15 @@ local bucket = KEYS[1]
 local paused = KEYS[2]
 local ratePerMs = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
+local maxPause = tonumber(ARGV[3])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local pausedUntil = tonumber(redis.call('GET', paused) or '0')
+if pausedUntil > now + maxPause then
+  -- longer than any Retry-After is honoured for (set before the cap existed): shortened once
+  pausedUntil = now + maxPause
+  redis.call('SET', paused, tostring(pausedUntil), 'PX', maxPause + 1000)
+end
 if pausedUntil > now then return pausedUntil - now end
 local b = redis.call('HMGET', bucket, 'tokens', 'ts')
 local tokens = tonumber(b[1]) or burst
@@ -53,13 +60,19 @@ export interface ApiLimiterOptions {
   requestsPerSecond?: number;
   /** requests allowed at once after a quiet period; default 10 */
   burst?: number;
+  /**
+   * longest pause, ms (the client's `retryAfterMaxMs`): `pauseFor` asks no longer, and a pause
+   * found in Redis that ends later (left by an older version that honoured any Retry-After) is
+   * shortened to end within this; default 3 600 000
+   */
+  maxPauseMs?: number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
 export interface ApiLimiter {
   /** Wait until a request may be sent (rate and any 429 pause). */
   acquire(signal?: AbortSignal): Promise<void>;
-  /** Silence every process for `ms` (a 429's Retry-After). Returns the pause still in force. */
+  /** Silence every process for `ms` (a 429's Retry-After), at most `maxPauseMs`. Returns the pause still in force. */
   pauseFor(ms: number): Promise<number>;
   /** Milliseconds until the current pause ends (0 when not paused). */
   pausedForMs(): Promise<number>;
@@ -83,13 +96,14 @@ function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
 export function createApiLimiter(opts: ApiLimiterOptions): ApiLimiter {
   const rate = opts.requestsPerSecond ?? API_RATE_PER_SECOND_DEFAULT;
   const burst = opts.burst ?? API_RATE_BURST_DEFAULT;
+  const maxPauseMs = Math.max(1, Math.round(opts.maxPauseMs ?? API_RETRY_AFTER_MAX_MS));
   const sleep = opts.sleep ?? defaultSleep;
   const bucketKey = `${opts.prefix}:api:bucket`;
   const pausedKey = `${opts.prefix}:api:paused-until`;
   return {
     async acquire(signal) {
       for (;;) {
-        const wait = Number(await opts.redis.eval(ACQUIRE_LUA, 2, bucketKey, pausedKey, rate / 1000, burst));
+        const wait = Number(await opts.redis.eval(ACQUIRE_LUA, 2, bucketKey, pausedKey, rate / 1000, burst, maxPauseMs));
         if (wait <= 0) return;
         // a long pause (a 429's Retry-After) is waited out in slices, re-read from Redis each
         // time: a pause that ends early (lifted by hand, lost with a Redis restart) ends here too
@@ -97,7 +111,8 @@ export function createApiLimiter(opts: ApiLimiterOptions): ApiLimiter {
       }
     },
     async pauseFor(ms) {
-      return Number(await opts.redis.eval(PAUSE_LUA, 1, pausedKey, Math.max(1, Math.round(ms))));
+      const bounded = Math.min(maxPauseMs, Math.max(1, Math.round(ms)));
+      return Number(await opts.redis.eval(PAUSE_LUA, 1, pausedKey, bounded));
     },
     async pausedForMs() {
       const [until, time] = await Promise.all([opts.redis.get(pausedKey), opts.redis.time()]);

@@ -16,7 +16,25 @@ export type ScriptedAnswer =
   /** send the head and a part of the body, then close the connection mid-body */
   | { truncate: { status: number; partial: string; declaredLength?: number; headers?: Record<string, string> } }
   /** send the head and a part of the body, then go silent */
-  | { stall: { status: number; partial: string; headers?: Record<string, string> } };
+  | { stall: { status: number; partial: string; headers?: Record<string, string> } }
+  /**
+   * a long body sent chunked (no content-length), `prefix`, then `fillBytes` of `x`, then
+   * `suffix`, written as fast as the client reads it and no faster; what was written is recorded
+   * in `floods` once the response ends or the client goes away
+   */
+  | { flood: { status: number; prefix?: string; fillBytes: number; suffix?: string; headers?: Record<string, string> } };
+
+/** What the server wrote of a `flood` answer. */
+export interface FloodRecord {
+  method: string;
+  path: string;
+  /** bytes handed to the connection (some may still have sat in buffers when it closed) */
+  written: number;
+  /** bytes the whole body has */
+  total: number;
+  /** the whole body was written and the response ended */
+  complete: boolean;
+}
 
 export interface RecordedRequest {
   method: string;
@@ -33,6 +51,8 @@ export interface ScriptedServer {
   port: number;
   /** every request seen, in order */
   requests: RecordedRequest[];
+  /** every `flood` answer, once it ended or its client went away */
+  floods: FloodRecord[];
   /** queue answers for `METHOD /path` (path below `/v1`); each request takes the next one */
   script(method: string, path: string, ...answers: ScriptedAnswer[]): void;
   /** requests seen for `METHOD /path` */
@@ -65,6 +85,7 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
 export async function startScriptedServer(opts: { port?: number } = {}): Promise<ScriptedServer> {
   const queues = new Map<string, ScriptedAnswer[]>();
   const requests: RecordedRequest[] = [];
+  const floods: FloodRecord[] = [];
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
 
@@ -105,6 +126,10 @@ export async function startScriptedServer(opts: { port?: number } = {}): Promise
         res.write(t.partial);
         return;
       }
+      if ('flood' in answer) {
+        flood(res, method, path, answer.flood);
+        return;
+      }
       if (answer.delayMs !== undefined) {
         const timer = setTimeout(() => send(res, answer.status, answer.body, answer.headers), answer.delayMs);
         timers.add(timer);
@@ -113,6 +138,45 @@ export async function startScriptedServer(opts: { port?: number } = {}): Promise
       send(res, answer.status, answer.body, answer.headers);
     });
   });
+  function flood(
+    res: ServerResponse,
+    method: string,
+    path: string,
+    f: { status: number; prefix?: string; fillBytes: number; suffix?: string; headers?: Record<string, string> },
+  ): void {
+    const head = Buffer.from(f.prefix ?? '');
+    const tail = Buffer.from(f.suffix ?? '');
+    const filler = Buffer.alloc(64 * 1024, 'x');
+    const total = head.length + f.fillBytes + tail.length;
+    let written = 0;
+    let filled = 0;
+    let recorded = false;
+    const record = (complete: boolean): void => {
+      if (recorded) return;
+      recorded = true;
+      floods.push({ method, path, written, total, complete });
+    };
+    res.on('close', () => record(res.writableFinished));
+    res.writeHead(f.status, { 'content-type': 'application/json', ...f.headers });
+    res.write(head);
+    written += head.length;
+    const pump = (): void => {
+      while (filled < f.fillBytes) {
+        if (res.destroyed) return;
+        const n = Math.min(filler.length, f.fillBytes - filled);
+        filled += n;
+        written += n;
+        if (!res.write(filler.subarray(0, n))) {
+          res.once('drain', pump);
+          return;
+        }
+      }
+      written += tail.length;
+      res.end(tail);
+    };
+    pump();
+  }
+
   server.on('connection', (s: Socket) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
@@ -127,6 +191,7 @@ export async function startScriptedServer(opts: { port?: number } = {}): Promise
     baseUrl: `http://127.0.0.1:${port}${BASE_PATH}`,
     port,
     requests,
+    floods,
     script(method, path, ...answers) {
       const key = `${method} ${path}`;
       queues.set(key, [...(queues.get(key) ?? []), ...answers]);
@@ -140,6 +205,7 @@ export async function startScriptedServer(opts: { port?: number } = {}): Promise
     reset() {
       queues.clear();
       requests.length = 0;
+      floods.length = 0;
     },
     async close() {
       for (const t of timers) clearTimeout(t);

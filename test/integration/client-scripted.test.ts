@@ -4,7 +4,7 @@
  * wire (what the server saw, what the caller got), not on mocks of our own code.
  */
 import { Writable } from 'node:stream';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createApiClient, type ApiClient, type ApiClientOptions, type RequestEvent } from '../../src/api/client.ts';
 import {
   AbortedError,
@@ -15,6 +15,7 @@ import {
   LimitExceededError,
   NetworkError,
   NotFoundError,
+  RAW_BODY_PREFIX_CHARS,
   SchemaMismatchError,
   TimeoutError,
   TranscriptUnavailableError,
@@ -423,6 +424,162 @@ describe('GET retries', () => {
     const e = await caught(p);
     expect(e).toBeInstanceOf(AbortedError);
     expect(server.count('GET', '/me')).toBe(1);
+  });
+});
+
+describe('Retry-After is capped (API_RETRY_AFTER_MAX_MS)', () => {
+  const YEAR_S = '31536000';
+  const HOUR_MS = 3_600_000;
+  const logged = () => logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
+
+  it('exposes at most the cap, everywhere, and logs the capping once per answer', async () => {
+    // default cap (1 h); the policy's maxDelayMs (5 s) is below it, so the caller gets it to pause
+    const c = makeClient();
+    server.script('GET', '/me', { status: 429, body: errorBody('limit-exceeded', 'slow down'), headers: { 'retry-after': YEAR_S } });
+    const e = await caught(c.me());
+    expect(e).toBeInstanceOf(LimitExceededError);
+    expect(e.retryAfterMs).toBe(HOUR_MS);
+    expect(JSON.stringify(e.toJSON())).not.toContain('31536000');
+    expect(events.map((ev) => ev.retryAfterMs)).toEqual([HOUR_MS]);
+    expect(sleeps).toEqual([]);
+    const capped = logged().filter((l) => l.msg === 'retry-after capped');
+    expect(capped).toHaveLength(1);
+    expect(capped[0]).toMatchObject({ level: 40, endpoint: 'GET /me', receivedMs: 31_536_000_000, cappedMs: HOUR_MS });
+  });
+
+  it('waits the capped value when it fits the retry policy (one log line per capped answer)', async () => {
+    const c = makeClient({ retryAfterMaxMs: 2_000 });
+    server.script(
+      'GET',
+      '/videosite/search',
+      { status: 429, body: errorBody('limit-exceeded', 'slow down'), headers: { 'retry-after': YEAR_S } },
+      { status: 503, body: errorBody('internal-error', 'busy'), headers: { 'retry-after': 'Fri, 01 Jan 2100 00:00:00 GMT' } },
+      { status: 200, body: { query: 'q', results: [] } },
+    );
+    await expect(c.search({ query: 'q' })).resolves.toEqual({ query: 'q', results: [] });
+    expect(sleeps).toEqual([2_000, 2_000]);
+    expect(events.map((ev) => ev.retryAfterMs)).toEqual([2_000, 2_000, undefined]);
+    const capped = logged().filter((l) => l.msg === 'retry-after capped');
+    expect(capped.map((l) => [l.endpoint, l.status, l.cappedMs])).toEqual([
+      ['GET /videosite/search', 429, 2_000],
+      ['GET /videosite/search', 503, 2_000],
+    ]);
+  });
+
+  it('leaves a Retry-After under the cap alone, unlogged', async () => {
+    const c = makeClient({ retryAfterMaxMs: 10_000 });
+    server.script('GET', '/me', { status: 429, body: errorBody('limit-exceeded', 'quota'), headers: { 'retry-after': '7' } });
+    const e = await caught(c.me());
+    expect(e.retryAfterMs).toBe(7_000);
+    expect(logged().filter((l) => l.msg === 'retry-after capped')).toEqual([]);
+  });
+});
+
+describe('answer bodies are bounded', () => {
+  const MAX = 64 * 1024;
+  const flooded = async () => {
+    await vi.waitFor(() => expect(server.floods).toHaveLength(1));
+    return server.floods[0]!;
+  };
+
+  it('fails a JSON answer over API_MAX_BODY_BYTES without reading it all, and does not retry it', async () => {
+    const c = makeClient({ maxBodyBytes: MAX });
+    // valid JSON of 64 MiB, sent chunked: the size shows only while reading
+    server.script('GET', '/videosite/search', {
+      flood: { status: 200, prefix: '{"query":"q","results":[],"pad":"', fillBytes: 64 * 1024 * 1024, suffix: '"}' },
+    });
+    const e = await caught(c.search({ query: 'q' }));
+    expect(e).toBeInstanceOf(SchemaMismatchError);
+    expect(e.status).toBe(200);
+    expect(e.message).toContain('API_MAX_BODY_BYTES');
+    expect(e.message).toContain(String(MAX));
+    expect(e.rawBody?.startsWith('{"query":"q"')).toBe(true);
+    expect(e.rawBody?.length).toBe(RAW_BODY_PREFIX_CHARS);
+    const f = await flooded();
+    expect(f.complete).toBe(false);
+    // what the server could push before the client hung up: the limit plus socket buffers
+    expect(f.written).toBeLessThan(f.total / 4);
+    expect(server.count('GET', '/videosite/search')).toBe(1);
+  });
+
+  it('fails an answer whose content-length is over the limit before reading it', async () => {
+    const c = makeClient({ maxBodyBytes: MAX });
+    server.script('GET', '/web/map', { status: 200, body: { urls: Array.from({ length: 10_000 }, (_, i) => `https://w.test/${i}`) } });
+    const e = await caught(c.mapSite({ url: 'https://w.test' }));
+    expect(e).toBeInstanceOf(SchemaMismatchError);
+    expect(e.message).toContain('API_MAX_BODY_BYTES');
+    expect(e.details).toMatch(/^content-length \d+$/);
+    expect(e.rawBody).toBeUndefined();
+    // the same client still works (the dropped connection is replaced)
+    server.script('GET', '/web/map', { status: 200, body: { urls: [] } });
+    await expect(c.mapSite({ url: 'https://w.test' })).resolves.toEqual({ urls: [] });
+  });
+
+  it('reads a JSON answer up to the limit as usual', async () => {
+    const c = makeClient({ maxBodyBytes: MAX });
+    const urls = Array.from({ length: 2_000 }, (_, i) => `https://w.test/${i}`);
+    expect(JSON.stringify({ urls }).length).toBeLessThan(MAX);
+    server.script('GET', '/web/map', { status: 200, body: { urls } });
+    await expect(c.mapSite({ url: 'https://w.test' })).resolves.toEqual({ urls });
+  });
+
+  it('cuts a large error body to a prefix in rawBody, message and logs', async () => {
+    const c = makeClient({ retry: { maxAttempts: 1 } });
+    const page = `<html>${'gateway trouble '.repeat(64 * 1024)}</html>`;
+    server.script('GET', '/me', { status: 502, body: page });
+    const e = await caught(c.me());
+    expect(e).toBeInstanceOf(InternalError);
+    expect(e.errorBody).toBe(false);
+    expect(e.rawBody).toBe(page.slice(0, RAW_BODY_PREFIX_CHARS));
+    expect(e.rawBodyTruncated).toBe(true);
+    expect(e.message.length).toBeLessThan(400);
+    // logged the way the workers log a failed job: pino's err serialiser takes every field
+    createLogger({ level: 'info', destination: logBuffer() }).error({ err: e }, 'job failed');
+    const line = logLines.at(-1)!;
+    expect((JSON.parse(line) as { err: { rawBody: string } }).err.rawBody).toBe(e.rawBody);
+    expect(line.length).toBeLessThan(RAW_BODY_PREFIX_CHARS + 4_000);
+  });
+
+  it('reads no more than a small bound of a chunked error body', async () => {
+    const c = makeClient({ retry: { maxAttempts: 1 } });
+    server.script('GET', '/me', { flood: { status: 500, prefix: '<html>', fillBytes: 64 * 1024 * 1024 } });
+    const e = await caught(c.me());
+    expect(e).toBeInstanceOf(InternalError);
+    expect(e.rawBody).toBe(`<html>${'x'.repeat(RAW_BODY_PREFIX_CHARS - 6)}`);
+    const f = await flooded();
+    expect(f.complete).toBe(false);
+    expect(f.written).toBeLessThan(f.total / 4);
+  });
+
+  it('tells a JSON not-found from a gateway 404 (errorBody, rawBody)', async () => {
+    const c = makeClient();
+    server.script('GET', '/videosite/batch/j-json', { status: 404, body: errorBody('not-found', 'unknown job') });
+    server.script('GET', '/videosite/batch/j-gw', { status: 404, body: '<html>404 Not Found</html>' });
+    const json = await caught(c.openBatch('j-json'));
+    const gw = await caught(c.openBatch('j-gw'));
+    expect([json, gw].map((e) => e.constructor)).toEqual([NotFoundError, NotFoundError]);
+    expect([json.errorBody, json.rawBody]).toEqual([true, undefined]);
+    expect([gw.errorBody, gw.rawBody]).toEqual([false, '<html>404 Not Found</html>']);
+  });
+
+  it('never keeps part of the key where a body is cut', async () => {
+    const c = makeClient({ maxBodyBytes: 1_024, retry: { maxAttempts: 1 } });
+    // the key straddles the 2 KiB rawBody prefix of an error body ...
+    server.script('GET', '/me', { status: 502, body: `${'x'.repeat(RAW_BODY_PREFIX_CHARS - 6)}${API_KEY}${'y'.repeat(5_000)}` });
+    // ... and the 1 KiB read limit of a JSON answer
+    server.script('GET', '/videosite/search', {
+      flood: { status: 200, prefix: `{"pad":"${'x'.repeat(1_024 - 8 - 6)}${API_KEY}`, fillBytes: 1024 * 1024, suffix: '"}' },
+    });
+    const [gateway, large] = [await caught(c.me()), await caught(c.search({ query: 'q' }))];
+    // replaced before the prefix was taken: the cut falls inside '[redacted]', not inside the key
+    expect(gateway.rawBody).toBe(`${'x'.repeat(RAW_BODY_PREFIX_CHARS - 6)}[redac`);
+    // cut by the read limit after the key's first 6 characters: those are dropped
+    expect(large.rawBody).toBe(`{"pad":"${'x'.repeat(1_024 - 8 - 6)}`);
+    for (const e of [gateway, large]) {
+      expect([e.message, e.details, e.rawBody, JSON.stringify(e.toJSON())].join('\n')).not.toContain(API_KEY);
+    }
+    expect(logLines.join('')).not.toContain(API_KEY);
+    await flooded();
   });
 });
 

@@ -1,5 +1,7 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { readBatchItems, readBatchStream, BatchStreamError } from '../../src/pipeline/batch-stream.ts';
+import { readBatchItems, readBatchStream, BatchStreamError, OVERSIZE_RAW_PREFIX_BYTES, type RawBatchItem } from '../../src/pipeline/batch-stream.ts';
 
 async function collect(chunks: string[]) {
   const gen = readBatchStream((async function* () {
@@ -72,7 +74,7 @@ describe('readBatchItems (the byte scanner under readBatchStream)', () => {
     const gen = readBatchItems((async function* () {
       for (const c of chunks) yield typeof c === 'string' ? Buffer.from(c) : c;
     })(), opts);
-    const items: { value: unknown; raw: string; index: number }[] = [];
+    const items: RawBatchItem[] = [];
     for (;;) {
       const r = await gen.next();
       if (r.done) return { items, head: r.value };
@@ -157,5 +159,112 @@ describe('readBatchItems (the byte scanner under readBatchStream)', () => {
     const { items } = await read(cut(text, 65_536));
     expect(items).toHaveLength(5000);
     expect(items[4999]!.value).toEqual(results[4999]);
+  });
+
+  describe('maxItemBytes', () => {
+    const MAX = 10_000;
+    const first = { videoId: 'first', video: { id: 'first', title: 'one' } };
+    // ~50 KB, well over MAX; quotes, escapes and brackets inside strings must not confuse the scan
+    const big = {
+      videoId: 'big',
+      transcript: {
+        content: Array.from({ length: 1_000 }, (_, i) => ({ text: `w\u00e9 "${i}" ] } [ {`, offset: i, duration: 1 })),
+        lang: 'en',
+        availableLangs: ['en'],
+      },
+    };
+    const third = { videoId: 'third', video: null, errorCode: 'processing' };
+    const bigRaw = JSON.stringify(big);
+    const answer = JSON.stringify({ status: 'completed', results: [first, big, third], stats: { total: 3, succeeded: 3, failed: 0 } });
+
+    it('yields an element over the limit as oversize (size, prefix, videoId), and reads on correctly', async () => {
+      expect(Buffer.byteLength(bigRaw)).toBeGreaterThan(5 * MAX);
+      for (const size of [7, 100, 1_000, 65_536]) {
+        const { items, head } = await read(cut(answer, size), { maxItemBytes: MAX });
+        expect(items.map((i) => i.index), `chunks of ${size}`).toEqual([0, 1, 2]);
+        expect(items[0]!.value).toEqual(first);
+        expect(items[0]!.oversize).toBeUndefined();
+        expect(items[2]!.value).toEqual(third);
+        expect(items[2]!.raw).toBe(JSON.stringify(third));
+        const o = items[1]!;
+        expect(o.value).toBeUndefined();
+        expect(o.oversize).toEqual({ bytes: Buffer.byteLength(bigRaw), videoId: 'big' });
+        expect(o.raw).toBe(Buffer.from(bigRaw).subarray(0, OVERSIZE_RAW_PREFIX_BYTES).toString('utf8'));
+        expect(head).toEqual({ status: 'completed', stats: { total: 3, succeeded: 3, failed: 0 }, sawResults: true });
+      }
+    });
+
+    it('parses elements at the limit as usual', async () => {
+      const { items } = await read(cut(answer, 1_000), { maxItemBytes: Buffer.byteLength(bigRaw) });
+      expect(items.map((i) => i.oversize)).toEqual([undefined, undefined, undefined]);
+      expect(items[1]!.value).toEqual(big);
+    });
+
+    it('gives no videoId when the element does not start with one', async () => {
+      const odd = JSON.stringify({ results: [{ pad: 'x'.repeat(MAX), videoId: 'late' }, 'y'.repeat(MAX + 1)] });
+      const { items } = await read(cut(odd, 512), { maxItemBytes: MAX });
+      expect(items.map((i) => i.oversize)).toEqual([{ bytes: MAX + 27 }, { bytes: MAX + 3 }]);
+      expect(items[1]!.raw).toBe(`"${'y'.repeat(OVERSIZE_RAW_PREFIX_BYTES - 1)}`);
+    });
+
+    it('holds on to no chunk of an oversize element while scanning it', async () => {
+      // one 4 MiB element in 64 KiB chunks: with the limit, the chunks already scanned can be
+      // collected (the reader kept a copy of the first bytes only); without it, all are held
+      const blob = { videoId: 'h', blob: 'z'.repeat(4 * 1024 * 1024) };
+      const huge = JSON.stringify({ results: [blob, { videoId: 'after' }] });
+      const chunks = cut(huge, 65_536);
+      setFlagsFromString('--expose-gc');
+      const gc = runInNewContext('gc') as () => void;
+
+      async function chunksHeld(maxItemBytes: number | undefined): Promise<{ held: number; items: RawBatchItem[] }> {
+        // the chunks' memory, not their views: a reader keeps subarrays (other views of it)
+        const refs: WeakRef<ArrayBufferLike>[] = [];
+        let held = -1;
+        const source = async function* () {
+          for (const [k, c] of chunks.entries()) {
+            if (k === chunks.length - 2) {
+              // near the element's end: what of the earlier chunks does the reader still hold?
+              await new Promise((resolve) => setImmediate(resolve));
+              gc();
+              held = refs.filter((r) => r.deref() !== undefined).length;
+            }
+            const copy = Buffer.from(c);
+            refs.push(new WeakRef(copy.buffer));
+            yield copy;
+          }
+        };
+        const items: RawBatchItem[] = [];
+        for (const gen = readBatchItems(source(), maxItemBytes === undefined ? {} : { maxItemBytes }); ; ) {
+          const r = await gen.next();
+          if (r.done) break;
+          items.push(r.value);
+        }
+        return { held, items };
+      }
+
+      const bounded = await chunksHeld(MAX);
+      expect(bounded.items.map((i) => i.oversize?.videoId ?? (i.value as { videoId: string }).videoId)).toEqual(['h', 'after']);
+      expect(bounded.items[0]!.oversize?.bytes).toBe(Buffer.byteLength(JSON.stringify(blob)));
+      expect(bounded.held).toBeLessThanOrEqual(2);
+      // the measurement itself: without a limit the element's chunks are all held
+      const unbounded = await chunksHeld(undefined);
+      expect(unbounded.items[0]!.value).toEqual(blob);
+      expect(unbounded.held).toBeGreaterThan(chunks.length / 2);
+    });
+
+    it('skips an unknown top-level field over the limit, and fails on a head field over it', async () => {
+      const extra = JSON.stringify({ status: 'completed', debug: 'd'.repeat(MAX * 2), results: [first] });
+      const { items, head } = await read(cut(extra, 1_000), { maxItemBytes: MAX });
+      expect(items.map((i) => i.value)).toEqual([first]);
+      expect(head.status).toBe('completed');
+      const badHead = JSON.stringify({ status: 's'.repeat(MAX * 2), results: [] });
+      await expect(read(cut(badHead, 1_000), { maxItemBytes: MAX })).rejects.toBeInstanceOf(BatchStreamError);
+    });
+
+    it('still fails on a truncated oversize element', async () => {
+      await expect(read(cut(answer.slice(0, answer.indexOf('"third"') - 100), 1_000), { maxItemBytes: MAX })).rejects.toBeInstanceOf(
+        BatchStreamError,
+      );
+    });
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseRetryAfter } from '../../src/api/errors.ts';
-import { backoffDelayMs, decideRetry, type AttemptOutcome, type RetryPolicy } from '../../src/api/retry.ts';
+import { backoffDelayMs, capRetryAfterMs, decideRetry, type AttemptOutcome, type RetryPolicy } from '../../src/api/retry.ts';
+import { API_RETRY_AFTER_MAX_MS } from '../../src/config.ts';
 
 const policy: RetryPolicy = { maxAttempts: 5, baseDelayMs: 100, maxDelayMs: 1_000 };
 const top = (): number => 0.999_999;
@@ -111,5 +112,47 @@ describe('parseRetryAfter', () => {
   it('ignores absent or unreadable values', () => {
     expect(parseRetryAfter(undefined)).toBeUndefined();
     expect(parseRetryAfter('soon')).toBeUndefined();
+  });
+});
+
+describe('capRetryAfterMs', () => {
+  const HOUR_MS = 3_600_000;
+
+  it('caps a Retry-After of a year at the cap, and says it did', () => {
+    const received = parseRetryAfter('31536000');
+    expect(received).toBe(31_536_000_000);
+    expect(capRetryAfterMs(received, HOUR_MS)).toEqual({ ms: HOUR_MS, capped: true });
+  });
+
+  it('caps a far HTTP date and absurd values too', () => {
+    const now = Date.parse('2024-01-01T00:00:00Z');
+    expect(capRetryAfterMs(parseRetryAfter('Fri, 01 Jan 2100 00:00:00 GMT', now), HOUR_MS)).toEqual({ ms: HOUR_MS, capped: true });
+    expect(capRetryAfterMs(Number.POSITIVE_INFINITY, HOUR_MS)).toEqual({ ms: HOUR_MS, capped: true });
+  });
+
+  it('leaves a value at or under the cap as it is', () => {
+    expect(capRetryAfterMs(2_000, HOUR_MS)).toEqual({ ms: 2_000, capped: false });
+    expect(capRetryAfterMs(HOUR_MS, HOUR_MS)).toEqual({ ms: HOUR_MS, capped: false });
+    expect(capRetryAfterMs(0, HOUR_MS)).toEqual({ ms: 0, capped: false });
+  });
+
+  it('leaves no Retry-After as none', () => {
+    expect(capRetryAfterMs(undefined, HOUR_MS)).toBeUndefined();
+    expect(capRetryAfterMs(Number.NaN, HOUR_MS)).toBeUndefined();
+  });
+
+  it('defaults to one hour', () => {
+    expect(API_RETRY_AFTER_MAX_MS).toBe(HOUR_MS);
+  });
+
+  it('hands the retry rules the capped value: waited for when it fits the policy, handed back when not', () => {
+    const capped = capRetryAfterMs(parseRetryAfter('31536000'), 800)!;
+    const outcome: AttemptOutcome = { kind: 'answered', status: 429, errorBody: true, retryAfterMs: capped.ms };
+    expect(decideRetry('idempotent', outcome, 1, policy, half)).toEqual({ retry: true, delayMs: 800 });
+    const hour = capRetryAfterMs(parseRetryAfter('31536000'), HOUR_MS)!;
+    expect(decideRetry('idempotent', { ...outcome, retryAfterMs: hour.ms }, 1, policy, half)).toEqual({
+      retry: false,
+      reason: 'retry-after-too-long',
+    });
   });
 });
