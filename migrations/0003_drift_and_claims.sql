@@ -8,6 +8,7 @@ CREATE TABLE "upstream_hold_events" (
 --> statement-breakpoint
 ALTER TABLE "batch_items" ADD COLUMN "reason_code" text;--> statement-breakpoint
 ALTER TABLE "batches" ADD COLUMN "upstream_status" text;--> statement-breakpoint
+ALTER TABLE "batches" ADD COLUMN "poll_failures" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
 ALTER TABLE "batches" ADD COLUMN "reason" text;--> statement-breakpoint
 ALTER TABLE "batches" ADD COLUMN "not_found_since" timestamp with time zone;--> statement-breakpoint
 ALTER TABLE "video_sync" ADD COLUMN "submission_id" bigint;--> statement-breakpoint

@@ -20,6 +20,19 @@ export const API_BODY_TIMEOUT_MS = 60_000;
 export const API_RETRY_MAX_ATTEMPTS = 5;
 export const API_RETRY_BASE_DELAY_MS = 500;
 export const API_RETRY_MAX_DELAY_MS = 30_000;
+/**
+ * Longest `Retry-After` honoured, ms (1 h): one answer of `Retry-After: 31536000` must not
+ * silence every process for a year. A longer one is used as this and logged.
+ */
+export const API_RETRY_AFTER_MAX_MS = 3_600_000;
+/**
+ * Largest answer body read, bytes (16 MiB), except the streamed batch answer (`openBatch`):
+ * a bigger one fails as schema-mismatch without being buffered.
+ */
+export const API_MAX_BODY_BYTES = 16 * 1024 * 1024;
+/** Bounds of `API_MAX_BODY_BYTES`: below 1 KiB nothing fits; 256 MiB stays under V8's longest string. */
+export const API_MAX_BODY_BYTES_MIN = 1_024;
+export const API_MAX_BODY_BYTES_MAX = 256 * 1024 * 1024;
 
 /** Pipeline defaults. */
 export const API_RATE_PER_SECOND = 5;
@@ -53,6 +66,20 @@ export const JOB_LOCK_DURATION_MS = 120_000;
 export const JOB_STALLED_CHECK_MS = 30_000;
 /** How often a daemon re-checks Redis against Postgres (lost jobs, new or changed sources). */
 export const RECONCILE_INTERVAL_MS = 60_000;
+/** Automatic submissions of one video per kind and language, whatever the reason; past it only `replay --failed`. */
+export const RETRY_ATTEMPTS_MAX = 3;
+/** Spacing before the second automatic re-submission of a video; doubles for each one after. */
+export const RETRY_BACKOFF_BASE_MS = 10 * 60_000;
+/** A batch in flight longer than this is expired locally (its unfinished items become retryable). */
+export const BATCH_MAX_AGE_MS = 48 * 3_600_000;
+/** A poll's JSON `not-found` expires a batch only when such answers span at least this long. */
+export const BATCH_NOT_FOUND_CONFIRM_MS = 10 * 60_000;
+/** Longest one poll may read a batch answer; what landed by then is kept, the rest is read next time. */
+export const POLL_MAX_DURATION_MS = 10 * 60_000;
+/** Largest item of a batch answer that is parsed; a larger one is quarantined unparsed, its first bytes kept. */
+export const ITEM_MAX_BYTES = 8 * 1024 * 1024;
+/** How often a daemon re-checks an upstream hold with a free `/me` and lifts it when the account works again. */
+export const HOLD_RECHECK_MS = 15 * 60_000;
 
 /** Shortest `ADMIN_TOKEN` accepted, in characters: a guessable token would protect nothing. */
 export const ADMIN_TOKEN_MIN_CHARS = 16;
@@ -127,6 +154,10 @@ const EnvSchema = z.object({
   API_RETRY_MAX_ATTEMPTS: positiveInt(20).default(API_RETRY_MAX_ATTEMPTS),
   API_RETRY_BASE_DELAY_MS: positiveInt(600_000).default(API_RETRY_BASE_DELAY_MS),
   API_RETRY_MAX_DELAY_MS: positiveInt(3_600_000).default(API_RETRY_MAX_DELAY_MS),
+  API_RETRY_AFTER_MAX_MS: positiveInt(86_400_000).default(API_RETRY_AFTER_MAX_MS),
+  API_MAX_BODY_BYTES: positiveInt(API_MAX_BODY_BYTES_MAX)
+    .pipe(z.number().min(API_MAX_BODY_BYTES_MIN, `expected at least ${API_MAX_BODY_BYTES_MIN}`))
+    .default(API_MAX_BODY_BYTES),
   API_RATE_PER_SECOND: positiveInt(10_000).default(API_RATE_PER_SECOND),
   API_RATE_BURST: positiveInt(10_000).default(API_RATE_BURST),
   BATCH_SIZE: positiveInt(5000).default(BATCH_SIZE_MAX_VIDEOS),
@@ -145,6 +176,13 @@ const EnvSchema = z.object({
   JOB_LOCK_DURATION_MS: positiveInt(3_600_000).pipe(z.number().min(1_000, 'expected at least 1000')).default(JOB_LOCK_DURATION_MS),
   JOB_STALLED_CHECK_MS: positiveInt(3_600_000).pipe(z.number().min(500, 'expected at least 500')).default(JOB_STALLED_CHECK_MS),
   RECONCILE_INTERVAL_MS: positiveInt(86_400_000).pipe(z.number().min(1_000, 'expected at least 1000')).default(RECONCILE_INTERVAL_MS),
+  RETRY_ATTEMPTS_MAX: positiveInt(100).default(RETRY_ATTEMPTS_MAX),
+  RETRY_BACKOFF_BASE_MS: nonNegativeInt.default(RETRY_BACKOFF_BASE_MS),
+  BATCH_MAX_AGE_MS: positiveInt().pipe(z.number().min(1_000, 'expected at least 1000')).default(BATCH_MAX_AGE_MS),
+  BATCH_NOT_FOUND_CONFIRM_MS: nonNegativeInt.default(BATCH_NOT_FOUND_CONFIRM_MS),
+  POLL_MAX_DURATION_MS: positiveInt(86_400_000).pipe(z.number().min(1_000, 'expected at least 1000')).default(POLL_MAX_DURATION_MS),
+  ITEM_MAX_BYTES: positiveInt(1024 * 1024 * 1024).pipe(z.number().min(1_024, 'expected at least 1024')).default(ITEM_MAX_BYTES),
+  HOLD_RECHECK_MS: positiveInt(86_400_000).pipe(z.number().min(1_000, 'expected at least 1000')).default(HOLD_RECHECK_MS),
   // sent back as a bearer token or a basic-auth password: header-safe characters only
   ADMIN_TOKEN: z
     .string()
@@ -168,6 +206,10 @@ export interface Config {
     headersTimeoutMs: number;
     bodyTimeoutMs: number;
     retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
+    /** longest `Retry-After` honoured, ms (a longer one is used as this); default 3 600 000 */
+    retryAfterMaxMs: number;
+    /** largest answer body read, bytes (the streamed batch answer excepted); default 16 MiB */
+    maxBodyBytes: number;
   };
   databaseUrl: string;
   redisUrl: string;
@@ -200,6 +242,20 @@ export interface Config {
     jobStalledCheckMs: number;
     /** interval of the daemon's reconcile with Postgres, ms; default 60 000 */
     reconcileIntervalMs: number;
+    /** automatic submissions of one video per kind and language; default 3 */
+    retryAttemptsMax: number;
+    /** spacing before the second automatic re-submission, doubling after, ms; default 600 000 */
+    retryBackoffBaseMs: number;
+    /** a batch in flight longer than this is expired locally, ms; default 48 h */
+    batchMaxAgeMs: number;
+    /** JSON `not-found` answers must span this long before a batch is expired, ms; default 600 000 */
+    batchNotFoundConfirmMs: number;
+    /** longest read of one batch answer, ms; default 600 000 */
+    pollMaxDurationMs: number;
+    /** largest item parsed from a batch answer, bytes; default 8 MiB */
+    itemMaxBytes: number;
+    /** how often a daemon re-checks upstream holds with /me, ms; default 900 000 */
+    holdRecheckMs: number;
   };
   admin: {
     /**
@@ -251,6 +307,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         baseDelayMs: e.API_RETRY_BASE_DELAY_MS,
         maxDelayMs: e.API_RETRY_MAX_DELAY_MS,
       },
+      retryAfterMaxMs: e.API_RETRY_AFTER_MAX_MS,
+      maxBodyBytes: e.API_MAX_BODY_BYTES,
     },
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
@@ -276,6 +334,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       jobLockDurationMs: e.JOB_LOCK_DURATION_MS,
       jobStalledCheckMs: e.JOB_STALLED_CHECK_MS,
       reconcileIntervalMs: e.RECONCILE_INTERVAL_MS,
+      retryAttemptsMax: e.RETRY_ATTEMPTS_MAX,
+      retryBackoffBaseMs: e.RETRY_BACKOFF_BASE_MS,
+      batchMaxAgeMs: e.BATCH_MAX_AGE_MS,
+      batchNotFoundConfirmMs: e.BATCH_NOT_FOUND_CONFIRM_MS,
+      pollMaxDurationMs: e.POLL_MAX_DURATION_MS,
+      itemMaxBytes: e.ITEM_MAX_BYTES,
+      holdRecheckMs: e.HOLD_RECHECK_MS,
     },
     admin: { token: e.ADMIN_TOKEN },
   };

@@ -5,7 +5,7 @@
  * overwrites what was landed, failed or set aside.
  */
 import type { Queryable } from './connection.ts';
-import type { ItemState } from './schema.ts';
+import type { ItemState, QuarantineReason } from '../domain/items.ts';
 import { ESCAPED_UNSTORABLE_RE, findUnstorable, isStorableText, storableText } from './storable.ts';
 
 /** Items per statement when landing: bounds the size of one JSON parameter (~20 KB per item). */
@@ -25,6 +25,8 @@ export interface LandItem {
   payloadRaw?: string | undefined;
   /** why the item is quarantined */
   reason?: string | undefined;
+  /** the stable category of `reason` */
+  reasonCode?: QuarantineReason | undefined;
 }
 
 export interface LandResult {
@@ -35,6 +37,13 @@ export interface LandResult {
   /** the rows inserted or changed, with the state and errorCode they now have */
   rows: { videoId: string; state: ItemState; errorCode: string | null }[];
 }
+
+/**
+ * A number jsonb's numeric cannot hold (an exponent of five digits or more, e.g. `1e200000`:
+ * "value overflows numeric format"), checked before the write; such an item is kept as text in
+ * payload_raw. A string that merely looks like one only costs that item its jsonb copy.
+ */
+const HUGE_NUMBER_RE = /[0-9.][eE][+-]?\d{5,}/;
 
 interface StoredPayload {
   /** JSON text of the jsonb value, or null */
@@ -51,7 +60,7 @@ interface StoredPayload {
 function storedPayload(item: LandItem): StoredPayload {
   const text = item.payloadRaw ?? (item.payload === undefined ? undefined : JSON.stringify(item.payload));
   if (text === undefined) return { json: null, raw: null, note: null };
-  if (item.payload !== undefined && isStorableText(text)) {
+  if (item.payload !== undefined && isStorableText(text) && !HUGE_NUMBER_RE.test(text)) {
     // Both U+0000 and lone surrogates can only reach the text as \u escapes; the walk that
     // tells for sure runs only when such an escape (or its look-alike \\u0000) is present.
     if (!ESCAPED_UNSTORABLE_RE.test(text) || findUnstorable(item.payload) === undefined) {
@@ -66,12 +75,13 @@ function storedPayload(item: LandItem): StoredPayload {
 function landJson(items: readonly LandItem[]): string {
   const parts = items.map((item) => {
     const p = storedPayload(item);
-    let { videoId, state } = item;
+    let { videoId, state, reasonCode } = item;
     const notes = [item.reason, p.note];
     if (!isStorableText(videoId)) {
       // Not storable as a key: keep the item under its JSON-quoted form, set aside for a human.
       videoId = JSON.stringify(videoId);
       state = 'quarantined';
+      reasonCode ??= 'unstorable';
       notes.push('videoId holds a character Postgres text cannot store; video_id is its JSON form');
     }
     const reason = notes.filter((s): s is string => typeof s === 'string').map(storableText).join('; ') || null;
@@ -79,7 +89,8 @@ function landJson(items: readonly LandItem[]): string {
     return (
       `{"video_id":${JSON.stringify(videoId)},"state":${JSON.stringify(state)},` +
       `"error_code":${JSON.stringify(item.errorCode)},"payload":${p.json ?? 'null'},` +
-      `"payload_raw":${JSON.stringify(p.raw)},"reason":${JSON.stringify(reason)}}`
+      `"payload_raw":${JSON.stringify(p.raw)},"reason":${JSON.stringify(reason)},` +
+      `"reason_code":${JSON.stringify(state === 'quarantined' ? (reasonCode ?? null) : null)}}`
     );
   });
   return `[${parts.join(',')}]`;
@@ -100,17 +111,18 @@ export async function landItems(sql: Queryable, jobId: string, items: readonly L
   for (let i = 0; i < unique.length; i += LAND_CHUNK_ITEMS) {
     const json = landJson(unique.slice(i, i + LAND_CHUNK_ITEMS));
     const rows = await sql<{ video_id: string; state: ItemState; error_code: string | null }[]>`
-      insert into batch_items as b (job_id, video_id, state, error_code, payload, payload_raw, reason, landed_at)
-      select ${jobId}, video_id, state, error_code, payload, payload_raw, reason,
+      insert into batch_items as b (job_id, video_id, state, error_code, payload, payload_raw, reason, reason_code, landed_at)
+      select ${jobId}, video_id, state, error_code, payload, payload_raw, reason, reason_code,
         case when state = 'landed' then now() end
       from jsonb_to_recordset(${json}::text::jsonb) as r(
-        video_id text, state text, error_code text, payload jsonb, payload_raw text, reason text)
+        video_id text, state text, error_code text, payload jsonb, payload_raw text, reason text, reason_code text)
       on conflict (job_id, video_id) do update set
         state = excluded.state,
         error_code = excluded.error_code,
         payload = excluded.payload,
         payload_raw = excluded.payload_raw,
         reason = excluded.reason,
+        reason_code = excluded.reason_code,
         landed_at = excluded.landed_at,
         updated_at = now()
       where b.state = 'processing'
@@ -196,13 +208,13 @@ export async function markSunk(sql: Queryable, jobId: string, videoIds: readonly
 export async function markQuarantined(
   sql: Queryable,
   jobId: string,
-  items: readonly { videoId: string; reason: string }[],
+  items: readonly { videoId: string; reason: string; reasonCode: QuarantineReason }[],
 ): Promise<number> {
   if (items.length === 0) return 0;
-  const json = JSON.stringify(items.map((i) => ({ video_id: i.videoId, reason: storableText(i.reason) })));
+  const json = JSON.stringify(items.map((i) => ({ video_id: i.videoId, reason: storableText(i.reason), reason_code: i.reasonCode })));
   const rows = await sql`
-    update batch_items as b set state = 'quarantined', reason = r.reason, updated_at = now()
-    from jsonb_to_recordset(${json}::text::jsonb) as r(video_id text, reason text)
+    update batch_items as b set state = 'quarantined', reason = r.reason, reason_code = r.reason_code, updated_at = now()
+    from jsonb_to_recordset(${json}::text::jsonb) as r(video_id text, reason text, reason_code text)
     where b.job_id = ${jobId} and b.video_id = r.video_id and b.state = 'landed'
     returning 1`;
   return rows.length;

@@ -79,3 +79,18 @@ export function toBigintColumn(value: number | null | undefined, path: string): 
   }
   return value;
 }
+
+/**
+ * An ISO 8601 timestamp a timestamptz column holds: parsable, and within years 1..9999 (Postgres
+ * has no year 0 and rejects some far dates JavaScript accepts). Throws otherwise.
+ */
+export function toTimestamptzColumn(value: string | null | undefined, path: string): string | null {
+  if (value === null || value === undefined) return null;
+  const d = new Date(value);
+  if (Number.isNaN(d.getTime())) throw new UnstorableValueError(path, `${JSON.stringify(value)} is not a date`);
+  const year = d.getUTCFullYear();
+  if (year < 1 || year > 9999) {
+    throw new UnstorableValueError(path, `${JSON.stringify(value)} is outside the years a timestamptz column holds here (1..9999)`);
+  }
+  return value;
+}

@@ -93,7 +93,8 @@ export function transcriptRowFromApi(videoId: string, transcript: Transcript, jo
 /**
  * Inserts or updates `rows`. Rows with the same (videoId, lang): the last one wins. An existing
  * row is rewritten (and its `updated_at` set) only when its content hash or available languages
- * differ.
+ * differ, and never from chunks to plain text: a `--text` source sharing videos with a source
+ * that wants chunks must not downgrade what is stored.
  *
  * Two statements per chunk: a read of the stored hashes of these keys, then one upsert of only
  * the new or changed rows. Transcripts are large (~45 KB a row with chunks), so a re-run of
@@ -105,15 +106,20 @@ export function transcriptRowFromApi(videoId: string, transcript: Transcript, jo
 export async function upsertTranscripts(sql: Queryable, rows: readonly TranscriptRow[]): Promise<UpsertCounts> {
   const unique = lastById(rows, (r) => `${r.videoId}\u0000${r.lang}`);
   if (unique.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
-  const stored = await sql<{ video_id: string; lang: string; content_sha256: string; available_langs: string[] | null }[]>`
-    select t.video_id, t.lang, t.content_sha256, t.available_langs
+  const stored = await sql<
+    { video_id: string; lang: string; content_sha256: string; available_langs: string[] | null; has_chunks: boolean }[]
+  >`
+    select t.video_id, t.lang, t.content_sha256, t.available_langs, t.chunks is not null as has_chunks
     from transcripts t
     join unnest(${unique.map((r) => r.videoId)}::text[], ${unique.map((r) => r.lang)}::text[]) as k(video_id, lang)
       using (video_id, lang)`;
   const storedByKey = new Map(stored.map((s) => [`${s.video_id}\u0000${s.lang}`, s]));
   const changed = unique.filter((r) => {
     const s = storedByKey.get(`${r.videoId}\u0000${r.lang}`);
-    return s === undefined || s.content_sha256 !== r.contentSha256 || !sameStrings(s.available_langs, r.availableLangs);
+    if (s === undefined) return true;
+    // a plain-text delivery (a `--text` source) never replaces stored chunks
+    if (s.has_chunks && r.chunks === null) return false;
+    return s.content_sha256 !== r.contentSha256 || !sameStrings(s.available_langs, r.availableLangs);
   });
   if (changed.length === 0) return { inserted: 0, updated: 0, unchanged: unique.length };
   const json = JSON.stringify(
@@ -144,6 +150,7 @@ export async function upsertTranscripts(sql: Queryable, rows: readonly Transcrip
       last_job_id = excluded.last_job_id,
       updated_at = now()
     where (t.content_sha256, t.available_langs) is distinct from (excluded.content_sha256, excluded.available_langs)
+      and not (t.chunks is not null and excluded.chunks is null)
     returning (xmax = 0) as inserted`;
   const inserted = result.filter((r) => r.inserted).length;
   const updated = result.length - inserted;

@@ -11,7 +11,7 @@
  */
 import type { Video } from '../api/schemas.ts';
 import type { Queryable } from './connection.ts';
-import { UnstorableValueError, assertStorable, toBigintColumn } from './storable.ts';
+import { UnstorableValueError, assertStorable, toBigintColumn, toTimestamptzColumn } from './storable.ts';
 
 /** One `videos` row as the sink writes it; every field present, null when not delivered. */
 export interface VideoRow {
@@ -57,7 +57,7 @@ export function videoRowFromApi(video: Video, jobId: string): VideoRow {
     channelName: video.channel?.name ?? null,
     tags: video.tags ?? null,
     thumbnail: video.thumbnail ?? null,
-    uploadDate: video.uploadDate ?? null,
+    uploadDate: toTimestamptzColumn(video.uploadDate, 'video.uploadDate'),
     viewCount: toBigintColumn(video.viewCount, 'video.viewCount'),
     likeCount: toBigintColumn(video.likeCount, 'video.likeCount'),
     transcriptLanguages: video.transcriptLanguages ?? null,

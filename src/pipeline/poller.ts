@@ -1,30 +1,47 @@
 /**
  * The poller: one read of one batch. It streams the answer, lands every newly finished item raw
- * in `batch_items` (in chunks, all in one transaction per poll), updates the batch row, and
- * enqueues sink work for what landed. The landed copy is the source of truth from then on: a
- * later answer that no longer carries a result (`result-unavailable`, expiry) never overwrites it.
+ * in `batch_items` a bounded chunk per transaction as the answer arrives (a download that breaks
+ * or runs past POLL_MAX_DURATION_MS keeps what landed; the next poll skips it), updates the batch
+ * row, and enqueues sink work for what landed. The landed copy is the source of truth from then
+ * on: a later answer that no longer carries a result (`result-unavailable`, expiry) never
+ * overwrites it.
+ *
+ * The answer is read liberally (src/domain/batches.ts): an unknown status keeps the batch in
+ * flight, recorded; items with results land whatever the head says; a value Postgres rejects is
+ * isolated and quarantined, never blocking its neighbours. Answers that may be transient cost
+ * nothing: a JSON `not-found` expires the batch only when confirmed over
+ * BATCH_NOT_FOUND_CONFIRM_MS, a gateway's 404 is retried, a 401 is confirmed with a free `/me`
+ * before any hold. A batch in flight longer than BATCH_MAX_AGE_MS is expired locally.
  */
-import { NotFoundError, UnauthorizedError } from '../api/errors.ts';
-import {
-  BatchHeadSchema,
-  BatchItemSchema,
-  formatIssuePath,
-  type BatchItem,
-  type BatchHead,
-} from '../api/schemas.ts';
+import { ApiError, LimitExceededError, NotFoundError, UnauthorizedError } from '../api/errors.ts';
 import type { Queryable } from '../db/connection.ts';
+import { writeIsolating } from '../db/isolate.ts';
 import { activeHolds, describeHold, setHold } from '../db/upstream-holds.ts';
 import { landItems, markUnfinishedRetryable, type LandItem, type LandResult } from '../db/items.ts';
-import type { BatchKind, BatchStatus, ItemState } from '../db/schema.ts';
+import { recheckAt } from '../domain/attempts.ts';
+import {
+  BATCH_IN_FLIGHT_STATUSES,
+  BATCH_TERMINAL_STATUSES,
+  LOCAL_BATCH_END_CODES,
+  LiberalBatchHeadSchema,
+  isTerminalStatus,
+  readHead,
+  storableDate,
+  type BatchKind,
+  type BatchStatus,
+} from '../domain/batches.ts';
+import { classifyRawItem, isFinalItemState, UNFINISHED_AT_END_CODE, type ItemState } from '../domain/items.ts';
 import { sinkJobId } from '../queues/names.ts';
-import { readBatchItems } from './batch-stream.ts';
+import { readBatchItems, type RawBatchHead } from './batch-stream.ts';
 import type { PipelineDeps } from './deps.ts';
-import { takeCreditSnapshot } from './scheduler.ts';
+import { isConnectionLost, takeCreditSnapshot } from './scheduler.ts';
 
-export const TERMINAL_STATUSES: readonly BatchStatus[] = ['completed', 'failed', 'expired'];
+export const TERMINAL_STATUSES: readonly BatchStatus[] = BATCH_TERMINAL_STATUSES;
 
-/** Item errorCodes that a later submission may fix. */
-const RETRYABLE_CODES = new Set(['internal-error', 'limit-exceeded', 'result-unavailable']);
+/** Consecutive poll attempts that threw (not an answer we understood) before the batch is failed. */
+export const POLL_FAILURES_MAX = 20;
+/** How much of a failure's message `batches.reason` keeps. */
+const REASON_MAX_CHARS = 500;
 
 export interface PollResult {
   jobId: string;
@@ -41,13 +58,6 @@ export interface PollResult {
   nextDelayMs?: number;
 }
 
-export class BatchHeadError extends Error {
-  constructor(jobId: string, path: string, message: string) {
-    super(`batch ${jobId}: answer does not match the interface at ${path}: ${message}`);
-    this.name = 'BatchHeadError';
-  }
-}
-
 interface BatchRow {
   job_id: string;
   source_id: number | null;
@@ -56,25 +66,13 @@ interface BatchRow {
   status: BatchStatus;
   polls: number;
   request: Record<string, unknown>;
+  text_only: boolean | null;
   /** items finished per the previous answer (0 before the first) */
   finished_before: number;
   /** ms from the previous answer (or the submission) to the start of this poll, on the database's clock */
   since_previous_ms: number;
-}
-
-/** The state an item's errorCode (and payload) puts it in. */
-export function classifyItem(item: BatchItem, kind: BatchKind): { state: ItemState; errorCode: string | null; reason?: string } {
-  const code = item.errorCode ?? null;
-  if (code === null) {
-    const payload = kind === 'video' ? item.video : item.transcript;
-    if (payload === undefined || payload === null) {
-      return { state: 'quarantined', errorCode: null, reason: `no ${kind} and no errorCode` };
-    }
-    return { state: 'landed', errorCode: null };
-  }
-  if (code === 'processing') return { state: 'processing', errorCode: code };
-  if (RETRYABLE_CODES.has(code)) return { state: 'retryable', errorCode: code };
-  return { state: 'failed', errorCode: code };
+  /** ms since the submission */
+  age_ms: number;
 }
 
 /** Added to the expected end of a batch before the poll that should find it complete. */
@@ -150,33 +148,39 @@ export async function pollBatch(
   const { sql, api, log, settings } = deps;
   const startedAt = Date.now();
   const [batch] = await sql<BatchRow[]>`
-    select job_id, source_id, kind, lang, status, polls, request,
+    select job_id, source_id, kind, lang, status, polls, request, text_only,
       coalesce(succeeded, 0) + coalesce(failed, 0) as finished_before,
-      (extract(epoch from clock_timestamp() - coalesce(last_polled_at, submitted_at)) * 1000)::float8 as since_previous_ms
+      (extract(epoch from clock_timestamp() - coalesce(last_polled_at, submitted_at)) * 1000)::float8 as since_previous_ms,
+      (extract(epoch from clock_timestamp() - submitted_at) * 1000)::float8 as age_ms
     from batches where job_id = ${jobId}`;
+  const nothing = { landed: 0, changed: 0, duplicates: 0, quarantined: 0 };
   if (!batch) {
     log.warn({ jobId }, 'poll for a batch that is not recorded; dropped');
-    return { jobId, status: 'expired', terminal: true, landed: 0, changed: 0, duplicates: 0, quarantined: 0 };
+    return { jobId, status: 'expired', terminal: true, ...nothing };
   }
-  if (TERMINAL_STATUSES.includes(batch.status)) {
-    return { jobId, status: batch.status, terminal: true, landed: 0, changed: 0, duplicates: 0, quarantined: 0 };
+  if (isTerminalStatus(batch.status)) return { jobId, status: batch.status, terminal: true, ...nothing };
+  const previousDelayMs = opts.previousDelayMs ?? settings.pollInitialDelayMs;
+  const later = (changed = false): PollResult => ({
+    jobId, status: batch.status, terminal: false, ...nothing, nextDelayMs: nextPollDelayMs(previousDelayMs, changed, settings),
+  });
+  // the key is refused: no call until the hold is lifted; the poll waits, unharmed
+  if ((await activeHolds(sql)).some((h) => h.scope === 'all')) {
+    return { ...later(), nextDelayMs: settings.pollMaxDelayMs };
   }
-  // the key is refused: no call until a person clears the hold; the poll waits, unharmed
-  const held = { jobId, status: batch.status, terminal: false, landed: 0, changed: 0, duplicates: 0, quarantined: 0, nextDelayMs: settings.pollMaxDelayMs };
-  if ((await activeHolds(sql)).some((h) => h.scope === 'all')) return held;
+  if (batch.age_ms > settings.batchMaxAgeMs) {
+    return endBatch(deps, batch, 'expired', LOCAL_BATCH_END_CODES.maxAge,
+      `in flight for ${Math.round(batch.age_ms / 3_600_000)} h, longer than BATCH_MAX_AGE_MS (${settings.batchMaxAgeMs} ms): expired locally`);
+  }
 
+  // one poll never runs past its deadline; a shutdown (opts.signal) stops it too
+  const deadline = AbortSignal.timeout(settings.pollMaxDurationMs);
+  const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
   let stream;
   try {
-    stream = await api.openBatch(jobId, { signal: opts.signal });
+    stream = await api.openBatch(jobId, { signal });
   } catch (e: unknown) {
-    if (e instanceof NotFoundError) return expireUnknownBatch(deps, batch);
-    if (e instanceof UnauthorizedError) {
-      if (await setHold(sql, 'unauthorized', e.message)) {
-        log.error({ jobId, code: e.code }, describeHold({ code: 'unauthorized', reason: e.message, since: new Date() }));
-      }
-      return held;
-    }
-    throw e;
+    if (opts.signal?.aborted || e instanceof LimitExceededError || !(e instanceof ApiError)) throw e;
+    return refusedAnswer(deps, batch, e, later());
   }
   // the answer describes the batch as of about now
   const answeredAt = Date.now();
@@ -187,33 +191,32 @@ export async function pollBatch(
     known.set(r.video_id, { state: r.state, errorCode: r.error_code });
   }
 
-  const result: PollResult = { jobId, status: batch.status, terminal: false, landed: 0, changed: 0, duplicates: 0, quarantined: 0 };
+  const result: PollResult = { jobId, status: batch.status, terminal: false, ...nothing };
   const polls = batch.polls + 1;
-  let head: BatchHead | undefined;
-  let headError: BatchHeadError | undefined;
+  const seen = new Set<string>();
+  let buffer: LandItem[] = [];
+  const flush = async () => {
+    if (buffer.length === 0) return;
+    const rows = buffer;
+    buffer = [];
+    for (const w of await landChunk(deps, batch, rows)) {
+      result.changed++;
+      if (w.state === 'landed') result.landed++;
+      if (w.state === 'quarantined') result.quarantined++;
+    }
+  };
+  // every poll reads the whole answer again: an item already recorded for good (most of a big
+  // batch's answer, late in its life) is dropped unparsed
+  const final = (id: string) => {
+    const recorded = known.get(id);
+    return recorded !== undefined && isFinalItemState(recorded.state);
+  };
 
-  await sql.begin(async (tx) => {
-    const seen = new Set<string>();
-    let buffer: LandItem[] = [];
-    const flush = async () => {
-      if (buffer.length === 0) return;
-      const rows = buffer;
-      buffer = [];
-      const written = await writeItems(tx, batch, rows, settings.transcriptRecheckMs);
-      for (const w of written) {
-        result.changed++;
-        if (w.state === 'landed') result.landed++;
-        if (w.state === 'quarantined') result.quarantined++;
-      }
-    };
-
-    // every poll reads the whole answer again: an item already recorded for good (most of a
-    // big batch's answer, late in its life) is dropped unparsed
-    const final = (id: string) => {
-      const recorded = known.get(id);
-      return recorded !== undefined && recorded.state !== 'processing' && recorded.state !== 'quarantined';
-    };
+  let rawHead: RawBatchHead | undefined;
+  let readError: unknown;
+  try {
     const gen = readBatchItems(stream.body, {
+      maxItemBytes: settings.itemMaxBytes,
       skip: (id) => {
         if (seen.has(id) || !final(id)) return false;
         seen.add(id);
@@ -223,25 +226,27 @@ export async function pollBatch(
     for (;;) {
       const next = await gen.next();
       if (next.done) {
-        const parsedHead = BatchHeadSchema.safeParse(next.value);
-        if (!parsedHead.success) {
-          const issue = parsedHead.error.issues[0];
-          headError = new BatchHeadError(jobId, issue ? formatIssuePath(issue.path) : '(root)', issue?.message ?? 'invalid');
-        } else if (!next.value.sawResults) {
-          headError = new BatchHeadError(jobId, 'results', 'required array is missing');
-        } else {
-          head = parsedHead.data;
-        }
+        rawHead = next.value;
         break;
       }
-      const { value: raw, raw: text, index: i } = next.value;
+      const { value: raw, raw: text, index: i, oversize } = next.value;
       // (an answer whose items do not start with their videoId: skipped here, before validation)
-      const id = typeof (raw as { videoId?: unknown } | null)?.videoId === 'string' ? (raw as { videoId: string }).videoId : undefined;
-      if (id !== undefined && !seen.has(id) && final(id)) {
-        seen.add(id);
+      const leadingId = oversize ? oversize.videoId : typeof (raw as { videoId?: unknown } | null)?.videoId === 'string' ? (raw as { videoId: string }).videoId : undefined;
+      if (leadingId !== undefined && !seen.has(leadingId) && final(leadingId)) {
+        seen.add(leadingId);
         continue;
       }
-      let row = toLandItem(raw, i, batch.kind, text);
+      let row: LandItem = oversize
+        ? {
+            videoId: oversize.videoId ?? `#${i}`,
+            state: 'quarantined',
+            errorCode: null,
+            payload: undefined,
+            payloadRaw: text,
+            reason: `item of ${oversize.bytes} bytes is larger than ITEM_MAX_BYTES (${settings.itemMaxBytes}): not parsed; payload_raw holds its first bytes`,
+            reasonCode: 'too-large',
+          }
+        : toLandItem(raw, i, batch.kind, text);
       if (seen.has(row.videoId)) {
         // a repeated videoId: the first copy is the item; a repeat is kept raw beside it (under
         // `<videoId>#<index>`), set aside for a human, never dropped: it may differ from the first
@@ -252,142 +257,263 @@ export async function pollBatch(
           state: 'quarantined',
           errorCode: null,
           reason: `videoId ${JSON.stringify(row.videoId)} repeated in the answer (item #${i}); the first copy is the item`,
+          reasonCode: 'duplicate',
         };
         if (seen.has(row.videoId)) continue;
       }
       seen.add(row.videoId);
       const before = known.get(row.videoId);
-      // only an unfinished (or malformed) item can still change: a landed copy is never
+      // only an unfinished (or set-aside) item can still change: a landed copy is never
       // replaced, a recorded error is final for this batch; an unchanged one is not rewritten
-      if (before && before.state !== 'processing' && before.state !== 'quarantined') continue;
+      if (before && isFinalItemState(before.state)) continue;
       if (before && before.state === row.state && before.errorCode === row.errorCode) continue;
       buffer.push(row);
       if (buffer.length >= settings.landChunkSize) await flush();
     }
     await flush();
-    // items that landed stay landed even when the rest of the answer is malformed
-    if (headError) {
-      await tx`update batches set polls = ${polls}, last_polled_at = now(), updated_at = now() where job_id = ${jobId}`;
-      return;
-    }
+  } catch (e: unknown) {
+    if (isConnectionLost(e)) throw e;
+    readError = e;
+    stream.body.destroy();
+    // the items read whole before the break are as good as any: keep them
+    await flush();
+  }
 
-    const h = head!;
-    const status: BatchStatus = h.errorCode === 'job-expired' ? 'expired' : h.status;
-    const terminal = TERMINAL_STATUSES.includes(status);
-    if (terminal) {
+  if (result.landed > 0) await enqueueSink(deps, jobId, polls);
+  if (opts.signal?.aborted) throw readError ?? new Error('poll aborted by shutdown');
+
+  const parsedHead = rawHead && rawHead.sawResults ? LiberalBatchHeadSchema.safeParse(rawHead) : undefined;
+  if (readError !== undefined || !parsedHead?.success) {
+    const why =
+      readError !== undefined
+        ? deadline.aborted
+          ? `the answer took longer than POLL_MAX_DURATION_MS (${settings.pollMaxDurationMs} ms) to read`
+          : `the answer broke off: ${readError instanceof Error ? readError.message : String(readError)}`
+        : !rawHead?.sawResults
+          ? 'the answer has no results array'
+          : `the answer's head does not match the interface: ${parsedHead?.error?.issues[0]?.message ?? 'invalid'}`;
+    await sql`
+      update batches set polls = ${polls}, last_polled_at = now(), reason = ${clip(`poll ${polls}: ${why}; ${result.landed} item(s) landed, the rest is read next time`)},
+        updated_at = now()
+      where job_id = ${jobId}`;
+    log.warn({ jobId, landed: result.landed, changed: result.changed, polls, reason: why }, 'batch answer incomplete: kept what landed');
+    return { ...result, nextDelayMs: nextPollDelayMs(previousDelayMs, result.changed > 0, settings) };
+  }
+
+  const h = parsedHead.data;
+  const reading = readHead(h);
+  const status: BatchStatus = reading.status ?? batch.status;
+  const stats = h.stats ?? {};
+  await sql.begin(async (tx) => {
+    if (reading.terminal) {
       // unfinished at the end: a later submission may still deliver them
-      const marked = await markUnfinishedRetryable(tx, jobId, 'processing');
+      const marked = await markUnfinishedRetryable(tx, jobId, UNFINISHED_AT_END_CODE);
       if (marked.length > 0) {
-        await upsertVideoSync(tx, batch, marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: 'processing' })), settings.transcriptRecheckMs);
+        await upsertVideoSync(tx, batch, marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE })), settings.transcriptRecheckMs);
         result.changed += marked.length;
       }
     }
     const fromSource = batch.request.playlistId !== undefined || batch.request.channelId !== undefined;
+    const total = stats.total ?? null;
     await tx`
       update batches set
         status = ${status},
+        upstream_status = ${h.status},
         error_code = ${h.errorCode ?? null},
-        total = ${h.stats.total}, succeeded = ${h.stats.succeeded}, failed = ${h.stats.failed},
-        credits_estimated = case when ${fromSource} and ${h.stats.total} > 0 then 1 + ${h.stats.total} else credits_estimated end,
-        polls = ${polls}, last_polled_at = now(),
-        completed_at = coalesce(${h.completedAt ?? null}::timestamptz, case when ${terminal} then now() end, completed_at),
-        terminal_at = case when ${terminal} then now() else terminal_at end,
+        total = ${total}, succeeded = ${stats.succeeded ?? null}, failed = ${stats.failed ?? null},
+        credits_estimated = case when ${fromSource} and ${total ?? 0} > 0 then 1 + ${total ?? 0} else credits_estimated end,
+        polls = ${polls}, last_polled_at = now(), not_found_since = null, poll_failures = 0,
+        reason = ${reading.unknownStatus !== null ? `status ${JSON.stringify(reading.unknownStatus)} is not one this interface version lists: still polled` : null},
+        completed_at = coalesce(${storableDate(h.completedAt)}::timestamptz, case when ${reading.terminal} then now() end, completed_at),
+        terminal_at = case when ${reading.terminal} then now() else terminal_at end,
         updated_at = now()
       where job_id = ${jobId}`;
-    result.status = status;
-    result.terminal = terminal;
   });
+  result.status = status;
+  result.terminal = reading.terminal;
 
-  if (result.landed > 0) {
-    await deps.queues.sink.add('sink', { jobId }, { jobId: sinkJobId(jobId, polls) });
-  }
   if (result.terminal) {
     // observed usage after the batch (reading /me is free): what status reports as spent
     await takeCreditSnapshot(deps, batch.source_id, 'after-batch').catch((err: unknown) =>
       log.warn({ jobId, err }, 'could not read /me after the batch'),
     );
-  }
-  if (headError) {
-    log.error({ jobId, err: headError, landed: result.landed }, 'batch answer malformed');
-    throw headError;
-  }
-  if (!result.terminal) {
-    const previous = opts.previousDelayMs ?? settings.pollInitialDelayMs;
+  } else {
     const now = Date.now();
-    result.nextDelayMs = head
-      ? planNextPollMs(
-          previous,
-          {
-            status: head.status,
-            total: head.stats.total,
-            finished: head.stats.succeeded + head.stats.failed,
-            finishedBefore: batch.finished_before,
-            sinceBeforeMs: batch.since_previous_ms + (answeredAt - startedAt),
-            sinceAnswerMs: now - answeredAt,
-            pollMs: now - startedAt,
-          },
-          settings,
-        )
-      : nextPollDelayMs(previous, result.changed > 0, settings);
+    const finished = (stats.succeeded ?? 0) + (stats.failed ?? 0);
+    result.nextDelayMs =
+      reading.unknownStatus === null && stats.total !== undefined
+        ? planNextPollMs(
+            previousDelayMs,
+            {
+              status,
+              total: stats.total,
+              finished,
+              finishedBefore: batch.finished_before,
+              sinceBeforeMs: batch.since_previous_ms + (answeredAt - startedAt),
+              sinceAnswerMs: now - answeredAt,
+              pollMs: now - startedAt,
+            },
+            settings,
+          )
+        : nextPollDelayMs(previousDelayMs, result.changed > 0, settings);
     await sql`update batches set next_poll_at = now() + make_interval(secs => ${result.nextDelayMs / 1000}) where job_id = ${jobId}`;
+    if (reading.unknownStatus !== null) {
+      log.warn({ jobId, upstreamStatus: reading.unknownStatus, landed: result.landed }, 'batch status unknown to this interface version: still polled');
+    }
   }
   log.info(
     {
       jobId, status: result.status, landed: result.landed, changed: result.changed, polls, quarantined: result.quarantined, duplicates: result.duplicates,
       // what the answer said: how far the batch is (the benchmark's landing-lag figure reads these)
-      total: head?.stats.total, finished: head ? head.stats.succeeded + head.stats.failed : undefined,
+      total: stats.total, finished: (stats.succeeded ?? 0) + (stats.failed ?? 0),
     },
     'batch polled',
   );
   return result;
 }
 
+async function enqueueSink(deps: PipelineDeps, jobId: string, polls: number): Promise<void> {
+  await deps.queues.sink.add('sink', { jobId }, { jobId: sinkJobId(jobId, polls) });
+}
+
+function clip(s: string): string {
+  return s.length > REASON_MAX_CHARS ? `${s.slice(0, REASON_MAX_CHARS - 1)}…` : s;
+}
+
+/**
+ * The poll was answered with an error. Nothing here pays again on a moment's trouble: a JSON
+ * `not-found` expires the batch only when such answers span BATCH_NOT_FOUND_CONFIRM_MS; a 401 is
+ * a hold only when a free `/me` is refused too; anything else is polled again later (the batch
+ * ends at BATCH_MAX_AGE_MS at worst).
+ */
+async function refusedAnswer(deps: PipelineDeps, batch: BatchRow, e: ApiError, later: PollResult): Promise<PollResult> {
+  const { sql, api, log, settings } = deps;
+  const jobId = batch.job_id;
+  if (e instanceof NotFoundError && e.rawBody === undefined) {
+    const [row] = await sql<{ span_ms: number }[]>`
+      update batches set not_found_since = coalesce(not_found_since, now()), polls = polls + 1, last_polled_at = now(),
+        reason = ${clip(`the API answered not-found: ${e.message}`)}, updated_at = now()
+      where job_id = ${jobId}
+      returning (extract(epoch from now() - not_found_since) * 1000)::float8 as span_ms`;
+    const spanMs = row?.span_ms ?? 0;
+    if (spanMs >= settings.batchNotFoundConfirmMs) {
+      return endBatch(deps, batch, 'expired', LOCAL_BATCH_END_CODES.notFound,
+        `the API answered not-found on every poll for ${Math.round(spanMs / 1000)} s (BATCH_NOT_FOUND_CONFIRM_MS ${settings.batchNotFoundConfirmMs} ms): it no longer knows the job`);
+    }
+    log.warn({ jobId, notFoundForMs: Math.round(spanMs), confirmMs: settings.batchNotFoundConfirmMs }, 'batch not found upstream: confirming before expiring it');
+    return { ...later, nextDelayMs: Math.min(later.nextDelayMs ?? settings.pollMaxDelayMs, Math.max(settings.pollMinDelayMs, settings.batchNotFoundConfirmMs - spanMs)) };
+  }
+  if (e instanceof UnauthorizedError) {
+    let confirmed = false;
+    try {
+      await api.me();
+    } catch (meErr: unknown) {
+      confirmed = meErr instanceof UnauthorizedError;
+    }
+    if (confirmed) {
+      if (await setHold(sql, 'unauthorized', e.message)) {
+        log.error({ jobId, code: e.code }, describeHold({ code: 'unauthorized', reason: e.message, since: new Date() }));
+      }
+      await sql`update batches set reason = ${clip(`polls held: ${e.message}`)}, updated_at = now() where job_id = ${jobId}`;
+      return { ...later, nextDelayMs: settings.pollMaxDelayMs };
+    }
+  }
+  await sql`
+    update batches set polls = polls + 1, last_polled_at = now(), reason = ${clip(`poll answered ${e.code}: ${e.message}; polled again`)}, updated_at = now()
+    where job_id = ${jobId}`;
+  log.warn({ jobId, code: e.code, status: e.status, nextDelayMs: later.nextDelayMs }, 'batch poll refused: polled again later');
+  return later;
+}
+
+/**
+ * A poll attempt threw (not an answer understood above): counted; past POLL_FAILURES_MAX in a row
+ * the batch is marked `failed` with the reason, so reconcile stops reviving it (a poll that
+ * works resets the count). A lost database connection is not counted (nothing could be).
+ */
+export async function recordPollFailure(deps: PipelineDeps, jobId: string, e: unknown): Promise<{ failed: boolean }> {
+  const message = e instanceof Error ? e.message : String(e);
+  const [row] = await deps.sql<{ failures: number }[]>`
+    update batches set poll_failures = poll_failures + 1, reason = ${clip(`poll failed: ${message}`)}, updated_at = now()
+    where job_id = ${jobId} and status = any(${BATCH_IN_FLIGHT_STATUSES as unknown as string[]}::text[])
+    returning poll_failures as failures`;
+  if (!row || row.failures < POLL_FAILURES_MAX) return { failed: false };
+  const [batch] = await deps.sql<BatchRow[]>`
+    select job_id, source_id, kind, lang, status, polls, request, text_only, 0 as finished_before, 0 as since_previous_ms, 0 as age_ms
+    from batches where job_id = ${jobId}`;
+  if (!batch) return { failed: false };
+  await endBatch(deps, batch, 'failed', LOCAL_BATCH_END_CODES.pollFailed,
+    `polling failed ${row.failures} times in a row, last: ${message}`);
+  return { failed: true };
+}
+
 /** `text`: the item's JSON exactly as received, landed as is (numbers keep their digits). */
 function toLandItem(raw: unknown, index: number, kind: BatchKind, text?: string): LandItem {
-  const parsed = BatchItemSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const videoId =
-      raw !== null && typeof raw === 'object' && typeof (raw as { videoId?: unknown }).videoId === 'string'
-        ? (raw as { videoId: string }).videoId
-        : `#${index}`;
-    return {
-      videoId,
-      state: 'quarantined',
-      errorCode: null,
-      payload: raw,
-      payloadRaw: text,
-      reason: `item does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`,
-    };
-  }
-  const c = classifyItem(parsed.data, kind);
-  return { videoId: parsed.data.videoId, state: c.state, errorCode: c.errorCode, payload: raw, payloadRaw: text, reason: c.reason };
+  const outcome = classifyRawItem(raw, kind);
+  const videoId =
+    outcome.item?.videoId ??
+    (raw !== null && typeof raw === 'object' && typeof (raw as { videoId?: unknown }).videoId === 'string'
+      ? (raw as { videoId: string }).videoId
+      : `#${index}`);
+  return {
+    videoId,
+    state: outcome.state,
+    errorCode: outcome.errorCode,
+    payload: raw,
+    payloadRaw: text,
+    reason: outcome.reason,
+    reasonCode: outcome.reasonCode,
+  };
+}
+
+/**
+ * One chunk of items in its own transaction: landed, the per-video summary, source membership.
+ * An item Postgres rejects is isolated (savepoints, bisection) and landed again as quarantined,
+ * its received text kept in payload_raw, with Postgres's words as the reason.
+ */
+async function landChunk(deps: PipelineDeps, batch: BatchRow, items: LandItem[]): Promise<LandResult['rows']> {
+  const recheckMs = deps.settings.transcriptRecheckMs;
+  return deps.sql.begin(async (tx) => {
+    const { results, rejected } = await writeIsolating(tx, items, (sp, part) => writeItems(sp, batch, [...part], recheckMs));
+    const rows = results.flat();
+    if (rejected.length > 0) {
+      const setAside: LandItem[] = rejected.map(({ item, message }) => ({
+        ...item,
+        state: 'quarantined',
+        payload: undefined,
+        payloadRaw: item.payloadRaw ?? (item.payload === undefined ? undefined : JSON.stringify(item.payload)),
+        reason: `Postgres cannot store it: ${message}`,
+        reasonCode: 'unstorable',
+      }));
+      rows.push(...(await writeItems(tx, batch, setAside, recheckMs)));
+    }
+    return rows;
+  });
 }
 
 /** Land items (only unfinished rows change), then the per-video summary and source membership. */
 async function writeItems(
   tx: Queryable,
-  batch: BatchRow,
+  batch: Pick<BatchRow, 'job_id' | 'kind' | 'lang' | 'source_id'>,
   items: LandItem[],
   recheckMs: number,
 ): Promise<LandResult['rows']> {
   const { rows } = await landItems(tx, batch.job_id, items);
-  await upsertVideoSync(
-    tx,
-    batch,
-    rows.filter((r) => r.state !== 'quarantined'),
-    recheckMs,
-  );
-  if (batch.source_id !== null && rows.length > 0) {
+  // a repeated copy (`id#n`) or a key kept in its JSON form is not the video itself
+  const videos = rows.filter((r) => !r.videoId.includes('#') && !r.videoId.startsWith('"'));
+  await upsertVideoSync(tx, batch, videos, recheckMs);
+  if (batch.source_id !== null && videos.length > 0) {
     await tx`
       insert into source_videos (source_id, video_id)
-      select ${batch.source_id}, v from unnest(${rows.map((r) => r.videoId)}::text[]) as v
+      select ${batch.source_id}, v from unnest(${videos.map((r) => r.videoId)}::text[]) as v
       on conflict do nothing`;
   }
   return rows;
 }
 
-/** The per-video summary the scheduler diffs against. */
+/**
+ * The per-video summary the scheduler diffs against. An outcome is recorded for the batch that
+ * claimed the video; from any other batch only a delivery (landed) is, which is always news.
+ */
 async function upsertVideoSync(
   tx: Queryable,
   batch: Pick<BatchRow, 'job_id' | 'kind' | 'lang'>,
@@ -395,32 +521,45 @@ async function upsertVideoSync(
   recheckMs: number,
 ): Promise<void> {
   if (rows.length === 0) return;
+  const now = new Date();
+  const records = rows.map((r) => ({
+    video_id: r.videoId,
+    state: r.state,
+    error_code: r.errorCode,
+    next_check_at: recheckAt(r.errorCode, now, recheckMs)?.toISOString() ?? null,
+  }));
   await tx`
     insert into video_sync (video_id, kind, lang, last_job_id, last_state, last_error_code, attempts, next_check_at, updated_at)
-    select r.video_id, ${batch.kind}, ${batch.lang ?? ''}, ${batch.job_id}, r.state, r.error_code, 1,
-      case when r.error_code = 'transcript-unavailable' then now() + make_interval(secs => ${recheckMs / 1000}) end,
-      now()
-    from jsonb_to_recordset(${tx.json(rows.map((r) => ({ video_id: r.videoId, state: r.state, error_code: r.errorCode })) as never)})
-      as r(video_id text, state text, error_code text)
+    select r.video_id, ${batch.kind}, ${batch.lang ?? ''}, ${batch.job_id}, r.state, r.error_code, 1, r.next_check_at, now()
+    from jsonb_to_recordset(${tx.json(records as never)}) as r(video_id text, state text, error_code text, next_check_at timestamptz)
     on conflict (video_id, kind, lang) do update set
-      attempts = video_sync.attempts + case when video_sync.last_job_id is distinct from excluded.last_job_id then 1 else 0 end,
       last_job_id = excluded.last_job_id, last_state = excluded.last_state,
-      last_error_code = excluded.last_error_code, next_check_at = excluded.next_check_at, updated_at = now()`;
+      last_error_code = excluded.last_error_code, next_check_at = excluded.next_check_at, updated_at = now()
+    where video_sync.last_job_id is not distinct from excluded.last_job_id or excluded.last_state = 'landed'`;
 }
 
-/** 404 on poll: the API no longer knows the job. What had not landed becomes retryable. */
-async function expireUnknownBatch(deps: PipelineDeps, batch: BatchRow): Promise<PollResult> {
+/**
+ * The batch ends here without the upstream saying so (confirmed not-found, too old, polling
+ * failed for good). What had not landed becomes retryable (re-submitted within the attempt cap).
+ */
+async function endBatch(
+  deps: PipelineDeps,
+  batch: BatchRow,
+  status: 'expired' | 'failed',
+  errorCode: string,
+  reason: string,
+): Promise<PollResult> {
   const { sql, settings } = deps;
   let changed = 0;
   await sql.begin(async (tx) => {
-    const marked = await markUnfinishedRetryable(tx, batch.job_id, 'processing');
+    const marked = await markUnfinishedRetryable(tx, batch.job_id, UNFINISHED_AT_END_CODE);
     changed = marked.length;
-    await upsertVideoSync(tx, batch, marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: 'processing' })), settings.transcriptRecheckMs);
+    await upsertVideoSync(tx, batch, marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE })), settings.transcriptRecheckMs);
     await tx`
-      update batches set status = 'expired', error_code = 'not-found', polls = polls + 1, last_polled_at = now(),
+      update batches set status = ${status}, error_code = ${errorCode}, reason = ${clip(reason)}, last_polled_at = now(),
         terminal_at = now(), updated_at = now()
       where job_id = ${batch.job_id}`;
   });
-  deps.log.warn({ jobId: batch.job_id, retryable: changed }, 'batch unknown upstream (404): expired');
-  return { jobId: batch.job_id, status: 'expired', terminal: true, landed: 0, changed, duplicates: 0, quarantined: 0 };
+  deps.log.warn({ jobId: batch.job_id, status, errorCode, retryable: changed, reason }, 'batch ended locally');
+  return { jobId: batch.job_id, status, terminal: true, landed: 0, changed, duplicates: 0, quarantined: 0 };
 }

@@ -3,15 +3,22 @@
  * can pay for it, submits each batch exactly once, and records every batch in Postgres before its
  * poll job is enqueued.
  *
- * A source's first sync submits the playlist or channel itself (one request expands it upstream);
- * every later sync lists the source's video IDs (1 credit) and submits only the videos that are
- * due: never landed, last item retryable, or a transcript due for its re-check. A source whose
- * videos are all present spends only that listing.
+ * Every sync, the first too, lists the source's video IDs (1 credit) and submits only the videos
+ * that are due (src/domain/attempts.ts) as `videoIds`: never bought for this kind and language by
+ * any source, retryable within the attempt cap, or a transcript due for its re-check. That makes
+ * the credit estimate exact before anything is spent, and a video listed by several sources is
+ * bought once: each batch's videos are claimed in `video_sync` in the same transaction that
+ * records the batch, under an advisory lock per kind and language that every process takes (the
+ * due list is computed again under it). A source whose videos are all present spends only its
+ * listing.
  */
 import { AbortedError, ApiError, InternalError, LimitExceededError, NetworkError, SchemaMismatchError, TimeoutError, toApiError } from '../api/errors.ts';
 import type { Account, TranscriptBatchRequest, VideoBatchRequest } from '../api/schemas.ts';
 import type { Queryable } from '../db/connection.ts';
-import type { BatchKind } from '../db/schema.ts';
+import { BATCH_IN_FLIGHT_STATUSES, BATCH_TERMINAL_STATUSES, type BatchKind } from '../domain/batches.ts';
+import { dueReason, type VideoSyncFacts } from '../domain/attempts.ts';
+import type { ItemState } from '../domain/items.ts';
+import { REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
 import { activeHolds, clearHolds, describeHold, setHold, type UpstreamHoldRow } from '../db/upstream-holds.ts';
 import { SourceNotFoundError } from '../db/sources.ts';
 import { lostSubmissions, markSubmission, recordSending, unresolvedSubmissions } from '../db/submissions.ts';
@@ -22,8 +29,8 @@ import type { PipelineDeps } from './deps.ts';
 const SYNC_LOCK_NAMESPACE = 0x5653;
 /** Channel/playlist metadata is re-fetched (1 credit) when older than this. */
 export const SOURCE_METADATA_REFRESH_MS = 24 * 3_600_000;
-/** A retryable video is re-submitted by later syncs at most this many times in all. */
-export const RETRY_ATTEMPTS_MAX = 5;
+/** Advisory-lock namespace of video claims ('VC'); the second key hashes kind and language. */
+const CLAIM_LOCK_NAMESPACE = 0x5643;
 /** A submission still `sending` after this long was left by a process that died. */
 export const SUBMISSION_STALE_SENDING_MS = 10 * 60_000;
 
@@ -34,9 +41,9 @@ export interface SyncResult {
   outcome: SyncOutcome;
   /** upstream job IDs submitted by this run */
   jobIds: string[];
-  /** video IDs listed (0 on a first sync, which does not list) */
+  /** video IDs listed */
   listed: number;
-  /** videos submitted, summed over batches (a first sync counts its limit) */
+  /** videos submitted, summed over batches */
   submitted: number;
   creditsEstimated: number;
   detail?: string;
@@ -225,14 +232,9 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
 
     await refreshSourceMetadata(deps, source);
 
-    let planned: PlannedBatch[];
-    if (!source.initial_sync_done) {
-      planned = planInitial(source, wanted);
-    } else {
-      const listed = await listVideoIds(deps, source);
-      result.listed = listed.length;
-      planned = await planIncremental(deps, source, wanted, listed);
-    }
+    const listed = await listVideoIds(deps, source);
+    result.listed = listed.length;
+    const planned = await planBatches(deps, source, wanted, listed);
     if (planned.length === 0) {
       await sql`update sources set last_synced_at = now(), last_error = null, last_error_code = null where id = ${sourceId}`;
       await keepLostVisible(sql, sourceId);
@@ -261,12 +263,31 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
 
     try {
       for (const batch of planned) {
-        const jobId = await submitBatch(deps, { sourceId, ...batch, textOnly: source.text_only });
-        result.jobIds.push(jobId);
-        result.submitted += batch.videos;
+        // the due list again, under the claim lock: another source's sync may have claimed some
+        const submitted = await submitBatch(deps, {
+          sourceId,
+          kind: batch.kind,
+          lang: batch.lang,
+          request: batch.request,
+          credits: batch.credits,
+          textOnly: source.text_only,
+          claimDue: (tx, ids) => dueVideoIds(tx, deps.settings, batch.kind, batch.lang, ids, !source.text_only),
+        });
+        if (submitted === null) continue;
+        result.jobIds.push(submitted.jobId);
+        result.submitted += submitted.videos;
       }
     } finally {
       release();
+    }
+    if (result.jobIds.length === 0) {
+      await sql`update sources set last_synced_at = now(), last_error = null, last_error_code = null where id = ${sourceId}`;
+      await keepLostVisible(sql, sourceId);
+      result.creditsEstimated = 0;
+      result.detail = 'every due video was claimed by another source meanwhile';
+      await finishRun(sql, runId, 'up-to-date', result);
+      log.info({ sourceId, listed: result.listed }, 'source up to date');
+      return result;
     }
     if (!source.initial_sync_done) {
       await sql`update sources set initial_sync_done = true where id = ${sourceId}`;
@@ -288,7 +309,7 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
     await sql`
       update sources set last_error = ${err.message}, last_error_code = ${code}, last_error_at = now()
       where id = ${sourceId}`;
-    const refused = err instanceof ApiError && ['unauthorized', 'upgrade-required', 'forbidden', 'limit-exceeded'].includes(err.code);
+    const refused = err instanceof ApiError && REFUSED_UPSTREAM_CODES.includes(err.code);
     await finishRun(sql, runId, refused ? 'refused-upstream' : 'error', result);
     // submitted batches stay recorded; what was not submitted is due again at the next sync
     throw err;
@@ -306,7 +327,7 @@ function key(kind: BatchKind, lang: string | null): string {
 async function inFlightKeys(sql: Queryable, sourceId: number): Promise<Set<string>> {
   const rows = await sql<{ kind: BatchKind; lang: string | null }[]>`
     select kind, lang from batches
-    where source_id = ${sourceId} and status in ('submitted', 'queued', 'active')`;
+    where source_id = ${sourceId} and status = any(${BATCH_IN_FLIGHT_STATUSES as unknown as string[]}::text[])`;
   const keys = new Set(rows.map((r) => key(r.kind, r.lang)));
   for (const l of await lostSubmissions(sql, sourceId)) keys.add(key(l.kind, l.lang));
   return keys;
@@ -470,26 +491,6 @@ export async function upsertPlaylist(
       updated_at = case when playlists.raw is distinct from excluded.raw then now() else playlists.updated_at end`;
 }
 
-function planInitial(source: SourceRow, wanted: { kind: BatchKind; lang: string | null }[]): PlannedBatch[] {
-  const from =
-    source.kind === 'channel' ? { channelId: source.external_id } : { playlistId: source.external_id };
-  return wanted.map((w) => ({
-    kind: w.kind,
-    lang: w.lang,
-    request:
-      w.kind === 'video'
-        ? { ...from, limit: source.max_videos }
-        : {
-            ...from,
-            limit: source.max_videos,
-            ...(w.lang !== null ? { lang: w.lang } : {}),
-            ...(source.text_only ? { text: true } : {}),
-          },
-    videos: source.max_videos,
-    credits: 1 + source.max_videos,
-  }));
-}
-
 /** The source's regular video IDs (1 credit), remembered in `source_videos`. */
 async function listVideoIds(deps: PipelineDeps, source: SourceRow): Promise<string[]> {
   const ids =
@@ -506,7 +507,8 @@ async function listVideoIds(deps: PipelineDeps, source: SourceRow): Promise<stri
   return videoIds;
 }
 
-async function planIncremental(
+/** One batch per kind and language with videos due, each within the batch size; exact estimates. */
+async function planBatches(
   deps: PipelineDeps,
   source: SourceRow,
   wanted: { kind: BatchKind; lang: string | null }[],
@@ -514,21 +516,14 @@ async function planIncremental(
 ): Promise<PlannedBatch[]> {
   const planned: PlannedBatch[] = [];
   for (const w of wanted) {
-    const due = await dueVideoIds(deps.sql, w.kind, w.lang, listed);
+    const due = await dueVideoIds(deps.sql, deps.settings, w.kind, w.lang, listed, !source.text_only);
     if (due.length === 0) continue;
     // one in-flight batch per source, kind and language: the rest waits for the next sync
     const videoIds = due.slice(0, deps.settings.batchSize);
     planned.push({
       kind: w.kind,
       lang: w.lang,
-      request:
-        w.kind === 'video'
-          ? { videoIds }
-          : {
-              videoIds,
-              ...(w.lang !== null ? { lang: w.lang } : {}),
-              ...(source.text_only ? { text: true } : {}),
-            },
+      request: batchRequest(w.kind, w.lang, videoIds, source.text_only),
       videos: videoIds.length,
       credits: 1 + videoIds.length,
     });
@@ -536,33 +531,90 @@ async function planIncremental(
   return planned;
 }
 
+function batchRequest(kind: BatchKind, lang: string | null, videoIds: string[], textOnly: boolean): VideoBatchRequest | TranscriptBatchRequest {
+  if (kind === 'video') return { videoIds };
+  return { videoIds, ...(lang !== null ? { lang } : {}), ...(textOnly ? { text: true } : {}) };
+}
+
+interface FactsRow {
+  id: string;
+  known: boolean;
+  last_state: ItemState | null;
+  last_error_code: string | null;
+  attempts: number;
+  next_check_at: Date | null;
+  updated_at: Date | null;
+  claim_pending: boolean;
+  claim_ended: boolean;
+  text_only: boolean;
+  has_chunks: boolean;
+  has_video: boolean;
+}
+
 /**
- * Of `ids`, those due for `kind`/`lang` (in listing order): never delivered; or whose latest
- * item was retryable (re-submitted at most RETRY_ATTEMPTS_MAX times); or a transcript whose
- * re-check time has come. Private, gone and misconfigured videos are not due.
+ * Of `ids`, those due for `kind`/`lang` now (in listing order), by the policy of
+ * src/domain/attempts.ts over what `video_sync` and the claiming batch or POST say.
  */
 export async function dueVideoIds(
   sql: Queryable,
+  settings: Pick<PipelineDeps['settings'], 'retryAttemptsMax' | 'retryBackoffBaseMs'>,
   kind: BatchKind,
   lang: string | null,
   ids: string[],
+  wantsChunks: boolean,
 ): Promise<string[]> {
   if (ids.length === 0) return [];
   const syncLang = lang ?? '';
-  const rows = await sql<{ id: string }[]>`
-    select l.id
+  const inFlight = BATCH_IN_FLIGHT_STATUSES as unknown as string[];
+  const ended = BATCH_TERMINAL_STATUSES as unknown as string[];
+  const rows = await sql<(FactsRow & { now: Date })[]>`
+    select l.id, s.video_id is not null as known, s.last_state, s.last_error_code, coalesce(s.attempts, 0)::int as attempts,
+      s.next_check_at, s.updated_at, coalesce(s.text_only, false) as text_only, now() as now,
+      coalesce(b.status = any(${inFlight}::text[])
+        or (b.job_id is null and bs.state = any(${SUBMISSION_PENDING_OR_LOST}::text[])), false) as claim_pending,
+      coalesce(b.status = any(${ended}::text[])
+        or (b.job_id is null and bs.state = any(${SUBMISSION_VOID}::text[])), false) as claim_ended,
+      ${kind === 'transcript'}::boolean and exists (
+        select 1 from transcripts t
+        where t.video_id = l.id and t.chunks is not null and (${syncLang} = '' or t.lang = ${syncLang})) as has_chunks,
+      ${kind === 'video'}::boolean and s.video_id is null and exists (select 1 from videos v where v.id = l.id) as has_video
     from unnest(${ids}::text[]) with ordinality as l(id, n)
     left join video_sync s on s.video_id = l.id and s.kind = ${kind} and s.lang = ${syncLang}
-    where case
-      when s.video_id is null then
-        ${kind} <> 'video' or not exists (select 1 from videos v where v.id = l.id)
-      when s.last_state = 'retryable' then s.attempts < ${RETRY_ATTEMPTS_MAX}
-      when s.next_check_at is not null then s.next_check_at <= now()
-      else false
-    end
+    left join batches b on b.job_id = s.last_job_id
+    left join batch_submissions bs on bs.id = s.submission_id
     order by l.n`;
-  return rows.map((r) => r.id);
+  const policy = {
+    now: rows[0]?.now ?? new Date(),
+    retryAttemptsMax: settings.retryAttemptsMax,
+    retryBackoffBaseMs: settings.retryBackoffBaseMs,
+    wantsChunks,
+  };
+  const due: string[] = [];
+  for (const r of rows) {
+    // metadata stored before claims were recorded: delivered, not due
+    if (r.has_video) continue;
+    const facts: VideoSyncFacts | undefined = r.known
+      ? {
+          lastState: r.last_state,
+          lastErrorCode: r.last_error_code,
+          attempts: r.attempts,
+          nextCheckAt: r.next_check_at,
+          updatedAt: r.updated_at ?? policy.now,
+          claimPending: r.claim_pending,
+          claimEnded: r.claim_ended,
+          lastTextOnly: r.text_only,
+          hasChunks: r.has_chunks,
+        }
+      : undefined;
+    if (dueReason(facts, policy) !== null) due.push(r.id);
+  }
+  return due;
 }
+
+/** A claiming POST whose outcome is not known, or known to be charged but unread: not due. */
+const SUBMISSION_PENDING_OR_LOST = ['sending', 'unknown', 'lost'];
+/** A claiming POST that created nothing (or a person released): the claim is void. */
+const SUBMISSION_VOID = ['not-created', 'failed', 'released'];
 
 export interface SubmitBatchInput {
   sourceId: number | null;
@@ -573,6 +625,18 @@ export interface SubmitBatchInput {
   textOnly?: boolean;
   /** job_id whose retryable items this batch re-submits */
   replayOf?: string | null;
+  /**
+   * Under the claim lock, which of the request's videoIds are still due (a sync's automatic
+   * submission); the request shrinks to those, and nothing is sent when none is. Omitted: a
+   * person's re-submission, sent as planned.
+   */
+  claimDue?: ((tx: Queryable, videoIds: string[]) => Promise<string[]>) | undefined;
+}
+
+export interface SubmittedBatch {
+  jobId: string;
+  videos: number;
+  credits: number;
 }
 
 /** Whether a failed POST may have created the batch anyway (its answer was lost, not refused). */
@@ -589,62 +653,106 @@ export function answerMayBeLost(e: unknown): boolean {
 
 /**
  * POST the batch once (the client never retries a create after it may have arrived), record it
- * with its estimate, then enqueue its poll job. Returns the upstream job ID.
+ * with its estimate and claim its videos in one transaction, then enqueue its poll job.
+ *
+ * The transaction holds an advisory lock per kind and language from before the due list is read
+ * again until the claims commit, across the POST: two processes syncing sources that share
+ * videos take turns, and the second sees the first's claims. A POST whose answer was lost still
+ * claims its videos (with the submission, no job ID), so no other source buys them meanwhile.
+ * Returns null when nothing was left to submit.
  */
-export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): Promise<string> {
+export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): Promise<SubmittedBatch | null> {
   const { sql, api, queues, settings } = deps;
-  // Written before the POST, with the account's usage read just before it (/me is free): an
-  // answer that never arrives (or a crash right after sending) is then never forgotten, and the
-  // next sync can tell from the credits whether the batch was created (resolveSubmissions).
-  const before = await api.me();
-  const submission = await recordSending(sql, {
-    sourceId: input.sourceId,
-    kind: input.kind,
-    lang: input.lang,
-    request: input.request,
-    credits: input.credits,
-    usedCreditsBefore: before.usedCredits,
-  });
-  let jobId: string;
-  try {
-    ({ jobId } =
-      input.kind === 'video'
-        ? await api.createVideoBatch(input.request as VideoBatchRequest)
-        : await api.createTranscriptBatch(input.request as TranscriptBatchRequest));
-  } catch (e: unknown) {
-    const lost = answerMayBeLost(e);
-    await markSubmission(sql, submission, lost ? 'unknown' : 'failed', { detail: e instanceof Error ? e.message : String(e) });
-    if (lost) {
+  const syncLang = input.lang ?? '';
+  const outcome = await sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(${CLAIM_LOCK_NAMESPACE}, hashtext(${`${input.kind}/${syncLang}`}))`;
+    let request = input.request;
+    let credits = input.credits;
+    const planned = (request as { videoIds?: string[] }).videoIds;
+    if (input.claimDue && planned !== undefined) {
+      const due = await input.claimDue(tx, planned);
+      if (due.length === 0) return null;
+      if (due.length < planned.length) {
+        request = { ...request, videoIds: due } as typeof request;
+        credits = 1 + due.length;
+      }
+    }
+    const videoIds = (request as { videoIds?: string[] }).videoIds ?? [];
+    // Written before the POST (outside this transaction, so it survives a rollback), with the
+    // account's usage read just before it (/me is free): an answer that never arrives (or a
+    // crash right after sending) is then never forgotten, and the next sync can tell from the
+    // credits whether the batch was created (resolveSubmissions).
+    const before = await api.me();
+    const submission = await recordSending(sql, {
+      sourceId: input.sourceId,
+      kind: input.kind,
+      lang: input.lang,
+      request,
+      credits,
+      usedCreditsBefore: before.usedCredits,
+    });
+    let jobId: string;
+    try {
+      ({ jobId } =
+        input.kind === 'video'
+          ? await api.createVideoBatch(request as VideoBatchRequest)
+          : await api.createTranscriptBatch(request as TranscriptBatchRequest));
+    } catch (e: unknown) {
+      const lost = answerMayBeLost(e);
+      await markSubmission(sql, submission, lost ? 'unknown' : 'failed', { detail: e instanceof Error ? e.message : String(e) });
+      if (!lost) throw e;
       deps.log.error(
         { sourceId: input.sourceId, kind: input.kind, lang: input.lang, submission, err: e },
         'batch POST answer lost: it may have been created upstream; not retried (the next sync checks the credits first)',
       );
+      await claimVideos(tx, input, videoIds, null, submission);
+      return { lost: e };
     }
-    throw e;
-  }
-  await sql.begin(async (tx) => {
     await tx`
       insert into batches (job_id, source_id, kind, lang, status, credits_estimated, request, text_only, replay_of, next_poll_at)
-      values (${jobId}, ${input.sourceId}, ${input.kind}, ${input.lang}, 'submitted', ${input.credits},
-        ${tx.json(input.request as never)}, ${input.textOnly ?? false}, ${input.replayOf ?? null},
+      values (${jobId}, ${input.sourceId}, ${input.kind}, ${input.lang}, 'submitted', ${credits},
+        ${tx.json(request as never)}, ${input.textOnly ?? false}, ${input.replayOf ?? null},
         now() + make_interval(secs => ${settings.pollInitialDelayMs / 1000}))`;
     await markSubmission(tx, submission, 'submitted', { jobId });
+    await claimVideos(tx, input, videoIds, jobId, submission);
+    if (videoIds.length > 0) {
+      // these videos' retryable items are taken up by this batch: never re-submit them again
+      await tx`
+        update batch_items i set resubmitted_in = ${jobId}, updated_at = now()
+        from batches b
+        where b.job_id = i.job_id and b.kind = ${input.kind} and b.lang is not distinct from ${input.lang}
+          and i.state = 'retryable' and i.resubmitted_in is null and i.job_id <> ${jobId}
+          and i.video_id = any(${videoIds}::text[])`;
+    }
+    return { jobId, videos: videoIds.length, credits };
   });
-  const videoIds = (input.request as { videoIds?: string[] }).videoIds;
-  if (videoIds !== undefined) {
-    // these videos' retryable items are taken up by this batch: never re-submit them again
-    await sql`
-      update batch_items i set resubmitted_in = ${jobId}, updated_at = now()
-      from batches b
-      where b.job_id = i.job_id and b.kind = ${input.kind} and b.lang is not distinct from ${input.lang}
-        and i.state = 'retryable' and i.resubmitted_in is null and i.job_id <> ${jobId}
-        and i.video_id = any(${videoIds}::text[])`;
-  }
+  if (outcome === null) return null;
+  if ('lost' in outcome) throw outcome.lost;
   await queues.poll.add(
     'poll',
-    { jobId, delayMs: settings.pollInitialDelayMs },
-    { jobId: pollJobId(jobId), delay: settings.pollInitialDelayMs },
+    { jobId: outcome.jobId, delayMs: settings.pollInitialDelayMs },
+    { jobId: pollJobId(outcome.jobId), delay: settings.pollInitialDelayMs },
   );
-  deps.log.debug({ jobId, kind: input.kind, lang: input.lang, credits: input.credits }, 'batch submitted');
-  return jobId;
+  deps.log.debug({ jobId: outcome.jobId, kind: input.kind, lang: input.lang, credits: outcome.credits }, 'batch submitted');
+  return outcome;
+}
+
+/** The videos of a submission are claimed: one more attempt each, their outcome pending. */
+async function claimVideos(
+  tx: Queryable,
+  input: Pick<SubmitBatchInput, 'kind' | 'lang' | 'textOnly'>,
+  videoIds: string[],
+  jobId: string | null,
+  submission: number,
+): Promise<void> {
+  if (videoIds.length === 0) return;
+  await tx`
+    insert into video_sync (video_id, kind, lang, last_job_id, last_state, last_error_code, attempts, next_check_at,
+      submission_id, text_only, updated_at)
+    select v, ${input.kind}, ${input.lang ?? ''}, ${jobId}, 'processing', null, 1, null, ${submission}, ${input.textOnly ?? false}, now()
+    from unnest(${videoIds}::text[]) as v
+    on conflict (video_id, kind, lang) do update set
+      attempts = video_sync.attempts + 1, last_job_id = excluded.last_job_id, last_state = 'processing',
+      last_error_code = null, next_check_at = null, submission_id = excluded.submission_id,
+      text_only = excluded.text_only, updated_at = now()`;
 }

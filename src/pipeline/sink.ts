@@ -5,8 +5,11 @@
  * items landed for the next one. Re-running it changes nothing (upserts write only what changed).
  */
 import { BatchItemSchema, formatIssuePath, type Transcript } from '../api/schemas.ts';
+import type { Queryable } from '../db/connection.ts';
+import { writeIsolating } from '../db/isolate.ts';
 import { markQuarantined, markSunk, nextLandedChunk } from '../db/items.ts';
-import type { BatchKind } from '../db/schema.ts';
+import type { BatchKind } from '../domain/batches.ts';
+import type { QuarantineReason } from '../domain/items.ts';
 import { UnstorableValueError } from '../db/storable.ts';
 import { transcriptRowFromApi, upsertTranscripts, type TranscriptRow } from '../db/transcripts.ts';
 import { upsertVideos, videoRowFromApi, type UpsertCounts, type VideoRow } from '../db/videos.ts';
@@ -48,15 +51,18 @@ export async function sinkBatch(
 
       const videoRows: VideoRow[] = [];
       const transcriptRows: TranscriptRow[] = [];
-      const good: string[] = [];
-      const bad: { videoId: string; reason: string }[] = [];
+      const bad: { videoId: string; reason: string; reasonCode: QuarantineReason }[] = [];
       for (const it of items) {
         try {
           const raw = it.payload;
           const parsed = BatchItemSchema.safeParse(raw);
           if (!parsed.success) {
             const issue = parsed.error.issues[0];
-            bad.push({ videoId: it.videoId, reason: `item does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}` });
+            bad.push({
+              videoId: it.videoId,
+              reason: `item does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`,
+              reasonCode: 'schema',
+            });
             continue;
           }
           if (batch.kind === 'video') {
@@ -69,27 +75,45 @@ export async function sinkBatch(
             const rawTranscript = (raw as { transcript: Transcript }).transcript;
             transcriptRows.push(transcriptRowFromApi(it.videoId, rawTranscript, jobId));
           }
-          good.push(it.videoId);
         } catch (e: unknown) {
           if (e instanceof UnstorableValueError) {
-            bad.push({ videoId: it.videoId, reason: e.message });
+            bad.push({ videoId: it.videoId, reason: e.message, reasonCode: 'unstorable' });
             continue;
           }
           throw e;
         }
       }
-      const counts =
-        batch.kind === 'video' ? await upsertVideos(tx, videoRows) : await upsertTranscripts(tx, transcriptRows);
+      // One value Postgres rejects despite the checks above must not hold back the chunk (nor,
+      // failing forever, every later chunk of the batch): it is isolated and set aside.
+      const counts: UpsertCounts = { inserted: 0, updated: 0, unchanged: 0 };
+      const write = async (sp: Queryable, ids: string[], upsert: () => Promise<UpsertCounts>) => {
+        const c = await upsert();
+        counts.inserted += c.inserted;
+        counts.updated += c.updated;
+        counts.unchanged += c.unchanged;
+        result.sunk += await markSunk(sp, jobId, ids);
+        await sp`
+          update video_sync set last_state = 'sunk', updated_at = now()
+          where last_job_id = ${jobId} and video_id = any(${ids}::text[]) and last_state = 'landed'`;
+      };
+      const isolated =
+        batch.kind === 'video'
+          ? await writeIsolating(tx, videoRows, (sp, rows) => write(sp, rows.map((r) => r.id), () => upsertVideos(sp, rows)))
+          : await writeIsolating(tx, transcriptRows, (sp, rows) => write(sp, rows.map((r) => r.videoId), () => upsertTranscripts(sp, rows)));
+      for (const r of isolated.rejected) {
+        const videoId = 'id' in r.item ? r.item.id : r.item.videoId;
+        bad.push({ videoId, reason: `Postgres cannot store it: ${r.message}`, reasonCode: 'unstorable' });
+      }
       chunkCounts = counts;
       result.inserted += counts.inserted;
       result.updated += counts.updated;
       result.unchanged += counts.unchanged;
-      result.sunk += await markSunk(tx, jobId, good);
       result.quarantined += await markQuarantined(tx, jobId, bad);
-      if (good.length > 0) {
+      if (bad.length > 0) {
+        // set aside for a person: never re-submitted automatically
         await tx`
-          update video_sync set last_state = 'sunk', updated_at = now()
-          where last_job_id = ${jobId} and video_id = any(${good}::text[]) and last_state = 'landed'`;
+          update video_sync set last_state = 'quarantined', updated_at = now()
+          where last_job_id = ${jobId} and video_id = any(${bad.map((b) => b.videoId)}::text[]) and last_state = 'landed'`;
       }
       return items.length;
     });

@@ -18,8 +18,9 @@ import { SourceNotFoundError } from '../db/sources.ts';
 import { QUEUE_POLL, QUEUE_SCHEDULE, QUEUE_SINK } from '../queues/names.ts';
 import { PayloadError, parsePayload, PollJobSchema, SinkJobSchema, SyncJobSchema } from '../queues/payloads.ts';
 import type { PipelineDeps } from './deps.ts';
-import { pollBatch } from './poller.ts';
-import { syncSource } from './scheduler.ts';
+import { PERMANENT_API_CODES } from '../domain/refusals.ts';
+import { pollBatch, recordPollFailure } from './poller.ts';
+import { isConnectionLost, syncSource } from './scheduler.ts';
 import { sinkBatch } from './sink.ts';
 
 export const ROLES = ['scheduler', 'poller', 'sink'] as const;
@@ -40,7 +41,6 @@ export const WORKER_RUN_RETRY_MS = 2_000;
 /** Times a job may lose its worker before BullMQ fails it; reconcile re-creates it then. */
 export const MAX_STALLED_COUNT = 10;
 
-const PERMANENT_API_CODES = new Set(['unauthorized', 'upgrade-required', 'forbidden', 'invalid-request', 'schema-mismatch']);
 
 export interface WorkerSet {
   workers: Worker[];
@@ -95,7 +95,7 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
   const classify = (e: unknown): never => {
     if (e instanceof PayloadError) throw new UnrecoverableError(e.message);
     if (e instanceof SourceNotFoundError) throw new UnrecoverableError(e.message);
-    if (e instanceof ApiError && PERMANENT_API_CODES.has(e.code)) throw new UnrecoverableError(e.message);
+    if (e instanceof ApiError && PERMANENT_API_CODES.includes(e.code)) throw new UnrecoverableError(e.message);
     throw e;
   };
 
@@ -133,6 +133,12 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
           // aborted mid-answer by a shutdown: the poll's transaction rolled back; poll again later
           if (stopping.signal.aborted) return handBack(job, token, 'poll');
           if (e instanceof LimitExceededError) return rateLimited(w, e);
+          // counted in Postgres: a poll that keeps failing ends its batch (failed, with the
+          // reason) instead of being revived by reconcile forever
+          if (!isConnectionLost(e) && !(e instanceof PayloadError)) {
+            const counted = await recordPollFailure(deps, data.jobId, e).catch(() => ({ failed: false }));
+            if (counted.failed) return { jobId: data.jobId, status: 'failed', terminal: true };
+          }
           return classify(e);
         }
         if (r.terminal) return r;

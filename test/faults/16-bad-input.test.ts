@@ -64,7 +64,7 @@ const BAD_VALUES: Record<string, string[]> = {
   JOB_LOCK_DURATION_MS: ['10'],
   POLL_CONCURRENCY: ['1e3'],
 };
-const NUMERIC = /(_MS|_ATTEMPTS|_PER_SECOND|_BURST|_SIZE|_RESERVE|_ITEMS|_CONCURRENCY)$/;
+const NUMERIC = /(_MS|_ATTEMPTS|_PER_SECOND|_BURST|_SIZE|_RESERVE|_ITEMS|_CONCURRENCY|_BYTES|_MAX)$/;
 
 function envCases(): Case[] {
   const cases: Case[] = [];

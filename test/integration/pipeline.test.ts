@@ -138,19 +138,24 @@ describe('credit guard', () => {
     const ch = h.sim.catalog.channels()[2]!;
     const s = await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: 40, langs: [], textOnly: false, cron: null });
     const me = await h.api.me();
-    // enough for the listing-free first sync's snapshot, not for 2 x (1 + 40)
-    h.sim.setAccount(h.sim.apiKey, { maxCredits: me.usedCredits + 50 });
+    // enough for the listing (1 credit), not for 2 x (1 + the listed videos)
+    h.sim.setAccount(h.sim.apiKey, { maxCredits: me.usedCredits + 20 });
     try {
       const before = await used();
       const r = await syncSource(h.deps, s.id);
       expect(r.outcome).toBe('refused-credits');
-      expect((await used()) - before).toBe(0);
+      // the first sync lists the channel, so its estimate is exact: a metadata and a transcript batch
+      const listed = h.sim.catalog.videoIds(ch.id)!.slice(0, 40).length;
+      expect(r.listed).toBe(listed);
+      expect(r.creditsEstimated).toBe(2 * (1 + listed));
+      // only the listing was paid for (the channel's metadata is fresh from registering it)
+      expect((await used()) - before).toBe(1);
       const batches = await h.database.sql`select 1 from batches where source_id = ${s.id}`;
       expect(batches).toHaveLength(0);
       const [src] = await h.database.sql<{ last_error_code: string; last_error: string }[]>`
         select last_error_code, last_error from sources where id = ${s.id}`;
       expect(src!.last_error_code).toBe('credits');
-      expect(src!.last_error).toMatch(/needs 82/);
+      expect(src!.last_error).toMatch(new RegExp(`needs ${2 * (1 + listed)}\\b`));
     } finally {
       h.sim.setAccount(h.sim.apiKey, { maxCredits: 1_000_000 });
     }
