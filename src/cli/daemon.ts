@@ -8,7 +8,7 @@ import { assertSafeExposure } from '../admin/auth.ts';
 import { createMetrics, type AdminMetrics } from '../admin/metrics.ts';
 import { DEFAULT_ADMIN_HOST, startAdminServer, type AdminServer } from '../admin/server.ts';
 import { migrateDatabase } from '../db/migrate.ts';
-import { recheckHolds } from '../pipeline/upstream-holds.ts';
+import { startHoldRecheck } from '../pipeline/upstream-holds.ts';
 import { reconcile } from '../pipeline/reconcile.ts';
 import { FORCE_CLOSE_WAIT_MS, ROLES, startWorkers, type Role } from '../pipeline/workers.ts';
 import { intArg } from './args.ts';
@@ -44,8 +44,13 @@ export function registerDaemonCommand(program: Command): void {
       const admin = metrics ? await startAdmin(ctx, metrics, o.adminHost, o.adminPort!) : undefined;
       await warnOnEvictionPolicy(ctx.redis(), log);
       await reconcile(deps);
-      // a restart is how a fixed API key or renewed credits take effect: look once (free)
-      await recheckHolds(deps).catch((err: unknown) => log.warn({ err }, 'could not re-check upstream holds'));
+      // A fixed API key or renewed credits (a billing period that starts) end a hold without a
+      // person: look at once (free), then every HOLD_RECHECK_MS. Only the roles that call the API
+      // are held, so only they look.
+      const holdRecheck = o.role.includes('scheduler') || o.role.includes('poller')
+        ? startHoldRecheck(deps, { intervalMs: deps.settings.holdRecheckMs })
+        : undefined;
+      await holdRecheck?.run();
       const workers = startWorkers(deps, { roles: o.role, connection: ctx.redis() });
       log.info({ roles: o.role, prefix: ctx.config.queuePrefix }, 'daemon started');
 
@@ -74,12 +79,15 @@ export function registerDaemonCommand(program: Command): void {
       });
       clearInterval(timer);
       stopReconnectReconcile();
+      // aborts a /me in flight; a re-check stuck on an unreachable Postgres must not eat the grace
+      const holdRecheckStopped = holdRecheck?.stop();
       // The whole shutdown fits in the grace period: running jobs get the grace minus what a
       // forced close and closing the connections may take, and closing is bounded too, because
       // an unreachable Redis or Postgres never answers a QUIT.
       const grace = ctx.config.pipeline.shutdownGraceMs;
       const deadline = Date.now() + grace;
       await workers.close(Math.max(grace - SHUTDOWN_CLOSE_RESERVE_MS - FORCE_CLOSE_WAIT_MS, grace / 3));
+      await settleWithin(Promise.resolve(holdRecheckStopped), SHUTDOWN_CLOSE_MIN_MS);
       await admin?.close();
       const closed = await settleWithin(ctx.close(), Math.max(SHUTDOWN_CLOSE_MIN_MS, deadline - Date.now()));
       log.info({ closedCleanly: closed }, 'daemon stopped');

@@ -23,7 +23,7 @@ import {
 } from 'drizzle-orm/pg-core';
 import { BATCH_IN_FLIGHT_STATUSES, BATCH_KINDS, BATCH_STATUSES, type BatchKind, type BatchStatus } from '../domain/batches.ts';
 import { ITEM_STATES, type ItemState, type QuarantineReason } from '../domain/items.ts';
-import { HOLD_CODES, HOLD_SCOPES, type HoldCode, type HoldScope } from '../domain/refusals.ts';
+import { HOLD_CODES, HOLD_SCOPES, type HoldCode, type HoldEvent, type HoldScope } from '../domain/refusals.ts';
 
 /** timestamptz, read as a JS Date through drizzle. */
 const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
@@ -131,8 +131,10 @@ export const batches = pgTable(
     /** job_id of the batch whose items this one re-submits */
     replayOf: text('replay_of'),
     updatedAt: tstzNow('updated_at'),
-    /** the head's status as received when this interface version does not list it */
+    /** the head's status as last received (it may be one this interface version does not list) */
     upstreamStatus: text('upstream_status'),
+    /** poll attempts in a row that threw; past POLL_FAILURES_MAX the batch is failed */
+    pollFailures: integer('poll_failures').notNull().default(0),
     /** why the batch ended without the upstream saying so, or why the last poll failed */
     reason: text('reason'),
     /** first of the consecutive polls answered with a JSON `not-found` (null once an answer arrives) */
@@ -380,8 +382,8 @@ export const batchSubmissions = pgTable(
 
 /**
  * The upstream refused for account reasons (key, plan, credits): scheduled work makes no API call
- * while a hold stands. A person clears it (a `backfill` whose sync succeeds; a daemon's start
- * re-checks `/me` for `unauthorized` and `credits`).
+ * while a hold stands. A sync a person started that gets through lifts it; daemons re-check a
+ * free `/me` every HOLD_RECHECK_MS and lift `unauthorized` and `credits` by themselves.
  */
 export const upstreamHolds = pgTable(
   'upstream_holds',
@@ -405,8 +407,8 @@ export const upstreamHoldEvents = pgTable(
   {
     id: bigNumber('id').primaryKey().generatedAlwaysAsIdentity(),
     code: text('code').$type<HoldCode>().notNull(),
-    /** 'set' or 'lifted' */
-    event: text('event').notNull(),
+    /** 'set' or 'lifted' (HOLD_EVENTS) */
+    event: text('event').$type<HoldEvent>().notNull(),
     /** what the upstream said, or why it was lifted */
     reason: text('reason'),
     at: tstzNow('at'),

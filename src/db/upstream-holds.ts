@@ -1,12 +1,15 @@
 /**
  * `upstream_holds`: the upstream refused for account reasons (the key, the plan, the credits).
  * While a hold stands, scheduled work makes no API call: retrying cannot fix it, and every
- * refused call is noise at best. A person clears it by fixing the cause and running a backfill
- * (its sync succeeding clears every hold); a daemon's start re-checks `/me` (free) for holds it
- * can judge there (`unauthorized`, `credits`).
+ * refused call is noise at best. A sync a person started (backfill, replay) that gets through
+ * clears every hold; daemons re-check `/me` (free) every HOLD_RECHECK_MS for the holds it can
+ * judge (`unauthorized`, `credits`) and lift them by themselves.
+ *
+ * `upstream_hold_events` keeps every hold set and lifted, with the reason, written in the same
+ * statement as the change: a hold that came and went while nobody watched still shows.
  */
 import type { Queryable } from './connection.ts';
-import { HOLD_SCOPE_OF, type HoldCode, type HoldScope } from '../domain/refusals.ts';
+import { HOLD_SCOPE_OF, type HoldCode, type HoldEvent, type HoldScope } from '../domain/refusals.ts';
 
 export interface UpstreamHoldRow {
   code: HoldCode;
@@ -18,13 +21,33 @@ export interface UpstreamHoldRow {
 
 export { HOLD_SCOPE_OF };
 
-/** Set (or refresh) a hold. Returns true when it is new. */
+export interface UpstreamHoldEventRow {
+  id: number;
+  code: HoldCode;
+  event: HoldEvent;
+  reason: string | null;
+  at: Date;
+}
+
+const SET: HoldEvent = 'set';
+const LIFTED: HoldEvent = 'lifted';
+
+/** Why holds are lifted when no reason is given: the only such caller is a sync a person started. */
+export const LIFTED_BY_SYNC = 'a sync a person started (backfill or replay) got through';
+
+/** Set (or refresh) a hold; a new one is recorded as a 'set' event. Returns true when it is new. */
 export async function setHold(sql: Queryable, code: HoldCode, reason: string): Promise<boolean> {
   const rows = await sql<{ inserted: boolean }[]>`
-    insert into upstream_holds (code, scope, reason)
-    values (${code}, ${HOLD_SCOPE_OF[code]}, ${reason})
-    on conflict (code) do update set reason = excluded.reason, last_seen_at = now()
-    returning (xmax = 0) as inserted`;
+    with hold as (
+      insert into upstream_holds (code, scope, reason)
+      values (${code}, ${HOLD_SCOPE_OF[code]}, ${reason})
+      on conflict (code) do update set reason = excluded.reason, last_seen_at = now()
+      returning code, reason, (xmax = 0) as inserted
+    ), event as (
+      insert into upstream_hold_events (code, event, reason)
+      select code, ${SET}, reason from hold where inserted
+    )
+    select inserted from hold`;
   return rows[0]?.inserted ?? false;
 }
 
@@ -34,25 +57,44 @@ export async function activeHolds(sql: Queryable): Promise<UpstreamHoldRow[]> {
   return rows.map((r) => ({ code: r.code, scope: r.scope, reason: r.reason, since: r.since, lastSeenAt: r.last_seen_at }));
 }
 
-/** Clear holds (all of them, or those of `codes`); returns the codes cleared. */
-export async function clearHolds(sql: Queryable, codes?: readonly HoldCode[]): Promise<HoldCode[]> {
-  const rows =
-    codes === undefined
-      ? await sql<{ code: HoldCode }[]>`delete from upstream_holds returning code`
-      : await sql<{ code: HoldCode }[]>`delete from upstream_holds where code = any(${codes as HoldCode[]}::text[]) returning code`;
+/**
+ * Clear holds (all of them, or those of `codes`), each recorded as a 'lifted' event with `reason`
+ * (who lifted it and why); returns the codes cleared. Processes that clear at once each get only
+ * the rows they deleted, so a lift is recorded once.
+ */
+export async function clearHolds(sql: Queryable, codes?: readonly HoldCode[], reason: string = LIFTED_BY_SYNC): Promise<HoldCode[]> {
+  const all = codes === undefined;
+  const rows = await sql<{ code: HoldCode }[]>`
+    with gone as (
+      delete from upstream_holds where ${all} or code = any(${(codes ?? []) as HoldCode[]}::text[])
+      returning code
+    ), event as (
+      insert into upstream_hold_events (code, event, reason)
+      select code, ${LIFTED}, ${reason} from gone
+    )
+    select code from gone order by code`;
   return rows.map((r) => r.code);
 }
 
+/** The latest hold events, newest first (for `status`). */
+export async function recentHoldEvents(sql: Queryable, limit: number): Promise<UpstreamHoldEventRow[]> {
+  const rows = await sql<{ id: number; code: HoldCode; event: HoldEvent; reason: string | null; at: Date }[]>`
+    select id, code, event, reason, at from upstream_hold_events order by at desc, id desc limit ${limit}`;
+  return rows.map((r) => ({ id: Number(r.id), code: r.code, event: r.event, reason: r.reason, at: r.at }));
+}
+
+/** How each hold ends, for a person. */
+const HOW_TO_RESUME: Readonly<Record<HoldCode, string>> = {
+  unauthorized:
+    'fix API_KEY: running daemons re-check /me (free) every HOLD_RECHECK_MS and lift the hold by themselves once the key works, ' +
+    'or run `videosite-ingest backfill --all`',
+  credits:
+    'wait for the billing period to renew or add credits: running daemons re-check /me (free) every HOLD_RECHECK_MS and lift the hold by themselves, ' +
+    'or run `videosite-ingest backfill --all`',
+  'upgrade-required': 'upgrade the plan, then run `videosite-ingest backfill --all` (/me cannot tell, so no daemon lifts this hold)',
+};
+
 /** One line for a person: what was refused, since when, and how to resume. */
 export function describeHold(h: Pick<UpstreamHoldRow, 'code' | 'reason' | 'since'>): string {
-  const fix =
-    h.code === 'unauthorized'
-      ? 'fix API_KEY'
-      : h.code === 'upgrade-required'
-        ? 'upgrade the plan'
-        : 'wait for the credits to renew or add credits';
-  return (
-    `upstream refused (${h.code}) since ${h.since.toISOString()}: ${h.reason}; ` +
-    `scheduled syncs make no API call until cleared: ${fix}, then run \`videosite-ingest backfill --all\` (or restart the daemons)`
-  );
+  return `upstream refused (${h.code}) since ${h.since.toISOString()}: ${h.reason}; scheduled syncs make no API call until cleared: ${HOW_TO_RESUME[h.code]}`;
 }

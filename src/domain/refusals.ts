@@ -17,6 +17,17 @@ export const HOLD_SCOPE_OF: Readonly<Record<HoldCode, HoldScope>> = {
   credits: 'submit',
 };
 
+/** What happened to a hold (`upstream_hold_events.event`): a refusal set it, or someone lifted it. */
+export const HOLD_EVENTS = ['set', 'lifted'] as const;
+export type HoldEvent = (typeof HOLD_EVENTS)[number];
+
+/**
+ * Holds a daemon judges by itself with a free `GET /me`: an answer means the key works; credits
+ * left above the reserve mean the quota came back (a billing renewal). A plan without batches
+ * (`upgrade-required`) does not show there: only a person's sync that gets through lifts it.
+ */
+export const HOLD_CODES_JUDGED_BY_ME: readonly HoldCode[] = ['unauthorized', 'credits'];
+
 /** API error codes that refuse a sync for account or plan reasons (`sync_runs.outcome` = refused-upstream). */
 export const REFUSED_UPSTREAM_CODES: readonly ErrorCode[] = ['unauthorized', 'upgrade-required', 'forbidden', 'limit-exceeded'];
 

@@ -1,0 +1,162 @@
+/**
+ * Upstream holds end without a person when `/me` says the cause is gone. A real `daemon` process
+ * (roles scheduler and poller, HOLD_RECHECK_MS=1000) against the in-process simulator, with holds
+ * set as a refusal would set them; every assertion is on Postgres rows (`upstream_holds`,
+ * `upstream_hold_events`, `credit_snapshots`), the simulator's request counts, log fields, and
+ * what `status` shows. The tests build on each other, in order, on one daemon.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { renderStatus } from '../../src/cli/status.ts';
+import { clearHolds, LIFTED_BY_SYNC, setHold } from '../../src/db/upstream-holds.ts';
+import { collectStatus, STATUS_HOLD_EVENTS } from '../../src/pipeline/status.ts';
+import { createPipelineHarness, type PipelineHarness } from '../helpers/pipeline.ts';
+import { startCli, waitUntil, type CliProcess } from '../helpers/proc.ts';
+
+const RECHECK_MS = 1_000;
+/** long enough for several re-checks */
+const WAIT_MS = 20_000;
+const MAX_CREDITS = 500;
+
+let h: PipelineHarness;
+let daemon: CliProcess;
+/** a key the simulator does not know yet: `/me` answers 401 until the test creates its account */
+const key = `vsi-test-holds-${randomBytes(6).toString('hex')}`;
+
+beforeAll(async () => {
+  h = await createPipelineHarness('upstream-holds');
+  // what the scheduler and the poller record on a 401, a 402 and an exhausted quota
+  expect(await setHold(h.database.sql, 'unauthorized', 'Invalid API key.')).toBe(true);
+  expect(await setHold(h.database.sql, 'credits', 'quota used up (used 500 of 500 credits)')).toBe(true);
+  expect(await setHold(h.database.sql, 'upgrade-required', 'Batches are not part of this plan.')).toBe(true);
+  daemon = startCli(
+    ['daemon', '--role', 'scheduler,poller'],
+    { ...h.env, API_KEY: key, HOLD_RECHECK_MS: String(RECHECK_MS), LOG_LEVEL: 'info' },
+    'daemon',
+  );
+  await daemon.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+});
+
+afterAll(async () => {
+  daemon?.kill('SIGKILL');
+  await daemon?.exited;
+  await h?.close();
+});
+
+async function holds(): Promise<string[]> {
+  const rows = await h.database.sql<{ code: string }[]>`select code from upstream_holds order by code`;
+  return rows.map((r) => r.code);
+}
+
+async function events(): Promise<{ code: string; event: string; reason: string | null }[]> {
+  return h.database.sql<{ code: string; event: string; reason: string | null }[]>`
+    select code, event, reason from upstream_hold_events order by id`;
+}
+
+/** `/me` requests the simulator answered with `status` so far. */
+function meAnswers(status: number): number {
+  return h.sim.stats().byEndpoint['GET /me']?.byStatus[String(status)] ?? 0;
+}
+
+/** Wait until the daemon has asked `/me` `n` more times (answered `status`). */
+async function moreRechecks(status: number, n: number): Promise<void> {
+  const target = meAnswers(status) + n;
+  await waitUntil(() => (meAnswers(status) >= target ? true : undefined), WAIT_MS, `${n} more /me answered ${status}`);
+}
+
+it('records each new hold as a set event', async () => {
+  expect(await events()).toEqual([
+    { code: 'unauthorized', event: 'set', reason: 'Invalid API key.' },
+    { code: 'credits', event: 'set', reason: 'quota used up (used 500 of 500 credits)' },
+    { code: 'upgrade-required', event: 'set', reason: 'Batches are not part of this plan.' },
+  ]);
+  // a refusal seen again refreshes the hold: not a new event
+  expect(await setHold(h.database.sql, 'credits', 'quota used up (used 500 of 500 credits)')).toBe(false);
+  expect(await events()).toHaveLength(3);
+});
+
+it('unauthorized (scope all) stands while /me refuses the key, and lifts by itself once the key works', async () => {
+  // the re-check asks /me although a hold of scope `all` stands: that call is how such a hold ends
+  await moreRechecks(401, 2);
+  expect(await holds()).toEqual(['credits', 'unauthorized', 'upgrade-required']);
+
+  // the key works again, on an account whose quota is used up
+  h.sim.setAccount(key, { maxCredits: MAX_CREDITS, usedCredits: MAX_CREDITS });
+  await waitUntil(async () => ((await holds()).includes('unauthorized') ? undefined : true), WAIT_MS, 'the unauthorized hold lifted');
+  expect(await holds()).toEqual(['credits', 'upgrade-required']);
+  const lifted = (await events()).filter((e) => e.event === 'lifted');
+  expect(lifted).toEqual([{ code: 'unauthorized', event: 'lifted', reason: 'recheck: /me answered, 0 credits left' }]);
+});
+
+it('credits stands while the quota is used up, and lifts by itself when the billing period renews', async () => {
+  await moreRechecks(200, 2);
+  expect(await holds()).toEqual(['credits', 'upgrade-required']);
+
+  // a new billing period: nothing used yet
+  h.sim.setAccount(key, { usedCredits: 0 });
+  await waitUntil(async () => ((await holds()).includes('credits') ? undefined : true), WAIT_MS, 'the credits hold lifted');
+  expect(await holds()).toEqual(['upgrade-required']);
+  const lifted = (await events()).filter((e) => e.event === 'lifted');
+  expect(lifted.at(-1)).toEqual({ code: 'credits', event: 'lifted', reason: `recheck: /me answered, ${MAX_CREDITS} credits left` });
+
+  const line = daemon.logs().find((l) => Array.isArray(l.cleared) && (l.cleared as string[]).includes('credits'));
+  expect(line).toMatchObject({ level: 30, cleared: ['credits'], usedCredits: 0, maxCredits: MAX_CREDITS });
+  // the answer is kept, so status and /metrics show the renewed credits at once
+  const [snap] = await h.database.sql<{ used_credits: number; max_credits: number; reason: string }[]>`
+    select used_credits, max_credits, reason from credit_snapshots order by id desc limit 1`;
+  expect(snap).toEqual({ used_credits: 0, max_credits: MAX_CREDITS, reason: 'hold-recheck' });
+});
+
+it('upgrade-required stands through later re-checks, and the daemon says once that a person must act', async () => {
+  // a new credits hold on an account with credits: the next re-check lifts it, so re-checks ran
+  const eventsBefore = (await events()).length;
+  expect(await setHold(h.database.sql, 'credits', 'quota used up')).toBe(true);
+  await waitUntil(async () => ((await holds()).includes('credits') ? undefined : true), WAIT_MS, 'the new credits hold lifted');
+  expect(await holds()).toEqual(['upgrade-required']);
+  expect((await events()).slice(eventsBefore).map((e) => `${e.code} ${e.event}`)).toEqual(['credits set', 'credits lifted']);
+  expect((await events()).filter((e) => e.code === 'upgrade-required').map((e) => e.event)).toEqual(['set']);
+
+  // with only upgrade-required left, re-checks make no call: /me cannot judge it
+  const calls = h.sim.stats().total;
+  await new Promise((r) => setTimeout(r, 3 * RECHECK_MS));
+  expect(h.sim.stats().total).toBe(calls);
+  expect(await holds()).toEqual(['upgrade-required']);
+
+  const told = daemon.logs().filter((l) => l.code === 'upgrade-required' && l.needsPerson === true);
+  expect(told).toHaveLength(1);
+});
+
+it('status shows the hold that stands and the latest hold events, newest first', async () => {
+  const report = await collectStatus(h.database.sql);
+  expect(report.upstreamHolds.map((x) => x.code)).toEqual(['upgrade-required']);
+  expect(report.holdEvents).toHaveLength(STATUS_HOLD_EVENTS);
+  expect(report.holdEvents.slice(0, 2).map((e) => [e.code, e.event])).toEqual([
+    ['credits', 'lifted'],
+    ['credits', 'set'],
+  ]);
+  const text = renderStatus(report);
+  expect(text).toContain('ON HOLD: upstream refused (upgrade-required)');
+  const section = text.slice(text.indexOf('Upstream holds, latest events'));
+  expect(section).toContain(`recheck: /me answered, ${MAX_CREDITS} credits left`);
+  expect(section).toContain('unauthorized');
+});
+
+it('stops cleanly on SIGTERM while re-checking', async () => {
+  daemon.kill('SIGTERM');
+  const exit = await daemon.exited;
+  expect(exit).toEqual({ code: 0, signal: null });
+  expect(daemon.logs().some((l) => l.msg === 'daemon stopped' && l.closedCleanly === true)).toBe(true);
+});
+
+it('a sync a person started lifts every hold, each recorded with that reason', async () => {
+  expect(await setHold(h.database.sql, 'credits', 'quota used up')).toBe(true);
+  const before = (await events()).length;
+  expect(await clearHolds(h.database.sql)).toEqual(['credits', 'upgrade-required']);
+  expect(await holds()).toEqual([]);
+  const lifted = (await events()).slice(before).sort((a, b) => a.code.localeCompare(b.code));
+  expect(lifted).toEqual([
+    { code: 'credits', event: 'lifted', reason: LIFTED_BY_SYNC },
+    { code: 'upgrade-required', event: 'lifted', reason: LIFTED_BY_SYNC },
+  ]);
+  expect(await clearHolds(h.database.sql)).toEqual([]);
+});
