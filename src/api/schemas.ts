@@ -170,7 +170,9 @@ export const BatchItemSchema = z.object({
   videoId: z.string(),
   transcript: TranscriptSchema.nullable().optional(),
   video: VideoSchema.nullable().optional(),
-  errorCode: ItemErrorCodeSchema.nullable().optional(),
+  // Read liberally: the upstream adds codes before any interface document lists them; an
+  // unknown one is recorded as received (src/domain/items.ts gives each code its policy).
+  errorCode: z.string().nullable().optional(),
 });
 export type BatchItem = z.infer<typeof BatchItemSchema>;
 
