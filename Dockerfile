@@ -7,6 +7,8 @@
 FROM node:20-slim AS check
 WORKDIR /app
 COPY package.json package-lock.json ./
+# `npm ci` runs the postinstall script (scripts/patch-postgres.mjs, the postgres.js crash guard)
+COPY scripts ./scripts
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY bin ./bin
@@ -18,6 +20,8 @@ FROM node:20-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
+# the postinstall patch matters most here: the daemon runs on this stage's node_modules
+COPY scripts ./scripts
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY tsconfig.json ./
 COPY migrations ./migrations
