@@ -587,7 +587,8 @@ export async function dueVideoIds(
     now: rows[0]?.now ?? new Date(),
     retryAttemptsMax: settings.retryAttemptsMax,
     retryBackoffBaseMs: settings.retryBackoffBaseMs,
-    wantsChunks,
+    // only a transcript comes as chunks or as plain text
+    wantsChunks: kind === 'transcript' && wantsChunks,
   };
   const due: string[] = [];
   for (const r of rows) {
@@ -749,7 +750,8 @@ async function claimVideos(
   await tx`
     insert into video_sync (video_id, kind, lang, last_job_id, last_state, last_error_code, attempts, next_check_at,
       submission_id, text_only, updated_at)
-    select v, ${input.kind}, ${input.lang ?? ''}, ${jobId}, 'processing', null, 1, null, ${submission}, ${input.textOnly ?? false}, now()
+    select v, ${input.kind}, ${input.lang ?? ''}, ${jobId}, 'processing', null, 1, null, ${submission},
+      ${input.kind === 'transcript' && (input.textOnly ?? false)}, now()
     from unnest(${videoIds}::text[]) as v
     on conflict (video_id, kind, lang) do update set
       attempts = video_sync.attempts + 1, last_job_id = excluded.last_job_id, last_state = 'processing',
