@@ -43,7 +43,7 @@ export interface LandResult {
  * "value overflows numeric format"), checked before the write; such an item is kept as text in
  * payload_raw. A string that merely looks like one only costs that item its jsonb copy.
  */
-const HUGE_NUMBER_RE = /[0-9.][eE][+-]?\d{5,}/;
+export const HUGE_NUMBER_RE = /[0-9.][eE][+-]?\d{5,}|\d{1000}/;
 
 interface StoredPayload {
   /** JSON text of the jsonb value, or null */

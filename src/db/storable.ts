@@ -94,3 +94,64 @@ export function toTimestamptzColumn(value: string | null | undefined, path: stri
   }
   return value;
 }
+
+/**
+ * The first number in a JSON text that Postgres numeric (and so jsonb) cannot hold, or
+ * undefined: an exponent past numeric's range (`1e200000` overflows; `1e-200000` would be read
+ * by JavaScript as 0, silently), or more digits than numeric keeps. Strings are skipped, so text
+ * that merely looks like such a number is fine. Meant for texts the cheap `HUGE_NUMBER_RE`
+ * pre-check flagged.
+ */
+export function findUnstorableNumber(text: string): string | undefined {
+  const NUMBER_RE = /-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+  let i = 0;
+  while (i < text.length) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // skip the string: to the next quote not escaped by an odd run of backslashes
+      let j = i + 1;
+      for (;;) {
+        const q = text.indexOf('"', j);
+        if (q === -1) return undefined;
+        let k = q - 1;
+        let run = 0;
+        while (text.charCodeAt(k) === 0x5c) {
+          run++;
+          k--;
+        }
+        j = q + 1;
+        if (run % 2 === 0) break;
+      }
+      i = j;
+      continue;
+    }
+    if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      NUMBER_RE.lastIndex = i;
+      const m = NUMBER_RE.exec(text);
+      if (!m) {
+        i++;
+        continue;
+      }
+      const token = m[0];
+      if (!isNumericStorable(token)) return token.length > 40 ? `${token.slice(0, 40)}…` : token;
+      i += token.length;
+      continue;
+    }
+    i++;
+  }
+  return undefined;
+}
+
+/** Postgres numeric: up to 131072 digits before the decimal point, 16383 after. */
+function isNumericStorable(token: string): boolean {
+  const m = /^-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(token);
+  if (!m) return true;
+  const intDigits = m[1]!.replace(/^0+/, '').length;
+  const fracDigits = (m[2] ?? '').length;
+  const exp = Number(m[3] ?? 0);
+  if (intDigits === 0 && !/[1-9]/.test(m[2] ?? '')) return true; // zero, however written
+  // digits before the point once the exponent is applied, and after it
+  const before = intDigits + exp;
+  const after = fracDigits - exp;
+  return before <= 131072 && after <= 16383;
+}

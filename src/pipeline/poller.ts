@@ -17,7 +17,8 @@ import { ApiError, LimitExceededError, NotFoundError, UnauthorizedError } from '
 import type { Queryable } from '../db/connection.ts';
 import { writeIsolating } from '../db/isolate.ts';
 import { activeHolds, describeHold, setHold } from '../db/upstream-holds.ts';
-import { landItems, markUnfinishedRetryable, type LandItem, type LandResult } from '../db/items.ts';
+import { HUGE_NUMBER_RE, landItems, markUnfinishedRetryable, type LandItem, type LandResult } from '../db/items.ts';
+import { findUnstorableNumber } from '../db/storable.ts';
 import { recheckAt } from '../domain/attempts.ts';
 import {
   BATCH_IN_FLIGHT_STATUSES,
@@ -172,6 +173,14 @@ export async function pollBatch(
       `in flight for ${Math.round(batch.age_ms / 3_600_000)} h, longer than BATCH_MAX_AGE_MS (${settings.batchMaxAgeMs} ms): expired locally`);
   }
 
+  // read before the answer is opened: once open, its bytes must be consumed as they come (a
+  // connection that breaks takes the bytes undici buffered but we had not read with it)
+  const known = new Map<string, { state: ItemState; errorCode: string | null }>();
+  for (const r of await sql<{ video_id: string; state: ItemState; error_code: string | null }[]>`
+    select video_id, state, error_code from batch_items where job_id = ${jobId}`) {
+    known.set(r.video_id, { state: r.state, errorCode: r.error_code });
+  }
+
   // one poll never runs past its deadline; a shutdown (opts.signal) stops it too
   const deadline = AbortSignal.timeout(settings.pollMaxDurationMs);
   const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
@@ -184,12 +193,6 @@ export async function pollBatch(
   }
   // the answer describes the batch as of about now
   const answeredAt = Date.now();
-
-  const known = new Map<string, { state: ItemState; errorCode: string | null }>();
-  for (const r of await sql<{ video_id: string; state: ItemState; error_code: string | null }[]>`
-    select video_id, state, error_code from batch_items where job_id = ${jobId}`) {
-    known.set(r.video_id, { state: r.state, errorCode: r.error_code });
-  }
 
   const result: PollResult = { jobId, status: batch.status, terminal: false, ...nothing };
   const polls = batch.polls + 1;
@@ -448,7 +451,14 @@ export async function recordPollFailure(deps: PipelineDeps, jobId: string, e: un
 
 /** `text`: the item's JSON exactly as received, landed as is (numbers keep their digits). */
 function toLandItem(raw: unknown, index: number, kind: BatchKind, text?: string): LandItem {
-  const outcome = classifyRawItem(raw, kind);
+  const outcome: ReturnType<typeof classifyRawItem> = classifyRawItem(raw, kind);
+  // a number numeric cannot hold (JavaScript read it as Infinity, or as 0): never stored as is
+  const badNumber = text !== undefined && HUGE_NUMBER_RE.test(text) ? findUnstorableNumber(text) : undefined;
+  if (badNumber !== undefined) {
+    outcome.state = 'quarantined';
+    outcome.reason = `holds a number Postgres numeric cannot store (${badNumber}); payload_raw keeps the received text`;
+    outcome.reasonCode = 'unstorable';
+  }
   const videoId =
     outcome.item?.videoId ??
     (raw !== null && typeof raw === 'object' && typeof (raw as { videoId?: unknown }).videoId === 'string'

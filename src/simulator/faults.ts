@@ -56,6 +56,15 @@ export const ScriptStepSchema = z
     hang: z.boolean().optional(),
     /** send the headers and part of the body, then stall */
     stallBody: z.boolean().optional(),
+    /** send this share (0..1, exclusive) of the body's bytes, then close the connection (a download broken midway) */
+    truncateAt: z.number().gt(0).lt(1).optional(),
+    /** with `truncateAt`: hold the connection this long after the last byte sent, then close it (a transfer that stalls, then drops), real ms; default 0 */
+    cutAfterMs: z.number().int().min(0).max(600_000).optional(),
+    /** send `afterFraction` of the body's bytes at once, then one byte every `byteEveryMs` (a trickling body) */
+    trickle: z
+      .object({ afterFraction: z.number().min(0).max(1), byteEveryMs: z.number().int().min(1).max(600_000) })
+      .strict()
+      .optional(),
     /** wait this long first, real ms */
     delayMs: z.number().int().min(0).max(600_000).optional(),
     /** run the real handler first (the request takes effect and is charged), then apply the step */

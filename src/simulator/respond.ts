@@ -25,8 +25,12 @@ export class RawJson {
 export interface Damage {
   /** cut the body at this fraction (0..1) of its (first flushed) bytes, then close the connection */
   truncateAt?: number | undefined;
+  /** with `truncateAt`: close the connection this long after the cut part was sent, ms; default 0 */
+  cutAfterMs?: number | undefined;
   /** send headers and part of the body, then stall forever */
   stall?: boolean | undefined;
+  /** send `afterFraction` of the body at once, then one byte every `byteEveryMs` until done or the client leaves */
+  trickle?: { afterFraction: number; byteEveryMs: number } | undefined;
   /** make the first field of the body the wrong type */
   violate?: boolean | undefined;
 }
@@ -78,9 +82,12 @@ function drained(res: ServerResponse): Promise<boolean> {
   });
 }
 
-/** Write `part`, then close the connection once it reached the socket. */
-function writeThenDestroy(res: ServerResponse, part: Buffer): void {
-  res.write(part, () => res.socket?.destroy());
+/** Write `part`, then close the connection once it reached the socket (and `afterMs` more passed). */
+function writeThenDestroy(res: ServerResponse, part: Buffer, afterMs = 0): void {
+  res.write(part, () => {
+    if (afterMs > 0) setTimeout(() => res.socket?.destroy(), afterMs);
+    else res.socket?.destroy();
+  });
 }
 
 export async function writeReply(res: ServerResponse, reply: Reply, damage: Damage = {}): Promise<void> {
@@ -96,14 +103,63 @@ export async function writeReply(res: ServerResponse, reply: Reply, damage: Dama
   headers['content-length'] = String(buf.length);
   res.writeHead(reply.status, headers);
   if (damage.truncateAt !== undefined) {
-    writeThenDestroy(res, buf.subarray(0, Math.floor(buf.length * damage.truncateAt)));
+    writeThenDestroy(res, buf.subarray(0, Math.floor(buf.length * damage.truncateAt)), damage.cutAfterMs);
     return;
   }
   if (damage.stall) {
     res.write(buf.subarray(0, Math.floor(buf.length / 2)));
     return;
   }
+  if (damage.trickle) {
+    await trickle(res, buf, damage.trickle);
+    return;
+  }
   res.end(buf);
+}
+
+/** The first `afterFraction` of `buf` at once, then one byte per `byteEveryMs`; stops when the client leaves. */
+async function trickle(res: ServerResponse, buf: Buffer, t: { afterFraction: number; byteEveryMs: number }): Promise<void> {
+  let gone = res.destroyed;
+  let wake: (() => void) | undefined;
+  const onClose = () => {
+    gone = true;
+    wake?.();
+  };
+  res.on('close', onClose);
+  try {
+    let at = Math.floor(buf.length * t.afterFraction);
+    if (at > 0) res.write(buf.subarray(0, at));
+    while (at < buf.length && !gone) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, t.byteEveryMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      if (gone) return;
+      res.write(buf.subarray(at, at + 1));
+      at++;
+    }
+    if (!gone) res.end();
+  } finally {
+    res.off('close', onClose);
+  }
+}
+
+/**
+ * A streamed answer as one raw body, so damage that needs its whole length (cut at 90%, trickle
+ * the second half) can apply; only for test-sized answers (the whole body is held in memory).
+ */
+export function materialize(reply: Reply): Reply {
+  if (reply.kind !== 'stream') return reply;
+  const parts: string[] = [];
+  for (const item of reply.items) parts.push(item instanceof RawJson ? item.json : JSON.stringify(item));
+  const headJson = JSON.stringify(reply.head);
+  const body = `${headJson.length > 2 ? `${headJson.slice(0, -1)},` : '{'}${JSON.stringify(reply.arrayKey)}:[${parts.join(',')}]}`;
+  const out: Reply = { kind: 'raw', status: reply.status, body, contentType: 'application/json; charset=utf-8' };
+  if (reply.headers) out.headers = reply.headers;
+  return out;
 }
 
 async function writeStream(

@@ -16,7 +16,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import type { Logger } from '../log.ts';
 import { silentLogger } from '../log.ts';
-import type { Video } from '../api/schemas.ts';
+import { BATCH_LIMIT_DEFAULT, type Video } from '../api/schemas.ts';
 import { Accounts, type AccountPatch, type AccountSettings } from './accounts.ts';
 import { buildAdminRouter } from './admin.ts';
 import { registerBatchEndpoints } from './batch-endpoints.ts';
@@ -24,6 +24,7 @@ import { Catalog, type ChannelInfo, type VideoFate, type VideoKind } from './cat
 import { createClock, type Clock } from './clock.ts';
 import { CrawlJobs } from './crawl-jobs.ts';
 import { FaultInjector, type Faults, type FaultsPatch, type ScriptStep } from './faults.ts';
+import { parseVideoRef } from './ids.ts';
 import type { ApiDeps, Handler } from './handler.ts';
 import { ItemCache } from './item-cache.ts';
 import { BatchJobs } from './jobs.ts';
@@ -36,7 +37,7 @@ import {
   type JobSettingsPatch,
   type SimulatorSettingsInput,
 } from './options.ts';
-import { errorReply, readBody, writeReply, type Damage, type Reply } from './respond.ts';
+import { errorReply, materialize, readBody, writeReply, type Damage, type Reply } from './respond.ts';
 import { Router } from './router.ts';
 import { RequestStats, type SimulatorStats } from './stats.ts';
 import { TranscriptJobs } from './transcript-jobs.ts';
@@ -119,7 +120,10 @@ function scriptedReply(step: ScriptStep): Reply {
   const headers = step.headers ?? {};
   if (typeof step.body === 'string') {
     const looksJson = /^\s*[[{]/.test(step.body);
-    return { kind: 'raw', status, body: step.body, contentType: looksJson ? 'application/json' : 'text/plain; charset=utf-8', headers };
+    // a step may name its own content type (a gateway's `text/html` page)
+    const named = Object.entries(headers).find(([k]) => k.toLowerCase() === 'content-type')?.[1];
+    const contentType = named ?? (looksJson ? 'application/json' : 'text/plain; charset=utf-8');
+    return { kind: 'raw', status, body: step.body, contentType, headers };
   }
   if (step.body === undefined) return { kind: 'raw', status, body: '', contentType: 'text/plain', headers };
   return { kind: 'json', status, body: step.body, headers };
@@ -162,8 +166,13 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   let url = '';
 
   /** Auth, rate limit, routing and the handler: the answer to a request that reached the API. */
-  async function answer(req: IncomingMessage, u: URL, rel: string, match: ReturnType<Router<Handler>['match']>): Promise<Reply> {
-    const body = await readBody(req, settings.maxBodyBytes);
+  async function answer(
+    req: IncomingMessage,
+    u: URL,
+    rel: string,
+    match: ReturnType<Router<Handler>['match']>,
+    body: string | undefined,
+  ): Promise<Reply> {
     if (match === undefined || match === 'method') {
       return errorReply('not-found', 'No such endpoint.', `${req.method} /v1${rel} is not an endpoint of this API`);
     }
@@ -197,6 +206,32 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     });
   }
 
+  /** Count the videos a batch POST names (a playlist or channel body: the videos it expands to). */
+  function recordBatchPost(endpoint: string, body: string): void {
+    const kind =
+      endpoint === `POST /${settings.platform}/video/batch` ? 'video' : endpoint === `POST /${settings.platform}/transcript/batch` ? 'transcript' : undefined;
+    if (kind === undefined) return;
+    let b: { videoIds?: unknown; playlistId?: unknown; channelId?: unknown; limit?: unknown; lang?: unknown };
+    try {
+      b = JSON.parse(body) as typeof b;
+    } catch {
+      return;
+    }
+    if (b === null || typeof b !== 'object') return;
+    const limit = typeof b.limit === 'number' ? b.limit : BATCH_LIMIT_DEFAULT;
+    let ids: string[] = [];
+    if (Array.isArray(b.videoIds)) {
+      ids = b.videoIds.filter((x): x is string => typeof x === 'string').map((x) => parseVideoRef(x) ?? x.trim());
+    } else if (typeof b.playlistId === 'string') {
+      const pl = catalog.findPlaylist(b.playlistId);
+      ids = pl === undefined ? [] : catalog.playlistVideoIds(pl, 'video', limit);
+    } else if (typeof b.channelId === 'string') {
+      const c = catalog.findChannel(b.channelId);
+      ids = c === undefined ? [] : catalog.channelVideoIds(c, 'video', limit);
+    }
+    stats.recordPost(kind, kind === 'transcript' && typeof b.lang === 'string' ? b.lang : undefined, ids);
+  }
+
   async function handleApi(req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> {
     const method = req.method ?? 'GET';
     const rel = u.pathname.slice('/v1'.length);
@@ -204,6 +239,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     const endpoint = match !== undefined && match !== 'method' ? match.name : `${method} (unmatched)`;
     const step = faults.takeStep(method, rel);
     const started = Date.now();
+    // read before any scripted answer: what the client asked to buy counts whatever the answer
+    const body = await readBody(req, settings.maxBodyBytes);
+    if (body !== undefined) recordBatchPost(endpoint, body);
     const done = (status: number | 'reset' | 'hang') => {
       stats.record(endpoint, status);
       log.debug({ method, endpoint, status, ms: Date.now() - started, scripted: step !== undefined }, 'simulator request');
@@ -222,7 +260,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       if (step.status !== undefined) {
         const reply = scriptedReply(step);
         done(reply.status);
-        return writeReply(res, reply, { stall: step.stallBody });
+        return writeReply(res, reply, { stall: step.stallBody, truncateAt: step.truncateAt, cutAfterMs: step.cutAfterMs, trickle: step.trickle });
       }
     }
     if (!step) {
@@ -239,7 +277,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
 
     let reply: Reply;
     try {
-      reply = await answer(req, u, rel, match);
+      reply = await answer(req, u, rel, match, body);
     } catch (e: unknown) {
       log.error({ err: e, endpoint }, 'simulator handler failed');
       reply = errorReply('internal-error', 'Internal server error.', 'the simulator failed to answer');
@@ -255,6 +293,11 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       if (step.hang) return done('hang');
       if (step.status !== undefined) reply = scriptedReply(step);
       damage.stall = step.stallBody;
+      damage.truncateAt = step.truncateAt;
+      damage.cutAfterMs = step.cutAfterMs;
+      damage.trickle = step.trickle;
+      // a cut at a share of the whole body, or a trickle, needs the body's length
+      if (step.truncateAt !== undefined || step.trickle) reply = materialize(reply);
     } else {
       const post = faults.rollPost();
       if (post === 'reset') {

@@ -14,11 +14,22 @@ export const SimulatorStatsSchema = z.object({
   byEndpoint: z.record(z.string(), z.object({ total: z.number(), byStatus: z.record(z.string(), z.number()) })),
   /** credits charged to all keys */
   creditsCharged: z.number(),
+  /**
+   * POSTs that named each video, by what they asked for (`video`, `transcript` or
+   * `transcript:<lang>`), then by video ID: every batch POST the client sent, whatever the
+   * answer (refused and scripted ones too), counted once per POST. A playlist or channel body
+   * counts the videos it expands to. Tests read it to prove a video was not bought twice.
+   */
+  postsByVideo: z.record(z.string(), z.record(z.string(), z.number())),
 });
 export type SimulatorStats = z.infer<typeof SimulatorStatsSchema>;
 
 export class RequestStats {
-  private s: SimulatorStats = { total: 0, byEndpoint: {}, creditsCharged: 0 };
+  private s: SimulatorStats = RequestStats.empty();
+
+  private static empty(): SimulatorStats {
+    return { total: 0, byEndpoint: {}, creditsCharged: 0, postsByVideo: {} };
+  }
 
   record(endpoint: string, status: number | 'reset' | 'hang'): void {
     this.s.total++;
@@ -26,6 +37,12 @@ export class RequestStats {
     e.total++;
     const k = String(status);
     e.byStatus[k] = (e.byStatus[k] ?? 0) + 1;
+  }
+
+  /** One batch POST naming `videoIds` (duplicates within it count once). */
+  recordPost(kind: string, lang: string | undefined, videoIds: readonly string[]): void {
+    const byVideo = (this.s.postsByVideo[lang === undefined ? kind : `${kind}:${lang}`] ??= {});
+    for (const id of new Set(videoIds)) byVideo[id] = (byVideo[id] ?? 0) + 1;
   }
 
   addCredits(n: number): void {
@@ -37,6 +54,6 @@ export class RequestStats {
   }
 
   reset(): void {
-    this.s = { total: 0, byEndpoint: {}, creditsCharged: 0 };
+    this.s = RequestStats.empty();
   }
 }

@@ -1,6 +1,6 @@
 /**
  * Fault injection and the admin API of the simulator: scripted answers (reset, 500, hang,
- * stalled body, processed-then-reset), random faults set at runtime, latency, the clock and
+ * stalled, cut or trickled body, processed-then-reset), random faults set at runtime, latency, the clock and
  * request statistics.
  */
 import { request } from 'undici';
@@ -78,6 +78,38 @@ describe('scripted answers', () => {
     await other.close();
     expect(Date.now() - t0).toBeLessThan(1000);
     await expect(hanging).rejects.toThrow();
+  });
+
+  it('truncateAt cuts the real (streamed) answer at that share of its bytes, after cutAfterMs; trickle sends the rest a byte at a time', async () => {
+    const headers = { 'x-api-key': sim.apiKey };
+    const whole = await request(`${sim.baseUrl}/videosite/batch/${jobId}`, { headers });
+    const bytes = Buffer.byteLength(await whole.body.text());
+    sim.script([
+      { match: 'GET /videosite/batch/*', process: true, truncateAt: 0.9, cutAfterMs: 300 },
+      { match: 'GET /videosite/batch/*', process: true, trickle: { afterFraction: 0.5, byteEveryMs: 50 } },
+    ]);
+    const cut = await request(`${sim.baseUrl}/videosite/batch/${jobId}`, { headers });
+    expect(Number(cut.headers['content-length'])).toBe(bytes);
+    let got = 0;
+    const t0 = Date.now();
+    // read as it arrives: bytes still unread when the connection closes are discarded by undici
+    await expect(
+      (async () => {
+        for await (const c of cut.body) got += (c as Buffer).length;
+      })(),
+    ).rejects.toThrow();
+    expect(got).toBe(Math.floor(bytes * 0.9));
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(250);
+    const slow = await request(`${sim.baseUrl}/videosite/batch/${jobId}`, { headers });
+    let received = 0;
+    const t1 = Date.now();
+    for await (const c of slow.body) {
+      received += (c as Buffer).length;
+      if (Date.now() - t1 > 400) break; // a few bytes trickled: enough
+    }
+    // half at once, then about a byte per 50 ms
+    expect(received).toBeGreaterThan(Math.floor(bytes * 0.5));
+    expect(received).toBeLessThan(Math.floor(bytes * 0.5) + 15);
   });
 
   it('scripts and faults can be set through the admin API', async () => {

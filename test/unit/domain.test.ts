@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { dueReason, recheckAt, retrySpacingMs, type DuePolicy, type VideoSyncFacts } from '../../src/domain/attempts.ts';
 import { readHead, storableDate } from '../../src/domain/batches.ts';
+import { findUnstorableNumber } from '../../src/db/storable.ts';
 import { classifyItem, classifyRawItem } from '../../src/domain/items.ts';
 
 const NOW = new Date('2026-06-01T12:00:00Z');
@@ -115,5 +116,18 @@ describe('batch heads, read liberally', () => {
     expect(storableDate('0000-01-01T00:00:00Z')).toBeNull();
     expect(storableDate('not a date')).toBeNull();
     expect(storableDate('2026-01-01T00:00:00Z')?.toISOString()).toBe('2026-01-01T00:00:00.000Z');
+  });
+});
+
+describe('numbers Postgres numeric cannot hold', () => {
+  it.each([
+    ['{"viewCount":1e200000}', '1e200000'],
+    ['{"viewCount":1e-200000}', '1e-200000'],
+    ['{"viewCount":-2.5E+199999}', '-2.5E+199999'],
+    ['{"title":"1e200000","viewCount":3}', undefined],
+    ['{"title":"say \\"1e-99999\\" twice","viewCount":0e-99999}', undefined],
+    ['{"viewCount":12345678901234567890}', undefined],
+  ])('%s', (text, bad) => {
+    expect(findUnstorableNumber(text)).toBe(bad);
   });
 });
