@@ -456,7 +456,7 @@ function toLandItem(raw: unknown, index: number, kind: BatchKind, text?: string)
   const badNumber = text !== undefined && HUGE_NUMBER_RE.test(text) ? findUnstorableNumber(text) : undefined;
   if (badNumber !== undefined) {
     outcome.state = 'quarantined';
-    outcome.reason = `holds a number Postgres numeric cannot store (${badNumber}); payload_raw keeps the received text`;
+    outcome.reason = `holds a number out of the range Postgres numeric stores (${badNumber}); payload_raw keeps the received text`;
     outcome.reasonCode = 'unstorable';
   }
   const videoId =
