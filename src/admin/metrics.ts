@@ -17,6 +17,7 @@ import type { Redis } from 'ioredis';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RequestEvent } from '../api/client.ts';
 import type { Queryable } from '../db/connection.ts';
+import { quarantineCounts } from '../db/quarantine.ts';
 import { BATCH_STATUSES } from '../db/schema.ts';
 import type { UpsertCounts } from '../db/videos.ts';
 import type { Logger } from '../log.ts';
@@ -223,6 +224,20 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
       this.reset();
       const r = await itemErrors();
       for (const row of r ?? []) this.set({ error_code: row.error_code, state: row.state }, row.n);
+    },
+  });
+
+  const quarantined = family('quarantined', () => quarantineCounts(src.sql));
+  new Gauge({
+    name: `${METRIC_PREFIX}batch_items_quarantined`,
+    help: "Batch items quarantined (kept raw, never re-submitted automatically) by reason_code ('unknown' when none was recorded); replay --quarantined re-sinks them.",
+    labelNames: ['reason'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const r = await quarantined();
+      // every reason, zeros included (quarantineCounts lists them all), so a series never vanishes
+      for (const [reason, n] of Object.entries(r ?? {})) this.set({ reason }, n);
     },
   });
 

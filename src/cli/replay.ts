@@ -1,11 +1,22 @@
 /**
- * `replay`: re-sink a batch from its stored raw items (free), or re-submit retryable items as
- * new batches (costs credits: prints the estimate and asks for --yes).
+ * `replay`: re-sink a batch from its stored raw items (free), re-sink quarantined items from their
+ * raw copy (free), or re-submit retryable items as new batches (costs credits: prints the
+ * estimate and asks for --yes).
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { batchProgress, isSettled } from '../pipeline/backfill.ts';
 import { reconcile } from '../pipeline/reconcile.ts';
-import { planLostResubmission, planResubmission, releaseLost, resinkBatch, resubmit, type ResubmitGroup } from '../pipeline/replay.ts';
+import {
+  planLostResubmission,
+  planResubmission,
+  quarantineReplayLanded,
+  releaseLost,
+  resinkBatch,
+  resinkQuarantined,
+  resubmit,
+  type QuarantineReplayReport,
+  type ResubmitGroup,
+} from '../pipeline/replay.ts';
 import { startWorkers } from '../pipeline/workers.ts';
 import { parseDurationMs } from './args.ts';
 import { createContext } from './context.ts';
@@ -18,6 +29,7 @@ interface ReplayOptions {
   failed: boolean;
   expired: boolean;
   lost: boolean;
+  quarantined: boolean;
   since?: Date;
   dryRun: boolean;
   yes: boolean;
@@ -47,28 +59,81 @@ function renderPlan(groups: ResubmitGroup[]): string {
   );
 }
 
+/** `(schema: 2, unstorable: 1)`, or '' when there is nothing to list. */
+function counts(c: Record<string, number | undefined>): string {
+  const parts = Object.entries(c)
+    .filter(([, n]) => (n ?? 0) > 0)
+    .map(([k, n]) => `${k}: ${n}`);
+  return parts.length > 0 ? ` (${parts.join(', ')})` : '';
+}
+
+/** The one summary line of `replay --quarantined` (also its dry run). */
+export function quarantineSummary(r: QuarantineReplayReport): string {
+  const o = r.outcomes;
+  const rows = r.dryRun ? '' : ` (${r.rows.inserted} row(s) inserted, ${r.rows.updated} updated, ${r.rows.unchanged} unchanged)`;
+  const outcome =
+    `${o.stored} stored${rows}, ${o.failed} failed, ${o.retryable} retryable, ` +
+    `${o.quarantined} still quarantined${counts(r.stillQuarantined)}, ${o.skipped} skipped${counts(r.skipped)}` +
+    (r.pending > 0 ? `, ${r.pending} landed (another sink is storing them)` : '');
+  return r.dryRun
+    ? `dry run: would re-sink ${r.items} quarantined item(s) from raw${counts(r.byReason).replace(' (', ' (by reason: ')}: ${outcome}; nothing changed; no API call\n`
+    : `re-sank ${r.items} quarantined item(s) from raw: ${outcome}; no API call\n`;
+}
+
+/** `replay --quarantined`: free, so no --yes; it does not wait for anything, so no --no-wait/--timeout. */
+function checkQuarantinedOptions(o: ReplayOptions): void {
+  const others = [o.failed && '--failed', o.expired && '--expired', o.lost && '--lost'].filter((f): f is string => typeof f === 'string');
+  if (others.length > 0) {
+    throw new UsageError(`--quarantined cannot be combined with ${others.join(', ')}: give one mode (--batch JOBID only narrows --quarantined to that batch)`);
+  }
+  if (o.yes) throw new UsageError('--yes: replay --quarantined is free (no API call) and needs no consent');
+  if (o.timeout !== undefined) throw new UsageError(`--timeout ${o.timeout} ms: replay --quarantined does not wait for anything (--timeout goes with --failed or --expired)`);
+  if (!o.wait) throw new UsageError('--no-wait: replay --quarantined does not wait for anything (--no-wait goes with --failed or --expired)');
+}
+
 export function registerReplayCommand(program: Command): void {
   program
     .command('replay')
-    .description('re-sink a batch from stored raw items (free), or re-submit retryable items (costs credits)')
-    .option('--batch <jobId>', 're-run the database writes of this batch from its landed raw items; no API call')
+    .description('re-sink a batch, or quarantined items, from stored raw items (free), or re-submit retryable items (costs credits)')
+    .option('--batch <jobId>', 're-run the database writes of this batch from its landed raw items; no API call (with --quarantined: only this batch)')
     .option('--failed', 're-submit every retryable item (internal errors, lost results, unfinished at expiry)', false)
     .option('--expired', 're-submit the retryable items of expired batches only', false)
     .option('--lost', 're-submit what batch POSTs whose answer was lost (after a charge) would have fetched', false)
-    .option('--since <date>', 'only items of batches submitted since this date (with --failed/--expired)', dateArg)
-    .option('--dry-run', 'print what would be re-submitted and its credit estimate; submit nothing', false)
+    .option('--quarantined', 're-sink quarantined items from their raw copy with today\'s rules (after an upgrade); no API call', false)
+    .option('--since <date>', 'only items of batches submitted since this date (with --failed/--expired/--quarantined)', dateArg)
+    .option('--dry-run', 'print what would be re-submitted and its credit estimate (with --quarantined: what would happen); change nothing', false)
     .option('--yes', 'agree to spend the estimated credits', false)
     .option('--no-wait', 'with --failed/--expired: return after submitting; daemons finish the work')
     .option('--timeout <duration>', 'stop waiting after this long (e.g. 15m)', parseDurationMs)
     .action(async (o: ReplayOptions) => {
-      const modes = [o.batch !== undefined, o.failed, o.expired, o.lost].filter(Boolean).length;
-      if (modes !== 1) throw new UsageError('give exactly one of --batch JOBID, --failed, --expired, --lost');
+      if (o.quarantined) checkQuarantinedOptions(o);
+      const modes = [o.batch !== undefined && !o.quarantined, o.failed, o.expired, o.lost, o.quarantined].filter(Boolean).length;
+      if (modes !== 1) throw new UsageError('give exactly one of --batch JOBID, --failed, --expired, --lost, --quarantined');
       if (o.lost && o.since) throw new UsageError('--since goes with --failed or --expired');
-      if (o.batch !== undefined && (o.since || o.dryRun || o.yes)) {
+      if (o.batch !== undefined && !o.quarantined && (o.since || o.dryRun || o.yes)) {
         throw new UsageError('--since, --dry-run and --yes go with --failed or --expired; --batch is free and needs none');
       }
       const ctx = createContext();
       try {
+        if (o.quarantined) {
+          // the database only: no API client, no Redis (the sink runs in this process)
+          const r = await resinkQuarantined(
+            { sql: ctx.db().sql, log: ctx.log, settings: ctx.config.pipeline },
+            { jobId: o.batch, since: o.since, dryRun: o.dryRun },
+          );
+          if (!r.found) throw new UsageError(`--batch: no batch ${JSON.stringify(o.batch)} is recorded (see: status)`);
+          if (r.items === 0) {
+            const scope = `${o.batch !== undefined ? ` in batch ${o.batch}` : ''}${o.since ? ` of batches submitted since ${o.since.toISOString()}` : ''}`;
+            process.stdout.write(`nothing to re-sink: no quarantined items${scope}\n`);
+            return;
+          }
+          if (o.dryRun) {
+            process.stdout.write(renderTable(['reason', 'would become', 'items'], r.transitions.map((t) => [t.reason, t.outcome, t.items])));
+          }
+          process.stdout.write(quarantineSummary(r));
+          if (!o.dryRun && !quarantineReplayLanded(r)) process.exitCode = EXIT_NOT_LANDED;
+          return;
+        }
         if (o.batch !== undefined) {
           const r = await resinkBatch({ sql: ctx.db().sql, log: ctx.log, settings: ctx.config.pipeline }, o.batch);
           if (!r.found) throw new UsageError(`--batch: no batch ${JSON.stringify(o.batch)} is recorded (see: status)`);

@@ -74,6 +74,19 @@ export function renderStatus(r: StatusReport): string {
     out.push(renderTable(['error code', 'item state', 'items'], r.itemErrors.map((e) => [e.errorCode, e.state, e.items])));
   }
   if (it.retryablePending > 0) out.push('  re-submit retryable items: videosite-ingest replay --failed --dry-run\n');
+  const q = r.quarantined;
+  if (q.total > 0) {
+    out.push(`\nQuarantined items (kept raw with the reason; never re-submitted automatically): ${q.total}\n`);
+    for (const [reason, n] of Object.entries(q.byReason)) {
+      if (n > 0) out.push(`  ${reason}: ${n} (after an upgrade that reads them: videosite-ingest replay --quarantined --dry-run)\n`);
+    }
+  }
+
+  const holdEvents = r.holdEvents ?? [];
+  if (holdEvents.length > 0) {
+    out.push('\nUpstream holds, latest events\n');
+    out.push(renderTable(['at', 'hold', 'event', 'reason'], holdEvents.map((e) => [shortTime(e.at), e.code, e.event, e.reason ?? '-'])));
+  }
 
   const c = r.credits;
   out.push('\nCredits\n');

@@ -3,12 +3,26 @@
  *
  * - `resinkBatch`: re-run the database writes of one batch from its landed raw items. No API
  *   call, no credit: the raw copy in `batch_items` is the source of truth.
+ * - `resinkQuarantined`: read quarantined items again from their raw copy with today's rules
+ *   (after an upgrade that understands them) and sink the ones that now land. No API call either.
  * - `planResubmission` / `resubmit`: re-submit retryable items (failed with a retryable code,
  *   unfinished at expiry, results gone) as new batches, each item once. This costs credits, so the
  *   plan is shown first and the caller asks for consent.
  */
+import {
+  batchesWithQuarantined,
+  quarantinedItems,
+  requalifyQuarantined,
+  settleRequalified,
+  QUARANTINE_COUNT_LABELS,
+  UNKNOWN_QUARANTINE_REASON,
+  type QuarantinedItem,
+  type QuarantineFilter,
+  type Requalified,
+} from '../db/quarantine.ts';
 import type { BatchKind } from '../db/schema.ts';
 import { lostSubmissions, markSubmission, type SubmissionRow } from '../db/submissions.ts';
+import { classifyRawItem } from '../domain/items.ts';
 import type { PipelineDeps } from './deps.ts';
 import { takeCreditSnapshot, submitBatch, CreditsRefusedError, syncSource, type SyncResult } from './scheduler.ts';
 import { sinkBatch, type SinkResult } from './sink.ts';
@@ -25,6 +39,222 @@ export async function resinkBatch(
     returning 1`;
   const r = await sinkBatch(deps, jobId);
   return { ...r, found: true, items: reopened.length };
+}
+
+/** Why a quarantined item is left alone: reading its raw copy again cannot change its outcome. */
+export const QUARANTINE_SKIPS = {
+  duplicate: 'a repeated copy of an item in the same answer (the first copy is the item)',
+  'too-large': 'only the first bytes of the item were kept',
+  unparsable: 'the raw copy is not JSON',
+  'other-id': "the row's video_id is not the raw item's videoId",
+} as const;
+export type QuarantineSkip = keyof typeof QUARANTINE_SKIPS;
+
+/** What became (or, in a dry run, would become) of a quarantined item. */
+export type QuarantineOutcome = 'stored' | 'failed' | 'retryable' | 'quarantined' | 'skipped';
+
+export interface QuarantineReplayOptions extends QuarantineFilter {
+  /** classify only; change nothing */
+  dryRun: boolean;
+}
+
+export interface QuarantineReplayReport {
+  dryRun: boolean;
+  /** with a jobId filter: whether that batch is recorded */
+  found: boolean;
+  /** quarantined items looked at, skipped ones included */
+  items: number;
+  /** the items looked at, by the reason_code they had ('unknown' when null) */
+  byReason: Record<string, number>;
+  /**
+   * by outcome: 'stored' is sunk into videos/transcripts (in a dry run: would land and go to the
+   * sink, which may still set aside a value Postgres cannot store)
+   */
+  outcomes: Record<QuarantineOutcome, number>;
+  /** items read again that stay quarantined, by their (new) reason_code (skipped ones not included) */
+  stillQuarantined: Record<string, number>;
+  skipped: Partial<Record<QuarantineSkip, number>>;
+  /** from reason (before) to outcome, for a dry run's table */
+  transitions: { reason: string; outcome: string; items: number }[];
+  /** rows the sink wrote */
+  rows: { inserted: number; updated: number; unchanged: number };
+  /** items that landed but another sink process holds: it stores them */
+  pending: number;
+}
+
+/** Quarantined items read per transaction. */
+export const QUARANTINE_PAGE_ITEMS = 500;
+
+const reasonLabel = (code: string | null | undefined): string => code ?? UNKNOWN_QUARANTINE_REASON;
+
+/** QUARANTINE_COUNT_LABELS order; a code this version does not list comes last. */
+function reasonRank(reason: string): number {
+  const i = QUARANTINE_COUNT_LABELS.indexOf(reason);
+  return i === -1 ? QUARANTINE_COUNT_LABELS.length : i;
+}
+
+function inReasonOrder(counts: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(counts).sort(([a], [b]) => reasonRank(a) - reasonRank(b) || a.localeCompare(b)));
+}
+
+function inc<K extends string>(counts: Partial<Record<K, number>>, key: K, n = 1): void {
+  counts[key] = (counts[key] ?? 0) + n;
+}
+
+/** The raw item of a row, or why it cannot be read again. */
+function rawOf(row: QuarantinedItem): { raw: unknown } | { skip: QuarantineSkip } {
+  if (row.reasonCode === 'duplicate' || row.videoId.includes('#')) return { skip: 'duplicate' };
+  if (row.reasonCode === 'too-large') return { skip: 'too-large' };
+  let raw: unknown = row.payload;
+  if (raw === null || raw === undefined) {
+    if (row.payloadRaw === null) return { skip: 'unparsable' };
+    try {
+      raw = JSON.parse(row.payloadRaw) as unknown;
+    } catch {
+      return { skip: 'unparsable' };
+    }
+  }
+  // a row kept under another key (a videoId Postgres text cannot hold) must not be sunk under it
+  const id = (raw as { videoId?: unknown } | null)?.videoId;
+  if (typeof id === 'string' && id !== row.videoId) return { skip: 'other-id' };
+  return { raw };
+}
+
+/**
+ * `replay --quarantined`: every quarantined item (of `jobId`, of batches since `since`) is read
+ * again from its raw copy and classified with today's rules. Items that now land are sunk with
+ * the ordinary sink; failed and retryable ones take that state (a retryable one is then
+ * re-submitted by the next sync, within RETRY_ATTEMPTS_MAX); the rest stay quarantined with the
+ * new reason. Duplicate copies, too-large prefixes and unparsable text are skipped. No API call.
+ */
+export async function resinkQuarantined(
+  deps: Pick<PipelineDeps, 'sql' | 'log' | 'settings' | 'metrics'>,
+  o: QuarantineReplayOptions,
+): Promise<QuarantineReplayReport> {
+  const { sql, log } = deps;
+  const report: QuarantineReplayReport = {
+    dryRun: o.dryRun,
+    found: true,
+    items: 0,
+    byReason: {},
+    outcomes: { stored: 0, failed: 0, retryable: 0, quarantined: 0, skipped: 0 },
+    stillQuarantined: {},
+    skipped: {},
+    transitions: [],
+    rows: { inserted: 0, updated: 0, unchanged: 0 },
+    pending: 0,
+  };
+  if (o.jobId !== undefined) {
+    const [b] = await sql<{ job_id: string }[]>`select job_id from batches where job_id = ${o.jobId}`;
+    if (!b) return { ...report, found: false };
+  }
+  const transitions = new Map<string, { reason: string; outcome: string; items: number }>();
+  const note = (reason: string, outcome: QuarantineOutcome, detail?: string): void => {
+    const label = detail ? `${outcome} (${detail})` : outcome;
+    const key = `${reason}\u0000${label}`;
+    const t = transitions.get(key) ?? { reason, outcome: label, items: 0 };
+    t.items++;
+    transitions.set(key, t);
+  };
+
+  for (const batch of await batchesWithQuarantined(sql, o)) {
+    /** reason before, per re-landed item (the outcome is known after the sink) */
+    const before = new Map<string, string>();
+    let after: string | undefined;
+    for (;;) {
+      // one transaction per page: the rows are locked while classified, so two replays (or a
+      // replay and a poll) never give one item two outcomes
+      const page = await sql.begin(async (tx) => {
+        const rows = await quarantinedItems(tx, batch.jobId, QUARANTINE_PAGE_ITEMS, { afterVideoId: after, lock: !o.dryRun });
+        const changes: Requalified[] = [];
+        for (const row of rows) {
+          const reason = reasonLabel(row.reasonCode);
+          report.items++;
+          inc(report.byReason, reason);
+          const r = rawOf(row);
+          if ('skip' in r) {
+            report.outcomes.skipped++;
+            inc(report.skipped, r.skip);
+            note(reason, 'skipped', r.skip);
+            continue;
+          }
+          const outcome = classifyRawItem(r.raw, batch.kind);
+          if (outcome.state === 'landed') {
+            changes.push({ videoId: row.videoId, state: 'landed', errorCode: outcome.errorCode, reason: null, reasonCode: null });
+            before.set(row.videoId, reason);
+          } else if (outcome.state === 'failed' || outcome.state === 'retryable') {
+            changes.push({ videoId: row.videoId, state: outcome.state, errorCode: outcome.errorCode, reason: null, reasonCode: null });
+            report.outcomes[outcome.state]++;
+            note(reason, outcome.state, outcome.errorCode ?? undefined);
+          } else {
+            // still set aside ('processing' cannot come from a finished item's copy: keep it aside too)
+            const code = outcome.state === 'quarantined' ? (outcome.reasonCode ?? null) : row.reasonCode;
+            const why = outcome.state === 'quarantined' ? (outcome.reason ?? row.reason) : row.reason;
+            changes.push({ videoId: row.videoId, state: 'quarantined', errorCode: outcome.errorCode, reason: why, reasonCode: code });
+            report.outcomes.quarantined++;
+            inc(report.stillQuarantined, reasonLabel(code));
+            note(reason, 'quarantined', reasonLabel(code));
+          }
+        }
+        if (!o.dryRun) {
+          await requalifyQuarantined(tx, batch, changes, deps.settings.transcriptRecheckMs);
+        }
+        return rows;
+      });
+      if (page.length < QUARANTINE_PAGE_ITEMS) break;
+      after = page[page.length - 1]!.videoId;
+    }
+    const relanded = [...before.keys()];
+    if (relanded.length === 0) continue;
+    if (o.dryRun) {
+      for (const id of relanded) {
+        report.outcomes.stored++;
+        note(before.get(id)!, 'stored');
+      }
+      continue;
+    }
+
+    const sunk = await sinkBatch(deps, batch.jobId);
+    report.rows.inserted += sunk.inserted;
+    report.rows.updated += sunk.updated;
+    report.rows.unchanged += sunk.unchanged;
+    for (const item of await settleRequalified(sql, batch, relanded)) {
+      const reason = before.get(item.videoId)!;
+      if (item.state === 'sunk') {
+        report.outcomes.stored++;
+        note(reason, 'stored');
+      } else if (item.state === 'quarantined') {
+        report.outcomes.quarantined++;
+        inc(report.stillQuarantined, reasonLabel(item.reasonCode));
+        note(reason, 'quarantined', reasonLabel(item.reasonCode));
+      } else {
+        // landed and locked by a concurrent sink, which stores it
+        report.pending++;
+      }
+    }
+  }
+  // in a stable order, whatever order the items came in: the reasons as listed, then the outcomes
+  report.byReason = inReasonOrder(report.byReason);
+  report.stillQuarantined = inReasonOrder(report.stillQuarantined);
+  report.skipped = Object.fromEntries(
+    (Object.keys(QUARANTINE_SKIPS) as QuarantineSkip[]).filter((k) => report.skipped[k] !== undefined).map((k) => [k, report.skipped[k]]),
+  );
+  report.transitions = [...transitions.values()].sort(
+    (a, b) => reasonRank(a.reason) - reasonRank(b.reason) || a.outcome.localeCompare(b.outcome),
+  );
+  if (!o.dryRun && report.items > 0) {
+    log.info({ items: report.items, ...report.outcomes, pending: report.pending, ...report.rows }, 'quarantined items re-sunk from raw');
+  }
+  return report;
+}
+
+/**
+ * Whether everything read again ended where it belongs (stored, or failed with an answer): false
+ * when an item stays quarantined or is left retryable. Skipped items do not count: reading them
+ * again cannot change them.
+ */
+export function quarantineReplayLanded(r: QuarantineReplayReport): boolean {
+  return r.outcomes.quarantined === 0 && r.outcomes.retryable === 0;
 }
 
 export interface ResubmitGroup {
@@ -109,7 +339,7 @@ export async function resubmit(deps: PipelineDeps, groups: ResubmitGroup[]): Pro
       g.kind === 'video'
         ? { videoIds: g.videoIds }
         : { videoIds: g.videoIds, ...(g.lang !== null ? { lang: g.lang } : {}), ...(g.textOnly ? { text: true } : {}) };
-    const jobId = await submitBatch(deps, {
+    const submitted = await submitBatch(deps, {
       sourceId: g.sourceId,
       kind: g.kind,
       lang: g.lang,
@@ -118,8 +348,9 @@ export async function resubmit(deps: PipelineDeps, groups: ResubmitGroup[]): Pro
       textOnly: g.textOnly,
       replayOf: g.fromJobIds[0] ?? null,
     });
-    jobIds.push(jobId);
-    videos += g.videoIds.length;
+    if (submitted === null) continue;
+    jobIds.push(submitted.jobId);
+    videos += submitted.videos;
   }
   return { jobIds, videos };
 }

@@ -3,7 +3,8 @@
  * error counts, and credits. Read-only; one query per section.
  */
 import type { Queryable } from '../db/connection.ts';
-import { activeHolds, describeHold } from '../db/upstream-holds.ts';
+import { activeHolds, describeHold, recentHoldEvents } from '../db/upstream-holds.ts';
+import { quarantineCounts } from '../db/quarantine.ts';
 import { lostSubmissions } from '../db/submissions.ts';
 import { batchProgress, type BatchProgress } from './backfill.ts';
 
@@ -29,6 +30,8 @@ export interface StatusReport {
   generatedAt: string;
   /** account-level refusals (key, plan, credits): scheduled work makes no API call while one stands */
   upstreamHolds: { code: string; scope: string; reason: string; since: string; message: string }[];
+  /** the latest holds set and lifted, newest first (a hold a daemon lifted by itself shows here) */
+  holdEvents: { code: string; event: string; reason: string | null; at: string }[];
   /** batch POSTs whose answer was lost after the account was charged: not re-submitted until `replay --lost` */
   lostSubmissions: { id: number; sourceId: number | null; kind: string; lang: string | null; creditsEstimated: number; at: string; detail: string | null }[];
   sources: SourceStatus[];
@@ -39,6 +42,11 @@ export interface StatusReport {
   /** item error codes over all batches, with the item states they left */
   itemErrors: { errorCode: string; state: string; items: number }[];
   items: { landed: number; sunk: number; failed: number; retryable: number; retryablePending: number; quarantined: number; processing: number };
+  /**
+   * quarantined items (kept raw, never re-submitted automatically) by `reason_code`: every
+   * QUARANTINE_REASONS code, zeros included, and 'unknown' for rows without one
+   */
+  quarantined: { total: number; byReason: Record<string, number> };
   credits: {
     plan: string | null;
     organizationId: string | null;
@@ -54,6 +62,9 @@ export interface StatusReport {
 }
 
 const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
+
+/** Hold events `status` shows. */
+export const STATUS_HOLD_EVENTS = 5;
 
 export async function collectStatus(sql: Queryable): Promise<StatusReport> {
   const sources = await sql<
@@ -104,12 +115,15 @@ export async function collectStatus(sql: Queryable): Promise<StatusReport> {
   const [dayAgo] = await sql<{ used_credits: number | null }[]>`
     select used_credits from credit_snapshots where taken_at > now() - interval '24 hours' order by taken_at, id limit 1`;
   const [est] = await sql<{ total: number }[]>`select coalesce(sum(credits_estimated), 0)::bigint as total from batches`;
+  const byReason = await quarantineCounts(sql);
 
   const holds = await activeHolds(sql);
+  const holdEvents = await recentHoldEvents(sql, STATUS_HOLD_EVENTS);
   const lost = await lostSubmissions(sql);
   return {
     generatedAt: new Date().toISOString(),
     upstreamHolds: holds.map((h) => ({ code: h.code, scope: h.scope, reason: h.reason, since: h.since.toISOString(), message: describeHold(h) })),
+    holdEvents: holdEvents.map((e) => ({ code: e.code, event: e.event, reason: e.reason, at: e.at.toISOString() })),
     lostSubmissions: lost.map((l) => ({
       id: l.id, sourceId: l.sourceId, kind: l.kind, lang: l.lang, creditsEstimated: l.creditsEstimated, at: l.createdAt.toISOString(), detail: l.detail,
     })),
@@ -143,6 +157,7 @@ export async function collectStatus(sql: Queryable): Promise<StatusReport> {
       quarantined: items?.quarantined ?? 0,
       processing: items?.processing ?? 0,
     },
+    quarantined: { total: Object.values(byReason).reduce((n, c) => n + c, 0), byReason },
     credits: {
       plan: snap?.plan ?? null,
       organizationId: snap?.organization_id ?? null,
