@@ -5,14 +5,26 @@
  * twice; the job whose worker died is re-queued by the stalled check (never failed as "stalled
  * more than allowable limit"), and reconcile re-creates sink work from Postgres meanwhile.
  *
+ * How scenario 1 fails when its property breaks:
+ * - a row lost, or stored with other values than delivered (a chunk half-written, an item's
+ *   fields mixed with another's): every `videos` / `transcripts` row is compared field by field
+ *   with the raw item it was sunk from (`rows_mismatched`), and every raw item must have its row;
+ * - a row or item written twice: the `updated_at` of every row and the `sunk_at` of every item
+ *   committed before the kill are recorded at the kill and must not move while the resumed sink
+ *   finishes, the killed job runs again (stalled check) and reconcile keeps looking
+ *   (`stamps_moved`); a row written again after its insert has `updated_at` past
+ *   `first_seen_at` (`rows_rewritten`). (A duplicate row cannot be counted: the primary key
+ *   forbids it; a second write is what shows.)
+ * - a video bought twice: two batches of the same kind holding it (`duplicate_items`).
+ *
  * Postgres is reached through the fault proxy with a little latency, so a 5000-item sink takes
  * seconds and the kills land mid-write on any machine.
  */
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { QUEUE_SINK } from '../../src/queues/names.ts';
-import { expectedTranscripts, ledger, settle } from '../helpers/fault-checks.ts';
-import { countOf, figures, publicVideoIds, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
+import { expectedTranscripts, ledger, movedStamps, rewrittenRows, rowsVsRaw, settle, writeStamps } from '../helpers/fault-checks.ts';
+import { countOf, FAULT_ENV, figures, publicVideoIds, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
 import { waitUntil, within, type CliProcess } from '../helpers/proc.ts';
 
 const BATCH = 5000;
@@ -58,7 +70,13 @@ async function startSink(label: string): Promise<CliProcess> {
   return p;
 }
 
-it('01 SIGKILL a sink worker while it writes a 5000-item batch: 0 rows missing, 0 duplicates', async () => {
+/** Nothing left for the sink: no job waiting, delayed or running (completed ones are removed). */
+async function sinkQueueIdle(): Promise<boolean> {
+  const c = await sinkQueue.getJobCounts('active', 'waiting', 'delayed', 'prioritized', 'waiting-children');
+  return Object.values(c).every((n) => n === 0);
+}
+
+it('01 SIGKILL a sink worker while it writes a 5000-item batch: rows equal the raw items, none written twice', async () => {
   const ch = rig.sim.catalog.channels()[0]!;
   const source = await rig.addSource({ ref: ch.id });
   rig.pgProxy.set({ mode: 'latency', latencyMs: 15 });
@@ -78,30 +96,54 @@ it('01 SIGKILL a sink worker while it writes a 5000-item batch: 0 rows missing, 
   s1.kill('SIGKILL');
   await s1.exited;
   expect(sunkAtKill).toBeLessThan(BATCH - 500);
+  // what the killed worker committed: none of it may be written again
+  const atKill = await writeStamps(rig);
+  expect([...atKill.keys()].filter((k) => k.startsWith('i:')).length).toBeGreaterThanOrEqual(sunkAtKill);
 
   const s2 = await startSink('sink-2');
   const s = await settle(rig, [source.id], 180_000);
+  // the killed worker's job comes back through the stalled check, possibly after the rows are
+  // all there: wait until it ran (a second write would happen then) and the queue is empty
+  await waitUntil(
+    async () => (stalledLines(s2) > 0 && (await sinkQueueIdle()) ? true : undefined),
+    60_000,
+    'the killed job to run again and the sink queue to empty',
+    250,
+  );
+  const afterResume = await writeStamps(rig);
+  // a second pass: more reconcile rounds and stalled checks over the finished batch write nothing
+  await new Promise((r) => setTimeout(r, 2 * Number(FAULT_ENV.RECONCILE_INTERVAL_MS)));
+  const later = await writeStamps(rig);
   const reconciled = s2.logs().find((l) => l.msg === 'reconciled queues with Postgres');
   const reexecuted = stalledLines(s2) + Number(reconciled?.sinks ?? 0);
 
   const wantVideos = publicVideoIds(rig.sim, ch.id).length;
   const wantTranscripts = expectedTranscripts(rig.sim, ch.id);
-  const { sql } = rig.db();
-  const [dup] = await sql<{ n: number }[]>`select (count(*) - count(distinct id))::int as n from videos`;
   const missing = wantVideos - s.videos + (wantTranscripts - s.transcripts);
+  const cmp = await rowsVsRaw(rig);
+  const moved = [...movedStamps(atKill, afterResume), ...movedStamps(afterResume, later)];
+  const rewritten = await rewrittenRows(rig);
   figures('01 sink-sigkill', {
     rows_missing: missing,
-    duplicate_rows: dup!.n + s.duplicateItems,
+    rows_mismatched: cmp.mismatched.length + cmp.orphans.length,
+    stamps_moved: moved.length,
+    rows_rewritten: rewritten.length,
+    duplicate_items: s.duplicateItems,
     sunk_at_kill: sunkAtKill,
     jobs_reexecuted: reexecuted,
   });
   expect(missing).toBe(0);
-  expect(dup!.n + s.duplicateItems).toBe(0);
   expect(s.unsettledItems).toBe(0);
+  // every deliverable item was sunk, and every row is exactly its raw item
+  expect([cmp.videoItems, cmp.transcriptItems]).toEqual([wantVideos, wantTranscripts]);
+  expect(cmp.mismatched.slice(0, 10)).toEqual([]);
+  expect(cmp.orphans.slice(0, 10)).toEqual([]);
+  // nothing written twice: not what was committed before the kill, not what came after
+  expect(moved.slice(0, 10)).toEqual([]);
+  expect(rewritten.slice(0, 10)).toEqual([]);
+  expect(later.size).toBe(afterResume.size);
+  expect(s.duplicateItems).toBe(0);
   expect(reexecuted).toBeGreaterThan(0);
-  // every stored video came from this batch, written once (a second write would need a change)
-  const [fromBatch] = await sql<{ n: number }[]>`select count(*)::int as n from videos where last_job_id = ${batch}`;
-  expect(fromBatch!.n).toBe(wantVideos);
   for (const p of [poller, s2]) p.kill('SIGTERM');
   await Promise.all([poller.exited, s2.exited]);
 });
@@ -166,11 +208,13 @@ it('02 SIGKILL the same sink job twice: it is completed, not failed as stalled',
   const failedJobs = failedLines.length;
   const { sql } = rig.db();
   const [mine] = await sql<{ n: number }[]>`select count(*)::int as n from videos where last_job_id = ${batch}`;
+  const cmp = await rowsVsRaw(rig);
   figures('02 sink-sigkill-twice', {
     stalls_of_job: stalls,
     job_state: state.replace(/ /g, '_'),
     failed_jobs: failed.length + failedJobs,
     rows_missing: publicVideoIds(rig.sim, ch.id).length - mine!.n,
+    rows_mismatched: cmp.mismatched.length + cmp.orphans.length,
   });
   expect(stalls).toBe(2);
   expect(state).not.toBe('failed');
@@ -178,6 +222,8 @@ it('02 SIGKILL the same sink job twice: it is completed, not failed as stalled',
   expect(failedJobs, JSON.stringify(failedLines)).toBe(0);
   expect(mine!.n).toBe(publicVideoIds(rig.sim, ch.id).length);
   expect(s.unsettledItems).toBe(0);
+  expect(cmp.mismatched.slice(0, 10)).toEqual([]);
+  expect(cmp.orphans.slice(0, 10)).toEqual([]);
   for (const p of [poller, s3]) p.kill('SIGTERM');
   await Promise.all([poller.exited, s3.exited]);
 });

@@ -1,17 +1,33 @@
 /**
  * Scenario 14: three daemons start at the same moment on an empty database (it does not even
  * exist) and an empty Redis. The database is created and each migration applied exactly once
- * (an advisory lock serialises them); once sources are added, each has exactly one cron
- * scheduler in Redis however many daemons reconcile; and every batch is submitted once.
+ * (an advisory lock serialises them). Once sources with a cron are added, every cron tick gives
+ * exactly one sync of each source across the three daemons (not one per daemon), and every
+ * video is bought once per kind and language.
+ *
+ * How it fails when the property breaks: over a window of whole cron ticks, the test counts
+ * `sync_runs` rows per source and per tick (a run belongs to the tick it started after) and the
+ * schedule queue's finished jobs per source and tick (a scheduler job's ID carries its tick). A
+ * daemon that syncs on every tick by itself (its own timer, its own scheduler key) gives more
+ * runs than ticks, or a tick with two; a tick nobody runs gives a tick with none; a job run
+ * twice (a lost lock) shows as a tick finished twice. Any re-purchase shows in the simulator's
+ * count of POSTs per video (`posts_per_video_max` must stay 1: nothing here fails).
  */
 import { Queue } from 'bullmq';
 import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { MIGRATIONS_FOLDER } from '../../src/db/migrate.ts';
-import { QUEUE_SCHEDULE } from '../../src/queues/names.ts';
+import { QUEUE_SCHEDULE, sourceSchedulerId } from '../../src/queues/names.ts';
 import { settle } from '../helpers/fault-checks.ts';
 import { figures, publicVideoIds, requestsTo, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
+import { postsPerVideo, postsPerVideoMax } from '../helpers/posts.ts';
 import { waitUntil, within } from '../helpers/proc.ts';
+
+/** The sources' cron, and its period: ticks fall on multiples of the period in epoch time. */
+const CRON = '*/3 * * * * *';
+const PERIOD_MS = 3_000;
+/** Ticks in the window the test judges. */
+const TICKS = 6;
 
 let rig: FaultRig;
 let scheduleQueue: Queue;
@@ -24,7 +40,28 @@ afterAll(async () => {
   await rig?.close();
 });
 
-it('14 three daemons at once on an empty database and Redis: migrations once, one scheduler per source, no duplicates', async () => {
+/**
+ * Finished schedule jobs per source and tick, from the queue's event stream (completed and
+ * failed events; finished jobs themselves are removed). Key `<sourceId>@<tick ms>`.
+ */
+async function finishedSyncJobs(sourceIds: number[]): Promise<Map<string, number>> {
+  const bySchedulerId = new Map(sourceIds.map((id) => [sourceSchedulerId(id), id]));
+  const entries = (await rig.redis().xrange(`${rig.prefix}:${QUEUE_SCHEDULE}:events`, '-', '+')) as [string, string[]][];
+  const out = new Map<string, number>();
+  for (const [, fields] of entries) {
+    const f: Record<string, string> = {};
+    for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
+    if (f.event !== 'completed' && f.event !== 'failed') continue;
+    const m = /^repeat:(.+):(\d+)$/.exec(f.jobId ?? '');
+    const sourceId = m ? bySchedulerId.get(m[1]!) : undefined;
+    if (sourceId === undefined) continue;
+    const k = `${sourceId}@${m![2]}`;
+    out.set(k, (out.get(k) ?? 0) + 1);
+  }
+  return out;
+}
+
+it('14 three daemons at once on an empty database and Redis: migrations once, one sync per source per cron tick, no re-purchase', async () => {
   expect((await rig.redisServer.command('DBSIZE')).trim()).toBe(':0');
   const daemons = [1, 2, 3].map((i) => rig.cli(['daemon'], {}, `daemon-${i}`));
   const migrated = await Promise.all(
@@ -41,22 +78,47 @@ it('14 three daemons at once on an empty database and Redis: migrations once, on
   // sources added while the three run; each daemon's reconcile keeps the cron schedulers in step
   const channels = rig.sim.catalog.channels();
   for (const ch of channels) {
-    const r = await rig.run(['sources', 'add', 'channel', ch.id, '--lang', 'en', '--cron', '*/2 * * * * *']);
+    const r = await rig.run(['sources', 'add', 'channel', ch.id, '--lang', 'en', '--cron', CRON]);
     expect(r.code, r.stderr).toBe(0);
   }
+  const sourceIds = (await sql<{ id: number }[]>`select id from sources order by id`).map((s) => s.id);
+  expect(sourceIds).toHaveLength(channels.length);
   await settle(rig, [], 90_000);
-  // several more ticks, each seen by three daemons: nothing more is submitted
-  const runs = async () => {
-    const [r] = await sql<{ n: number }[]>`select count(*)::int as n from sync_runs where finished_at is not null`;
-    return r!.n;
-  };
-  const after = await runs();
-  await waitUntil(async () => ((await runs()) >= after + 2 * channels.length ? true : undefined), 60_000, 'more scheduled syncs');
+
+  // the window: TICKS whole ticks from the next one; judged once the tick after it has begun
+  // (a tick's sync starts well within a period of its tick)
+  const firstTick = Math.floor(Date.now() / PERIOD_MS) + 1;
+  const lastTick = firstTick + TICKS - 1;
+  await waitUntil(() => (Date.now() >= (lastTick + 1) * PERIOD_MS + PERIOD_MS / 2 ? true : undefined), 60_000, 'the window to pass', 200);
+  const runs = await sql<{ source_id: number; tick: number; n: number }[]>`
+    select source_id, floor(extract(epoch from started_at) * 1000 / ${PERIOD_MS})::int as tick, count(*)::int as n
+    from sync_runs
+    where started_at >= to_timestamp(${(firstTick * PERIOD_MS) / 1000})
+      and started_at < to_timestamp(${((lastTick + 1) * PERIOD_MS) / 1000})
+    group by 1, 2`;
+  const jobs = await finishedSyncJobs(sourceIds);
+  const runsOf = (id: number, tick: number) => runs.find((r) => r.source_id === id && r.tick === tick)?.n ?? 0;
+  const perTick: string[] = [];
+  let runsInWindow = 0;
+  let jobsInWindow = 0;
+  for (const id of sourceIds) {
+    for (let t = firstTick; t <= lastTick; t++) {
+      const n = runsOf(id, t);
+      const j = jobs.get(`${id}@${t * PERIOD_MS}`) ?? 0;
+      runsInWindow += n;
+      jobsInWindow += j;
+      if (n !== 1 || j !== 1) perTick.push(`source ${id} tick ${t * PERIOD_MS}: ${n} sync run(s), ${j} job(s) finished`);
+    }
+  }
   const s = await settle(rig, [], 60_000);
 
   const schedulers = await scheduleQueue.getJobSchedulers(0, -1);
   const posts = requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
+  const postsMax = postsPerVideoMax(rig.sim);
+  const metadataPosts = postsPerVideo(rig.sim, 'video');
+  const transcriptPosts = postsPerVideo(rig.sim, 'transcript:en');
   const wantVideos = channels.reduce((n, c) => n + publicVideoIds(rig.sim, c.id).length, 0);
+  const everyVideo = channels.flatMap((c) => rig.sim.catalog.videoIds(c.id)!);
   figures('14 three-daemons', {
     migrations: committed,
     applied_by_daemons: appliedByDaemons,
@@ -64,8 +126,11 @@ it('14 three daemons at once on an empty database and Redis: migrations once, on
     db_created_by: createdBy,
     schedulers: schedulers.length,
     sources: channels.length,
+    ticks: TICKS * sourceIds.length,
+    sync_runs: runsInWindow,
+    sync_jobs: jobsInWindow,
     posts,
-    duplicates: posts - s.batches + s.duplicateItems,
+    posts_per_video_max: postsMax,
   });
   expect(appliedByDaemons).toBe(committed);
   expect(recorded!.n).toBe(committed);
@@ -73,6 +138,13 @@ it('14 three daemons at once on an empty database and Redis: migrations once, on
   expect(createdBy).toBe(1);
   expect(schedulers).toHaveLength(channels.length);
   expect(new Set(schedulers.map((x) => x.key)).size).toBe(channels.length);
+  // one sync per source per tick, across the three daemons
+  expect(perTick).toEqual([]);
+  expect(runsInWindow).toBe(TICKS * sourceIds.length);
+  // bought once: every video once per kind and language, and nothing after the first syncs
+  expect(postsMax).toBe(1);
+  expect(everyVideo.filter((id) => metadataPosts.get(id) !== 1)).toEqual([]);
+  expect(everyVideo.filter((id) => transcriptPosts.get(id) !== 1)).toEqual([]);
   expect(posts).toBe(2 * channels.length);
   expect(s.batches).toBe(2 * channels.length);
   expect(s.duplicateItems).toBe(0);

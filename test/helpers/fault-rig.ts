@@ -21,7 +21,7 @@ import { registerSource, type NewSourceInput } from '../../src/pipeline/sources.
 import { closeRedis, createRedis } from '../../src/queues/connection.ts';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/server.ts';
 import { startFaultProxy, type FaultProxy } from './fault-proxy.ts';
-import { startPgCluster, type PgCluster } from './pg-cluster.ts';
+import { startPgCluster, type PgCluster, type PgClusterOptions } from './pg-cluster.ts';
 import { cleanupWhenGone, killAll, runCliToEnd, startCli, within, type CliProcess } from './proc.ts';
 import { startRedisServer, type RedisServer, type RedisServerOptions } from './redis-server.ts';
 
@@ -49,7 +49,10 @@ export const FAULT_ENV: Record<string, string> = {
 
 export interface FaultRigOptions {
   sim?: SimulatorOptions;
+  /** e.g. `{ password }`: REDIS_URL then carries it */
   redis?: RedisServerOptions;
+  /** e.g. `{ password }`: DATABASE_URL then carries it */
+  pg?: PgClusterOptions;
 }
 
 export interface FaultRig {
@@ -84,7 +87,7 @@ export async function startFaultRig(label: string, opts: FaultRigOptions = {}): 
   const apiProxy = await startFaultProxy({ target: { host: '127.0.0.1', port: Number(new URL(sim.url).port) } });
   const redisServer = await startRedisServer(opts.redis);
   const redisProxy = await startFaultProxy({ target: { host: '127.0.0.1', port: redisServer.port } });
-  const pg = await startPgCluster();
+  const pg = await startPgCluster(opts.pg);
   const pgProxy = await startFaultProxy({ target: { host: '127.0.0.1', port: pg.port } });
   const database = `vsi_faults_${label.replace(/[^a-z0-9]+/gi, '_').toLowerCase()}`.slice(0, 60);
   const prefix = `{vsi-faults-${randomBytes(3).toString('hex')}}`;
@@ -97,8 +100,9 @@ export async function startFaultRig(label: string, opts: FaultRigOptions = {}): 
     API_BASE_URL: apiProxy.url('http', '/v1'),
     API_KEY: sim.apiKey,
     API_PLATFORM: sim.platform,
-    DATABASE_URL: `postgres://postgres@127.0.0.1:${pgProxy.port}/${database}`,
-    REDIS_URL: redisProxy.url('redis'),
+    // the servers' URLs (with their passwords, if any), pointed at the proxies
+    DATABASE_URL: pg.url(database).replace(`@127.0.0.1:${pg.port}/`, `@127.0.0.1:${pgProxy.port}/`),
+    REDIS_URL: redisServer.url.replace(`127.0.0.1:${redisServer.port}`, `127.0.0.1:${redisProxy.port}`),
     QUEUE_PREFIX: prefix,
     ...FAULT_ENV,
   };

@@ -1,15 +1,16 @@
 /**
  * A private Postgres cluster for a fault scenario, from the Debian binaries: `initdb` into a
  * temporary directory owned by the `postgres` OS user, the server on a free port (trust auth,
- * no fsync: nothing here must survive the machine), started and stopped with `pg_ctl`. A
- * scenario may SIGKILL it (every server process, as an OOM kill would) and start it again:
- * Postgres then runs crash recovery from its WAL, as a production server does after a crash.
+ * or a password over TCP when asked; no fsync: nothing here must survive the machine), started
+ * and stopped with `pg_ctl`. A scenario may SIGKILL it (every server process, as an OOM kill
+ * would) and start it again: Postgres then runs crash recovery from its WAL, as a production
+ * server does after a crash.
  *
  * When the test runs as root, the binaries run as `postgres` (runuser); otherwise as the
  * current user. Never the shared server of the machine.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -30,9 +31,17 @@ export function pgBinDir(): string {
   return join(root, versions[0]!, 'bin');
 }
 
+export interface PgClusterOptions {
+  /**
+   * the `postgres` user's password: TCP connections then need it (scram-sha-256), as a
+   * production server does; the Unix socket stays trust. Default: none (trust everywhere).
+   */
+  password?: string;
+}
+
 export interface PgCluster {
   port: number;
-  /** postgres://postgres@127.0.0.1:PORT/<database> */
+  /** postgres://postgres[:password]@127.0.0.1:PORT/<database> */
   url(database: string): string;
   dataDir: string;
   /** SIGKILL the postmaster and every backend, and wait until they are gone */
@@ -48,10 +57,10 @@ export interface PgCluster {
 const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
 
 /** Run a server binary as the postgres user (when root) or as ourselves. */
-async function pgRun(bin: string, args: string[], timeoutMs = 60_000): Promise<string> {
+async function pgRun(bin: string, args: string[], timeoutMs = 60_000, env?: Record<string, string>): Promise<string> {
   const file = join(pgBinDir(), bin);
   const [cmd, argv] = isRoot() ? ['runuser', ['-u', 'postgres', '--', file, ...args]] : [file, args];
-  const r = await run(cmd, argv, { timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024 });
+  const r = await run(cmd, argv, { timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024, env: env ? { ...process.env, ...env } : undefined });
   return r.stdout;
 }
 
@@ -80,21 +89,31 @@ function alive(pid: number): boolean {
   }
 }
 
-export async function startPgCluster(): Promise<PgCluster> {
+export async function startPgCluster(opts: PgClusterOptions = {}): Promise<PgCluster> {
   const port = await freePort();
   const base = mkdtempSync(join(tmpdir(), 'vsi-faults-pg-'));
-  if (isRoot()) {
-    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
-    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
-    chownSync(base, uid, gid);
-  }
+  const owner = isRoot()
+    ? {
+        uid: Number(execFileSync('id', ['-u', 'postgres']).toString().trim()),
+        gid: Number(execFileSync('id', ['-g', 'postgres']).toString().trim()),
+      }
+    : undefined;
+  if (owner) chownSync(base, owner.uid, owner.gid);
   const dataDir = join(base, 'data');
   // whatever happens to this test process (killed mid-afterAll included), the cluster goes with it
   const asPostgres = isRoot() ? 'runuser -u postgres -- ' : '';
   cleanupWhenGone(
     `[ -f ${shellQuote(join(dataDir, 'postmaster.pid'))} ] && ${asPostgres}${shellQuote(join(pgBinDir(), 'pg_ctl'))} -D ${shellQuote(dataDir)} -m immediate -w stop >/dev/null 2>&1; rm -rf ${shellQuote(base)}`,
   );
-  await pgRun('initdb', ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C.UTF-8']);
+  const auth = ['-A', 'trust'];
+  if (opts.password !== undefined) {
+    const pwFile = join(base, 'pwfile');
+    writeFileSync(pwFile, `${opts.password}\n`, { mode: 0o600 });
+    if (owner) chownSync(pwFile, owner.uid, owner.gid);
+    auth.push('--auth-host=scram-sha-256', `--pwfile=${pwFile}`);
+  }
+  await pgRun('initdb', ['-D', dataDir, ...auth, '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C.UTF-8']);
+  if (opts.password !== undefined) rmSync(join(base, 'pwfile'));
   const options = [
     `-p ${port}`,
     `-k ${base}`,
@@ -105,7 +124,8 @@ export async function startPgCluster(): Promise<PgCluster> {
     '-c max_connections=200',
     '-c shared_buffers=32MB',
   ].join(' ');
-  const url = (database: string) => `postgres://postgres@127.0.0.1:${port}/${database}`;
+  const user = opts.password === undefined ? 'postgres' : `postgres:${encodeURIComponent(opts.password)}`;
+  const url = (database: string) => `postgres://${user}@127.0.0.1:${port}/${database}`;
 
   const ready = async () => {
     await waitUntil(async () => {
@@ -154,7 +174,8 @@ export async function startPgCluster(): Promise<PgCluster> {
     },
     start,
     async dump(database) {
-      return pgRun('pg_dump', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '--no-owner', database], 120_000);
+      const env = opts.password === undefined ? undefined : { PGPASSWORD: opts.password };
+      return pgRun('pg_dump', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '--no-owner', database], 120_000, env);
     },
     async destroy() {
       try {

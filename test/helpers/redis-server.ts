@@ -12,6 +12,7 @@ import { cleanupWhenGone, freePort, shellQuote, waitUntil } from './proc.ts';
 
 export interface RedisServer {
   port: number;
+  /** redis://[:password@]127.0.0.1:PORT */
   url: string;
   /** the server's working directory (where SAVE writes dump.rdb) */
   dir: string;
@@ -19,7 +20,7 @@ export interface RedisServer {
   kill(): Promise<void>;
   /** start it again on the same port (empty: nothing was persisted) */
   start(): Promise<void>;
-  /** send one command (inline protocol) and return the raw reply */
+  /** send one command (after AUTH when a password is set) and return the raw reply */
   command(...args: string[]): Promise<string>;
   stop(): Promise<void>;
 }
@@ -27,13 +28,21 @@ export interface RedisServer {
 export interface RedisServerOptions {
   /** extra arguments, e.g. ['--maxmemory-policy', 'allkeys-lru'] */
   args?: string[];
+  /** `requirepass`: every connection must AUTH first, as a production server asks */
+  password?: string;
 }
 
-/** Send a command as a RESP array and read until the reply looks complete (good enough for tests). */
-export function redisCommand(port: number, args: string[], timeoutMs = 5_000): Promise<string> {
+const resp = (args: string[]) => `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`;
+
+/**
+ * Send a command as a RESP array (after AUTH when `password` is given) and read until the reply
+ * looks complete (good enough for tests).
+ */
+export function redisCommand(port: number, args: string[], timeoutMs = 5_000, password?: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const s = connect({ host: '127.0.0.1', port });
     let out = '';
+    let authing = password !== undefined;
     const timer = setTimeout(() => {
       s.destroy();
       reject(new Error(`redis ${args[0]}: no reply in ${timeoutMs} ms`));
@@ -44,13 +53,24 @@ export function redisCommand(port: number, args: string[], timeoutMs = 5_000): P
     });
     s.on('data', (d) => {
       out += d.toString('latin1');
-      if (out.endsWith('\r\n')) {
-        clearTimeout(timer);
-        s.end();
-        resolve(out);
+      if (!out.endsWith('\r\n')) return;
+      if (authing) {
+        authing = false;
+        if (!out.startsWith('+OK')) {
+          clearTimeout(timer);
+          s.destroy();
+          reject(new Error(`redis AUTH: ${out.trim()}`));
+          return;
+        }
+        out = '';
+        s.write(resp(args));
+        return;
       }
+      clearTimeout(timer);
+      s.end();
+      resolve(out);
     });
-    s.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`);
+    s.write(resp(password === undefined ? args : ['AUTH', password]));
   });
 }
 
@@ -66,7 +86,11 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
   const start = async () => {
     const c = spawn(
       'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--pidfile', pidFile, ...(opts.args ?? [])],
+      [
+        ...['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--pidfile', pidFile],
+        ...(opts.password === undefined ? [] : ['--requirepass', opts.password]),
+        ...(opts.args ?? []),
+      ],
       { stdio: ['ignore', 'ignore', 'ignore'] },
     );
     child = c;
@@ -74,7 +98,7 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
     await waitUntil(async () => {
       if (c.exitCode !== null) throw new Error(`redis-server exited with ${c.exitCode} on port ${port}`);
       try {
-        return (await redisCommand(port, ['PING'], 1_000)).startsWith('+PONG') ? true : undefined;
+        return (await redisCommand(port, ['PING'], 1_000, opts.password)).startsWith('+PONG') ? true : undefined;
       } catch {
         return undefined;
       }
@@ -91,11 +115,11 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
   await start();
   return {
     port,
-    url: `redis://127.0.0.1:${port}`,
+    url: `redis://${opts.password === undefined ? '' : `:${encodeURIComponent(opts.password)}@`}127.0.0.1:${port}`,
     dir,
     kill,
     start,
-    command: (...args) => redisCommand(port, args),
+    command: (...args) => redisCommand(port, args, 5_000, opts.password),
     async stop() {
       await kill();
       rmSync(dir, { recursive: true, force: true });
