@@ -132,7 +132,7 @@ async function startAdmin(ctx: Context, metrics: AdminMetrics, host: string, por
       redis: ctx.redis(),
       queues: ctx.queues(),
       metrics,
-      secrets: [ctx.config.api.apiKey, token],
+      secrets: [ctx.config.api.apiKey, token, urlPassword(ctx.config.databaseUrl), urlPassword(ctx.config.redisUrl)],
       log: ctx.log,
     });
     ctx.log.info({ url: admin.url, auth: token ? 'ADMIN_TOKEN' : 'none (loopback only)' }, 'admin server listening');
@@ -186,4 +186,14 @@ export function reconcileOnReconnect(redis: import('ioredis').Redis, run: () => 
     redis.off('close', onClose);
     redis.off('ready', onReady);
   };
+}
+
+/** The password of a connection URL, if it has one (never shown on an admin page). */
+function urlPassword(url: string): string | undefined {
+  try {
+    const p = new URL(url).password;
+    return p === '' ? undefined : decodeURIComponent(p);
+  } catch {
+    return undefined;
+  }
 }
