@@ -1,4 +1,5 @@
 /** `status [--json]`: sources, batches in flight with progress, error counts, credits. */
+import { JOB_STATUSES } from '../api/schemas.ts';
 import type { Command } from 'commander';
 import type { BatchProgress } from '../pipeline/backfill.ts';
 import { collectStatus, type StatusReport } from '../pipeline/status.ts';
@@ -44,10 +45,12 @@ export function renderStatus(r: StatusReport): string {
   if (r.inFlight.length > 0)
     out.push(
       renderTable(
-        ['job', 'source', 'kind', 'status', 'progress', 'landed', 'failed', 'polls', 'submitted'],
+        ['job', 'source', 'kind', 'status', 'progress', 'landed', 'failed', 'polls', 'submitted', 'note'],
         r.inFlight.map((b) => [
-          b.jobId, b.sourceId, b.kind + (b.lang ? ` ${b.lang}` : ''), b.status, progress(b),
-          b.landed + b.sunk, b.failed, b.polls, shortTime(b.submittedAt),
+          b.jobId, b.sourceId, b.kind + (b.lang ? ` ${b.lang}` : ''),
+          // a status this interface version does not list shows as received
+          b.upstreamStatus !== null && !(JOB_STATUSES as readonly string[]).includes(b.upstreamStatus) ? `${b.status} (upstream: ${b.upstreamStatus})` : b.status,
+          progress(b), b.landed + b.sunk, b.failed, b.polls, shortTime(b.submittedAt), b.reason,
         ]),
       ),
     );
@@ -59,8 +62,8 @@ export function renderStatus(r: StatusReport): string {
     out.push('Batches of the last 24 h that need attention:\n');
     out.push(
       renderTable(
-        ['job', 'source', 'kind', 'status', 'error', 'retryable', 'quarantined'],
-        bad.map((b) => [b.jobId, b.sourceId, b.kind + (b.lang ? ` ${b.lang}` : ''), b.status, b.errorCode, b.retryable, b.quarantined]),
+        ['job', 'source', 'kind', 'status', 'error', 'retryable', 'quarantined', 'reason'],
+        bad.map((b) => [b.jobId, b.sourceId, b.kind + (b.lang ? ` ${b.lang}` : ''), b.status, b.errorCode, b.retryable, b.quarantined, b.reason]),
       ),
     );
   }

@@ -5,8 +5,13 @@
  */
 import { ApiError } from '../api/errors.ts';
 import type { Queryable } from '../db/connection.ts';
+import { REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
 import type { PipelineDeps } from './deps.ts';
 import { CreditReservations, syncSource, takeCreditSnapshot, type SyncResult } from './scheduler.ts';
+import { BATCH_IN_FLIGHT_STATUSES } from '../domain/batches.ts';
+
+/** `BATCH_IN_FLIGHT_STATUSES` as a query parameter. */
+const IN_FLIGHT = BATCH_IN_FLIGHT_STATUSES as unknown as string[];
 
 export const BACKFILL_CHECK_INTERVAL_MS = 1_000;
 /**
@@ -40,7 +45,6 @@ async function mapConcurrent<T, R>(items: readonly T[], limit: number, fn: (item
   return out;
 }
 
-const REFUSED_CODES = new Set(['unauthorized', 'upgrade-required', 'forbidden', 'limit-exceeded']);
 
 export interface BatchProgress {
   jobId: string;
@@ -49,6 +53,10 @@ export interface BatchProgress {
   lang: string | null;
   status: string;
   errorCode: string | null;
+  /** the status the upstream last answered (it may be one this interface version does not list) */
+  upstreamStatus: string | null;
+  /** why the batch ended without the upstream saying so, or what the last poll ran into */
+  reason: string | null;
   total: number | null;
   /** items finished upstream (succeeded + failed) as of the last poll */
   finished: number;
@@ -116,7 +124,7 @@ export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Pr
   const submitted = report.syncs.flatMap((s) => s.jobIds);
   const inFlight = await deps.sql<{ job_id: string }[]>`
     select job_id from batches
-    where source_id = any(${opts.sourceIds}::int[]) and status in ('submitted', 'queued', 'active')`;
+    where source_id = any(${opts.sourceIds}::int[]) and status = any(${IN_FLIGHT}::text[])`;
   const jobIds = [...new Set([...submitted, ...inFlight.map((r) => r.job_id)])];
 
   const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : Infinity;
@@ -159,7 +167,7 @@ function judge(report: BackfillReport, waited: boolean): void {
     }
   }
   for (const e of report.syncErrors) {
-    if (REFUSED_CODES.has(e.code)) refused = true;
+    if ((REFUSED_UPSTREAM_CODES as readonly string[]).includes(e.code)) refused = true;
     p.push(`source ${e.sourceId}: ${e.message}`);
   }
   if (waited) {
@@ -180,12 +188,12 @@ export async function batchProgress(sql: Queryable, jobIds: string[]): Promise<B
   const rows = await sql<
     {
       job_id: string; source_id: number | null; kind: string; lang: string | null; status: string; error_code: string | null;
-      total: number | null; finished: number; polls: number; credits_estimated: number; submitted_at: Date; completed_at: Date | null;
+      upstream_status: string | null; reason: string | null; total: number | null; finished: number; polls: number; credits_estimated: number; submitted_at: Date; completed_at: Date | null;
       processing: number; landed: number; sunk: number; failed: number; retryable: number; quarantined: number;
       errors: Record<string, number> | null;
     }[]
   >`
-    select b.job_id, b.source_id, b.kind, b.lang, b.status, b.error_code, b.total,
+    select b.job_id, b.source_id, b.kind, b.lang, b.status, b.error_code, b.upstream_status, b.reason, b.total,
       coalesce(b.succeeded, 0) + coalesce(b.failed, 0) as finished, b.polls, b.credits_estimated,
       b.submitted_at, b.completed_at,
       count(i.*) filter (where i.state = 'processing')::int as processing,
@@ -208,6 +216,8 @@ export async function batchProgress(sql: Queryable, jobIds: string[]): Promise<B
     lang: r.lang,
     status: r.status,
     errorCode: r.error_code,
+    upstreamStatus: r.upstream_status,
+    reason: r.reason,
     total: r.total,
     finished: r.finished,
     polls: r.polls,

@@ -7,6 +7,10 @@
 import type { Job, Queue } from 'bullmq';
 import { pollJobId, sinkJobId, sourceSchedulerId } from '../queues/names.ts';
 import type { PipelineDeps } from './deps.ts';
+import { BATCH_IN_FLIGHT_STATUSES } from '../domain/batches.ts';
+
+/** `BATCH_IN_FLIGHT_STATUSES` as a query parameter. */
+const IN_FLIGHT = BATCH_IN_FLIGHT_STATUSES as unknown as string[];
 
 export interface ReconcileResult {
   /** poll jobs created or revived */
@@ -40,7 +44,7 @@ export async function reconcile(deps: PipelineDeps): Promise<ReconcileResult> {
   const result: ReconcileResult = { polls: 0, sinks: 0, schedulers: 0 };
 
   const inFlight = await sql<{ job_id: string }[]>`
-    select job_id from batches where status in ('submitted', 'queued', 'active') order by submitted_at`;
+    select job_id from batches where status = any(${IN_FLIGHT}::text[]) order by submitted_at`;
   for (const b of inFlight) {
     if (await ensureJob(queues.poll, pollJobId(b.job_id), { jobId: b.job_id, delayMs: settings.pollInitialDelayMs })) {
       result.polls++;

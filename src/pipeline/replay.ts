@@ -26,6 +26,10 @@ import { classifyRawItem } from '../domain/items.ts';
 import type { PipelineDeps } from './deps.ts';
 import { takeCreditSnapshot, submitBatch, CreditsRefusedError, syncSource, type SyncResult } from './scheduler.ts';
 import { sinkBatch, type SinkResult } from './sink.ts';
+import { BATCH_IN_FLIGHT_STATUSES } from '../domain/batches.ts';
+
+/** `BATCH_IN_FLIGHT_STATUSES` as a query parameter. */
+const IN_FLIGHT = BATCH_IN_FLIGHT_STATUSES as unknown as string[];
 
 export async function resinkBatch(
   deps: Pick<PipelineDeps, 'sql' | 'log' | 'settings'>,
@@ -302,7 +306,7 @@ export async function planResubmission(deps: Pick<PipelineDeps, 'sql' | 'setting
     const [blocking] = await sql<{ job_id: string }[]>`
       select job_id from batches
       where source_id is not distinct from ${r.source_id} and kind = ${r.kind} and lang is not distinct from ${r.lang}
-        and status in ('submitted', 'queued', 'active')
+        and status = any(${IN_FLIGHT}::text[])
       limit 1`;
     const chunks = Math.ceil(r.video_ids.length / settings.batchSize);
     groups.push({

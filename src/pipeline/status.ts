@@ -7,6 +7,12 @@ import { activeHolds, describeHold, recentHoldEvents } from '../db/upstream-hold
 import { quarantineCounts } from '../db/quarantine.ts';
 import { lostSubmissions } from '../db/submissions.ts';
 import { batchProgress, type BatchProgress } from './backfill.ts';
+import { BATCH_IN_FLIGHT_STATUSES, BATCH_TERMINAL_STATUSES } from '../domain/batches.ts';
+
+/** `BATCH_IN_FLIGHT_STATUSES` as a query parameter. */
+const IN_FLIGHT = BATCH_IN_FLIGHT_STATUSES as unknown as string[];
+/** `BATCH_TERMINAL_STATUSES` as a query parameter. */
+const TERMINAL = BATCH_TERMINAL_STATUSES as unknown as string[];
 
 export interface SourceStatus {
   id: number;
@@ -81,10 +87,10 @@ export async function collectStatus(sql: Queryable): Promise<StatusReport> {
     from sources s order by s.id`;
 
   const inFlightIds = await sql<{ job_id: string }[]>`
-    select job_id from batches where status in ('submitted', 'queued', 'active') order by submitted_at`;
+    select job_id from batches where status = any(${IN_FLIGHT}::text[]) order by submitted_at`;
   const recentIds = await sql<{ job_id: string }[]>`
     select job_id from batches
-    where status in ('completed', 'failed', 'expired') and terminal_at > now() - interval '24 hours'
+    where status = any(${TERMINAL}::text[]) and terminal_at > now() - interval '24 hours'
     order by terminal_at desc limit 50`;
   const inFlight = await batchProgress(sql, inFlightIds.map((r) => r.job_id));
   const recent = await batchProgress(sql, recentIds.map((r) => r.job_id));

@@ -14,6 +14,8 @@ function batch(over: Partial<BatchProgress> = {}): BatchProgress {
     lang: null,
     status: 'active',
     errorCode: null,
+    upstreamStatus: null,
+    reason: null,
     total: 100,
     finished: 0,
     polls: 1,
