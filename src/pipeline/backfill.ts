@@ -6,6 +6,7 @@
 import { ApiError } from '../api/errors.ts';
 import type { Queryable } from '../db/connection.ts';
 import { REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
+import { recheckHolds } from './upstream-holds.ts';
 import type { PipelineDeps } from './deps.ts';
 import { CreditReservations, syncSource, takeCreditSnapshot, type SyncResult } from './scheduler.ts';
 import { BATCH_IN_FLIGHT_STATUSES } from '../domain/batches.ts';
@@ -101,6 +102,9 @@ export interface BackfillOptions {
 
 export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Promise<BackfillReport> {
   const report: BackfillReport = { syncs: [], syncErrors: [], batches: [], timedOut: false, waited: opts.wait, exitCode: 0, problems: [] };
+  // a person's run re-checks the account first (a free /me): a key fixed since, or credits back,
+  // lift their holds, so batches in flight are polled again even when no source submits
+  await recheckHolds(deps).catch((e: unknown) => deps.log.warn({ err: e }, 'could not re-check upstream holds'));
   // side by side (each sync is mostly waiting on the API); reported in the order given
   const reservations = new CreditReservations();
   const outcomes = await mapConcurrent(opts.sourceIds, syncConcurrency(deps.sql.options.max), async (sourceId) => {

@@ -404,7 +404,9 @@ async function refusedAnswer(deps: PipelineDeps, batch: BatchRow, e: ApiError, l
         `the API answered not-found on every poll for ${Math.round(spanMs / 1000)} s (BATCH_NOT_FOUND_CONFIRM_MS ${settings.batchNotFoundConfirmMs} ms): it no longer knows the job`);
     }
     log.warn({ jobId, notFoundForMs: Math.round(spanMs), confirmMs: settings.batchNotFoundConfirmMs }, 'batch not found upstream: confirming before expiring it');
-    return { ...later, nextDelayMs: Math.min(later.nextDelayMs ?? settings.pollMaxDelayMs, Math.max(settings.pollMinDelayMs, settings.batchNotFoundConfirmMs - spanMs)) };
+    // come back when the confirmation window ends, if that is sooner (whole ms: a job payload)
+    const untilConfirmedMs = Math.ceil(settings.batchNotFoundConfirmMs - spanMs);
+    return { ...later, nextDelayMs: Math.min(later.nextDelayMs ?? settings.pollMaxDelayMs, Math.max(settings.pollMinDelayMs, untilConfirmedMs)) };
   }
   if (e instanceof UnauthorizedError) {
     let confirmed = false;
