@@ -287,6 +287,7 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
       result.detail = 'every due video was claimed by another source meanwhile';
       await finishRun(sql, runId, 'up-to-date', result);
       log.info({ sourceId, listed: result.listed }, 'source up to date');
+      if (upstreamHolds.length > 0) await liftHolds(deps);
       return result;
     }
     if (!source.initial_sync_done) {
@@ -347,8 +348,11 @@ async function resolveSubmissions(deps: PipelineDeps, sourceId: number): Promise
   for (const p of pending) {
     const when = p.createdAt.toISOString();
     if (p.usedCreditsBefore !== null && me.usedCredits === p.usedCreditsBefore) {
-      await markSubmission(sql, p.id, 'not-created', {
-        detail: `answer lost at ${when}; the account was not charged since (used ${me.usedCredits}): not created, submitted again`,
+      await sql.begin(async (tx) => {
+        await markSubmission(tx, p.id, 'not-created', {
+          detail: `answer lost at ${when}; the account was not charged since (used ${me.usedCredits}): not created, submitted again`,
+        });
+        await releaseClaims(tx, p.id);
       });
       log.warn({ sourceId, submission: p.id, kind: p.kind, lang: p.lang }, 'lost batch POST was not created upstream: submitting again');
       continue;
@@ -653,19 +657,24 @@ export function answerMayBeLost(e: unknown): boolean {
 }
 
 /**
- * POST the batch once (the client never retries a create after it may have arrived), record it
- * with its estimate and claim its videos in one transaction, then enqueue its poll job.
+ * POST the batch once (the client never retries a create after it may have arrived), having
+ * claimed its videos first, then record it with its estimate and enqueue its poll job.
  *
- * The transaction holds an advisory lock per kind and language from before the due list is read
- * again until the claims commit, across the POST: two processes syncing sources that share
- * videos take turns, and the second sees the first's claims. A POST whose answer was lost still
- * claims its videos (with the submission, no job ID), so no other source buys them meanwhile.
+ * Claim first: under an advisory lock per kind and language that every process takes, the due
+ * list is read again, the POST is recorded (`batch_submissions`, `sending`) and its videos are
+ * claimed in `video_sync`, all in one short transaction. Two processes syncing sources that share
+ * videos take turns there, and the second sees the first's claims. The claims stand while the
+ * POST's outcome is unknown (an answer lost, a crash mid-POST: resolveSubmissions decides later
+ * from the credits); a refused POST releases them. No connection is held across the POST, so a
+ * sync needs at most two at once (its session lock and one more).
  * Returns null when nothing was left to submit.
  */
 export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): Promise<SubmittedBatch | null> {
   const { sql, api, queues, settings } = deps;
   const syncLang = input.lang ?? '';
-  const outcome = await sql.begin(async (tx) => {
+  // the account's usage just before the POST (/me is free): how a lost answer is judged later
+  const before = await api.me();
+  const claim = await sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(${CLAIM_LOCK_NAMESPACE}, hashtext(${`${input.kind}/${syncLang}`}))`;
     let request = input.request;
     let credits = input.credits;
@@ -679,12 +688,7 @@ export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): 
       }
     }
     const videoIds = (request as { videoIds?: string[] }).videoIds ?? [];
-    // Written before the POST (outside this transaction, so it survives a rollback), with the
-    // account's usage read just before it (/me is free): an answer that never arrives (or a
-    // crash right after sending) is then never forgotten, and the next sync can tell from the
-    // credits whether the batch was created (resolveSubmissions).
-    const before = await api.me();
-    const submission = await recordSending(sql, {
+    const submission = await recordSending(tx, {
       sourceId: input.sourceId,
       kind: input.kind,
       lang: input.lang,
@@ -692,30 +696,47 @@ export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): 
       credits,
       usedCreditsBefore: before.usedCredits,
     });
-    let jobId: string;
-    try {
-      ({ jobId } =
-        input.kind === 'video'
-          ? await api.createVideoBatch(request as VideoBatchRequest)
-          : await api.createTranscriptBatch(request as TranscriptBatchRequest));
-    } catch (e: unknown) {
-      const lost = answerMayBeLost(e);
-      await markSubmission(sql, submission, lost ? 'unknown' : 'failed', { detail: e instanceof Error ? e.message : String(e) });
-      if (!lost) throw e;
+    await claimVideos(tx, input, videoIds, submission);
+    return { request, credits, videoIds, submission };
+  });
+  if (claim === null) return null;
+  const { request, credits, videoIds, submission } = claim;
+
+  let jobId: string;
+  try {
+    ({ jobId } =
+      input.kind === 'video'
+        ? await api.createVideoBatch(request as VideoBatchRequest)
+        : await api.createTranscriptBatch(request as TranscriptBatchRequest));
+  } catch (e: unknown) {
+    const lost = answerMayBeLost(e);
+    const detail = e instanceof Error ? e.message : String(e);
+    if (lost) {
+      // the claims stand until the next sync of the source decides from the credits
+      await markSubmission(sql, submission, 'unknown', { detail });
       deps.log.error(
         { sourceId: input.sourceId, kind: input.kind, lang: input.lang, submission, err: e },
         'batch POST answer lost: it may have been created upstream; not retried (the next sync checks the credits first)',
       );
-      await claimVideos(tx, input, videoIds, null, submission);
-      return { lost: e };
+    } else {
+      await sql.begin(async (tx) => {
+        await markSubmission(tx, submission, 'failed', { detail });
+        await releaseClaims(tx, submission);
+      });
     }
+    throw e;
+  }
+  await sql.begin(async (tx) => {
     await tx`
       insert into batches (job_id, source_id, kind, lang, status, credits_estimated, request, text_only, replay_of, next_poll_at)
       values (${jobId}, ${input.sourceId}, ${input.kind}, ${input.lang}, 'submitted', ${credits},
         ${tx.json(request as never)}, ${input.textOnly ?? false}, ${input.replayOf ?? null},
         now() + make_interval(secs => ${settings.pollInitialDelayMs / 1000}))`;
     await markSubmission(tx, submission, 'submitted', { jobId });
-    await claimVideos(tx, input, videoIds, jobId, submission);
+    // the claims now point at their batch (unless a delivery from elsewhere came first)
+    await tx`
+      update video_sync set last_job_id = ${jobId}, updated_at = now()
+      where submission_id = ${submission} and last_job_id is null`;
     if (videoIds.length > 0) {
       // these videos' retryable items are taken up by this batch: never re-submit them again
       await tx`
@@ -725,17 +746,17 @@ export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): 
           and i.state = 'retryable' and i.resubmitted_in is null and i.job_id <> ${jobId}
           and i.video_id = any(${videoIds}::text[])`;
     }
-    return { jobId, videos: videoIds.length, credits };
   });
-  if (outcome === null) return null;
-  if ('lost' in outcome) throw outcome.lost;
-  await queues.poll.add(
-    'poll',
-    { jobId: outcome.jobId, delayMs: settings.pollInitialDelayMs },
-    { jobId: pollJobId(outcome.jobId), delay: settings.pollInitialDelayMs },
-  );
-  deps.log.debug({ jobId: outcome.jobId, kind: input.kind, lang: input.lang, credits: outcome.credits }, 'batch submitted');
-  return outcome;
+  await queues.poll.add('poll', { jobId, delayMs: settings.pollInitialDelayMs }, { jobId: pollJobId(jobId), delay: settings.pollInitialDelayMs });
+  deps.log.debug({ jobId, kind: input.kind, lang: input.lang, credits }, 'batch submitted');
+  return { jobId, videos: videoIds.length, credits };
+}
+
+/** A refused POST charged nothing: its claims no longer count as an attempt. */
+async function releaseClaims(tx: Queryable, submission: number): Promise<void> {
+  await tx`
+    update video_sync set attempts = greatest(attempts - 1, 0), updated_at = now()
+    where submission_id = ${submission} and last_job_id is null`;
 }
 
 /** The videos of a submission are claimed: one more attempt each, their outcome pending. */
@@ -743,14 +764,13 @@ async function claimVideos(
   tx: Queryable,
   input: Pick<SubmitBatchInput, 'kind' | 'lang' | 'textOnly'>,
   videoIds: string[],
-  jobId: string | null,
   submission: number,
 ): Promise<void> {
   if (videoIds.length === 0) return;
   await tx`
     insert into video_sync (video_id, kind, lang, last_job_id, last_state, last_error_code, attempts, next_check_at,
       submission_id, text_only, updated_at)
-    select v, ${input.kind}, ${input.lang ?? ''}, ${jobId}, 'processing', null, 1, null, ${submission},
+    select v, ${input.kind}, ${input.lang ?? ''}, null, 'processing', null, 1, null, ${submission},
       ${input.kind === 'transcript' && (input.textOnly ?? false)}, now()
     from unnest(${videoIds}::text[]) as v
     on conflict (video_id, kind, lang) do update set

@@ -55,3 +55,33 @@ describe('backfill of many sources', () => {
     }
   });
 });
+
+describe('side by side with slow POSTs', () => {
+  it('never waits on its own connection pool: a POST holds no connection, and each sync needs at most two', async () => {
+    // Two syncs at once on a pool of 4 (the harness's), each POST answered after 1.5 s: a sync
+    // that held a transaction across its POST and then asked the pool for another connection
+    // would leave both syncs waiting on each other until the test's timeout.
+    expect(h.database.sql.options.max).toBe(4);
+    // two sources the budget refused above: nothing of theirs in flight, everything still due
+    const idle = await h.database.sql<{ id: number }[]>`
+      select s.id from sources s
+      where not exists (select 1 from batches b where b.source_id = s.id)
+      order by s.id limit 2`;
+    const ids = idle.map((r) => r.id);
+    expect(ids).toHaveLength(2);
+    h.sim.script([
+      { match: 'POST /videosite/video/batch', process: true, delayMs: 1_500 },
+      { match: 'POST /videosite/video/batch', process: true, delayMs: 1_500 },
+    ]);
+    const started = Date.now();
+    // submitted only: this file runs no poller, and the property is about submitting
+    const report = await runBackfill(h.deps, { sourceIds: ids, wait: false });
+    expect(report.syncErrors).toEqual([]);
+    expect(report.syncs.map((s) => s.outcome)).toEqual(['submitted', 'submitted']);
+    expect(Date.now() - started).toBeLessThan(20_000);
+    // and each video was bought once
+    for (const byVideo of Object.values(h.sim.stats().postsByVideo)) {
+      expect(Math.max(...Object.values(byVideo))).toBe(1);
+    }
+  });
+});
