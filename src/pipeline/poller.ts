@@ -19,7 +19,7 @@ import { writeIsolating } from '../db/isolate.ts';
 import { activeHolds, describeHold, setHold } from '../db/upstream-holds.ts';
 import { HUGE_NUMBER_RE, landItems, markUnfinishedRetryable, type LandItem, type LandResult } from '../db/items.ts';
 import { findUnstorableNumber } from '../db/storable.ts';
-import { recheckAt } from '../domain/attempts.ts';
+import { recordOutcomes } from '../db/video-sync.ts';
 import {
   BATCH_IN_FLIGHT_STATUSES,
   BATCH_TERMINAL_STATUSES,
@@ -312,7 +312,7 @@ export async function pollBatch(
       // unfinished at the end: a later submission may still deliver them
       const marked = await markUnfinishedRetryable(tx, jobId, UNFINISHED_AT_END_CODE);
       if (marked.length > 0) {
-        await upsertVideoSync(tx, batch, marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE })), settings.transcriptRecheckMs);
+        await recordOutcomes(tx, { jobId: batch.job_id, kind: batch.kind, lang: batch.lang }, marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE })), settings.transcriptRecheckMs);
         result.changed += marked.length;
       }
     }
@@ -512,7 +512,7 @@ async function writeItems(
   const { rows } = await landItems(tx, batch.job_id, items);
   // a repeated copy (`id#n`) or a key kept in its JSON form is not the video itself
   const videos = rows.filter((r) => !r.videoId.includes('#') && !r.videoId.startsWith('"'));
-  await upsertVideoSync(tx, batch, videos, recheckMs);
+  await recordOutcomes(tx, { jobId: batch.job_id, kind: batch.kind, lang: batch.lang }, videos, recheckMs);
   if (batch.source_id !== null && videos.length > 0) {
     await tx`
       insert into source_videos (source_id, video_id)
@@ -520,34 +520,6 @@ async function writeItems(
       on conflict do nothing`;
   }
   return rows;
-}
-
-/**
- * The per-video summary the scheduler diffs against. An outcome is recorded for the batch that
- * claimed the video; from any other batch only a delivery (landed) is, which is always news.
- */
-async function upsertVideoSync(
-  tx: Queryable,
-  batch: Pick<BatchRow, 'job_id' | 'kind' | 'lang'>,
-  rows: { videoId: string; state: ItemState; errorCode: string | null }[],
-  recheckMs: number,
-): Promise<void> {
-  if (rows.length === 0) return;
-  const now = new Date();
-  const records = rows.map((r) => ({
-    video_id: r.videoId,
-    state: r.state,
-    error_code: r.errorCode,
-    next_check_at: recheckAt(r.errorCode, now, recheckMs)?.toISOString() ?? null,
-  }));
-  await tx`
-    insert into video_sync (video_id, kind, lang, last_job_id, last_state, last_error_code, attempts, next_check_at, updated_at)
-    select r.video_id, ${batch.kind}, ${batch.lang ?? ''}, ${batch.job_id}, r.state, r.error_code, 1, r.next_check_at, now()
-    from jsonb_to_recordset(${tx.json(records as never)}) as r(video_id text, state text, error_code text, next_check_at timestamptz)
-    on conflict (video_id, kind, lang) do update set
-      last_job_id = excluded.last_job_id, last_state = excluded.last_state,
-      last_error_code = excluded.last_error_code, next_check_at = excluded.next_check_at, updated_at = now()
-    where video_sync.last_job_id is not distinct from excluded.last_job_id or excluded.last_state = 'landed'`;
 }
 
 /**
@@ -566,7 +538,7 @@ async function endBatch(
   await sql.begin(async (tx) => {
     const marked = await markUnfinishedRetryable(tx, batch.job_id, UNFINISHED_AT_END_CODE);
     changed = marked.length;
-    await upsertVideoSync(tx, batch, marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE })), settings.transcriptRecheckMs);
+    await recordOutcomes(tx, { jobId: batch.job_id, kind: batch.kind, lang: batch.lang }, marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE })), settings.transcriptRecheckMs);
     await tx`
       update batches set status = ${status}, error_code = ${errorCode}, reason = ${clip(reason)}, last_polled_at = now(),
         terminal_at = now(), updated_at = now()

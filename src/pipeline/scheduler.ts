@@ -15,9 +15,9 @@
 import { AbortedError, ApiError, InternalError, LimitExceededError, NetworkError, SchemaMismatchError, TimeoutError, toApiError } from '../api/errors.ts';
 import type { Account, TranscriptBatchRequest, VideoBatchRequest } from '../api/schemas.ts';
 import type { Queryable } from '../db/connection.ts';
-import { BATCH_IN_FLIGHT_STATUSES, BATCH_TERMINAL_STATUSES, type BatchKind } from '../domain/batches.ts';
-import { dueReason, type VideoSyncFacts } from '../domain/attempts.ts';
-import type { ItemState } from '../domain/items.ts';
+import { BATCH_IN_FLIGHT_STATUSES, type BatchKind } from '../domain/batches.ts';
+import { claimVideos, pointClaimsAt, readSyncFacts, releaseClaims } from '../db/video-sync.ts';
+import { dueReason } from '../domain/attempts.ts';
 import { REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
 import { activeHolds, clearHolds, describeHold, setHold, type UpstreamHoldRow } from '../db/upstream-holds.ts';
 import { SourceNotFoundError } from '../db/sources.ts';
@@ -540,21 +540,6 @@ function batchRequest(kind: BatchKind, lang: string | null, videoIds: string[], 
   return { videoIds, ...(lang !== null ? { lang } : {}), ...(textOnly ? { text: true } : {}) };
 }
 
-interface FactsRow {
-  id: string;
-  known: boolean;
-  last_state: ItemState | null;
-  last_error_code: string | null;
-  attempts: number;
-  next_check_at: Date | null;
-  updated_at: Date | null;
-  claim_pending: boolean;
-  claim_ended: boolean;
-  text_only: boolean;
-  has_chunks: boolean;
-  has_video: boolean;
-}
-
 /**
  * Of `ids`, those due for `kind`/`lang` now (in listing order), by the policy of
  * src/domain/attempts.ts over what `video_sync` and the claiming batch or POST say.
@@ -567,59 +552,17 @@ export async function dueVideoIds(
   ids: string[],
   wantsChunks: boolean,
 ): Promise<string[]> {
-  if (ids.length === 0) return [];
-  const syncLang = lang ?? '';
-  const inFlight = BATCH_IN_FLIGHT_STATUSES as unknown as string[];
-  const ended = BATCH_TERMINAL_STATUSES as unknown as string[];
-  const rows = await sql<(FactsRow & { now: Date })[]>`
-    select l.id, s.video_id is not null as known, s.last_state, s.last_error_code, coalesce(s.attempts, 0)::int as attempts,
-      s.next_check_at, s.updated_at, coalesce(s.text_only, false) as text_only, now() as now,
-      coalesce(b.status = any(${inFlight}::text[])
-        or (b.job_id is null and bs.state = any(${SUBMISSION_PENDING_OR_LOST}::text[])), false) as claim_pending,
-      coalesce(b.status = any(${ended}::text[])
-        or (b.job_id is null and bs.state = any(${SUBMISSION_VOID}::text[])), false) as claim_ended,
-      ${kind === 'transcript'}::boolean and exists (
-        select 1 from transcripts t
-        where t.video_id = l.id and t.chunks is not null and (${syncLang} = '' or t.lang = ${syncLang})) as has_chunks,
-      ${kind === 'video'}::boolean and s.video_id is null and exists (select 1 from videos v where v.id = l.id) as has_video
-    from unnest(${ids}::text[]) with ordinality as l(id, n)
-    left join video_sync s on s.video_id = l.id and s.kind = ${kind} and s.lang = ${syncLang}
-    left join batches b on b.job_id = s.last_job_id
-    left join batch_submissions bs on bs.id = s.submission_id
-    order by l.n`;
+  const { now, rows } = await readSyncFacts(sql, kind, lang, ids);
   const policy = {
-    now: rows[0]?.now ?? new Date(),
+    now,
     retryAttemptsMax: settings.retryAttemptsMax,
     retryBackoffBaseMs: settings.retryBackoffBaseMs,
     // only a transcript comes as chunks or as plain text
     wantsChunks: kind === 'transcript' && wantsChunks,
   };
-  const due: string[] = [];
-  for (const r of rows) {
-    // metadata stored before claims were recorded: delivered, not due
-    if (r.has_video) continue;
-    const facts: VideoSyncFacts | undefined = r.known
-      ? {
-          lastState: r.last_state,
-          lastErrorCode: r.last_error_code,
-          attempts: r.attempts,
-          nextCheckAt: r.next_check_at,
-          updatedAt: r.updated_at ?? policy.now,
-          claimPending: r.claim_pending,
-          claimEnded: r.claim_ended,
-          lastTextOnly: r.text_only,
-          hasChunks: r.has_chunks,
-        }
-      : undefined;
-    if (dueReason(facts, policy) !== null) due.push(r.id);
-  }
-  return due;
+  // metadata stored before claims were recorded counts as delivered
+  return rows.filter((r) => !r.storedBeforeClaims && dueReason(r.facts, policy) !== null).map((r) => r.videoId);
 }
-
-/** A claiming POST whose outcome is not known, or known to be charged but unread: not due. */
-const SUBMISSION_PENDING_OR_LOST = ['sending', 'unknown', 'lost'];
-/** A claiming POST that created nothing (or a person released): the claim is void. */
-const SUBMISSION_VOID = ['not-created', 'failed', 'released'];
 
 export interface SubmitBatchInput {
   sourceId: number | null;
@@ -696,7 +639,7 @@ export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): 
       credits,
       usedCreditsBefore: before.usedCredits,
     });
-    await claimVideos(tx, input, videoIds, submission);
+    await claimVideos(tx, { kind: input.kind, lang: input.lang, textOnly: input.textOnly ?? false, submission }, videoIds);
     return { request, credits, videoIds, submission };
   });
   if (claim === null) return null;
@@ -733,10 +676,7 @@ export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): 
         ${tx.json(request as never)}, ${input.textOnly ?? false}, ${input.replayOf ?? null},
         now() + make_interval(secs => ${settings.pollInitialDelayMs / 1000}))`;
     await markSubmission(tx, submission, 'submitted', { jobId });
-    // the claims now point at their batch (unless a delivery from elsewhere came first)
-    await tx`
-      update video_sync set last_job_id = ${jobId}, updated_at = now()
-      where submission_id = ${submission} and last_job_id is null`;
+    await pointClaimsAt(tx, submission, jobId);
     if (videoIds.length > 0) {
       // these videos' retryable items are taken up by this batch: never re-submit them again
       await tx`
@@ -750,31 +690,4 @@ export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): 
   await queues.poll.add('poll', { jobId, delayMs: settings.pollInitialDelayMs }, { jobId: pollJobId(jobId), delay: settings.pollInitialDelayMs });
   deps.log.debug({ jobId, kind: input.kind, lang: input.lang, credits }, 'batch submitted');
   return { jobId, videos: videoIds.length, credits };
-}
-
-/** A refused POST charged nothing: its claims no longer count as an attempt. */
-async function releaseClaims(tx: Queryable, submission: number): Promise<void> {
-  await tx`
-    update video_sync set attempts = greatest(attempts - 1, 0), updated_at = now()
-    where submission_id = ${submission} and last_job_id is null`;
-}
-
-/** The videos of a submission are claimed: one more attempt each, their outcome pending. */
-async function claimVideos(
-  tx: Queryable,
-  input: Pick<SubmitBatchInput, 'kind' | 'lang' | 'textOnly'>,
-  videoIds: string[],
-  submission: number,
-): Promise<void> {
-  if (videoIds.length === 0) return;
-  await tx`
-    insert into video_sync (video_id, kind, lang, last_job_id, last_state, last_error_code, attempts, next_check_at,
-      submission_id, text_only, updated_at)
-    select v, ${input.kind}, ${input.lang ?? ''}, null, 'processing', null, 1, null, ${submission},
-      ${input.kind === 'transcript' && (input.textOnly ?? false)}, now()
-    from unnest(${videoIds}::text[]) as v
-    on conflict (video_id, kind, lang) do update set
-      attempts = video_sync.attempts + 1, last_job_id = excluded.last_job_id, last_state = 'processing',
-      last_error_code = null, next_check_at = null, submission_id = excluded.submission_id,
-      text_only = excluded.text_only, updated_at = now()`;
 }

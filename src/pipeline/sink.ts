@@ -8,6 +8,7 @@ import { BatchItemSchema, formatIssuePath, type Transcript } from '../api/schema
 import type { Queryable } from '../db/connection.ts';
 import { writeIsolating } from '../db/isolate.ts';
 import { markQuarantined, markSunk, nextLandedChunk } from '../db/items.ts';
+import { markSinkOutcome } from '../db/video-sync.ts';
 import type { BatchKind } from '../domain/batches.ts';
 import type { QuarantineReason } from '../domain/items.ts';
 import { UnstorableValueError } from '../db/storable.ts';
@@ -92,9 +93,7 @@ export async function sinkBatch(
         counts.updated += c.updated;
         counts.unchanged += c.unchanged;
         result.sunk += await markSunk(sp, jobId, ids);
-        await sp`
-          update video_sync set last_state = 'sunk', updated_at = now()
-          where last_job_id = ${jobId} and video_id = any(${ids}::text[]) and last_state = 'landed'`;
+        await markSinkOutcome(sp, jobId, ids, 'sunk');
       };
       const isolated =
         batch.kind === 'video'
@@ -109,12 +108,8 @@ export async function sinkBatch(
       result.updated += counts.updated;
       result.unchanged += counts.unchanged;
       result.quarantined += await markQuarantined(tx, jobId, bad);
-      if (bad.length > 0) {
-        // set aside for a person: never re-submitted automatically
-        await tx`
-          update video_sync set last_state = 'quarantined', updated_at = now()
-          where last_job_id = ${jobId} and video_id = any(${bad.map((b) => b.videoId)}::text[]) and last_state = 'landed'`;
-      }
+      // set aside for a person: never re-submitted automatically
+      await markSinkOutcome(tx, jobId, bad.map((b) => b.videoId), 'quarantined');
       return items.length;
     });
     // reported only now that the chunk has committed (a rolled-back chunk wrote nothing)

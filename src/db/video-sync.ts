@@ -1,0 +1,151 @@
+/**
+ * `video_sync`: per video, kind and language (lang '' for metadata), the claim of its latest
+ * submission and the outcome of its latest item. The scheduler decides what is due from these
+ * facts (src/domain/attempts.ts); this file only reads and writes them.
+ */
+import { recheckAt, type VideoSyncFacts } from '../domain/attempts.ts';
+import { BATCH_IN_FLIGHT_STATUSES, BATCH_TERMINAL_STATUSES, type BatchKind } from '../domain/batches.ts';
+import type { ItemState } from '../domain/items.ts';
+import type { Queryable } from './connection.ts';
+import type { SubmissionState } from './schema.ts';
+
+/** A claiming POST whose outcome is not known, or known to be charged but unread: the claim stands. */
+const CLAIM_PENDING_SUBMISSIONS: readonly SubmissionState[] = ['sending', 'unknown', 'lost'];
+/** A claiming POST that created nothing (or a person released it): the claim is void. */
+const CLAIM_VOID_SUBMISSIONS: readonly SubmissionState[] = ['not-created', 'failed', 'released'];
+
+export interface SyncFactsRow {
+  videoId: string;
+  /** undefined: never submitted for this kind and language */
+  facts: VideoSyncFacts | undefined;
+  /** metadata stored before claims were recorded (no `video_sync` row, a `videos` row) */
+  storedBeforeClaims: boolean;
+}
+
+/** The facts of `ids` (in their order), with the database's clock. */
+export async function readSyncFacts(
+  sql: Queryable,
+  kind: BatchKind,
+  lang: string | null,
+  ids: readonly string[],
+): Promise<{ now: Date; rows: SyncFactsRow[] }> {
+  if (ids.length === 0) return { now: new Date(), rows: [] };
+  const syncLang = lang ?? '';
+  const rows = await sql<
+    {
+      id: string; known: boolean; last_state: ItemState | null; last_error_code: string | null; attempts: number;
+      next_check_at: Date | null; updated_at: Date | null; claim_pending: boolean; claim_ended: boolean;
+      text_only: boolean; has_chunks: boolean; has_video: boolean; now: Date;
+    }[]
+  >`
+    select l.id, s.video_id is not null as known, s.last_state, s.last_error_code, coalesce(s.attempts, 0)::int as attempts,
+      s.next_check_at, s.updated_at, coalesce(s.text_only, false) as text_only, now() as now,
+      coalesce(b.status = any(${BATCH_IN_FLIGHT_STATUSES as unknown as string[]}::text[])
+        or (b.job_id is null and bs.state = any(${CLAIM_PENDING_SUBMISSIONS as string[]}::text[])), false) as claim_pending,
+      coalesce(b.status = any(${BATCH_TERMINAL_STATUSES as unknown as string[]}::text[])
+        or (b.job_id is null and bs.state = any(${CLAIM_VOID_SUBMISSIONS as string[]}::text[])), false) as claim_ended,
+      ${kind === 'transcript'}::boolean and exists (
+        select 1 from transcripts t
+        where t.video_id = l.id and t.chunks is not null and (${syncLang} = '' or t.lang = ${syncLang})) as has_chunks,
+      ${kind === 'video'}::boolean and s.video_id is null and exists (select 1 from videos v where v.id = l.id) as has_video
+    from unnest(${ids as string[]}::text[]) with ordinality as l(id, n)
+    left join video_sync s on s.video_id = l.id and s.kind = ${kind} and s.lang = ${syncLang}
+    left join batches b on b.job_id = s.last_job_id
+    left join batch_submissions bs on bs.id = s.submission_id
+    order by l.n`;
+  const now = rows[0]?.now ?? new Date();
+  return {
+    now,
+    rows: rows.map((r) => ({
+      videoId: r.id,
+      storedBeforeClaims: r.has_video,
+      facts: r.known
+        ? {
+            lastState: r.last_state,
+            lastErrorCode: r.last_error_code,
+            attempts: r.attempts,
+            nextCheckAt: r.next_check_at,
+            updatedAt: r.updated_at ?? now,
+            claimPending: r.claim_pending,
+            claimEnded: r.claim_ended,
+            lastTextOnly: r.text_only,
+            hasChunks: r.has_chunks,
+          }
+        : undefined,
+    })),
+  };
+}
+
+/** The videos of a submission are claimed: one more attempt each, their outcome pending. */
+export async function claimVideos(
+  tx: Queryable,
+  c: { kind: BatchKind; lang: string | null; textOnly: boolean; submission: number },
+  videoIds: readonly string[],
+): Promise<void> {
+  if (videoIds.length === 0) return;
+  await tx`
+    insert into video_sync (video_id, kind, lang, last_job_id, last_state, last_error_code, attempts, next_check_at,
+      submission_id, text_only, updated_at)
+    select v, ${c.kind}, ${c.lang ?? ''}, null, 'processing', null, 1, null, ${c.submission},
+      ${c.kind === 'transcript' && c.textOnly}, now()
+    from unnest(${videoIds as string[]}::text[]) as v
+    on conflict (video_id, kind, lang) do update set
+      attempts = video_sync.attempts + 1, last_job_id = excluded.last_job_id, last_state = 'processing',
+      last_error_code = null, next_check_at = null, submission_id = excluded.submission_id,
+      text_only = excluded.text_only, updated_at = now()`;
+}
+
+/** The submission's batch exists: its claims point at it (unless a delivery from elsewhere came first). */
+export async function pointClaimsAt(tx: Queryable, submission: number, jobId: string): Promise<void> {
+  await tx`
+    update video_sync set last_job_id = ${jobId}, updated_at = now()
+    where submission_id = ${submission} and last_job_id is null`;
+}
+
+/** A refused or not-created POST charged nothing: its claims no longer count as an attempt. */
+export async function releaseClaims(tx: Queryable, submission: number): Promise<void> {
+  await tx`
+    update video_sync set attempts = greatest(attempts - 1, 0), updated_at = now()
+    where submission_id = ${submission} and last_job_id is null`;
+}
+
+/**
+ * Item outcomes of a batch. An outcome is recorded for the batch that claimed the video; from
+ * any other batch only a delivery (landed) is, which is always news.
+ */
+export async function recordOutcomes(
+  tx: Queryable,
+  batch: { jobId: string; kind: BatchKind; lang: string | null },
+  rows: readonly { videoId: string; state: ItemState; errorCode: string | null }[],
+  transcriptRecheckMs: number,
+): Promise<void> {
+  if (rows.length === 0) return;
+  const now = new Date();
+  const records = rows.map((r) => ({
+    video_id: r.videoId,
+    state: r.state,
+    error_code: r.errorCode,
+    next_check_at: recheckAt(r.errorCode, now, transcriptRecheckMs)?.toISOString() ?? null,
+  }));
+  await tx`
+    insert into video_sync (video_id, kind, lang, last_job_id, last_state, last_error_code, attempts, next_check_at, updated_at)
+    select r.video_id, ${batch.kind}, ${batch.lang ?? ''}, ${batch.jobId}, r.state, r.error_code, 1, r.next_check_at, now()
+    from jsonb_to_recordset(${tx.json(records as never)}) as r(video_id text, state text, error_code text, next_check_at timestamptz)
+    on conflict (video_id, kind, lang) do update set
+      last_job_id = excluded.last_job_id, last_state = excluded.last_state,
+      last_error_code = excluded.last_error_code, next_check_at = excluded.next_check_at, updated_at = now()
+    where video_sync.last_job_id is not distinct from excluded.last_job_id or excluded.last_state = 'landed'`;
+}
+
+/** The sink stored (`sunk`) or set aside (`quarantined`) landed items of `jobId`. */
+export async function markSinkOutcome(
+  tx: Queryable,
+  jobId: string,
+  videoIds: readonly string[],
+  state: 'sunk' | 'quarantined',
+): Promise<void> {
+  if (videoIds.length === 0) return;
+  await tx`
+    update video_sync set last_state = ${state}, updated_at = now()
+    where last_job_id = ${jobId} and video_id = any(${videoIds as string[]}::text[]) and last_state = 'landed'`;
+}
