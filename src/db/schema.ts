@@ -24,6 +24,17 @@ import {
 import { BATCH_IN_FLIGHT_STATUSES, BATCH_KINDS, BATCH_STATUSES, type BatchKind, type BatchStatus } from '../domain/batches.ts';
 import { ITEM_STATES, type ItemState, type QuarantineReason } from '../domain/items.ts';
 import { HOLD_CODES, HOLD_SCOPES, type HoldCode, type HoldEvent, type HoldScope } from '../domain/refusals.ts';
+import {
+  BATCH_MODES,
+  SOURCE_INCLUDES,
+  SOURCE_KINDS,
+  TRANSCRIPT_ORIGINS,
+  type BatchMode,
+  type SearchFilter,
+  type SourceInclude,
+  type SourceKind,
+  type TranscriptOrigin,
+} from '../domain/sources.ts';
 
 /** timestamptz, read as a JS Date through drizzle. */
 const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
@@ -32,8 +43,8 @@ const tstzNow = (name: string) => tstz(name).notNull().defaultNow();
 /** bigint read as a JS number: counts and credits stay far below 2^53. */
 const bigNumber = (name: string) => bigint(name, { mode: 'number' });
 
-export const SOURCE_KINDS = ['playlist', 'channel'] as const;
-export type SourceKind = (typeof SOURCE_KINDS)[number];
+export { SOURCE_KINDS, SOURCE_INCLUDES, TRANSCRIPT_ORIGINS, BATCH_MODES } from '../domain/sources.ts';
+export type { SourceKind, SourceInclude, TranscriptOrigin, BatchMode } from '../domain/sources.ts';
 
 // States and codes are defined once, in src/domain/; re-exported here for the tables' users.
 export { BATCH_KINDS, BATCH_STATUSES, BATCH_IN_FLIGHT_STATUSES, BATCH_TERMINAL_STATUSES } from '../domain/batches.ts';
@@ -58,9 +69,12 @@ export const sources = pgTable(
     kind: text('kind').$type<SourceKind>().notNull(),
     /** as the user gave it (URL, ID or handle) */
     ref: text('ref').notNull(),
-    /** canonical playlist or channel ID, resolved through the API */
+    /**
+     * canonical playlist or channel ID, resolved through the API; for a `videos` source a digest
+     * of its ID set, for a `search` source its query and filters in a canonical form
+     */
     externalId: text('external_id').notNull(),
-    /** `--limit`: at most this many videos per sync */
+    /** `--limit`: at most this many videos per sync (a `videos` source: how many IDs it was given) */
     maxVideos: integer('max_videos').notNull(),
     /** transcript languages to fetch; empty: the API's default language only */
     langs: text('langs').array().notNull().default(sql`'{}'::text[]`),
@@ -76,13 +90,26 @@ export const sources = pgTable(
     lastError: text('last_error'),
     lastErrorCode: text('last_error_code'),
     lastErrorAt: tstz('last_error_at'),
-    /** false until the first sync has submitted the playlist/channel itself; later syncs list and diff */
+    /**
+     * unused since source kinds submit only `videoIds`; kept (not dropped) so that a daemon of the
+     * previous version, which still writes it, keeps working while an upgrade rolls out
+     */
     initialSyncDone: boolean('initial_sync_done').notNull().default(false),
+    /** `--include` of a channel or playlist: listed shorts and live videos are submitted too */
+    include: text('include').array().$type<SourceInclude[]>().notNull().default(sql`'{}'::text[]`),
+    /** a `search` source's query (the `ref`) and filters, as sent to the search endpoint */
+    search: jsonb('search').$type<{ query: string } & Partial<Record<SearchFilter, string>>>(),
+    /** `--generate-missing`: a video without captions gets a generated transcript (priced per minute) */
+    generateMissing: boolean('generate_missing').notNull().default(false),
+    /** `--max-generate-minutes`: the most media minutes this source may have generated, ever; null: no cap */
+    maxGenerateMinutes: integer('max_generate_minutes'),
   },
   (t) => [
     uniqueIndex('sources_kind_external_id_uq').on(t.kind, t.externalId),
     check('sources_kind_ck', sql`${t.kind} in (${sqlList(SOURCE_KINDS)})`),
     check('sources_max_videos_ck', sql`${t.maxVideos} >= 1`),
+    check('sources_include_ck', sql`${t.include} <@ array[${sqlList(SOURCE_INCLUDES)}]::text[]`),
+    check('sources_max_generate_minutes_ck', sql`${t.maxGenerateMinutes} is null or ${t.maxGenerateMinutes} >= 1`),
   ],
 );
 
@@ -139,18 +166,16 @@ export const batches = pgTable(
     reason: text('reason'),
     /** first of the consecutive polls answered with a JSON `not-found` (null once an answer arrives) */
     notFoundSince: tstz('not_found_since'),
+    /** `batch`: a batch job; `generate`: a transcript job of one video (`GET /transcript`, mode generate) */
+    mode: text('mode').$type<BatchMode>().notNull().default('batch'),
   },
   (t) => [
-    // Never two in-flight batches for the same source, kind and language: a lost race between
-    // two schedulers fails here instead of paying twice.
-    uniqueIndex('batches_one_in_flight_uq')
-      .on(t.sourceId, t.kind, sql`coalesce(${t.lang}, '')`)
-      .where(sql`${t.status} in (${sqlList(BATCH_IN_FLIGHT_STATUSES)})`),
     index('batches_in_flight_idx')
       .on(t.status, t.nextPollAt)
       .where(sql`${t.status} in (${sqlList(BATCH_IN_FLIGHT_STATUSES)})`),
     index('batches_source_id_idx').on(t.sourceId, t.submittedAt),
     check('batches_kind_ck', sql`${t.kind} in (${sqlList(BATCH_KINDS)})`),
+    check('batches_mode_ck', sql`${t.mode} in (${sqlList(BATCH_MODES)}) and (${t.mode} = 'batch' or ${t.kind} = 'transcript')`),
     check('batches_status_ck', sql`${t.status} in (${sqlList(BATCH_STATUSES)})`),
     check('batches_lang_ck', sql`${t.kind} = 'transcript' or ${t.lang} is null`),
   ],
@@ -239,8 +264,13 @@ export const transcripts = pgTable(
     lastJobId: text('last_job_id'),
     /** true when the content arrived as a plain string */
     textOnly: boolean('text_only'),
+    /** `captions` (a transcript batch) or `generated` (a transcript job that generated it from the audio) */
+    origin: text('origin').$type<TranscriptOrigin>().notNull().default('captions'),
   },
-  (t) => [primaryKey({ columns: [t.videoId, t.lang] })],
+  (t) => [
+    primaryKey({ columns: [t.videoId, t.lang] }),
+    check('transcripts_origin_ck', sql`${t.origin} in (${sqlList(TRANSCRIPT_ORIGINS)})`),
+  ],
 );
 
 /** Per video, kind and language (lang '' for metadata): the outcome of its latest item. */

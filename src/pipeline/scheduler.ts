@@ -110,7 +110,6 @@ interface SourceRow {
   langs: string[];
   text_only: boolean;
   paused: boolean;
-  initial_sync_done: boolean;
 }
 
 /** One batch to submit. `lang` undefined: the API's default language. */
@@ -195,7 +194,7 @@ export function isConnectionLost(e: unknown): boolean {
 async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOptions): Promise<SyncResult> {
   const { sql, api, log, settings } = deps;
   const [source] = await sql<SourceRow[]>`
-    select id, kind, external_id, max_videos, langs, text_only, paused, initial_sync_done
+    select id, kind, external_id, max_videos, langs, text_only, paused
     from sources where id = ${sourceId}`;
   if (!source) throw new SourceNotFoundError(sourceId);
   const result: SyncResult = { sourceId, outcome: 'up-to-date', jobIds: [], listed: 0, submitted: 0, creditsEstimated: 0 };
@@ -289,9 +288,6 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
       log.info({ sourceId, listed: result.listed }, 'source up to date');
       if (upstreamHolds.length > 0) await liftHolds(deps);
       return result;
-    }
-    if (!source.initial_sync_done) {
-      await sql`update sources set initial_sync_done = true where id = ${sourceId}`;
     }
     await sql`
       update sources set last_synced_at = now(), last_error = null, last_error_code = null, updated_at = now()
