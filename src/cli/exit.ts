@@ -7,7 +7,7 @@ import { ApiError } from '../api/errors.ts';
 import { ConfigError } from '../config.ts';
 import { MigrationError } from '../db/migrate.ts';
 import { SourceExistsError, SourceNotFoundError } from '../db/sources.ts';
-import { CreditsRefusedError } from '../pipeline/scheduler.ts';
+import { CreditsRefusedError } from '../pipeline/credits.ts';
 import { SourceNotFoundUpstreamError } from '../pipeline/sources.ts';
 
 export const EXIT_OK = 0;

@@ -96,3 +96,22 @@ export function createDb(url: string, opts: CreateDbOptions = {}): DbHandle {
     },
   };
 }
+
+/** postgres.js / socket error codes meaning the server connection is gone. */
+const CONNECTION_LOST_CODES = new Set([
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  '57P01', // admin_shutdown (the server is shutting down)
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now (starting up, recovering)
+]);
+
+export function isConnectionLost(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && CONNECTION_LOST_CODES.has(code);
+}

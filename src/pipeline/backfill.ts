@@ -8,7 +8,8 @@ import type { Queryable } from '../db/connection.ts';
 import { REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
 import { recheckHolds } from './upstream-holds.ts';
 import type { PipelineDeps } from './deps.ts';
-import { CreditReservations, syncSource, takeCreditSnapshot, type SyncResult } from './scheduler.ts';
+import { CreditReservations, takeCreditSnapshot } from './credits.ts';
+import { syncSource, type SyncResult } from './scheduler.ts';
 import { BATCH_IN_FLIGHT_STATUSES } from '../domain/batches.ts';
 
 /** `BATCH_IN_FLIGHT_STATUSES` as a query parameter. */

@@ -35,7 +35,8 @@ import { classifyRawItem, isFinalItemState, UNFINISHED_AT_END_CODE, type ItemSta
 import { sinkJobId } from '../queues/names.ts';
 import { readBatchItems, type RawBatchHead } from './batch-stream.ts';
 import type { PipelineDeps } from './deps.ts';
-import { isConnectionLost, takeCreditSnapshot } from './scheduler.ts';
+import { isConnectionLost } from '../db/connection.ts';
+import { takeCreditSnapshot } from './credits.ts';
 
 export const TERMINAL_STATUSES: readonly BatchStatus[] = BATCH_TERMINAL_STATUSES;
 

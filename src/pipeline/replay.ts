@@ -24,7 +24,8 @@ import type { BatchKind } from '../db/schema.ts';
 import { lostSubmissions, markSubmission, type SubmissionRow } from '../db/submissions.ts';
 import { classifyRawItem } from '../domain/items.ts';
 import type { PipelineDeps } from './deps.ts';
-import { takeCreditSnapshot, submitBatch, CreditsRefusedError, syncSource, type SyncResult } from './scheduler.ts';
+import { CreditsRefusedError, takeCreditSnapshot } from './credits.ts';
+import { submitBatch, syncSource, type SyncResult } from './scheduler.ts';
 import { sinkBatch, type SinkResult } from './sink.ts';
 import { BATCH_IN_FLIGHT_STATUSES } from '../domain/batches.ts';
 

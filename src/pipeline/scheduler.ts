@@ -13,7 +13,7 @@
  * listing.
  */
 import { AbortedError, ApiError, InternalError, LimitExceededError, NetworkError, SchemaMismatchError, TimeoutError, toApiError } from '../api/errors.ts';
-import type { Account, TranscriptBatchRequest, VideoBatchRequest } from '../api/schemas.ts';
+import type { TranscriptBatchRequest, VideoBatchRequest } from '../api/schemas.ts';
 import type { Queryable } from '../db/connection.ts';
 import { BATCH_IN_FLIGHT_STATUSES, type BatchKind } from '../domain/batches.ts';
 import { claimVideos, pointClaimsAt, readSyncFacts, releaseClaims } from '../db/video-sync.ts';
@@ -23,6 +23,8 @@ import { activeHolds, clearHolds, describeHold, setHold, type UpstreamHoldRow } 
 import { SourceNotFoundError } from '../db/sources.ts';
 import { lostSubmissions, markSubmission, recordSending, unresolvedSubmissions } from '../db/submissions.ts';
 import { pollJobId } from '../queues/names.ts';
+import { checkCredits, CreditsRefusedError, type CreditReservations } from './credits.ts';
+import { isConnectionLost } from '../db/connection.ts';
 import type { PipelineDeps } from './deps.ts';
 
 /** Advisory-lock namespace of sync runs ('VS'); the second key is the source ID. */
@@ -55,53 +57,6 @@ export interface SyncOptions {
   reservations?: CreditReservations;
 }
 
-/**
- * Credits that syncs running side by side (a backfill of many sources) have passed the credit
- * guard for. Each check reads `/me` and also subtracts every reservation that `/me` may not show
- * yet: those still submitting, and those released only after the check's read began. One
- * released before a read began is in that read. Checks need not wait for each other; at worst a
- * charge is counted twice, which errs on the side of refusing.
- */
-export class CreditReservations {
-  private seq = 0;
-  private readonly reserved = new Set<{ credits: number; releasedAt?: number }>();
-  /** start marks of the `/me` reads in progress */
-  private readonly reading = new Set<number>();
-
-  /** `left()`: credits left per a fresh `/me`. An estimate that fits is reserved until `release()`. */
-  async check(estimate: number, left: () => Promise<number>): Promise<{ available: number; release: () => void }> {
-    const readFrom = ++this.seq;
-    this.reading.add(readFrom);
-    let fromMe: number;
-    try {
-      fromMe = await left();
-    } finally {
-      this.reading.delete(readFrom);
-    }
-    let held = 0;
-    for (const r of this.reserved) if (r.releasedAt === undefined || r.releasedAt > readFrom) held += r.credits;
-    this.prune();
-    const available = fromMe - held;
-    if (estimate > available) return { available, release: () => {} };
-    const mine: { credits: number; releasedAt?: number } = { credits: estimate };
-    this.reserved.add(mine);
-    return {
-      available,
-      release: () => {
-        mine.releasedAt ??= ++this.seq;
-        this.prune();
-      },
-    };
-  }
-
-  /** Forget released reservations that every read in progress began after. */
-  private prune(): void {
-    let oldest = Infinity;
-    for (const r of this.reading) oldest = Math.min(oldest, r);
-    for (const r of this.reserved) if (r.releasedAt !== undefined && r.releasedAt < oldest) this.reserved.delete(r);
-  }
-}
-
 interface SourceRow {
   id: number;
   kind: 'playlist' | 'channel';
@@ -119,20 +74,6 @@ interface PlannedBatch {
   request: VideoBatchRequest | TranscriptBatchRequest;
   videos: number;
   credits: number;
-}
-
-export class CreditsRefusedError extends Error {
-  readonly needed: number;
-  readonly available: number;
-  constructor(needed: number, available: number, reserve: number) {
-    super(
-      `not enough credits: this submission needs ${needed}, ${available} are left` +
-        (reserve > 0 ? ` above the reserve of ${reserve}` : ''),
-    );
-    this.name = 'CreditsRefusedError';
-    this.needed = needed;
-    this.available = available;
-  }
 }
 
 export async function syncSource(
@@ -170,25 +111,6 @@ export async function syncSource(
   } finally {
     if (!lost) conn.release();
   }
-}
-
-/** postgres.js / socket error codes meaning the server connection is gone. */
-const CONNECTION_LOST_CODES = new Set([
-  'CONNECTION_CLOSED',
-  'CONNECTION_ENDED',
-  'CONNECTION_DESTROYED',
-  'CONNECT_TIMEOUT',
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'EPIPE',
-  '57P01', // admin_shutdown (the server is shutting down)
-  '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now (starting up, recovering)
-]);
-
-export function isConnectionLost(e: unknown): boolean {
-  const code = (e as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && CONNECTION_LOST_CODES.has(code);
 }
 
 async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOptions): Promise<SyncResult> {
@@ -416,33 +338,6 @@ async function finishRun(sql: Queryable, runId: number, outcome: string, r: Sync
       videos_listed = ${r.listed}, videos_submitted = ${r.submitted},
       credits_estimated = ${r.creditsEstimated}, job_ids = ${r.jobIds}
     where id = ${runId}`;
-}
-
-/** Credits left for this sync (GET /me, minus the reserve and what side-by-side syncs reserved). */
-async function checkCredits(
-  deps: PipelineDeps,
-  sourceId: number,
-  estimate: number,
-  reservations: CreditReservations | undefined,
-): Promise<{ available: number; release: () => void }> {
-  const left = async () => {
-    const account = await takeCreditSnapshot(deps, sourceId, 'before-submit');
-    return account.maxCredits - account.usedCredits - deps.settings.creditReserve;
-  };
-  return reservations ? reservations.check(estimate, left) : { available: await left(), release: () => {} };
-}
-
-/** GET /me (free) and keep it in `credit_snapshots`. */
-export async function takeCreditSnapshot(
-  deps: Pick<PipelineDeps, 'sql' | 'api'>,
-  sourceId: number | null,
-  reason: string,
-): Promise<Account> {
-  const me = await deps.api.me();
-  await deps.sql`
-    insert into credit_snapshots (organization_id, plan, max_credits, used_credits, reason, source_id)
-    values (${me.organizationId}, ${me.plan}, ${me.maxCredits}, ${me.usedCredits}, ${reason}, ${sourceId})`;
-  return me;
 }
 
 /** Channel or playlist metadata into `channels`/`playlists`; skipped while fresh (it costs 1 credit). */

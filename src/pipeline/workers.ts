@@ -20,7 +20,8 @@ import { PayloadError, parsePayload, PollJobSchema, SinkJobSchema, SyncJobSchema
 import type { PipelineDeps } from './deps.ts';
 import { PERMANENT_API_CODES } from '../domain/refusals.ts';
 import { pollBatch, recordPollFailure } from './poller.ts';
-import { isConnectionLost, syncSource } from './scheduler.ts';
+import { isConnectionLost } from '../db/connection.ts';
+import { syncSource } from './scheduler.ts';
 import { sinkBatch } from './sink.ts';
 
 export const ROLES = ['scheduler', 'poller', 'sink'] as const;

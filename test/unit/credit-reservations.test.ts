@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CreditReservations } from '../../src/pipeline/scheduler.ts';
+import { CreditReservations } from '../../src/pipeline/credits.ts';
 
 /** A fake `/me`: credits left, changed by charges; each read can be held open by the test. */
 function account(left: number) {
