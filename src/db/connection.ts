@@ -40,7 +40,7 @@ export type Sql = postgres.Sql<{ int8: number }>;
  * connection, whatever its custom types (the repositories read no int8 or date they rely on).
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type Queryable = postgres.Sql<any> | postgres.TransactionSql<any>;
+export type Queryable = postgres.Sql<any> | postgres.TransactionSql<any> | postgres.ReservedSql<any>;
 export type Db = PostgresJsDatabase<typeof schema>;
 
 export interface CreateDbOptions {
@@ -71,7 +71,7 @@ export function clientOptions(opts: CreateDbOptions = {}) {
     // postgres.js prints notices (e.g. CREATE ... IF NOT EXISTS) with console.log by default,
     // which would pollute stdout, where only a command's output belongs.
     (log
-      ? (n: postgres.Notice) => log.debug({ code: n.code, notice: n.message }, 'postgres notice')
+      ? (n: postgres.Notice) => log.debug({ event: 'db.notice', code: n.code, notice: n.message }, 'postgres notice')
       : () => {});
   return {
     max: opts.max ?? DB_POOL_MAX,
@@ -114,4 +114,15 @@ const CONNECTION_LOST_CODES = new Set([
 export function isConnectionLost(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
   return typeof code === 'string' && CONNECTION_LOST_CODES.has(code);
+}
+
+/** One round trip: throws when the server does not answer. */
+export async function ping(sql: Queryable): Promise<void> {
+  await sql`select 1`;
+}
+
+/** The database's clock (ages shown to people do not depend on this machine's). */
+export async function databaseNow(sql: Queryable): Promise<Date> {
+  const [row] = await sql<{ now: Date }[]>`select now() as now`;
+  return row?.now ?? new Date();
 }

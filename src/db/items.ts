@@ -4,12 +4,11 @@
  * `processing` exactly once: a later answer (`result-unavailable`, a repeated poll) never
  * overwrites what was landed, failed or set aside.
  */
+import { LAND_CHUNK_ITEMS } from '../config.ts';
 import type { Queryable } from './connection.ts';
-import type { ItemState, QuarantineReason } from '../domain/items.ts';
+import { ITEM_STATES, type ItemState, type QuarantineReason } from '../domain/items.ts';
+import type { BatchItemRecord } from './schema.ts';
 import { ESCAPED_UNSTORABLE_RE, findUnstorable, isStorableText, storableText } from './storable.ts';
-
-/** Items per statement when landing: bounds the size of one JSON parameter (~20 KB per item). */
-export const LAND_CHUNK_ITEMS = 500;
 
 export interface LandItem {
   videoId: string;
@@ -100,16 +99,22 @@ function landJson(items: readonly LandItem[]): string {
  * Records items of one batch as they were answered. New items are inserted; an existing row is
  * changed only while it is still `processing` (and only if something differs), so landing the
  * same answer twice writes nothing and a landed payload is never replaced. Items with the same
- * videoId: the last one wins. Runs one statement per LAND_CHUNK_ITEMS items; pass a transaction
- * to make a whole poll atomic.
+ * videoId: the last one wins. Runs one statement per `chunkItems` items (default
+ * LAND_CHUNK_ITEMS: it bounds the size of one JSON parameter, ~20 KB per transcript item); pass
+ * a transaction to make a whole poll atomic.
  */
-export async function landItems(sql: Queryable, jobId: string, items: readonly LandItem[]): Promise<LandResult> {
+export async function landItems(
+  sql: Queryable,
+  jobId: string,
+  items: readonly LandItem[],
+  chunkItems: number = LAND_CHUNK_ITEMS,
+): Promise<LandResult> {
   const byVideo = new Map<string, LandItem>();
   for (const item of items) byVideo.set(item.videoId, item);
   const unique = [...byVideo.values()];
   const total: LandResult = { written: 0, landed: 0, rows: [] };
-  for (let i = 0; i < unique.length; i += LAND_CHUNK_ITEMS) {
-    const json = landJson(unique.slice(i, i + LAND_CHUNK_ITEMS));
+  for (let i = 0; i < unique.length; i += chunkItems) {
+    const json = landJson(unique.slice(i, i + chunkItems));
     const rows = await sql<{ video_id: string; state: ItemState; error_code: string | null }[]>`
       insert into batch_items as b (job_id, video_id, state, error_code, payload, payload_raw, reason, reason_code, landed_at)
       select ${jobId}, video_id, state, error_code, payload, payload_raw, reason, reason_code,
@@ -230,4 +235,67 @@ export async function markUnfinishedRetryable(sql: Queryable, jobId: string, err
     where job_id = ${jobId} and state = 'processing'
     returning video_id`;
   return rows.map((r) => r.video_id);
+}
+
+/** The state and errorCode of every item recorded for a batch. */
+export function itemStates(sql: Queryable, jobId: string): Promise<Pick<BatchItemRecord, 'videoId' | 'state' | 'errorCode'>[]> {
+  return sql<Pick<BatchItemRecord, 'videoId' | 'state' | 'errorCode'>[]>`
+    select video_id as "videoId", state, error_code as "errorCode" from batch_items where job_id = ${jobId}`;
+}
+
+/** sunk → landed for every item of the batch, so the sink stores them again; returns how many. */
+export async function reopenSunk(sql: Queryable, jobId: string): Promise<number> {
+  const rows = await sql`
+    update batch_items set state = 'landed', updated_at = now()
+    where job_id = ${jobId} and state = 'sunk'
+    returning 1`;
+  return rows.length;
+}
+
+/** Batches with items landed but not sunk (work for the sink). */
+export async function jobIdsWithLandedItems(sql: Queryable): Promise<string[]> {
+  const rows = await sql<Pick<BatchItemRecord, 'jobId'>[]>`
+    select distinct job_id as "jobId" from batch_items where state = 'landed'`;
+  return rows.map((r) => r.jobId);
+}
+
+export interface ItemCounts {
+  /** every ITEM_STATES state, zeros included */
+  byState: Record<ItemState, number>;
+  /** retryable items that no batch has re-submitted yet */
+  retryablePending: number;
+}
+
+/** Items of every batch per state. */
+export async function itemCounts(sql: Queryable): Promise<ItemCounts> {
+  const rows = await sql<{ state: ItemState; n: number; unclaimed: number }[]>`
+    select state, count(*)::int as n, count(*) filter (where resubmitted_in is null)::int as unclaimed
+    from batch_items group by state`;
+  const byState = Object.fromEntries(ITEM_STATES.map((s) => [s, 0])) as Record<ItemState, number>;
+  let retryablePending = 0;
+  for (const r of rows) {
+    byState[r.state] = r.n;
+    if (r.state === 'retryable') retryablePending = r.unclaimed;
+  }
+  return { byState, retryablePending };
+}
+
+/** Items that carry an errorCode, by code and by the state it left them in; the most frequent first. */
+export function itemErrorCounts(sql: Queryable): Promise<{ errorCode: string; state: ItemState; items: number }[]> {
+  return sql<{ errorCode: string; state: ItemState; items: number }[]>`
+    select error_code as "errorCode", state, count(*)::int as items from batch_items
+    where error_code is not null group by error_code, state order by items desc, error_code`;
+}
+
+/** Items in one of `states` that carry an errorCode, by the source of their batch and the code. */
+export function itemErrorsBySource(
+  sql: Queryable,
+  states: readonly ItemState[],
+): Promise<{ sourceId: number | null; errorCode: string; items: number }[]> {
+  return sql<{ sourceId: number | null; errorCode: string; items: number }[]>`
+    select b.source_id as "sourceId", i.error_code as "errorCode", count(*)::int as items
+    from batch_items i join batches b on b.job_id = i.job_id
+    where i.error_code is not null and i.state = any(${[...states]}::text[])
+    group by b.source_id, i.error_code
+    order by b.source_id nulls last, items desc`;
 }

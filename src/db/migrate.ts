@@ -93,7 +93,7 @@ export async function ensureDatabase(url: string, log: Logger = silentLogger()):
   const admin = postgres(withDatabase(url, MAINTENANCE_DATABASE), clientOptions({ max: 1, log }));
   try {
     await admin.unsafe(`create database ${quoteIdentifier(name)}`);
-    log.info({ database: name }, 'database created');
+    log.info({ event: 'db.created', database: name }, 'database created');
     return true;
   } catch (e: unknown) {
     // Another process created it between our probe and our CREATE: the catalog's unique index
@@ -133,7 +133,7 @@ export async function migrateDatabase(url: string, log: Logger = silentLogger())
         migrationsTable: MIGRATIONS_TABLE,
       });
       const applied = (await appliedCount(client)) - before;
-      log.info({ database: databaseNameOf(url), applied, created }, 'migrations applied');
+      log.info({ event: 'db.migrated', database: databaseNameOf(url), applied, created }, 'migrations applied');
       return { created, applied };
     } finally {
       await client`select pg_advisory_unlock(${MIGRATION_LOCK_KEY.toString()}::bigint)`;

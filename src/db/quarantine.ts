@@ -2,9 +2,10 @@
  * Quarantined `batch_items`: counted by reason (status, /metrics) and re-read for
  * `replay --quarantined`, which gives each one the outcome today's code sees in its raw copy.
  */
-import type { BatchKind } from '../domain/batches.ts';
-import { QUARANTINE_REASONS, type ItemState, type QuarantineReason } from '../domain/items.ts';
+import { recheckAt } from '../domain/attempts.ts';
+import { QUARANTINE_REASONS, type ItemState } from '../domain/items.ts';
 import type { Queryable } from './connection.ts';
+import type { Batch, BatchItemRecord } from './schema.ts';
 import { storableText } from './storable.ts';
 
 /** The count label of a quarantined row whose `reason_code` is null (quarantined before codes existed). */
@@ -32,11 +33,7 @@ export interface QuarantineFilter {
   jobId?: string | undefined;
 }
 
-export interface QuarantinedBatch {
-  jobId: string;
-  kind: BatchKind;
-  lang: string | null;
-}
+export type QuarantinedBatch = Pick<Batch, 'jobId' | 'kind' | 'lang'>;
 
 /** Batches holding quarantined items (matching `filter`), oldest first. */
 export function batchesWithQuarantined(sql: Queryable, filter: QuarantineFilter): Promise<QuarantinedBatch[]> {
@@ -51,16 +48,14 @@ export function batchesWithQuarantined(sql: Queryable, filter: QuarantineFilter)
     order by b.submitted_at, b.job_id`;
 }
 
-export interface QuarantinedItem {
-  videoId: string;
-  errorCode: string | null;
-  payload: unknown;
-  /** the received text when jsonb could not hold it (or the first bytes of a too-large item) */
-  payloadRaw: string | null;
-  reason: string | null;
-  /** null for rows quarantined before reason codes existed */
+/**
+ * `payloadRaw`: the received text when jsonb could not hold it (or the first bytes of a too-large
+ * item); `reasonCode`: as stored (a code a newer version wrote included), null for rows
+ * quarantined before reason codes existed.
+ */
+export type QuarantinedItem = Pick<BatchItemRecord, 'videoId' | 'errorCode' | 'payload' | 'payloadRaw' | 'reason'> & {
   reasonCode: string | null;
-}
+};
 
 /**
  * Up to `limit` quarantined items of a batch after `afterVideoId`, by videoId. With `lock` (in a
@@ -125,13 +120,14 @@ export async function requalifyQuarantined(
     where b.job_id = ${batch.jobId} and b.video_id = r.video_id and b.state = 'quarantined'
       and (b.state, b.error_code, b.reason, b.reason_code) is distinct from (r.state, r.error_code, r.reason, r.reason_code)
     returning b.video_id, b.state, b.error_code`;
-  const moved = rows.filter((r) => r.state !== 'quarantined');
+  const now = new Date();
+  const moved = rows
+    .filter((r) => r.state !== 'quarantined')
+    .map((r) => ({ ...r, next_check_at: recheckAt(r.error_code, now, recheckMs)?.toISOString() ?? null }));
   if (moved.length > 0) {
     await sql`
-      update video_sync s set last_state = r.state, last_error_code = r.error_code,
-        next_check_at = case when r.error_code = 'transcript-unavailable' then now() + make_interval(secs => ${recheckMs / 1000}) end,
-        updated_at = now()
-      from jsonb_to_recordset(${JSON.stringify(moved)}::text::jsonb) as r(video_id text, state text, error_code text)
+      update video_sync s set last_state = r.state, last_error_code = r.error_code, next_check_at = r.next_check_at, updated_at = now()
+      from jsonb_to_recordset(${JSON.stringify(moved)}::text::jsonb) as r(video_id text, state text, error_code text, next_check_at timestamptz)
       where s.video_id = r.video_id and s.kind = ${batch.kind} and s.lang = ${batch.lang ?? ''}
         and s.last_job_id = ${batch.jobId} and s.last_state = 'quarantined'`;
   }

@@ -23,6 +23,8 @@ import {
 } from 'drizzle-orm/pg-core';
 import { BATCH_IN_FLIGHT_STATUSES, BATCH_KINDS, BATCH_STATUSES, type BatchKind, type BatchStatus } from '../domain/batches.ts';
 import { ITEM_STATES, type ItemState, type QuarantineReason } from '../domain/items.ts';
+import { SYNC_RUN_OUTCOMES, type SyncRunOutcome } from '../domain/syncs.ts';
+import { CLAIM_STANDING_SUBMISSIONS, SUBMISSION_STATES, type SubmissionState } from '../domain/submissions.ts';
 import { HOLD_CODES, HOLD_SCOPES, type HoldCode, type HoldEvent, type HoldScope } from '../domain/refusals.ts';
 import {
   BATCH_MODES,
@@ -54,8 +56,8 @@ export type { ItemState, QuarantineReason } from '../domain/items.ts';
 export { HOLD_CODES, HOLD_SCOPES } from '../domain/refusals.ts';
 export type { HoldCode, HoldScope } from '../domain/refusals.ts';
 
-export const SYNC_OUTCOMES = ['submitted', 'up-to-date', 'refused-credits', 'refused-upstream', 'error'] as const;
-export type SyncOutcome = (typeof SYNC_OUTCOMES)[number];
+export { SYNC_RUN_OUTCOMES } from '../domain/syncs.ts';
+export type { SyncRunOutcome } from '../domain/syncs.ts';
 
 /** `sql` list literal for a check constraint or a partial index: `'a', 'b'`. */
 const sqlList = (values: readonly string[]) => sql.raw(values.map((v) => `'${v}'`).join(', '));
@@ -355,23 +357,24 @@ export const syncRuns = pgTable(
     sourceId: integer('source_id').references(() => sources.id, { onDelete: 'set null' }),
     startedAt: tstzNow('started_at'),
     finishedAt: tstz('finished_at'),
-    outcome: text('outcome').$type<SyncOutcome>(),
+    outcome: text('outcome').$type<SyncRunOutcome>(),
     detail: text('detail'),
     videosListed: integer('videos_listed'),
     videosSubmitted: integer('videos_submitted'),
+    /** what the run's batches were estimated to cost (what the credit guard checked) */
     creditsEstimated: integer('credits_estimated'),
     jobIds: text('job_ids').array(),
+    /** what listing the source cost this run (1 per ID listing, 1 per search page), spent before the guard */
+    listingCredits: integer('listing_credits'),
   },
   (t) => [
     index('sync_runs_source_started_idx').on(t.sourceId, t.startedAt),
-    check('sync_runs_outcome_ck', sql`${t.outcome} is null or ${t.outcome} in (${sqlList(SYNC_OUTCOMES)})`),
+    check('sync_runs_outcome_ck', sql`${t.outcome} is null or ${t.outcome} in (${sqlList(SYNC_RUN_OUTCOMES)})`),
   ],
 );
 
-export const SUBMISSION_STATES = ['sending', 'submitted', 'failed', 'unknown', 'not-created', 'lost', 'released'] as const;
-export type SubmissionState = (typeof SUBMISSION_STATES)[number];
-/** Submissions whose outcome is not known yet (the next sync of their source resolves them). */
-export const SUBMISSION_PENDING_STATES = ['sending', 'unknown'] as const satisfies readonly SubmissionState[];
+export { SUBMISSION_STATES, SUBMISSION_PENDING_STATES } from '../domain/submissions.ts';
+export type { SubmissionState } from '../domain/submissions.ts';
 
 /**
  * Every batch POST, written before it is sent. A POST costs credits and is never retried
@@ -403,7 +406,7 @@ export const batchSubmissions = pgTable(
   (t) => [
     index('batch_submissions_pending_idx')
       .on(t.sourceId, t.kind)
-      .where(sql`${t.state} in ('sending', 'unknown', 'lost')`),
+      .where(sql`${t.state} in (${sqlList(CLAIM_STANDING_SUBMISSIONS)})`),
     check('batch_submissions_state_ck', sql`${t.state} in (${sqlList(SUBMISSION_STATES)})`),
     check('batch_submissions_kind_ck', sql`${t.kind} in (${sqlList(BATCH_KINDS)})`),
   ],

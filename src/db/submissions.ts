@@ -3,7 +3,7 @@
  * lost is never forgotten and never repeated blindly (see the table's comment in schema.ts).
  */
 import type { Queryable } from './connection.ts';
-import type { BatchKind, SubmissionState } from './schema.ts';
+import type { BatchKind, BatchSubmission, SubmissionState } from './schema.ts';
 
 export interface NewSubmission {
   sourceId: number | null;
@@ -14,17 +14,10 @@ export interface NewSubmission {
   usedCreditsBefore: number | null;
 }
 
-export interface SubmissionRow {
-  id: number;
-  sourceId: number | null;
-  kind: BatchKind;
-  lang: string | null;
-  state: SubmissionState;
-  creditsEstimated: number;
-  usedCreditsBefore: number | null;
-  detail: string | null;
-  createdAt: Date;
-}
+export type SubmissionRow = Pick<
+  BatchSubmission,
+  'id' | 'sourceId' | 'kind' | 'lang' | 'state' | 'creditsEstimated' | 'usedCreditsBefore' | 'detail' | 'createdAt'
+>;
 
 /** Record a POST about to be sent (`sending`); returns its ID. */
 export async function recordSending(sql: Queryable, s: NewSubmission): Promise<number> {
@@ -47,19 +40,15 @@ export async function markSubmission(
     where id = ${id}`;
 }
 
-const toRow = (r: {
-  id: number; source_id: number | null; kind: BatchKind; lang: string | null; state: SubmissionState;
-  credits_estimated: number; used_credits_before: number | null; detail: string | null; created_at: Date;
-}): SubmissionRow => ({
+const SUBMISSION_COLUMNS = (sql: Queryable) => sql`
+  id, source_id as "sourceId", kind, lang, state, credits_estimated as "creditsEstimated",
+  used_credits_before as "usedCreditsBefore", detail, created_at as "createdAt"`;
+
+// bigint columns: a number whatever the client's int8 parser
+const toRow = (r: SubmissionRow): SubmissionRow => ({
+  ...r,
   id: Number(r.id),
-  sourceId: r.source_id,
-  kind: r.kind,
-  lang: r.lang,
-  state: r.state,
-  creditsEstimated: r.credits_estimated,
-  usedCreditsBefore: r.used_credits_before === null ? null : Number(r.used_credits_before),
-  detail: r.detail,
-  createdAt: r.created_at,
+  usedCreditsBefore: r.usedCreditsBefore === null ? null : Number(r.usedCreditsBefore),
 });
 
 /**
@@ -68,8 +57,8 @@ const toRow = (r: {
  * another process that does not hold the source's lock, such as replay).
  */
 export async function unresolvedSubmissions(sql: Queryable, sourceId: number, staleSendingMs: number): Promise<SubmissionRow[]> {
-  const rows = await sql<Parameters<typeof toRow>[0][]>`
-    select id, source_id, kind, lang, state, credits_estimated, used_credits_before, detail, created_at
+  const rows = await sql<SubmissionRow[]>`
+    select ${SUBMISSION_COLUMNS(sql)}
     from batch_submissions
     where source_id = ${sourceId}
       and (state = 'unknown' or (state = 'sending' and updated_at < now() - make_interval(secs => ${staleSendingMs / 1000})))
@@ -79,10 +68,20 @@ export async function unresolvedSubmissions(sql: Queryable, sourceId: number, st
 
 /** Submissions judged `lost` (probably created upstream, unreadable): of one source, or all. */
 export async function lostSubmissions(sql: Queryable, sourceId?: number): Promise<SubmissionRow[]> {
-  const rows = await sql<Parameters<typeof toRow>[0][]>`
-    select id, source_id, kind, lang, state, credits_estimated, used_credits_before, detail, created_at
+  const rows = await sql<SubmissionRow[]>`
+    select ${SUBMISSION_COLUMNS(sql)}
     from batch_submissions
     where state = 'lost' and (${sourceId ?? null}::int is null or source_id = ${sourceId ?? null}::int)
     order by id`;
   return rows.map(toRow);
+}
+
+/**
+ * Lost batch POSTs of a source (not transcript-job requests, whose videos no batch claims): a
+ * kind and language with one waits for a person before the source's batches resume.
+ */
+export async function lostBatchSubmissions(sql: Queryable, sourceId: number): Promise<Pick<SubmissionRow, 'kind' | 'lang'>[]> {
+  return sql<Pick<SubmissionRow, 'kind' | 'lang'>[]>`
+    select distinct kind, lang from batch_submissions
+    where state = 'lost' and source_id = ${sourceId} and request->>'mode' is distinct from 'generate'`;
 }

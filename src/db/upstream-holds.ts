@@ -9,25 +9,14 @@
  * statement as the change: a hold that came and went while nobody watched still shows.
  */
 import type { Queryable } from './connection.ts';
-import { HOLD_SCOPE_OF, type HoldCode, type HoldEvent, type HoldScope } from '../domain/refusals.ts';
+import { HOLD_SCOPE_OF, type HoldCode, type HoldEvent } from '../domain/refusals.ts';
+import type { upstreamHoldEvents, UpstreamHold } from './schema.ts';
 
-export interface UpstreamHoldRow {
-  code: HoldCode;
-  scope: HoldScope;
-  reason: string;
-  since: Date;
-  lastSeenAt: Date;
-}
+export type UpstreamHoldRow = UpstreamHold;
 
 export { HOLD_SCOPE_OF };
 
-export interface UpstreamHoldEventRow {
-  id: number;
-  code: HoldCode;
-  event: HoldEvent;
-  reason: string | null;
-  at: Date;
-}
+export type UpstreamHoldEventRow = typeof upstreamHoldEvents.$inferSelect;
 
 const SET: HoldEvent = 'set';
 const LIFTED: HoldEvent = 'lifted';
@@ -52,9 +41,8 @@ export async function setHold(sql: Queryable, code: HoldCode, reason: string): P
 }
 
 export async function activeHolds(sql: Queryable): Promise<UpstreamHoldRow[]> {
-  const rows = await sql<{ code: HoldCode; scope: HoldScope; reason: string; since: Date; last_seen_at: Date }[]>`
-    select code, scope, reason, since, last_seen_at from upstream_holds order by since`;
-  return rows.map((r) => ({ code: r.code, scope: r.scope, reason: r.reason, since: r.since, lastSeenAt: r.last_seen_at }));
+  return sql<UpstreamHoldRow[]>`
+    select code, scope, reason, since, last_seen_at as "lastSeenAt" from upstream_holds order by since`;
 }
 
 /**
@@ -78,9 +66,9 @@ export async function clearHolds(sql: Queryable, codes?: readonly HoldCode[], re
 
 /** The latest hold events, newest first (for `status`). */
 export async function recentHoldEvents(sql: Queryable, limit: number): Promise<UpstreamHoldEventRow[]> {
-  const rows = await sql<{ id: number; code: HoldCode; event: HoldEvent; reason: string | null; at: Date }[]>`
+  const rows = await sql<UpstreamHoldEventRow[]>`
     select id, code, event, reason, at from upstream_hold_events order by at desc, id desc limit ${limit}`;
-  return rows.map((r) => ({ id: Number(r.id), code: r.code, event: r.event, reason: r.reason, at: r.at }));
+  return rows.map((r) => ({ ...r, id: Number(r.id) }));
 }
 
 /** How each hold ends, for a person. */
