@@ -19,6 +19,9 @@ import type { BatchKind } from './batches.ts';
 export const ITEM_STATES = ['processing', 'landed', 'sunk', 'failed', 'retryable', 'quarantined'] as const;
 export type ItemState = (typeof ITEM_STATES)[number];
 
+/** States of an item that ended without being stored: failed, left retryable, or set aside. */
+export const ITEM_ERROR_STATES = ['failed', 'retryable', 'quarantined'] as const satisfies readonly ItemState[];
+
 /** States after which an item of a batch never changes again (per that batch). */
 export function isFinalItemState(state: ItemState): boolean {
   return state !== 'processing' && state !== 'quarantined';

@@ -58,3 +58,6 @@ export function startedMinutes(durationS: number): number {
 export function generateCredits(durationS: number): number {
   return GENERATE_CREDITS_PER_MINUTE * startedMinutes(durationS);
 }
+
+/** A channel's or playlist's metadata record is re-fetched (1 credit) when older than this. */
+export const SOURCE_METADATA_REFRESH_MS = 24 * 3_600_000;
