@@ -149,7 +149,7 @@ export interface CallOptions {
 
 /** `GET /transcript` answers either at once (200) or with a job to poll (202). */
 export type MediaTranscriptResult =
-  | { kind: 'transcript'; transcript: Transcript }
+  | { kind: 'transcript'; transcript: Transcript; /** the answer as received, to land raw */ raw: unknown }
   | { kind: 'job'; jobId: string };
 
 /** The raw answer of `GET /{platform}/batch/{jobId}`, for incremental parsing. */
@@ -161,6 +161,8 @@ export interface BatchStream {
 }
 
 export interface ApiClient {
+  /** the platform path segment this client speaks to (`videosite` unless configured) */
+  readonly platform: string;
   /** `POST /{platform}/video/batch`: a metadata batch. Costs 1 credit + 1 per video. */
   createVideoBatch(body: VideoBatchRequest, o?: CallOptions): Promise<JobId>;
   /** `POST /{platform}/transcript/batch`: a transcript batch (items carry `transcript`). */
@@ -190,6 +192,8 @@ export interface ApiClient {
   getMediaTranscript(q: MediaTranscriptQuery, o?: CallOptions): Promise<MediaTranscriptResult>;
   /** `GET /transcript/{jobId}` */
   getTranscriptJob(jobId: string, o?: CallOptions): Promise<JobResult>;
+  /** `GET /transcript/{jobId}`, with the answer as received (what the pipeline lands raw) */
+  readTranscriptJob(jobId: string, o?: CallOptions): Promise<{ result: JobResult; raw: unknown }>;
   /** `GET /web/scrape` */
   scrape(q: WebPageQuery, o?: CallOptions): Promise<Scrape>;
   /** `GET /web/map` */
@@ -316,13 +320,14 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
     query: object | undefined,
     schema: S,
     o: CallOptions | undefined,
+    kind: RequestSpec['kind'] = 'idempotent',
   ): Promise<z.output<S>> {
     const spec: RequestSpec = {
       method: 'GET',
       endpoint,
       path,
       query: query === undefined ? undefined : toQuery(query),
-      kind: 'idempotent',
+      kind,
       signal: o?.signal,
     };
     return (await http.requestJson(spec, schema)).data;
@@ -373,6 +378,7 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
   }
 
   return {
+    platform,
     createVideoBatch: async (body, o) => {
       const endpoint = `POST ${p}/video/batch`;
       return createJob(endpoint, `${p}/video/batch`, validate(VideoBatchRequestSchema, body, endpoint), o);
@@ -422,12 +428,21 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
     getMediaTranscript: async (q, o) => {
       const endpoint = 'GET /transcript';
       const query = validate(MediaTranscriptQuerySchema, q, endpoint);
-      const data = await get(endpoint, '/transcript', query, TranscriptOrJobIdSchema, o);
-      return 'jobId' in data ? { kind: 'job', jobId: data.jobId } : { kind: 'transcript', transcript: data };
+      // anything but `native` may start a paid job: like a batch POST, never repeated once it may have arrived
+      const kind = query.mode === 'native' ? 'idempotent' : 'create';
+      const spec: RequestSpec = { method: 'GET', endpoint, path: '/transcript', query: toQuery(query), kind, signal: o?.signal };
+      const { data, raw } = await http.requestJson(spec, TranscriptOrJobIdSchema);
+      return 'jobId' in data ? { kind: 'job', jobId: data.jobId } : { kind: 'transcript', transcript: data, raw };
     },
     getTranscriptJob: async (jobId, o) => {
       const endpoint = 'GET /transcript/{jobId}';
       return get(endpoint, `/transcript/${jobIdSegment(jobId, endpoint)}`, undefined, JobResultSchema, o);
+    },
+    readTranscriptJob: async (jobId, o) => {
+      const endpoint = 'GET /transcript/{jobId}';
+      const spec: RequestSpec = { method: 'GET', endpoint, path: `/transcript/${jobIdSegment(jobId, endpoint)}`, kind: 'idempotent', signal: o?.signal };
+      const { data, raw } = await http.requestJson(spec, JobResultSchema);
+      return { result: data, raw };
     },
     scrape: async (q, o) => {
       const endpoint = 'GET /web/scrape';

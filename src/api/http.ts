@@ -93,6 +93,8 @@ export interface RequestSpec {
 export interface JsonAnswer<T> {
   status: number;
   data: T;
+  /** the body as received (JSON-parsed, before the schema dropped or coerced anything): what is landed raw */
+  raw: unknown;
 }
 
 export interface StreamAnswer {
@@ -331,7 +333,7 @@ export function createHttp(opts: HttpOptions): Http {
     const r = capRetryAfterMs(receivedMs, opts.retryAfterMaxMs);
     if (r?.capped) {
       opts.log.warn(
-        { endpoint: spec.endpoint, status: res.statusCode, receivedMs, cappedMs: r.ms },
+        { event: 'upstream.retry_after_capped', endpoint: spec.endpoint, status: res.statusCode, receivedMs, cappedMs: r.ms },
         'retry-after capped',
       );
     }
@@ -365,7 +367,7 @@ export function createHttp(opts: HttpOptions): Http {
     try {
       opts.onRequest(e);
     } catch (err: unknown) {
-      opts.log.warn({ endpoint: e.endpoint, err }, 'onRequest hook failed');
+      opts.log.warn({ event: 'upstream.hook_failed', endpoint: e.endpoint, err }, 'onRequest hook failed');
     }
   }
 
@@ -388,7 +390,7 @@ export function createHttp(opts: HttpOptions): Http {
         const answer = await attemptOnce();
         const durationMs = performance.now() - started;
         emit({ endpoint: spec.endpoint, method: spec.method, status: answer.status, attempt, durationMs });
-        opts.log.debug({ endpoint: spec.endpoint, status: answer.status, attempt, durationMs }, 'upstream request');
+        opts.log.debug({ event: 'upstream.request', endpoint: spec.endpoint, status: answer.status, attempt, durationMs }, 'upstream request');
         return answer;
       } catch (e: unknown) {
         failure = e instanceof AttemptFailure ? e : transportFailure(e, spec.endpoint, spec.signal);
@@ -407,13 +409,13 @@ export function createHttp(opts: HttpOptions): Http {
       const decision = decideRetry(spec.kind, outcome, attempt, opts.retry, opts.random);
       if (!decision.retry) {
         opts.log.debug(
-          { endpoint: spec.endpoint, status: error.status, attempt, durationMs, code: error.code, reason: decision.reason },
+          { event: 'upstream.request_failed', endpoint: spec.endpoint, status: error.status, attempt, durationMs, code: error.code, reason: decision.reason },
           'upstream request failed',
         );
         throw scrubSecret(error, opts.apiKey);
       }
       opts.log.warn(
-        { endpoint: spec.endpoint, attempt, delayMs: decision.delayMs, code: error.code, status: error.status, durationMs: Math.round(durationMs) },
+        { event: 'upstream.retry', endpoint: spec.endpoint, attempt, delayMs: decision.delayMs, code: error.code, status: error.status, durationMs: Math.round(durationMs) },
         'upstream request retry',
       );
       try {
@@ -468,7 +470,7 @@ export function createHttp(opts: HttpOptions): Http {
           kind: 'invalid-answer',
         });
       }
-      return { status: res.statusCode, data: parsed.data as z.output<S> };
+      return { status: res.statusCode, data: parsed.data as z.output<S>, raw: json };
     });
   }
 
