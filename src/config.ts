@@ -35,7 +35,9 @@ export const API_MAX_BODY_BYTES_MIN = 1_024;
 export const API_MAX_BODY_BYTES_MAX = 256 * 1024 * 1024;
 
 /** Pipeline defaults. */
+/** Upstream requests per second, all processes together: the lowest plans allow about one (UPSTREAM.md); be a bit above. */
 export const API_RATE_PER_SECOND = 5;
+/** Requests allowed at once after a quiet period. */
 export const API_RATE_BURST = 10;
 export const BATCH_SIZE_MAX_VIDEOS = 5000;
 export const CREDIT_RESERVE = 0;
@@ -60,7 +62,10 @@ export const POLL_CONCURRENCY = 4;
 export const SINK_CONCURRENCY = 2;
 export const SCHEDULE_CONCURRENCY = 2;
 export const SHUTDOWN_GRACE_MS = 20_000;
-/** A running job's lock in Redis, renewed at half this while the job runs; a dead worker's job is taken up again after it. */
+/**
+ * A running job's lock in Redis, renewed at half this while the job runs; a dead worker's job is
+ * taken up again after it. Long enough for a 100 MB poll on a slow link.
+ */
 export const JOB_LOCK_DURATION_MS = 120_000;
 /** How often each worker looks for jobs whose lock expired (their worker died) and re-queues them. */
 export const JOB_STALLED_CHECK_MS = 30_000;
@@ -160,7 +165,7 @@ const EnvSchema = z.object({
     .default(API_MAX_BODY_BYTES),
   API_RATE_PER_SECOND: positiveInt(10_000).default(API_RATE_PER_SECOND),
   API_RATE_BURST: positiveInt(10_000).default(API_RATE_BURST),
-  BATCH_SIZE: positiveInt(5000).default(BATCH_SIZE_MAX_VIDEOS),
+  BATCH_SIZE: positiveInt(BATCH_SIZE_MAX_VIDEOS).default(BATCH_SIZE_MAX_VIDEOS),
   CREDIT_RESERVE: nonNegativeInt.default(CREDIT_RESERVE),
   POLL_INITIAL_DELAY_MS: positiveInt(3_600_000).default(POLL_INITIAL_DELAY_MS),
   POLL_MIN_DELAY_MS: positiveInt(3_600_000).default(POLL_MIN_DELAY_MS),

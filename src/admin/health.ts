@@ -8,7 +8,7 @@
  * (`ok`, `down`, `timeout`, `pending`); the underlying error is logged, once per change.
  */
 import type { Redis } from 'ioredis';
-import type { Queryable } from '../db/connection.ts';
+import { ping, type Queryable } from '../db/connection.ts';
 import { migrationsCurrent } from '../db/migrate.ts';
 import type { Logger } from '../log.ts';
 
@@ -67,8 +67,8 @@ export function createReadinessChecker(deps: ReadinessDeps): ReadinessChecker {
       err = e;
     }
     if (last.get(name) !== state) {
-      if (state === 'ok') deps.log.info({ check: name }, 'readiness check ok');
-      else deps.log.warn({ check: name, state, err: err instanceof Error ? { message: err.message } : undefined }, 'readiness check failing');
+      if (state === 'ok') deps.log.info({ event: 'admin.check_ok', check: name }, 'readiness check ok');
+      else deps.log.warn({ event: 'admin.check_failing', check: name, state, err: err instanceof Error ? { message: err.message } : undefined }, 'readiness check failing');
       last.set(name, state);
     }
     return state;
@@ -78,7 +78,7 @@ export function createReadinessChecker(deps: ReadinessDeps): ReadinessChecker {
     async check() {
       const [postgres, redis, migrations] = await Promise.all([
         run('postgres', async () => {
-          await deps.sql`select 1`;
+          await ping(deps.sql);
           return 'ok';
         }),
         run('redis', async () => {

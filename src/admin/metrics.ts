@@ -16,9 +16,13 @@
 import type { Redis } from 'ioredis';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RequestEvent } from '../api/client.ts';
+import { batchCountsByStatus } from '../db/batches.ts';
 import type { Queryable } from '../db/connection.ts';
+import { latestCreditSnapshot } from '../db/credit-snapshots.ts';
+import { itemErrorCounts } from '../db/items.ts';
 import { quarantineCounts } from '../db/quarantine.ts';
 import { BATCH_STATUSES } from '../db/schema.ts';
+import { secondsSinceSync } from '../db/sources.ts';
 import type { UpsertCounts } from '../db/videos.ts';
 import type { Logger } from '../log.ts';
 import type { PipelineMetrics } from '../pipeline/deps.ts';
@@ -134,14 +138,14 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
             timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
           }),
         ]);
-        if (failing.delete(name)) src.log.info({ family: name }, 'metrics family readable again');
+        if (failing.delete(name)) src.log.info({ event: 'metrics.family_recovered', family: name }, 'metrics family readable again');
         return value;
       } catch (e: unknown) {
         collectErrors.inc({ family: name });
         // logged when it starts failing, not on every scrape of an outage
         if (!failing.has(name)) {
           failing.add(name);
-          src.log.warn({ family: name, err: { message: e instanceof Error ? e.message : String(e) } }, 'metrics family not readable');
+          src.log.warn({ event: 'metrics.family_failed', family: name, err: { message: e instanceof Error ? e.message : String(e) } }, 'metrics family not readable');
         }
         return undefined;
       } finally {
@@ -158,12 +162,7 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
     return get;
   };
 
-  const credits = family('credits', async () => {
-    const [row] = await src.sql<{ used: number | null; max: number | null; at: number }[]>`
-      select used_credits::float8 as used, max_credits::float8 as max, extract(epoch from taken_at)::float8 as at
-      from credit_snapshots order by taken_at desc, id desc limit 1`;
-    return row;
-  });
+  const credits = family('credits', () => latestCreditSnapshot(src.sql));
   new Gauge({
     name: `${METRIC_PREFIX}credits_used`,
     help: 'API credits used, per the latest GET /me snapshot (credit_snapshots).',
@@ -171,7 +170,7 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
     async collect() {
       this.reset();
       const r = await credits();
-      if (r?.used != null) this.set(r.used);
+      if (r?.usedCredits != null) this.set(r.usedCredits);
     },
   });
   new Gauge({
@@ -181,7 +180,7 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
     async collect() {
       this.reset();
       const r = await credits();
-      if (r?.max != null) this.set(r.max);
+      if (r?.maxCredits != null) this.set(r.maxCredits);
     },
   });
   new Gauge({
@@ -191,12 +190,11 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
     async collect() {
       this.reset();
       const r = await credits();
-      if (r) this.set(r.at);
+      if (r) this.set(r.takenAt.getTime() / 1000);
     },
   });
 
-  const batches = family('batches', () => src.sql<{ status: string; n: number }[]>`
-    select status, count(*)::int as n from batches group by status`);
+  const batches = family('batches', () => batchCountsByStatus(src.sql));
   new Gauge({
     name: `${METRIC_PREFIX}batches`,
     help: 'Upstream batches recorded in Postgres, by status.',
@@ -208,13 +206,11 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
       if (!r) return;
       // every status, zeros included, so a rate or an alert never sees a series vanish
       for (const status of BATCH_STATUSES) this.set({ status }, 0);
-      for (const row of r) this.set({ status: row.status }, row.n);
+      for (const [status, n] of Object.entries(r)) this.set({ status }, n);
     },
   });
 
-  const itemErrors = family('item_errors', () => src.sql<{ error_code: string; state: string; n: number }[]>`
-    select error_code, state, count(*)::int as n from batch_items
-    where error_code is not null group by error_code, state`);
+  const itemErrors = family('item_errors', () => itemErrorCounts(src.sql));
   new Gauge({
     name: `${METRIC_PREFIX}batch_items_by_error_code`,
     help: 'Batch items that carry an errorCode, by code and by item state (failed, retryable, quarantined; processing for unfinished items).',
@@ -223,7 +219,7 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
     async collect() {
       this.reset();
       const r = await itemErrors();
-      for (const row of r ?? []) this.set({ error_code: row.error_code, state: row.state }, row.n);
+      for (const row of r ?? []) this.set({ error_code: row.errorCode, state: row.state }, row.items);
     },
   });
 
@@ -241,9 +237,7 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
     },
   });
 
-  const freshness = family('sources', () => src.sql<{ id: number; kind: string; age: number }[]>`
-    select id, kind, extract(epoch from now() - last_synced_at)::float8 as age
-    from sources where last_synced_at is not null`);
+  const freshness = family('sources', () => secondsSinceSync(src.sql));
   new Gauge({
     name: `${METRIC_PREFIX}source_seconds_since_sync`,
     help: 'Seconds since the last successful sync of a source (absent until its first one).',
@@ -252,7 +246,7 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
     async collect() {
       this.reset();
       const r = await freshness();
-      for (const row of r ?? []) this.set({ source_id: String(row.id), kind: row.kind }, Math.max(0, row.age));
+      for (const row of r ?? []) this.set({ source_id: String(row.id), kind: row.kind }, Math.max(0, row.seconds));
     },
   });
 

@@ -5,8 +5,11 @@
  * of queries), refreshed by the browser every few seconds; no script, no front-end build.
  */
 import { CronExpressionParser } from 'cron-parser';
-import type { Queryable } from '../db/connection.ts';
-import type { BatchProgress } from '../pipeline/backfill.ts';
+import { erroredItems, type BatchProgress } from '../db/batch-progress.ts';
+import { ITEM_ERROR_STATES } from '../domain/items.ts';
+import { databaseNow, type Queryable } from '../db/connection.ts';
+import { creditUsage } from '../db/credit-snapshots.ts';
+import { itemErrorsBySource } from '../db/items.ts';
 import { collectStatus, type SourceStatus, type StatusReport } from '../pipeline/status.ts';
 import { creditChartSvg, compactNumber, type CreditPoint } from './chart.ts';
 import { html, raw, type SafeHtml } from './html.ts';
@@ -33,33 +36,9 @@ export interface OverviewData {
 
 export async function loadOverview(sql: Queryable): Promise<OverviewData> {
   const status = await collectStatus(sql);
-  const errors = await sql<{ source_id: number | null; error_code: string; items: number }[]>`
-    select b.source_id, i.error_code, count(*)::int as items
-    from batch_items i join batches b on b.job_id = i.job_id
-    where i.error_code is not null and i.state in ('failed', 'retryable', 'quarantined')
-    group by b.source_id, i.error_code
-    order by b.source_id nulls last, items desc`;
-  // buckets of equal time over the charted span, keeping the highest usage of each
-  const credits = await sql<{ at: Date; used: number; max: number | null }[]>`
-    with bounds as (
-      select greatest(min(taken_at), now() - make_interval(days => ${CREDIT_CHART_DAYS})) as lo, now() as hi
-      from credit_snapshots
-    ), pts as (
-      select s.taken_at, s.used_credits, s.max_credits,
-        floor(extract(epoch from s.taken_at - b.lo)
-          / greatest(extract(epoch from b.hi - b.lo) / ${CREDIT_CHART_MAX_POINTS}, 1e-3)) as bucket
-      from credit_snapshots s, bounds b
-      where s.taken_at >= b.lo and s.used_credits is not null
-    )
-    select max(taken_at) as at, max(used_credits)::float8 as used, max(max_credits)::float8 as max
-    from pts group by bucket order by bucket`;
-  const [clock] = await sql<{ now: Date }[]>`select now() as now`;
-  return {
-    status,
-    errorsBySource: errors.map((e) => ({ sourceId: e.source_id, errorCode: e.error_code, items: e.items })),
-    credits: credits.map((c) => ({ at: c.at, used: c.used, max: c.max })),
-    now: clock?.now ?? new Date(),
-  };
+  const errorsBySource = await itemErrorsBySource(sql, ITEM_ERROR_STATES);
+  const credits = await creditUsage(sql, { days: CREDIT_CHART_DAYS, maxPoints: CREDIT_CHART_MAX_POINTS });
+  return { status, errorsBySource, credits, now: await databaseNow(sql) };
 }
 
 /** 42 s ago, 5 min ago, 3 h ago, 2 d ago */
@@ -101,11 +80,6 @@ function batchName(b: BatchProgress): string {
   return b.kind + (b.lang ? ` ${b.lang}` : '');
 }
 
-/** Items the sink gave up on or the upstream refused, per batch. */
-function errorItems(b: BatchProgress): number {
-  return b.failed + b.retryable + b.quarantined;
-}
-
 function progressBar(b: BatchProgress): SafeHtml {
   if (b.total === null) {
     return html`<div class="bar" role="progressbar" aria-label="batch ${b.jobId}" aria-valuemin="0" aria-valuetext="waiting for the first poll"></div>
@@ -113,7 +87,7 @@ function progressBar(b: BatchProgress): SafeHtml {
   }
   const total = Math.max(0, b.total);
   const finished = Math.min(total, b.finished);
-  const errors = Math.min(finished, errorItems(b));
+  const errors = Math.min(finished, erroredItems(b));
   const pct = (n: number) => (total === 0 ? 0 : (100 * n) / total);
   const okPct = pct(finished - errors).toFixed(2);
   const errPct = pct(errors).toFixed(2);

@@ -66,7 +66,7 @@ function redactSecrets(secrets: string[], log: Logger): MiddlewareHandler {
     const body = await c.res.text();
     let clean = body;
     for (const s of secrets) clean = clean.split(s).join(REDACTED);
-    if (clean !== body) log.error({ path: c.req.path }, 'an admin answer held a secret; redacted (a bug: report it)');
+    if (clean !== body) log.error({ event: 'admin.secret_redacted', path: c.req.path }, 'an admin answer held a secret; redacted (a bug: report it)');
     const headers = new Headers(c.res.headers);
     headers.delete('content-length');
     const status = c.res.status;
@@ -126,7 +126,7 @@ export function createAdminApp(opts: AdminAppOptions): AdminApp {
   app.route(QUEUES_PATH, board.registerPlugin());
 
   app.onError((err, c) => {
-    log.error({ path: c.req.path, err: { message: err.message } }, 'admin request failed');
+    log.error({ event: 'admin.request_failed', path: c.req.path, err: { message: err.message } }, 'admin request failed');
     return c.text('internal error (see the daemon log)\n', 500);
   });
 
@@ -171,7 +171,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       resolve();
     });
   });
-  server.on('error', (e: Error) => opts.log.error({ err: { message: e.message } }, 'admin server error'));
+  server.on('error', (e: Error) => opts.log.error({ event: 'admin.server_error', err: { message: e.message } }, 'admin server error'));
   const port = (server.address() as AddressInfo).port;
   const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
   return {

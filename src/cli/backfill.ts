@@ -4,8 +4,10 @@
  * stderr, prints a summary on stdout, and exits 0 only if everything landed.
  */
 import { InvalidArgumentError, type Command } from 'commander';
+import { batchProgress } from '../db/batch-progress.ts';
 import { migrateDatabase } from '../db/migrate.ts';
-import { batchProgress, runBackfill, type BackfillReport } from '../pipeline/backfill.ts';
+import { allSourceIds, existingSourceIds } from '../db/sources.ts';
+import { runBackfill, type BackfillReport } from '../pipeline/backfill.ts';
 import { reconcile } from '../pipeline/reconcile.ts';
 import { startWorkers } from '../pipeline/workers.ts';
 import { intArg, parseDurationMs } from './args.ts';
@@ -77,10 +79,10 @@ export async function backfillWithContext(ctx: Context, o: BackfillCommandOption
   const { sql } = ctx.db();
   let ids: number[];
   if (o.all) {
-    ids = (await sql<{ id: number }[]>`select id from sources order by id`).map((r) => r.id);
+    ids = await allSourceIds(sql);
   } else {
     ids = [...new Set(o.source ?? [])];
-    const known = new Set((await sql<{ id: number }[]>`select id from sources where id = any(${ids}::int[])`).map((r) => r.id));
+    const known = await existingSourceIds(sql, ids);
     const missing = ids.filter((id) => !known.has(id));
     if (missing.length > 0) throw new UsageError(`--source: no source with ID ${missing.join(', ')} (see: sources list)`);
   }

@@ -59,7 +59,7 @@ export function createContext(opts: ContextOptions = {}): Context {
     redis() {
       if (!redis) {
         redis = createRedis(config.redisUrl);
-        redis.on('error', (err: Error) => log.warn({ err: { message: err.message } }, 'redis connection error'));
+        redis.on('error', (err: Error) => log.warn({ event: 'redis.error', err: { message: err.message } }, 'redis connection error'));
       }
       return redis;
     },
@@ -95,7 +95,7 @@ export function createContext(opts: ContextOptions = {}): Context {
             // a rate limit seen by one request silences every process until it passes, even
             // when this request retries it by itself
             if (e.status === 429 && e.retryAfterMs !== undefined) {
-              l.pauseFor(e.retryAfterMs).catch((err: unknown) => log.warn({ err }, 'could not share the rate-limit pause'));
+              l.pauseFor(e.retryAfterMs).catch((err: unknown) => log.warn({ event: 'rate_limit.share_failed', err }, 'could not share the rate-limit pause'));
             }
           },
         });

@@ -52,10 +52,10 @@ export function registerDaemonCommand(program: Command): void {
         : undefined;
       await holdRecheck?.run();
       const workers = startWorkers(deps, { roles: o.role, connection: ctx.redis() });
-      log.info({ roles: o.role, prefix: ctx.config.queuePrefix }, 'daemon started');
+      log.info({ event: 'daemon.started', roles: o.role, prefix: ctx.config.queuePrefix }, 'daemon started');
 
       const timer = setInterval(() => {
-        reconcile(deps).catch((err: unknown) => log.warn({ err }, 'reconcile failed; retrying at the next interval'));
+        reconcile(deps).catch((err: unknown) => log.warn({ event: 'reconcile.failed', err }, 'reconcile failed; retrying at the next interval'));
       }, ctx.config.pipeline.reconcileIntervalMs);
       timer.unref();
       // A Redis that comes back may have come back empty (a restart without persistence, a
@@ -63,14 +63,14 @@ export function registerDaemonCommand(program: Command): void {
       // than at the next interval. Harmless when nothing was lost (job IDs are deterministic).
       const stopReconnectReconcile = reconcileOnReconnect(ctx.redis(), () =>
         reconcile(deps).then(
-          (r) => log.info({ ...r }, 'redis reconnected: reconciled queues with Postgres'),
-          (err: unknown) => log.warn({ err }, 'reconcile after a Redis reconnect failed; retrying at the next interval'),
+          (r) => log.info({ event: 'reconcile.after_reconnect', ...r }, 'redis reconnected: reconciled queues with Postgres'),
+          (err: unknown) => log.warn({ event: 'reconcile.failed', err }, 'reconcile after a Redis reconnect failed; retrying at the next interval'),
         ),
       );
 
       await new Promise<void>((resolve) => {
         const stop = (signal: string) => {
-          log.info({ signal, graceMs: ctx.config.pipeline.shutdownGraceMs }, 'shutting down');
+          log.info({ event: 'daemon.stopping', signal, graceMs: ctx.config.pipeline.shutdownGraceMs }, 'shutting down');
           admin?.markStopping();
           resolve();
         };
@@ -90,7 +90,7 @@ export function registerDaemonCommand(program: Command): void {
       await settleWithin(Promise.resolve(holdRecheckStopped), SHUTDOWN_CLOSE_MIN_MS);
       await admin?.close();
       const closed = await settleWithin(ctx.close(), Math.max(SHUTDOWN_CLOSE_MIN_MS, deadline - Date.now()));
-      log.info({ closedCleanly: closed }, 'daemon stopped');
+      log.info({ event: 'daemon.stopped', closedCleanly: closed }, 'daemon stopped');
       // whatever still holds the event loop (a connection stuck reconnecting) must not keep a
       // stopped daemon alive
       setTimeout(() => process.exit(), SHUTDOWN_EXIT_DELAY_MS).unref();
@@ -135,7 +135,7 @@ async function startAdmin(ctx: Context, metrics: AdminMetrics, host: string, por
       secrets: [ctx.config.api.apiKey, token, urlPassword(ctx.config.databaseUrl), urlPassword(ctx.config.redisUrl)],
       log: ctx.log,
     });
-    ctx.log.info({ url: admin.url, auth: token ? 'ADMIN_TOKEN' : 'none (loopback only)' }, 'admin server listening');
+    ctx.log.info({ event: 'admin.listening', url: admin.url, auth: token ? 'ADMIN_TOKEN' : 'none (loopback only)' }, 'admin server listening');
     return admin;
   } catch (e: unknown) {
     await ctx.close();
@@ -154,7 +154,7 @@ async function warnOnEvictionPolicy(redis: import('ioredis').Redis, log: import(
     const policy = reply[1];
     if (policy !== undefined && policy !== 'noeviction') {
       log.warn(
-        { policy },
+        { event: 'daemon.redis_eviction_policy', policy },
         'Redis maxmemory-policy is not noeviction: under memory pressure Redis may drop queued jobs (reconcile rebuilds them from Postgres, later); set maxmemory-policy noeviction',
       );
     }

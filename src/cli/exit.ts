@@ -7,8 +7,9 @@ import { ApiError } from '../api/errors.ts';
 import { ConfigError } from '../config.ts';
 import { MigrationError } from '../db/migrate.ts';
 import { SourceExistsError, SourceNotFoundError } from '../db/sources.ts';
+import { REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
 import { CreditsRefusedError } from '../pipeline/credits.ts';
-import { SourceNotFoundUpstreamError } from '../pipeline/sources.ts';
+import { SourceNotFoundUpstreamError, SourceSpecError } from '../pipeline/kinds/adapter.ts';
 
 export const EXIT_OK = 0;
 export const EXIT_NOT_LANDED = 1;
@@ -22,9 +23,6 @@ export class UsageError extends Error {
     this.name = 'UsageError';
   }
 }
-
-/** Upstream codes that mean "the account or the key says no": retrying cannot fix them. */
-const REFUSED_CODES = new Set(['unauthorized', 'upgrade-required', 'forbidden', 'limit-exceeded']);
 
 /** Postgres errors that mean "the database is not set up": undefined table, unknown database. */
 const NOT_MIGRATED_CODES = new Set(['42P01', '3D000']);
@@ -41,6 +39,7 @@ function isUsage(e: unknown): boolean {
     e instanceof SourceExistsError ||
     e instanceof SourceNotFoundError ||
     e instanceof SourceNotFoundUpstreamError ||
+    e instanceof SourceSpecError ||
     isNotMigrated(e) ||
     // a local validation (an ID that does not parse): nothing was sent
     (e instanceof ApiError && e.code === 'invalid-request' && e.status === undefined)
@@ -51,7 +50,8 @@ export function exitCodeOf(e: unknown): number {
   if (isUsage(e)) return EXIT_USAGE;
   // our own credit guard said no (replay's re-submission): the account cannot pay, as with a 429 quota
   if (e instanceof CreditsRefusedError) return EXIT_UPSTREAM_REFUSED;
-  if (e instanceof ApiError && REFUSED_CODES.has(e.code)) return EXIT_UPSTREAM_REFUSED;
+  // the account or the key says no: retrying cannot fix it
+  if (e instanceof ApiError && REFUSED_UPSTREAM_CODES.includes(e.code)) return EXIT_UPSTREAM_REFUSED;
   return EXIT_NOT_LANDED;
 }
 

@@ -6,7 +6,7 @@
  * "Done" counts items that reached their end: stored, or ended with an error (failed,
  * retryable, quarantined). Items landed but not yet stored are still in progress.
  */
-import { isSettled, type BatchProgress } from '../pipeline/backfill.ts';
+import { erroredItems, isSettled, type BatchProgress } from '../db/batch-progress.ts';
 
 /** What the view writes to: process.stderr, or anything shaped like it. */
 export interface ProgressOutput {
@@ -41,19 +41,16 @@ const CURSOR_UP = (n: number) => `\x1b[${n}A`;
 const CLEAR_LINE_END = '\x1b[K';
 const CLEAR_BELOW = '\x1b[J';
 
+/** Items that reached their end: stored, or ended with an error. */
 export function doneOf(b: BatchProgress): number {
-  return b.sunk + errorsOf(b);
-}
-
-export function errorsOf(b: BatchProgress): number {
-  return b.failed + b.retryable + b.quarantined;
+  return b.sunk + erroredItems(b);
 }
 
 /** `[████▒▒░░░░]`: stored, ended with an error, not done yet. */
 export function progressBar(b: BatchProgress, width = PROGRESS_BAR_WIDTH): string {
   if (b.total === null || b.total <= 0) return `[${'░'.repeat(width)}]`;
   const cells = (n: number) => Math.round((Math.min(n, b.total!) / b.total!) * width);
-  const errors = cells(errorsOf(b));
+  const errors = cells(erroredItems(b));
   const done = Math.max(errors, cells(doneOf(b)));
   return `[${'█'.repeat(done - errors)}${'▒'.repeat(errors)}${'░'.repeat(width - done)}]`;
 }
@@ -68,7 +65,7 @@ function kindText(b: BatchProgress): string {
 }
 
 function counts(b: BatchProgress): string {
-  const errors = errorsOf(b);
+  const errors = erroredItems(b);
   return `${doneOf(b)}/${b.total ?? '?'} done${errors > 0 ? `, ${errors} error${errors === 1 ? '' : 's'}` : ''}`;
 }
 
@@ -85,7 +82,7 @@ export function changeLine(b: BatchProgress, elapsedS: number): string {
 export function summaryLine(batches: readonly BatchProgress[], elapsedS: number): string {
   const settled = batches.filter(isSettled).length;
   const stored = batches.reduce((n, b) => n + b.sunk, 0);
-  const errors = batches.reduce((n, b) => n + errorsOf(b), 0);
+  const errors = batches.reduce((n, b) => n + erroredItems(b), 0);
   const total = batches.reduce((n, b) => n + (b.total ?? 0), 0);
   return `backfill [${elapsedS}s] ${settled}/${batches.length} batches done · ${stored}${total ? `/${total}` : ''} items stored · ${errors} error${errors === 1 ? '' : 's'}`;
 }
@@ -127,7 +124,7 @@ export function createProgressView(out: ProgressOutput, opts: ProgressViewOption
   const log = (batches: readonly BatchProgress[]) => {
     let chunk = '';
     for (const b of batches) {
-      const key = `${b.status}|${b.errorCode}|${b.total}|${doneOf(b)}|${errorsOf(b)}|${b.landed}`;
+      const key = `${b.status}|${b.errorCode}|${b.total}|${doneOf(b)}|${erroredItems(b)}|${b.landed}`;
       if (lastKey.get(b.jobId) === key) continue;
       lastKey.set(b.jobId, key);
       chunk += `${changeLine(b, elapsed())}\n`;

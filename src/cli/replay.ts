@@ -4,7 +4,6 @@
  * estimate and asks for --yes).
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import { batchProgress, isSettled } from '../pipeline/backfill.ts';
 import { reconcile } from '../pipeline/reconcile.ts';
 import {
   planLostResubmission,
@@ -17,6 +16,7 @@ import {
   type QuarantineReplayReport,
   type ResubmitGroup,
 } from '../pipeline/replay.ts';
+import { waitForBatches } from '../pipeline/wait-for-batches.ts';
 import { startWorkers } from '../pipeline/workers.ts';
 import { parseDurationMs } from './args.ts';
 import { createContext } from './context.ts';
@@ -202,17 +202,12 @@ export function registerReplayCommand(program: Command): void {
         await reconcile(deps);
         const workers = startWorkers(deps, { roles: ['poller', 'sink'], connection: ctx.redis() });
         try {
-          const deadline = o.timeout !== undefined ? Date.now() + o.timeout : Infinity;
-          let batches = await batchProgress(sql, jobIds);
-          while (!batches.every(isSettled) && Date.now() < deadline) {
-            await new Promise((r) => setTimeout(r, 1000));
-            batches = await batchProgress(sql, jobIds);
-          }
+          const { batches, timedOut } = await waitForBatches(sql, jobIds, { timeoutMs: o.timeout });
           const stored = batches.reduce((n, b) => n + b.sunk, 0);
           const left = batches.reduce((n, b) => n + b.retryable + b.processing + b.quarantined, 0);
           const bad = batches.filter((b) => b.status !== 'completed');
           process.stdout.write(`replay: ${stored} item(s) stored, ${left} not landed${bad.length ? `, ${bad.length} batch(es) not completed` : ''}\n`);
-          if (left > 0 || bad.length > 0 || !batches.every(isSettled)) process.exitCode = EXIT_NOT_LANDED;
+          if (left > 0 || bad.length > 0 || timedOut) process.exitCode = EXIT_NOT_LANDED;
         } finally {
           await workers.close();
         }

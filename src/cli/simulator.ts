@@ -138,7 +138,7 @@ export function registerSimulatorCommand(program: Command): void {
             wake = resolve;
           });
         }
-        log.info({ signal }, 'simulator stopping');
+        log.info({ event: 'simulator.stopping', signal }, 'simulator stopping');
         await sim.close();
       } finally {
         process.off('SIGINT', onSignal);

@@ -1,19 +1,29 @@
-/** `sources add | list | remove | pause | resume`: the playlists and channels to keep in sync. */
-import { Argument, InvalidArgumentError, type Command } from 'commander';
+/** `sources add | list | remove | pause | resume`: the channels, playlists, video lists and searches to keep in sync. */
+import { readFile } from 'node:fs/promises';
+import { basename } from 'node:path';
+import { InvalidArgumentError, type Command } from 'commander';
 import { CronExpressionParser } from 'cron-parser';
-import { parseChannelRef, parsePlaylistId } from '../api/ids.ts';
 import { LIMIT_MAX } from '../api/schemas.ts';
 import type { Source } from '../db/schema.ts';
-import { deleteSource, insertSource, listSources, setSourcePaused } from '../db/sources.ts';
+import { deleteSource, listSources, setSourcePaused } from '../db/sources.ts';
+import {
+  SEARCH_FILTER_VALUES,
+  SEARCH_LIMIT_DEFAULT,
+  SOURCE_INCLUDES,
+  SOURCE_KINDS,
+  type SearchFilter,
+  type SourceInclude,
+  type SourceKind,
+} from '../domain/sources.ts';
+import type { SourceRef } from '../pipeline/kinds/adapter.ts';
+import { LISTING_LIMIT_DEFAULT } from '../pipeline/kinds/listing.ts';
 import { syncSchedulers } from '../pipeline/reconcile.ts';
-import { registerSource } from '../pipeline/sources.ts';
+import { parseSource, registerSource, type NewSourceInput } from '../pipeline/sources.ts';
 import { intArg } from './args.ts';
 import { createContext, type Context } from './context.ts';
 import { waitForRedis } from './redis-ready.ts';
 import { renderTable, shortTime } from './table.ts';
 
-/** `--limit` when not given: the most one batch can hold, so "every video" is the default. */
-export const SOURCE_LIMIT_DEFAULT = LIMIT_MAX;
 
 const LANG_RE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$/;
 
@@ -54,7 +64,7 @@ async function refreshSchedulers(ctx: Context): Promise<void> {
     await waitForRedis(ctx.redis());
     await syncSchedulers({ sql: ctx.db().sql, queues: ctx.queues() });
   } catch (e: unknown) {
-    ctx.log.warn({ err: { message: e instanceof Error ? e.message : String(e) } }, 'could not update cron schedules in Redis; the daemon will at its next reconcile');
+    ctx.log.warn({ event: 'schedules.update_failed', err: { message: e instanceof Error ? e.message : String(e) } }, 'could not update cron schedules in Redis; the daemon will at its next reconcile');
   }
 }
 
@@ -62,37 +72,182 @@ function describe(s: Source): string {
   return `${s.kind} ${s.externalId}${s.title ? ` (${s.title})` : ''}`;
 }
 
-export function registerSourcesCommand(program: Command): void {
-  const sources = program.command('sources').description('manage the playlists and channels to keep in sync');
+function includeArg(value: string): SourceInclude[] {
+  const parts = value.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  for (const p of parts) {
+    if (!(SOURCE_INCLUDES as readonly string[]).includes(p)) {
+      throw new InvalidArgumentError(`"${p}" is not one of ${SOURCE_INCLUDES.join(', ')} (e.g. --include shorts,live).`);
+    }
+  }
+  if (parts.length === 0) throw new InvalidArgumentError(`expected ${SOURCE_INCLUDES.join(', ')} or both, comma-separated.`);
+  return [...new Set(parts)] as SourceInclude[];
+}
 
-  sources
-    .command('add')
-    .description('register a playlist or channel (resolved through the API: costs 1 credit)')
-    .addArgument(new Argument('<kind>', 'what the reference names').choices(['playlist', 'channel']))
-    .argument('<id-or-url>', 'playlist ID or URL; channel ID, @handle, or channel URL')
-    .option('--limit <n>', `most videos per sync, 1..${LIMIT_MAX}`, intArg(1, LIMIT_MAX), SOURCE_LIMIT_DEFAULT)
+/** Option flag of each search filter (`sortBy` is `--sort-by`). */
+const SEARCH_FILTER_FLAGS: Record<SearchFilter, string> = {
+  uploadDate: '--upload-date',
+  type: '--type',
+  duration: '--duration',
+  sortBy: '--sort-by',
+  features: '--features',
+};
+
+/** What `sources add <kind>` takes, per kind: the reference argument and the kind's own options. */
+interface KindCli {
+  describe: string;
+  argument: string;
+  argumentHelp: string;
+  /** the options only this kind takes */
+  options(cmd: Command): void;
+  /** how much the registered source holds, for the confirmation line */
+  size(s: Source): string;
+}
+
+const listingOptions = (cmd: Command): void => {
+  cmd.option('--limit <n>', `most videos per listing, 1..${LIMIT_MAX} (default ${LISTING_LIMIT_DEFAULT})`, intArg(1, LIMIT_MAX));
+  cmd.option('--include <shorts,live>', 'also submit the listed shorts and/or live videos (a channel or playlist batch skips them)', includeArg);
+};
+
+const KIND_CLI: Record<SourceKind, KindCli> = {
+  channel: {
+    describe: 'a channel: its newest videos (at most 5000 per listing), listed at every sync (1 credit), plus --include shorts,live',
+    argument: '<id-or-url>',
+    argumentHelp: 'channel ID, @handle, or channel URL',
+    options: listingOptions,
+    size: (s) => `limit ${s.maxVideos}`,
+  },
+  playlist: {
+    describe: 'a playlist: listed at every sync (1 credit; at most its 5000 newest), plus --include shorts,live',
+    argument: '<id-or-url>',
+    argumentHelp: 'playlist ID or URL',
+    options: listingOptions,
+    size: (s) => `limit ${s.maxVideos}`,
+  },
+  videos: {
+    describe: 'any number of videos by ID or URL (arguments, or --file with one per line); no listing cost',
+    argument: '[id-or-url...]',
+    argumentHelp: 'video IDs or URLs (or use --file)',
+    options: (cmd) => {
+      cmd.option('--file <path>', 'read video IDs or URLs from a file, one per line (`-`: standard input)');
+    },
+    size: (s) => `${s.maxVideos} videos`,
+  },
+  search: {
+    describe: 'a saved search: each sync pages the search (1 credit a page) up to --limit videos and submits the new ones',
+    argument: '<query>',
+    argumentHelp: 'the search query, quoted',
+    options: (cmd) => {
+      cmd.option('--limit <n>', `most video results kept per sync, 1..${LIMIT_MAX} (default ${SEARCH_LIMIT_DEFAULT})`, intArg(1, LIMIT_MAX));
+      for (const f of Object.keys(SEARCH_FILTER_FLAGS) as SearchFilter[]) {
+        cmd.option(`${SEARCH_FILTER_FLAGS[f]} <value>`, `search filter: ${SEARCH_FILTER_VALUES[f].join(' | ')}`);
+      }
+    },
+    size: (s) => `limit ${s.maxVideos}`,
+  },
+};
+
+/** One reference per non-empty line (`#` starts a comment), each named by its line for errors. */
+async function refsFromFile(path: string): Promise<{ refs: SourceRef[]; origin: string }> {
+  const text = path === '-' ? await readStdin() : await readFile(path, 'utf8').catch((e: unknown) => {
+    throw new InvalidArgumentError(`--file ${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+  });
+  const origin = path === '-' ? 'stdin' : basename(path);
+  const refs: SourceRef[] = [];
+  text.split(/\r?\n/).forEach((line, i) => {
+    const value = line.replace(/#.*$/, '').trim();
+    if (value !== '') refs.push({ value, where: `${origin} line ${i + 1}` });
+  });
+  return { refs, origin };
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+interface AddOptions {
+  limit?: number;
+  lang?: string[];
+  text: boolean;
+  cron?: string;
+  include?: SourceInclude[];
+  file?: string;
+  generateMissing: boolean;
+  maxGenerateMinutes?: number;
+  uploadDate?: string;
+  type?: string;
+  duration?: string;
+  sortBy?: string;
+  features?: string;
+}
+
+function addKindCommand(add: Command, kind: SourceKind): void {
+  const cli = KIND_CLI[kind];
+  const cmd = add.command(kind).description(cli.describe).argument(cli.argument, cli.argumentHelp);
+  cli.options(cmd);
+  cmd
     .option('--lang <xx[,yy]>', 'transcript languages (default: the API picks the first available)', langsArg)
     .option('--text', 'store transcripts as plain text instead of timed chunks', false)
     .option('--cron <expr>', 'sync on this schedule (UTC, five fields) when a daemon runs; default: only by backfill', cronArg)
-    .action(async (kind: 'playlist' | 'channel', ref: string, o: { limit: number; lang?: string[]; text: boolean; cron?: string }) => {
+    .option('--generate-missing', 'generate a transcript from the audio for videos without captions (2 credits per started minute)', false)
+    .option('--max-generate-minutes <n>', 'the most media minutes this source may have generated, ever (needs --generate-missing)', intArg(1, 10_000_000))
+    .action(async (refArg: string | string[] | undefined, o: AddOptions) => {
+      const given = Array.isArray(refArg) ? refArg : refArg === undefined ? [] : [refArg];
+      const refs: SourceRef[] = given.map((value, i) => ({ value, where: given.length === 1 ? cli.argument.replace(/[<>[\]. ]/g, '') : `argument ${i + 1}` }));
+      let origin: string | undefined;
+      if (o.file !== undefined) {
+        const fromFile = await refsFromFile(o.file);
+        refs.push(...fromFile.refs);
+        origin = fromFile.origin;
+      }
+      const filters: Partial<Record<SearchFilter, string>> = {};
+      for (const f of Object.keys(SEARCH_FILTER_FLAGS) as SearchFilter[]) {
+        const v = o[f];
+        if (v !== undefined) filters[f] = v;
+      }
+      const input: NewSourceInput = {
+        kind,
+        refs,
+        limit: o.limit,
+        langs: o.lang ?? [],
+        textOnly: o.text,
+        cron: o.cron ?? null,
+        include: o.include ?? [],
+        filters,
+        generateMissing: o.generateMissing,
+        maxGenerateMinutes: o.maxGenerateMinutes ?? null,
+        ...(origin !== undefined ? { origin } : {}),
+      };
       // parse locally first: a typo fails here, before any credit is spent (and before any connection)
-      if (kind === 'playlist') parsePlaylistId(ref, 'id-or-url');
-      else parseChannelRef(ref, 'id-or-url');
+      parseSource(input);
       await withContext(async (ctx) => {
         // the API client takes its rate-limit tokens from Redis: fail now rather than hang there
         await waitForRedis(ctx.redis());
         const { sql, db } = ctx.db();
-        const s = await registerSource(
-          { sql, db, api: ctx.api() },
-          { kind, ref, limit: o.limit, langs: o.lang ?? [], textOnly: o.text, cron: o.cron ?? null },
-        );
+        const s = await registerSource({ sql, db, api: ctx.api() }, input);
         if (s.cron) await refreshSchedulers(ctx);
+        const extras = [
+          s.include.length > 0 ? `including ${s.include.join(',')}` : '',
+          s.generateMissing ? `generating missing transcripts${s.maxGenerateMinutes !== null ? ` (at most ${s.maxGenerateMinutes} min)` : ''}` : '',
+        ].filter((x) => x !== '');
         process.stdout.write(
-          `source ${s.id} added: ${describe(s)}, limit ${s.maxVideos}, transcripts ${s.langs.length ? s.langs.join(',') : 'default language'}` +
-            `${s.textOnly ? ' as text' : ''}, ${s.cron ? `cron "${s.cron}"` : 'no schedule (backfill only)'}\n`,
+          `source ${s.id} added: ${describe(s)}, ${KIND_CLI[s.kind].size(s)}, ` +
+            `transcripts ${s.langs.length ? s.langs.join(',') : 'default language'}` +
+            `${s.textOnly ? ' as text' : ''}${extras.length ? `, ${extras.join(', ')}` : ''}, ` +
+            `${s.cron ? `cron "${s.cron}"` : 'no schedule (backfill only)'}\n`,
         );
       });
     });
+}
+
+export function registerSourcesCommand(program: Command): void {
+  const sources = program.command('sources').description('manage the playlists and channels to keep in sync');
+
+  const add = sources
+    .command('add')
+    .description('register a source: a channel, a playlist, a list of videos, or a saved search');
+  for (const kind of SOURCE_KINDS) addKindCommand(add, kind);
 
   sources
     .command('list')

@@ -1,7 +1,7 @@
 /** `status [--json]`: sources, batches in flight with progress, error counts, credits. */
 import { JOB_STATUSES } from '../api/schemas.ts';
 import type { Command } from 'commander';
-import type { BatchProgress } from '../pipeline/backfill.ts';
+import type { BatchProgress } from '../db/batch-progress.ts';
 import { collectStatus, type StatusReport } from '../pipeline/status.ts';
 import { createContext } from './context.ts';
 import { renderTable, shortTime } from './table.ts';

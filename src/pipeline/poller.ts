@@ -14,15 +14,26 @@
  * before any hold. A batch in flight longer than BATCH_MAX_AGE_MS is expired locally.
  */
 import { ApiError, LimitExceededError, NotFoundError, UnauthorizedError } from '../api/errors.ts';
-import type { Queryable } from '../db/connection.ts';
+import {
+  batchForPoll,
+  countPollFailure,
+  endBatchLocally,
+  recordIncompletePoll,
+  recordNotFound,
+  recordPollAnswer,
+  recordPollHeld,
+  recordRefusedPoll,
+  scheduleNextPoll,
+  type PolledBatch,
+} from '../db/batch-polls.ts';
+import { isConnectionLost, type Queryable } from '../db/connection.ts';
 import { writeIsolating } from '../db/isolate.ts';
 import { activeHolds, describeHold, setHold } from '../db/upstream-holds.ts';
-import { HUGE_NUMBER_RE, landItems, markUnfinishedRetryable, type LandItem, type LandResult } from '../db/items.ts';
+import { HUGE_NUMBER_RE, itemStates, landItems, markUnfinishedRetryable, type LandItem, type LandResult } from '../db/items.ts';
+import { addSourceVideos } from '../db/source-videos.ts';
 import { findUnstorableNumber } from '../db/storable.ts';
 import { recordOutcomes } from '../db/video-sync.ts';
 import {
-  BATCH_IN_FLIGHT_STATUSES,
-  BATCH_TERMINAL_STATUSES,
   LOCAL_BATCH_END_CODES,
   LiberalBatchHeadSchema,
   isTerminalStatus,
@@ -35,10 +46,8 @@ import { classifyRawItem, isFinalItemState, UNFINISHED_AT_END_CODE, type ItemSta
 import { sinkJobId } from '../queues/names.ts';
 import { readBatchItems, type RawBatchHead } from './batch-stream.ts';
 import type { PipelineDeps } from './deps.ts';
-import { isConnectionLost } from '../db/connection.ts';
 import { takeCreditSnapshot } from './credits.ts';
-
-export const TERMINAL_STATUSES: readonly BatchStatus[] = BATCH_TERMINAL_STATUSES;
+import { pollTranscriptJob } from './transcript-job.ts';
 
 /** Consecutive poll attempts that threw (not an answer we understood) before the batch is failed. */
 export const POLL_FAILURES_MAX = 20;
@@ -58,23 +67,6 @@ export interface PollResult {
   quarantined: number;
   /** the delay before the next poll, when not terminal */
   nextDelayMs?: number;
-}
-
-interface BatchRow {
-  job_id: string;
-  source_id: number | null;
-  kind: BatchKind;
-  lang: string | null;
-  status: BatchStatus;
-  polls: number;
-  request: Record<string, unknown>;
-  text_only: boolean | null;
-  /** items finished per the previous answer (0 before the first) */
-  finished_before: number;
-  /** ms from the previous answer (or the submission) to the start of this poll, on the database's clock */
-  since_previous_ms: number;
-  /** ms since the submission */
-  age_ms: number;
 }
 
 /** Added to the expected end of a batch before the poll that should find it complete. */
@@ -149,15 +141,10 @@ export async function pollBatch(
 ): Promise<PollResult> {
   const { sql, api, log, settings } = deps;
   const startedAt = Date.now();
-  const [batch] = await sql<BatchRow[]>`
-    select job_id, source_id, kind, lang, status, polls, request, text_only,
-      coalesce(succeeded, 0) + coalesce(failed, 0) as finished_before,
-      (extract(epoch from clock_timestamp() - coalesce(last_polled_at, submitted_at)) * 1000)::float8 as since_previous_ms,
-      (extract(epoch from clock_timestamp() - submitted_at) * 1000)::float8 as age_ms
-    from batches where job_id = ${jobId}`;
+  const batch = await batchForPoll(sql, jobId);
   const nothing = { landed: 0, changed: 0, duplicates: 0, quarantined: 0 };
   if (!batch) {
-    log.warn({ jobId }, 'poll for a batch that is not recorded; dropped');
+    log.warn({ event: 'poll.unknown_batch', jobId }, 'poll for a batch that is not recorded; dropped');
     return { jobId, status: 'expired', terminal: true, ...nothing };
   }
   if (isTerminalStatus(batch.status)) return { jobId, status: batch.status, terminal: true, ...nothing };
@@ -169,18 +156,17 @@ export async function pollBatch(
   if ((await activeHolds(sql)).some((h) => h.scope === 'all')) {
     return { ...later(), nextDelayMs: settings.pollMaxDelayMs };
   }
-  if (batch.age_ms > settings.batchMaxAgeMs) {
+  if (batch.ageMs > settings.batchMaxAgeMs) {
     return endBatch(deps, batch, 'expired', LOCAL_BATCH_END_CODES.maxAge,
-      `in flight for ${Math.round(batch.age_ms / 3_600_000)} h, longer than BATCH_MAX_AGE_MS (${settings.batchMaxAgeMs} ms): expired locally`);
+      `in flight for ${Math.round(batch.ageMs / 3_600_000)} h, longer than BATCH_MAX_AGE_MS (${settings.batchMaxAgeMs} ms): expired locally`);
   }
+  // a transcript job (`--generate-missing`) is read at GET /transcript/{jobId}, not as a batch
+  if (batch.mode === 'generate') return pollTranscriptJob(deps, batch, opts);
 
   // read before the answer is opened: once open, its bytes must be consumed as they come (a
   // connection that breaks takes the bytes undici buffered but we had not read with it)
   const known = new Map<string, { state: ItemState; errorCode: string | null }>();
-  for (const r of await sql<{ video_id: string; state: ItemState; error_code: string | null }[]>`
-    select video_id, state, error_code from batch_items where job_id = ${jobId}`) {
-    known.set(r.video_id, { state: r.state, errorCode: r.error_code });
-  }
+  for (const r of await itemStates(sql, jobId)) known.set(r.videoId, { state: r.state, errorCode: r.errorCode });
 
   // one poll never runs past its deadline; a shutdown (opts.signal) stops it too
   const deadline = AbortSignal.timeout(settings.pollMaxDurationMs);
@@ -296,11 +282,8 @@ export async function pollBatch(
         : !rawHead?.sawResults
           ? 'the answer has no results array'
           : `the answer's head does not match the interface: ${parsedHead?.error?.issues[0]?.message ?? 'invalid'}`;
-    await sql`
-      update batches set polls = ${polls}, last_polled_at = now(), reason = ${clip(`poll ${polls}: ${why}; ${result.landed} item(s) landed, the rest is read next time`)},
-        updated_at = now()
-      where job_id = ${jobId}`;
-    log.warn({ jobId, landed: result.landed, changed: result.changed, polls, reason: why }, 'batch answer incomplete: kept what landed');
+    await recordIncompletePoll(sql, jobId, polls, clip(`poll ${polls}: ${why}; ${result.landed} item(s) landed, the rest is read next time`));
+    log.warn({ event: 'poll.incomplete', jobId, landed: result.landed, changed: result.changed, polls, reason: why }, 'batch answer incomplete: kept what landed');
     return { ...result, nextDelayMs: nextPollDelayMs(previousDelayMs, result.changed > 0, settings) };
   }
 
@@ -313,33 +296,35 @@ export async function pollBatch(
       // unfinished at the end: a later submission may still deliver them
       const marked = await markUnfinishedRetryable(tx, jobId, UNFINISHED_AT_END_CODE);
       if (marked.length > 0) {
-        await recordOutcomes(tx, { jobId: batch.job_id, kind: batch.kind, lang: batch.lang }, marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE })), settings.transcriptRecheckMs);
+        await recordOutcomes(tx, { jobId: batch.jobId, kind: batch.kind, lang: batch.lang }, marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE })), settings.transcriptRecheckMs);
         result.changed += marked.length;
       }
     }
-    const fromSource = batch.request.playlistId !== undefined || batch.request.channelId !== undefined;
+    // a batch that expands a playlist or channel upstream costs 1 + what it found, not its estimate
+    const request = batch.request as { playlistId?: unknown; channelId?: unknown };
+    const fromSource = request.playlistId !== undefined || request.channelId !== undefined;
     const total = stats.total ?? null;
-    await tx`
-      update batches set
-        status = ${status},
-        upstream_status = ${h.status},
-        error_code = ${h.errorCode ?? null},
-        total = ${total}, succeeded = ${stats.succeeded ?? null}, failed = ${stats.failed ?? null},
-        credits_estimated = case when ${fromSource} and ${total ?? 0} > 0 then 1 + ${total ?? 0} else credits_estimated end,
-        polls = ${polls}, last_polled_at = now(), not_found_since = null, poll_failures = 0,
-        reason = ${reading.unknownStatus !== null ? `status ${JSON.stringify(reading.unknownStatus)} is not one this interface version lists: still polled` : null},
-        completed_at = coalesce(${storableDate(h.completedAt)}::timestamptz, case when ${reading.terminal} then now() end, completed_at),
-        terminal_at = case when ${reading.terminal} then now() else terminal_at end,
-        updated_at = now()
-      where job_id = ${jobId}`;
+    await recordPollAnswer(tx, jobId, {
+      status,
+      upstreamStatus: h.status,
+      errorCode: h.errorCode ?? null,
+      total,
+      succeeded: stats.succeeded ?? null,
+      failed: stats.failed ?? null,
+      creditsEstimated: fromSource && total !== null && total > 0 ? 1 + total : null,
+      polls,
+      reason: reading.unknownStatus !== null ? `status ${JSON.stringify(reading.unknownStatus)} is not one this interface version lists: still polled` : null,
+      completedAt: storableDate(h.completedAt),
+      terminal: reading.terminal,
+    });
   });
   result.status = status;
   result.terminal = reading.terminal;
 
   if (result.terminal) {
     // observed usage after the batch (reading /me is free): what status reports as spent
-    await takeCreditSnapshot(deps, batch.source_id, 'after-batch').catch((err: unknown) =>
-      log.warn({ jobId, err }, 'could not read /me after the batch'),
+    await takeCreditSnapshot(deps, batch.sourceId, 'after-batch').catch((err: unknown) =>
+      log.warn({ event: 'credits.read_failed', jobId, err }, 'could not read /me after the batch'),
     );
   } else {
     const now = Date.now();
@@ -352,21 +337,22 @@ export async function pollBatch(
               status,
               total: stats.total,
               finished,
-              finishedBefore: batch.finished_before,
-              sinceBeforeMs: batch.since_previous_ms + (answeredAt - startedAt),
+              finishedBefore: batch.finishedBefore,
+              sinceBeforeMs: batch.sincePreviousMs + (answeredAt - startedAt),
               sinceAnswerMs: now - answeredAt,
               pollMs: now - startedAt,
             },
             settings,
           )
         : nextPollDelayMs(previousDelayMs, result.changed > 0, settings);
-    await sql`update batches set next_poll_at = now() + make_interval(secs => ${result.nextDelayMs / 1000}) where job_id = ${jobId}`;
+    await scheduleNextPoll(sql, jobId, result.nextDelayMs);
     if (reading.unknownStatus !== null) {
-      log.warn({ jobId, upstreamStatus: reading.unknownStatus, landed: result.landed }, 'batch status unknown to this interface version: still polled');
+      log.warn({ event: 'poll.unknown_status', jobId, upstreamStatus: reading.unknownStatus, landed: result.landed }, 'batch status unknown to this interface version: still polled');
     }
   }
   log.info(
     {
+      event: 'poll.landed',
       jobId, status: result.status, landed: result.landed, changed: result.changed, polls, quarantined: result.quarantined, duplicates: result.duplicates,
       // what the answer said: how far the batch is (the benchmark's landing-lag figure reads these)
       total: stats.total, finished: (stats.succeeded ?? 0) + (stats.failed ?? 0),
@@ -390,21 +376,16 @@ function clip(s: string): string {
  * a hold only when a free `/me` is refused too; anything else is polled again later (the batch
  * ends at BATCH_MAX_AGE_MS at worst).
  */
-async function refusedAnswer(deps: PipelineDeps, batch: BatchRow, e: ApiError, later: PollResult): Promise<PollResult> {
+async function refusedAnswer(deps: PipelineDeps, batch: PolledBatch, e: ApiError, later: PollResult): Promise<PollResult> {
   const { sql, api, log, settings } = deps;
-  const jobId = batch.job_id;
+  const jobId = batch.jobId;
   if (e instanceof NotFoundError && e.rawBody === undefined) {
-    const [row] = await sql<{ span_ms: number }[]>`
-      update batches set not_found_since = coalesce(not_found_since, now()), polls = polls + 1, last_polled_at = now(),
-        reason = ${clip(`the API answered not-found: ${e.message}`)}, updated_at = now()
-      where job_id = ${jobId}
-      returning (extract(epoch from now() - not_found_since) * 1000)::float8 as span_ms`;
-    const spanMs = row?.span_ms ?? 0;
+    const spanMs = await recordNotFound(sql, jobId, clip(`the API answered not-found: ${e.message}`));
     if (spanMs >= settings.batchNotFoundConfirmMs) {
       return endBatch(deps, batch, 'expired', LOCAL_BATCH_END_CODES.notFound,
         `the API answered not-found on every poll for ${Math.round(spanMs / 1000)} s (BATCH_NOT_FOUND_CONFIRM_MS ${settings.batchNotFoundConfirmMs} ms): it no longer knows the job`);
     }
-    log.warn({ jobId, notFoundForMs: Math.round(spanMs), confirmMs: settings.batchNotFoundConfirmMs }, 'batch not found upstream: confirming before expiring it');
+    log.warn({ event: 'poll.not_found', jobId, notFoundForMs: Math.round(spanMs), confirmMs: settings.batchNotFoundConfirmMs }, 'batch not found upstream: confirming before expiring it');
     // come back when the confirmation window ends, if that is sooner (whole ms: a job payload)
     const untilConfirmedMs = Math.ceil(settings.batchNotFoundConfirmMs - spanMs);
     return { ...later, nextDelayMs: Math.min(later.nextDelayMs ?? settings.pollMaxDelayMs, Math.max(settings.pollMinDelayMs, untilConfirmedMs)) };
@@ -418,16 +399,14 @@ async function refusedAnswer(deps: PipelineDeps, batch: BatchRow, e: ApiError, l
     }
     if (confirmed) {
       if (await setHold(sql, 'unauthorized', e.message)) {
-        log.error({ jobId, code: e.code }, describeHold({ code: 'unauthorized', reason: e.message, since: new Date() }));
+        log.error({ event: 'hold.set', jobId, code: e.code }, describeHold({ code: 'unauthorized', reason: e.message, since: new Date() }));
       }
-      await sql`update batches set reason = ${clip(`polls held: ${e.message}`)}, updated_at = now() where job_id = ${jobId}`;
+      await recordPollHeld(sql, jobId, clip(`polls held: ${e.message}`));
       return { ...later, nextDelayMs: settings.pollMaxDelayMs };
     }
   }
-  await sql`
-    update batches set polls = polls + 1, last_polled_at = now(), reason = ${clip(`poll answered ${e.code}: ${e.message}; polled again`)}, updated_at = now()
-    where job_id = ${jobId}`;
-  log.warn({ jobId, code: e.code, status: e.status, nextDelayMs: later.nextDelayMs }, 'batch poll refused: polled again later');
+  await recordRefusedPoll(sql, jobId, clip(`poll answered ${e.code}: ${e.message}; polled again`));
+  log.warn({ event: 'poll.refused', jobId, code: e.code, status: e.status, nextDelayMs: later.nextDelayMs }, 'batch poll refused: polled again later');
   return later;
 }
 
@@ -438,17 +417,12 @@ async function refusedAnswer(deps: PipelineDeps, batch: BatchRow, e: ApiError, l
  */
 export async function recordPollFailure(deps: PipelineDeps, jobId: string, e: unknown): Promise<{ failed: boolean }> {
   const message = e instanceof Error ? e.message : String(e);
-  const [row] = await deps.sql<{ failures: number }[]>`
-    update batches set poll_failures = poll_failures + 1, reason = ${clip(`poll failed: ${message}`)}, updated_at = now()
-    where job_id = ${jobId} and status = any(${BATCH_IN_FLIGHT_STATUSES as unknown as string[]}::text[])
-    returning poll_failures as failures`;
-  if (!row || row.failures < POLL_FAILURES_MAX) return { failed: false };
-  const [batch] = await deps.sql<BatchRow[]>`
-    select job_id, source_id, kind, lang, status, polls, request, text_only, 0 as finished_before, 0 as since_previous_ms, 0 as age_ms
-    from batches where job_id = ${jobId}`;
+  const failures = await countPollFailure(deps.sql, jobId, clip(`poll failed: ${message}`));
+  if (failures === undefined || failures < POLL_FAILURES_MAX) return { failed: false };
+  const batch = await batchForPoll(deps.sql, jobId);
   if (!batch) return { failed: false };
   await endBatch(deps, batch, 'failed', LOCAL_BATCH_END_CODES.pollFailed,
-    `polling failed ${row.failures} times in a row, last: ${message}`);
+    `polling failed ${failures} times in a row, last: ${message}`);
   return { failed: true };
 }
 
@@ -483,10 +457,10 @@ function toLandItem(raw: unknown, index: number, kind: BatchKind, text?: string)
  * An item Postgres rejects is isolated (savepoints, bisection) and landed again as quarantined,
  * its received text kept in payload_raw, with Postgres's words as the reason.
  */
-async function landChunk(deps: PipelineDeps, batch: BatchRow, items: LandItem[]): Promise<LandResult['rows']> {
-  const recheckMs = deps.settings.transcriptRecheckMs;
+async function landChunk(deps: PipelineDeps, batch: PolledBatch, items: LandItem[]): Promise<LandResult['rows']> {
+  const { settings } = deps;
   return deps.sql.begin(async (tx) => {
-    const { results, rejected } = await writeIsolating(tx, items, (sp, part) => writeItems(sp, batch, [...part], recheckMs));
+    const { results, rejected } = await writeIsolating(tx, items, (sp, part) => writeItems(sp, batch, [...part], settings));
     const rows = results.flat();
     if (rejected.length > 0) {
       const setAside: LandItem[] = rejected.map(({ item, message }) => ({
@@ -497,7 +471,7 @@ async function landChunk(deps: PipelineDeps, batch: BatchRow, items: LandItem[])
         reason: `Postgres cannot store it: ${message}`,
         reasonCode: 'unstorable',
       }));
-      rows.push(...(await writeItems(tx, batch, setAside, recheckMs)));
+      rows.push(...(await writeItems(tx, batch, setAside, settings)));
     }
     return rows;
   });
@@ -506,20 +480,15 @@ async function landChunk(deps: PipelineDeps, batch: BatchRow, items: LandItem[])
 /** Land items (only unfinished rows change), then the per-video summary and source membership. */
 async function writeItems(
   tx: Queryable,
-  batch: Pick<BatchRow, 'job_id' | 'kind' | 'lang' | 'source_id'>,
+  batch: Pick<PolledBatch, 'jobId' | 'kind' | 'lang' | 'sourceId'>,
   items: LandItem[],
-  recheckMs: number,
+  settings: Pick<PipelineDeps['settings'], 'transcriptRecheckMs' | 'landChunkSize'>,
 ): Promise<LandResult['rows']> {
-  const { rows } = await landItems(tx, batch.job_id, items);
+  const { rows } = await landItems(tx, batch.jobId, items, settings.landChunkSize);
   // a repeated copy (`id#n`) or a key kept in its JSON form is not the video itself
   const videos = rows.filter((r) => !r.videoId.includes('#') && !r.videoId.startsWith('"'));
-  await recordOutcomes(tx, { jobId: batch.job_id, kind: batch.kind, lang: batch.lang }, videos, recheckMs);
-  if (batch.source_id !== null && videos.length > 0) {
-    await tx`
-      insert into source_videos (source_id, video_id)
-      select ${batch.source_id}, v from unnest(${videos.map((r) => r.videoId)}::text[]) as v
-      on conflict do nothing`;
-  }
+  await recordOutcomes(tx, { jobId: batch.jobId, kind: batch.kind, lang: batch.lang }, videos, settings.transcriptRecheckMs);
+  if (batch.sourceId !== null) await addSourceVideos(tx, batch.sourceId, videos.map((r) => r.videoId));
   return rows;
 }
 
@@ -529,7 +498,7 @@ async function writeItems(
  */
 async function endBatch(
   deps: PipelineDeps,
-  batch: BatchRow,
+  batch: Pick<PolledBatch, 'jobId' | 'kind' | 'lang'>,
   status: 'expired' | 'failed',
   errorCode: string,
   reason: string,
@@ -537,14 +506,11 @@ async function endBatch(
   const { sql, settings } = deps;
   let changed = 0;
   await sql.begin(async (tx) => {
-    const marked = await markUnfinishedRetryable(tx, batch.job_id, UNFINISHED_AT_END_CODE);
+    const marked = await markUnfinishedRetryable(tx, batch.jobId, UNFINISHED_AT_END_CODE);
     changed = marked.length;
-    await recordOutcomes(tx, { jobId: batch.job_id, kind: batch.kind, lang: batch.lang }, marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE })), settings.transcriptRecheckMs);
-    await tx`
-      update batches set status = ${status}, error_code = ${errorCode}, reason = ${clip(reason)}, last_polled_at = now(),
-        terminal_at = now(), updated_at = now()
-      where job_id = ${batch.job_id}`;
+    await recordOutcomes(tx, { jobId: batch.jobId, kind: batch.kind, lang: batch.lang }, marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE })), settings.transcriptRecheckMs);
+    await endBatchLocally(tx, batch.jobId, { status, errorCode, reason: clip(reason) });
   });
-  deps.log.warn({ jobId: batch.job_id, status, errorCode, retryable: changed, reason }, 'batch ended locally');
-  return { jobId: batch.job_id, status, terminal: true, landed: 0, changed, duplicates: 0, quarantined: 0 };
+  deps.log.warn({ event: 'batch.ended', jobId: batch.jobId, status, errorCode, retryable: changed, reason }, 'batch ended locally');
+  return { jobId: batch.jobId, status, terminal: true, landed: 0, changed, duplicates: 0, quarantined: 0 };
 }

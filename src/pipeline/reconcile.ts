@@ -5,12 +5,11 @@
  * make it a no-op when nothing was lost, so daemons run it at startup and then periodically.
  */
 import type { Job, Queue } from 'bullmq';
+import { inFlightJobIds } from '../db/batches.ts';
+import { jobIdsWithLandedItems } from '../db/items.ts';
+import { sourceSchedules } from '../db/sources.ts';
 import { pollJobId, sinkJobId, sourceSchedulerId } from '../queues/names.ts';
 import type { PipelineDeps } from './deps.ts';
-import { BATCH_IN_FLIGHT_STATUSES } from '../domain/batches.ts';
-
-/** `BATCH_IN_FLIGHT_STATUSES` as a query parameter. */
-const IN_FLIGHT = BATCH_IN_FLIGHT_STATUSES as unknown as string[];
 
 export interface ReconcileResult {
   /** poll jobs created or revived */
@@ -43,22 +42,16 @@ export async function reconcile(deps: PipelineDeps): Promise<ReconcileResult> {
   const { sql, queues, settings, log } = deps;
   const result: ReconcileResult = { polls: 0, sinks: 0, schedulers: 0 };
 
-  const inFlight = await sql<{ job_id: string }[]>`
-    select job_id from batches where status = any(${IN_FLIGHT}::text[]) order by submitted_at`;
-  for (const b of inFlight) {
-    if (await ensureJob(queues.poll, pollJobId(b.job_id), { jobId: b.job_id, delayMs: settings.pollInitialDelayMs })) {
-      result.polls++;
-    }
+  for (const jobId of await inFlightJobIds(sql)) {
+    if (await ensureJob(queues.poll, pollJobId(jobId), { jobId, delayMs: settings.pollInitialDelayMs })) result.polls++;
   }
 
-  const landed = await sql<{ job_id: string }[]>`
-    select distinct job_id from batch_items where state = 'landed'`;
-  for (const b of landed) {
-    if (await ensureJob(queues.sink, sinkJobId(b.job_id, 'reconcile'), { jobId: b.job_id })) result.sinks++;
+  for (const jobId of await jobIdsWithLandedItems(sql)) {
+    if (await ensureJob(queues.sink, sinkJobId(jobId, 'reconcile'), { jobId })) result.sinks++;
   }
 
   result.schedulers = await syncSchedulers(deps);
-  if (result.polls + result.sinks + result.schedulers > 0) log.info({ ...result }, 'reconciled queues with Postgres');
+  if (result.polls + result.sinks + result.schedulers > 0) log.info({ event: 'reconcile.requeued', ...result }, 'reconciled queues with Postgres');
   return result;
 }
 
@@ -68,8 +61,7 @@ export async function reconcile(deps: PipelineDeps): Promise<ReconcileResult> {
  */
 export async function syncSchedulers(deps: Pick<PipelineDeps, 'sql' | 'queues'>): Promise<number> {
   const { sql, queues } = deps;
-  const sources = await sql<{ id: number; cron: string | null; paused: boolean }[]>`
-    select id, cron, paused from sources`;
+  const sources = await sourceSchedules(sql);
   const wanted = new Map<string, { id: number; cron: string }>();
   for (const s of sources) {
     if (s.cron !== null && !s.paused) wanted.set(sourceSchedulerId(s.id), { id: s.id, cron: s.cron });

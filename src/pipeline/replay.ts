@@ -20,30 +20,28 @@ import {
   type QuarantineFilter,
   type Requalified,
 } from '../db/quarantine.ts';
+import { batchExists, inFlightBatchOf } from '../db/batches.ts';
+import { reopenSunk } from '../db/items.ts';
+import { retryableGroups } from '../db/resubmissions.ts';
 import type { BatchKind } from '../db/schema.ts';
 import { lostSubmissions, markSubmission, type SubmissionRow } from '../db/submissions.ts';
 import { classifyRawItem } from '../domain/items.ts';
 import type { PipelineDeps } from './deps.ts';
 import { CreditsRefusedError, takeCreditSnapshot } from './credits.ts';
-import { submitBatch, syncSource, type SyncResult } from './scheduler.ts';
+import { syncSource, type SyncResult } from './scheduler.ts';
+import { submitBatch } from './submit.ts';
 import { sinkBatch, type SinkResult } from './sink.ts';
-import { BATCH_IN_FLIGHT_STATUSES } from '../domain/batches.ts';
-
-/** `BATCH_IN_FLIGHT_STATUSES` as a query parameter. */
-const IN_FLIGHT = BATCH_IN_FLIGHT_STATUSES as unknown as string[];
 
 export async function resinkBatch(
   deps: Pick<PipelineDeps, 'sql' | 'log' | 'settings'>,
   jobId: string,
 ): Promise<SinkResult & { found: boolean; items: number }> {
-  const [batch] = await deps.sql<{ job_id: string }[]>`select job_id from batches where job_id = ${jobId}`;
-  if (!batch) return { jobId, found: false, items: 0, sunk: 0, quarantined: 0, inserted: 0, updated: 0, unchanged: 0 };
-  const reopened = await deps.sql`
-    update batch_items set state = 'landed', updated_at = now()
-    where job_id = ${jobId} and state = 'sunk'
-    returning 1`;
+  if (!(await batchExists(deps.sql, jobId))) {
+    return { jobId, found: false, items: 0, sunk: 0, quarantined: 0, inserted: 0, updated: 0, unchanged: 0 };
+  }
+  const reopened = await reopenSunk(deps.sql, jobId);
   const r = await sinkBatch(deps, jobId);
-  return { ...r, found: true, items: reopened.length };
+  return { ...r, found: true, items: reopened };
 }
 
 /** Why a quarantined item is left alone: reading its raw copy again cannot change its outcome. */
@@ -149,10 +147,7 @@ export async function resinkQuarantined(
     rows: { inserted: 0, updated: 0, unchanged: 0 },
     pending: 0,
   };
-  if (o.jobId !== undefined) {
-    const [b] = await sql<{ job_id: string }[]>`select job_id from batches where job_id = ${o.jobId}`;
-    if (!b) return { ...report, found: false };
-  }
+  if (o.jobId !== undefined && !(await batchExists(sql, o.jobId))) return { ...report, found: false };
   const transitions = new Map<string, { reason: string; outcome: string; items: number }>();
   const note = (reason: string, outcome: QuarantineOutcome, detail?: string): void => {
     const label = detail ? `${outcome} (${detail})` : outcome;
@@ -248,7 +243,7 @@ export async function resinkQuarantined(
     (a, b) => reasonRank(a.reason) - reasonRank(b.reason) || a.outcome.localeCompare(b.outcome),
   );
   if (!o.dryRun && report.items > 0) {
-    log.info({ items: report.items, ...report.outcomes, pending: report.pending, ...report.rows }, 'quarantined items re-sunk from raw');
+    log.info({ event: 'replay.resunk', items: report.items, ...report.outcomes, pending: report.pending, ...report.rows }, 'quarantined items re-sunk from raw');
   }
   return report;
 }
@@ -285,40 +280,18 @@ export interface PlanOptions {
 
 export async function planResubmission(deps: Pick<PipelineDeps, 'sql' | 'settings'>, o: PlanOptions): Promise<ResubmitGroup[]> {
   const { sql, settings } = deps;
-  const rows = await sql<
-    { source_id: number | null; kind: BatchKind; lang: string | null; text_only: boolean | null; video_ids: string[]; job_ids: string[] }[]
-  >`
-    select b.source_id, b.kind, b.lang, b.text_only,
-      array_agg(distinct i.video_id order by i.video_id) as video_ids,
-      array_agg(distinct b.job_id order by b.job_id) as job_ids
-    from batch_items i join batches b on b.job_id = i.job_id
-    where i.state = 'retryable' and i.resubmitted_in is null
-      and (${!o.expiredOnly} or b.status = 'expired')
-      and (${o.since ?? null}::timestamptz is null or b.submitted_at >= ${o.since ?? null}::timestamptz)
-      and not exists (
-        -- a later batch (a sync, an earlier replay) already took this video up
-        select 1 from video_sync s
-        where s.video_id = i.video_id and s.kind = b.kind and s.lang = coalesce(b.lang, '')
-          and s.last_job_id is distinct from i.job_id )
-    group by b.source_id, b.kind, b.lang, b.text_only
-    order by b.source_id nulls last, b.kind, b.lang nulls first`;
   const groups: ResubmitGroup[] = [];
-  for (const r of rows) {
-    const [blocking] = await sql<{ job_id: string }[]>`
-      select job_id from batches
-      where source_id is not distinct from ${r.source_id} and kind = ${r.kind} and lang is not distinct from ${r.lang}
-        and status = any(${IN_FLIGHT}::text[])
-      limit 1`;
-    const chunks = Math.ceil(r.video_ids.length / settings.batchSize);
+  for (const r of await retryableGroups(sql, o)) {
+    const chunks = Math.ceil(r.videoIds.length / settings.batchSize);
     groups.push({
-      sourceId: r.source_id,
+      sourceId: r.sourceId,
       kind: r.kind,
       lang: r.lang,
-      textOnly: r.text_only ?? false,
-      videoIds: r.video_ids,
-      fromJobIds: r.job_ids,
-      credits: chunks + r.video_ids.length,
-      blockedBy: blocking?.job_id ?? null,
+      textOnly: r.textOnly ?? false,
+      videoIds: r.videoIds,
+      fromJobIds: r.jobIds,
+      credits: chunks + r.videoIds.length,
+      blockedBy: await inFlightBatchOf(sql, r),
     });
   }
   return groups;

@@ -3,16 +3,20 @@
  * one statement per table per chunk. Chunks are claimed with `FOR UPDATE SKIP LOCKED`, so several
  * sink workers share a batch without writing a row twice, and a worker killed mid-chunk leaves its
  * items landed for the next one. Re-running it changes nothing (upserts write only what changed).
+ *
+ * An item of a transcript job (mode `generate`) holds the job's result as received (or the
+ * Transcript of a synchronous answer), not a batch item: it becomes a transcript of origin
+ * `generated`, built exactly as a batch's transcript is.
  */
 import { BatchItemSchema, formatIssuePath, type Transcript } from '../api/schemas.ts';
+import { batchModeOf } from '../db/generations.ts';
 import type { Queryable } from '../db/connection.ts';
 import { writeIsolating } from '../db/isolate.ts';
 import { markQuarantined, markSunk, nextLandedChunk } from '../db/items.ts';
 import { markSinkOutcome } from '../db/video-sync.ts';
-import type { BatchKind } from '../domain/batches.ts';
 import type { QuarantineReason } from '../domain/items.ts';
 import { UnstorableValueError } from '../db/storable.ts';
-import { transcriptRowFromApi, upsertTranscripts, type TranscriptRow } from '../db/transcripts.ts';
+import { DeliveredTranscriptSchema, transcriptRowFromApi, upsertTranscripts, type DeliveredTranscript, type TranscriptRow } from '../db/transcripts.ts';
 import { upsertVideos, videoRowFromApi, type UpsertCounts, type VideoRow } from '../db/videos.ts';
 import type { PipelineDeps } from './deps.ts';
 
@@ -36,8 +40,9 @@ export async function sinkBatch(
 ): Promise<SinkResult> {
   const { sql, log, settings } = deps;
   const result: SinkResult = { jobId, sunk: 0, quarantined: 0, inserted: 0, updated: 0, unchanged: 0 };
-  const [batch] = await sql<{ kind: BatchKind }[]>`select kind from batches where job_id = ${jobId}`;
+  const batch = await batchModeOf(sql, jobId);
   if (!batch) return result;
+  const generated = batch.mode === 'generate';
 
   for (;;) {
     // a shutdown stops between chunks: each chunk is one transaction, so nothing is half-written
@@ -56,6 +61,24 @@ export async function sinkBatch(
       for (const it of items) {
         try {
           const raw = it.payload;
+          if (generated) {
+            const delivered = DeliveredTranscriptSchema.safeParse(raw);
+            if (!delivered.success) {
+              const issue = delivered.error.issues[0];
+              bad.push({
+                videoId: it.videoId,
+                reason: `transcript job result does not hold a transcript at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`,
+                reasonCode: 'schema',
+              });
+              continue;
+            }
+            // the fields as received (zod drops keys of chunks the interface does not name)
+            const r = raw as DeliveredTranscript;
+            transcriptRows.push(
+              transcriptRowFromApi(it.videoId, { content: r.content, lang: r.lang, availableLangs: r.availableLangs }, jobId, 'generated'),
+            );
+            continue;
+          }
           const parsed = BatchItemSchema.safeParse(raw);
           if (!parsed.success) {
             const issue = parsed.error.issues[0];
@@ -117,10 +140,10 @@ export async function sinkBatch(
     if (claimed === 0) break;
   }
   if (result.sunk > 0 || result.quarantined > 0) {
-    log.info({ ...result }, 'batch sunk');
+    log.info({ event: 'sink.done', ...result }, 'batch sunk');
   }
   if (result.quarantined > 0) {
-    log.warn({ jobId, quarantined: result.quarantined }, 'items quarantined by the sink (kept raw with the reason)');
+    log.warn({ event: 'sink.quarantined', jobId, quarantined: result.quarantined }, 'items quarantined by the sink (kept raw with the reason)');
   }
   return result;
 }

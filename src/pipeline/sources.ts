@@ -1,61 +1,80 @@
 /**
- * Registering a source: the reference is parsed locally (a typo fails before any credit is
- * spent), then resolved through the API to its canonical ID (a handle becomes the channel ID),
- * and the channel or playlist record is kept.
+ * Registering a source: its adapter parses the reference locally (a typo fails before any credit
+ * is spent), then resolves it (a handle becomes the channel ID; a channel or playlist record is
+ * kept), and the source is inserted with the videos it starts with (a `videos` source's list).
  */
-import { ApiError } from '../api/errors.ts';
-import { parseChannelRef, parsePlaylistId } from '../api/ids.ts';
-import type { Source, SourceKind } from '../db/schema.ts';
-import { insertSource } from '../db/sources.ts';
+import { deleteSource, insertSource } from '../db/sources.ts';
+import { rememberVideos } from '../db/source-videos.ts';
+import type { Source } from '../db/schema.ts';
+import type { SearchFilter, SourceInclude, SourceKind } from '../domain/sources.ts';
 import type { PipelineDeps } from './deps.ts';
-import { upsertChannel, upsertPlaylist } from './scheduler.ts';
+import type { SourceRef, SourceSpec } from './kinds/adapter.ts';
+import { adapterFor } from './kinds/index.ts';
 
 export interface NewSourceInput {
   kind: SourceKind;
-  ref: string;
-  limit: number;
+  /** the reference (channel, playlist, search query); for `videos`, use `refs` */
+  ref?: string;
+  /** every reference with where it came from (a `videos` source: one per ID or URL) */
+  refs?: SourceRef[];
+  /** undefined: the kind's default */
+  limit?: number | undefined;
   langs: string[];
   textOnly: boolean;
   cron: string | null;
+  include?: SourceInclude[];
+  filters?: Partial<Record<SearchFilter, string>>;
+  generateMissing?: boolean;
+  maxGenerateMinutes?: number | null;
+  /** where a list of IDs came from (a file name, `stdin`), for the source's title */
+  origin?: string;
 }
 
-export class SourceNotFoundUpstreamError extends Error {
-  constructor(kind: SourceKind, ref: string) {
-    super(`${kind} ${JSON.stringify(ref)} was not found upstream`);
-    this.name = 'SourceNotFoundUpstreamError';
-  }
-}
-
-export async function registerSource(deps: Pick<PipelineDeps, 'sql' | 'db' | 'api'>, input: NewSourceInput): Promise<Source> {
-  const { sql, db, api } = deps;
-  const canonical =
-    input.kind === 'playlist' ? parsePlaylistId(input.ref, 'id-or-url') : parseChannelRef(input.ref, 'id-or-url').canonical;
-  let externalId: string;
-  let title: string;
-  try {
-    if (input.kind === 'channel') {
-      const c = await api.getChannel({ id: canonical });
-      await upsertChannel(sql, c);
-      externalId = c.id;
-      title = c.name;
-    } else {
-      const p = await api.getPlaylist({ id: canonical });
-      await upsertPlaylist(sql, p);
-      externalId = p.id;
-      title = p.title;
-    }
-  } catch (e: unknown) {
-    if (e instanceof ApiError && e.code === 'not-found') throw new SourceNotFoundUpstreamError(input.kind, input.ref);
-    throw e;
-  }
-  return insertSource(db, {
+export function sourceSpec(input: NewSourceInput): SourceSpec {
+  return {
     kind: input.kind,
-    ref: input.ref,
-    externalId,
-    title,
-    maxVideos: input.limit,
+    refs: input.refs ?? (input.ref !== undefined ? [{ value: input.ref, where: 'id-or-url' }] : []),
+    limit: input.limit,
     langs: input.langs,
     textOnly: input.textOnly,
     cron: input.cron,
+    include: input.include ?? [],
+    filters: input.filters ?? {},
+    generateMissing: input.generateMissing ?? false,
+    maxGenerateMinutes: input.maxGenerateMinutes ?? null,
+    origin: input.origin,
+  };
+}
+
+/** Check a source's reference and options locally (no API call): throws SourceSpecError or InvalidRequestError. */
+export function parseSource(input: NewSourceInput): SourceSpec {
+  const spec = sourceSpec(input);
+  return adapterFor(spec.kind).parse(spec);
+}
+
+export async function registerSource(deps: Pick<PipelineDeps, 'sql' | 'db' | 'api'>, input: NewSourceInput): Promise<Source> {
+  const spec = parseSource(input);
+  const resolved = await adapterFor(spec.kind).resolve(deps, spec);
+  const source = await insertSource(deps.db, {
+    kind: spec.kind,
+    ref: resolved.ref,
+    externalId: resolved.externalId,
+    title: resolved.title,
+    maxVideos: resolved.maxVideos,
+    langs: spec.langs,
+    textOnly: spec.textOnly,
+    cron: spec.cron,
+    include: spec.include,
+    search: resolved.search,
+    generateMissing: spec.generateMissing,
+    maxGenerateMinutes: spec.maxGenerateMinutes,
   });
+  try {
+    // a videos source's list is its listing: without it the source must not exist
+    await rememberVideos(deps.sql, source.id, resolved.videoIds, false);
+  } catch (e: unknown) {
+    await deleteSource(deps.db, source.id);
+    throw e;
+  }
+  return source;
 }

@@ -42,7 +42,7 @@ export async function recheckHolds(deps: RecheckDeps, opts: RecheckOptions = {})
     me = await deps.api.me({ signal: opts.signal });
   } catch (e: unknown) {
     if (opts.signal?.aborted) return [];
-    log.warn({ code: e instanceof ApiError ? e.code : 'error', holds: judged }, 'upstream hold stands: /me refused');
+    log.warn({ event: 'hold.recheck_refused', code: e instanceof ApiError ? e.code : 'error', holds: judged }, 'upstream hold stands: /me refused');
     return [];
   }
   await insertCreditSnapshot(deps.sql, me, 'hold-recheck');
@@ -53,9 +53,9 @@ export async function recheckHolds(deps: RecheckDeps, opts: RecheckOptions = {})
   const lift = judged.filter((c) => c === 'unauthorized' || (c === 'credits' && creditsBack));
   const cleared = lift.length === 0 ? [] : await clearHolds(deps.sql, lift, `recheck: /me answered, ${left} credits left`);
   const fields = { usedCredits: me.usedCredits, maxCredits: me.maxCredits, creditReserve: deps.settings.creditReserve };
-  if (cleared.length > 0) log.info({ cleared, ...fields }, 'upstream hold lifted by a re-check: scheduled syncs resume');
+  if (cleared.length > 0) log.info({ event: 'hold.recheck_cleared', cleared, ...fields }, 'upstream hold lifted by a re-check: scheduled syncs resume');
   const standing = judged.filter((c) => !lift.includes(c));
-  if (standing.length > 0) log.debug({ holds: standing, ...fields }, 'upstream hold stands: no credits above the reserve');
+  if (standing.length > 0) log.debug({ event: 'hold.recheck_standing', holds: standing, ...fields }, 'upstream hold stands: no credits above the reserve');
   return cleared;
 }
 
@@ -64,7 +64,7 @@ function reportUpgradeOnce(deps: RecheckDeps, holds: readonly UpstreamHoldRow[],
   if (!upgrade || memory.upgradeReportedSince === upgrade.since.getTime()) return;
   memory.upgradeReportedSince = upgrade.since.getTime();
   deps.log.warn(
-    { code: upgrade.code, since: upgrade.since.toISOString(), needsPerson: true },
+    { event: 'hold.needs_person', code: upgrade.code, since: upgrade.since.toISOString(), needsPerson: true },
     'upstream hold needs a person: /me cannot tell whether the plan allows batches; upgrade it, then run videosite-ingest backfill --all',
   );
 }
@@ -90,7 +90,7 @@ export function startHoldRecheck(deps: RecheckDeps, opts: { intervalMs: number }
   const run = (): Promise<HoldCode[]> => {
     running ??= recheckHolds(deps, { signal: abort.signal, memory })
       .catch((err: unknown) => {
-        if (!abort.signal.aborted) deps.log.warn({ err }, 'upstream hold re-check failed; retrying at the next interval');
+        if (!abort.signal.aborted) deps.log.warn({ event: 'hold.recheck_failed', err }, 'upstream hold re-check failed; retrying at the next interval');
         return [];
       })
       .finally(() => {

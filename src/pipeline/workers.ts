@@ -6,7 +6,7 @@
  *   queue (`rateLimit`), and the job goes back without burning an attempt;
  * - a permanent error (bad payload, auth, plan, a source that no longer exists) fails the job at
  *   once (`UnrecoverableError`);
- * - anything else is retried with capped exponential backoff.
+ * - anything else is retried with exponential backoff (DEFAULT_JOB_OPTIONS in src/queues/queues.ts).
  *
  * A poll job re-schedules itself (`moveToDelayed`) until its batch is terminal, so one job ID
  * stands for one batch for its whole life.
@@ -29,12 +29,6 @@ export type Role = (typeof ROLES)[number];
 
 /** Pause when a 429 carries no Retry-After. */
 export const RATE_LIMIT_DEFAULT_PAUSE_MS = 30_000;
-/** Cap of the retry backoff of a failed job attempt. */
-export const JOB_RETRY_MAX_DELAY_MS = 5 * 60_000;
-/** A job's lock; renewed while it runs. Long enough for a 100 MB poll on a slow link. */
-export const JOB_LOCK_DURATION_MS = 120_000;
-/** Default interval of the stalled-job check (BullMQ's default). */
-export const JOB_STALLED_CHECK_MS_DEFAULT = 30_000;
 /** After the grace period, how long a forced close may take (an unreachable Redis never answers). */
 export const FORCE_CLOSE_WAIT_MS = 1_000;
 /** Wait before a worker's main loop retries after a Redis connection error. */
@@ -60,19 +54,17 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
   const base = {
     connection: opts.connection,
     prefix: queues.prefix,
-    lockDuration: settings.jobLockDurationMs ?? JOB_LOCK_DURATION_MS,
+    lockDuration: settings.jobLockDurationMs,
     // a job whose worker died (lock expired) goes back to wait at the next check; every step is
     // idempotent, so running it again is safe, and a job that keeps killing its worker must not
     // fail as "stalled more than allowable limit" while attempts remain (reconcile revives it
     // from Postgres anyway when it does)
-    stalledInterval: settings.jobStalledCheckMs ?? JOB_STALLED_CHECK_MS_DEFAULT,
+    stalledInterval: settings.jobStalledCheckMs,
     maxStalledCount: MAX_STALLED_COUNT,
     // after a Redis connection error, try again soon (BullMQ waits 15 s): back to work seconds
-    // after an outage ends
+    // after an outage ends. BullMQ documents the option as internal, but its worker (6.x) reads
+    // it for every retry of a failed Redis call (fetching, completing and failing jobs).
     runRetryDelay: WORKER_RUN_RETRY_MS,
-    settings: {
-      backoffStrategy: (attemptsMade: number) => Math.min(JOB_RETRY_MAX_DELAY_MS, 2_000 * 2 ** Math.max(0, attemptsMade - 1)),
-    },
   };
   const workers: Worker[] = [];
   // set when close() starts: long steps stop at their next safe point and hand the job back
@@ -81,7 +73,7 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
   /** Put a job back in the queue without burning an attempt: another worker takes it up. */
   const handBack = async (job: Job, token: string | undefined, what: string): Promise<never> => {
     await job.moveToDelayed(Date.now(), token);
-    log.info({ queue: job.queueName, bullJobId: job.id }, `${what} interrupted by shutdown: job handed back`);
+    log.info({ event: 'job.handed_back', queue: job.queueName, bullJobId: job.id }, `${what} interrupted by shutdown: job handed back`);
     throw new DelayedError();
   };
 
@@ -89,7 +81,7 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
     const ms = e.retryAfterMs ?? RATE_LIMIT_DEFAULT_PAUSE_MS;
     if (deps.limiter) await deps.limiter.pauseFor(ms);
     await worker.rateLimit(ms);
-    log.warn({ endpoint: e.endpoint, pauseMs: ms }, 'upstream rate limit: paused');
+    log.warn({ event: 'rate_limit.paused', endpoint: e.endpoint, pauseMs: ms }, 'upstream rate limit: paused');
     throw Worker.RateLimitError();
   };
 
@@ -174,14 +166,14 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
 
   for (const w of workers) {
     w.on('failed', (job, err) => {
-      log.error({ queue: w.name, bullJobId: job?.id, attemptsMade: job?.attemptsMade, err }, 'job failed');
+      log.error({ event: 'job.failed', queue: w.name, bullJobId: job?.id, attemptsMade: job?.attemptsMade, err }, 'job failed');
     });
     w.on('error', (err) => {
-      log.error({ queue: w.name, err }, 'worker error');
+      log.error({ event: 'worker.error', queue: w.name, err }, 'worker error');
     });
     w.on('stalled', (jobId) => {
       // its worker died or lost the lock: the job runs again (every step is idempotent)
-      log.warn({ queue: w.name, bullJobId: jobId }, 'job stalled: re-queued');
+      log.warn({ event: 'job.stalled', queue: w.name, bullJobId: jobId }, 'job stalled: re-queued');
     });
   }
 
@@ -201,7 +193,7 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
       const outcome = await Promise.race([graceful, timedOut]);
       if (timer) clearTimeout(timer);
       if (outcome === 'timeout') {
-        log.warn({ timeoutMs }, 'workers did not finish in time; forcing close');
+        log.warn({ event: 'worker.forced_close', timeoutMs }, 'workers did not finish in time; forcing close');
         let forceTimer: NodeJS.Timeout | undefined;
         await Promise.race([
           Promise.allSettled(workers.map((w) => w.close(true))),

@@ -6,6 +6,8 @@
 import { Redis, type RedisOptions } from 'ioredis';
 
 export const REDIS_RECONNECT_MAX_DELAY_MS = 5_000;
+/** Longest wait for a connection's QUIT before it is dropped. */
+export const REDIS_CLOSE_TIMEOUT_MS = 2_000;
 
 export function createRedis(url: string, opts: RedisOptions = {}): Redis {
   return new Redis(url, {
@@ -17,7 +19,7 @@ export function createRedis(url: string, opts: RedisOptions = {}): Redis {
 }
 
 /** Close a connection, but never wait longer than `timeoutMs` (an unreachable Redis hangs QUIT). */
-export async function closeRedis(redis: Redis, timeoutMs = 2_000): Promise<void> {
+export async function closeRedis(redis: Redis, timeoutMs = REDIS_CLOSE_TIMEOUT_MS): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([

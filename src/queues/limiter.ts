@@ -5,11 +5,8 @@
  * daemons together stay under the plan's rate, and a 429 silences all of them for its window.
  */
 import type { Redis } from 'ioredis';
-import { API_RETRY_AFTER_MAX_MS } from '../config.ts';
+import { API_RATE_BURST, API_RATE_PER_SECOND, API_RETRY_AFTER_MAX_MS } from '../config.ts';
 
-/** Default: the lowest plans allow about one request per second (UPSTREAM.md); be a bit above. */
-export const API_RATE_PER_SECOND_DEFAULT = 5;
-export const API_RATE_BURST_DEFAULT = 10;
 /** Longest single wait of `acquire` before it asks Redis again. */
 export const LIMITER_RECHECK_MS = 5_000;
 
@@ -56,9 +53,9 @@ export interface ApiLimiterOptions {
   redis: Redis;
   /** key prefix, e.g. the queue prefix `{vsi}` */
   prefix: string;
-  /** sustained requests per second across all processes; default 5 */
+  /** sustained requests per second across all processes; default API_RATE_PER_SECOND (5) */
   requestsPerSecond?: number;
-  /** requests allowed at once after a quiet period; default 10 */
+  /** requests allowed at once after a quiet period; default API_RATE_BURST (10) */
   burst?: number;
   /**
    * longest pause, ms (the client's `retryAfterMaxMs`): `pauseFor` asks no longer, and a pause
@@ -94,8 +91,8 @@ function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 export function createApiLimiter(opts: ApiLimiterOptions): ApiLimiter {
-  const rate = opts.requestsPerSecond ?? API_RATE_PER_SECOND_DEFAULT;
-  const burst = opts.burst ?? API_RATE_BURST_DEFAULT;
+  const rate = opts.requestsPerSecond ?? API_RATE_PER_SECOND;
+  const burst = opts.burst ?? API_RATE_BURST;
   const maxPauseMs = Math.max(1, Math.round(opts.maxPauseMs ?? API_RETRY_AFTER_MAX_MS));
   const sleep = opts.sleep ?? defaultSleep;
   const bucketKey = `${opts.prefix}:api:bucket`;

@@ -11,11 +11,19 @@ import type { PollJob, SinkJob, SyncJob } from './payloads.ts';
 /** Failed jobs kept per queue for inspection. */
 export const FAILED_JOBS_KEPT = 1000;
 
+/** Attempts of a job before it fails (a cron's sync job has one: a sync is never retried by the queue). */
+export const JOB_ATTEMPTS = 8;
+/**
+ * Wait before the first retry of a failed attempt; BullMQ's `exponential` backoff doubles it for
+ * each one after (2 s, 4 s, ... 128 s before the eighth attempt).
+ */
+export const JOB_RETRY_BASE_DELAY_MS = 2_000;
+
 export const DEFAULT_JOB_OPTIONS: JobsOptions = {
   removeOnComplete: true,
   removeOnFail: { count: FAILED_JOBS_KEPT },
-  attempts: 8,
-  backoff: { type: 'exponential', delay: 2_000 },
+  attempts: JOB_ATTEMPTS,
+  backoff: { type: 'exponential', delay: JOB_RETRY_BASE_DELAY_MS },
 };
 
 export interface PipelineQueues {

@@ -13,6 +13,7 @@ import {
   type Metadata,
   type Transcript,
 } from '../api/schemas.ts';
+import { generateCredits } from '../domain/sources.ts';
 import { creditsExhausted, notFound, parseBody, parseWith, type ApiDeps, type Handler } from './handler.ts';
 import { parseVideoRef } from './ids.ts';
 import { hash32 } from './prng.ts';
@@ -65,11 +66,15 @@ export function registerMediaEndpoints(router: Router<Handler>, deps: ApiDeps): 
         return errorReply('transcript-unavailable', 'No native transcript is available.', `video ${v.facts.id} has no transcript; use mode=auto or mode=generate`);
       }
     }
-    if (!req.charge(1)) return creditsExhausted();
+    // what follows transcribes the audio (no captions to answer from, or asked to generate):
+    // priced per started minute of the media (UPSTREAM.md, "Generated transcripts"); a native
+    // request for media outside the catalog keeps the price of any other answer
+    const cost = mode === 'native' ? 1 : generateCredits(deps.transcriptJobs.mediaDurationS(ref, url, q.value.lang));
+    if (!req.charge(cost)) return creditsExhausted();
     const s = deps.jobSettings();
     const jobId = deps.transcriptJobs.create(
       req.apiKey,
-      { ref, url, lang: q.value.lang, text: q.value.text, chunkSize: q.value.chunkSize },
+      { ref, url, lang: q.value.lang, text: q.value.text, chunkSize: q.value.chunkSize, mode },
       deps.clock.now(),
       { queuedMs: s.queuedMs, runMs: s.transcriptJobMs, purgeMs: s.purgeMs },
     );

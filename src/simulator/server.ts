@@ -244,7 +244,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     if (body !== undefined) recordBatchPost(endpoint, body);
     const done = (status: number | 'reset' | 'hang') => {
       stats.record(endpoint, status);
-      log.debug({ method, endpoint, status, ms: Date.now() - started, scripted: step !== undefined }, 'simulator request');
+      log.debug({ event: 'simulator.request', method, endpoint, status, ms: Date.now() - started, scripted: step !== undefined }, 'simulator request');
     };
 
     if (step?.delayMs) await sleep(step.delayMs);
@@ -279,7 +279,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     try {
       reply = await answer(req, u, rel, match, body);
     } catch (e: unknown) {
-      log.error({ err: e, endpoint }, 'simulator handler failed');
+      log.error({ event: 'simulator.handler_failed', err: e, endpoint }, 'simulator handler failed');
       reply = errorReply('internal-error', 'Internal server error.', 'the simulator failed to answer');
     }
 
@@ -402,7 +402,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
           ? handleApi(req, res, u)
           : writeReply(res, errorReply('not-found', 'No such endpoint.', 'API paths start with /v1/'));
     work.catch((e: unknown) => {
-      log.error({ err: e }, 'simulator request failed');
+      log.error({ event: 'simulator.request_failed', err: e }, 'simulator request failed');
       res.socket?.destroy();
     });
   });
@@ -434,6 +434,6 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     });
     return closing;
   };
-  log.info({ url: sim.baseUrl, platform: settings.platform, seed: settings.seed }, 'simulator listening');
+  log.info({ event: 'simulator.listening', url: sim.baseUrl, platform: settings.platform, seed: settings.seed }, 'simulator listening');
   return sim;
 }

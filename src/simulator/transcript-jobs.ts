@@ -2,9 +2,11 @@
  * Transcript jobs of `GET /transcript` (answer 202 `{jobId}`), read at `GET /transcript/{jobId}`:
  * `queued`, then `active`, then `completed` with the transcript (or `failed` with an Error
  * object), forgotten after the purge period. Like batches, the state is computed from the clock.
+ * A `generate` job always transcribes the audio; an `auto` one uses captions when the video has
+ * them in the language asked for.
  */
 import { randomUUID } from 'node:crypto';
-import type { ErrorBody, JobResult, TranscriptChunk } from '../api/schemas.ts';
+import type { ErrorBody, JobResult, MediaTranscriptQuery, TranscriptChunk } from '../api/schemas.ts';
 import type { Catalog, VideoRef } from './catalog.ts';
 import { rngFor } from './prng.ts';
 import { captionText, LANGS, type Lang } from './text.ts';
@@ -17,6 +19,8 @@ export interface TranscriptJobRequest {
   lang: string | undefined;
   text: boolean | undefined;
   chunkSize: number | undefined;
+  /** `native`, `auto` or `generate`, as asked (default `auto`) */
+  mode: NonNullable<MediaTranscriptQuery['mode']>;
 }
 
 interface TranscriptJob extends TranscriptJobRequest {
@@ -49,6 +53,12 @@ function generatedChunks(seed: number, key: string, lang: string, count: number)
   return chunks;
 }
 
+/** Chunks a media URL outside the catalog gets (it has no captions: always generated). */
+function outsideChunks(seed: number, url: string, lang: string): TranscriptChunk[] {
+  const count = 3 + rngFor(seed, 'generated-count', url).int(0, 30);
+  return generatedChunks(seed, url, lang, count);
+}
+
 export class TranscriptJobs {
   private readonly jobs = new Map<string, TranscriptJob>();
 
@@ -56,6 +66,16 @@ export class TranscriptJobs {
     private readonly seed: number,
     private readonly catalog: Catalog,
   ) {}
+
+  /**
+   * Seconds of media behind `url`, which a generated transcript is priced by: the catalog
+   * video's duration, or for a URL outside the catalog the end of its generated speech.
+   */
+  mediaDurationS(ref: VideoRef | undefined, url: string, lang: string | undefined): number {
+    if (ref) return this.catalog.facts(ref).durationS;
+    const last = outsideChunks(this.seed, url, lang ?? 'en').at(-1);
+    return last === undefined ? 0 : Math.ceil((last.offset + last.duration) / 1000);
+  }
 
   create(apiKey: string, req: TranscriptJobRequest, nowMs: number, t: TranscriptJobTimings): string {
     for (const [id, job] of this.jobs) {
@@ -91,18 +111,19 @@ export class TranscriptJobs {
         return fail({ error: 'not-found', message: 'The video does not exist.', details: `video ${f.id} was removed` });
       }
       const lang = chooseLang(f.transcriptLanguages, job.lang);
-      if (lang !== undefined && (job.lang === undefined || lang === job.lang)) {
+      if (job.mode !== 'generate' && lang !== undefined && (job.lang === undefined || lang === job.lang)) {
         const content = shapeContent(this.catalog.transcriptChunks(job.ref, lang), job);
         return { status: 'completed', error: null, content, lang, availableLangs: [...f.transcriptLanguages] };
       }
       // generated from the audio in the requested language (or English)
       const genLang = job.lang ?? 'en';
       const content = shapeContent(generatedChunks(this.seed, f.id, genLang, Math.max(3, Math.round(f.durationS / 8) % 40)), job);
-      return { status: 'completed', error: null, content, lang: genLang, availableLangs: [...f.transcriptLanguages, genLang] };
+      const availableLangs: string[] = [...f.transcriptLanguages];
+      if (!availableLangs.includes(genLang)) availableLangs.push(genLang);
+      return { status: 'completed', error: null, content, lang: genLang, availableLangs };
     }
     const genLang = job.lang ?? 'en';
-    const count = 3 + (rngFor(this.seed, 'generated-count', job.url).int(0, 30));
-    const content = shapeContent(generatedChunks(this.seed, job.url, genLang, count), job);
+    const content = shapeContent(outsideChunks(this.seed, job.url, genLang), job);
     return { status: 'completed', error: null, content, lang: genLang, availableLangs: [genLang] };
   }
 }

@@ -1,0 +1,180 @@
+/**
+ * The names of the log events: the one list. Every log line an operator, a test or the benchmark
+ * relies on carries `event` (a dotted lower-case name from this list) beside its fields; `msg`
+ * stays human text and may be reworded at will. Match on `event` and fields, never on `msg`.
+ *
+ *   log.info({ event: 'sync.submitted', sourceId, jobIds, videos, credits }, 'batches submitted');
+ *
+ * A name is an interface: rename one only together with everything that reads it (test/, bench/,
+ * dashboards). test/unit/log-events.test.ts checks that every `event: '...'` in src/ is listed
+ * here and every name listed here is logged somewhere.
+ */
+export const LOG_EVENTS = [
+  // the daemon (src/cli/daemon.ts)
+  /** the workers run: `roles`, `prefix` */
+  'daemon.started',
+  /** SIGTERM/SIGINT received, draining: `signal`, `graceMs` */
+  'daemon.stopping',
+  /** everything closed, the process exits: `closedCleanly` */
+  'daemon.stopped',
+  /** Redis may evict queued jobs (warn): `policy` (its maxmemory-policy) */
+  'daemon.redis_eviction_policy',
+  /** the admin server accepts requests: `url`, `auth` */
+  'admin.listening',
+
+  // reconciling Redis with Postgres (src/pipeline/reconcile.ts, src/cli/daemon.ts)
+  /** a reconcile re-created missing jobs (only logged when it did): `polls`, `sinks`, `schedulers` */
+  'reconcile.requeued',
+  /** Redis came back after a disconnect and a reconcile ran: `polls`, `sinks`, `schedulers` */
+  'reconcile.after_reconnect',
+  /** a reconcile (periodic or after a reconnect) failed; the next interval retries: `err` */
+  'reconcile.failed',
+
+  // syncs and submissions (src/pipeline/scheduler.ts, submit.ts)
+  /** a scheduled sync made no API call because an upstream hold stands (debug): `sourceId`, `holds` */
+  'sync.held',
+  /** nothing due for this source: `sourceId`, `listed`, `listingCredits` */
+  'sync.up_to_date',
+  /** a sync refused before any POST, credits short: `sourceId`, `needed`, `available` */
+  'sync.refused_credits',
+  /** a sync submitted its batches: `sourceId`, `jobIds`, `videos`, `credits`, `listingCredits` */
+  'sync.submitted',
+  /** one batch POST answered with its job ID (debug): `jobId`, `kind`, `lang`, `credits` */
+  'batch.submitted',
+  /** a batch POST's answer was lost after it may have arrived; not retried: `sourceId`, `kind`, `lang`, `submission`, `err` */
+  'batch.answer_lost',
+  /** a lost POST turned out not created (credits unmoved): submitted again: `sourceId`, `submission`, `kind`, `lang` */
+  'submission.not_created',
+  /** a lost POST was probably created (credits moved): left for a person: `sourceId`, `submission`, `kind`, `lang`, `creditsEstimated` */
+  'submission.lost',
+
+  // upstream holds (src/pipeline/scheduler.ts, poller.ts, upstream-holds.ts)
+  /** an account-level refusal starts a hold (error, once per hold): `code`, `reason` or `jobId` */
+  'hold.set',
+  /** recording a refusal as a hold failed: `err` */
+  'hold.record_failed',
+  /** a sync a person started got through and lifted the holds: `cleared` */
+  'hold.cleared',
+  /** a /me re-check lifted holds: `cleared`, `usedCredits`, `maxCredits`, `creditReserve` */
+  'hold.recheck_cleared',
+  /** a /me re-check kept holds, credits still short (debug): `holds`, `usedCredits`, `maxCredits`, `creditReserve` */
+  'hold.recheck_standing',
+  /** the re-check's /me was refused; the holds stand: `code`, `holds` */
+  'hold.recheck_refused',
+  /** a re-check failed otherwise; retried at the next interval: `err` */
+  'hold.recheck_failed',
+  /** an `upgrade-required` hold waits for a person (once per hold): `code`, `since`, `needsPerson` */
+  'hold.needs_person',
+
+  // polls (src/pipeline/poller.ts)
+  /** a poll committed: `jobId`, `status`, `landed`, `changed`, `polls`, `quarantined`, `duplicates`, `total`, `finished` */
+  'poll.landed',
+  /** a poll's answer was cut short; what landed is kept: `jobId`, `landed`, `changed`, `polls`, `reason` */
+  'poll.incomplete',
+  /** the upstream answered a batch status this interface version does not know: `jobId`, `upstreamStatus`, `landed` */
+  'poll.unknown_status',
+  /** the upstream answered not-found; confirming before expiring: `jobId`, `notFoundForMs`, `confirmMs` */
+  'poll.not_found',
+  /** a poll was refused; polled again later: `jobId`, `code`, `status`, `nextDelayMs` */
+  'poll.refused',
+  /** a poll job for a batch Postgres does not know; dropped: `jobId` */
+  'poll.unknown_batch',
+  /** a batch ended without the upstream saying so (expired, not found): `jobId`, `status`, `errorCode`, `retryable`, `reason` */
+  'batch.ended',
+  /** the credit reading after a batch or a backfill failed: `jobId` or nothing, `err` or `reason` */
+  'credits.read_failed',
+
+  // generated transcripts (src/pipeline/generate.ts; their jobs' polls log the poll.* events with `mode: 'generate'`)
+  /** generations requested for a source: `sourceId`, `jobIds`, `videos`, `minutes`, `credits` */
+  'generate.submitted',
+  /** candidates left out because the source's minute budget is spent: `sourceId`, `skipped`, `usedMinutes`, `maxMinutes` */
+  'generate.over_budget',
+  /** the credit guard refused the set; nothing sent: `sourceId`, `needed`, `available`, `videos` */
+  'generate.refused_credits',
+  /** a generation request's answer was lost after it may have arrived; not retried: `sourceId`, `videoId`, `lang`, `submission`, `err` */
+  'generate.answer_lost',
+  /** the upstream refused one video's generation (gone, private, invalid); not asked again: `sourceId`, `videoId`, `lang`, `submission`, `code` */
+  'generate.refused',
+
+  // the sink and replays (src/pipeline/sink.ts, replay.ts)
+  /** a sink job wrote rows: `jobId`, `sunk`, `inserted`, `updated`, `unchanged`, `quarantined`, ... */
+  'sink.done',
+  /** items set aside raw with their reason: `jobId`, `quarantined` */
+  'sink.quarantined',
+  /** quarantined items sunk again from their raw answer: `items`, outcome counts, `pending`, row counts */
+  'replay.resunk',
+
+  // workers (src/pipeline/workers.ts)
+  /** an attempt failed (bullmq retries it or gives up): `queue`, `bullJobId`, `attemptsMade`, `err` */
+  'job.failed',
+  /** a job's worker died or lost its lock; the job runs again: `queue`, `bullJobId` */
+  'job.stalled',
+  /** shutdown interrupted a job; it goes back to the queue: `queue`, `bullJobId` */
+  'job.handed_back',
+  /** a worker (not a job) failed, e.g. its Redis connection: `queue`, `err` */
+  'worker.error',
+  /** shutdown's grace ran out; workers are closed by force: `timeoutMs` */
+  'worker.forced_close',
+  /** the upstream answered 429: the queue pauses: `endpoint`, `pauseMs` */
+  'rate_limit.paused',
+  /** the pause could not be shared with the other processes: `err` */
+  'rate_limit.share_failed',
+
+  // the upstream API client (src/api/http.ts)
+  /** one request answered (debug): `endpoint`, `status`, `attempt`, `durationMs` */
+  'upstream.request',
+  /** one request failed (debug): `endpoint`, `status`, `attempt`, `durationMs`, `code`, `reason` */
+  'upstream.request_failed',
+  /** a failed request is tried again: `endpoint`, `attempt`, `delayMs`, `code`, `status`, `durationMs` */
+  'upstream.retry',
+  /** a Retry-After longer than allowed was cut: `endpoint`, `status`, `receivedMs`, `cappedMs` */
+  'upstream.retry_after_capped',
+  /** an onRequest hook threw (the request went on): `endpoint`, `err` */
+  'upstream.hook_failed',
+
+  // commands, database, Redis (src/cli/*, src/db/*)
+  /** a command's Redis connection failed (ioredis reconnects): `err` */
+  'redis.error',
+  /** cron schedules could not be written; the daemon's reconcile will: `err` */
+  'schedules.update_failed',
+  /** the database did not exist and was created: `database` */
+  'db.created',
+  /** migrations ran (also when none was pending): `database`, `applied`, `created` */
+  'db.migrated',
+  /** a Postgres notice (debug): `code`, `notice` */
+  'db.notice',
+
+  // the simulator (src/simulator/server.ts, src/cli/simulator.ts)
+  /** the simulator accepts requests: `url`, `platform`, `seed` */
+  'simulator.listening',
+  /** one request answered (debug): `method`, `endpoint`, `status`, `ms`, `scripted` */
+  'simulator.request',
+  /** an endpoint's handler threw; answered 500: `endpoint`, `err` */
+  'simulator.handler_failed',
+  /** a request failed outside a handler; its socket is closed: `err` */
+  'simulator.request_failed',
+  /** the simulator command got a signal and stops: `signal` */
+  'simulator.stopping',
+
+  // the admin server (src/admin/*)
+  /** a readiness check passes again: `check` */
+  'admin.check_ok',
+  /** a readiness check fails: `check`, `state`, `err` */
+  'admin.check_failing',
+  /** an admin answer held a secret and was redacted (a bug): `path` */
+  'admin.secret_redacted',
+  /** an admin request threw: `path`, `err` */
+  'admin.request_failed',
+  /** the admin HTTP server failed: `err` */
+  'admin.server_error',
+  /** a metrics family could not be read: `family`, `err` */
+  'metrics.family_failed',
+  /** a metrics family is readable again: `family` */
+  'metrics.family_recovered',
+] as const;
+
+export type LogEvent = (typeof LOG_EVENTS)[number];
+
+export function isLogEvent(name: unknown): name is LogEvent {
+  return typeof name === 'string' && (LOG_EVENTS as readonly string[]).includes(name);
+}

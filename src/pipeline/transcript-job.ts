@@ -1,0 +1,207 @@
+/**
+ * One poll of a transcript job (`--generate-missing`): `GET /transcript/{jobId}` (free), recorded
+ * on the job's `batches` row (mode `generate`) the way a batch's poll is. The poller dispatches
+ * here once it has checked holds and the job's age; the poll queue drives it like any batch.
+ *
+ * The job holds one video (named in its request). `queued`/`active` keep it in flight; `completed`
+ * lands its one item with the JobResult as the payload; `failed` records the item's error code
+ * with the policy of src/domain/items.ts; a status this interface version does not list keeps it
+ * in flight. A JSON `not-found` expires it only when confirmed over BATCH_NOT_FOUND_CONFIRM_MS
+ * (the item becomes retryable); any other refused answer is polled again.
+ */
+import { z } from 'zod';
+import { ApiError, LimitExceededError, NotFoundError, SchemaMismatchError } from '../api/errors.ts';
+import { endBatchLocally, recordNotFound, recordPollAnswer, recordRefusedPoll, scheduleNextPoll, type PolledBatch } from '../db/batch-polls.ts';
+import { landItems, markUnfinishedRetryable, type LandItem } from '../db/items.ts';
+import { DeliveredTranscriptSchema } from '../db/transcripts.ts';
+import { recordOutcomes } from '../db/video-sync.ts';
+import { LOCAL_BATCH_END_CODES, readHead, type BatchStatus } from '../domain/batches.ts';
+import { classifyItem, UNFINISHED_AT_END_CODE } from '../domain/items.ts';
+import { formatIssuePath } from '../api/schemas.ts';
+import { sinkJobId } from '../queues/names.ts';
+import { takeCreditSnapshot } from './credits.ts';
+import type { PipelineDeps } from './deps.ts';
+import { nextPollDelayMs, type PollResult } from './poller.ts';
+
+/**
+ * The answer read liberally: any status, any error code; other fields are kept. The client's
+ * schema lists the statuses of this interface version; an answer with another one reaches us as
+ * a SchemaMismatchError carrying the body, which is read again with this.
+ */
+const LiberalJobResultSchema = z
+  .object({
+    status: z.string(),
+    error: z.object({ error: z.string() }).passthrough().nullable().optional(),
+  })
+  .passthrough();
+type LiberalJobResult = z.infer<typeof LiberalJobResultSchema>;
+
+export async function pollTranscriptJob(
+  deps: PipelineDeps,
+  batch: PolledBatch,
+  opts: { previousDelayMs?: number; signal?: AbortSignal } = {},
+): Promise<PollResult> {
+  const { sql, api, log, settings } = deps;
+  const { jobId } = batch;
+  const nothing = { landed: 0, changed: 0, duplicates: 0, quarantined: 0 };
+  const previousDelayMs = opts.previousDelayMs ?? settings.pollInitialDelayMs;
+  const later = (): PollResult => ({
+    jobId, status: batch.status, terminal: false, ...nothing, nextDelayMs: nextPollDelayMs(previousDelayMs, false, settings),
+  });
+
+  let answer: unknown;
+  try {
+    // the answer as received is what lands (the client's schema would drop fields it does not name)
+    answer = (await api.readTranscriptJob(jobId, { signal: opts.signal })).raw;
+  } catch (e: unknown) {
+    if (opts.signal?.aborted || e instanceof LimitExceededError || !(e instanceof ApiError)) throw e;
+    const body = e instanceof SchemaMismatchError ? readBody(e.rawBody) : undefined;
+    if (body !== undefined) {
+      answer = body;
+    } else if (e instanceof NotFoundError && e.rawBody === undefined) {
+      return notFound(deps, batch, e.message, later());
+    } else {
+      await recordRefusedPoll(sql, jobId, `poll answered ${e.code}: ${e.message}; polled again`);
+      const next = later();
+      log.warn({ event: 'poll.refused', mode: 'generate', jobId, code: e.code, status: e.status, nextDelayMs: next.nextDelayMs }, 'transcript job poll refused: polled again later');
+      return next;
+    }
+  }
+  const parsed = LiberalJobResultSchema.safeParse(answer);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const why = `the answer does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`;
+    await recordRefusedPoll(sql, jobId, `poll ${batch.polls + 1}: ${why}; polled again`);
+    const next = later();
+    log.warn({ event: 'poll.incomplete', mode: 'generate', jobId, landed: 0, changed: 0, polls: batch.polls + 1, reason: why }, 'transcript job answer unreadable: polled again');
+    return next;
+  }
+  const result = parsed.data;
+  const errorCode = result.error?.error ?? null;
+  const reading = readHead({ status: result.status, errorCode });
+  const polls = batch.polls + 1;
+
+  if (!reading.terminal) {
+    const status: BatchStatus = reading.status ?? batch.status;
+    const nextDelayMs = nextPollDelayMs(previousDelayMs, status !== batch.status, settings);
+    await recordPollAnswer(sql, jobId, {
+      status,
+      upstreamStatus: result.status,
+      errorCode: null,
+      total: 1,
+      succeeded: 0,
+      failed: 0,
+      creditsEstimated: null,
+      polls,
+      reason: reading.unknownStatus !== null ? `status ${JSON.stringify(reading.unknownStatus)} is not one this interface version lists: still polled` : null,
+      completedAt: null,
+      terminal: false,
+    });
+    await scheduleNextPoll(sql, jobId, nextDelayMs);
+    if (reading.unknownStatus !== null) {
+      log.warn({ event: 'poll.unknown_status', mode: 'generate', jobId, upstreamStatus: reading.unknownStatus, landed: 0 }, 'transcript job status unknown to this interface version: still polled');
+    }
+    log.info({ event: 'poll.landed', mode: 'generate', jobId, status, landed: 0, changed: 0, polls, quarantined: 0, duplicates: 0, total: 1, finished: 0 }, 'transcript job polled');
+    return { jobId, status, terminal: false, ...nothing, nextDelayMs };
+  }
+
+  const status = reading.status!;
+  const item = jobItem(videoIdOf(batch), status, result, answer);
+  const changed = await sql.begin(async (tx) => {
+    const { rows } = await landItems(tx, jobId, [item]);
+    await recordOutcomes(tx, { jobId, kind: batch.kind, lang: batch.lang }, rows, settings.transcriptRecheckMs);
+    const landed = rows.some((r) => r.state === 'landed');
+    await recordPollAnswer(tx, jobId, {
+      status,
+      upstreamStatus: result.status,
+      errorCode,
+      total: 1,
+      succeeded: landed ? 1 : 0,
+      failed: landed ? 0 : 1,
+      creditsEstimated: null,
+      polls,
+      reason: null,
+      completedAt: null,
+      terminal: true,
+    });
+    return rows;
+  });
+  const landed = changed.filter((r) => r.state === 'landed').length;
+  const quarantined = changed.filter((r) => r.state === 'quarantined').length;
+  if (landed > 0) await deps.queues.sink.add('sink', { jobId }, { jobId: sinkJobId(jobId, polls) });
+  // observed usage after the job (reading /me is free): what status reports as spent
+  await takeCreditSnapshot(deps, batch.sourceId, 'after-batch').catch((err: unknown) =>
+    log.warn({ event: 'credits.read_failed', jobId, err }, 'could not read /me after the transcript job'),
+  );
+  log.info(
+    { event: 'poll.landed', mode: 'generate', jobId, status, landed, changed: changed.length, polls, quarantined, duplicates: 0, total: 1, finished: 1, errorCode },
+    'transcript job polled',
+  );
+  return { jobId, status, terminal: true, landed, changed: changed.length, duplicates: 0, quarantined };
+}
+
+/** The video a transcript job is for, as its request names it. */
+function videoIdOf(batch: PolledBatch): string {
+  const id = (batch.request as { videoId?: unknown } | null)?.videoId;
+  // a row written by this version always names it; `#0` keeps a damaged one's item visible
+  return typeof id === 'string' ? id : '#0';
+}
+
+/** The one item of a job that ended: the answer is its payload, whatever it says. */
+function jobItem(videoId: string, status: BatchStatus, result: LiberalJobResult, answer: unknown): LandItem {
+  const base = { videoId, payload: answer };
+  if (status === 'completed') {
+    const delivered = DeliveredTranscriptSchema.safeParse(answer);
+    if (delivered.success) return { ...base, state: 'landed', errorCode: null };
+    const issue = delivered.error.issues[0];
+    return result.content === undefined
+      ? { ...base, state: 'quarantined', errorCode: null, reason: 'job completed without content', reasonCode: 'no-result' }
+      : {
+          ...base,
+          state: 'quarantined',
+          errorCode: null,
+          reason: `job result does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`,
+          reasonCode: 'schema',
+        };
+  }
+  const code = result.error?.error ?? null;
+  // failed (or expired) without a reason: unfinished, like an item left when its batch ends
+  if (code === null || code === UNFINISHED_AT_END_CODE) return { ...base, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE };
+  const outcome = classifyItem({ videoId, errorCode: code }, 'transcript');
+  return { ...base, state: outcome.state, errorCode: outcome.errorCode };
+}
+
+/** The body of an answer that failed the client's schema, when it is a JSON object with a status. */
+function readBody(rawBody: string | undefined): unknown {
+  if (rawBody === undefined) return undefined;
+  try {
+    const value: unknown = JSON.parse(rawBody);
+    return LiberalJobResultSchema.safeParse(value).success ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A JSON `not-found`: the job is expired only when such answers span BATCH_NOT_FOUND_CONFIRM_MS
+ * (a moment's trouble upstream must not end it); its video's item becomes retryable.
+ */
+async function notFound(deps: PipelineDeps, batch: PolledBatch, message: string, later: PollResult): Promise<PollResult> {
+  const { sql, log, settings } = deps;
+  const { jobId } = batch;
+  const spanMs = await recordNotFound(sql, jobId, `the API answered not-found: ${message}`);
+  if (spanMs < settings.batchNotFoundConfirmMs) {
+    log.warn({ event: 'poll.not_found', mode: 'generate', jobId, notFoundForMs: Math.round(spanMs), confirmMs: settings.batchNotFoundConfirmMs }, 'transcript job not found upstream: confirming before expiring it');
+    const untilConfirmedMs = Math.ceil(settings.batchNotFoundConfirmMs - spanMs);
+    return { ...later, nextDelayMs: Math.min(later.nextDelayMs ?? settings.pollMaxDelayMs, Math.max(settings.pollMinDelayMs, untilConfirmedMs)) };
+  }
+  const reason = `the API answered not-found on every poll for ${Math.round(spanMs / 1000)} s (BATCH_NOT_FOUND_CONFIRM_MS ${settings.batchNotFoundConfirmMs} ms): it no longer knows the job`;
+  const marked = await sql.begin(async (tx) => {
+    const ids = await markUnfinishedRetryable(tx, jobId, UNFINISHED_AT_END_CODE);
+    await recordOutcomes(tx, { jobId, kind: batch.kind, lang: batch.lang }, ids.map((videoId) => ({ videoId, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE })), settings.transcriptRecheckMs);
+    await endBatchLocally(tx, jobId, { status: 'expired', errorCode: LOCAL_BATCH_END_CODES.notFound, reason });
+    return ids;
+  });
+  log.warn({ event: 'batch.ended', mode: 'generate', jobId, status: 'expired', errorCode: LOCAL_BATCH_END_CODES.notFound, retryable: marked.length, reason }, 'transcript job ended locally');
+  return { jobId, status: 'expired', terminal: true, landed: 0, changed: marked.length, duplicates: 0, quarantined: 0 };
+}
