@@ -5,7 +5,7 @@
  * spacing, at most `RETRY_ATTEMPTS_MAX` submissions in all; past that only a person
  * (`replay --failed`) submits it.
  */
-import type { ItemState } from './items.ts';
+import { NO_CAPTIONS_CODE, type ItemState } from './items.ts';
 
 /** What the scheduler knows of one video, kind and language (`video_sync` and its claim). */
 export interface VideoSyncFacts {
@@ -75,5 +75,5 @@ export function dueReason(facts: VideoSyncFacts | undefined, policy: DuePolicy):
 
 /** When an item outcome is re-checked automatically (a transcript not available yet); null: never. */
 export function recheckAt(errorCode: string | null, now: Date, transcriptRecheckMs: number): Date | null {
-  return errorCode === 'transcript-unavailable' ? new Date(now.getTime() + transcriptRecheckMs) : null;
+  return errorCode === NO_CAPTIONS_CODE ? new Date(now.getTime() + transcriptRecheckMs) : null;
 }

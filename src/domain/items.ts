@@ -36,6 +36,11 @@ export const PERMANENT_ITEM_CODES = [
   'unauthorized',
   'upgrade-required',
 ] as const;
+/**
+ * The video has no captions (in that language): its transcript is re-checked later
+ * (src/domain/attempts.ts), and a source with `--generate-missing` may have one generated.
+ */
+export const NO_CAPTIONS_CODE = 'transcript-unavailable' satisfies (typeof PERMANENT_ITEM_CODES)[number];
 /** Every item errorCode the interface (v1.3.0) lists; anything else is recorded and retryable. */
 export const KNOWN_ITEM_CODES: readonly string[] = ['processing', ...RETRYABLE_ITEM_CODES, ...PERMANENT_ITEM_CODES];
 

@@ -27,15 +27,12 @@ import { lockClaims } from '../db/locks.ts';
 import type { Source } from '../db/schema.ts';
 import { markSubmission, recordSending } from '../db/submissions.ts';
 import { recordOutcomes } from '../db/video-sync.ts';
-import type { PERMANENT_ITEM_CODES } from '../domain/items.ts';
+import { NO_CAPTIONS_CODE } from '../domain/items.ts';
 import { generateCredits, startedMinutes } from '../domain/sources.ts';
 import { pollJobId, sinkJobId } from '../queues/names.ts';
 import { checkCredits, CreditsRefusedError, type CreditReservations } from './credits.ts';
 import type { PipelineDeps } from './deps.ts';
 import { answerMayBeLost } from './submit.ts';
-
-/** The latest transcript outcome that makes a video a candidate: it has no captions. */
-const NO_CAPTIONS_CODE = 'transcript-unavailable' satisfies (typeof PERMANENT_ITEM_CODES)[number];
 
 /** Prefix of the job ID we give a transcript answered at once (the upstream gave none). */
 export const SYNC_JOB_ID_PREFIX = 'gen-sync';
