@@ -42,6 +42,7 @@ export function renderBackfillReport(r: BackfillReport): string {
     out.push(
       `source ${s.sourceId}: ${s.outcome}` +
         (s.listed ? `, ${s.listed} listed` : '') +
+        (s.listingCredits ? ` (listing: ${s.listingCredits} credit${s.listingCredits === 1 ? '' : 's'})` : '') +
         (s.jobIds.length ? `, ${s.submitted} video(s) submitted in ${s.jobIds.length} batch(es), ~${s.creditsEstimated} credits` : '') +
         (s.detail ? ` (${s.detail})` : '') +
         '\n',
