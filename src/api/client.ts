@@ -149,7 +149,7 @@ export interface CallOptions {
 
 /** `GET /transcript` answers either at once (200) or with a job to poll (202). */
 export type MediaTranscriptResult =
-  | { kind: 'transcript'; transcript: Transcript; /** the answer as received, to land raw */ raw: unknown }
+  | { kind: 'transcript'; transcript: Transcript }
   | { kind: 'job'; jobId: string };
 
 /** The raw answer of `GET /{platform}/batch/{jobId}`, for incremental parsing. */
@@ -190,6 +190,8 @@ export interface ApiClient {
   translateTranscript(q: TranslateQuery, o?: CallOptions): Promise<TranslatedTranscript>;
   /** `GET /transcript`: a transcript now (200) or a job to poll with `getTranscriptJob` (202) */
   getMediaTranscript(q: MediaTranscriptQuery, o?: CallOptions): Promise<MediaTranscriptResult>;
+  /** `GET /transcript`, with the answer as received (what the pipeline lands raw) */
+  readMediaTranscript(q: MediaTranscriptQuery, o?: CallOptions): Promise<{ result: MediaTranscriptResult; raw: unknown }>;
   /** `GET /transcript/{jobId}` */
   getTranscriptJob(jobId: string, o?: CallOptions): Promise<JobResult>;
   /** `GET /transcript/{jobId}`, with the answer as received (what the pipeline lands raw) */
@@ -377,6 +379,16 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
     }
   }
 
+  async function readMediaTranscript(q: MediaTranscriptQuery, o?: CallOptions): Promise<{ result: MediaTranscriptResult; raw: unknown }> {
+    const endpoint = 'GET /transcript';
+    const query = validate(MediaTranscriptQuerySchema, q, endpoint);
+    // anything but `native` may start a paid job: like a batch POST, never repeated once it may have arrived
+    const kind = query.mode === 'native' ? 'idempotent' : 'create';
+    const spec: RequestSpec = { method: 'GET', endpoint, path: '/transcript', query: toQuery(query), kind, signal: o?.signal };
+    const { data, raw } = await http.requestJson(spec, TranscriptOrJobIdSchema);
+    return { result: 'jobId' in data ? { kind: 'job', jobId: data.jobId } : { kind: 'transcript', transcript: data }, raw };
+  }
+
   return {
     platform,
     createVideoBatch: async (body, o) => {
@@ -425,15 +437,8 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
       const query = validate(TranslateQuerySchema, q, endpoint);
       return get(endpoint, `${p}/transcript/translate`, query, TranslatedTranscriptSchema, o);
     },
-    getMediaTranscript: async (q, o) => {
-      const endpoint = 'GET /transcript';
-      const query = validate(MediaTranscriptQuerySchema, q, endpoint);
-      // anything but `native` may start a paid job: like a batch POST, never repeated once it may have arrived
-      const kind = query.mode === 'native' ? 'idempotent' : 'create';
-      const spec: RequestSpec = { method: 'GET', endpoint, path: '/transcript', query: toQuery(query), kind, signal: o?.signal };
-      const { data, raw } = await http.requestJson(spec, TranscriptOrJobIdSchema);
-      return 'jobId' in data ? { kind: 'job', jobId: data.jobId } : { kind: 'transcript', transcript: data, raw };
-    },
+    getMediaTranscript: async (q, o) => (await readMediaTranscript(q, o)).result,
+    readMediaTranscript,
     getTranscriptJob: async (jobId, o) => {
       const endpoint = 'GET /transcript/{jobId}';
       return get(endpoint, `/transcript/${jobIdSegment(jobId, endpoint)}`, undefined, JobResultSchema, o);

@@ -157,7 +157,7 @@ async function generate(
 
   let answer;
   try {
-    answer = await api.getMediaTranscript(query);
+    answer = await api.readMediaTranscript(query);
   } catch (e: unknown) {
     const detail = e instanceof Error ? e.message : String(e);
     const at = { sourceId: source.id, videoId: p.videoId, lang: p.lang, submission };
@@ -177,8 +177,8 @@ async function generate(
     throw e;
   }
 
-  if (answer.kind === 'job') {
-    const { jobId } = answer;
+  if (answer.result.kind === 'job') {
+    const { jobId } = answer.result;
     await sql.begin(async (tx) => {
       await insertSubmittedBatch(tx, {
         jobId, sourceId: source.id, kind: 'transcript', lang: p.lang, mode: 'generate', creditsEstimated: credits,
