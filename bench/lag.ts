@@ -6,12 +6,12 @@
  * `start + ceil((k + 1) * 1000 / itemsPerSecond)`, and the batch completes at
  * `start + ceil(total * 1000 / itemsPerSecond)` (its `completedAt`, which the poller stores).
  *
- * Every `batch polled` log line carries the batch's finished count at that poll (`finished`)
+ * Every `poll.landed` log event carries the batch's finished count at that poll (`finished`)
  * and is written after the poll's transaction committed. The items a poll recorded are those
  * whose finishing index lies between the previous poll's count and this one's; the earliest of
  * them waited longest, so per poll: lag = log time - finish time of index (previous count).
  */
-import type { LogEvent } from './procs.ts';
+import type { LogLine } from './procs.ts';
 
 export interface BatchTimes {
   jobId: string;
@@ -35,10 +35,10 @@ export function finishTimeMs(b: BatchTimes, itemsPerSecond: number, k: number): 
   return startMs + Math.ceil(((k + 1) * 1000) / itemsPerSecond);
 }
 
-export function landingLag(batches: BatchTimes[], events: LogEvent[], itemsPerSecond: number): LagResult {
-  const byJob = new Map<string, LogEvent[]>();
+export function landingLag(batches: BatchTimes[], events: LogLine[], itemsPerSecond: number): LagResult {
+  const byJob = new Map<string, LogLine[]>();
   for (const e of events) {
-    if (e.msg !== 'batch polled' || typeof e.jobId !== 'string' || typeof e.finished !== 'number') continue;
+    if (e.event !== 'poll.landed' || typeof e.jobId !== 'string' || typeof e.finished !== 'number') continue;
     const list = byJob.get(e.jobId) ?? [];
     list.push(e);
     byJob.set(e.jobId, list);

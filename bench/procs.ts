@@ -8,6 +8,7 @@ import { createWriteStream, readFileSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { LogEvent } from '../src/log-events.ts';
 import { RSS_SAMPLE_INTERVAL_MS } from './settings.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -25,10 +26,12 @@ export function shebangNodeArgs(): string[] {
 }
 
 /** One pino line of a child's stderr (the fields the benchmark reads). */
-export interface LogEvent {
+export interface LogLine {
   time: number;
   msg: string;
   level?: number;
+  /** the stable event name (src/log-events.ts): what the benchmark matches on, never `msg` */
+  event?: LogEvent;
   [field: string]: unknown;
 }
 
@@ -85,14 +88,14 @@ export function killRunning(): void {
 
 export class CliProcess {
   readonly name: string;
-  readonly events: LogEvent[] = [];
+  readonly events: LogLine[] = [];
   readonly done: Promise<ProcResult>;
   private readonly child: ChildProcess;
   private readonly log: WriteStream;
   private readonly startedAt = Date.now();
   private peakKb = 0;
   private cpuS = 0;
-  private listeners: ((e: LogEvent) => void)[] = [];
+  private listeners: ((e: LogLine) => void)[] = [];
 
   private constructor(name: string, args: string[], env: Record<string, string>, logDir: string, nodeArgs: string[]) {
     this.name = name;
@@ -124,9 +127,9 @@ export class CliProcess {
     lines.on('line', (line) => {
       this.log.write(`${line}\n`);
       if (!line.startsWith('{')) return;
-      let e: LogEvent;
+      let e: LogLine;
       try {
-        e = JSON.parse(line) as LogEvent;
+        e = JSON.parse(line) as LogLine;
       } catch {
         return;
       }
@@ -165,7 +168,7 @@ export class CliProcess {
   }
 
   /** Resolve with the first log event (past or future) that matches, or fail after `timeoutMs`. */
-  waitForLog(match: (e: LogEvent) => boolean, timeoutMs: number): Promise<LogEvent> {
+  waitForLog(match: (e: LogLine) => boolean, timeoutMs: number): Promise<LogLine> {
     const seen = this.events.find(match);
     if (seen) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
@@ -173,7 +176,7 @@ export class CliProcess {
         this.listeners = this.listeners.filter((l) => l !== listener);
         reject(new Error(`${this.name}: no matching log line within ${timeoutMs} ms`));
       }, timeoutMs);
-      const listener = (e: LogEvent) => {
+      const listener = (e: LogLine) => {
         if (!match(e)) return;
         clearTimeout(timer);
         this.listeners = this.listeners.filter((l) => l !== listener);

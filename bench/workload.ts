@@ -89,7 +89,7 @@ export async function runWorkload(env: BenchEnv, name: string, sourceIds: number
   let usedBefore: number;
   let usedAfter: number;
   try {
-    await daemon.waitForLog((e) => e.msg === 'daemon started', 60_000);
+    await daemon.waitForLog((e) => e.event === 'daemon.started', 60_000);
     statsBefore = env.sim.stats();
     usedBefore = (await env.api.me()).usedCredits;
     backfill = CliProcess.start(

@@ -1,7 +1,9 @@
 /**
- * Structured logs (pino) to stderr, so stdout carries only a command's output. Secrets are
- * redacted by configuration: any field named like a key or an authorization header is censored
- * wherever it sits, so a careless `log.info({ headers })` cannot leak the API key.
+ * Structured logs (pino) to stderr, so stdout carries only a command's output. Every call names
+ * its event (`event`, from src/log-events.ts); tests, the benchmark and operators match on that
+ * and the fields, never on `msg`. Secrets are redacted by configuration: any field named like a
+ * key or an authorization header is censored wherever it sits, so a careless
+ * `log.info({ headers })` cannot leak the API key.
  */
 import pino, { type Logger } from 'pino';
 

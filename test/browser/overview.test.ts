@@ -2,7 +2,8 @@
  * The admin pages as a person sees them: headless Chromium (Debian's `chromium`, driven by
  * playwright-core) against a real `daemon --admin-port` process, while a backfill is half done
  * (the simulator's clock is frozen mid-batch). The overview shows the sources and a batch's
- * progress bar; the queue dashboard loads with the token and is refused without it. A
+ * progress bar; the queue dashboard loads with the token and is refused without it; a daemon
+ * stops cleanly on SIGTERM (one of its own, so the pages keep theirs whatever the order). A
  * screenshot of the overview is saved to test-artifacts/overview.png.
  *
  * Without /usr/bin/chromium the file is skipped locally (with a message) and fails in CI.
@@ -18,7 +19,7 @@ import { syncSource } from '../../src/pipeline/scheduler.ts';
 import { registerSource } from '../../src/pipeline/sources.ts';
 import { basic, bearer } from '../helpers/admin.ts';
 import { createPipelineHarness, waitFor, type PipelineHarness } from '../helpers/pipeline.ts';
-import { freePort } from '../helpers/proc.ts';
+import { freePort, parseLogLines } from '../helpers/proc.ts';
 
 const CHROMIUM_PATH = '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
@@ -44,11 +45,18 @@ if (chromiumMissing && !inCi) {
   console.warn(`skipping test/browser/overview.test.ts: ${CHROMIUM_PATH} is missing (install it: apt-get install chromium)`);
 }
 
+interface AdminDaemon {
+  child: ChildProcess;
+  exit: Promise<number | null>;
+  /** its stderr so far (pino lines) */
+  log(): string;
+  adminUrl: string;
+}
+
 describe.skipIf(chromiumMissing && !inCi)('the admin pages in headless Chromium', () => {
   let h: PipelineHarness;
-  let daemon: ChildProcess | undefined;
-  let daemonExit: Promise<number | null> | undefined;
-  let daemonLog = '';
+  /** the daemon the pages are read from */
+  let daemon: AdminDaemon | undefined;
   let adminUrl: string;
   let context: BrowserContext | undefined;
   let userDataDir: string | undefined;
@@ -65,25 +73,8 @@ describe.skipIf(chromiumMissing && !inCi)('the admin pages in headless Chromium'
     channelTitle = ch.title!;
     playlistTitle = pl.title!;
 
-    // a real daemon with the admin server: it runs the poller and the sink; this file submits
-    const port = await freePort();
-    adminUrl = `http://127.0.0.1:${port}`;
-    const child = spawn(process.execPath, ['bin/videosite-ingest.js', 'daemon', '--role', 'poller,sink', '--admin-port', String(port)], {
-      cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...h.env, ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    daemon = child;
-    child.stderr!.on('data', (d: Buffer) => (daemonLog += d.toString()));
-    daemonExit = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
-    await waitFor(async () => {
-      if (child.exitCode !== null) throw new Error(`daemon exited with ${child.exitCode}:\n${daemonLog}`);
-      try {
-        return (await fetch(`${adminUrl}/healthz`)).ok ? true : undefined;
-      } catch {
-        return undefined;
-      }
-    }, 30_000, 'the daemon admin server');
+    daemon = await startAdminDaemon();
+    adminUrl = daemon.adminUrl;
 
     // submit with the upstream clock frozen, then let one simulated second pass: 20 of the
     // channel's 80 items finish, and the daemon polls them in
@@ -106,14 +97,37 @@ describe.skipIf(chromiumMissing && !inCi)('the admin pages in headless Chromium'
   afterAll(async () => {
     await context?.close();
     if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
-    if (daemon && daemon.exitCode === null) {
-      daemon.kill('SIGTERM');
-      const code = await Promise.race([daemonExit, new Promise((r) => setTimeout(() => r('timeout'), 10_000))]);
-      if (code === 'timeout') daemon.kill('SIGKILL');
+    if (daemon && daemon.child.exitCode === null) {
+      daemon.child.kill('SIGTERM');
+      const code = await Promise.race([daemon.exit, new Promise((r) => setTimeout(() => r('timeout'), 10_000))]);
+      if (code === 'timeout') daemon.child.kill('SIGKILL');
     }
     h?.sim.clock.setSpeed(1);
     await h?.close();
   });
+
+  /** A real daemon with the admin server: it runs the poller and the sink; this file submits. */
+  async function startAdminDaemon(): Promise<AdminDaemon> {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const child = spawn(process.execPath, ['bin/videosite-ingest.js', 'daemon', '--role', 'poller,sink', '--admin-port', String(port)], {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...h.env, ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let log = '';
+    child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    await waitFor(async () => {
+      if (child.exitCode !== null) throw new Error(`daemon exited with ${child.exitCode}:\n${log}`);
+      try {
+        return (await fetch(`${url}/healthz`)).ok ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    }, 30_000, 'the daemon admin server');
+    return { child, exit, log: () => log, adminUrl: url };
+  }
 
   it('the overview shows the sources and a batch progress bar', async () => {
     const page = await context!.newPage();
@@ -178,10 +192,12 @@ describe.skipIf(chromiumMissing && !inCi)('the admin pages in headless Chromium'
   });
 
   it('the daemon stops cleanly on SIGTERM', async () => {
-    daemon!.kill('SIGTERM');
-    expect(await daemonExit).toBe(0);
-    expect(daemonLog).toContain('admin server listening');
-    expect(daemonLog).toContain('daemon stopped');
-    expect(daemonLog).not.toContain(h.sim.apiKey);
+    const own = await startAdminDaemon();
+    own.child.kill('SIGTERM');
+    expect(await own.exit).toBe(0);
+    const events = parseLogLines(own.log());
+    expect(events.some((l) => l.event === 'admin.listening')).toBe(true);
+    expect(events.some((l) => l.event === 'daemon.stopped')).toBe(true);
+    for (const log of [own.log(), daemon!.log()]) expect(log).not.toContain(h.sim.apiKey);
   });
 });

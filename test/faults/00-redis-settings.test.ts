@@ -10,8 +10,6 @@ import { figures, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
 import { REPO_ROOT } from '../helpers/proc.ts';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.ts';
 
-const EVICTION_WARNING = /maxmemory-policy is not noeviction/;
-
 /** The `command:` list of the `redis` service in docker-compose.yml, without `redis-server`. */
 function composeRedisArgs(): string[] {
   const lines = readFileSync(join(REPO_ROOT, 'docker-compose.yml'), 'utf8').split('\n');
@@ -53,15 +51,15 @@ it("00 docker-compose's Redis keeps queued work across a SIGKILL and never evict
 it('00 a daemon warns at startup when Redis may evict keys, and not otherwise', async () => {
   rig = await startFaultRig('00-redis-policy');
   const quiet = rig.cli(['daemon'], {}, 'daemon-noeviction');
-  await quiet.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  await quiet.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
   const lru = await startRedisServer({ args: ['--maxmemory-policy', 'allkeys-lru'] });
   servers.push(lru);
   const loud = rig.cli(['daemon'], { REDIS_URL: lru.url }, 'daemon-lru');
-  const warning = await loud.waitForLog((l) => EVICTION_WARNING.test(l.msg), 60_000, 'the eviction warning');
-  await loud.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  const warning = await loud.waitForLog((l) => l.event === 'daemon.redis_eviction_policy', 60_000, 'the eviction warning');
+  await loud.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
   expect(warning.level).toBe(40);
   expect(warning.policy).toBe('allkeys-lru');
-  expect(quiet.logs().some((l) => EVICTION_WARNING.test(l.msg))).toBe(false);
+  expect(quiet.logs().some((l) => l.event === 'daemon.redis_eviction_policy')).toBe(false);
   for (const d of [quiet, loud]) d.kill('SIGTERM');
   const codes = await Promise.all([quiet.exited, loud.exited]);
   expect(codes.map((c) => c.code)).toEqual([0, 0]);

@@ -62,11 +62,11 @@ async function activeSinkJob(jobId: string) {
 }
 
 const stalledLines = (p: CliProcess, id?: string) =>
-  p.logs().filter((l) => l.msg === 'job stalled: re-queued' && (id === undefined || l.bullJobId === id)).length;
+  p.logs().filter((l) => l.event === 'job.stalled' && (id === undefined || l.bullJobId === id)).length;
 
 async function startSink(label: string): Promise<CliProcess> {
   const p = rig.cli(['daemon', '--role', 'sink'], SINK_ENV, label);
-  await p.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  await p.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
   return p;
 }
 
@@ -82,7 +82,7 @@ it('01 SIGKILL a sink worker while it writes a 5000-item batch: rows equal the r
   rig.pgProxy.set({ mode: 'latency', latencyMs: 15 });
 
   const poller = rig.cli(['daemon', '--role', 'scheduler,poller'], {}, 'poller');
-  await poller.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  await poller.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
   const s1 = await startSink('sink-1');
   const submit = await rig.run(['backfill', '--source', String(source.id), '--no-wait']);
   expect(submit.code, submit.stderr).toBe(0);
@@ -114,7 +114,7 @@ it('01 SIGKILL a sink worker while it writes a 5000-item batch: rows equal the r
   // a second pass: more reconcile rounds and stalled checks over the finished batch write nothing
   await new Promise((r) => setTimeout(r, 2 * Number(FAULT_ENV.RECONCILE_INTERVAL_MS)));
   const later = await writeStamps(rig);
-  const reconciled = s2.logs().find((l) => l.msg === 'reconciled queues with Postgres');
+  const reconciled = s2.logs().find((l) => l.event === 'reconcile.requeued');
   const reexecuted = stalledLines(s2) + Number(reconciled?.sinks ?? 0);
 
   const wantVideos = publicVideoIds(rig.sim, ch.id).length;
@@ -155,7 +155,7 @@ it('02 SIGKILL the same sink job twice: it is completed, not failed as stalled',
   rig.pgProxy.set({ mode: 'latency', latencyMs: 40 });
 
   const poller = rig.cli(['daemon', '--role', 'scheduler,poller'], {}, 'poller-2');
-  await poller.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  await poller.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
   const s1 = await startSink('sink-a');
   const submit = await rig.run(['backfill', '--source', String(source.id), '--no-wait']);
   expect(submit.code, submit.stderr).toBe(0);
@@ -204,7 +204,7 @@ it('02 SIGKILL the same sink job twice: it is completed, not failed as stalled',
   const failed = await sinkQueue.getFailed();
   const left = await sinkQueue.getJob(job.id!);
   const state = left ? await left.getState() : 'completed (removed)';
-  const failedLines = poller.logs().concat(s2.logs(), s3.logs()).filter((l) => l.msg === 'job failed');
+  const failedLines = poller.logs().concat(s2.logs(), s3.logs()).filter((l) => l.event === 'job.failed');
   const failedJobs = failedLines.length;
   const { sql } = rig.db();
   const [mine] = await sql<{ n: number }[]>`select count(*)::int as n from videos where last_job_id = ${batch}`;

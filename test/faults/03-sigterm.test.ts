@@ -30,7 +30,7 @@ afterAll(async () => {
 
 async function startDaemon(label: string): Promise<CliProcess> {
   const d = rig.cli(['daemon'], { SHUTDOWN_GRACE_MS: String(GRACE_MS), SINK_CHUNK_ITEMS: '100' }, label);
-  await d.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  await d.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
   return d;
 }
 
@@ -64,12 +64,12 @@ it('03a SIGTERM during a batch: exit within the grace period, 0 stalled jobs', a
   const exit = await d1.exited;
   const exitMs = Date.now() - t0;
   const active = await activeJobs();
-  const handedBack = d1.logs().filter((l) => /interrupted by shutdown: job handed back/.test(l.msg)).length;
+  const handedBack = d1.logs().filter((l) => l.event === 'job.handed_back').length;
 
   // the work goes on in another daemon, and nothing it finds was left stalled
   const d2 = await startDaemon('daemon-2');
   const s = await settle(rig, [source.id], 180_000);
-  const stalled = d2.logs().filter((l) => l.msg === 'job stalled: re-queued').length;
+  const stalled = d2.logs().filter((l) => l.event === 'job.stalled').length;
   figures('03a sigterm', { exit_s: exitMs / 1000, exit_code: exit.code ?? -1, stalled_jobs: active + stalled, handed_back: handedBack });
   expect(exit.code, d1.stderr().slice(-2000)).toBe(0);
   expect(exitMs).toBeLessThan(GRACE_MS + EXIT_SLACK_MS);

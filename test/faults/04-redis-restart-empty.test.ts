@@ -24,7 +24,7 @@ it('04 SIGKILL Redis and restart it empty: 0 items lost, every batch resumes fro
   rig.sim.setJobSettings({ itemsPerSecond: 40 });
 
   const daemon = rig.cli(['daemon'], {}, 'daemon');
-  await daemon.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  await daemon.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
   const submit = await rig.run(['backfill', '--source', String(source.id), '--no-wait']);
   expect(submit.code, submit.stderr).toBe(0);
 
@@ -47,7 +47,7 @@ it('04 SIGKILL Redis and restart it empty: 0 items lost, every batch resumes fro
       select max(last_polled_at) as at from batches where last_polled_at > ${new Date(restartedAt)}`;
     return r?.at ? Date.now() : undefined;
   }, 60_000, 'a poll after the Redis restart');
-  await daemon.waitForLog((l) => l.msg === 'redis reconnected: reconciled queues with Postgres', 30_000, 'the reconnect reconcile');
+  await daemon.waitForLog((l) => l.event === 'reconcile.after_reconnect', 30_000, 'the reconnect reconcile');
 
   const s = await settle(rig, [source.id], 120_000);
   const wantVideos = publicVideoIds(rig.sim, ch.id).length;

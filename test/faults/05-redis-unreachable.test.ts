@@ -25,7 +25,7 @@ it('05 Redis unreachable for 60 s: workers resume without a restart', async () =
   // slow enough that the batches are still running when Redis comes back
   rig.sim.setJobSettings({ itemsPerSecond: 4 });
   const daemon = rig.cli(['daemon'], {}, 'daemon');
-  await daemon.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  await daemon.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
   const submit = await rig.run(['backfill', '--source', String(source.id), '--no-wait']);
   expect(submit.code, submit.stderr).toBe(0);
   const { sql } = rig.db();

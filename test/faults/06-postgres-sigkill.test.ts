@@ -24,7 +24,7 @@ it('06 SIGKILL Postgres during an upsert and restart it: rows exact, 0 duplicate
   const source = await rig.addSource({ ref: ch.id });
   rig.pgProxy.set({ mode: 'latency', latencyMs: 15 });
   const daemon = rig.cli(['daemon'], { SINK_CHUNK_ITEMS: '100' }, 'daemon');
-  await daemon.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  await daemon.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
   const submit = await rig.run(['backfill', '--source', String(source.id), '--no-wait']);
   expect(submit.code, submit.stderr).toBe(0);
 
@@ -53,7 +53,7 @@ it('06 SIGKILL Postgres during an upsert and restart it: rows exact, 0 duplicate
   const wantVideos = publicVideoIds(rig.sim, ch.id).length;
   const wantTranscripts = expectedTranscripts(rig.sim, ch.id);
   const posts = requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
-  const failedAttempts = daemon.logs().filter((l) => l.msg === 'job failed').length;
+  const failedAttempts = daemon.logs().filter((l) => l.event === 'job.failed').length;
   figures('06 postgres-sigkill', {
     rows_missing: wantVideos - s.videos + (wantTranscripts - s.transcripts),
     duplicates: posts - s.batches + s.duplicateItems,

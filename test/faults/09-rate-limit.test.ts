@@ -33,7 +33,7 @@ it('09 429 with Retry-After 120: 0 API calls in the window, 0 attempts burned', 
   const source = await rig.addSource({ ref: ch.id, langs: ['en'] });
   rig.sim.setJobSettings({ itemsPerSecond: 10 });
   const daemon = rig.cli(['daemon'], {}, 'daemon');
-  await daemon.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  await daemon.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
   const submit = await rig.run(['backfill', '--source', String(source.id), '--no-wait']);
   expect(submit.code, submit.stderr).toBe(0);
   const { sql } = rig.db();
@@ -53,7 +53,7 @@ it('09 429 with Retry-After 120: 0 API calls in the window, 0 attempts burned', 
     'the 429',
     20,
   );
-  await daemon.waitForLog((l) => l.msg === 'upstream rate limit: paused', 10_000, 'the pause');
+  await daemon.waitForLog((l) => l.event === 'rate_limit.paused', 10_000, 'the pause');
   const callsAtPause = rig.sim.stats().total;
   await new Promise((r) => setTimeout(r, WATCH_MS));
   const callsInWindow = rig.sim.stats().total - callsAtPause;
@@ -72,7 +72,7 @@ it('09 429 with Retry-After 120: 0 API calls in the window, 0 attempts burned', 
   await redis.set(pausedKey, '0', 'PX', 1);
   await redis.pexpire(`${rig.prefix}:${QUEUE_POLL}:limiter`, 1);
   const s = await settle(rig, [source.id], 90_000);
-  const failedLines = daemon.logs().filter((l) => l.msg === 'job failed');
+  const failedLines = daemon.logs().filter((l) => l.event === 'job.failed');
   figures('09 rate-limit-429', {
     retry_after_s: RETRY_AFTER_S,
     calls_in_window: callsInWindow,

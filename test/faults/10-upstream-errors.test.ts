@@ -26,7 +26,7 @@ beforeAll(async () => {
   });
   await rig.migrate();
   daemon = rig.cli(['daemon'], { API_HEADERS_TIMEOUT_MS: '3000' }, 'daemon');
-  await daemon.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  await daemon.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
 });
 afterAll(async () => {
   await rig?.close();
@@ -51,8 +51,8 @@ it('10a a poll answered 500, 500, then 200 succeeds within the retry budget', as
   expect(r.code, r.stderr).toBe(0);
   await settle(rig, [source.id], 60_000);
   const batchStats = rig.sim.stats().byEndpoint['GET /videosite/batch/{jobId}']!;
-  const retries = daemon.logs().filter((l) => l.msg === 'upstream request retry' && l.status === 500).length;
-  const failedJobs = daemon.logs().filter((l) => l.msg === 'job failed').length;
+  const retries = daemon.logs().filter((l) => l.event === 'upstream.retry' && l.status === 500).length;
+  const failedJobs = daemon.logs().filter((l) => l.event === 'job.failed').length;
   const [v] = await rig.db().sql<{ n: number }[]>`select count(*)::int as n from videos`;
   figures('10a poll-500-500-200', { http_500s: batchStats.byStatus['500'] ?? 0, retries, job_attempts_burned: failedJobs, budget: 5 });
   expect(batchStats.byStatus['500']).toBe(2);
@@ -77,7 +77,7 @@ it('10b a batch POST whose answer is lost: 0 duplicate batches upstream; re-subm
     select last_error_code, last_error from sources where id = ${source.id}`;
   const status = await rig.run(['status', '--json']);
   const report = JSON.parse(status.stdout) as { lostSubmissions: { sourceId: number; kind: string }[] };
-  const logged = daemon.logs().some((l) => l.msg === 'lost batch POST was probably created upstream: not re-submitted');
+  const logged = daemon.logs().some((l) => l.event === 'submission.lost');
   const text = await rig.run(['status']);
 
   // a person agrees to pay again

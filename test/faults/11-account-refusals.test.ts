@@ -26,7 +26,7 @@ beforeAll(async () => {
   const s = await rig.addSource({ ref: ch.id, cron: EVERY_2S });
   sourceId = s.id;
   daemon = rig.cli(['daemon'], {}, 'daemon');
-  await daemon.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  await daemon.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
   // the first scheduled sync submits and everything lands: later syncs list and find nothing due
   await settle(rig, [sourceId], 60_000);
 });
@@ -47,7 +47,7 @@ async function observe(status: number, code: string): Promise<Observed> {
   const refusedCount = () =>
     Object.values(rig.sim.stats().byEndpoint).reduce((n, e) => n + (e.byStatus[String(status)] ?? 0), 0);
   await waitUntil(() => (refusedCount() > 0 ? true : undefined), 30_000, `a ${status} answer`);
-  await daemon.waitForLog((l) => l.level === 50 && l.code === code, 10_000, `the ${code} hold logged`);
+  await daemon.waitForLog((l) => l.event === 'hold.set' && l.level === 50 && l.code === code, 10_000, `the ${code} hold logged`);
   const callsAtRefusal = rig.sim.stats().total;
   await new Promise((r) => setTimeout(r, WINDOW_MS));
   const callsAfter = rig.sim.stats().total - callsAtRefusal;
@@ -59,7 +59,7 @@ async function observe(status: number, code: string): Promise<Observed> {
     callsAfter,
     holdCode: report.upstreamHolds[0]?.code,
     statusSays: text.stdout.includes(`ON HOLD: upstream refused (${code})`) && /backfill --all/.test(text.stdout),
-    logSays: daemon.logs().some((l) => l.level === 50 && l.code === code && /no API call until cleared/.test(l.msg)),
+    logSays: daemon.logs().some((l) => l.event === 'hold.set' && l.level === 50 && l.code === code),
   };
 }
 

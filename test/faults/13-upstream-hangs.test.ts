@@ -36,7 +36,7 @@ it('13 upstream hangs: timeouts fire within their setting + 1 s, the job keeps i
     },
     'daemon',
   );
-  await daemon.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  await daemon.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
   const submit = await rig.run(['backfill', '--source', String(source.id), '--no-wait']);
   expect(submit.code, submit.stderr).toBe(0);
   await waitUntil(() => (rig.sim.stats().byEndpoint['GET /videosite/batch/{jobId}'] ? true : undefined), 30_000, 'the first poll');
@@ -67,15 +67,15 @@ it('13 upstream hangs: timeouts fire within their setting + 1 s, the job keeps i
 
   const s = await settle(rig, [source.id], 90_000);
   const logs = daemon.logs();
-  const stalls = logs.filter((l) => l.msg === 'job stalled: re-queued').length;
-  const lockErrors = logs.filter((l) => l.msg === 'worker error' || /lock/i.test(String((l.err as { message?: string } | undefined)?.message ?? ''))).length;
+  const stalls = logs.filter((l) => l.event === 'job.stalled').length;
+  const lockErrors = logs.filter((l) => l.event === 'worker.error' || /lock/i.test(String((l.err as { message?: string } | undefined)?.message ?? ''))).length;
   // the hang is retried inside the poll (a GET); the stall breaks the answer mid-stream, after
   // the poll began landing it: the poll keeps what landed, says why, and comes back later,
   // without failing the job's attempt
-  const failed = logs.filter((l) => l.msg === 'job failed');
-  const incomplete = logs.filter((l) => l.msg === 'batch answer incomplete: kept what landed');
+  const failed = logs.filter((l) => l.event === 'job.failed');
+  const incomplete = logs.filter((l) => l.event === 'poll.incomplete');
   const failedAttempts = failed.length;
-  const timeouts = logs.filter((l) => l.msg === 'upstream request retry' && l.code === 'timeout').length;
+  const timeouts = logs.filter((l) => l.event === 'upstream.retry' && l.code === 'timeout').length;
   figures('13 upstream-hangs', {
     setting_s: TIMEOUT_MS / 1000,
     headers_timeout_s: timed[0]! / 1000,

@@ -65,9 +65,9 @@ it('14 three daemons at once on an empty database and Redis: migrations once, on
   expect((await rig.redisServer.command('DBSIZE')).trim()).toBe(':0');
   const daemons = [1, 2, 3].map((i) => rig.cli(['daemon'], {}, `daemon-${i}`));
   const migrated = await Promise.all(
-    daemons.map((d) => d.waitForLog((l) => l.msg === 'migrations applied', 90_000, 'migrations applied')),
+    daemons.map((d) => d.waitForLog((l) => l.event === 'db.migrated', 90_000, 'migrations applied')),
   );
-  await Promise.all(daemons.map((d) => d.waitForLog((l) => l.msg === 'daemon started', 90_000, 'daemon started')));
+  await Promise.all(daemons.map((d) => d.waitForLog((l) => l.event === 'daemon.started', 90_000, 'daemon started')));
   const committed = readdirSync(MIGRATIONS_FOLDER).filter((f) => f.endsWith('.sql')).length;
   const appliedByDaemons = migrated.reduce((n, l) => n + Number(l.applied), 0);
   const createdBy = migrated.filter((l) => l.created === true).length;

@@ -91,7 +91,7 @@ it('15 secret scan: API key, database and Redis passwords, admin token in no log
   // the daemon with its admin server, everything at trace level
   const adminPort = await freePort();
   const daemon = rig.cli(['daemon', '--admin-port', String(adminPort)], { ...verbose, ADMIN_TOKEN: SECRETS.adminToken }, 'daemon');
-  await daemon.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  await daemon.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
   const admin = `http://127.0.0.1:${adminPort}`;
   const adminStatus: Record<string, number> = {};
   let jobsSeen = 0;
@@ -204,7 +204,7 @@ it('15 secret scan: API key, database and Redis passwords, admin token in no log
       .map(([name]) => `${name} in ${o.where}`),
   );
   // the admin server's last line of defence redacts the API key; a redaction is a leak it hid
-  const redacted = daemon.logs().filter((l) => /redacted/.test(l.msg)).map((l) => `admin redaction: ${String(l.path)}`);
+  const redacted = daemon.logs().filter((l) => l.event === 'admin.secret_redacted').map((l) => `admin redaction: ${String(l.path)}`);
   const bytes = outputs.reduce((n, o) => n + o.text.length, 0);
   figures('15 secret-scan', {
     places: outputs.length,
@@ -216,7 +216,7 @@ it('15 secret scan: API key, database and Redis passwords, admin token in no log
   // the scan reads what it claims to: plain text of keys, values, rows and real admin pages
   expect(rdb).toContain(`${rig.prefix}:poll`);
   expect(dump).toContain(publicVideoIds(rig.sim, ch.id)[0]!);
-  expect(outputs.find((o) => o.where === 'daemon')!.text).toContain('"msg":"daemon started"');
+  expect(outputs.find((o) => o.where === 'daemon')!.text).toContain('"event":"daemon.started"');
   for (const path of ['/metrics', '/', '/admin/queues', '/admin/queues/api/queues']) expect(adminStatus[path], path).toBe(200);
   const metrics = outputs.find((o) => o.where === 'admin /metrics (after the run)')!.text;
   expect(metrics).toMatch(/^vsi_/m);

@@ -34,8 +34,6 @@ afterAll(async () => {
   await rig?.close();
 });
 
-const INCOMPLETE = 'batch answer incomplete: kept what landed';
-
 /** A `completed` answer for `ids`, as JSON text, with the byte offset where each item ends. */
 function completedAnswer(ids: string[]): { body: string; bytes: number; itemEnds: number[] } {
   const items = ids.map((id) => JSON.stringify({ videoId: id, video: rig.sim.catalog.video(id)!, errorCode: null }));
@@ -92,7 +90,7 @@ it('21a a body trickling one byte a second: the poll ends at POLL_MAX_DURATION_M
   const source = await rig.addSource({ ref: ch.id });
   const started = Date.now();
   const p = rig.cli(['backfill', '--source', String(source.id), '--timeout', '60s'], { POLL_MAX_DURATION_MS: String(POLL_MAX_DURATION_MS) }, 'backfill-21a');
-  const incomplete = await p.waitForLog((l: LogLine) => l.msg === INCOMPLETE && l.jobId === JOB, 30_000, 'the trickled poll to end');
+  const incomplete = await p.waitForLog((l: LogLine) => l.event === 'poll.incomplete' && l.jobId === JOB, 30_000, 'the trickled poll to end');
   const afterFirst = await itemRows(JOB);
   const batchAfterFirst = await batchRow(JOB);
   const r = await p.exited;
@@ -172,9 +170,9 @@ it('21b a download broken at 90%: the chunks before the break are committed, the
   const source = await rig.addSource({ ref: ch.id });
   const started = Date.now();
   const p = rig.cli(['backfill', '--source', String(source.id), '--timeout', '60s'], { LAND_CHUNK_ITEMS: String(LAND_CHUNK_ITEMS) }, 'backfill-21b');
-  const instant = await p.waitForLog((l: LogLine) => l.msg === INCOMPLETE && l.jobId === JOB && l.polls === 1, 30_000, 'the first broken poll to end');
+  const instant = await p.waitForLog((l: LogLine) => l.event === 'poll.incomplete' && l.jobId === JOB && l.polls === 1, 30_000, 'the first broken poll to end');
   const afterInstant = await itemRows(JOB);
-  const broken = await p.waitForLog((l: LogLine) => l.msg === INCOMPLETE && l.jobId === JOB && l.polls === 2, 30_000, 'the second broken poll to end');
+  const broken = await p.waitForLog((l: LogLine) => l.event === 'poll.incomplete' && l.jobId === JOB && l.polls === 2, 30_000, 'the second broken poll to end');
   const afterBreak = await itemRows(JOB);
   const batchAfterBreak = await batchRow(JOB);
   const r = await p.exited;

@@ -182,7 +182,7 @@ it('22c a JSON not-found on every poll past BATCH_NOT_FOUND_CONFIRM_MS: expired 
       from batches where job_id = ${jobId}`;
     fig.batch = `${expired!.status}(${expired!.error_code ?? '-'})`;
     fig.not_found_span_ms = Math.round(expired!.span_ms ?? -1);
-    const failedJobs = first.logs().filter((l) => l.msg === 'job failed').map((l) => (l.err as { message?: string } | undefined)?.message);
+    const failedJobs = first.logs().filter((l) => l.event === 'job.failed').map((l) => (l.err as { message?: string } | undefined)?.message);
     // the first sync ends at once, not at its timeout: the batch expired, the rest landed
     expect(expired, `${JSON.stringify(expired)}; job failures: ${JSON.stringify(failedJobs.slice(0, 2))}`).toMatchObject({ status: 'expired', error_code: 'not-found' });
     expect(firstEnd.code, first.stdout() + first.stderr()).toBe(1);
@@ -245,7 +245,7 @@ it('22d Retry-After of a year on a 429: capped at API_RETRY_AFTER_MAX_MS, logged
   ]);
   const started = Date.now();
   const p = rig.cli(['backfill', '--source', String(source.id), '--timeout', '60s'], env, 'backfill-22d');
-  const capped = await p.waitForLog((l) => l.msg === 'retry-after capped', 30_000, 'retry-after capped');
+  const capped = await p.waitForLog((l) => l.event === 'upstream.retry_after_capped', 30_000, 'retry-after capped');
   // the pause every process reads before a request (src/queues/limiter.ts)
   const redis = rig.redis();
   const pausedKey = `${rig.prefix}:api:paused-until`;
@@ -292,7 +292,7 @@ it('22e a 401 on a poll while /me works: no hold, lands; the key refused for the
   const { sql } = rig.db();
   // re-checks every second: a hold set by mistake would be lifted quickly, so the events are read too
   const daemon = rig.cli(['daemon'], { HOLD_RECHECK_MS: '1000' }, 'daemon-22e');
-  await daemon.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  await daemon.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
   const unauthorized = { error: 'unauthorized', message: 'Invalid API key.', details: 'The API key is unknown or was revoked.' };
   const holdSets = () => countOf(sql`select count(*)::int as n from upstream_hold_events where event = 'set'`);
 

@@ -27,7 +27,7 @@ beforeAll(async () => {
   channelId = rig.sim.catalog.channels()[0]!.id;
   sourceId = (await rig.addSource({ ref: channelId, cron: EVERY_SECOND })).id;
   daemon = rig.cli(['daemon'], { HOLD_RECHECK_MS: String(HOLD_RECHECK_MS) }, 'daemon');
-  await daemon.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
+  await daemon.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
   // the first scheduled sync buys the catalog; later ticks list and find nothing due
   await settle(rig, [sourceId], 60_000);
 });
@@ -73,7 +73,7 @@ it('23 credits used up, then the billing period renews: the hold lifts by itself
   const liftMs = Date.now() - renewedAt;
   const events = await sql<{ code: string; event: string; reason: string | null }[]>`
     select code, event, reason from upstream_hold_events order by id`;
-  const liftedLog = await daemon.waitForLog((l) => l.msg === 'upstream hold lifted by a re-check: scheduled syncs resume', 5_000, 'the lift logged');
+  const liftedLog = await daemon.waitForLog((l) => l.event === 'hold.recheck_cleared', 5_000, 'the lift logged');
   await waitUntil(async () => ((await storedVideos()) === before + added.length ? true : undefined), 30_000, 'the next tick to land the new videos');
   const landMs = Date.now() - renewedAt;
   await settle(rig, [sourceId], 30_000);

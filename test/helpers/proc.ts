@@ -1,11 +1,12 @@
 /**
  * Real processes for the fault suite: the CLI (`node bin/videosite-ingest.js ...`) with its
- * structured logs collected line by line, so a test waits for what a process says ("daemon
- * started") instead of sleeping, and can SIGKILL or SIGTERM it at the moment it chooses.
+ * structured logs collected line by line, so a test waits for what a process logs (the event
+ * `daemon.started`) instead of sleeping, and can SIGKILL or SIGTERM it at the moment it chooses.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import type { LogEvent } from '../../src/log-events.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -46,7 +47,26 @@ export interface LogLine {
   level: number;
   msg: string;
   time: number;
+  /**
+   * the stable event name (src/log-events.ts); tests match on it, never on `msg`. Typed, so a
+   * comparison with a name no code logs does not compile.
+   */
+  event?: LogEvent;
   [k: string]: unknown;
+}
+
+/** The pino JSON lines of a captured stderr or log buffer; other lines are skipped. */
+export function parseLogLines(text: string): LogLine[] {
+  const lines: LogLine[] = [];
+  for (const p of text.split('\n')) {
+    if (!p.startsWith('{')) continue;
+    try {
+      lines.push(JSON.parse(p) as LogLine);
+    } catch {
+      // a line cut short by a killed process
+    }
+  }
+  return lines;
 }
 
 export interface CliProcess {

@@ -3,15 +3,17 @@
  * BullMQ workers): what a monitoring system and an operator see. Metrics are scraped while a
  * backfill is half done (the simulator's clock is frozen mid-batch) and after it, and compared
  * with Postgres and the simulator's own account; readiness follows a private Redis going away
- * and coming back; every page beyond the probes and /metrics needs the token.
+ * and coming back; every page beyond the probes and /metrics needs the token. Each scrape test
+ * runs its own backfill in a pipeline of its own; the other blocks share one pipeline per block.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../../src/admin/server.ts';
 import { createMetrics, type AdminMetrics } from '../../src/admin/metrics.ts';
 import { createApiClient, type ApiClient } from '../../src/api/client.ts';
 import { ConfigError } from '../../src/config.ts';
 import { silentLogger } from '../../src/log.ts';
-import { isSettled, runBackfill, type BackfillReport } from '../../src/pipeline/backfill.ts';
+import { isSettled } from '../../src/db/batch-progress.ts';
+import { runBackfill, type BackfillReport } from '../../src/pipeline/backfill.ts';
 import type { PipelineDeps } from '../../src/pipeline/deps.ts';
 import { registerSource } from '../../src/pipeline/sources.ts';
 import { startWorkers, type WorkerSet } from '../../src/pipeline/workers.ts';
@@ -19,19 +21,21 @@ import { closeRedis, createRedis } from '../../src/queues/connection.ts';
 import { createQueues } from '../../src/queues/queues.ts';
 import { basic, bearer, parseMetrics, sum, value, type Sample } from '../helpers/admin.ts';
 import { createPipelineHarness, runCli, waitFor, type PipelineHarness } from '../helpers/pipeline.ts';
+import { once } from '../helpers/once.ts';
+import { parseLogLines } from '../helpers/proc.ts';
 import { startRedisServer } from '../helpers/redis-server.ts';
 
 const TOKEN = 'admin-test-token-0123456789abcdef';
 /** Items per simulated second while the clock is driven by hand. */
 const ITEMS_PER_SECOND = 20;
 
+// The pipeline of the running test, opened by its block's hooks (blocks and tests run one at a time).
 let h: PipelineHarness;
 let metrics: AdminMetrics;
 let api: ApiClient;
 let deps: PipelineDeps;
 let workers: WorkerSet;
 let admin: AdminServer;
-let sourceIds: number[] = [];
 
 async function get(path: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string; headers: Headers }> {
   const res = await fetch(`${admin.url}${path}`, { headers });
@@ -51,8 +55,9 @@ async function pgBatchesByStatus(): Promise<Record<string, number>> {
   return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }
 
-beforeAll(async () => {
-  h = await createPipelineHarness('admin', { catalog: { channels: 2, channelSizes: [60, 40] } });
+/** A pipeline with the admin server and metrics wired as the daemon wires them. */
+async function openPipeline(label: string): Promise<void> {
+  h = await createPipelineHarness(label, { catalog: { channels: 2, channelSizes: [60, 40] } });
   metrics = createMetrics();
   // the harness's client, plus the metrics hook the daemon wires through its context
   api = createApiClient({
@@ -74,85 +79,113 @@ beforeAll(async () => {
     secrets: [h.sim.apiKey],
     log: silentLogger(),
   });
-});
+  // connected before any test asks: /readyz reports a connection still connecting as down
+  await h.redis.ping();
+}
 
-afterAll(async () => {
+async function closePipeline(): Promise<void> {
   await workers?.close(2_000);
   await admin?.close();
   await api?.close();
   await h?.close();
-});
+}
+
+/** A channel and a playlist of the catalog, registered as sources. */
+async function registerSources(): Promise<number[]> {
+  const [first, second] = h.sim.catalog.channels();
+  const ch = await registerSource(deps, { kind: 'channel', ref: first!.handle, limit: 60, langs: ['en'], textOnly: false, cron: null });
+  const pl = await registerSource(deps, { kind: 'playlist', ref: second!.playlistIds[0]!, limit: 40, langs: ['en'], textOnly: true, cron: null });
+  return [ch.id, pl.id];
+}
+
+/** Start a backfill of both sources (upstream time as set), and what it is going to report. */
+function startBackfill(sourceIds: number[]): Promise<BackfillReport> {
+  return runBackfill(deps, { sourceIds, wait: true, timeoutMs: 30_000, checkIntervalMs: 100 });
+}
 
 describe('metrics during and after a backfill', () => {
-  let run: Promise<BackfillReport>;
+  beforeEach(() => openPipeline('admin-metrics'));
+  afterEach(closePipeline);
 
   it('mid-run: API requests, batches by status, queue depths, freshness and credits', async () => {
-    const [first, second] = h.sim.catalog.channels();
-    const ch = await registerSource(deps, { kind: 'channel', ref: first!.handle, limit: 60, langs: ['en'], textOnly: false, cron: null });
-    const pl = await registerSource(deps, { kind: 'playlist', ref: second!.playlistIds[0]!, limit: 40, langs: ['en'], textOnly: true, cron: null });
-    sourceIds = [ch.id, pl.id];
+    const sourceIds = await registerSources();
 
     // freeze upstream time: the batches stay queued until the test moves the clock
     h.sim.setJobSettings({ itemsPerSecond: ITEMS_PER_SECOND });
     h.sim.clock.setSpeed(0);
-    run = runBackfill(deps, { sourceIds, wait: true, timeoutMs: 30_000, checkIntervalMs: 100 });
-    const jobIds = await waitFor(async () => {
-      const rows = await h.database.sql<{ job_id: string }[]>`select job_id from batches`;
-      return rows.length === 4 ? rows.map((r) => r.job_id) : undefined;
-    }, 15_000, 'four batches submitted');
-    // one simulated second of work: 20 items of each batch finish
-    h.sim.clock.advance(h.sim.jobSettings().queuedMs + 1_000);
-    // (the playlist holds fewer videos than that: its batches are done)
-    await waitFor(async () => {
-      const rows = await h.database.sql<{ n: number }[]>`
-        select count(*)::int as n from batches where succeeded + failed = least(total, ${ITEMS_PER_SECOND})`;
-      return rows[0]!.n === jobIds.length ? true : undefined;
-    }, 15_000, 'every batch polled after one simulated second');
+    const run = startBackfill(sourceIds);
+    try {
+      const jobIds = await waitFor(async () => {
+        const rows = await h.database.sql<{ job_id: string }[]>`select job_id from batches`;
+        return rows.length === 4 ? rows.map((r) => r.job_id) : undefined;
+      }, 15_000, 'four batches submitted');
+      // one simulated second of work: 20 items of each batch finish
+      h.sim.clock.advance(h.sim.jobSettings().queuedMs + 1_000);
+      // (the playlist holds fewer videos than that: its batches are done)
+      await waitFor(async () => {
+        const rows = await h.database.sql<{ n: number }[]>`
+          select count(*)::int as n from batches where succeeded + failed = least(total, ${ITEMS_PER_SECOND})`;
+        return rows[0]!.n === jobIds.length ? true : undefined;
+      }, 15_000, 'every batch polled after one simulated second');
 
-    // every poll recorded in Postgres made its GET before (read first, then scrape)
-    const [recorded] = await h.database.sql<{ n: number }[]>`select sum(polls)::int as n from batches`;
-    const m = await scrape();
-    // API traffic, by endpoint template and status, with latency
-    const polls = value(m, 'vsi_api_requests_total', { endpoint: 'GET /videosite/batch/{jobId}', status: '200' });
-    expect(recorded!.n).toBeGreaterThanOrEqual(jobIds.length);
-    expect(polls).toBeGreaterThanOrEqual(recorded!.n);
-    expect(sum(m, 'vsi_api_requests_total', { endpoint: 'POST /videosite/video/batch' })).toBe(2);
-    expect(sum(m, 'vsi_api_requests_total', { endpoint: 'POST /videosite/transcript/batch' })).toBe(2);
-    expect(value(m, 'vsi_api_request_duration_seconds_count', { endpoint: 'GET /videosite/batch/{jobId}', status: '200' })).toBe(polls);
-    expect(value(m, 'vsi_api_request_duration_seconds_sum', { endpoint: 'GET /videosite/batch/{jobId}', status: '200' })).toBeGreaterThan(0);
+      // every poll recorded in Postgres made its GET before (read first, then scrape)
+      const [recorded] = await h.database.sql<{ n: number }[]>`select sum(polls)::int as n from batches`;
+      const m = await scrape();
+      // API traffic, by endpoint template and status, with latency
+      const polls = value(m, 'vsi_api_requests_total', { endpoint: 'GET /videosite/batch/{jobId}', status: '200' });
+      expect(recorded!.n).toBeGreaterThanOrEqual(jobIds.length);
+      expect(polls).toBeGreaterThanOrEqual(recorded!.n);
+      expect(sum(m, 'vsi_api_requests_total', { endpoint: 'POST /videosite/video/batch' })).toBe(2);
+      expect(sum(m, 'vsi_api_requests_total', { endpoint: 'POST /videosite/transcript/batch' })).toBe(2);
+      expect(value(m, 'vsi_api_request_duration_seconds_count', { endpoint: 'GET /videosite/batch/{jobId}', status: '200' })).toBe(polls);
+      expect(value(m, 'vsi_api_request_duration_seconds_sum', { endpoint: 'GET /videosite/batch/{jobId}', status: '200' })).toBeGreaterThan(0);
 
-    // batches by status, as Postgres has them (zeros included)
-    const pg = await pgBatchesByStatus();
-    expect(pg.active).toBe(2);
-    for (const status of ['submitted', 'queued', 'active', 'completed', 'failed', 'expired']) {
-      expect(value(m, 'vsi_batches', { status })).toBe(pg[status] ?? 0);
+      // batches by status, as Postgres has them (zeros included)
+      const pg = await pgBatchesByStatus();
+      expect(pg.active).toBe(2);
+      for (const status of ['submitted', 'queued', 'active', 'completed', 'failed', 'expired']) {
+        expect(value(m, 'vsi_batches', { status })).toBe(pg[status] ?? 0);
+      }
+
+      // one poll job per batch in flight, waiting for its next turn
+      const pollJobs = ['waiting', 'active', 'delayed'].map((state) => value(m, 'vsi_queue_jobs', { queue: 'poll', state })!);
+      expect(pollJobs.reduce((a, b) => a + b, 0)).toBe(pg.active);
+      expect(value(m, 'vsi_queue_jobs', { queue: 'poll', state: 'failed' })).toBe(0);
+      expect(value(m, 'vsi_queue_jobs', { queue: 'schedule', state: 'waiting' })).toBe(0);
+
+      // both sources synced just now
+      for (const id of sourceIds) {
+        const age = value(m, 'vsi_source_seconds_since_sync', { source_id: String(id) });
+        expect(age).toBeGreaterThanOrEqual(0);
+        expect(age).toBeLessThan(60);
+      }
+
+      // credits: the latest /me snapshot (taken before the submissions)
+      const [snap] = await h.database.sql<{ used: number; max: number }[]>`
+        select used_credits::int as used, max_credits::int as max from credit_snapshots order by taken_at desc, id desc limit 1`;
+      expect(value(m, 'vsi_credits_used')).toBe(snap!.used);
+      expect(value(m, 'vsi_credits_max')).toBe(snap!.max);
+      expect(value(m, 'vsi_credits_max')).toBeGreaterThan(0);
+
+      // process metrics come along
+      expect(value(m, 'process_resident_memory_bytes')).toBeGreaterThan(0);
+    } finally {
+      // let the backfill end, so nothing of it outlives the test
+      h.sim.clock.setSpeed(1);
+      h.sim.clock.advance(10_000);
+      await run;
     }
-
-    // one poll job per batch in flight, waiting for its next turn
-    const pollJobs = ['waiting', 'active', 'delayed'].map((state) => value(m, 'vsi_queue_jobs', { queue: 'poll', state })!);
-    expect(pollJobs.reduce((a, b) => a + b, 0)).toBe(pg.active);
-    expect(value(m, 'vsi_queue_jobs', { queue: 'poll', state: 'failed' })).toBe(0);
-    expect(value(m, 'vsi_queue_jobs', { queue: 'schedule', state: 'waiting' })).toBe(0);
-
-    // both sources synced just now
-    for (const id of sourceIds) {
-      const age = value(m, 'vsi_source_seconds_since_sync', { source_id: String(id) });
-      expect(age).toBeGreaterThanOrEqual(0);
-      expect(age).toBeLessThan(60);
-    }
-
-    // credits: the latest /me snapshot (taken before the submissions)
-    const [snap] = await h.database.sql<{ used: number; max: number }[]>`
-      select used_credits::int as used, max_credits::int as max from credit_snapshots order by taken_at desc, id desc limit 1`;
-    expect(value(m, 'vsi_credits_used')).toBe(snap!.used);
-    expect(value(m, 'vsi_credits_max')).toBe(snap!.max);
-    expect(value(m, 'vsi_credits_max')).toBeGreaterThan(0);
-
-    // process metrics come along
-    expect(value(m, 'process_resident_memory_bytes')).toBeGreaterThan(0);
   });
 
   it('after the run: rows upserted by table, items by errorCode, credits equal to /me', async () => {
+    // the same backfill, upstream time frozen and then moved past the batches' end
+    h.sim.setJobSettings({ itemsPerSecond: ITEMS_PER_SECOND });
+    h.sim.clock.setSpeed(0);
+    const run = startBackfill(await registerSources());
+    await waitFor(async () => {
+      const rows = await h.database.sql<{ n: number }[]>`select count(*)::int as n from batches`;
+      return rows[0]!.n === 4 ? true : undefined;
+    }, 15_000, 'four batches submitted');
     h.sim.clock.setSpeed(1);
     h.sim.clock.advance(10_000);
     const report = await run;
@@ -194,12 +227,21 @@ describe('metrics during and after a backfill', () => {
 });
 
 describe('probes and access control', () => {
+  beforeAll(() => openPipeline('admin'));
+  afterAll(closePipeline);
+  /** the sources, backfilled once (the overview shows what the backfill left) */
+  const backfilled = once(async () => {
+    const sourceIds = await registerSources();
+    expect((await startBackfill(sourceIds)).exitCode).toBe(0);
+    return sourceIds;
+  });
+
   it('/healthz and /readyz answer without a token', async () => {
     const health = await get('/healthz');
     expect(health.status).toBe(200);
     expect(health.text).toBe('ok\n');
     const ready = await get('/readyz');
-    expect(ready.status).toBe(200);
+    expect(ready.status, ready.text).toBe(200);
     expect(JSON.parse(ready.text)).toEqual({ ready: true, checks: { postgres: 'ok', redis: 'ok', migrations: 'ok' } });
   });
 
@@ -219,7 +261,7 @@ describe('probes and access control', () => {
   });
 
   it('the overview shows sources, errors per source and the credit chart, and never the API key', async () => {
-    const [first] = sourceIds;
+    const [first] = await backfilled();
     // an error text that somehow carries the key (say, an upstream echoing it): the page must not
     await h.database.sql`
       update sources set last_error = ${`upstream said: bad key ${h.sim.apiKey}`}, last_error_code = 'unauthorized', last_error_at = now()
@@ -265,13 +307,15 @@ describe('probes and access control', () => {
 
   it('daemon --admin-host 0.0.0.0 without ADMIN_TOKEN, or with a short one, exits 2 before doing anything', async () => {
     const args = ['daemon', '--admin-port', '0', '--admin-host', '0.0.0.0'];
+    // info: a daemon that started would say so (the harness logs warnings only)
+    const env = { ...h.env, LOG_LEVEL: 'info' };
     const [noToken, shortToken] = await Promise.all([
-      runCli(args, h.env, 30_000),
-      runCli(args, { ...h.env, ADMIN_TOKEN: 'short' }, 30_000),
+      runCli(args, env, 30_000),
+      runCli(args, { ...env, ADMIN_TOKEN: 'short' }, 30_000),
     ]);
     expect(noToken.code).toBe(2);
     expect(noToken.stderr).toMatch(/^error: ADMIN_TOKEN: not set, but the admin server would listen on 0\.0\.0\.0/m);
-    expect(noToken.stderr).not.toContain('daemon started');
+    expect(parseLogLines(noToken.stderr).filter((l) => l.event === 'daemon.started')).toEqual([]);
     expect(shortToken.code).toBe(2);
     expect(shortToken.stderr).toMatch(/^error: ADMIN_TOKEN: invalid value \(value hidden\): expected at least 16 characters/m);
     expect(shortToken.stderr).not.toContain('short');
@@ -279,6 +323,9 @@ describe('probes and access control', () => {
 });
 
 describe('readiness follows its own Redis', () => {
+  beforeAll(() => openPipeline('admin-ready'));
+  afterAll(closePipeline);
+
   it('/readyz turns 503 when Redis stops and 200 when it returns; /metrics keeps answering', async () => {
     const server = await startRedisServer();
     const redis = createRedis(server.url);

@@ -154,6 +154,10 @@ describe('sources add', () => {
 
 describe('sources list, pause, resume, remove', () => {
   it('lists every source in Postgres, as a table and as JSON', async () => {
+    // sources of its own (references no other test registers), beside whatever the others added
+    await registerSource(h.deps, { kind: 'channel', ref: channel(3).id, limit: 10, langs: ['en'], textOnly: false, cron: null });
+    await registerSource(h.deps, { kind: 'playlist', ref: channel(0).playlistIds[1]!, limit: 10, langs: [], textOnly: true, cron: null });
+    await registerSource(h.deps, { kind: 'playlist', ref: channel(1).playlistIds[1]!, limit: 10, langs: [], textOnly: false, cron: '0 4 * * *' });
     const rows = await h.database.sql<{ id: number; kind: string; external_id: string; paused: boolean }[]>`
       select id, kind, external_id, paused from sources order by id`;
     expect(rows.length).toBeGreaterThanOrEqual(3);
@@ -242,7 +246,14 @@ describe('--help', () => {
   // is left out of the help fails here.
   const CONTRACT: [string[], string[]][] = [
     [['migrate'], []],
-    [['sources', 'add'], ['--limit', '--lang', '--text', '--cron']],
+    // each kind is a subcommand of `sources add`, with the options of the contract and its own
+    [['sources', 'add', 'channel'], ['--limit', '--lang', '--text', '--cron', '--include', '--generate-missing', '--max-generate-minutes']],
+    [['sources', 'add', 'playlist'], ['--limit', '--lang', '--text', '--cron', '--include', '--generate-missing', '--max-generate-minutes']],
+    [['sources', 'add', 'videos'], ['--file', '--lang', '--text', '--cron', '--generate-missing', '--max-generate-minutes']],
+    [
+      ['sources', 'add', 'search'],
+      ['--limit', '--upload-date', '--type', '--duration', '--sort-by', '--features', '--lang', '--text', '--cron', '--generate-missing', '--max-generate-minutes'],
+    ],
     [['sources', 'list'], ['--json']],
     [['sources', 'remove'], []],
     [['sources', 'pause'], []],
@@ -266,7 +277,7 @@ describe('--help', () => {
   });
 
   it('the commands with the most options exit 0 from --help and list them', async () => {
-    const spawned = CONTRACT.filter(([path]) => ['sources add', 'backfill', 'replay'].includes(path.join(' ')));
+    const spawned = CONTRACT.filter(([path]) => ['sources add channel', 'sources add search', 'backfill', 'replay'].includes(path.join(' ')));
     const results = await Promise.all(spawned.map(([path]) => cli([...path, '--help'])));
     spawned.forEach(([path, contract], i) => {
       const r = results[i]!;

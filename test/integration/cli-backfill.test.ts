@@ -2,7 +2,9 @@
  * The CLI as a real process, for the commands that move data and spend credits: `backfill`,
  * `status`, `replay`. No worker runs in this test process: every poll and sink is done by the CLI
  * process under test, so the simulator's request counts and credits are the CLI's alone. Each
- * describe block works on its own sources; tests inside a block build on each other, in order.
+ * describe block has a harness of its own (simulator, database, queue prefix), so no block sees
+ * another's sources, batches or credits; inside a block, every test runs the steps it needs (a
+ * backfill several tests read is run once, by whichever of them comes first), in any order.
  */
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,19 +13,24 @@ import type { Source } from '../../src/db/schema.ts';
 import { registerSource } from '../../src/pipeline/sources.ts';
 import { expectCleanError, expectExit, output } from '../helpers/cli.ts';
 import { createPipelineHarness, runCli, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
+import { parseLogLines } from '../helpers/proc.ts';
+import { once } from '../helpers/once.ts';
 
+/** The harness of the describe block that is running (blocks run one after the other). */
 let h: PipelineHarness;
+
+/** A harness of its own for the enclosing describe block: set before its first test, closed after its last. */
+function ownHarness(label: string): void {
+  beforeAll(async () => {
+    h = await createPipelineHarness(`cli-backfill-${label}`, { catalog: { channels: 4, channelSizes: [30, 20, 20, 20] } });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+}
 
 /** Job settings of the harness (fast items, a long lifetime), restored after a test slows them. */
 const NORMAL_JOBS = { itemsPerSecond: 2000, lifetimeMs: 3_600_000 };
-
-beforeAll(async () => {
-  h = await createPipelineHarness('cli-backfill', { catalog: { channels: 4, channelSizes: [30, 20, 20, 20] } });
-});
-
-afterAll(async () => {
-  await h?.close();
-});
 
 const cli = (args: string[], env: Record<string, string> = h.env): Promise<CliResult> => runCli(args, env, 60_000);
 
@@ -55,6 +62,7 @@ async function videoIdsIn(ids: string[]): Promise<string[]> {
 }
 
 describe('backfill --all, status, replay --batch', () => {
+  ownHarness('all');
   let channelSource: Source;
   let playlistSource: Source;
 
@@ -63,8 +71,10 @@ describe('backfill --all, status, replay --batch', () => {
     playlistSource = await addSource('playlist', channel(1).playlistIds[0]!);
   });
 
+  const backfillAll = once(() => cli(['backfill', '--all']));
+
   it('backfill --all lands every public video of every source and exits 0', async () => {
-    const r = await cli(['backfill', '--all']);
+    const r = await backfillAll();
     expectExit(r, 0);
     expect(r.stdout).toMatch(new RegExp(`^source ${channelSource.id}: submitted, `, 'm'));
     expect(r.stdout).toMatch(new RegExp(`^source ${playlistSource.id}: submitted, `, 'm'));
@@ -96,6 +106,7 @@ describe('backfill --all, status, replay --batch', () => {
   });
 
   it('status --json counts what Postgres holds; status shows the sources and the credits', async () => {
+    expectExit(await backfillAll(), 0);
     const [json, human] = await Promise.all([cli(['status', '--json']), cli(['status'])]);
     expectExit(json, 0);
     const report = JSON.parse(json.stdout) as StatusReport;
@@ -123,6 +134,7 @@ describe('backfill --all, status, replay --batch', () => {
   });
 
   it('replay --batch re-sinks from the stored raw items without any API call', async () => {
+    expectExit(await backfillAll(), 0);
     const [batch] = await h.database.sql<{ job_id: string; sunk: number }[]>`
       select b.job_id, count(*)::int as sunk from batches b join batch_items i using (job_id)
       where b.source_id = ${channelSource.id} and b.kind = 'transcript' and i.state = 'sunk'
@@ -152,6 +164,7 @@ describe('backfill --all, status, replay --batch', () => {
 });
 
 describe('upstream refusals exit 3', () => {
+  ownHarness('refusals');
   let source: Source;
 
   beforeAll(async () => {
@@ -204,34 +217,40 @@ describe('upstream refusals exit 3', () => {
   });
 });
 
-describe('an expired batch: backfill exits 1, replay --expired re-submits its items once', () => {
-  let source: Source;
-  /** retryable items left by the expiry, per (kind, lang) */
-  let retryable: { kind: string; n: number }[];
+/** Retryable items left by an expiry, per kind. */
+type RetryableByKind = { kind: string; n: number }[];
 
-  beforeAll(async () => {
-    source = await addSource('channel', channel(3).id);
-  });
+async function pendingRetryable(): Promise<number> {
+  const [r] = await h.database.sql<{ n: number }[]>`
+    select count(*)::int as n from batch_items where state = 'retryable' and resubmitted_in is null`;
+  return r!.n;
+}
 
-  afterAll(() => {
+/**
+ * A source whose batches age out before they finish: one item a second and a 3 s lifetime, so
+ * each batch has a few items done when it expires. Returns the backfill and what it left retryable.
+ */
+async function expireASource(channelIndex: number): Promise<{ source: Source; r: CliResult; retryable: RetryableByKind }> {
+  const source = await addSource('channel', channel(channelIndex).id);
+  h.sim.setJobSettings({ itemsPerSecond: 1, lifetimeMs: 3_000 });
+  let r: CliResult;
+  try {
+    r = await cli(['backfill', '--source', String(source.id), '--timeout', '40s']);
+  } finally {
     h.sim.setJobSettings(NORMAL_JOBS);
-  });
-
-  async function pendingRetryable(): Promise<number> {
-    const [r] = await h.database.sql<{ n: number }[]>`
-      select count(*)::int as n from batch_items where state = 'retryable' and resubmitted_in is null`;
-    return r!.n;
   }
+  const retryable = await h.database.sql<{ kind: string; n: number }[]>`
+    select b.kind, count(*)::int as n from batch_items i join batches b using (job_id)
+    where b.source_id = ${source.id} and i.state = 'retryable' group by b.kind order by b.kind`;
+  return { source, r, retryable: [...retryable] };
+}
+
+describe('an expired batch: backfill exits 1, replay --expired shows and guards what it would re-submit', () => {
+  ownHarness('expired');
+  const expired = once(() => expireASource(3));
 
   it('a batch that ages out before it finishes makes backfill exit 1 and list what is left', async () => {
-    // one item a second and a 3 s lifetime: each batch has a few items done when it expires
-    h.sim.setJobSettings({ itemsPerSecond: 1, lifetimeMs: 3_000 });
-    let r: CliResult;
-    try {
-      r = await cli(['backfill', '--source', String(source.id), '--timeout', '40s']);
-    } finally {
-      h.sim.setJobSettings(NORMAL_JOBS);
-    }
+    const { source, r, retryable } = await expired();
     expectExit(r, 1);
     const batches = await h.database.sql<{ job_id: string; kind: string; status: string; error_code: string }[]>`
       select job_id, kind, status, error_code from batches where source_id = ${source.id} order by kind`;
@@ -239,9 +258,6 @@ describe('an expired batch: backfill exits 1, replay --expired re-submits its it
       ['transcript', 'expired', 'job-expired'],
       ['video', 'expired', 'job-expired'],
     ]);
-    retryable = await h.database.sql<{ kind: string; n: number }[]>`
-      select b.kind, count(*)::int as n from batch_items i join batches b using (job_id)
-      where b.source_id = ${source.id} and i.state = 'retryable' group by b.kind order by b.kind`;
     expect(retryable.map((g) => g.kind)).toEqual(['transcript', 'video']);
 
     expect(r.stdout).toContain('not everything landed (exit 1)');
@@ -253,6 +269,7 @@ describe('an expired batch: backfill exits 1, replay --expired re-submits its it
   });
 
   it('replay --expired --dry-run prints the estimate and submits nothing; without --yes it refuses', async () => {
+    const { source, retryable } = await expired();
     const items = retryable.reduce((n, g) => n + g.n, 0);
     const estimate = retryable.length + items;
     const used = await usedCredits();
@@ -274,7 +291,9 @@ describe('an expired batch: backfill exits 1, replay --expired re-submits its it
   });
 
   it('replay --expired --yes that the credits cannot pay for exits 3 and submits nothing', async () => {
+    const { retryable } = await expired();
     const items = await pendingRetryable();
+    expect(items).toBe(retryable.reduce((n, g) => n + g.n, 0));
     const used = await usedCredits();
     const batches = await batchCount();
     h.sim.setAccount(h.sim.apiKey, { maxCredits: used + 1 });
@@ -290,8 +309,15 @@ describe('an expired batch: backfill exits 1, replay --expired re-submits its it
     expect(await batchCount()).toBe(batches);
     expect(await pendingRetryable()).toBe(items);
   });
+});
+
+describe('an expired batch: replay --expired --yes re-submits its items once', () => {
+  // a block of its own: the replay uses up the retryable items the tests above read
+  ownHarness('replay-expired');
 
   it('replay --expired --yes re-submits every retryable item exactly once, waits, and exits 0; asked again, there is nothing to do', async () => {
+    const { source, r: expiry, retryable } = await expireASource(3);
+    expectExit(expiry, 1);
     const before = await h.database.sql<{ job_id: string; video_id: string; kind: string }[]>`
       select i.job_id, i.video_id, b.kind from batch_items i join batches b using (job_id)
       where i.state = 'retryable' and i.resubmitted_in is null order by i.job_id, i.video_id`;
@@ -339,6 +365,7 @@ describe('an expired batch: backfill exits 1, replay --expired re-submits its it
 });
 
 describe('with Redis down', () => {
+  ownHarness('redis-down');
   /** a local port nothing listens on */
   async function closedPort(): Promise<number> {
     const server = createServer();
@@ -372,7 +399,7 @@ describe('with Redis down', () => {
     // the cron schedule is the daemon's to fix at its next reconcile; the pause itself is in Postgres
     expectExit(pause, 0);
     expect(pause.stdout).toBe(`source ${paused.id} paused: playlist ${paused.externalId} (${paused.title})\n`);
-    expect(pause.stderr).toContain('could not update cron schedules in Redis');
+    expect(parseLogLines(pause.stderr).filter((l) => l.event === 'schedules.update_failed')).toHaveLength(1);
     expect((await h.database.sql`select paused from sources where id = ${paused.id}`)[0]!.paused).toBe(true);
   });
 });

@@ -24,6 +24,7 @@ import {
 } from '../../src/api/errors.ts';
 import { createLogger } from '../../src/log.ts';
 import { freePort, startScriptedServer, type ScriptedServer } from '../helpers/scripted-server.ts';
+import type { LogLine } from '../helpers/proc.ts';
 
 const API_KEY = 'scripted-secret-key-7f3a9c';
 /** small timeouts keep the hanging-server cases fast */
@@ -324,7 +325,7 @@ describe('GET retries', () => {
       [2, 500, 'internal-error'],
       [3, 200, undefined],
     ]);
-    const warns = logLines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'upstream request retry');
+    const warns = logLines.map((l) => JSON.parse(l) as LogLine).filter((l) => l.event === 'upstream.retry');
     expect(warns.map((w) => [w.endpoint, w.attempt, w.delayMs, w.code])).toEqual([
       ['GET /videosite/channel', 1, 50, 'network'],
       ['GET /videosite/channel', 2, 100, 'internal-error'],
@@ -430,7 +431,7 @@ describe('GET retries', () => {
 describe('Retry-After is capped (API_RETRY_AFTER_MAX_MS)', () => {
   const YEAR_S = '31536000';
   const HOUR_MS = 3_600_000;
-  const logged = () => logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
+  const logged = () => logLines.map((l) => JSON.parse(l) as LogLine);
 
   it('exposes at most the cap, everywhere, and logs the capping once per answer', async () => {
     // default cap (1 h); the policy's maxDelayMs (5 s) is below it, so the caller gets it to pause
@@ -442,7 +443,7 @@ describe('Retry-After is capped (API_RETRY_AFTER_MAX_MS)', () => {
     expect(JSON.stringify(e.toJSON())).not.toContain('31536000');
     expect(events.map((ev) => ev.retryAfterMs)).toEqual([HOUR_MS]);
     expect(sleeps).toEqual([]);
-    const capped = logged().filter((l) => l.msg === 'retry-after capped');
+    const capped = logged().filter((l) => l.event === 'upstream.retry_after_capped');
     expect(capped).toHaveLength(1);
     expect(capped[0]).toMatchObject({ level: 40, endpoint: 'GET /me', receivedMs: 31_536_000_000, cappedMs: HOUR_MS });
   });
@@ -459,7 +460,7 @@ describe('Retry-After is capped (API_RETRY_AFTER_MAX_MS)', () => {
     await expect(c.search({ query: 'q' })).resolves.toEqual({ query: 'q', results: [] });
     expect(sleeps).toEqual([2_000, 2_000]);
     expect(events.map((ev) => ev.retryAfterMs)).toEqual([2_000, 2_000, undefined]);
-    const capped = logged().filter((l) => l.msg === 'retry-after capped');
+    const capped = logged().filter((l) => l.event === 'upstream.retry_after_capped');
     expect(capped.map((l) => [l.endpoint, l.status, l.cappedMs])).toEqual([
       ['GET /videosite/search', 429, 2_000],
       ['GET /videosite/search', 503, 2_000],
@@ -471,7 +472,7 @@ describe('Retry-After is capped (API_RETRY_AFTER_MAX_MS)', () => {
     server.script('GET', '/me', { status: 429, body: errorBody('limit-exceeded', 'quota'), headers: { 'retry-after': '7' } });
     const e = await caught(c.me());
     expect(e.retryAfterMs).toBe(7_000);
-    expect(logged().filter((l) => l.msg === 'retry-after capped')).toEqual([]);
+    expect(logged().filter((l) => l.event === 'upstream.retry_after_capped')).toEqual([]);
   });
 });
 
@@ -534,7 +535,7 @@ describe('answer bodies are bounded', () => {
     expect(e.rawBodyTruncated).toBe(true);
     expect(e.message.length).toBeLessThan(400);
     // logged the way the workers log a failed job: pino's err serialiser takes every field
-    createLogger({ level: 'info', destination: logBuffer() }).error({ err: e }, 'job failed');
+    createLogger({ level: 'info', destination: logBuffer() }).error({ event: 'job.failed', err: e }, 'job failed');
     const line = logLines.at(-1)!;
     expect((JSON.parse(line) as { err: { rawBody: string } }).err.rawBody).toBe(e.rawBody);
     expect(line.length).toBeLessThan(RAW_BODY_PREFIX_CHARS + 4_000);

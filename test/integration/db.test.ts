@@ -286,18 +286,16 @@ describe('repositories', () => {
   });
 
   describe('batch items', () => {
-    const JOB = 'job-items';
-    const JOB2 = 'job-expiring';
-    beforeAll(async () => {
-      await t.db.insert(batches).values([
-        { jobId: JOB, kind: 'video', status: 'active', creditsEstimated: 5, request: { videoIds: ['i1', 'i2'] } },
-        { jobId: JOB2, kind: 'video', status: 'active', creditsEstimated: 3, request: { videoIds: ['j1', 'j2'] } },
-      ]);
-    });
+    /** A batch of its own for each test: no test reads the items another one landed. */
+    async function newBatch(jobId: string, videoIds: string[]): Promise<string> {
+      await t.db.insert(batches).values({ jobId, kind: 'video', status: 'active', creditsEstimated: videoIds.length, request: { videoIds } });
+      return jobId;
+    }
 
     const landedRaw = '{"videoId":"i2","video":{"id":"i2","viewCount":12345678901234567890,"duration":1.50}}';
 
     it('lands items once and never lets a later answer replace a landed payload', async () => {
+      const JOB = await newBatch('job-land-once', ['i1', 'i2', 'i3']);
       const first = await landItems(t.sql, JOB, [
         { videoId: 'i1', state: 'processing', errorCode: 'processing', payload: { videoId: 'i1', errorCode: 'processing' } },
         { videoId: 'i2', state: 'landed', errorCode: null, payload: JSON.parse(landedRaw), payloadRaw: landedRaw },
@@ -337,6 +335,12 @@ describe('repositories', () => {
     });
 
     it('reads landed items in chunks, marks them sunk, and keeps a sunk payload too', async () => {
+      const JOB = await newBatch('job-chunks', ['i1', 'i2', 'i3']);
+      await landItems(t.sql, JOB, [
+        { videoId: 'i1', state: 'landed', errorCode: null, payload: { videoId: 'i1', video: video('i1') } },
+        { videoId: 'i2', state: 'landed', errorCode: null, payload: JSON.parse(landedRaw), payloadRaw: landedRaw },
+        { videoId: 'i3', state: 'failed', errorCode: 'not-found', payload: { videoId: 'i3', errorCode: 'not-found' } },
+      ]);
       const chunk = await nextLandedChunk(t.sql, JOB, 10);
       expect(chunk.map((i) => i.videoId)).toEqual(['i1', 'i2']);
       expect(chunk[0]!.payload).toEqual({ videoId: 'i1', video: video('i1') });
@@ -354,6 +358,7 @@ describe('repositories', () => {
     });
 
     it('keeps a payload jsonb cannot hold in payload_raw, losslessly', async () => {
+      const JOB = await newBatch('job-raw-only', ['i4']);
       const payload = { videoId: 'i4', video: video('i4', { title: 'nul \u0000 and lone \uDC00' }) };
       const raw = JSON.stringify(payload);
       expect(await landItems(t.sql, JOB, [{ videoId: 'i4', state: 'landed', errorCode: null, payload, payloadRaw: raw }])).toEqual({
@@ -368,6 +373,7 @@ describe('repositories', () => {
     });
 
     it('at expiry turns only unfinished items retryable', async () => {
+      const JOB2 = await newBatch('job-expiring', ['j1', 'j2']);
       await landItems(t.sql, JOB2, [
         { videoId: 'j1', state: 'landed', errorCode: null, payload: { videoId: 'j1', video: video('j1') } },
         { videoId: 'j2', state: 'processing', errorCode: 'processing', payload: { videoId: 'j2', errorCode: 'processing' } },
@@ -382,36 +388,31 @@ describe('repositories', () => {
   });
 
   describe('batches', () => {
-    it('refuses a second in-flight batch for the same source, kind and language', async () => {
+    it('holds several in-flight batches of one source, kind and language; a transcript job only as a transcript', async () => {
+      // A list of 12 000 IDs is submitted as batches of 5000, 5000 and 2000 per kind in one sync:
+      // what keeps a video from being bought twice is its claim in video_sync (one row per video,
+      // kind and language), not a limit of one batch in flight.
       const [src] = await t.db
         .insert(sources)
-        .values({ kind: 'playlist', ref: 'https://example/playlist?list=PL1', externalId: 'PL1', maxVideos: 50, langs: ['en', 'de'] })
+        .values({ kind: 'videos', ref: '3 video IDs', externalId: 'videos:0123456789abcdef', maxVideos: 3, langs: ['en'] })
         .returning({ id: sources.id });
       const sourceId = src!.id;
-      const base = { sourceId, creditsEstimated: 51, request: { playlistId: 'PL1', limit: 50 } };
+      const base = { sourceId, creditsEstimated: 3, request: { videoIds: ['a', 'b'] } };
       await t.db.insert(batches).values([
         { ...base, jobId: 'v-1', kind: 'video', status: 'submitted' },
-        { ...base, jobId: 't-en-1', kind: 'transcript', lang: 'en', status: 'active' },
-        { ...base, jobId: 't-de-1', kind: 'transcript', lang: 'de', status: 'queued' },
-        { ...base, jobId: 't-any-1', kind: 'transcript', lang: null, status: 'queued' },
+        { ...base, jobId: 'v-2', kind: 'video', status: 'active' },
+        { ...base, jobId: 't-en-1', kind: 'transcript', lang: 'en', status: 'queued' },
+        { ...base, jobId: 't-en-2', kind: 'transcript', lang: 'en', status: 'submitted' },
+        { ...base, jobId: 'g-en-1', kind: 'transcript', lang: 'en', status: 'queued', mode: 'generate' },
       ]);
-      const inFlightGuard = { code: '23505', constraint_name: 'batches_one_in_flight_uq' };
-      await expect(t.db.insert(batches).values({ ...base, jobId: 'v-2', kind: 'video', status: 'queued' })).rejects.toMatchObject({
-        cause: expect.objectContaining(inFlightGuard),
+      const inFlight = await t.sql`select job_id from batches where source_id = ${sourceId} and status in ('submitted', 'queued', 'active') order by job_id`;
+      expect(inFlight.map((r) => r.job_id)).toEqual(['g-en-1', 't-en-1', 't-en-2', 'v-1', 'v-2']);
+      await expect(t.db.insert(batches).values({ ...base, jobId: 'g-v-1', kind: 'video', status: 'queued', mode: 'generate' })).rejects.toMatchObject({
+        cause: expect.objectContaining({ code: '23514', constraint_name: 'batches_mode_ck' }),
       });
       await expect(
-        t.db.insert(batches).values({ ...base, jobId: 't-en-2', kind: 'transcript', lang: 'en', status: 'submitted' }),
-      ).rejects.toMatchObject({ cause: expect.objectContaining(inFlightGuard) });
-      await expect(
-        t.sql`insert into batches (job_id, source_id, kind, lang, status, credits_estimated, request)
-              values ('t-any-2', ${sourceId}, 'transcript', null, 'active', 1, '{}')`,
-      ).rejects.toMatchObject(inFlightGuard);
-
-      // once the first is terminal, the next one may start
-      await t.sql`update batches set status = 'completed' where job_id = 'v-1'`;
-      await t.db.insert(batches).values({ ...base, jobId: 'v-2', kind: 'video', status: 'submitted' });
-      const inFlight = await t.sql`select job_id from batches where source_id = ${sourceId} and status in ('submitted', 'queued', 'active') order by job_id`;
-      expect(inFlight.map((r) => r.job_id)).toEqual(['t-any-1', 't-de-1', 't-en-1', 'v-2']);
+        t.sql`insert into sources (kind, ref, external_id, max_videos) values ('hashtag', '#x', '#x', 1)`,
+      ).rejects.toMatchObject({ code: '23514', constraint_name: 'sources_kind_ck' });
     });
   });
 

@@ -1,13 +1,17 @@
 /**
  * The pipeline end to end, in process: real simulator over HTTP, real Postgres, real Redis and
  * BullMQ workers. Every assertion is on what a user would check: rows in Postgres and credits.
+ * Each test works on channels of its own, or runs the backfill it reads (once, shared by the
+ * tests that read it), so the tests hold in any order.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { batchProgress, isSettled, runBackfill } from '../../src/pipeline/backfill.ts';
+import { batchProgress, isSettled } from '../../src/db/batch-progress.ts';
+import { runBackfill } from '../../src/pipeline/backfill.ts';
 import { registerSource } from '../../src/pipeline/sources.ts';
 import { resinkBatch, planResubmission, resubmit } from '../../src/pipeline/replay.ts';
 import { syncSource } from '../../src/pipeline/scheduler.ts';
 import { createPipelineHarness, waitFor, type PipelineHarness } from '../helpers/pipeline.ts';
+import { once } from '../helpers/once.ts';
 
 let h: PipelineHarness;
 
@@ -19,8 +23,11 @@ async function backfill(sourceIds: number[]) {
   return runBackfill(h.deps, { sourceIds, wait: true, timeoutMs: 60_000, checkIntervalMs: 100 });
 }
 
+/** Which test works on which channel of the catalog. */
+const CHANNEL = { ingested: 0, playlist: 1, creditGuard: 2, newVideos: 3, expiry: 4 } as const;
+
 beforeAll(async () => {
-  h = await createPipelineHarness('pipeline', { catalog: { channels: 3, channelSizes: [120, 60, 40] } });
+  h = await createPipelineHarness('pipeline', { catalog: { channels: 5, channelSizes: [120, 60, 40, 40, 40] } });
   h.startWorkers(['poller', 'sink']);
 });
 
@@ -29,16 +36,23 @@ afterAll(async () => {
 });
 
 describe('ingesting a channel and a playlist', () => {
-  let channelSource: number;
-  let playlistSource: number;
+  /** the channel source, registered and backfilled once */
+  const channelIngested = once(async () => {
+    const ch = h.sim.catalog.channels()[CHANNEL.ingested]!;
+    const s = await registerSource(h.deps, { kind: 'channel', ref: ch.handle, limit: 5000, langs: ['en'], textOnly: false, cron: null });
+    return { ch, s, report: await backfill([s.id]) };
+  });
+  /** the playlist source (plain-text transcripts), registered and backfilled once */
+  const playlistIngested = once(async () => {
+    const ch = h.sim.catalog.channels()[CHANNEL.playlist]!;
+    const playlistId = ch.playlistIds[0]!;
+    const s = await registerSource(h.deps, { kind: 'playlist', ref: playlistId, limit: 5000, langs: ['en'], textOnly: true, cron: null });
+    return { playlistId, s, report: await backfill([s.id]) };
+  });
 
   it('lands every regular video of a channel with metadata and transcripts, and records every item error', async () => {
-    const ch = h.sim.catalog.channels()[0]!;
-    const s = await registerSource(h.deps, { kind: 'channel', ref: ch.handle, limit: 5000, langs: ['en'], textOnly: false, cron: null });
-    channelSource = s.id;
+    const { ch, s, report } = await channelIngested();
     expect(s.externalId).toBe(ch.id);
-
-    const report = await backfill([s.id]);
     expect(report.syncs[0]?.outcome).toBe('submitted');
     expect(report.exitCode).toBe(0);
 
@@ -76,11 +90,7 @@ describe('ingesting a channel and a playlist', () => {
   });
 
   it('lands a playlist with plain-text transcripts', async () => {
-    const ch = h.sim.catalog.channels()[1]!;
-    const playlistId = ch.playlistIds[0]!;
-    const s = await registerSource(h.deps, { kind: 'playlist', ref: playlistId, limit: 5000, langs: ['en'], textOnly: true, cron: null });
-    playlistSource = s.id;
-    const report = await backfill([s.id]);
+    const { playlistId, report } = await playlistIngested();
     expect(report.exitCode).toBe(0);
     const ids = h.sim.catalog.playlistVideoIds(playlistId)!;
     const ok = ids.filter((id) => h.sim.catalog.videoInfo(id)!.fate === 'public');
@@ -96,18 +106,22 @@ describe('ingesting a channel and a playlist', () => {
   });
 
   it('a second backfill of unchanged sources spends only the listings', async () => {
+    const [channel, playlist] = await Promise.all([channelIngested(), playlistIngested()]);
     const before = await used();
-    const report = await backfill([channelSource, playlistSource]);
+    const report = await backfill([channel.s.id, playlist.s.id]);
     expect(report.syncs.map((s) => s.outcome)).toEqual(['up-to-date', 'up-to-date']);
     expect(report.exitCode).toBe(0);
     expect((await used()) - before).toBe(2);
   });
 
   it('a source with 10 new videos spends 1 + 10 per batch plus the listing', async () => {
-    const ch = h.sim.catalog.channels()[0]!;
+    // a channel of its own: the videos added here would change what the other tests expect
+    const ch = h.sim.catalog.channels()[CHANNEL.newVideos]!;
+    const s = await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: 5000, langs: ['en'], textOnly: false, cron: null });
+    expect((await backfill([s.id])).exitCode).toBe(0);
     const added = h.sim.catalog.addVideos(ch.id, 10)!;
     const before = await used();
-    const report = await backfill([channelSource]);
+    const report = await backfill([s.id]);
     expect(report.exitCode).toBe(0);
     // listing 1, metadata batch 1 + 10, transcript batch 1 + 10
     expect((await used()) - before).toBe(1 + (1 + 10) + (1 + 10));
@@ -117,8 +131,9 @@ describe('ingesting a channel and a playlist', () => {
   });
 
   it('replay --batch re-sinks from raw with zero API calls and changes nothing', async () => {
+    const { s } = await channelIngested();
     const [batch] = await h.database.sql<{ job_id: string }[]>`
-      select job_id from batches where source_id = ${channelSource} and kind = 'transcript' order by submitted_at limit 1`;
+      select job_id from batches where source_id = ${s.id} and kind = 'transcript' order by submitted_at limit 1`;
     const before = await h.database.sql<{ video_id: string; lang: string; updated_at: Date }[]>`
       select video_id, lang, updated_at from transcripts order by video_id, lang`;
     const requests = h.sim.stats().total;
@@ -135,7 +150,7 @@ describe('ingesting a channel and a playlist', () => {
 
 describe('credit guard', () => {
   it('refuses a sync it cannot afford, records why, and submits nothing', async () => {
-    const ch = h.sim.catalog.channels()[2]!;
+    const ch = h.sim.catalog.channels()[CHANNEL.creditGuard]!;
     const s = await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: 40, langs: [], textOnly: false, cron: null });
     const me = await h.api.me();
     // enough for the listing (1 credit), not for 2 x (1 + the listed videos)
@@ -164,16 +179,16 @@ describe('credit guard', () => {
 
 describe('expiry and replay --expired', () => {
   it("re-submits an expired batch's unfinished items exactly once, and they land", async () => {
-    const ch = h.sim.catalog.channels()[2]!;
-    const [src] = await h.database.sql<{ id: number }[]>`select id from sources where external_id = ${ch.id}`;
+    const ch = h.sim.catalog.channels()[CHANNEL.expiry]!;
+    const src = await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: 40, langs: [], textOnly: false, cron: null });
     // slow items, so the batch is still running when the clock jumps past its lifetime
     h.sim.setJobSettings({ itemsPerSecond: 2, lifetimeMs: 10_000 });
-    const r = await syncSource(h.deps, src!.id);
+    const r = await syncSource(h.deps, src.id);
     expect(r.outcome).toBe('submitted');
     await new Promise((res) => setTimeout(res, 1500));
     h.sim.clock.advance(60_000);
     h.sim.setJobSettings({ itemsPerSecond: 2000, lifetimeMs: 3_600_000 });
-    const report = await runBackfill(h.deps, { sourceIds: [src!.id], wait: true, timeoutMs: 30_000, checkIntervalMs: 100 });
+    const report = await runBackfill(h.deps, { sourceIds: [src.id], wait: true, timeoutMs: 30_000, checkIntervalMs: 100 });
     expect(report.batches.map((b) => b.status)).toEqual(['expired', 'expired']);
     expect(report.exitCode).toBe(1);
     const retryable = report.batches.reduce((n, b) => n + b.retryable, 0);

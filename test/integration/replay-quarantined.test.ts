@@ -3,11 +3,12 @@
  * The rows are written directly, as an older, stricter version left them: items quarantined for
  * the schema whose raw copy today's schema accepts, one still invalid, a duplicate copy, a
  * too-large prefix, one Postgres cannot store, and a legacy row without a reason code. The API
- * base URL points at a closed port: any API call would fail the command.
+ * base URL points at a closed port: any API call would fail the command. Every test starts from
+ * these rows, written afresh, and runs the replays it builds on itself.
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createMetrics } from '../../src/admin/metrics.ts';
 import { startAdminServer, type AdminServer } from '../../src/admin/server.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -109,8 +110,11 @@ beforeAll(async () => {
     API_KEY: 'not-used-by-replay-quarantined',
     LOG_LEVEL: 'warn',
   };
+}, 60_000);
 
+beforeEach(async () => {
   const sql = database.sql;
+  await sql`truncate batch_items, batches, video_sync, videos, transcripts cascade`;
   await sql`
     insert into batches (job_id, kind, lang, status, total, succeeded, failed, credits_estimated, request, submitted_at, completed_at, terminal_at)
     values
@@ -172,7 +176,18 @@ beforeAll(async () => {
       ('vidBroken01', 'video', '', ${VIDEO_JOB}, 'quarantined', 1),
       ('vidFixed001', 'transcript', 'en', ${TRANSCRIPT_JOB}, 'quarantined', 1),
       ('vidTrans001', 'transcript', 'en', ${TRANSCRIPT_JOB}, 'quarantined', 1)`;
-}, 60_000);
+});
+
+/** `replay --quarantined --batch` of the transcript batch: everything in it lands or fails. */
+function replayTranscriptBatch(): Promise<CliResult> {
+  return cli(['replay', '--quarantined', '--batch', TRANSCRIPT_JOB]);
+}
+
+/** The whole replay, after the transcript batch's: what a second run finds left. */
+async function replayAfterTranscriptBatch(): Promise<void> {
+  expectExit(await replayTranscriptBatch(), 0);
+  expectExit(await cli(['replay', '--quarantined']), 1);
+}
 
 afterAll(async () => {
   await admin?.close();
@@ -243,7 +258,7 @@ describe('replay --quarantined', () => {
   });
 
   it('--batch narrows it to one batch: everything read again lands or fails, exit 0', async () => {
-    const r = await cli(['replay', '--quarantined', '--batch', TRANSCRIPT_JOB]);
+    const r = await replayTranscriptBatch();
     expectExit(r, 0);
     expect(r.stdout).toBe(
       're-sank 2 quarantined item(s) from raw: 1 stored (1 row(s) inserted, 0 updated, 0 unchanged), 1 failed, 0 retryable, ' +
@@ -268,6 +283,7 @@ describe('replay --quarantined', () => {
   });
 
   it('re-sinks the rest from raw: stores what today reads, keeps the rest with the new reason, exit 1', async () => {
+    expectExit(await replayTranscriptBatch(), 0);
     const r = await cli(['replay', '--quarantined']);
     expectExit(r, 1);
     expect(r.stdout).toBe(
@@ -300,6 +316,7 @@ describe('replay --quarantined', () => {
   });
 
   it('status and /metrics show what is left; a second run stores nothing new and rewrites only the poison item', async () => {
+    await replayAfterTranscriptBatch();
     const [report, m] = await Promise.all([statusJson(), scrape()]);
     expect(report.items.quarantined).toBe(4);
     expect(report.quarantined).toEqual({

@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { batchProgress, isSettled } from '../../src/pipeline/backfill.ts';
+import { batchProgress, isSettled } from '../../src/db/batch-progress.ts';
 import { reconcile } from '../../src/pipeline/reconcile.ts';
 import { syncSource } from '../../src/pipeline/scheduler.ts';
 import { registerSource } from '../../src/pipeline/sources.ts';

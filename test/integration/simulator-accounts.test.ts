@@ -28,6 +28,21 @@ afterAll(async () => {
   await sim.close();
 });
 
+function watchUrl(id: string): string {
+  return `https://www.videosite.com/watch?v=${id}`;
+}
+
+/** A catalog video without captions (a generated transcript is all it can get), longer than a minute. */
+function withoutCaptions() {
+  for (const ch of sim.catalog.channels()) {
+    for (const id of sim.catalog.videoIds(ch.id)!) {
+      const v = sim.catalog.videoInfo(id)!;
+      if (v.transcriptLanguages.length === 0 && v.durationS > 60 && v.durationS % 60 !== 0) return v;
+    }
+  }
+  throw new Error('the catalog has no video without captions');
+}
+
 async function me(key: string) {
   const r = await call(sim, 'GET', '/me', { key });
   expect(r.status).toBe(200);
@@ -84,11 +99,45 @@ describe('credits', () => {
     // a crawl and its polls, a transcript job and its polls
     const crawl = JobIdSchema.parse((await call(sim, 'POST', '/web/crawl', { ...k, body: { url: 'https://example.org/', limit: 3 } })).json);
     await call(sim, 'GET', `/web/crawl/${crawl.jobId}`, k);
-    const tj = await call(sim, 'GET', '/transcript', { ...k, query: { url: 'https://clips.example.net/v/1', mode: 'generate' } });
+    const silent = withoutCaptions();
+    const tj = await call(sim, 'GET', '/transcript', { ...k, query: { url: watchUrl(silent.id), mode: 'generate' } });
     expect(tj.status).toBe(202);
     await call(sim, 'GET', `/transcript/${JobIdSchema.parse(tj.json).jobId}`, k);
-    expect((await me(key)).usedCredits).toBe(6 + 1 + 1);
-    expect(sim.stats().creditsCharged).toBeGreaterThanOrEqual(8);
+    // a generated transcript: 2 credits per started minute of the video (UPSTREAM.md)
+    const generated = 2 * Math.ceil(silent.durationS / 60);
+    expect((await me(key)).usedCredits).toBe(6 + 1 + generated);
+    expect(sim.stats().creditsCharged).toBeGreaterThanOrEqual(7 + generated);
+  });
+
+  it('prices a generated transcript at 2 credits per started minute, captions at 1, a refused one at nothing', async () => {
+    const key = 'test-generated';
+    sim.setAccount(key, { maxCredits: 100_000 });
+    const k = { key };
+    const silent = withoutCaptions();
+    const captioned = sim.catalog.videoIds(channelId)!.map((id) => sim.catalog.videoInfo(id)!).find((v) => v.transcriptLanguages.length > 0 && v.fate === 'public')!;
+    const perMinute = (v: { durationS: number }) => 2 * Math.ceil(v.durationS / 60);
+    let used = 0;
+    const spent = async () => {
+      const now = (await me(key)).usedCredits;
+      const d = now - used;
+      used = now;
+      return d;
+    };
+    // auto without captions is generated; generate is generated even when captions exist
+    expect((await call(sim, 'GET', '/transcript', { ...k, query: { url: watchUrl(silent.id), mode: 'auto' } })).status).toBe(202);
+    expect(await spent()).toBe(perMinute(silent));
+    expect((await call(sim, 'GET', '/transcript', { ...k, query: { url: watchUrl(captioned.id), mode: 'generate' } })).status).toBe(202);
+    expect(await spent()).toBe(perMinute(captioned));
+    // captions (auto or native) cost 1, like any answer
+    expect((await call(sim, 'GET', '/transcript', { ...k, query: { url: watchUrl(captioned.id), mode: 'auto' } })).status).toBe(200);
+    expect((await call(sim, 'GET', '/transcript', { ...k, query: { url: watchUrl(captioned.id), mode: 'native' } })).status).toBe(200);
+    expect(await spent()).toBe(2);
+    // not enough credits left for the minutes: refused, nothing charged
+    sim.setAccount(key, { maxCredits: used + perMinute(silent) - 1 });
+    const refused = await call(sim, 'GET', '/transcript', { ...k, query: { url: watchUrl(silent.id), mode: 'generate' } });
+    expect(refused.status).toBe(429);
+    expect(ErrorBodySchema.parse(refused.json).error).toBe('limit-exceeded');
+    expect(await spent()).toBe(0);
   });
 
   it('exhausted credits give 429 limit-exceeded without Retry-After, and charge nothing', async () => {

@@ -2,11 +2,12 @@
  * Upstream holds end without a person when `/me` says the cause is gone. A real `daemon` process
  * (roles scheduler and poller, HOLD_RECHECK_MS=1000) against the in-process simulator, with holds
  * set as a refusal would set them; every assertion is on Postgres rows (`upstream_holds`,
- * `upstream_hold_events`, `credit_snapshots`), the simulator's request counts, log fields, and
- * what `status` shows. The tests build on each other, in order, on one daemon.
+ * `upstream_hold_events`, `credit_snapshots`), the simulator's request counts, log events, and
+ * what `status` shows. Each test starts from no holds, no hold events and no credit snapshots,
+ * sets the holds it needs, and starts its own daemon (on an account of its own) when it needs one.
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { renderStatus } from '../../src/cli/status.ts';
 import { clearHolds, LIFTED_BY_SYNC, setHold } from '../../src/db/upstream-holds.ts';
 import { collectStatus, STATUS_HOLD_EVENTS } from '../../src/pipeline/status.ts';
@@ -19,29 +20,53 @@ const WAIT_MS = 20_000;
 const MAX_CREDITS = 500;
 
 let h: PipelineHarness;
-let daemon: CliProcess;
-/** a key the simulator does not know yet: `/me` answers 401 until the test creates its account */
-const key = `vsi-test-holds-${randomBytes(6).toString('hex')}`;
+/** the running test's daemon, if it started one */
+let daemon: CliProcess | undefined;
 
 beforeAll(async () => {
   h = await createPipelineHarness('upstream-holds');
-  // what the scheduler and the poller record on a 401, a 402 and an exhausted quota
-  expect(await setHold(h.database.sql, 'unauthorized', 'Invalid API key.')).toBe(true);
-  expect(await setHold(h.database.sql, 'credits', 'quota used up (used 500 of 500 credits)')).toBe(true);
-  expect(await setHold(h.database.sql, 'upgrade-required', 'Batches are not part of this plan.')).toBe(true);
+});
+
+beforeEach(async () => {
+  await h.database.sql`delete from upstream_hold_events`;
+  await h.database.sql`delete from upstream_holds`;
+  await h.database.sql`delete from credit_snapshots`;
+});
+
+afterEach(async () => {
+  daemon?.kill('SIGKILL');
+  await daemon?.exited;
+  daemon = undefined;
+});
+
+afterAll(async () => {
+  await h?.close();
+});
+
+/** A key the simulator does not know yet: `/me` answers 401 until the test creates its account. */
+function newKey(): string {
+  return `vsi-test-holds-${randomBytes(6).toString('hex')}`;
+}
+
+/** What the scheduler and the poller record on a 401, a 402 and an exhausted quota. */
+async function setHolds(...codes: ('unauthorized' | 'credits' | 'upgrade-required')[]): Promise<void> {
+  const reasons = {
+    unauthorized: 'Invalid API key.',
+    credits: 'quota used up (used 500 of 500 credits)',
+    'upgrade-required': 'Batches are not part of this plan.',
+  };
+  for (const code of codes) expect(await setHold(h.database.sql, code, reasons[code])).toBe(true);
+}
+
+async function startDaemon(key: string): Promise<CliProcess> {
   daemon = startCli(
     ['daemon', '--role', 'scheduler,poller'],
     { ...h.env, API_KEY: key, HOLD_RECHECK_MS: String(RECHECK_MS), LOG_LEVEL: 'info' },
     'daemon',
   );
-  await daemon.waitForLog((l) => l.msg === 'daemon started', 60_000, 'daemon started');
-});
-
-afterAll(async () => {
-  daemon?.kill('SIGKILL');
-  await daemon?.exited;
-  await h?.close();
-});
+  await daemon.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
+  return daemon;
+}
 
 async function holds(): Promise<string[]> {
   const rows = await h.database.sql<{ code: string }[]>`select code from upstream_holds order by code`;
@@ -65,6 +90,7 @@ async function moreRechecks(status: number, n: number): Promise<void> {
 }
 
 it('records each new hold as a set event', async () => {
+  await setHolds('unauthorized', 'credits', 'upgrade-required');
   expect(await events()).toEqual([
     { code: 'unauthorized', event: 'set', reason: 'Invalid API key.' },
     { code: 'credits', event: 'set', reason: 'quota used up (used 500 of 500 credits)' },
@@ -76,6 +102,9 @@ it('records each new hold as a set event', async () => {
 });
 
 it('unauthorized (scope all) stands while /me refuses the key, and lifts by itself once the key works', async () => {
+  await setHolds('unauthorized', 'credits', 'upgrade-required');
+  const key = newKey();
+  await startDaemon(key);
   // the re-check asks /me although a hold of scope `all` stands: that call is how such a hold ends
   await moreRechecks(401, 2);
   expect(await holds()).toEqual(['credits', 'unauthorized', 'upgrade-required']);
@@ -89,6 +118,10 @@ it('unauthorized (scope all) stands while /me refuses the key, and lifts by itse
 });
 
 it('credits stands while the quota is used up, and lifts by itself when the billing period renews', async () => {
+  await setHolds('credits', 'upgrade-required');
+  const key = newKey();
+  h.sim.setAccount(key, { maxCredits: MAX_CREDITS, usedCredits: MAX_CREDITS });
+  const d = await startDaemon(key);
   await moreRechecks(200, 2);
   expect(await holds()).toEqual(['credits', 'upgrade-required']);
 
@@ -99,7 +132,7 @@ it('credits stands while the quota is used up, and lifts by itself when the bill
   const lifted = (await events()).filter((e) => e.event === 'lifted');
   expect(lifted.at(-1)).toEqual({ code: 'credits', event: 'lifted', reason: `recheck: /me answered, ${MAX_CREDITS} credits left` });
 
-  const line = daemon.logs().find((l) => Array.isArray(l.cleared) && (l.cleared as string[]).includes('credits'));
+  const line = d.logs().find((l) => l.event === 'hold.recheck_cleared');
   expect(line).toMatchObject({ level: 30, cleared: ['credits'], usedCredits: 0, maxCredits: MAX_CREDITS });
   // the answer is kept, so status and /metrics show the renewed credits at once
   const [snap] = await h.database.sql<{ used_credits: number; max_credits: number; reason: string }[]>`
@@ -108,6 +141,11 @@ it('credits stands while the quota is used up, and lifts by itself when the bill
 });
 
 it('upgrade-required stands through later re-checks, and the daemon says once that a person must act', async () => {
+  await setHolds('upgrade-required');
+  const key = newKey();
+  h.sim.setAccount(key, { maxCredits: MAX_CREDITS, usedCredits: 0 });
+  const d = await startDaemon(key);
+
   // a new credits hold on an account with credits: the next re-check lifts it, so re-checks ran
   const eventsBefore = (await events()).length;
   expect(await setHold(h.database.sql, 'credits', 'quota used up')).toBe(true);
@@ -122,12 +160,21 @@ it('upgrade-required stands through later re-checks, and the daemon says once th
   expect(h.sim.stats().total).toBe(calls);
   expect(await holds()).toEqual(['upgrade-required']);
 
-  const told = daemon.logs().filter((l) => l.code === 'upgrade-required' && l.needsPerson === true);
+  const told = d.logs().filter((l) => l.event === 'hold.needs_person');
   expect(told).toHaveLength(1);
+  expect(told[0]).toMatchObject({ level: 40, code: 'upgrade-required', needsPerson: true });
 });
 
 it('status shows the hold that stands and the latest hold events, newest first', async () => {
-  const report = await collectStatus(h.database.sql);
+  // the history a daemon writes while its account's key, then its credits, come back
+  const sql = h.database.sql;
+  await setHolds('unauthorized', 'credits', 'upgrade-required');
+  await clearHolds(sql, ['unauthorized'], 'recheck: /me answered, 0 credits left');
+  await clearHolds(sql, ['credits'], `recheck: /me answered, ${MAX_CREDITS} credits left`);
+  await setHold(sql, 'credits', 'quota used up');
+  await clearHolds(sql, ['credits'], `recheck: /me answered, ${MAX_CREDITS} credits left`);
+
+  const report = await collectStatus(sql);
   expect(report.upstreamHolds.map((x) => x.code)).toEqual(['upgrade-required']);
   expect(report.holdEvents).toHaveLength(STATUS_HOLD_EVENTS);
   expect(report.holdEvents.slice(0, 2).map((e) => [e.code, e.event])).toEqual([
@@ -142,13 +189,19 @@ it('status shows the hold that stands and the latest hold events, newest first',
 });
 
 it('stops cleanly on SIGTERM while re-checking', async () => {
-  daemon.kill('SIGTERM');
-  const exit = await daemon.exited;
+  await setHolds('credits');
+  const key = newKey();
+  h.sim.setAccount(key, { maxCredits: MAX_CREDITS, usedCredits: MAX_CREDITS });
+  const d = await startDaemon(key);
+  await moreRechecks(200, 1);
+  d.kill('SIGTERM');
+  const exit = await d.exited;
   expect(exit).toEqual({ code: 0, signal: null });
-  expect(daemon.logs().some((l) => l.msg === 'daemon stopped' && l.closedCleanly === true)).toBe(true);
+  expect(d.logs().find((l) => l.event === 'daemon.stopped')).toMatchObject({ closedCleanly: true });
 });
 
 it('a sync a person started lifts every hold, each recorded with that reason', async () => {
+  await setHolds('upgrade-required');
   expect(await setHold(h.database.sql, 'credits', 'quota used up')).toBe(true);
   const before = (await events()).length;
   expect(await clearHolds(h.database.sql)).toEqual(['credits', 'upgrade-required']);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { finishTimeMs, landingLag } from '../../bench/lag.ts';
+import type { LogLine } from '../../bench/procs.ts';
 
 describe('benchmark landing lag', () => {
   // 1000 items at 100 items/s: started at t = 10 000, completed at t = 20 000
@@ -11,11 +12,11 @@ describe('benchmark landing lag', () => {
   });
 
   it('takes, per poll, the wait of the earliest item that poll recorded', () => {
-    const polls = [
-      { time: 12_500, msg: 'batch polled', jobId: 'b', finished: 200 }, // items 0..199: item 0 done at 10 010
-      { time: 21_000, msg: 'batch polled', jobId: 'b', finished: 1000 }, // items 200..999: item 200 done at 12 010
-      { time: 30_000, msg: 'batch polled', jobId: 'other', finished: 5 },
-      { time: 9_000, msg: 'batch sunk', jobId: 'b' },
+    const polls: LogLine[] = [
+      { time: 12_500, event: 'poll.landed', msg: 'batch polled', jobId: 'b', finished: 200 }, // items 0..199: item 0 done at 10 010
+      { time: 21_000, event: 'poll.landed', msg: 'batch polled', jobId: 'b', finished: 1000 }, // items 200..999: item 200 done at 12 010
+      { time: 30_000, event: 'poll.landed', msg: 'batch polled', jobId: 'other', finished: 5 },
+      { time: 9_000, event: 'sink.done', msg: 'batch sunk', jobId: 'b' },
     ];
     const r = landingLag([batch], polls, 100);
     expect(r.maxLagMs).toBe(21_000 - 12_010);
@@ -25,5 +26,13 @@ describe('benchmark landing lag', () => {
 
   it('says so when a batch has no poll lines to measure', () => {
     expect(landingLag([batch], [], 100)).toEqual({ maxLagMs: undefined, worstJobId: undefined, unmeasured: 1 });
+  });
+
+  it('reads the poll.landed event, not the message text', () => {
+    // the same line without its event (an older log, a reworded one) does not count
+    const unnamed: LogLine[] = [{ time: 12_500, msg: 'batch polled', jobId: 'b', finished: 200 }];
+    expect(landingLag([batch], unnamed, 100)).toEqual({ maxLagMs: undefined, worstJobId: undefined, unmeasured: 1 });
+    const reworded: LogLine[] = [{ time: 12_500, event: 'poll.landed', msg: 'a batch answer was read', jobId: 'b', finished: 200 }];
+    expect(landingLag([batch], reworded, 100)).toEqual({ maxLagMs: 12_500 - 10_010, worstJobId: 'b', unmeasured: 0 });
   });
 });

@@ -3,7 +3,7 @@
  * place) and in a log file (one line per batch that changed).
  */
 import { describe, expect, it } from 'vitest';
-import type { BatchProgress } from '../../src/pipeline/backfill.ts';
+import type { BatchProgress } from '../../src/db/batch-progress.ts';
 import { batchLine, createProgressView, progressBar } from '../../src/cli/progress.ts';
 
 function batch(over: Partial<BatchProgress> = {}): BatchProgress {
