@@ -21,7 +21,7 @@
  * seconds and the kills land mid-write on any machine.
  */
 import { Queue } from 'bullmq';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterEach, beforeEach, expect, it } from 'vitest';
 import { QUEUE_SINK } from '../../src/queues/names.ts';
 import { expectedTranscripts, ledger, movedStamps, rewrittenRows, rowsVsRaw, settle, writeStamps } from '../helpers/fault-checks.ts';
 import { countOf, FAULT_ENV, figures, publicVideoIds, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
@@ -30,16 +30,19 @@ import { waitUntil, within, type CliProcess } from '../helpers/proc.ts';
 const BATCH = 5000;
 const SINK_ENV = { SINK_CHUNK_ITEMS: '100', SINK_CONCURRENCY: '4' };
 
+// Each scenario gets a rig of its own (about 1.5 s to start): the checks below read whole tables,
+// the sink queue and the simulator's counts, which another scenario's rows, jobs or dead workers
+// would change; so the two pass in either order. Scenario 1 takes channel 0, scenario 2 channel 1.
 let rig: FaultRig;
 let sinkQueue: Queue;
-beforeAll(async () => {
+beforeEach(async () => {
   rig = await startFaultRig('01-sink', {
     // the second scenario needs no 5000 items, only a job long enough to be killed twice
     sim: { catalog: { channels: 2, channelSizes: [BATCH, 3000] }, jobs: { queuedMs: 100, itemsPerSecond: 1_000_000 } },
   });
   sinkQueue = new Queue(QUEUE_SINK, { connection: rig.redis(), prefix: rig.prefix });
 });
-afterAll(async () => {
+afterEach(async () => {
   await within(sinkQueue?.close(), 3_000);
   await rig?.close();
 });

@@ -5,7 +5,7 @@
  * shutdown is still bounded by the grace period (workers' and connections' close are timed).
  */
 import { Queue } from 'bullmq';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterEach, beforeEach, expect, it } from 'vitest';
 import { QUEUE_NAMES } from '../../src/queues/names.ts';
 import { settle } from '../helpers/fault-checks.ts';
 import { countOf, figures, publicVideoIds, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
@@ -15,15 +15,18 @@ const GRACE_MS = 5_000;
 /** What "within the grace period" allows on top of it: process exit and a loaded machine. */
 const EXIT_SLACK_MS = 1_000;
 
+// Each scenario gets a rig of its own (about 1.5 s to start): 03a counts every active and
+// stalled job, and a job left locked by 03b's daemon (killed with Redis unreachable) would be
+// counted there if they shared one; so the two pass in either order.
 let rig: FaultRig;
 let queues: Queue[];
-beforeAll(async () => {
+beforeEach(async () => {
   rig = await startFaultRig('03-sigterm', {
     sim: { catalog: { channels: 2, channelSizes: [2000, 2000] }, jobs: { queuedMs: 100, itemsPerSecond: 1_000_000 } },
   });
   queues = QUEUE_NAMES.map((n) => new Queue(n, { connection: rig.redis(), prefix: rig.prefix }));
 });
-afterAll(async () => {
+afterEach(async () => {
   await within(Promise.allSettled(queues.map((q) => q.close())), 3_000);
   await rig?.close();
 });
@@ -99,11 +102,11 @@ it('03b SIGTERM with Redis unreachable: still exits within the grace period', as
   rig.redisProxy.set({ mode: 'pass' });
   const d4 = await startDaemon('daemon-4');
   const s = await settle(rig, [source.id], 180_000);
-  figures('03b sigterm-redis-unreachable', { exit_s: exitMs / 1000, exit_code: exit.code ?? -1, rows_missing: publicVideoIds(rig.sim, ch.id).length - (s.videos - publicVideoIds(rig.sim, rig.sim.catalog.channels()[0]!.id).length) });
+  figures('03b sigterm-redis-unreachable', { exit_s: exitMs / 1000, exit_code: exit.code ?? -1, rows_missing: publicVideoIds(rig.sim, ch.id).length - s.videos });
   expect(exitMs, d3.stderr().slice(-3000)).toBeLessThan(GRACE_MS + EXIT_SLACK_MS);
   expect(exit.code).toBe(0);
   expect(s.unsettledItems).toBe(0);
-  expect(s.videos).toBe(publicVideoIds(rig.sim, ch.id).length + publicVideoIds(rig.sim, rig.sim.catalog.channels()[0]!.id).length);
+  expect(s.videos).toBe(publicVideoIds(rig.sim, ch.id).length);
   d4.kill('SIGTERM');
   expect((await d4.exited).code).toBe(0);
 });

@@ -5,7 +5,7 @@
  * why and how to resume, and no API call is made until a person clears the condition and runs a
  * backfill; then the schedule resumes by itself.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterEach, beforeEach, expect, it } from 'vitest';
 import { settle } from '../helpers/fault-checks.ts';
 import { figures, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
 import { waitUntil, type CliProcess } from '../helpers/proc.ts';
@@ -14,12 +14,15 @@ const EVERY_2S = '*/2 * * * * *';
 /** Watched after the refusal: three scheduled ticks at least. */
 const WINDOW_MS = 7_000;
 
+// Each scenario gets a rig and a daemon of its own (about 1.5 s to start): a refusal is judged by
+// every call the simulator saw and by the daemon's log, the account's plan and credits are the
+// simulator's, and 11c stops its daemon; so the three pass in any order.
 let rig: FaultRig;
 let daemon: CliProcess;
 let sourceId: number;
 let channelId: string;
 
-beforeAll(async () => {
+beforeEach(async () => {
   rig = await startFaultRig('11-refusals', { sim: { catalog: { channels: 1, channelSizes: [40] } } });
   const ch = rig.sim.catalog.channels()[0]!;
   channelId = ch.id;
@@ -30,7 +33,7 @@ beforeAll(async () => {
   // the first scheduled sync submits and everything lands: later syncs list and find nothing due
   await settle(rig, [sourceId], 60_000);
 });
-afterAll(async () => {
+afterEach(async () => {
   await rig?.close();
 });
 
@@ -107,7 +110,6 @@ it('11b 402: not retried, scheduling pauses, 0 calls until the plan is fixed', a
 });
 
 it('11c credits used up: not retried, scheduling pauses, 0 calls until credits return', async () => {
-  await settle(rig, [sourceId], 60_000);
   rig.sim.resetStats();
   const account = rig.sim.getAccount(rig.sim.apiKey)!;
   rig.sim.setAccount(rig.sim.apiKey, { usedCredits: account.maxCredits });

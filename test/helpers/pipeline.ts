@@ -125,24 +125,25 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Run `videosite-ingest <args>` as a real process. */
-export function runCli(args: string[], env: Record<string, string>, timeoutMs = 120_000): Promise<CliResult> {
+/** Run `videosite-ingest <args>` as a real process; `input`, when given, is its standard input. */
+export function runCli(args: string[], env: Record<string, string>, timeoutMs = 120_000, input?: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['bin/videosite-ingest.js', ...args], {
       cwd: REPO_ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
+    if (input !== undefined) child.stdin!.end(input);
   });
 }
 

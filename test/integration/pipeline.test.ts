@@ -186,9 +186,25 @@ describe('expiry and replay --expired', () => {
     const r = await syncSource(h.deps, src.id);
     expect(r.outcome).toBe('submitted');
     await new Promise((res) => setTimeout(res, 1500));
+    // No poll may see the expiry before the backfill's sync has found these batches in flight:
+    // a sync after it would re-submit their unfinished items itself (the first re-submission goes
+    // with the next sync), and this test is about replay --expired doing it.
+    await h.deps.queues.poll.pause();
     h.sim.clock.advance(60_000);
     h.sim.setJobSettings({ itemsPerSecond: 2000, lifetimeMs: 3_600_000 });
-    const report = await runBackfill(h.deps, { sourceIds: [src.id], wait: true, timeoutMs: 30_000, checkIntervalMs: 100 });
+    let resumed = false;
+    const report = await runBackfill(h.deps, {
+      sourceIds: [src.id],
+      wait: true,
+      timeoutMs: 30_000,
+      checkIntervalMs: 100,
+      onProgress: () => {
+        if (resumed) return;
+        resumed = true;
+        void h.deps.queues.poll.resume();
+      },
+    });
+    expect(r.jobIds.every((id) => report.batches.some((b) => b.jobId === id))).toBe(true);
     expect(report.batches.map((b) => b.status)).toEqual(['expired', 'expired']);
     expect(report.exitCode).toBe(1);
     const retryable = report.batches.reduce((n, b) => n + b.retryable, 0);
