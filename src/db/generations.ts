@@ -10,19 +10,18 @@
 import type { BatchKind } from '../domain/batches.ts';
 import type { BatchMode } from '../domain/sources.ts';
 import type { Queryable } from './connection.ts';
-import { SUBMISSION_PENDING_STATES, type SubmissionState } from './schema.ts';
+import { CLAIM_STANDING_SUBMISSIONS, SUBMISSION_NOTHING_CREATED_STATES } from '../domain/submissions.ts';
 
 /** The kind and mode of a generate row (a transcript job holds transcripts only). */
 const GENERATE_KIND: BatchKind = 'transcript';
 const GENERATE_MODE: BatchMode = 'generate';
 
-/** A generation request in these states created nothing upstream: it may be asked again. */
-const VOID_SUBMISSIONS: readonly SubmissionState[] = ['not-created', 'released'];
 /**
- * Requests whose job may exist without a batches row (answer lost, or a process died mid-request):
- * their minutes count against the budget as if generated.
+ * A generation request in SUBMISSION_NOTHING_CREATED_STATES may be asked again (one refused for
+ * its video, `failed`, counts as the attempt). One in CLAIM_STANDING_SUBMISSIONS may have a job
+ * without a batches row (answer lost, or a process died mid-request): its minutes count against
+ * the budget as if generated.
  */
-const UNRESOLVED_SUBMISSIONS: readonly SubmissionState[] = [...SUBMISSION_PENDING_STATES, 'lost'];
 
 /** What `batches.request` and `batch_submissions.request` hold for a generation. */
 export interface GenerateRequest {
@@ -56,7 +55,7 @@ function attempted(q: Queryable, videoId: ReturnType<Queryable>, lang: string | 
       select 1 from batch_submissions bs
       where bs.kind = ${GENERATE_KIND} and bs.request->>'mode' = ${GENERATE_MODE} and bs.lang is not distinct from ${lang}::text
         and bs.request->>'videoId' = ${videoId}
-        and bs.state <> all(${VOID_SUBMISSIONS as string[]}::text[])))`;
+        and bs.state <> all(${[...SUBMISSION_NOTHING_CREATED_STATES]}::text[])))`;
 }
 
 export interface GenerationCandidate {
@@ -107,6 +106,6 @@ export async function generatedDurations(sql: Queryable, sourceId: number): Prom
     union all
     select (request->>'durationS')::float8 from batch_submissions
     where source_id = ${sourceId} and kind = ${GENERATE_KIND} and request->>'mode' = ${GENERATE_MODE}
-      and state = any(${UNRESOLVED_SUBMISSIONS as string[]}::text[])`;
+      and state = any(${[...CLAIM_STANDING_SUBMISSIONS]}::text[])`;
   return rows.map((r) => r.duration_s ?? 0);
 }

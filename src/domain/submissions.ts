@@ -11,5 +11,8 @@ export const SUBMISSION_PENDING_STATES = ['sending', 'unknown'] as const satisfi
 /** A claiming POST whose outcome is not known, or known to be charged but unread: the claim stands. */
 export const CLAIM_STANDING_SUBMISSIONS = [...SUBMISSION_PENDING_STATES, 'lost'] as const satisfies readonly SubmissionState[];
 
-/** A claiming POST that created nothing (or a person released it): the claim is void. */
-export const CLAIM_VOID_SUBMISSIONS = ['not-created', 'failed', 'released'] as const satisfies readonly SubmissionState[];
+/** A request that created nothing upstream (or that a person released): it may be asked again. */
+export const SUBMISSION_NOTHING_CREATED_STATES = ['not-created', 'released'] as const satisfies readonly SubmissionState[];
+
+/** A claiming POST that created nothing, was refused, or was released: the claim is void. */
+export const CLAIM_VOID_SUBMISSIONS = [...SUBMISSION_NOTHING_CREATED_STATES, 'failed'] as const satisfies readonly SubmissionState[];
