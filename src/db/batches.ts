@@ -4,6 +4,7 @@
  * batch-progress.ts.
  */
 import { BATCH_IN_FLIGHT_STATUSES, BATCH_TERMINAL_STATUSES, type BatchKind } from '../domain/batches.ts';
+import type { BatchMode } from '../domain/sources.ts';
 import type { Queryable } from './connection.ts';
 import type { Batch } from './schema.ts';
 
@@ -60,4 +61,10 @@ export async function creditsEstimatedTotal(sql: Queryable): Promise<number> {
   const [row] = await sql<{ total: number }[]>`
     select coalesce(sum(credits_estimated), 0)::float8 as total from batches`;
   return row?.total ?? 0;
+}
+
+/** `batches.kind` and `mode` of a job ID; undefined when the batch is not recorded. */
+export async function batchModeOf(sql: Queryable, jobId: string): Promise<{ kind: BatchKind; mode: BatchMode } | undefined> {
+  const [row] = await sql<{ kind: BatchKind; mode: BatchMode }[]>`select kind, mode from batches where job_id = ${jobId}`;
+  return row;
 }

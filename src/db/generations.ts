@@ -35,12 +35,6 @@ export interface GenerateRequest {
   durationS: number;
 }
 
-/** `batches.kind` and `mode` of a job ID; undefined when the batch is not recorded. */
-export async function batchModeOf(sql: Queryable, jobId: string): Promise<{ kind: BatchKind; mode: BatchMode } | undefined> {
-  const [row] = await sql<{ kind: BatchKind; mode: BatchMode }[]>`select kind, mode from batches where job_id = ${jobId}`;
-  return row;
-}
-
 /**
  * True when a generation of this video (a value fragment) and language was attempted: the
  * condition for the statements below, written once.

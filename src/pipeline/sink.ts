@@ -9,7 +9,7 @@
  * `generated`, built exactly as a batch's transcript is.
  */
 import { BatchItemSchema, formatIssuePath, type Transcript } from '../api/schemas.ts';
-import { batchModeOf } from '../db/generations.ts';
+import { batchModeOf } from '../db/batches.ts';
 import type { Queryable } from '../db/connection.ts';
 import { writeIsolating } from '../db/isolate.ts';
 import { markQuarantined, markSunk, nextLandedChunk } from '../db/items.ts';
