@@ -9,7 +9,7 @@
  * The simulator counts every batch POST per video (`postsByVideo`) and every credit charged: the
  * judges here. A sync's price is exact: 1 per listing, 1 per batch, 1 per video in it.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterEach, beforeEach, expect, it } from 'vitest';
 import { countOf, figures, requestsTo, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
 import { moreSyncs, postsPerVideo, postsPerVideoMax, videosPaidTwice } from '../helpers/posts.ts';
 
@@ -19,8 +19,11 @@ const PURCHASES = ['video', ...LANGS.map((l) => `transcript:${l}`)];
 const VIDEO_POST = 'POST /videosite/video/batch';
 const TRANSCRIPT_POST = 'POST /videosite/transcript/batch';
 
+// Each scenario gets a rig of its own (about 1.5 s to start): the judges are the simulator's POSTs
+// per video and its credits, over everything bought, which another scenario's purchases would
+// change; so the three pass in any order. 17c builds the stored rows it starts from itself.
 let rig: FaultRig;
-beforeAll(async () => {
+beforeEach(async () => {
   rig = await startFaultRig('17-overlap', {
     sim: {
       catalog: {
@@ -38,7 +41,7 @@ beforeAll(async () => {
     },
   });
 });
-afterAll(async () => {
+afterEach(async () => {
   await rig?.close();
 });
 
@@ -196,9 +199,13 @@ it('17c --text overlap: plain text never replaces chunks; a chunk-wanting source
   const { sql } = rig.db();
   const [c0, , , c3] = rig.sim.catalog.channels();
 
-  // Forward: channel 0 is stored with chunks (17a). A --text playlist of it asks for `en` (bought
-  // already: nothing due) and `de`, which most of its videos lack: the API answers their default
-  // language instead, as plain text, for transcripts stored with chunks.
+  // Forward: channel 0 stored with chunks, as a source wanting LANGS leaves it (17a's channel).
+  // A --text playlist of it asks for `en` (bought already: nothing due) and `de`, which most of
+  // its videos lack: the API answers their default language instead, as plain text, for
+  // transcripts stored with chunks.
+  const channel0 = await rig.addSource({ kind: 'channel', ref: c0!.id, langs: LANGS });
+  const stored = await rig.run(['backfill', '--source', String(channel0.id), '--timeout', '60s']);
+  expect(stored.code, stored.stdout + stored.stderr).toBe(0);
   const p01 = c0!.playlistIds[1]!;
   const textPlaylist = await rig.addSource({ kind: 'playlist', ref: p01, langs: ['en', 'de'], textOnly: true });
   const chunkedBefore = await sql<{ video_id: string; lang: string; content_sha256: string }[]>`
