@@ -1,7 +1,7 @@
 /** `sources add | list | remove | pause | resume`: the channels, playlists, video lists and searches to keep in sync. */
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
-import { InvalidArgumentError, type Command } from 'commander';
+import { Argument, InvalidArgumentError, type Command } from 'commander';
 import { CronExpressionParser } from 'cron-parser';
 import { LIMIT_MAX } from '../api/schemas.ts';
 import type { Source } from '../db/schema.ts';
@@ -246,7 +246,13 @@ export function registerSourcesCommand(program: Command): void {
 
   const add = sources
     .command('add')
-    .description('register a source: a channel, a playlist, a list of videos, or a saved search');
+    .description('register a source: a channel, a playlist, a list of videos, or a saved search')
+    // each kind is a subcommand; these say what is wrong when none matches (a missing or unknown kind)
+    .addArgument(new Argument('<kind>', 'what the reference names').choices(SOURCE_KINDS))
+    .argument('[reference...]', "the kind's reference (see: sources add <kind> --help)")
+    .action(() => {
+      // unreachable: a valid kind runs its own subcommand
+    });
   for (const kind of SOURCE_KINDS) addKindCommand(add, kind);
 
   sources
