@@ -3,27 +3,22 @@
  * for the retryable items it takes up, a pointer to it so that nothing re-submits them again.
  */
 import type { BatchKind } from '../domain/batches.ts';
-import type { BatchMode } from '../domain/sources.ts';
 import type { Queryable } from './connection.ts';
+import type { NewBatch } from './schema.ts';
 
-export interface SubmittedBatchRow {
-  jobId: string;
-  sourceId: number | null;
-  kind: BatchKind;
-  lang: string | null;
-  mode?: BatchMode;
-  creditsEstimated: number;
+/** The batch as submitted: its columns (drizzle's insert type) and when to poll it first. */
+export type SubmittedBatchRow = Pick<NewBatch, 'jobId' | 'sourceId' | 'kind' | 'lang' | 'mode' | 'creditsEstimated'> & {
   /** the request as sent (never holds a secret) */
   request: unknown;
   textOnly: boolean;
   replayOf: string | null;
   firstPollDelayMs: number;
-}
+};
 
 export async function insertSubmittedBatch(sql: Queryable, b: SubmittedBatchRow): Promise<void> {
   await sql`
     insert into batches (job_id, source_id, kind, lang, mode, status, credits_estimated, request, text_only, replay_of, next_poll_at)
-    values (${b.jobId}, ${b.sourceId}, ${b.kind}, ${b.lang}, ${b.mode ?? 'batch'}, 'submitted', ${b.creditsEstimated},
+    values (${b.jobId}, ${b.sourceId ?? null}, ${b.kind}, ${b.lang ?? null}, ${b.mode ?? 'batch'}, 'submitted', ${b.creditsEstimated},
       ${sql.json(b.request as never)}, ${b.textOnly}, ${b.replayOf},
       now() + make_interval(secs => ${b.firstPollDelayMs / 1000}))`;
 }
