@@ -193,6 +193,9 @@ describe.skipIf(chromiumMissing && !inCi)('the admin pages in headless Chromium'
 
   it('the daemon stops cleanly on SIGTERM', async () => {
     const own = await startAdminDaemon();
+    // the admin server answers before the daemon has finished starting: a SIGTERM before its
+    // handlers are set (right after `daemon.started`) would be the default one
+    await waitFor(async () => (parseLogLines(own.log()).some((l) => l.event === 'daemon.started') ? true : undefined), 30_000, 'daemon.started');
     own.child.kill('SIGTERM');
     expect(await own.exit).toBe(0);
     const events = parseLogLines(own.log());
