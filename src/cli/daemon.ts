@@ -34,6 +34,21 @@ export function registerDaemonCommand(program: Command): void {
     .option('--admin-port <n>', 'serve /healthz, /readyz, /metrics, the overview (/) and the queue dashboard (/admin/queues) on this port', intArg(0, 65_535))
     .option('--admin-host <host>', 'interface of the admin server (beyond loopback only with ADMIN_TOKEN set)', DEFAULT_ADMIN_HOST)
     .action(async (o: { role: Role[]; adminPort?: number; adminHost: string }) => {
+      // Listen before anything else: a process without a listener dies of SIGTERM's default
+      // action, and "daemon started" is written synchronously just before the workers' loop
+      // begins, so a supervisor that signals as soon as it reads that line (or during a long
+      // migration) must find the handler already there. A signal during startup stops the
+      // daemon as soon as startup is done.
+      let admin: AdminServer | undefined;
+      const stopRequested = new Promise<NodeJS.Signals>((resolve) => {
+        const stop = (signal: NodeJS.Signals) => {
+          log.info({ event: 'daemon.stopping', signal, graceMs: ctx.config.pipeline.shutdownGraceMs }, 'shutting down');
+          admin?.markStopping();
+          resolve(signal);
+        };
+        process.once('SIGTERM', () => stop('SIGTERM'));
+        process.once('SIGINT', () => stop('SIGINT'));
+      });
       const metrics = o.adminPort === undefined ? undefined : createMetrics();
       const ctx = createContext({ metrics });
       const { log } = ctx;
@@ -41,7 +56,7 @@ export function registerDaemonCommand(program: Command): void {
       if (metrics) assertSafeExposure(o.adminHost, ctx.config.admin.token);
       await migrateDatabase(ctx.config.databaseUrl, log);
       const deps = ctx.deps();
-      const admin = metrics ? await startAdmin(ctx, metrics, o.adminHost, o.adminPort!) : undefined;
+      admin = metrics ? await startAdmin(ctx, metrics, o.adminHost, o.adminPort!) : undefined;
       await warnOnEvictionPolicy(ctx.redis(), log);
       await reconcile(deps);
       // A fixed API key or renewed credits (a billing period that starts) end a hold without a
@@ -68,15 +83,7 @@ export function registerDaemonCommand(program: Command): void {
         ),
       );
 
-      await new Promise<void>((resolve) => {
-        const stop = (signal: string) => {
-          log.info({ event: 'daemon.stopping', signal, graceMs: ctx.config.pipeline.shutdownGraceMs }, 'shutting down');
-          admin?.markStopping();
-          resolve();
-        };
-        process.once('SIGTERM', () => stop('SIGTERM'));
-        process.once('SIGINT', () => stop('SIGINT'));
-      });
+      await stopRequested;
       clearInterval(timer);
       stopReconnectReconcile();
       // aborts a /me in flight; a re-check stuck on an unreachable Postgres must not eat the grace
