@@ -85,6 +85,14 @@ export const POLL_MAX_DURATION_MS = 10 * 60_000;
 export const ITEM_MAX_BYTES = 8 * 1024 * 1024;
 /** How often a daemon re-checks an upstream hold with a free `/me` and lifts it when the account works again. */
 export const HOLD_RECHECK_MS = 15 * 60_000;
+/** Raw payloads of items settled longer ago than this are pruned, days (0: kept forever). */
+export const RAW_RETENTION_DAYS = 90;
+/** `sync_runs` older than this are pruned, days (0: kept forever). */
+export const HISTORY_RETENTION_DAYS = 180;
+/** Syncs that fire on the same cron tick start spread over up to this, ms. */
+export const SCHEDULE_JITTER_MS = 0;
+/** Connections per Postgres pool (postgres.js default is 10). */
+export const DATABASE_POOL_MAX = 10;
 
 /** Shortest `ADMIN_TOKEN` accepted, in characters: a guessable token would protect nothing. */
 export const ADMIN_TOKEN_MIN_CHARS = 16;
@@ -188,6 +196,11 @@ const EnvSchema = z.object({
   POLL_MAX_DURATION_MS: positiveInt(86_400_000).pipe(z.number().min(1_000, 'expected at least 1000')).default(POLL_MAX_DURATION_MS),
   ITEM_MAX_BYTES: positiveInt(1024 * 1024 * 1024).pipe(z.number().min(1_024, 'expected at least 1024')).default(ITEM_MAX_BYTES),
   HOLD_RECHECK_MS: positiveInt(86_400_000).pipe(z.number().min(1_000, 'expected at least 1000')).default(HOLD_RECHECK_MS),
+  RAW_RETENTION_DAYS: nonNegativeInt.pipe(z.number().max(36_500)).default(RAW_RETENTION_DAYS),
+  HISTORY_RETENTION_DAYS: nonNegativeInt.pipe(z.number().max(36_500)).default(HISTORY_RETENTION_DAYS),
+  CREDIT_BUDGET_PER_DAY: positiveInt().optional(),
+  SCHEDULE_JITTER_MS: nonNegativeInt.pipe(z.number().max(3_600_000)).default(SCHEDULE_JITTER_MS),
+  DATABASE_POOL_MAX: positiveInt(1_000).default(DATABASE_POOL_MAX),
   // sent back as a bearer token or a basic-auth password: header-safe characters only
   ADMIN_TOKEN: z
     .string()
@@ -261,7 +274,17 @@ export interface Config {
     itemMaxBytes: number;
     /** how often a daemon re-checks upstream holds with /me, ms; default 900 000 */
     holdRecheckMs: number;
+    /** raw payloads of items settled longer ago are pruned, days; 0 keeps them; default 90 */
+    rawRetentionDays: number;
+    /** sync runs older than this are pruned, days; 0 keeps them; default 180 */
+    historyRetentionDays: number;
+    /** the most credits the installation spends in one UTC day; undefined: no daily cap */
+    creditBudgetPerDay: number | undefined;
+    /** syncs that fire on the same cron tick start spread over up to this, ms; default 0 */
+    scheduleJitterMs: number;
   };
+  /** connections per Postgres pool; default 10 */
+  databasePoolMax: number;
   admin: {
     /**
      * required for every admin page beyond /healthz, /readyz and /metrics (bearer token or
@@ -346,7 +369,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       pollMaxDurationMs: e.POLL_MAX_DURATION_MS,
       itemMaxBytes: e.ITEM_MAX_BYTES,
       holdRecheckMs: e.HOLD_RECHECK_MS,
+      rawRetentionDays: e.RAW_RETENTION_DAYS,
+      historyRetentionDays: e.HISTORY_RETENTION_DAYS,
+      creditBudgetPerDay: e.CREDIT_BUDGET_PER_DAY,
+      scheduleJitterMs: e.SCHEDULE_JITTER_MS,
     },
+    databasePoolMax: e.DATABASE_POOL_MAX,
     admin: { token: e.ADMIN_TOKEN },
   };
 }

@@ -17,6 +17,7 @@ import {
   jsonb,
   pgTable,
   primaryKey,
+  smallint,
   text,
   timestamp,
   uniqueIndex,
@@ -105,6 +106,8 @@ export const sources = pgTable(
     generateMissing: boolean('generate_missing').notNull().default(false),
     /** `--max-generate-minutes`: the most media minutes this source may have generated, ever; null: no cap */
     maxGenerateMinutes: integer('max_generate_minutes'),
+    /** `--max-credits-per-day`: the most credits this source's syncs may spend in one UTC day; null: no cap */
+    maxCreditsPerDay: integer('max_credits_per_day'),
   },
   (t) => [
     uniqueIndex('sources_kind_external_id_uq').on(t.kind, t.externalId),
@@ -112,6 +115,7 @@ export const sources = pgTable(
     check('sources_max_videos_ck', sql`${t.maxVideos} >= 1`),
     check('sources_include_ck', sql`${t.include} <@ array[${sqlList(SOURCE_INCLUDES)}]::text[]`),
     check('sources_max_generate_minutes_ck', sql`${t.maxGenerateMinutes} is null or ${t.maxGenerateMinutes} >= 1`),
+    check('sources_max_credits_per_day_ck', sql`${t.maxCreditsPerDay} is null or ${t.maxCreditsPerDay} >= 1`),
   ],
 );
 
@@ -176,6 +180,8 @@ export const batches = pgTable(
       .on(t.status, t.nextPollAt)
       .where(sql`${t.status} in (${sqlList(BATCH_IN_FLIGHT_STATUSES)})`),
     index('batches_source_id_idx').on(t.sourceId, t.submittedAt),
+    // credits spent today (CREDIT_BUDGET_PER_DAY), the batches that ended lately
+    index('batches_submitted_at_idx').on(t.submittedAt),
     check('batches_kind_ck', sql`${t.kind} in (${sqlList(BATCH_KINDS)})`),
     check('batches_mode_ck', sql`${t.mode} in (${sqlList(BATCH_MODES)}) and (${t.mode} = 'batch' or ${t.kind} = 'transcript')`),
     check('batches_status_ck', sql`${t.status} in (${sqlList(BATCH_STATUSES)})`),
@@ -206,6 +212,12 @@ export const batchItems = pgTable(
     updatedAt: tstzNow('updated_at'),
     /** the stable category of `reason` for a quarantined item (QUARANTINE_REASONS) */
     reasonCode: text('reason_code').$type<QuarantineReason>(),
+    /** sha256 (hex) of the raw item's text, kept when RAW_RETENTION_DAYS prunes the payload */
+    payloadSha256: text('payload_sha256'),
+    /** size of the raw item's text in bytes, kept when the payload is pruned */
+    payloadBytes: integer('payload_bytes'),
+    /** when `prune` dropped `payload`/`payload_raw` (the row, its state and error code stay) */
+    payloadPrunedAt: tstz('payload_pruned_at'),
   },
   (t) => [
     primaryKey({ columns: [t.jobId, t.videoId] }),
@@ -217,6 +229,10 @@ export const batchItems = pgTable(
       .where(sql`${t.state} = 'retryable' and ${t.resubmittedIn} is null`),
     index('batch_items_video_id_idx').on(t.videoId),
     index('batch_items_quarantined_idx').on(t.reasonCode).where(sql`${t.state} = 'quarantined'`),
+    // prune's work list: settled items whose raw payload is still kept, oldest first
+    index('batch_items_prunable_idx')
+      .on(sql`coalesce(${t.sunkAt}, ${t.landedAt})`)
+      .where(sql`${t.payloadPrunedAt} is null and ${t.state} in ('sunk', 'failed')`),
     check('batch_items_state_ck', sql`${t.state} in (${sqlList(ITEM_STATES)})`),
   ],
 );
@@ -369,6 +385,8 @@ export const syncRuns = pgTable(
   },
   (t) => [
     index('sync_runs_source_started_idx').on(t.sourceId, t.startedAt),
+    // prune by age (HISTORY_RETENTION_DAYS); listing credits spent today
+    index('sync_runs_started_idx').on(t.startedAt),
     check('sync_runs_outcome_ck', sql`${t.outcome} is null or ${t.outcome} in (${sqlList(SYNC_RUN_OUTCOMES)})`),
   ],
 );
@@ -449,6 +467,93 @@ export const upstreamHoldEvents = pgTable(
   (t) => [index('upstream_hold_events_at_idx').on(t.at)],
 );
 
+/**
+ * Items per batch, state and error code ('' for none), kept by triggers on `batch_items` (every
+ * writer, replay and prune included): a batch's progress reads a few rows, not its items.
+ */
+export const batchItemCounts = pgTable(
+  'batch_item_counts',
+  {
+    jobId: text('job_id')
+      .notNull()
+      .references(() => batches.jobId, { onDelete: 'cascade' }),
+    state: text('state').$type<ItemState>().notNull(),
+    errorCode: text('error_code').notNull().default(''),
+    n: integer('n').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.jobId, t.state, t.errorCode] })],
+);
+
+/**
+ * Items of all batches per state, error code and quarantine reason ('' for none), kept by the
+ * same triggers. Spread over ITEM_COUNT_SHARDS rows per key (by job_id) so that landing batches
+ * side by side do not queue on one counter row; readers sum the shards.
+ */
+export const itemCounts = pgTable(
+  'item_counts',
+  {
+    shard: smallint('shard').notNull(),
+    state: text('state').$type<ItemState>().notNull(),
+    errorCode: text('error_code').notNull().default(''),
+    reasonCode: text('reason_code').notNull().default(''),
+    n: bigNumber('n').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.shard, t.state, t.errorCode, t.reasonCode] })],
+);
+
+/** Per source, the videos and transcripts stored: refreshed when its sync ends and its batches settle. */
+export const sourceStats = pgTable('source_stats', {
+  sourceId: integer('source_id')
+    .primaryKey()
+    .references(() => sources.id, { onDelete: 'cascade' }),
+  videos: integer('videos').notNull().default(0),
+  transcripts: integer('transcripts').notNull().default(0),
+  refreshedAt: tstzNow('refreshed_at'),
+});
+
+/**
+ * Credits that passed the credit guard and may not show in `/me` yet, shared by every process on
+ * the account. A check reads `/me` under a transaction lock and subtracts the reservations still
+ * open and those released after that read began; one left open by a process that died counts
+ * until `expires_at`.
+ */
+export const creditReservations = pgTable(
+  'credit_reservations',
+  {
+    id: bigNumber('id').primaryKey().generatedAlwaysAsIdentity(),
+    sourceId: integer('source_id').references(() => sources.id, { onDelete: 'set null' }),
+    credits: integer('credits').notNull(),
+    /** host and pid of the process that holds it (for `status` and the logs) */
+    holder: text('holder').notNull(),
+    createdAt: tstzNow('created_at'),
+    releasedAt: tstz('released_at'),
+    expiresAt: tstz('expires_at').notNull(),
+  },
+  (t) => [
+    index('credit_reservations_open_idx').on(t.expiresAt).where(sql`${t.releasedAt} is null`),
+    index('credit_reservations_released_idx').on(t.releasedAt),
+    check('credit_reservations_credits_ck', sql`${t.credits} >= 0`),
+  ],
+);
+
+/** Every `prune` run (by a person or the daily job): what it freed, per table. */
+export const pruneRuns = pgTable(
+  'prune_runs',
+  {
+    id: bigNumber('id').primaryKey().generatedAlwaysAsIdentity(),
+    startedAt: tstzNow('started_at'),
+    finishedAt: tstz('finished_at'),
+    dryRun: boolean('dry_run').notNull().default(false),
+    /** 'daily' (a daemon's job) or 'cli' */
+    trigger: text('trigger').notNull(),
+    /** per table: rows affected and bytes freed, e.g. `{"batch_items": {"rows": 10, "bytes": 2048}}` */
+    freed: jsonb('freed').$type<Record<string, { rows: number; bytes: number }>>(),
+    /** what went wrong, when it failed */
+    error: text('error'),
+  },
+  (t) => [index('prune_runs_started_idx').on(t.startedAt)],
+);
+
 // ---------------------------------------------------------------------------------------------
 // Row types
 
@@ -476,3 +581,7 @@ export type SyncRun = typeof syncRuns.$inferSelect;
 export type NewSyncRun = typeof syncRuns.$inferInsert;
 export type BatchSubmission = typeof batchSubmissions.$inferSelect;
 export type UpstreamHold = typeof upstreamHolds.$inferSelect;
+export type BatchItemCount = typeof batchItemCounts.$inferSelect;
+export type SourceStats = typeof sourceStats.$inferSelect;
+export type CreditReservation = typeof creditReservations.$inferSelect;
+export type PruneRun = typeof pruneRuns.$inferSelect;
