@@ -8,6 +8,7 @@ import { assertSafeExposure } from '../admin/auth.ts';
 import { createMetrics, type AdminMetrics } from '../admin/metrics.ts';
 import { DEFAULT_ADMIN_HOST, startAdminServer, type AdminServer } from '../admin/server.ts';
 import { migrateDatabase } from '../db/migrate.ts';
+import { startDailyPrune } from '../pipeline/prune.ts';
 import { startHoldRecheck } from '../pipeline/upstream-holds.ts';
 import { reconcile } from '../pipeline/reconcile.ts';
 import { FORCE_CLOSE_WAIT_MS, ROLES, startWorkers, type Role } from '../pipeline/workers.ts';
@@ -67,6 +68,8 @@ export function registerDaemonCommand(program: Command): void {
         : undefined;
       await holdRecheck?.run();
       const workers = startWorkers(deps, { roles: o.role, connection: ctx.redis() });
+      // retention: every daemon looks, the one that claims the day prunes (Postgres only, any role)
+      const dailyPrune = startDailyPrune(deps);
       log.info({ event: 'daemon.started', roles: o.role, prefix: ctx.config.queuePrefix }, 'daemon started');
 
       const timer = setInterval(() => {
@@ -88,13 +91,15 @@ export function registerDaemonCommand(program: Command): void {
       stopReconnectReconcile();
       // aborts a /me in flight; a re-check stuck on an unreachable Postgres must not eat the grace
       const holdRecheckStopped = holdRecheck?.stop();
+      // a running prune stops at its next statement (each is a short transaction)
+      const dailyPruneStopped = dailyPrune.stop();
       // The whole shutdown fits in the grace period: running jobs get the grace minus what a
       // forced close and closing the connections may take, and closing is bounded too, because
       // an unreachable Redis or Postgres never answers a QUIT.
       const grace = ctx.config.pipeline.shutdownGraceMs;
       const deadline = Date.now() + grace;
       await workers.close(Math.max(grace - SHUTDOWN_CLOSE_RESERVE_MS - FORCE_CLOSE_WAIT_MS, grace / 3));
-      await settleWithin(Promise.resolve(holdRecheckStopped), SHUTDOWN_CLOSE_MIN_MS);
+      await settleWithin(Promise.all([holdRecheckStopped, dailyPruneStopped]), SHUTDOWN_CLOSE_MIN_MS);
       await admin?.close();
       const closed = await settleWithin(ctx.close(), Math.max(SHUTDOWN_CLOSE_MIN_MS, deadline - Date.now()));
       log.info({ event: 'daemon.stopped', closedCleanly: closed }, 'daemon stopped');

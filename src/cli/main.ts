@@ -8,6 +8,7 @@ import { registerBackfillCommand } from './backfill.ts';
 import { registerDaemonCommand } from './daemon.ts';
 import { registerDemoCommand } from './demo.ts';
 import { registerMigrateCommand } from './migrate.ts';
+import { registerPruneCommand } from './prune.ts';
 import { registerReplayCommand } from './replay.ts';
 import { registerSimulatorCommand } from './simulator.ts';
 import { registerSourcesCommand } from './sources.ts';
@@ -30,6 +31,7 @@ export function buildProgram(): Command {
   registerDaemonCommand(program);
   registerBackfillCommand(program);
   registerReplayCommand(program);
+  registerPruneCommand(program);
   registerStatusCommand(program);
   registerSimulatorCommand(program);
   registerDemoCommand(program);

@@ -22,7 +22,7 @@ import { parseDurationMs } from './args.ts';
 import { createContext } from './context.ts';
 import { EXIT_NOT_LANDED, EXIT_USAGE, UsageError } from './exit.ts';
 import { waitForRedis } from './redis-ready.ts';
-import { renderTable } from './table.ts';
+import { renderTable, shortTime } from './table.ts';
 
 interface ReplayOptions {
   batch?: string;
@@ -137,6 +137,19 @@ export function registerReplayCommand(program: Command): void {
         if (o.batch !== undefined) {
           const r = await resinkBatch({ sql: ctx.db().sql, log: ctx.log, settings: ctx.config.pipeline }, o.batch);
           if (!r.found) throw new UsageError(`--batch: no batch ${JSON.stringify(o.batch)} is recorded (see: status)`);
+          if (r.pruned) {
+            const p = r.pruned;
+            const when = p.firstPrunedAt.getTime() === p.lastPrunedAt.getTime()
+              ? `on ${shortTime(p.firstPrunedAt.toISOString())}`
+              : `between ${shortTime(p.firstPrunedAt.toISOString())} and ${shortTime(p.lastPrunedAt.toISOString())}`;
+            process.stderr.write(
+              `error: batch ${o.batch}: ${p.pruned} of its ${p.stored} stored item(s) have no raw copy left: retention ` +
+                `(RAW_RETENTION_DAYS, now ${ctx.config.pipeline.rawRetentionDays}) pruned their payloads ${when}. ` +
+                'replay --batch re-sinks from raw items only; nothing was changed, no API call\n',
+            );
+            process.exitCode = EXIT_NOT_LANDED;
+            return;
+          }
           process.stdout.write(
             `batch ${o.batch}: ${r.items} stored item(s) re-sunk from raw: ${r.inserted} row(s) inserted, ` +
               `${r.updated} updated, ${r.unchanged} unchanged${r.quarantined ? `, ${r.quarantined} quarantined` : ''}; no API call\n`,

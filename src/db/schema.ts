@@ -24,6 +24,7 @@ import {
 } from 'drizzle-orm/pg-core';
 import { BATCH_IN_FLIGHT_STATUSES, BATCH_KINDS, BATCH_STATUSES, type BatchKind, type BatchStatus } from '../domain/batches.ts';
 import { ITEM_STATES, type ItemState, type QuarantineReason } from '../domain/items.ts';
+import { PRUNABLE_ITEM_STATES } from '../domain/retention.ts';
 import { SYNC_RUN_OUTCOMES, type SyncRunOutcome } from '../domain/syncs.ts';
 import { CLAIM_STANDING_SUBMISSIONS, SUBMISSION_STATES, type SubmissionState } from '../domain/submissions.ts';
 import { HOLD_CODES, HOLD_SCOPES, type HoldCode, type HoldEvent, type HoldScope } from '../domain/refusals.ts';
@@ -231,8 +232,8 @@ export const batchItems = pgTable(
     index('batch_items_quarantined_idx').on(t.reasonCode).where(sql`${t.state} = 'quarantined'`),
     // prune's work list: settled items whose raw payload is still kept, oldest first
     index('batch_items_prunable_idx')
-      .on(sql`coalesce(${t.sunkAt}, ${t.landedAt})`)
-      .where(sql`${t.payloadPrunedAt} is null and ${t.state} in ('sunk', 'failed')`),
+      .on(sql`coalesce(${t.sunkAt}, ${t.landedAt}, ${t.updatedAt})`)
+      .where(sql`${t.payloadPrunedAt} is null and ${t.state} in (${sqlList(PRUNABLE_ITEM_STATES)})`),
     check('batch_items_state_ck', sql`${t.state} in (${sqlList(ITEM_STATES)})`),
   ],
 );

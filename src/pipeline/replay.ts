@@ -22,6 +22,7 @@ import {
 } from '../db/quarantine.ts';
 import { batchExists, inFlightBatchOf } from '../db/batches.ts';
 import { reopenSunk } from '../db/items.ts';
+import { lockStoredItems } from '../db/prune.ts';
 import { retryableGroups } from '../db/resubmissions.ts';
 import type { BatchKind } from '../db/schema.ts';
 import { lostSubmissions, markSubmission, type SubmissionRow } from '../db/submissions.ts';
@@ -32,16 +33,50 @@ import { syncSource, type SyncResult } from './scheduler.ts';
 import { submitBatch } from './submit.ts';
 import { sinkBatch, type SinkResult } from './sink.ts';
 
-export async function resinkBatch(
-  deps: Pick<PipelineDeps, 'sql' | 'log' | 'settings'>,
-  jobId: string,
-): Promise<SinkResult & { found: boolean; items: number }> {
-  if (!(await batchExists(deps.sql, jobId))) {
-    return { jobId, found: false, items: 0, sunk: 0, quarantined: 0, inserted: 0, updated: 0, unchanged: 0 };
-  }
-  const reopened = await reopenSunk(deps.sql, jobId);
+/** `replay --batch` found stored items whose raw copy retention dropped: it changed nothing. */
+export interface PrunedBatch {
+  /** the batch's stored items */
+  stored: number;
+  /** of those, items without a raw copy */
+  pruned: number;
+  firstPrunedAt: Date;
+  lastPrunedAt: Date;
+}
+
+export type ResinkBatchResult = SinkResult & {
+  found: boolean;
+  items: number;
+  /** set when the batch's raw items were pruned: nothing was re-sunk */
+  pruned?: PrunedBatch;
+};
+
+/**
+ * `replay --batch`: the batch's stored items go back to landed and the sink stores them again
+ * from their raw copies. A batch with any stored item whose raw copy RAW_RETENTION_DAYS has
+ * pruned is refused as a whole (`pruned` set, nothing changed): re-sinking only the rest would
+ * report a repair that skipped rows. The check and the re-opening are one transaction holding
+ * the items, so prune cannot drop a payload in between (re-opened items are landed, which prune
+ * never touches).
+ */
+export async function resinkBatch(deps: Pick<PipelineDeps, 'sql' | 'log' | 'settings'>, jobId: string): Promise<ResinkBatchResult> {
+  const none = { jobId, sunk: 0, quarantined: 0, inserted: 0, updated: 0, unchanged: 0 };
+  if (!(await batchExists(deps.sql, jobId))) return { ...none, found: false, items: 0 };
+  const opened = await deps.sql.begin(async (tx) => {
+    const held = await lockStoredItems(tx, jobId);
+    if (held.pruned > 0) {
+      const pruned: PrunedBatch = {
+        stored: held.stored,
+        pruned: held.pruned,
+        firstPrunedAt: held.firstPrunedAt!,
+        lastPrunedAt: held.lastPrunedAt!,
+      };
+      return { reopened: 0, pruned };
+    }
+    return { reopened: await reopenSunk(tx, jobId), pruned: undefined };
+  });
+  if (opened.pruned) return { ...none, found: true, items: 0, pruned: opened.pruned };
   const r = await sinkBatch(deps, jobId);
-  return { ...r, found: true, items: reopened };
+  return { ...r, found: true, items: opened.reopened };
 }
 
 /** Why a quarantined item is left alone: reading its raw copy again cannot change its outcome. */
