@@ -35,6 +35,20 @@ export function compactNumber(n: number): string {
   return String(Math.round(n));
 }
 
+const BYTE_UNITS = ['kB', 'MB', 'GB', 'TB'];
+
+/** 2048 → 2.0 kB, 8_300_000_000 → 7.7 GB: powers of 1024 and the units of Postgres's pg_size_pretty. */
+export function compactBytes(n: number): string {
+  if (Math.abs(n) < 1024) return `${Math.round(n)} bytes`;
+  let v = n / 1024;
+  let unit = 0;
+  while (Math.abs(v) >= 1024 && unit < BYTE_UNITS.length - 1) {
+    v /= 1024;
+    unit++;
+  }
+  return `${v.toFixed(Math.abs(v) < 10 ? 1 : 0)} ${BYTE_UNITS[unit]}`;
+}
+
 /** Gridlines above zero. */
 const Y_STEPS = 4;
 

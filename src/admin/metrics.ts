@@ -8,7 +8,10 @@
  *   on the hot path: no query, a map lookup and an addition.
  * - gauges of shared state, computed when scraped: one query (Postgres) or one round of
  *   commands (Redis) per family and scrape, shared by the family's gauges, with a deadline, so a scrape
- *   during an outage answers quickly with the series it can and counts the failure.
+ *   during an outage answers quickly with the series it can and counts the failure. A Postgres
+ *   family runs in a transaction of its own under `statement_timeout`: a slow query is cancelled
+ *   by Postgres itself, not left running on a connection of the pipeline's pool. Each reads
+ *   counters or bounded rows (src/db/item-counts.ts), never a scan of the items' history.
  *
  * The state gauges describe the whole system (every daemon sees the same Postgres and queues);
  * the counters describe this process only. Sum the counters over instances.
@@ -19,10 +22,11 @@ import type { RequestEvent } from '../api/client.ts';
 import { batchCountsByStatus } from '../db/batches.ts';
 import type { Queryable } from '../db/connection.ts';
 import { latestCreditSnapshot } from '../db/credit-snapshots.ts';
-import { itemErrorCounts } from '../db/items.ts';
+import { itemErrorCodeCounts } from '../db/item-counts.ts';
 import { quarantineCounts } from '../db/quarantine.ts';
 import { BATCH_STATUSES } from '../db/schema.ts';
 import { secondsSinceSync } from '../db/sources.ts';
+import { isQueryCanceled, readWithTimeout, type Pool } from '../db/statement-timeout.ts';
 import type { UpsertCounts } from '../db/videos.ts';
 import type { Logger } from '../log.ts';
 import type { PipelineMetrics } from '../pipeline/deps.ts';
@@ -34,8 +38,17 @@ export const METRIC_PREFIX = 'vsi_';
 /** Upper bounds of the API latency histogram, in seconds (a batch answer can take a minute). */
 export const API_LATENCY_BUCKETS_S = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-/** Longest a scrape waits for one family's query, in milliseconds. */
+/**
+ * Longest one family's read may take, in milliseconds: Postgres cancels a family's statement
+ * after it (`statement_timeout`); the queue family (Redis) is given up after it.
+ */
 export const COLLECT_TIMEOUT_MS = 2_000;
+/**
+ * How much longer than the statement timeout a scrape waits for a Postgres family (ms): the time
+ * to get a connection and open the transaction, so that normally Postgres cancels first; the
+ * wait itself ends a family only when the server does not answer at all.
+ */
+export const COLLECT_CONNECT_GRACE_MS = 1_000;
 
 /** Queue states reported per queue. */
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
@@ -97,7 +110,8 @@ export function createMetrics(opts: CreateMetricsOptions = {}): AdminMetrics {
 }
 
 export interface StateSources {
-  sql: Queryable;
+  /** a pool (each Postgres family opens its own transaction) */
+  sql: Pool;
   redis: Redis;
   queues: PipelineQueues;
   log: Logger;
@@ -124,8 +138,8 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
     },
   });
 
-  /** One query per family and scrape, with a deadline; undefined when it failed. */
-  const family = <T>(name: string, load: () => Promise<T>): (() => Promise<T | undefined>) => {
+  /** One read per family and scrape, given up after `deadlineMs`; undefined when it failed. */
+  const family = <T>(name: string, load: () => Promise<T>, deadlineMs: number = timeoutMs): (() => Promise<T | undefined>) => {
     // shared while running: the registry starts every metric's collect in the same tick, so
     // the gauges of one scrape share one read; the next scrape reads afresh
     let pending: Promise<T | undefined> | undefined;
@@ -135,7 +149,7 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
         const value = await Promise.race([
           load(),
           new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+            timer = setTimeout(() => reject(new Error(`no answer within ${deadlineMs} ms`)), deadlineMs);
           }),
         ]);
         if (failing.delete(name)) src.log.info({ event: 'metrics.family_recovered', family: name }, 'metrics family readable again');
@@ -145,7 +159,10 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
         // logged when it starts failing, not on every scrape of an outage
         if (!failing.has(name)) {
           failing.add(name);
-          src.log.warn({ event: 'metrics.family_failed', family: name, err: { message: e instanceof Error ? e.message : String(e) } }, 'metrics family not readable');
+          src.log.warn(
+            { event: 'metrics.family_failed', family: name, cancelled: isQueryCanceled(e), err: { message: e instanceof Error ? e.message : String(e) } },
+            'metrics family not readable',
+          );
         }
         return undefined;
       } finally {
@@ -162,7 +179,11 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
     return get;
   };
 
-  const credits = family('credits', () => latestCreditSnapshot(src.sql));
+  /** A Postgres family: its own read-only transaction, its statements cancelled by Postgres after `timeoutMs`. */
+  const pgFamily = <T>(name: string, load: (q: Queryable) => Promise<T>) =>
+    family(name, () => readWithTimeout(src.sql, timeoutMs, load), timeoutMs + COLLECT_CONNECT_GRACE_MS);
+
+  const credits = pgFamily('credits', latestCreditSnapshot);
   new Gauge({
     name: `${METRIC_PREFIX}credits_used`,
     help: 'API credits used, per the latest GET /me snapshot (credit_snapshots).',
@@ -194,7 +215,7 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
     },
   });
 
-  const batches = family('batches', () => batchCountsByStatus(src.sql));
+  const batches = pgFamily('batches', batchCountsByStatus);
   new Gauge({
     name: `${METRIC_PREFIX}batches`,
     help: 'Upstream batches recorded in Postgres, by status.',
@@ -210,7 +231,7 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
     },
   });
 
-  const itemErrors = family('item_errors', () => itemErrorCounts(src.sql));
+  const itemErrors = pgFamily('item_errors', itemErrorCodeCounts);
   new Gauge({
     name: `${METRIC_PREFIX}batch_items_by_error_code`,
     help: 'Batch items that carry an errorCode, by code and by item state (failed, retryable, quarantined; processing for unfinished items).',
@@ -223,7 +244,7 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
     },
   });
 
-  const quarantined = family('quarantined', () => quarantineCounts(src.sql));
+  const quarantined = pgFamily('quarantined', quarantineCounts);
   new Gauge({
     name: `${METRIC_PREFIX}batch_items_quarantined`,
     help: "Batch items quarantined (kept raw, never re-submitted automatically) by reason_code ('unknown' when none was recorded); replay --quarantined re-sinks them.",
@@ -237,7 +258,7 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
     },
   });
 
-  const freshness = family('sources', () => secondsSinceSync(src.sql));
+  const freshness = pgFamily('sources', secondsSinceSync);
   new Gauge({
     name: `${METRIC_PREFIX}source_seconds_since_sync`,
     help: 'Seconds since the last successful sync of a source (absent until its first one).',

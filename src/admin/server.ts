@@ -4,7 +4,7 @@
  *   GET /healthz        200 while the process runs (liveness)
  *   GET /readyz         200 when Postgres and Redis answer and migrations are current, else 503
  *   GET /metrics        Prometheus text format (see metrics.ts)
- *   GET /               the overview page                                    (token)
+ *   GET /               the overview page; ?page=N pages the sources         (token)
  *   /admin/queues       bull-board: the BullMQ queues, jobs, retries         (token)
  *
  * Access control is in auth.ts. Every text answer is checked for the secrets it must never
@@ -19,7 +19,7 @@ import { createAdaptorServer } from '@hono/node-server';
 import { serveStatic } from '@hono/node-server/serve-static';
 import { Hono, type MiddlewareHandler } from 'hono';
 import type { Redis } from 'ioredis';
-import type { Queryable } from '../db/connection.ts';
+import type { Pool } from '../db/statement-timeout.ts';
 import type { Logger } from '../log.ts';
 import type { PipelineQueues } from '../queues/queues.ts';
 import { assertSafeExposure, requireToken } from './auth.ts';
@@ -38,7 +38,8 @@ export const REDACTED = '[redacted]';
 export interface AdminAppOptions {
   /** required beyond /healthz, /readyz, /metrics; undefined: no authentication (loopback only) */
   token: string | undefined;
-  sql: Queryable;
+  /** a pool: /metrics and the overview read in transactions of their own (statement_timeout) */
+  sql: Pool;
   redis: Redis;
   queues: PipelineQueues;
   /** from createMetrics(); the state gauges are added to its registry (once per registry) */
@@ -48,6 +49,12 @@ export interface AdminAppOptions {
   log: Logger;
   /** per readiness check, in milliseconds; default READY_CHECK_TIMEOUT_MS (2 000) */
   readyTimeoutMs?: number;
+  /**
+   * longest one statement of /metrics or the overview may run before Postgres cancels it (its
+   * family or section is left out), in milliseconds; defaults COLLECT_TIMEOUT_MS and
+   * OVERVIEW_STATEMENT_TIMEOUT_MS (2 000 each)
+   */
+  queryTimeoutMs?: number;
 }
 
 export interface AdminApp {
@@ -80,7 +87,7 @@ export function createAdminApp(opts: AdminAppOptions): AdminApp {
   const { log } = opts;
   const secrets = opts.secrets?.filter((s): s is string => typeof s === 'string' && s !== '') ?? [];
   const readiness = createReadinessChecker({ sql: opts.sql, redis: opts.redis, log, timeoutMs: opts.readyTimeoutMs });
-  registerStateMetrics(opts.metrics, { sql: opts.sql, redis: opts.redis, queues: opts.queues, log });
+  registerStateMetrics(opts.metrics, { sql: opts.sql, redis: opts.redis, queues: opts.queues, log, timeoutMs: opts.queryTimeoutMs });
   let stopping = false;
 
   // not strict: `/admin/queues/` and `/admin/queues` are the same page
@@ -108,7 +115,11 @@ export function createAdminApp(opts: AdminAppOptions): AdminApp {
   });
 
   app.get('/', async (c) => {
-    const page = renderOverview(await loadOverview(opts.sql), { queuesPath: QUEUES_PATH });
+    const pageParam = c.req.query('page') ?? '1';
+    const pageNumber = /^\d{1,9}$/.test(pageParam) ? Number(pageParam) : 0;
+    if (pageNumber < 1) return c.text(`page: invalid value ${JSON.stringify(pageParam)}: expected a whole number from 1\n`, 400);
+    const data = await loadOverview(opts.sql, { page: pageNumber, log, timeoutMs: opts.queryTimeoutMs });
+    const page = renderOverview(data, { queuesPath: QUEUES_PATH });
     // the page has no script; styles and the chart are inline
     c.header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'");
     return c.html(page);

@@ -1,8 +1,9 @@
-/** `status [--json]`: sources, batches in flight with progress, error counts, credits. */
+/** `status [--json]`: sources, batches in flight with progress, error counts, credits, storage. */
 import { JOB_STATUSES } from '../api/schemas.ts';
 import type { Command } from 'commander';
+import { compactBytes } from '../admin/chart.ts';
 import type { BatchProgress } from '../db/batch-progress.ts';
-import { collectStatus, type StatusReport } from '../pipeline/status.ts';
+import { collectStatus, describePrune, type StatusReport } from '../pipeline/status.ts';
 import { createContext } from './context.ts';
 import { renderTable, shortTime } from './table.ts';
 
@@ -100,13 +101,28 @@ export function renderStatus(r: StatusReport): string {
         `${c.usedLast24h !== null ? `; ${c.usedLast24h} in the last 24 h` : ''}\n` +
         `  estimated cost of all recorded batches: ${c.estimatedAllTime}\n`,
     );
+
+  const total = r.storage.reduce((n, t) => n + t.totalBytes, 0);
+  out.push(`\nStorage: ${compactBytes(total)} in ${r.storage.length} tables\n`);
+  out.push(
+    renderTable(
+      ['table', 'rows (estimate)', 'total', 'TOAST', 'indexes'],
+      r.storage.map((t) => [t.table, t.rowsEstimate === null ? '-' : Math.round(t.rowsEstimate), compactBytes(t.totalBytes), compactBytes(t.toastBytes), compactBytes(t.indexBytes)]),
+    ),
+  );
+  const p = r.lastPrune;
+  out.push(
+    p === null
+      ? '  last prune: never (daemons prune daily; see what it would free: videosite-ingest prune --dry-run)\n'
+      : `  last prune: ${shortTime(p.startedAt)}: ${describePrune(p, compactBytes)}\n`,
+  );
   return out.join('');
 }
 
 export function registerStatusCommand(program: Command): void {
   program
     .command('status')
-    .description('show sources, batches in flight with progress, error counts and credits')
+    .description('show sources, batches in flight with progress, error counts, credits and storage per table')
     .option('--json', 'print the report as JSON (stable field names) instead of tables', false)
     .action(async (o: { json: boolean }) => {
       const ctx = createContext();

@@ -51,15 +51,16 @@ export async function inFlightBatchOf(
 
 /** Batches per status (only the statuses that have any). */
 export async function batchCountsByStatus(sql: Queryable): Promise<Record<string, number>> {
+  // batch_counts: kept by triggers on batches (migration 0005), 16 rows per status
   const rows = await sql<{ status: string; n: number }[]>`
-    select status, count(*)::int as n from batches group by status`;
+    select status, sum(batches)::int as n from batch_counts group by status having sum(batches) > 0`;
   return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }
 
 /** The estimated cost of every batch recorded. */
 export async function creditsEstimatedTotal(sql: Queryable): Promise<number> {
   const [row] = await sql<{ total: number }[]>`
-    select coalesce(sum(credits_estimated), 0)::float8 as total from batches`;
+    select coalesce(sum(credits_estimated), 0)::float8 as total from batch_counts`;
   return row?.total ?? 0;
 }
 

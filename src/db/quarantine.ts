@@ -14,15 +14,21 @@ export const UNKNOWN_QUARANTINE_REASON = 'unknown';
 /** The labels quarantined items are counted under: every QUARANTINE_REASONS code, then 'unknown'. */
 export const QUARANTINE_COUNT_LABELS: readonly string[] = [...QUARANTINE_REASONS, UNKNOWN_QUARANTINE_REASON];
 
-/** Quarantined items per reason_code (null counted as 'unknown'); every label present, zeros included. */
+/**
+ * Quarantined items per reason_code (none counted as 'unknown'); every label present, zeros
+ * included. Read from the counters the triggers of migrations/0005 keep (`item_counts`), not by
+ * counting `batch_items`.
+ */
 export async function quarantineCounts(sql: Queryable): Promise<Record<string, number>> {
   const rows = await sql<{ reason: string; n: number }[]>`
-    select coalesce(reason_code, ${UNKNOWN_QUARANTINE_REASON}) as reason, count(*)::int as n
-    from batch_items where state = 'quarantined'
-    group by 1`;
+    select reason_code as reason, sum(n)::float8 as n from item_counts
+    where state = 'quarantined' group by reason_code`;
   const counts: Record<string, number> = Object.fromEntries(QUARANTINE_COUNT_LABELS.map((l) => [l, 0]));
   // a code a newer version wrote is counted under its own name, not dropped
-  for (const r of rows) counts[r.reason] = (counts[r.reason] ?? 0) + r.n;
+  for (const r of rows) {
+    const label = r.reason === '' ? UNKNOWN_QUARANTINE_REASON : r.reason;
+    counts[label] = (counts[label] ?? 0) + r.n;
+  }
   return counts;
 }
 

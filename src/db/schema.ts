@@ -181,8 +181,10 @@ export const batches = pgTable(
       .on(t.status, t.nextPollAt)
       .where(sql`${t.status} in (${sqlList(BATCH_IN_FLIGHT_STATUSES)})`),
     index('batches_source_id_idx').on(t.sourceId, t.submittedAt),
-    // credits spent today (CREDIT_BUDGET_PER_DAY), the batches that ended lately
+    // credits spent today (CREDIT_BUDGET_PER_DAY)
     index('batches_submitted_at_idx').on(t.submittedAt),
+    // the batches that ended lately (status, the overview), newest first
+    index('batches_terminal_at_idx').on(t.terminalAt).where(sql`${t.terminalAt} is not null`),
     check('batches_kind_ck', sql`${t.kind} in (${sqlList(BATCH_KINDS)})`),
     check('batches_mode_ck', sql`${t.mode} in (${sqlList(BATCH_MODES)}) and (${t.mode} = 'batch' or ${t.kind} = 'transcript')`),
     check('batches_status_ck', sql`${t.status} in (${sqlList(BATCH_STATUSES)})`),
@@ -502,7 +504,25 @@ export const itemCounts = pgTable(
   (t) => [primaryKey({ columns: [t.shard, t.state, t.errorCode, t.reasonCode] })],
 );
 
-/** Per source, the videos and transcripts stored: refreshed when its sync ends and its batches settle. */
+/**
+ * Batches per status with their estimated credits, kept by triggers on `batches` (sharded by
+ * job_id like `item_counts`): `status` and `/metrics` read 16 rows per status, not every batch.
+ */
+export const batchCounts = pgTable(
+  'batch_counts',
+  {
+    shard: smallint('shard').notNull(),
+    status: text('status').$type<BatchStatus>().notNull(),
+    batches: bigNumber('batches').notNull(),
+    creditsEstimated: bigNumber('credits_estimated').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.shard, t.status] })],
+);
+
+/**
+ * Per source, the videos and transcripts stored, kept by triggers on `videos`, `transcripts`
+ * and `source_videos`; `refreshed_at` is the last full recount (each listing recounts its source).
+ */
 export const sourceStats = pgTable('source_stats', {
   sourceId: integer('source_id')
     .primaryKey()

@@ -109,3 +109,15 @@ function rawErrorCode(raw: unknown): string | null {
   const code = (raw as { errorCode?: unknown } | null)?.errorCode;
   return typeof code === 'string' ? code : null;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Item counters (`batch_item_counts`, `item_counts`: migrations/0005, kept by triggers)
+
+/**
+ * Rows per key of `item_counts`: a batch's items are counted in shard
+ * `abs(hashtext(job_id)) % ITEM_COUNT_SHARDS`, so batches landing side by side seldom queue on
+ * one counter row. The migration's trigger spells the number out (SQL cannot import it);
+ * test/integration/counters.test.ts checks that the two agree. Readers sum every shard, so a
+ * total never depends on it.
+ */
+export const ITEM_COUNT_SHARDS = 16;

@@ -31,13 +31,25 @@ export interface WaitResult {
 
 const everySettled = (batches: readonly BatchProgress[]): boolean => batches.every(isSettled);
 
-/** Read the batches' progress until `done`, the timeout or the signal; always reads once. */
+/**
+ * Read the batches' progress until `done`, the timeout or the signal; always reads once. A batch
+ * once settled is not read again (nothing of it changes the wait): a backfill of thousands of
+ * batches reads fewer as they end, not all of them every second.
+ */
 export async function waitForBatches(sql: Queryable, jobIds: readonly string[], opts: WaitOptions = {}): Promise<WaitResult> {
   const done = opts.done ?? everySettled;
   const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : Infinity;
   let last = '';
+  /** the latest reading of each batch recorded so far */
+  const latest = new Map<string, BatchProgress>();
   for (;;) {
-    const batches = await batchProgress(sql, jobIds);
+    const toRead = jobIds.filter((id) => {
+      const b = latest.get(id);
+      return b === undefined || !isSettled(b);
+    });
+    for (const b of await batchProgress(sql, toRead)) latest.set(b.jobId, b);
+    // in the order they were submitted, as batchProgress gives them
+    const batches = [...latest.values()].sort((a, b) => a.submittedAt.localeCompare(b.submittedAt) || a.jobId.localeCompare(b.jobId));
     if (opts.onProgress) {
       const key = JSON.stringify(batches);
       if (key !== last) {

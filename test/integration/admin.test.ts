@@ -3,15 +3,19 @@
  * BullMQ workers): what a monitoring system and an operator see. Metrics are scraped while a
  * backfill is half done (the simulator's clock is frozen mid-batch) and after it, and compared
  * with Postgres and the simulator's own account; readiness follows a private Redis going away
- * and coming back; every page beyond the probes and /metrics needs the token. Each scrape test
- * runs its own backfill in a pipeline of its own; the other blocks share one pipeline per block.
+ * and coming back; every page beyond the probes and /metrics needs the token; the overview pages
+ * its sources (those needing attention first) and shows the storage per table and the latest
+ * prune; a query Postgres cancels (statement_timeout) leaves its metrics family or overview
+ * section out, logged, and frees its connection. Each scrape test runs its own backfill in a
+ * pipeline of its own; the other blocks share one pipeline per block.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../../src/admin/server.ts';
 import { createMetrics, type AdminMetrics } from '../../src/admin/metrics.ts';
+import { OVERVIEW_SOURCES_PER_PAGE } from '../../src/admin/overview.ts';
 import { createApiClient, type ApiClient } from '../../src/api/client.ts';
 import { ConfigError } from '../../src/config.ts';
-import { silentLogger } from '../../src/log.ts';
+import { createLogger, silentLogger } from '../../src/log.ts';
 import { isSettled } from '../../src/db/batch-progress.ts';
 import { runBackfill, type BackfillReport } from '../../src/pipeline/backfill.ts';
 import type { PipelineDeps } from '../../src/pipeline/deps.ts';
@@ -278,6 +282,127 @@ describe('probes and access control', () => {
       expect(page.text).toContain('transcript-unavailable');
     } finally {
       await h.database.sql`update sources set last_error = null, last_error_code = null, last_error_at = null where id = ${first!}`;
+    }
+  });
+
+  it('the overview lists the sources needing attention first, pages the rest, and shows the storage per table and the latest prune', async () => {
+    const backfilledIds = await backfilled();
+    const { sql } = h.database;
+    // 120 more sources: every 10th with an error, every 15th never synced (and not paused)
+    const added = await sql<{ id: number; title: string }[]>`
+      insert into sources (kind, ref, external_id, max_videos, title, cron, last_synced_at, last_error, last_error_code, last_error_at)
+      select 'playlist', 'PLpage' || i, 'PLpage' || i, 10, 'Paged source ' || i, '0 3 * * *',
+        case when i % 15 = 0 then null else now() end,
+        case when i % 10 = 0 then 'upstream said no to ' || i end, case when i % 10 = 0 then 'forbidden' end,
+        case when i % 10 = 0 then now() end
+      from generate_series(1, 120) i
+      returning id, title`;
+    const [prune] = await sql<{ id: number }[]>`
+      insert into prune_runs (started_at, finished_at, trigger, freed)
+      values (now() - interval '2 hours', now() - interval '2 hours' + interval '30 seconds', 'daily',
+        '{"batch_items": {"rows": 1234, "bytes": 5242880}, "sync_runs": {"rows": 0, "bytes": 0}}')
+      returning id::int`;
+    try {
+      const total = backfilledIds.length + added.length;
+      const pages = Math.ceil(total / OVERVIEW_SOURCES_PER_PAGE);
+      const rowsOf = (text: string) => [...text.matchAll(/<tr data-source-id="(\d+)">/g)].map((m) => Number(m[1]));
+      const first = await get('/', bearer(TOKEN));
+      expect(first.status).toBe(200);
+      const firstRows = rowsOf(first.text);
+      expect(firstRows).toHaveLength(OVERVIEW_SOURCES_PER_PAGE);
+      // the 12 with an error, then the 4 never synced (every 15th that is not also every 10th), before any other
+      const withError = added.filter((_, i) => (i + 1) % 10 === 0).map((s) => s.id);
+      const neverSynced = added.filter((_, i) => (i + 1) % 15 === 0 && (i + 1) % 10 !== 0).map((s) => s.id);
+      expect(firstRows.slice(0, withError.length)).toEqual(withError);
+      expect(firstRows.slice(withError.length, withError.length + neverSynced.length)).toEqual(neverSynced);
+      expect(first.text).toContain(`${total} sources: `);
+      expect(first.text).toContain(`${withError.length + neverSynced.length} need attention`);
+      expect(first.text).toContain(`href="?page=2#sources"`);
+      expect(first.text).toContain(`href="?page=${pages}#sources"`);
+
+      // every source on exactly one page, each page bounded
+      const seen = [...firstRows];
+      for (let n = 2; n <= pages; n++) {
+        const r = await get(`/?page=${n}`, bearer(TOKEN));
+        expect(r.status).toBe(200);
+        const rows = rowsOf(r.text);
+        expect(rows.length).toBeLessThanOrEqual(OVERVIEW_SOURCES_PER_PAGE);
+        seen.push(...rows);
+      }
+      expect([...seen].sort((a, b) => a - b)).toEqual([...backfilledIds, ...added.map((s) => s.id)].sort((a, b) => a - b));
+      // past the last page: the last one
+      expect(rowsOf((await get(`/?page=${pages + 5}`, bearer(TOKEN))).text)).toEqual(seen.slice((pages - 1) * OVERVIEW_SOURCES_PER_PAGE));
+      const bad = await get('/?page=abc', bearer(TOKEN));
+      expect(bad.status).toBe(400);
+      expect(bad.text).toBe('page: invalid value "abc": expected a whole number from 1\n');
+
+      // storage per table as the catalog has it, and the latest prune
+      for (const table of ['batch_items', 'videos', 'transcripts', 'prune_runs']) expect(first.text).toContain(`<tr data-table="${table}">`);
+      expect(first.text).toMatch(/<p class="small" id="last-prune">Last prune 2 h ago: daily prune freed 5\.0 MB: batch_items 1234 row\(s\), 5\.0 MB<\/p>/);
+    } finally {
+      await sql`delete from sources where id = any(${added.map((s) => s.id)}::int[])`;
+      await sql`delete from prune_runs where id = ${prune!.id}`;
+    }
+  });
+
+  it('a query Postgres cancels leaves its metrics family or overview section out, logged, and frees its connection', async () => {
+    await backfilled();
+    const lines: string[] = [];
+    const log = createLogger({ level: 'warn', destination: { write: (line: string) => lines.push(line) } });
+    const own = await startAdminServer({
+      port: 0,
+      token: TOKEN,
+      sql: h.database.sql,
+      redis: h.redis,
+      queues: h.queues,
+      metrics: createMetrics({ processMetrics: false }),
+      log,
+      queryTimeoutMs: 300,
+    });
+    // another session holds item_counts: every read of it waits for the lock
+    const locker = await h.database.sql.reserve();
+    try {
+      await locker`begin`;
+      await locker`lock table item_counts in access exclusive mode`;
+      const started = Date.now();
+      const res = await fetch(`${own.url}/metrics`);
+      expect(res.status).toBe(200);
+      const m = parseMetrics(await res.text());
+      expect(Date.now() - started).toBeLessThan(2_000);
+      // the families that read the item counters are left out, the others are served
+      expect(sum(m, 'vsi_batch_items_by_error_code')).toBe(0);
+      expect(sum(m, 'vsi_batch_items_quarantined')).toBe(0);
+      expect(value(m, 'vsi_metrics_collect_errors_total', { family: 'item_errors' })).toBe(1);
+      expect(value(m, 'vsi_metrics_collect_errors_total', { family: 'quarantined' })).toBe(1);
+      expect(value(m, 'vsi_batches', { status: 'completed' })).toBe(4);
+      expect(value(m, 'vsi_credits_used')).toBeGreaterThan(0);
+
+      const page = await fetch(`${own.url}/`, { headers: bearer(TOKEN) });
+      expect(page.status).toBe(200);
+      const text = await page.text();
+      // the storage read sizes item_counts too, which waits for the same lock
+      expect(text).toContain('Not shown: items, storage (the database did not answer in time; see the daemon log).');
+      expect(text).toMatch(/<tr data-source-id="\d+">/);
+      expect(text).toMatch(/<svg class="chart"/);
+
+      // Postgres cancelled them: nothing of ours still waits on the lock
+      const waiting = await h.database.sql<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity
+        where datname = current_database() and wait_event_type = 'Lock' and pid <> ${(await locker<{ pid: number }[]>`select pg_backend_pid() as pid`)[0]!.pid}`;
+      expect(waiting[0]!.n).toBe(0);
+      const events = parseLogLines(lines.join(''));
+      expect(events.filter((l) => l.event === 'metrics.family_failed').map((l) => [l.family, l.cancelled]).sort()).toEqual([
+        ['item_errors', true],
+        ['quarantined', true],
+      ]);
+      expect(events.filter((l) => l.event === 'overview.section_failed').map((l) => [l.section, l.cancelled])).toEqual([
+        ['items', true],
+        ['storage', true],
+      ]);
+    } finally {
+      await locker`rollback`;
+      locker.release();
+      await own.close();
     }
   });
 

@@ -131,6 +131,18 @@ describe('backfill --all, status, replay --batch', () => {
     expect(human.stdout).toContain(playlistSource.title!);
     expect(human.stdout).toMatch(new RegExp(`^${channelSource.id}\\s+channel\\s+.*\\s${channelVideos.length}\\s`, 'm'));
     expect(human.stdout).toMatch(/^Credits\n {2}plan pro: \d+ of \d+ used/m);
+
+    // the storage per table, as the catalog has it, and the latest prune (none here)
+    const [size] = await h.database.sql<{ bytes: number }[]>`select pg_total_relation_size('batch_items')::float8 as bytes`;
+    // (autovacuum may add a map fork since, never take room away)
+    const itemsBytes = report.storage.find((t) => t.table === 'batch_items')?.totalBytes;
+    expect(itemsBytes).toBeGreaterThan(0);
+    expect(itemsBytes).toBeLessThanOrEqual(size!.bytes);
+    expect(report.storage.map((t) => t.table)).toEqual(expect.arrayContaining(['videos', 'transcripts', 'source_stats', 'item_counts']));
+    expect(report.lastPrune).toBeNull();
+    expect(human.stdout).toMatch(/^Storage: \d+(\.\d)? [kMG]B in \d+ tables\n/m);
+    expect(human.stdout).toMatch(/^batch_items\s+(\d+|-)\s+\d+(\.\d)? [kMG]B\s/m);
+    expect(human.stdout).toMatch(/^ {2}last prune: never /m);
   });
 
   it('replay --batch re-sinks from the stored raw items without any API call', async () => {

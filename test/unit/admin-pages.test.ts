@@ -1,12 +1,13 @@
 /**
  * The admin server's pure parts: who counts as local, how credentials are read, HTML escaping,
- * freshness against a cron schedule, and the credit chart's scale.
+ * freshness against a cron schedule, the credit chart's scale, sizes in bytes, and the overview
+ * page with sections left out and with thousands of sources.
  */
 import { describe, expect, it } from 'vitest';
 import { assertSafeExposure, credentialOf, isLoopbackHost, tokenMatches } from '../../src/admin/auth.ts';
-import { creditChartSvg, niceTop } from '../../src/admin/chart.ts';
+import { compactBytes, creditChartSvg, niceTop } from '../../src/admin/chart.ts';
 import { html, raw } from '../../src/admin/html.ts';
-import { freshnessOf } from '../../src/admin/overview.ts';
+import { freshnessOf, OVERVIEW_SOURCES_PER_PAGE, renderOverview, type OverviewData, type OverviewSource } from '../../src/admin/overview.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 
 const TOKEN = 'a-token-of-sixteen-plus';
@@ -107,5 +108,51 @@ describe('credit chart', () => {
     expect(near).toContain('class="max"');
     expect(near).not.toContain('above this scale');
     expect(creditChartSvg([]).value).toContain('No credit snapshots yet');
+  });
+});
+
+describe('sizes', () => {
+  it('reads like pg_size_pretty: powers of 1024', () => {
+    expect(compactBytes(0)).toBe('0 bytes');
+    expect(compactBytes(1023)).toBe('1023 bytes');
+    expect(compactBytes(2048)).toBe('2.0 kB');
+    expect(compactBytes(5 * 1024 * 1024)).toBe('5.0 MB');
+    expect(compactBytes(7.7 * 1024 ** 3)).toBe('7.7 GB');
+    expect(compactBytes(300 * 1024 ** 3)).toBe('300 GB');
+  });
+});
+
+describe('overview page', () => {
+  const now = new Date('2026-03-10T12:30:00Z');
+  const source = (id: number): OverviewSource => ({
+    id, kind: 'channel', ref: `@channel${id}`, externalId: `UC${id}`, title: `Channel ${id}`, paused: false, cron: '0 * * * *',
+    maxVideos: 5000, langs: ['en'], lastSyncedAt: '2026-03-10T12:00:05Z', videos: 500, transcripts: 400,
+    lastError: null, lastErrorCode: null, lastErrorAt: null, freshness: { label: 'fresh', tone: 'ok' },
+  });
+
+  it('with 2 000 sources shows one page of them, a summary and links to the others', () => {
+    const d: OverviewData = {
+      now,
+      unavailable: [],
+      sources: {
+        total: 2000, paused: 40, withError: 12, overdue: 3, neverSynced: 5, attention: 20, page: 2, pages: 40,
+        rows: Array.from({ length: OVERVIEW_SOURCES_PER_PAGE }, (_, i) => source(100 + i)), errorsBySource: [],
+      },
+    };
+    const page = renderOverview(d);
+    expect([...page.matchAll(/<tr data-source-id=/g)]).toHaveLength(OVERVIEW_SOURCES_PER_PAGE);
+    expect(page).toContain('2000 sources: <span class="bad-text">20 need attention</span> (12 with an error, 3 overdue, 5 never synced), listed first');
+    expect(page).toContain('page 2 of 40 (sources 51–100)');
+    for (const n of [1, 3, 40]) expect(page).toContain(`href="?page=${n}#sources"`);
+    // (it was 1.4 MB with every source on it)
+    expect(page.length).toBeLessThan(100_000);
+  });
+
+  it('a section Postgres did not answer for is named and left out; the rest renders', () => {
+    const page = renderOverview({ now, unavailable: ['sources', 'storage'], items: undefined, lastPrune: null });
+    expect(page).toContain('Not shown: sources, storage (the database did not answer in time; see the daemon log).');
+    expect(page).toContain('Sources not shown: the query did not answer in time');
+    expect(page).toContain('Storage per table not shown');
+    expect(page).toContain('never pruned');
   });
 });

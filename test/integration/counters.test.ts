@@ -1,0 +1,349 @@
+/**
+ * The counters the triggers of migrations/0005 keep (`batch_item_counts`, `item_counts`,
+ * `batch_counts`, `source_stats`) against a fresh count(*) of what they count, after every kind of write the
+ * pipeline and a person make: landing (insert, and processing → landed over ON CONFLICT), the
+ * sink (landed → sunk / quarantined), expiry, replay (sunk → landed, quarantined → landed or
+ * failed), re-submission pointers, a prune dropping payloads, deleting items and whole batches
+ * (cascade), truncation; then concurrent landing and sinking transactions on batches that share
+ * counter rows. The readers built on the counters (status, /metrics, batch progress) must say
+ * what the count says.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { batchProgress } from '../../src/db/batch-progress.ts';
+import { insertSubmittedBatch, markRetryableTakenUp } from '../../src/db/batch-records.ts';
+import { batchCountsByStatus, creditsEstimatedTotal } from '../../src/db/batches.ts';
+import { createDb } from '../../src/db/connection.ts';
+import { itemErrorCodeCounts, itemStateCounts } from '../../src/db/item-counts.ts';
+import { landItems, markQuarantined, markSunk, markUnfinishedRetryable, reopenSunk, type LandItem } from '../../src/db/items.ts';
+import { quarantineCounts, requalifyQuarantined } from '../../src/db/quarantine.ts';
+import { addSourceVideos, rememberVideos } from '../../src/db/source-videos.ts';
+import { sourcesWithStats } from '../../src/db/source-stats.ts';
+import { ITEM_COUNT_SHARDS } from '../../src/domain/items.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+
+let database: TestDatabase;
+
+beforeAll(async () => {
+  database = await createTestDatabase('counters');
+});
+
+afterAll(async () => {
+  await database?.drop();
+});
+
+beforeEach(async () => {
+  await database.sql`truncate batch_items, batches, videos, transcripts, source_videos, sources restart identity cascade`;
+});
+
+async function batch(jobId: string, kind: 'video' | 'transcript' = 'video', sourceId: number | null = null): Promise<void> {
+  await insertSubmittedBatch(database.sql, {
+    jobId, sourceId, kind, lang: kind === 'transcript' ? 'en' : null, mode: 'batch', creditsEstimated: 11,
+    request: { videoIds: [] }, textOnly: false, replayOf: null, firstPollDelayMs: 0,
+  });
+}
+
+const landed = (videoId: string): LandItem => ({ videoId, state: 'landed', errorCode: null, payload: { videoId, video: { id: videoId } } });
+const failed = (videoId: string, errorCode: string): LandItem => ({ videoId, state: 'failed', errorCode, payload: { videoId, errorCode } });
+const processing = (videoId: string): LandItem => ({ videoId, state: 'processing', errorCode: 'processing', payload: { videoId, errorCode: 'processing' } });
+const retryable = (videoId: string): LandItem => ({ videoId, state: 'retryable', errorCode: 'internal-error', payload: { videoId, errorCode: 'internal-error' } });
+const quarantined = (videoId: string, reasonCode: 'schema' | 'too-large' | undefined): LandItem => ({
+  videoId, state: 'quarantined', errorCode: null, payload: { videoId, odd: true }, reason: 'does not match', reasonCode,
+});
+const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${String(i).padStart(4, '0')}`);
+
+/** Every counter equals a fresh count of `batch_items`, per batch and per shard; the readers agree. */
+async function expectItemCountersExact(): Promise<void> {
+  const { sql } = database;
+  const fresh = await sql`
+    select job_id, state, coalesce(error_code, '') as error_code, count(*)::int as n
+    from batch_items group by 1, 2, 3 order by 1, 2, 3`;
+  const kept = await sql`select job_id, state, error_code, n from batch_item_counts where n <> 0 order by 1, 2, 3`;
+  expect(kept).toEqual(fresh);
+  // the shard of each batch is the one ITEM_COUNT_SHARDS says: a trigger counting with another
+  // number puts some batch in another row
+  const freshShards = await sql`
+    select (abs(hashtext(job_id)) % ${ITEM_COUNT_SHARDS})::int as shard, state, coalesce(error_code, '') as error_code,
+      coalesce(reason_code, '') as reason_code, count(*)::int as n
+    from batch_items group by 1, 2, 3, 4 order by 1, 2, 3, 4`;
+  const keptShards = await sql`
+    select shard::int, state, error_code, reason_code, n::int from item_counts where n <> 0 order by 1, 2, 3, 4`;
+  expect(keptShards).toEqual(freshShards);
+
+  // what status, /metrics and backfill progress read
+  const byState = await sql<{ state: string; n: number }[]>`select state, count(*)::int as n from batch_items group by state`;
+  const { byState: read, retryablePending } = await itemStateCounts(sql);
+  for (const [state, n] of Object.entries(read)) expect(n, state).toBe(byState.find((r) => r.state === state)?.n ?? 0);
+  const [pending] = await sql<{ n: number }[]>`
+    select count(*)::int as n from batch_items where state = 'retryable' and resubmitted_in is null`;
+  expect(retryablePending).toBe(pending!.n);
+  const errors = await sql<{ errorCode: string; state: string; items: number }[]>`
+    select error_code as "errorCode", state, count(*)::int as items from batch_items
+    where error_code is not null group by 1, 2 order by items desc, 1, 2`;
+  expect(await itemErrorCodeCounts(sql)).toEqual(errors);
+  const reasons = await sql<{ reason: string; n: number }[]>`
+    select coalesce(reason_code, 'unknown') as reason, count(*)::int as n from batch_items where state = 'quarantined' group by 1`;
+  const byReason = await quarantineCounts(sql);
+  for (const [reason, n] of Object.entries(byReason)) expect(n, reason).toBe(reasons.find((r) => r.reason === reason)?.n ?? 0);
+
+  const jobIds = (await sql<{ job_id: string }[]>`select job_id from batches`).map((r) => r.job_id);
+  for (const b of await batchProgress(sql, jobIds)) {
+    const rows = await sql<{ state: string; error_code: string | null; n: number }[]>`
+      select state, error_code, count(*)::int as n from batch_items where job_id = ${b.jobId} group by 1, 2`;
+    for (const state of ['processing', 'landed', 'sunk', 'failed', 'retryable', 'quarantined'] as const) {
+      expect(b[state], `${b.jobId} ${state}`).toBe(rows.filter((r) => r.state === state).reduce((n, r) => n + r.n, 0));
+    }
+    expect(b.errors).toEqual(Object.fromEntries(rows.filter((r) => r.state === 'failed' && r.error_code !== null).map((r) => [r.error_code, r.n])));
+  }
+}
+
+/** Each source's stored videos and transcripts as sourcesWithCounts counted them, against source_stats. */
+async function expectSourceStatsExact(): Promise<void> {
+  const { sql } = database;
+  const fresh = await sql<{ id: number; videos: number; transcripts: number }[]>`
+    select s.id,
+      (select count(*) from source_videos sv join videos v on v.id = sv.video_id where sv.source_id = s.id)::int as videos,
+      (select count(*) from source_videos sv join transcripts t on t.video_id = sv.video_id where sv.source_id = s.id)::int as transcripts
+    from sources s order by s.id`;
+  const read = await sourcesWithStats(sql);
+  expect(read.map((s) => ({ id: s.id, videos: s.videos, transcripts: s.transcripts }))).toEqual(fresh);
+}
+
+async function addSource(ref: string): Promise<number> {
+  const [row] = await database.sql<{ id: number }[]>`
+    insert into sources (kind, ref, external_id, max_videos) values ('playlist', ${ref}, ${ref}, 100) returning id`;
+  return row!.id;
+}
+
+async function storeVideos(videoIds: string[]): Promise<void> {
+  // as the sink writes them: an upsert; rows already stored are updated, not counted again
+  await database.sql`
+    insert into videos (id, title) select v, 'title of ' || v from unnest(${videoIds}::text[]) as v
+    on conflict (id) do update set title = excluded.title || ' (again)'`;
+}
+
+async function storeTranscripts(videoIds: string[], lang: string): Promise<void> {
+  await database.sql`
+    insert into transcripts (video_id, lang, text, content_sha256) select v, ${lang}, 'words', md5(v) from unnest(${videoIds}::text[]) as v
+    on conflict (video_id, lang) do update set text = excluded.text || ' again'`;
+}
+
+describe('item counters', () => {
+  it('equal a fresh count after landing, sinking, expiry, replay, prune, deletes and truncation', async () => {
+    const { sql } = database;
+    const jobs = ['job-a', 'job-b', 'job-c', 'job-d', 'job-e', 'job-f'];
+    for (const [i, j] of jobs.entries()) await batch(j, i % 2 === 0 ? 'video' : 'transcript');
+
+    // landing: new rows of every state, in chunks of 7 (several statements per call)
+    const [a, b, c] = [ids('va', 40), ids('vb', 30), ids('vc', 25)];
+    await landItems(sql, 'job-a', [...a.slice(0, 20).map(landed), ...a.slice(20, 30).map((v) => failed(v, 'not-found')), ...a.slice(30).map(processing)], 7);
+    await landItems(sql, 'job-b', [...b.slice(0, 10).map(landed), ...b.slice(10, 20).map(retryable), ...b.slice(20, 25).map((v) => quarantined(v, 'schema')), ...b.slice(25).map((v) => quarantined(v, undefined))], 7);
+    await landItems(sql, 'job-c', [...c.slice(0, 20).map(processing), ...c.slice(20).map((v) => failed(v, 'transcript-unavailable'))]);
+    await expectItemCountersExact();
+
+    // a later poll: processing → landed / failed (ON CONFLICT DO UPDATE), the rest unchanged
+    await landItems(sql, 'job-a', [...a.slice(30, 35).map(landed), ...a.slice(35).map((v) => failed(v, 'forbidden')), ...a.slice(0, 5).map(landed)], 4);
+    await landItems(sql, 'job-c', c.slice(0, 10).map(landed));
+    await expectItemCountersExact();
+
+    // the sink: landed → sunk, some → quarantined
+    await sql.begin(async (tx) => {
+      await markSunk(tx, 'job-a', a.slice(0, 18));
+      await markQuarantined(tx, 'job-a', a.slice(18, 20).map((videoId) => ({ videoId, reason: 'Postgres cannot store it', reasonCode: 'unstorable' as const })));
+    });
+    await markSunk(sql, 'job-c', c.slice(0, 10));
+    await expectItemCountersExact();
+
+    // expiry: what is still processing becomes retryable
+    await markUnfinishedRetryable(sql, 'job-c', 'processing');
+    await expectItemCountersExact();
+
+    // replay: stored items re-landed, then sunk again; quarantined items requalified
+    await reopenSunk(sql, 'job-a');
+    await expectItemCountersExact();
+    await markSunk(sql, 'job-a', a.slice(0, 18));
+    await requalifyQuarantined(sql, { jobId: 'job-b', kind: 'transcript', lang: 'en' }, [
+      ...b.slice(20, 23).map((videoId) => ({ videoId, state: 'landed' as const, errorCode: null, reason: null, reasonCode: null })),
+      { videoId: b[23]!, state: 'failed', errorCode: 'not-found', reason: null, reasonCode: null },
+      { videoId: b[25]!, state: 'quarantined', errorCode: null, reason: 'still odd', reasonCode: 'too-large' },
+    ], 60_000);
+    await expectItemCountersExact();
+
+    // a re-submission taking retryable items up, and a prune dropping payloads: no state changes,
+    // no counter written (the rows keep the transaction that last wrote them)
+    const before = await sql`select job_id, state, error_code, xmin::text from batch_item_counts order by 1, 2, 3`;
+    const shardRowsBefore = await sql`select shard, state, error_code, reason_code, xmin::text from item_counts order by 1, 2, 3, 4`;
+    await batch('job-resubmit', 'transcript');
+    await markRetryableTakenUp(sql, 'transcript', 'en', 'job-resubmit', b.slice(10, 15));
+    await sql`update batch_items set payload = null, payload_pruned_at = now() where state in ('sunk', 'failed')`;
+    expect(await sql`select job_id, state, error_code, xmin::text from batch_item_counts order by 1, 2, 3`).toEqual(before);
+    expect(await sql`select shard, state, error_code, reason_code, xmin::text from item_counts order by 1, 2, 3, 4`).toEqual(shardRowsBefore);
+    await expectItemCountersExact();
+
+    // a person deleting items, and a whole batch (its items and counts go by cascade)
+    await sql`delete from batch_items where job_id = 'job-b' and state = 'retryable' and resubmitted_in is null`;
+    await expectItemCountersExact();
+    await sql`delete from batches where job_id = 'job-a'`;
+    expect(await sql`select 1 from batch_item_counts where job_id = 'job-a'`).toHaveLength(0);
+    await expectItemCountersExact();
+
+    // truncation clears both, whether of the items alone or of the batches too
+    await sql`truncate batch_items`;
+    expect(await sql`select 1 from batch_item_counts`).toHaveLength(0);
+    expect(await sql`select 1 from item_counts`).toHaveLength(0);
+    await landItems(sql, 'job-d', ids('vd', 5).map(landed));
+    await expectItemCountersExact();
+    await sql`truncate batches cascade`;
+    expect(await sql`select 1 from item_counts`).toHaveLength(0);
+    await expectItemCountersExact();
+  });
+
+  it('stay exact under concurrent landing and sinking transactions on batches that share counter rows', async () => {
+    // its own pool: a dozen transactions at once
+    const pool = createDb(database.url, { max: 12 });
+    try {
+      const jobs = Array.from({ length: 24 }, (_, i) => `job-c${i}`);
+      for (const j of jobs) await batch(j);
+      // 24 batches over 16 shards: several share a shard's rows; each batch's own rows are
+      // shared by the transactions that land and sink it
+      const work = jobs.flatMap((jobId, i) => {
+        const videos = ids(`v${i}-`, 60);
+        const chunks = [videos.slice(0, 20), videos.slice(20, 40), videos.slice(40)];
+        return chunks.map(async (chunk, k) => {
+          await pool.sql.begin(async (tx) => {
+            await landItems(tx, jobId, [
+              ...chunk.slice(0, 14).map(landed),
+              ...chunk.slice(14, 17).map((v) => failed(v, k % 2 === 0 ? 'not-found' : 'forbidden')),
+              ...chunk.slice(17).map((v) => quarantined(v, 'schema')),
+            ], 5);
+          });
+          await pool.sql.begin(async (tx) => {
+            await markSunk(tx, jobId, chunk.slice(0, 12));
+            await markQuarantined(tx, jobId, chunk.slice(12, 14).map((videoId) => ({ videoId, reason: 'odd', reasonCode: 'unstorable' as const })));
+          });
+        });
+      });
+      const outcomes = await Promise.allSettled(work);
+      // a deadlock (40P01) would fail one of them
+      expect(outcomes.filter((o) => o.status === 'rejected')).toEqual([]);
+      await expectItemCountersExact();
+      const [sunk] = await database.sql<{ n: number }[]>`select sum(n)::int as n from item_counts where state = 'sunk'`;
+      expect(sunk!.n).toBe(24 * 3 * 12);
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
+describe('source stats', () => {
+  it('equal a fresh count after listings, stored videos and transcripts, overlaps, deletes and truncation', async () => {
+    const { sql } = database;
+    const [s1, s2, s3] = [await addSource('PL1'), await addSource('PL2'), await addSource('PL3')];
+    // a source has its row from the start
+    await expectSourceStatsExact();
+
+    // listings (new members, then the same ones listed again), overlapping sources
+    await rememberVideos(sql, s1, ids('x', 30));
+    await rememberVideos(sql, s2, ids('x', 10).concat(ids('y', 20)));
+    await expectSourceStatsExact();
+
+    // the sink stores videos and transcripts (some twice: the upsert updates, nothing is counted twice)
+    await storeVideos(ids('x', 20));
+    await storeVideos(ids('x', 25));
+    await storeTranscripts(ids('x', 15), 'en');
+    await storeTranscripts(ids('x', 5), 'de');
+    await storeTranscripts(ids('x', 15), 'en');
+    await expectSourceStatsExact();
+    const read = new Map((await sourcesWithStats(sql)).map((s) => [s.id, s]));
+    expect(read.get(s1)).toMatchObject({ videos: 25, transcripts: 20 });
+    expect(read.get(s2)).toMatchObject({ videos: 10, transcripts: 15 });
+
+    // a video stored before its source lists it: joining brings it (and its transcripts) along
+    await storeVideos(ids('z', 8));
+    await storeTranscripts(ids('z', 4), 'en');
+    await addSourceVideos(sql, s3, ids('z', 8));
+    await rememberVideos(sql, s3, ids('x', 3), false);
+    await expectSourceStatsExact();
+
+    // deletes: a member, a video, a transcript; then truncations
+    await sql`delete from source_videos where source_id = ${s1} and video_id = any(${ids('x', 2)}::text[])`;
+    await sql`delete from videos where id = ${'x0005'}`;
+    await sql`delete from transcripts where video_id = ${'x0006'} and lang = 'en'`;
+    await expectSourceStatsExact();
+    await sql`delete from sources where id = ${s2}`;
+    await expectSourceStatsExact();
+    await sql`truncate transcripts`;
+    await expectSourceStatsExact();
+    await storeTranscripts(ids('x', 10), 'en');
+    await sql`truncate videos`;
+    await expectSourceStatsExact();
+    await sql`truncate source_videos`;
+    await expectSourceStatsExact();
+  });
+
+  it('a video stored while another transaction first lists it is counted again by the next listing', async () => {
+    const { sql } = database;
+    const s = await addSource('PL-race');
+    const pool = createDb(database.url, { max: 2 });
+    try {
+      // the sink stores x0 (uncommitted) while the listing names x0 for the first time and
+      // commits: neither sees the other's row, so neither counts it
+      const reserved = await pool.sql.reserve();
+      try {
+        await reserved`begin`;
+        await reserved`insert into videos (id) values ('race0')`;
+        await rememberVideos(sql, s, ['race0']);
+        await reserved`commit`;
+      } finally {
+        reserved.release();
+      }
+      const [missed] = await sourcesWithStats(sql);
+      expect(missed!.videos).toBe(0);
+      // the next sync lists it again: the source is counted from scratch
+      await rememberVideos(sql, s, ['race0']);
+      await expectSourceStatsExact();
+      const [healed] = await sourcesWithStats(sql);
+      expect(healed!.videos).toBe(1);
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
+describe('batch counters', () => {
+  /** batch_counts equals a fresh count and sum per status, and what status and /metrics read says the same. */
+  async function expectBatchCountersExact(): Promise<void> {
+    const { sql } = database;
+    const fresh = await sql`
+      select (abs(hashtext(job_id)) % ${ITEM_COUNT_SHARDS})::int as shard, status, count(*)::int as batches,
+        sum(credits_estimated)::int as credits
+      from batches group by 1, 2 order by 1, 2`;
+    const kept = await sql`
+      select shard::int, status, batches::int, credits_estimated::int as credits
+      from batch_counts where batches <> 0 or credits_estimated <> 0 order by 1, 2`;
+    expect(kept).toEqual(fresh);
+    const byStatus = Object.fromEntries(
+      (await sql<{ status: string; n: number }[]>`select status, count(*)::int as n from batches group by status`).map((r) => [r.status, r.n]),
+    );
+    expect(await batchCountsByStatus(sql)).toEqual(byStatus);
+    const [total] = await sql<{ n: number }[]>`select coalesce(sum(credits_estimated), 0)::int as n from batches`;
+    expect(await creditsEstimatedTotal(sql)).toBe(total!.n);
+  }
+
+  it('equal a fresh count after submissions, polls, corrected estimates, ends, deletes and truncation', async () => {
+    const { sql } = database;
+    for (const id of ids('job-', 40)) await batch(id, id.endsWith('3') ? 'transcript' : 'video');
+    await expectBatchCountersExact();
+    // a poll that changes nothing, one that moves a batch on, a corrected estimate, the end
+    await sql`update batches set polls = polls + 1`;
+    await sql`update batches set status = 'active' where job_id < 'job-0020'`;
+    await sql`update batches set credits_estimated = 3 where job_id in ('job-0001', 'job-0030')`;
+    await sql`update batches set status = 'completed', terminal_at = now() where job_id < 'job-0010'`;
+    await sql`update batches set status = 'expired', terminal_at = now(), credits_estimated = 0 where job_id = 'job-0035'`;
+    await expectBatchCountersExact();
+    await sql`delete from batches where job_id in ('job-0002', 'job-0021', 'job-0039')`;
+    await expectBatchCountersExact();
+    await sql`truncate batches cascade`;
+    await expectBatchCountersExact();
+    expect(await batchCountsByStatus(sql)).toEqual({});
+  });
+});
