@@ -89,10 +89,23 @@ export const HOLD_RECHECK_MS = 15 * 60_000;
 export const RAW_RETENTION_DAYS = 90;
 /** `sync_runs` older than this are pruned, days (0: kept forever). */
 export const HISTORY_RETENTION_DAYS = 180;
-/** Syncs that fire on the same cron tick start spread over up to this, ms. */
-export const SCHEDULE_JITTER_MS = 0;
-/** Connections per Postgres pool (postgres.js default is 10). */
-export const DATABASE_POOL_MAX = 10;
+/**
+ * Syncs that fire on the same cron tick start spread over up to this, ms (each source at its own
+ * fixed offset, src/domain/schedule.ts; never more than a quarter of the time to the cron's next
+ * tick).
+ * A minute: the resolution of a five-field cron, so `0 3 * * *` still syncs in the minute it
+ * names, while 2 000 sources on one tick reach the queue, the API and Postgres ~30 per second
+ * instead of at once.
+ */
+export const SCHEDULE_JITTER_MS = 60_000;
+/**
+ * Connections per Postgres pool. The default settings need 21 in a daemon with an admin server
+ * (2 syncs × 2 + 4 polls + 2 sinks + reconcile, hold re-check and daily prune 1 each + admin 8;
+ * src/domain/connections.ts), 15 in a backfill; startup refuses a pool smaller than what the
+ * concurrency settings need. A pool opens connections only as they are needed, so the headroom
+ * costs nothing until used.
+ */
+export const DATABASE_POOL_MAX = 24;
 
 /** Shortest `ADMIN_TOKEN` accepted, in characters: a guessable token would protect nothing. */
 export const ADMIN_TOKEN_MIN_CHARS = 16;
@@ -280,10 +293,10 @@ export interface Config {
     historyRetentionDays: number;
     /** the most credits the installation spends in one UTC day; undefined: no daily cap */
     creditBudgetPerDay: number | undefined;
-    /** syncs that fire on the same cron tick start spread over up to this, ms; default 0 */
+    /** syncs that fire on the same cron tick start spread over up to this, ms (at most a quarter of the cron's period); default 60 000 */
     scheduleJitterMs: number;
   };
-  /** connections per Postgres pool; default 10 */
+  /** connections per Postgres pool (checked against the concurrency settings at startup); default 24 */
   databasePoolMax: number;
   admin: {
     /**

@@ -53,7 +53,7 @@ export function createContext(opts: ContextOptions = {}): Context {
     config,
     log,
     db() {
-      db ??= createDb(config.databaseUrl, { log });
+      db ??= createDb(config.databaseUrl, { log, max: config.databasePoolMax });
       return db;
     },
     redis() {

@@ -14,6 +14,7 @@ import { reconcile } from '../pipeline/reconcile.ts';
 import { FORCE_CLOSE_WAIT_MS, ROLES, startWorkers, type Role } from '../pipeline/workers.ts';
 import { intArg } from './args.ts';
 import { createContext, type Context } from './context.ts';
+import { assertDaemonPool } from './pool-check.ts';
 import { UsageError } from './exit.ts';
 
 function rolesArg(value: string): Role[] {
@@ -55,6 +56,8 @@ export function registerDaemonCommand(program: Command): void {
       const { log } = ctx;
       // before anything connects: an exposed admin server without a token is a configuration error
       if (metrics) assertSafeExposure(o.adminHost, ctx.config.admin.token);
+      // and so is a pool that the workers of these roles and the admin server could exhaust
+      assertDaemonPool(ctx.config, { roles: o.role, admin: metrics !== undefined });
       await migrateDatabase(ctx.config.databaseUrl, log);
       const deps = ctx.deps();
       admin = metrics ? await startAdmin(ctx, metrics, o.adminHost, o.adminPort!) : undefined;

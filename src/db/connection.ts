@@ -10,11 +10,10 @@
  */
 import postgres from 'postgres';
 import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
+import { DATABASE_POOL_MAX } from '../config.ts';
 import type { Logger } from '../log.ts';
 import * as schema from './schema.ts';
 
-/** Connections per pool (postgres.js default is 10). */
-export const DB_POOL_MAX = 10;
 /** Close a connection idle this long, in seconds (0: never). */
 export const DB_IDLE_TIMEOUT_S = 60;
 /** Give up connecting after this long, in seconds. */
@@ -44,7 +43,11 @@ export type Queryable = postgres.Sql<any> | postgres.TransactionSql<any> | postg
 export type Db = PostgresJsDatabase<typeof schema>;
 
 export interface CreateDbOptions {
-  /** connections per pool (two pools: raw and drizzle); default DB_POOL_MAX (10) */
+  /**
+   * connections per pool (two pools: raw and drizzle); default DATABASE_POOL_MAX (24). Commands
+   * pass the configured DATABASE_POOL_MAX, checked at startup against their concurrency
+   * (src/domain/connections.ts).
+   */
   max?: number;
   /** server notices go to `log.debug`; default: dropped */
   log?: Logger;
@@ -74,7 +77,7 @@ export function clientOptions(opts: CreateDbOptions = {}) {
       ? (n: postgres.Notice) => log.debug({ event: 'db.notice', code: n.code, notice: n.message }, 'postgres notice')
       : () => {});
   return {
-    max: opts.max ?? DB_POOL_MAX,
+    max: opts.max ?? DATABASE_POOL_MAX,
     idle_timeout: opts.idleTimeoutS ?? DB_IDLE_TIMEOUT_S,
     connect_timeout: opts.connectTimeoutS ?? DB_CONNECT_TIMEOUT_S,
     onnotice,

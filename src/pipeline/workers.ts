@@ -9,7 +9,8 @@
  * - anything else is retried with exponential backoff (DEFAULT_JOB_OPTIONS in src/queues/queues.ts).
  *
  * A poll job re-schedules itself (`moveToDelayed`) until its batch is terminal, so one job ID
- * stands for one batch for its whole life.
+ * stands for one batch for its whole life. A schedule job is either a cron tick, which only
+ * queues its source's sync at the source's offset in the jitter window (ticks.ts), or a sync.
  */
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -23,6 +24,7 @@ import { pollBatch, recordPollFailure } from './poller.ts';
 import { isConnectionLost } from '../db/connection.ts';
 import { syncSource } from './scheduler.ts';
 import { sinkBatch } from './sink.ts';
+import { queueTickSync } from './ticks.ts';
 
 export const ROLES = ['scheduler', 'poller', 'sink'] as const;
 export type Role = (typeof ROLES)[number];
@@ -97,8 +99,15 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
       QUEUE_SCHEDULE,
       async (job: Job) => {
         const data = parsePayload(QUEUE_SCHEDULE, SyncJobSchema, job.data);
+        // a cron tick (its scheduler fired it) only queues the sync, at the source's offset
+        // (src/pipeline/ticks.ts); safe to retry: it adds one sync job per source and tick
+        if (job.repeatJobKey !== undefined) return queueTickSync(deps, job, data.sourceId);
         try {
-          return await syncSource(deps, data.sourceId, { trigger: data.trigger });
+          const r = await syncSource(deps, data.sourceId, { trigger: data.trigger });
+          if (r.outcome === 'in-flight') {
+            log.info({ event: 'schedule.sync_in_flight', sourceId: data.sourceId, trigger: data.trigger, detail: r.detail }, 'sync found its source busy: nothing submitted');
+          }
+          return r;
         } catch (e: unknown) {
           // a sync is never retried by the queue: a POST whose answer was lost must not be
           // repeated blindly; the next scheduled run diffs again and submits what is missing

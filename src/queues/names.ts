@@ -25,7 +25,20 @@ export function sinkJobId(jobId: string, chunk: string | number): string {
   return `sink.${part(jobId)}.${part(String(chunk))}`;
 }
 
-/** The job scheduler of a source's cron. */
+/** The job scheduler of a source's cron: it fires one tick job per tick. */
 export function sourceSchedulerId(sourceId: number): string {
   return `source.${sourceId}`;
+}
+
+/** The sync job a tick queues: one per source and tick (a tick job run twice adds it once). */
+export function scheduledSyncJobId(sourceId: number, tickAt: number): string {
+  return `sync.${sourceId}.${tickAt}`;
+}
+
+/**
+ * BullMQ deduplication ID of a source's scheduled syncs: while one is delayed, waiting or running,
+ * another is not added (BullMQ drops the key when the job completes or fails).
+ */
+export function scheduledSyncDedupId(sourceId: number): string {
+  return `sync.${sourceId}`;
 }

@@ -10,6 +10,8 @@ export const SyncJobSchema = z.object({
   sourceId: z.number().int().positive(),
   /** what started it: the source's cron, a backfill, a replay */
   trigger: z.enum(['cron', 'backfill', 'manual']).default('cron'),
+  /** the cron tick (epoch ms) a sync job was queued for; absent on the tick itself */
+  tickAt: z.number().int().nonnegative().optional(),
 });
 export type SyncJob = z.infer<typeof SyncJobSchema>;
 
