@@ -65,6 +65,7 @@ CREATE INDEX "batch_items_prunable_idx" ON "batch_items" USING btree (coalesce("
 CREATE INDEX "batches_submitted_at_idx" ON "batches" USING btree ("submitted_at");--> statement-breakpoint
 CREATE INDEX "batches_terminal_at_idx" ON "batches" USING btree ("terminal_at") WHERE "batches"."terminal_at" is not null;--> statement-breakpoint
 CREATE INDEX "sync_runs_started_idx" ON "sync_runs" USING btree ("started_at");--> statement-breakpoint
+CREATE INDEX "video_sync_pending_claims_idx" ON "video_sync" USING btree ("submission_id") WHERE "video_sync"."last_job_id" is null;--> statement-breakpoint
 ALTER TABLE "sources" ADD CONSTRAINT "sources_max_credits_per_day_ck" CHECK ("sources"."max_credits_per_day" is null or "sources"."max_credits_per_day" >= 1);--> statement-breakpoint
 -- Custom SQL (drizzle-kit cannot express triggers). Counters of batch_items, kept by every writer
 -- (landing, sink, replay, prune, a person's SQL) because triggers keep them: status, /metrics, the

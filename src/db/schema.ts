@@ -317,6 +317,9 @@ export const videoSync = pgTable(
   (t) => [
     primaryKey({ columns: [t.videoId, t.kind, t.lang] }),
     index('video_sync_next_check_idx').on(t.nextCheckAt).where(sql`${t.nextCheckAt} is not null`),
+    // the claims of a POST still waiting for its batch ID (pointing and releasing them): without
+    // it each submission scanned every row (270 ms at 2 M rows, bench:scale)
+    index('video_sync_pending_claims_idx').on(t.submissionId).where(sql`${t.lastJobId} is null`),
     check('video_sync_kind_ck', sql`${t.kind} in (${sqlList(BATCH_KINDS)})`),
   ],
 );
