@@ -1,0 +1,270 @@
+/**
+ * The operations of issue #12's point 2, each timed on a warm cache: one warm-up run, then the
+ * median of RUNS (SLOW_OP_RUNS when the warm-up took over SLOW_OP_MS). Setup and cleanup around a
+ * run are not timed.
+ */
+import { performance } from 'node:perf_hooks';
+import type { Redis } from 'ioredis';
+import type { Context } from '../../src/cli/context.ts';
+import type { PipelineDeps } from '../../src/pipeline/deps.ts';
+import type { Simulator } from '../../src/simulator/server.ts';
+import type { PruneRun, RootApi } from './root.ts';
+import { firstBackfillJobIds } from './seed.ts';
+import {
+  DIFF_NEW_VIDEOS_PER_RUN,
+  LANG,
+  PROGRESS_BACKFILL_SOURCES,
+  PROGRESS_BATCHES,
+  PRUNE_FIRST_RUN_MAX_MS,
+  RUNS,
+  SLOW_OP_MS,
+  SLOW_OP_RUNS,
+} from './settings.ts';
+
+export interface OpFigure {
+  key: string;
+  label: string;
+  /** median, ms; undefined: the tree has no such operation */
+  ms: number | undefined;
+  runsMs: number[];
+  /** what the operation returned that a reader checks (bytes, rows freed, batches submitted) */
+  note?: string;
+  /** held to the ratio target */
+  judged: boolean;
+  /** it threw, or answered wrong */
+  failure?: string;
+}
+
+export interface OpContext {
+  root: RootApi;
+  ctx: Context;
+  deps: PipelineDeps;
+  redis: Redis;
+  sim: Simulator;
+  /** channel of source 1, the 5 000-video source */
+  diffChannelId: string;
+  /** a fresh queue prefix each call */
+  newPrefix(): string;
+  say(line: string): void;
+}
+
+interface Timing<T> {
+  setup?: () => Promise<void> | void;
+  run: () => Promise<T>;
+  teardown?: (result: T) => Promise<void>;
+}
+
+async function timed<T>(t: Timing<T>, runs?: number): Promise<{ medianMs: number; runsMs: number[]; last: T }> {
+  const once = async (): Promise<{ ms: number; result: T }> => {
+    await t.setup?.();
+    const t0 = performance.now();
+    const result = await t.run();
+    const ms = performance.now() - t0;
+    await t.teardown?.(result);
+    return { ms, result };
+  };
+  const warm = await once();
+  const n = runs ?? (warm.ms > SLOW_OP_MS ? SLOW_OP_RUNS : RUNS);
+  const runsMs: number[] = [];
+  let last = warm.result;
+  for (let i = 0; i < n; i++) {
+    const r = await once();
+    runsMs.push(Math.round(r.ms * 10) / 10);
+    last = r.result;
+  }
+  const sorted = [...runsMs].sort((a, b) => a - b);
+  return { medianMs: sorted[Math.floor(sorted.length / 2)]!, runsMs, last };
+}
+
+const kb = (bytes: number) => `${Math.round(bytes / 1024)} KB`;
+
+/** Prometheus text: the families whose read failed in a scrape so far (the counter is cumulative). */
+function failedFamilies(text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(/^vsi_metrics_collect_errors_total\{family="([^"]+)"\} (\d+)/gm)) {
+    if (Number(m[2]) > 0) out.push(m[1]!);
+  }
+  return out;
+}
+
+export async function measureOperations(o: OpContext): Promise<OpFigure[]> {
+  const { root, deps, say } = o;
+  const sql = deps.sql;
+  const figures: OpFigure[] = [];
+  const record = async <T>(
+    key: string,
+    label: string,
+    t: Timing<T>,
+    judge: (last: T) => { note?: string; failure?: string } = () => ({}),
+    opts: { judged?: boolean; runs?: number } = {},
+  ) => {
+    const judged = opts.judged ?? true;
+    try {
+      const r = await timed(t, opts.runs);
+      const j = judge(r.last);
+      figures.push({ key, label, ms: r.medianMs, runsMs: r.runsMs, judged, ...j });
+      say(`${label}: ${r.medianMs} ms (runs ${r.runsMs.join(', ')})${j.note ? `; ${j.note}` : ''}${j.failure ? `; FAILED: ${j.failure}` : ''}`);
+    } catch (e: unknown) {
+      const failure = e instanceof Error ? e.message : String(e);
+      figures.push({ key, label, ms: undefined, runsMs: [], judged, failure });
+      say(`${label}: FAILED: ${failure}`);
+    }
+  };
+
+  await record('status', '`status` (collectStatus)', { run: () => root.collectStatus(sql) });
+
+  const metrics = root.createMetrics();
+  const { app } = root.createAdminApp({ token: undefined, sql, redis: o.redis, queues: deps.queues, metrics, log: deps.log });
+  const get = async (path: string) => {
+    const res = await app.request(path);
+    return { status: res.status, text: await res.text() };
+  };
+  await record('metrics', '`/metrics` scrape', { run: () => get('/metrics') }, (r) => {
+    const failed = failedFamilies(r.text);
+    return {
+      note: kb(Buffer.byteLength(r.text)),
+      ...(r.status !== 200 ? { failure: `HTTP ${r.status}` } : failed.length > 0 ? { failure: `families left out of a scrape: ${failed.join(', ')}` } : {}),
+    };
+  });
+  await record('overview', 'overview page `/`', { run: () => get('/') }, (r) => ({
+    note: kb(Buffer.byteLength(r.text)),
+    ...(r.status !== 200 ? { failure: `HTTP ${r.status}` } : {}),
+  }));
+
+  await record('perSource', 'per-source video/transcript counts', { run: () => root.perSourceCounts(sql) as Promise<unknown[]> }, (rows) => ({
+    note: `${rows.length} sources`,
+  }));
+  await record('itemCounts', 'item counts by state', { run: () => root.itemCounts(sql) });
+  await record('itemErrors', 'item counts by error code', { run: () => root.itemErrors(sql) });
+
+  // (a history shrunk for a quick check may have fewer sources)
+  const backfills = (
+    await sql<{ job_id: string }[]>`select job_id from batches where job_id = any(${firstBackfillJobIds(PROGRESS_BACKFILL_SOURCES)}::text[])`
+  ).map((r) => r.job_id);
+  const newest = await sql<{ job_id: string }[]>`
+    select job_id from batches where job_id <> all(${backfills}::text[]) order by submitted_at desc limit ${PROGRESS_BATCHES - backfills.length}`;
+  const progressIds = [...backfills, ...newest.map((r) => r.job_id)];
+  await record(
+    'progress',
+    `batchProgress of ${progressIds.length} batches (${backfills.length / 2} sources' first backfills, the newest others)`,
+    { run: () => root.batchProgress(sql, progressIds) as Promise<unknown[]> },
+    (rows) => (rows.length === progressIds.length ? {} : { failure: `${rows.length} of ${progressIds.length} batches` }),
+  );
+
+  // at start with Redis empty: every poll and sink job and every source's scheduler is created
+  let emptyPrefix = '';
+  await record('reconcileEmpty', 'reconcile at start, Redis empty', {
+    setup: () => {
+      emptyPrefix = o.newPrefix();
+    },
+    run: async () => {
+      const queues = root.createQueues(o.redis, emptyPrefix);
+      try {
+        return await root.reconcile({ ...deps, queues });
+      } finally {
+        await queues.close();
+      }
+    },
+    teardown: async () => root.deletePrefixKeys(o.redis, emptyPrefix),
+  });
+  // a daemon restarting: Redis still holds the work, reconcile confirms it
+  const intactPrefix = o.newPrefix();
+  const intactQueues = root.createQueues(o.redis, intactPrefix);
+  try {
+    await root.reconcile({ ...deps, queues: intactQueues });
+    await record('reconcileIntact', 'reconcile at start, Redis intact', { run: () => root.reconcile({ ...deps, queues: intactQueues }) });
+  } finally {
+    await intactQueues.close();
+    await root.deletePrefixKeys(o.redis, intactPrefix);
+  }
+
+  // the 5 000-video source's scheduled sync: lists its channel (new videos on top), diffs, submits
+  // only the new ones; then its batches are settled as the poller and the sink would
+  await record(
+    'sync',
+    `incremental sync of a 5 000-video source (${DIFF_NEW_VIDEOS_PER_RUN} new)`,
+    {
+      setup: () => {
+        o.sim.catalog.addVideos(o.diffChannelId, DIFF_NEW_VIDEOS_PER_RUN);
+      },
+      run: () => root.syncSource(deps, 1, { trigger: 'cron' }),
+      teardown: async (r) => {
+        await sql`update batches set status = 'completed', completed_at = now(), terminal_at = now() where job_id = any(${r.jobIds}::text[])`;
+        await sql`update video_sync set last_state = 'sunk', updated_at = now() where last_job_id = any(${r.jobIds}::text[])`;
+      },
+    },
+    (r) => {
+      const note = `${r.outcome}: ${r.submitted} videos in ${r.jobIds.length} batches`;
+      return r.submitted === 2 * DIFF_NEW_VIDEOS_PER_RUN ? { note } : { note, failure: `expected ${2 * DIFF_NEW_VIDEOS_PER_RUN} videos submitted` };
+    },
+  );
+  const listed = o.sim.catalog.videoIds(o.diffChannelId) ?? [];
+  await record(
+    'diff',
+    `the diff alone: due videos of ${listed.length} listed, metadata + transcripts`,
+    {
+      run: async () => [
+        ...(await root.dueVideoIds(sql, deps.settings, 'video', null, listed, true)),
+        ...(await root.dueVideoIds(sql, deps.settings, 'transcript', LANG, listed, true)),
+      ],
+    },
+    (due) => (due.length === 0 ? { note: 'none due' } : { failure: `${due.length} due after the sync` }),
+  );
+
+  const prune = root.prune;
+  const pruneRows = [
+    ['pruneDry', '`prune --dry-run`'],
+    ['pruneFirst', '`prune`, first run'],
+    ['pruneAgain', '`prune` again (nothing due)'],
+  ] as const;
+  const absent = (key: (typeof pruneRows)[number][0], note: string) => {
+    const label = pruneRows.find(([k]) => k === key)![1];
+    figures.push({ key, label, ms: undefined, runsMs: [], judged: key === 'pruneAgain', note });
+    say(`${label}: ${note}`);
+  };
+  if (prune === undefined) {
+    for (const [key] of pruneRows) absent(key, 'not available');
+    return figures;
+  }
+  const freed = (r: PruneRun) => `${r.total.rows} rows, ${Math.round(r.total.bytes / 2 ** 20)} MB`;
+  const perTable = (r: PruneRun) =>
+    Object.entries(r.freed)
+      .map(([t, f]) => `${t} ${f.rows}`)
+      .join(', ');
+  // what is due follows the history kept so far (at 1x a month: nothing), so the dry run and the
+  // first run are shown, not held to the ratio
+  let due: PruneRun | undefined;
+  await record(
+    'pruneDry',
+    '`prune --dry-run`',
+    { run: () => prune(deps, { dryRun: true, trigger: 'cli' }) },
+    (r) => {
+      due = r;
+      return { note: `would free ${freed(r)} (${perTable(r)})` };
+    },
+    // shown, not judged: one run after the warm-up (it counts all that is due: 11 s at 10x)
+    { judged: false, runs: 1 },
+  );
+  let caughtUp = false;
+  try {
+    const t0 = performance.now();
+    const r = await prune(deps, { dryRun: false, trigger: 'cli', signal: AbortSignal.timeout(PRUNE_FIRST_RUN_MAX_MS) });
+    const ms = Math.round(performance.now() - t0);
+    caughtUp = !r.interrupted;
+    const rate = r.total.rows / Math.max(0.001, ms / 1000);
+    const rest = due ? Math.max(0, due.total.rows - r.total.rows) : 0;
+    const note = caughtUp
+      ? `freed ${freed(r)} (${perTable(r)})`
+      : `stopped after ${Math.round(ms / 1000)} s: freed ${freed(r)} (${perTable(r)}), ${Math.round(rate)} rows/s; ${rest} rows left, about ${Math.round(rest / Math.max(1, rate) / 60)} min more`;
+    figures.push({ key: 'pruneFirst', label: '`prune`, first run', ms, runsMs: [ms], judged: false, note });
+    say(`\`prune\`, first run: ${ms} ms; ${note}`);
+  } catch (e: unknown) {
+    figures.push({ key: 'pruneFirst', label: '`prune`, first run', ms: undefined, runsMs: [], judged: false, failure: e instanceof Error ? e.message : String(e) });
+  }
+  if (!caughtUp) {
+    absent('pruneAgain', 'first run stopped before it caught up');
+    return figures;
+  }
+  await record('pruneAgain', '`prune` again (nothing due)', { run: () => prune(deps, { dryRun: false, trigger: 'cli' }) }, (r) => ({ note: `freed ${freed(r)}` }));
+  return figures;
+}

@@ -1,0 +1,600 @@
+/**
+ * Synthetic history, seeded entirely in SQL through the normal tables (so triggers and counters
+ * the schema keeps see every row), in a few large INSERT ... SELECT statements run on two
+ * connections side by side.
+ *
+ * The shape follows what a year of the real thing leaves behind (src/db/schema.ts):
+ * - sources: channels synced hourly; source 1 is the 5 000-video channel whose incremental sync
+ *   is timed, the others hold 50..~2 000 videos each (100 000 / 1 000 000 in all); every source
+ *   is a channel of the simulator's catalog, and its catalog videos are among its stored ones;
+ * - per source, a first backfill (one metadata and one transcript batch of all its videos), then
+ *   small incremental batches (5..45 items) spread over the history; the newest are in flight,
+ *   a few before them still have items landed but not sunk;
+ * - items: mostly sunk with a raw payload of a few hundred bytes (metadata) to ~3 KB (a
+ *   transcript of 10 chunks, stored out of line); failed (forbidden, not-found,
+ *   transcript-unavailable), retryable (internal-error, limit-exceeded, unfinished), quarantined
+ *   (schema, too-large) as the catalog's shares make them;
+ * - videos for every public video, transcripts for the ~88% of those with captions, video_sync
+ *   (metadata and transcript) as the backfill left it (nothing due: a scheduled sync lists and
+ *   finds nothing to buy), source_videos, batch_submissions, one sync_runs row per source per
+ *   hour, a credit snapshot every few minutes and before each submission.
+ *
+ * Text is cut from a corpus passed as a bytea parameter: `substring` on bytea is O(1), where on
+ * text in a UTF-8 database it walks the string (measured: 32 µs against 0.5 µs per call).
+ */
+import { createHash } from 'node:crypto';
+import type postgres from 'postgres';
+import {
+  CREDIT_SNAPSHOT_EVERY_MIN,
+  DIFF_SOURCE_VIDEOS,
+  IN_FLIGHT_BATCHES,
+  INCREMENTAL_BATCH_ITEMS,
+  LANG,
+  SHARED_VIDEOS_PER_MILLE,
+  SINK_LAGGING_BATCHES,
+  SOURCE_CRON,
+  SOURCE_LIST_LIMIT,
+  type ScaleSpec,
+} from './settings.ts';
+
+/** What the simulator's catalog contributes: per source (index 0 = source 1), its channel and video IDs. */
+export interface CatalogChannels {
+  channelIds: string[];
+  videoIds: string[][];
+}
+
+export interface SeedFigures {
+  /** wall time of each step, ms, in the order run */
+  stepsMs: Record<string, number>;
+  totalMs: number;
+}
+
+const STAGE = 'scale_seed';
+/** Bytes of corpus text. */
+const CORPUS_BYTES = 32_768;
+/** The longest cut; offsets stay this far from the corpus's end, so every cut is full length. */
+const CUT_MAX = 1_200;
+
+/** A deterministic stream of 32-bit unsigned ints (xorshift32): the same seed, the same history. */
+function xorshift(seed: number): () => number {
+  let x = seed;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x;
+  };
+}
+
+/**
+ * Deterministic ASCII prose of made-up words (letters only, so cuts splice into JSON as they
+ * are). Made-up, not repeated, words: lz4 finds little to compress in them, so a transcript
+ * item's payload (~3 KB) is stored out of line in TOAST as a real one (~20 KB, ~9 KB compressed)
+ * is, and the heap of batch_items holds what it holds for real: small rows and TOAST pointers.
+ */
+export function corpus(): Buffer {
+  const next = xorshift(2_463_534_242);
+  const letters = 'etaoinshrdlcumwfgypbvkjxqz';
+  let out = '';
+  let sentence = 0;
+  while (out.length < CORPUS_BYTES) {
+    const n = 2 + (next() % 8);
+    let w = '';
+    // skewed towards frequent letters, as prose is
+    for (let i = 0; i < n; i++) w += letters[Math.floor(letters.length * (next() / 2 ** 32) ** 2)]!;
+    if (sentence === 0) w = w[0]!.toUpperCase() + w.slice(1);
+    sentence++;
+    if (sentence > 6 + (next() % 9)) {
+      w += next() % 5 === 0 ? '?' : '.';
+      sentence = 0;
+    }
+    out += `${w} `;
+  }
+  return Buffer.from(out.slice(0, CORPUS_BYTES), 'ascii');
+}
+
+/** SQL: `len` bytes of the corpus ($1) at an offset drawn from `salt` (an int expression). */
+function cut(salt: string, len: string): string {
+  return `convert_from(substring($1::bytea from 1 + (hashint4(${salt}) & 2147483647) % ${CORPUS_BYTES - CUT_MAX} for least(${len}, ${CUT_MAX})), 'UTF8')`;
+}
+
+/** A pseudo-random 0..999 from an int expression and a salt. */
+const permille = (expr: string, salt: number) => `(hashint4((${expr}) # ${salt}) & 2147483647) % 1000`;
+/** A pseudo-random non-negative int from an int expression. */
+const rand = (expr: string) => `(hashint4(${expr}) & 2147483647)`;
+
+/** job_id of batch number `no` (the simulator's shape: `batch_<uuid>`). */
+const jobIdSql = (no: string) => `'batch_' || md5('job' || (${no}))::uuid::text`;
+
+/** The job_ids of the first backfills (a metadata and a transcript batch) of sources 1..`sources`, as jobIdSql makes them. */
+export function firstBackfillJobIds(sources: number): string[] {
+  return Array.from({ length: 2 * sources }, (_, i) => {
+    const h = createHash('md5').update(`job${i + 1}`).digest('hex');
+    return `batch_${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  });
+}
+
+/**
+ * Per source: its number of videos. Source 1 is the diff source; the others follow a skewed
+ * distribution (a few large channels, many small ones) summing to the spec's videos.
+ */
+export function sourceSizes(spec: ScaleSpec): number[] {
+  const others = spec.sources - 1;
+  const rest = spec.videos - DIFF_SOURCE_VIDEOS;
+  const next = xorshift(88_172_645);
+  // from 1 to e^3.5 (33) times the smallest: the largest ~1 700 videos
+  const weights = Array.from({ length: others }, () => Math.exp(3.5 * (next() / 2 ** 32)));
+  const sum = weights.reduce((a, b) => a + b, 0);
+  const sizes = weights.map((w) => Math.max(SOURCE_LIST_LIMIT, Math.round((w / sum) * rest)));
+  // the largest absorbs the rounding, so the total is exact
+  const drift = rest - sizes.reduce((a, b) => a + b, 0);
+  const largest = sizes.indexOf(Math.max(...sizes));
+  sizes[largest] = sizes[largest]! + drift;
+  return [DIFF_SOURCE_VIDEOS, ...sizes];
+}
+
+/**
+ * One item's outcome class from the video's fate and transcript rolls and the item's own roll:
+ * S sunk, L landed, P processing, U unfinished at the batch's end (retryable 'processing'),
+ * R retryable, Q quarantined (schema), T quarantined (too large), F forbidden, N not-found,
+ * X transcript-unavailable. Shares as the simulator's catalog (3% private, 3% gone, 12% without
+ * captions) plus 0.8% retryable and 0.3% quarantined.
+ */
+function outcomeSql(o: { kind: string; fate: string; tr: string; roll: string; override?: string }): string {
+  return `case
+      ${o.override ?? ''}
+      when ${o.roll} < 8 then 'R'
+      when ${o.roll} < 10 then 'Q'
+      when ${o.roll} < 11 then 'T'
+      when ${o.fate} < 30 then 'F'
+      when ${o.fate} < 60 then 'N'
+      when ${o.kind} = 'transcript' and ${o.tr} < 120 then 'X'
+      else 'S' end`;
+}
+
+const STATE_OF = `case c when 'S' then 'sunk' when 'L' then 'landed' when 'P' then 'processing'
+  when 'U' then 'retryable' when 'R' then 'retryable' when 'Q' then 'quarantined' when 'T' then 'quarantined' else 'failed' end`;
+const CODE_OF = `case c when 'P' then 'processing' when 'U' then 'processing'
+  when 'R' then (case when roll % 2 = 0 then 'internal-error' else 'limit-exceeded' end)
+  when 'F' then 'forbidden' when 'N' then 'not-found' when 'X' then 'transcript-unavailable' end`;
+
+/** The Video resource of video `n` (id `id`, channel `ch` of source `sid`), as jsonb. */
+function videoJson(n: string, id: string, ch: string, sid: string, asOf: string): string {
+  return `jsonb_build_object(
+    'id', ${id}, 'title', initcap(${cut(`${n} # 11`, `20 + ${n} % 60`)}),
+    'description', ${cut(`${n} # 13`, `80 + ${n} % 620`)},
+    'duration', 30 + (${n} * 37) % 3600,
+    'channel', jsonb_build_object('id', ${ch}, 'name', 'Channel ' || ${sid}),
+    'tags', jsonb_build_array(${cut(`${n} # 17`, '7')}, ${cut(`${n} # 19`, '9')}, ${cut(`${n} # 23`, '12')}),
+    'thumbnail', 'https://img.videosite.com/vi/' || ${id} || '/hqdefault.jpg',
+    'uploadDate', to_char((${asOf} - make_interval(days => 30 + ${n} % 2000)) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+    'viewCount', ${rand(`${n} # 29`)} % 5000000,
+    'likeCount', ${rand(`${n} # 31`)} % 100000,
+    'transcriptLanguages', case when ${permille(n, 0x5bd1)} < 120 then '[]'::jsonb else '["${LANG}"]'::jsonb end)`;
+}
+
+/** Chunks of a transcript item's payload (180..300 characters each: ~3 KB of JSON). */
+const CHUNKS = 10;
+/**
+ * Chunks of a `transcripts` row: its first 5, ~2.6 KB with its text. The row is read by its key
+ * only (index-only scans), so its size matters to the room it takes, which the projection scales
+ * to real transcripts; fewer bytes keep the 10x seed within minutes.
+ */
+const ROW_CHUNKS = 5;
+/** The chunk texts of video `n`'s transcript, as columns c1..c10 of a lateral subquery. */
+function chunkTextsLateral(n: string, when = 'true', count = CHUNKS): string {
+  const cols = Array.from({ length: count }, (_, k) => `${cut(`${n} * ${CHUNKS} + ${k}`, `180 + (${n} * ${k + 3}) % 120`)} as c${k + 1}`);
+  // offset 0: computed once per row, not once per reference; only for the rows that need them
+  return `left join lateral (select ${cols.join(', ')} where ${when} offset 0) ct on true`;
+}
+function chunksJson(count = CHUNKS): string {
+  const parts = Array.from(
+    { length: count },
+    (_, k) => `jsonb_build_object('text', ct.c${k + 1}, 'offset', ${k * 4_100}, 'duration', 3900 + length(ct.c${k + 1}))`,
+  );
+  return `jsonb_build_array(${parts.join(', ')})`;
+}
+const chunksText = (count: number) => `concat_ws(' ', ${Array.from({ length: count }, (_, k) => `ct.c${k + 1}`).join(', ')})`;
+
+interface Step {
+  name: string;
+  /** the table it fills */
+  table?: string;
+  sql: string;
+  /** the statement takes the corpus as $1 */
+  corpus?: boolean;
+}
+
+/** The staging tables (schema scale_seed, dropped at the end) every insert reads from. */
+function stagingSteps(): Step[] {
+  return [
+    {
+      name: 'stage videos',
+      sql: `create unlogged table ${STAGE}.vid as
+        select s.first_n + p as n, coalesce(c.video_id, substr(md5('v' || (s.first_n + p)), 1, 11)) as id,
+          s.id as source_id, p as pos, s.channel_id,
+          ${permille('s.first_n + p', 0x5bd1e995)} as fate, ${permille('s.first_n + p', 0x5bd1)} as tr,
+          ${permille('2 * (s.first_n + p)', 0x2f6b)} as roll_v, ${permille('2 * (s.first_n + p) + 1', 0x2f6b)} as roll_t
+        from ${STAGE}.src s cross join generate_series(0, s.n_videos - 1) p
+        left join ${STAGE}.cat c on c.source_id = s.id and c.pos = p;
+        alter table ${STAGE}.vid add primary key (n);
+        analyze ${STAGE}.vid`,
+    },
+    {
+      name: 'stage batches',
+      sql: `create unlogged table ${STAGE}.bat as
+        with b as (
+          select 2 * s.id - 1 + k as job_no, s.id as source_id,
+            (array['video', 'transcript'])[k + 1] as kind, s.n_videos as size, 0 as off,
+            s.created_at + interval '1 minute' as submitted_at, 'completed' as status, 'backfill' as phase, 0 as j
+          from ${STAGE}.src s cross join generate_series(0, 1) k
+          union all
+          select 2 * p.sources + j, 2 + ${rand('j')} % (p.sources - 1),
+            case when ${permille('j', 7)} < 600 then 'transcript' else 'video' end,
+            ${INCREMENTAL_BATCH_ITEMS.min} + ${rand('j # 11')} % ${INCREMENTAL_BATCH_ITEMS.max - INCREMENTAL_BATCH_ITEMS.min + 1},
+            ${rand('j # 13')},
+            case when j > p.batches - ${IN_FLIGHT_BATCHES} then p.as_of - (p.batches - j + 1) * interval '30 seconds'
+              else p.t0 + interval '1 day' + (p.as_of - p.t0 - interval '1 day 1 hour') * (j - 1) / (p.batches - ${IN_FLIGHT_BATCHES}) end,
+            case when j > p.batches - ${IN_FLIGHT_BATCHES} then (array['submitted', 'queued', 'active'])[1 + j % 3]
+              when ${permille('j', 17)} < 10 then 'failed' when ${permille('j', 17)} < 15 then 'expired' else 'completed' end,
+            case when j > p.batches - ${IN_FLIGHT_BATCHES} then 'in-flight'
+              when j > p.batches - ${IN_FLIGHT_BATCHES + SINK_LAGGING_BATCHES} then 'lagging' else 'incremental' end,
+            j
+          from ${STAGE}.params p cross join generate_series(1, p.batches) j
+        )
+        select b.*, ${jobIdSql('b.job_no')} as job_id from b;
+        alter table ${STAGE}.bat add primary key (job_no);
+        create unlogged table ${STAGE}.inc as
+          select b.job_no, m, s.first_n + ((b.off % s.n_videos + m) % s.n_videos) as n
+          from ${STAGE}.bat b join ${STAGE}.src s on s.id = b.source_id cross join generate_series(0, b.size - 1) m
+          where b.phase <> 'backfill';
+        analyze ${STAGE}.bat; analyze ${STAGE}.inc`,
+    },
+  ];
+}
+
+/** Statements that must run before the two lanes (the lanes' rows reference these). */
+function headSteps(): Step[] {
+  return [
+    {
+      name: 'sources',
+      table: 'sources',
+      sql: `insert into sources (id, kind, ref, external_id, max_videos, langs, text_only, cron, paused, last_synced_at,
+          title, created_at, updated_at, last_error, last_error_code, last_error_at)
+        overriding system value
+        select s.id, 'channel', s.channel_id, s.channel_id, case when s.id = 1 then s.n_videos else ${SOURCE_LIST_LIMIT} end,
+          '{${LANG}}', false, '${SOURCE_CRON}', false, p.as_of - make_interval(mins => s.id % 55),
+          'Channel ' || s.id, s.created_at, p.as_of - make_interval(mins => s.id % 55),
+          case when s.id % 50 = 7 then 'fetch failed: other side closed' end,
+          case when s.id % 50 = 7 then 'network' end,
+          case when s.id % 50 = 7 then p.as_of - make_interval(hours => s.id % 20) end
+        from ${STAGE}.src s cross join ${STAGE}.params p;
+        select setval(pg_get_serial_sequence('sources', 'id'), (select max(id) from sources))`,
+    },
+    {
+      name: 'channels',
+      table: 'channels',
+      corpus: true,
+      // fetched within the day: a sync does not refresh them (SOURCE_METADATA_REFRESH_MS)
+      sql: `insert into channels (id, name, handle, description, subscriber_count, video_count, view_count, thumbnail, banner, raw, fetched_at, updated_at)
+        select s.channel_id, 'Channel ' || s.id, '@channel' || s.id, ${cut('s.id # 41', '200 + s.id % 300')},
+          1000 + ${rand('s.id')} % 1000000, s.n_videos, ${rand('s.id # 43')} % 100000000,
+          'https://img.videosite.com/ch/' || s.channel_id || '.jpg', 'https://img.videosite.com/banner/' || s.channel_id || '.jpg',
+          jsonb_build_object('id', s.channel_id, 'name', 'Channel ' || s.id, 'handle', '@channel' || s.id, 'videoCount', s.n_videos),
+          p.as_of - make_interval(hours => s.id % 20), p.as_of - make_interval(hours => s.id % 20)
+        from ${STAGE}.src s cross join ${STAGE}.params p`,
+    },
+    {
+      name: 'batches',
+      table: 'batches',
+      sql: `with ids as (
+          select source_id, jsonb_agg(id order by pos) as ids from ${STAGE}.vid group by source_id
+        ), inc_ids as (
+          select i.job_no, jsonb_agg(v.id order by i.m) as ids from ${STAGE}.inc i join ${STAGE}.vid v on v.n = i.n group by i.job_no
+        )
+        insert into batches (job_id, source_id, kind, lang, status, error_code, total, succeeded, failed, credits_estimated,
+          submitted_at, completed_at, polls, request, text_only, last_polled_at, next_poll_at, terminal_at, updated_at,
+          upstream_status, reason, mode)
+        select b.job_id, b.source_id, b.kind, case when b.kind = 'transcript' then '${LANG}' end, b.status,
+          case when b.status = 'expired' then 'job-expired' end,
+          case when b.status in ('submitted', 'queued') then null else b.size end,
+          case when b.status in ('submitted', 'queued') then null when b.status = 'active' then b.size / 3
+            when b.status = 'completed' then b.size - b.size * 7 / 100 else b.size / 2 - b.size * 7 / 200 end,
+          case when b.status in ('submitted', 'queued') then null else b.size * 7 / 100 end,
+          1 + b.size, b.submitted_at,
+          case when b.phase <> 'in-flight' then b.submitted_at + make_interval(secs => 20 + b.size / 50) end,
+          case when b.phase = 'in-flight' then 1 + b.j % 3 else 3 + b.size / 500 end,
+          jsonb_build_object('videoIds', coalesce(ids.ids, inc_ids.ids))
+            || case when b.kind = 'transcript' then '{"lang": "${LANG}"}'::jsonb else '{}'::jsonb end,
+          false,
+          case when b.status <> 'submitted' then b.submitted_at + make_interval(secs => 20 + b.size / 50) end,
+          case when b.phase = 'in-flight' then p.as_of + interval '5 seconds' end,
+          case when b.phase <> 'in-flight' then b.submitted_at + make_interval(secs => 25 + b.size / 50) end,
+          b.submitted_at + make_interval(secs => 25 + b.size / 50),
+          case when b.status = 'submitted' then null when b.status = 'expired' then 'failed' else b.status end,
+          case when b.status = 'failed' then 'the upstream failed the batch partway' end,
+          'batch'
+        from ${STAGE}.bat b cross join ${STAGE}.params p
+        left join ids on b.phase = 'backfill' and ids.source_id = b.source_id
+        left join inc_ids on inc_ids.job_no = b.job_no`,
+    },
+    {
+      name: 'batch_submissions',
+      table: 'batch_submissions',
+      sql: `insert into batch_submissions (source_id, kind, lang, request, credits_estimated, used_credits_before, state, job_id, created_at, updated_at)
+        select source_id, kind, lang, request, credits_estimated, 0, 'submitted', job_id, submitted_at - interval '1 second', submitted_at
+        from batches order by submitted_at`,
+    },
+  ];
+}
+
+/** batch_items of the first backfills, then of the incremental batches. */
+function itemSteps(): Step[] {
+  const payload = (n: string, id: string, ch: string, sid: string) => `case
+      when c in ('S', 'L') then (case when kind = 'video'
+        then jsonb_build_object('videoId', ${id}, 'video', ${videoJson(n, id, ch, sid, 'p.as_of')})
+        else jsonb_build_object('videoId', ${id}, 'transcript', jsonb_build_object('content', ${chunksJson()}, 'lang', '${LANG}', 'availableLangs', '["${LANG}"]'::jsonb)) end)
+      when c = 'Q' then jsonb_build_object('videoId', ${id}, kind, jsonb_build_object('id', ${id}, 'duration', 'PT4M13S'))
+      when c = 'T' then null
+      else jsonb_build_object('videoId', ${id}, 'errorCode', ${CODE_OF}) end`;
+  const columns = `(job_id, video_id, state, error_code, payload, payload_raw, landed_at, sunk_at, reason, resubmitted_in, updated_at, reason_code)`;
+  const rest = (id: string, n: string) => `${STATE_OF}, ${CODE_OF},
+      ${payload(n, id, 'channel_id', 'source_id')},
+      case when c = 'T' then '{"videoId":"' || ${id} || '","transcript":{"content":[{"text":"' || ${cut(`${n} # 53`, '1000')} end,
+      case when c not in ('P') then done_at end,
+      case when c = 'S' then done_at + interval '3 seconds' end,
+      case when c = 'Q' then 'item does not match the interface at ' || kind || '.duration: Invalid input: expected number, received string'
+        when c = 'T' then 'item larger than ITEM_MAX_BYTES: kept unparsed, its first bytes' end,
+      case when c = 'R' and roll < 6 then ${jobIdSql(`'resubmit' || ${n}`)} end,
+      coalesce(done_at + case when c = 'S' then interval '3 seconds' else interval '0 seconds' end, p.as_of),
+      case when c = 'Q' then 'schema' when c = 'T' then 'too-large' end`;
+  return [
+    ...(['video', 'transcript'] as const).map((kind, k) => ({
+      name: `batch_items (first backfills, ${kind})`,
+      table: 'batch_items',
+      corpus: true,
+      sql: `insert into batch_items ${columns}
+        select job_id, id, ${rest('id', 'n')}
+        from (
+          select b.job_id, b.kind, v.n, v.id, v.source_id, v.channel_id,
+            case when b.kind = 'video' then v.roll_v else v.roll_t end as roll,
+            b.submitted_at + make_interval(secs => 20) + v.pos * interval '10 milliseconds' as done_at,
+            ${outcomeSql({ kind: 'b.kind', fate: 'v.fate', tr: 'v.tr', roll: `case when b.kind = 'video' then v.roll_v else v.roll_t end` })} as c
+          from ${STAGE}.vid v join ${STAGE}.bat b on b.job_no = 2 * v.source_id - ${1 - k}
+        ) x cross join ${STAGE}.params p ${chunkTextsLateral('x.n', "x.kind = 'transcript' and x.c in ('S', 'L')")}`,
+    })),
+    {
+      name: 'batch_items (incremental)',
+      table: 'batch_items',
+      corpus: true,
+      sql: `insert into batch_items ${columns}
+        select job_id, id, ${rest('id', 'n')}
+        from (
+          select b.job_id, b.kind, v.n, v.id, v.source_id, v.channel_id, ${permille('v.n * 64 + b.j % 64', 0x3c1)} as roll,
+            case when b.status in ('submitted', 'queued') or (b.status = 'active' and i.m >= b.size / 2) then null
+              else b.submitted_at + make_interval(secs => 20) + i.m * interval '10 milliseconds' end as done_at,
+            ${outcomeSql({
+              kind: 'b.kind',
+              fate: 'v.fate',
+              tr: 'v.tr',
+              roll: permille('v.n * 64 + b.j % 64', 0x3c1),
+              override: `when b.status in ('submitted', 'queued') then 'P'
+                when b.status = 'active' and i.m >= b.size / 2 then 'P'
+                when b.status = 'active' and i.m >= b.size / 3 then 'L'
+                when b.phase = 'lagging' and i.m % 2 = 0 then 'L'
+                when b.status in ('failed', 'expired') and i.m >= b.size / 2 then 'U'`,
+            })} as c
+          from ${STAGE}.inc i join ${STAGE}.bat b on b.job_no = i.job_no join ${STAGE}.vid v on v.n = i.n
+        ) x cross join ${STAGE}.params p ${chunkTextsLateral('x.n', "x.kind = 'transcript' and x.c in ('S', 'L')")}`,
+    },
+  ];
+}
+
+/** Everything else: rows the sink, the scheduler and the credit guard left. */
+function otherSteps(): Step[] {
+  const backfillJob = (k: 0 | 1) => jobIdSql(`2 * v.source_id - ${1 - k}`);
+  return [
+    {
+      name: 'videos',
+      table: 'videos',
+      corpus: true,
+      sql: `insert into videos (id, title, description, duration_s, channel_id, channel_name, tags, thumbnail, upload_date,
+          view_count, like_count, transcript_languages, first_seen_at, updated_at, last_job_id)
+        select j->>'id', j->>'title', j->>'description', (j->>'duration')::float8, v.channel_id, 'Channel ' || v.source_id,
+          array(select jsonb_array_elements_text(j->'tags')), j->>'thumbnail', (j->>'uploadDate')::timestamptz,
+          (j->>'viewCount')::bigint, (j->>'likeCount')::bigint, array(select jsonb_array_elements_text(j->'transcriptLanguages')),
+          s.created_at + interval '2 minutes', s.created_at + interval '2 minutes', ${backfillJob(0)}
+        from ${STAGE}.vid v join ${STAGE}.src s on s.id = v.source_id cross join ${STAGE}.params p
+        cross join lateral (select ${videoJson('v.n', 'v.id', 'v.channel_id', 'v.source_id', 'p.as_of')} as j offset 0) vj
+        where v.fate >= 60`,
+    },
+    {
+      name: 'transcripts',
+      table: 'transcripts',
+      corpus: true,
+      sql: `insert into transcripts (video_id, lang, text, chunks, available_langs, content_sha256, updated_at, first_seen_at, last_job_id, text_only, origin)
+        select v.id, '${LANG}', ${chunksText(ROW_CHUNKS)}, ${chunksJson(ROW_CHUNKS)}, '{${LANG}}', md5('t' || v.n) || md5('u' || v.n),
+          s.created_at + interval '2 minutes', s.created_at + interval '2 minutes', ${backfillJob(1)}, false, 'captions'
+        from ${STAGE}.vid v join ${STAGE}.src s on s.id = v.source_id ${chunkTextsLateral('v.n', 'true', ROW_CHUNKS)}
+        where v.fate >= 60 and v.tr >= 120`,
+    },
+    {
+      name: 'video_sync',
+      table: 'video_sync',
+      // as the backfill left it; a retryable video has used its attempts (RETRY_ATTEMPTS_MAX, 3),
+      // a missing transcript is re-checked within the week: nothing is due
+      sql: `insert into video_sync (video_id, kind, lang, last_job_id, last_state, last_error_code, attempts, next_check_at, updated_at, text_only)
+        select x.id, x.kind, x.lang, x.job_id, ${STATE_OF}, ${CODE_OF}, case when c = 'R' then 3 else 1 end,
+          case when c = 'X' then p.as_of + make_interval(days => 1 + x.n % 7) end, s.created_at + interval '2 minutes', false
+        from (
+          select v.n, v.id, v.source_id, k.kind, k.lang, ${jobIdSql('2 * v.source_id - 1 + k.k')} as job_id,
+            case when k.k = 0 then v.roll_v else v.roll_t end as roll,
+            ${outcomeSql({ kind: 'k.kind', fate: 'v.fate', tr: 'v.tr', roll: 'case when k.k = 0 then v.roll_v else v.roll_t end' })} as c
+          from ${STAGE}.vid v cross join (values (0, 'video', ''), (1, 'transcript', '${LANG}')) k(k, kind, lang)
+        ) x join ${STAGE}.src s on s.id = x.source_id cross join ${STAGE}.params p`,
+    },
+    {
+      name: 'source_videos',
+      table: 'source_videos',
+      sql: `insert into source_videos (source_id, video_id, first_seen_at, last_listed_at)
+        select v.source_id, v.id, s.created_at + v.pos * interval '1 millisecond',
+          case when v.pos < s.list_limit then p.as_of - interval '1 hour' else s.created_at end
+        from ${STAGE}.vid v join ${STAGE}.src s on s.id = v.source_id cross join ${STAGE}.params p
+        union all
+        select 2 + (v.source_id - 1) % (p.sources - 1), v.id, p.as_of - make_interval(days => v.n % 20), null
+        from ${STAGE}.vid v cross join ${STAGE}.params p
+        where v.source_id > 1 and ${permille('v.n', 0x61)} < ${SHARED_VIDEOS_PER_MILLE}`,
+    },
+    ...(['older', 'newer'] as const).map((half, h) => ({
+      name: `sync_runs (${half} half)`,
+      table: 'sync_runs',
+      // hour by hour, every source in it: rows arrive in time order, as they do for real; the
+      // halves in two lanes touch different ends of the indexes
+      sql: `insert into sync_runs (source_id, started_at, finished_at, outcome, detail, videos_listed, videos_submitted,
+          credits_estimated, job_ids, listing_credits)
+        select s.id, t.h + s.stagger, t.h + s.stagger + make_interval(secs => 0.2 + (${rand('s.id # t.k')} % 1800) / 1000.0),
+          case when r < 2 then 'error' when r < 30 then 'submitted' else 'up-to-date' end,
+          case when r < 2 then 'fetch failed: other side closed' end,
+          s.list_limit,
+          case when r < 2 then 0 when r < 30 then 5 + r else 0 end,
+          case when r < 2 then 0 when r < 30 then 6 + r else 0 end,
+          case when r >= 2 and r < 30 then array[${jobIdSql(`'run' || s.id || '-' || t.k`)}] else '{}'::text[] end,
+          1
+        from ${STAGE}.params p
+        cross join lateral (select h, k::int from generate_series(p.t0 + interval '1 hour', p.as_of - interval '1 hour', interval '1 hour') with ordinality g(h, k)) t
+        cross join ${STAGE}.src s
+        cross join lateral (select ${permille('s.id * 100003 + t.k', 0x77)} as r offset 0) rr
+        where (t.h < p.t0 + (p.as_of - p.t0) / 2) = ${h === 0}`,
+    })),
+    {
+      name: 'credit_snapshots',
+      table: 'credit_snapshots',
+      sql: `insert into credit_snapshots (taken_at, organization_id, plan, max_credits, used_credits, reason, source_id)
+        select t, 'org_bench', 'pro', 100000000,
+          (extract(epoch from t - p.t0) / extract(epoch from p.as_of - p.t0) * p.credits_spent)::bigint, r, sid
+        from (
+          select g as t, 'hold-recheck' as r, null::int as sid
+          from ${STAGE}.params p0, generate_series(p0.t0, p0.as_of, make_interval(mins => ${CREDIT_SNAPSHOT_EVERY_MIN})) g
+          union all
+          select submitted_at - interval '2 seconds', 'before-submit', source_id from ${STAGE}.bat
+        ) x cross join ${STAGE}.params p
+        order by t`,
+    },
+  ];
+}
+
+/**
+ * Tables a step may fill without firing the foreign-key checks, one per row (half the time of
+ * 17 M sync runs): those with no trigger of their own, when the role may skip them (a
+ * superuser's `session_replication_role = replica`). The seed's keys hold by construction; a
+ * table with a trigger (the counters of migrations/0005) always fires it.
+ */
+async function triggerFreeTables(sql: postgres.Sql): Promise<Set<string>> {
+  const [role] = await sql<{ superuser: boolean }[]>`select rolsuper as superuser from pg_roles where rolname = current_user`;
+  if (!role?.superuser) return new Set();
+  const rows = await sql<{ t: string }[]>`
+    select c.relname as t from pg_class c
+    where c.relkind = 'r' and c.relnamespace = current_schema()::regnamespace
+      and not exists (select 1 from pg_trigger g where g.tgrelid = c.oid and not g.tgisinternal)`;
+  return new Set(rows.map((r) => r.t));
+}
+
+/** One step in its own transaction (a big insert commits once), timed. */
+async function runStep(
+  sql: postgres.Sql,
+  step: Step,
+  corpusBytes: Buffer,
+  skipKeyChecks: Set<string>,
+  figures: SeedFigures,
+  say: (line: string) => void,
+): Promise<void> {
+  const started = Date.now();
+  await sql.begin(async (tx) => {
+    // nothing here needs durability before the end: an interrupted seed's database is dropped
+    await tx.unsafe(`set local synchronous_commit = off; set local work_mem = '256MB'; set local jit = off`);
+    if (step.table && skipKeyChecks.has(step.table)) await tx.unsafe(`set local session_replication_role = replica`);
+    await tx.unsafe(step.sql, step.corpus ? [corpusBytes] : []);
+  });
+  const ms = Date.now() - started;
+  figures.stepsMs[step.name] = ms;
+  say(`seed: ${step.name} ${(ms / 1000).toFixed(1)} s`);
+}
+
+/**
+ * Seed `spec`'s history into a migrated, empty database; two connections of `sql` carry two
+ * lanes of inserts side by side. Every timestamp is relative to the seeding's start.
+ */
+export async function seedHistory(
+  sql: postgres.Sql,
+  spec: ScaleSpec,
+  catalog: CatalogChannels,
+  say: (line: string) => void,
+): Promise<SeedFigures> {
+  const started = Date.now();
+  const figures: SeedFigures = { stepsMs: {}, totalMs: 0 };
+  const text = corpus();
+  const sizes = sourceSizes(spec);
+  if (catalog.channelIds.length < spec.sources) throw new Error(`the catalog has ${catalog.channelIds.length} channels, ${spec.sources} needed`);
+  const ids = sizes.map((_, i) => i + 1);
+  const firstN: number[] = [];
+  let next = 1;
+  for (const n of sizes) {
+    firstN.push(next);
+    next += n;
+  }
+  const cat = { source: [] as number[], pos: [] as number[], video: [] as string[] };
+  for (let i = 0; i < spec.sources; i++) {
+    (catalog.videoIds[i] ?? []).slice(0, sizes[i]).forEach((v, p) => {
+      cat.source.push(i + 1);
+      cat.pos.push(p);
+      cat.video.push(v);
+    });
+  }
+  // what the history spent: 1 + 1 per video per batch, one listing per sync run
+  const credits = spec.videos * 2 + spec.sources * spec.historyDays * 24;
+
+  await sql.unsafe(`drop schema if exists ${STAGE} cascade; create schema ${STAGE}`);
+  await sql.unsafe(
+    `create unlogged table ${STAGE}.params as
+       select now() as as_of, now() - make_interval(days => $1::int) as t0, $2::int as sources, $3::int as batches, $4::bigint as credits_spent`,
+    [spec.historyDays, spec.sources, spec.incrementalBatches, credits],
+  );
+  await sql.unsafe(
+    `create unlogged table ${STAGE}.src as
+       select u.id, u.n_videos, u.first_n, u.channel_id,
+         p.t0 + (u.id - 1) * (interval '12 hours' / p.sources) as created_at,
+         make_interval(secs => (u.id * 1.7) % 3600) as stagger,
+         case when u.id = 1 then u.n_videos else ${SOURCE_LIST_LIMIT} end as list_limit
+       from unnest($1::int[], $2::int[], $3::int[], $4::text[]) as u(id, n_videos, first_n, channel_id)
+       cross join ${STAGE}.params p`,
+    [ids, sizes, firstN, catalog.channelIds.slice(0, spec.sources)],
+  );
+  await sql.unsafe(`create unlogged table ${STAGE}.cat as select * from unnest($1::int[], $2::int[], $3::text[]) as u(source_id, pos, video_id)`, [
+    cat.source,
+    cat.pos,
+    cat.video,
+  ]);
+  await sql.unsafe(`alter table ${STAGE}.src add primary key (id); alter table ${STAGE}.cat add primary key (source_id, pos)`);
+  const skipKeyChecks = await triggerFreeTables(sql);
+  for (const step of [...stagingSteps(), ...headSteps()]) await runStep(sql, step, text, skipKeyChecks, figures, say);
+
+  // two lanes side by side, about equally long; videos, transcripts and source_videos in one
+  // lane, one after the other (source_stats' triggers count a source's videos when the second of
+  // a video's rows arrives: concurrent transactions would not see each other's)
+  const steps = new Map([...itemSteps(), ...otherSteps()].map((s) => [s.name, s]));
+  const lane = (names: string[]) => names.map((n) => steps.get(n)!);
+  const laneA = lane(['batch_items (first backfills, transcript)', 'batch_items (incremental)', 'sync_runs (older half)', 'video_sync']);
+  const laneB = lane(['videos', 'transcripts', 'source_videos', 'batch_items (first backfills, video)', 'sync_runs (newer half)', 'credit_snapshots']);
+  if (laneA.length + laneB.length !== steps.size || [...laneA, ...laneB].some((s) => s === undefined)) {
+    throw new Error('seed: every step must be in exactly one lane');
+  }
+  await Promise.all(
+    [laneA, laneB].map(async (lane) => {
+      for (const step of lane) await runStep(sql, step, text, skipKeyChecks, figures, say);
+    }),
+  );
+  await sql.unsafe(`drop schema ${STAGE} cascade`);
+  figures.totalMs = Date.now() - started;
+  return figures;
+}
