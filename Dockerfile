@@ -32,7 +32,7 @@ USER node
 # the admin server (`daemon --admin-port 9464`): /healthz, /readyz, /metrics, / and /admin/queues
 EXPOSE 9464
 # the heap limit keeps RSS near the live heap on big hosts (see bin/videosite-ingest.js)
-ENV NODE_OPTIONS=--max-old-space-size=1024
+ENV NODE_OPTIONS="--max-old-space-size=1024 --max-semi-space-size=2"
 ENTRYPOINT ["node", "bin/videosite-ingest.js"]
 # listening beyond loopback needs ADMIN_TOKEN: without one the daemon refuses to start (exit 2)
 CMD ["daemon", "--admin-port", "9464", "--admin-host", "0.0.0.0"]

@@ -30,6 +30,14 @@ export const LOG_EVENTS = [
   /** a reconcile (periodic or after a reconnect) failed; the next interval retries: `err` */
   'reconcile.failed',
 
+  // cron ticks (src/pipeline/ticks.ts, workers.ts)
+  /** a tick queued its source's sync at the source's offset (debug): `sourceId`, `tickAt`, `startAt`, `bullJobId` */
+  'schedule.sync_queued',
+  /** a tick found its source's previous sync still pending or running: nothing added: `sourceId`, `tickAt`, `pendingJobId`, `pendingState` */
+  'schedule.tick_skipped',
+  /** a queued sync found its source busy (another process syncing it, or every batch in flight): `sourceId`, `trigger`, `detail` */
+  'schedule.sync_in_flight',
+
   // syncs and submissions (src/pipeline/scheduler.ts, submit.ts)
   /** a scheduled sync made no API call because an upstream hold stands (debug): `sourceId`, `holds` */
   'sync.held',
@@ -37,6 +45,8 @@ export const LOG_EVENTS = [
   'sync.up_to_date',
   /** a sync refused before any POST, credits short: `sourceId`, `needed`, `available` */
   'sync.refused_credits',
+  /** a sync refused before a paid call, a daily budget spent (no hold): `sourceId`, `limit`, `needed`, `available`, `budget`, `spent` */
+  'sync.refused_budget',
   /** a sync submitted its batches: `sourceId`, `jobIds`, `videos`, `credits`, `listingCredits` */
   'sync.submitted',
   /** one batch POST answered with its job ID (debug): `jobId`, `kind`, `lang`, `credits` */
@@ -83,13 +93,17 @@ export const LOG_EVENTS = [
   'batch.ended',
   /** the credit reading after a batch or a backfill failed: `jobId` or nothing, `err` or `reason` */
   'credits.read_failed',
+  /** a credit reservation expired before its holder sent every request (stalled past its TTL); the rest is not sent: `sourceId`, `sent`, `planned` */
+  'credits.reservation_lapsed',
+  /** releasing a credit reservation failed; it counts until it expires: `sourceId`, `err` */
+  'credits.release_failed',
 
   // generated transcripts (src/pipeline/generate.ts; their jobs' polls log the poll.* events with `mode: 'generate'`)
   /** generations requested for a source: `sourceId`, `jobIds`, `videos`, `minutes`, `credits` */
   'generate.submitted',
   /** candidates left out because the source's minute budget is spent: `sourceId`, `skipped`, `usedMinutes`, `maxMinutes` */
   'generate.over_budget',
-  /** the credit guard refused the set; nothing sent: `sourceId`, `needed`, `available`, `videos` */
+  /** the credit guard refused the set; nothing sent: `sourceId`, `limit`, `needed`, `available`, `videos` */
   'generate.refused_credits',
   /** a generation request's answer was lost after it may have arrived; not retried: `sourceId`, `videoId`, `lang`, `submission`, `err` */
   'generate.answer_lost',
@@ -103,6 +117,18 @@ export const LOG_EVENTS = [
   'sink.quarantined',
   /** quarantined items sunk again from their raw answer: `items`, outcome counts, `pending`, row counts */
   'replay.resunk',
+
+  // retention (src/pipeline/prune.ts)
+  /** a prune run began: `runId`, `dryRun`, `trigger`, `rawRetentionDays`, `historyRetentionDays` */
+  'prune.started',
+  /** a prune run finished one table: `runId`, `dryRun`, `trigger`, `table`, `rows`, `bytes`, `durationMs` */
+  'prune.table_done',
+  /** a prune run ended (or was stopped by shutdown): `runId`, `dryRun`, `trigger`, `rows`, `bytes`, `freed`, `durationMs`, `interrupted` */
+  'prune.finished',
+  /** a prune run failed (recorded in prune_runs): `runId`, `dryRun`, `trigger`, `freed`, `err` */
+  'prune.failed',
+  /** a daemon could not claim the daily prune; the next check tries again: `err` */
+  'prune.daily_failed',
 
   // workers (src/pipeline/workers.ts)
   /** an attempt failed (bullmq retries it or gives up): `queue`, `bullJobId`, `attemptsMade`, `err` */
@@ -171,6 +197,8 @@ export const LOG_EVENTS = [
   'metrics.family_failed',
   /** a metrics family is readable again: `family` */
   'metrics.family_recovered',
+  /** a section of the overview could not be read and is left out of the page: `section`, `cancelled` (by statement_timeout), `err` */
+  'overview.section_failed',
 ] as const;
 
 export type LogEvent = (typeof LOG_EVENTS)[number];

@@ -7,12 +7,13 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { batchProgress } from '../db/batch-progress.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { allSourceIds, existingSourceIds } from '../db/sources.ts';
-import { runBackfill, type BackfillReport } from '../pipeline/backfill.ts';
+import { planBackfill, runBackfill, type BackfillPlan, type BackfillReport } from '../pipeline/backfill.ts';
 import { reconcile } from '../pipeline/reconcile.ts';
 import { startWorkers } from '../pipeline/workers.ts';
 import { intArg, parseDurationMs } from './args.ts';
 import { createContext, type Context } from './context.ts';
 import { UsageError } from './exit.ts';
+import { assertBackfillPool } from './pool-check.ts';
 import { createProgressView } from './progress.ts';
 import { waitForRedis } from './redis-ready.ts';
 import { renderTable } from './table.ts';
@@ -22,6 +23,8 @@ export interface BackfillCommandOptions {
   all: boolean;
   wait: boolean;
   timeout?: number;
+  /** plan only (`--dry-run`): print, spend nothing */
+  dryRun?: boolean;
 }
 
 function sourceIdsArg(value: string, previous: number[] = []): number[] {
@@ -75,18 +78,72 @@ export function renderBackfillReport(r: BackfillReport): string {
   return out.join('');
 }
 
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** `backfill --dry-run`: every batch and listing it would pay for, the total, and what cannot be known. */
+export function renderBackfillPlan(plan: BackfillPlan): string {
+  const out: string[] = ['dry run: nothing is submitted and no paid request is made (the one request is GET /me, which is free)\n'];
+  const rows: (string | number | null)[][] = [];
+  let listings = 0;
+  let purchases = 0;
+  for (const s of plan.sources) {
+    const id = s.source.id;
+    if (s.listing.refresh > 0) rows.push([id, 'record', null, null, s.listing.refresh]);
+    if (s.listing.listing > 0) {
+      listings++;
+      rows.push([id, s.listing.pages !== undefined ? `listing (${plural(s.listing.pages, 'page')})` : 'listing', null, null, s.listing.listing]);
+    }
+    for (const b of s.purchases) {
+      purchases++;
+      rows.push([id, b.kind, b.lang, b.videos, b.credits]);
+    }
+  }
+  if (rows.length > 0) out.push(renderTable(['source', 'kind', 'lang', 'videos', 'credits'], rows));
+  out.push(`total: ${plural(purchases, 'batch', 'batches')} and ${plural(listings, 'listing')}: ${plural(plan.credits, 'credit')}\n`);
+  for (const s of plan.sources) {
+    const what = `source ${s.source.id} (${s.source.kind} ${s.source.title ?? s.source.externalId})`;
+    const busy = s.inFlight.map((w) => (w.kind === 'video' ? 'metadata' : `transcript ${w.lang ?? '(default language)'}`));
+    if (busy.length > 0) out.push(`${what}: ${busy.join(', ')} still in flight: not submitted again until it ends\n`);
+    else if (s.purchases.length === 0) out.push(`${what}: nothing due among the ${plural(s.known, 'video')} Postgres knows it lists\n`);
+  }
+  const unknowns = plan.sources.flatMap((s) => s.unknowns.map((u) => `  - source ${s.source.id}: ${u}\n`));
+  if (unknowns.length > 0) out.push('not known without a paid listing (not in the total):\n', ...unknowns);
+  else out.push('exact: nothing in this plan depends on a paid listing\n');
+  const fits = (left: number, needed: number) => (needed <= left ? 'the plan fits' : `the plan needs ${needed}: syncs past ${left} would be refused`);
+  if ('error' in plan.account) {
+    out.push(`account: unknown (GET /me failed: ${plan.account.error})\n`);
+  } else {
+    const left = plan.account.left - plan.account.reserved;
+    out.push(`account: ${plural(plan.account.left, 'credit')} left above the reserve, ${plan.account.reserved} reserved by syncs in progress: ${fits(left, plan.credits)}\n`);
+  }
+  if (plan.budget) {
+    const left = Math.max(0, plan.budget.budget - plan.budget.spent);
+    out.push(`budget: CREDIT_BUDGET_PER_DAY ${plan.budget.budget}, ${plan.budget.spent} spent or reserved today (UTC), ${left} left: ${fits(left, plan.credits)}\n`);
+  }
+  for (const s of plan.sources) {
+    if (!s.budget) continue;
+    const left = Math.max(0, s.budget.budget - s.budget.spent);
+    const needed = s.listing.credits + s.purchases.reduce((n, b) => n + b.credits, 0);
+    out.push(`budget of source ${s.source.id}: --max-credits-per-day ${s.budget.budget}, ${s.budget.spent} spent or reserved today (UTC), ${left} left: ${fits(left, needed)}\n`);
+  }
+  return out.join('');
+}
+
 /** The whole backfill, for the command and for `demo`. Returns the exit code. */
+/** The sources a backfill names (`--source`, each checked to exist), or every one (`--all`). */
+async function chosenSourceIds(ctx: Context, o: Pick<BackfillCommandOptions, 'all' | 'source'>): Promise<number[]> {
+  const { sql } = ctx.db();
+  if (o.all) return allSourceIds(sql);
+  const ids = [...new Set(o.source ?? [])];
+  const known = await existingSourceIds(sql, ids);
+  const missing = ids.filter((id) => !known.has(id));
+  if (missing.length > 0) throw new UsageError(`--source: no source with ID ${missing.join(', ')} (see: sources list)`);
+  return ids;
+}
+
 export async function backfillWithContext(ctx: Context, o: BackfillCommandOptions): Promise<{ report: BackfillReport; exitCode: number }> {
   const { sql } = ctx.db();
-  let ids: number[];
-  if (o.all) {
-    ids = await allSourceIds(sql);
-  } else {
-    ids = [...new Set(o.source ?? [])];
-    const known = await existingSourceIds(sql, ids);
-    const missing = ids.filter((id) => !known.has(id));
-    if (missing.length > 0) throw new UsageError(`--source: no source with ID ${missing.join(', ')} (see: sources list)`);
-  }
+  const ids = await chosenSourceIds(ctx, o);
   // the rate limiter and the queues live in Redis: with Redis down, fail now instead of hanging
   await waitForRedis(ctx.redis());
   const deps = ctx.deps();
@@ -128,6 +185,7 @@ export function registerBackfillCommand(program: Command): void {
     .option('--source <id...>', 'source IDs to sync (repeatable, or comma-separated)', sourceIdsArg)
     .option('--all', 'sync every registered source', false)
     .option('--no-wait', 'submit and return at once; daemons finish the work')
+    .option('--dry-run', 'print every batch and listing it would pay for, and the credits, without spending any; exit 0', false)
     .option('--timeout <duration>', 'stop waiting after this long (e.g. 90s, 15m, 2h); exit 1 if not done', (v) => {
       try {
         return parseDurationMs(v);
@@ -138,7 +196,8 @@ export function registerBackfillCommand(program: Command): void {
     .addHelpText(
       'after',
       '\nExit codes: 0 everything landed; 1 a batch failed or expired, or items are left retryable;\n' +
-        '2 usage or configuration error; 3 the upstream refused (auth, plan, credits).',
+        '2 usage or configuration error; 3 refused: by the upstream (auth, plan, credits) or by a daily\n' +
+        'credit budget (CREDIT_BUDGET_PER_DAY, --max-credits-per-day). With --dry-run: 0, or 2.',
     )
     .action(async (o: BackfillCommandOptions) => {
       if (o.all === (o.source !== undefined && o.source.length > 0)) {
@@ -146,7 +205,15 @@ export function registerBackfillCommand(program: Command): void {
       }
       const ctx = createContext();
       try {
+        // before connecting: a pool its syncs and workers could exhaust is a configuration error
+        assertBackfillPool(ctx.config, { wait: o.wait });
         await migrateDatabase(ctx.config.databaseUrl, ctx.log);
+        if (o.dryRun) {
+          const { db, sql } = ctx.db();
+          const plan = await planBackfill({ sql, db, api: ctx.api(), settings: ctx.config.pipeline }, await chosenSourceIds(ctx, o));
+          process.stdout.write(renderBackfillPlan(plan));
+          return;
+        }
         const { report, exitCode } = await backfillWithContext(ctx, o);
         process.stdout.write(renderBackfillReport(report));
         process.exitCode = exitCode;

@@ -5,7 +5,7 @@ import { Argument, InvalidArgumentError, type Command } from 'commander';
 import { CronExpressionParser } from 'cron-parser';
 import { LIMIT_MAX } from '../api/schemas.ts';
 import type { Source } from '../db/schema.ts';
-import { deleteSource, listSources, setSourcePaused } from '../db/sources.ts';
+import { deleteSource, listSources, setSourceMaxCreditsPerDay, setSourcePaused } from '../db/sources.ts';
 import {
   SEARCH_FILTER_VALUES,
   SEARCH_LIMIT_DEFAULT,
@@ -175,6 +175,7 @@ interface AddOptions {
   file?: string;
   generateMissing: boolean;
   maxGenerateMinutes?: number;
+  maxCreditsPerDay?: number;
   uploadDate?: string;
   type?: string;
   duration?: string;
@@ -192,6 +193,11 @@ function addKindCommand(add: Command, kind: SourceKind): void {
     .option('--cron <expr>', 'sync on this schedule (UTC, five fields) when a daemon runs; default: only by backfill', cronArg)
     .option('--generate-missing', 'generate a transcript from the audio for videos without captions (2 credits per started minute)', false)
     .option('--max-generate-minutes <n>', 'the most media minutes this source may have generated, ever (needs --generate-missing)', intArg(1, 10_000_000))
+    .option(
+      '--max-credits-per-day <n>',
+      'the most credits this source may spend in one UTC day (listings, batches, generated transcripts); a sync past it is refused; default: no cap',
+      intArg(1, 2_147_483_647),
+    )
     .action(async (refArg: string | string[] | undefined, o: AddOptions) => {
       const given = Array.isArray(refArg) ? refArg : refArg === undefined ? [] : [refArg];
       const refs: SourceRef[] = given.map((value, i) => ({ value, where: given.length === 1 ? cli.argument.replace(/[<>[\]. ]/g, '') : `argument ${i + 1}` }));
@@ -225,11 +231,19 @@ function addKindCommand(add: Command, kind: SourceKind): void {
         // the API client takes its rate-limit tokens from Redis: fail now rather than hang there
         await waitForRedis(ctx.redis());
         const { sql, db } = ctx.db();
-        const s = await registerSource({ sql, db, api: ctx.api() }, input);
+        let s = await registerSource({ sql, db, api: ctx.api() }, input);
+        if (o.maxCreditsPerDay !== undefined) {
+          // set before the schedulers know the source, so no sync of it runs without its cap
+          s = await setSourceMaxCreditsPerDay(db, s.id, o.maxCreditsPerDay).catch(async (e: unknown) => {
+            await deleteSource(db, s.id);
+            throw e;
+          });
+        }
         if (s.cron) await refreshSchedulers(ctx);
         const extras = [
           s.include.length > 0 ? `including ${s.include.join(',')}` : '',
           s.generateMissing ? `generating missing transcripts${s.maxGenerateMinutes !== null ? ` (at most ${s.maxGenerateMinutes} min)` : ''}` : '',
+          s.maxCreditsPerDay !== null ? `at most ${s.maxCreditsPerDay} credits a day` : '',
         ].filter((x) => x !== '');
         process.stdout.write(
           `source ${s.id} added: ${describe(s)}, ${KIND_CLI[s.kind].size(s)}, ` +
@@ -272,9 +286,9 @@ export function registerSourcesCommand(program: Command): void {
         }
         process.stdout.write(
           renderTable(
-            ['id', 'kind', 'external id', 'title', 'limit', 'langs', 'cron', 'paused', 'last synced'],
+            ['id', 'kind', 'external id', 'title', 'limit', 'langs', 'credits/day', 'cron', 'paused', 'last synced'],
             rows.map((s) => [
-              s.id, s.kind, s.externalId, s.title, s.maxVideos, s.langs.join(',') || 'default',
+              s.id, s.kind, s.externalId, s.title, s.maxVideos, s.langs.join(',') || 'default', s.maxCreditsPerDay ?? 'no cap',
               s.cron ?? '-', s.paused ? 'yes' : 'no', shortTime(s.lastSyncedAt ? s.lastSyncedAt.toISOString() : null),
             ]),
           ),

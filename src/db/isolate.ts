@@ -18,6 +18,9 @@ export function isDataError(e: unknown): e is Error & { code: string } {
   return typeof code === 'string' && code.length === 5 && DATA_ERROR_CLASSES.includes(code.slice(0, 2));
 }
 
+/** A transaction (or a savepoint of one): what the writes here run in. */
+export type Transaction = postgres.TransactionSql<any>;
+
 export interface Rejected<T> {
   item: T;
   /** Postgres's own words */
@@ -30,9 +33,9 @@ export interface Rejected<T> {
  * error (a lost connection, a deadlock) is thrown as is.
  */
 export async function writeIsolating<T, R>(
-  tx: postgres.TransactionSql<any>,
+  tx: Transaction,
   items: readonly T[],
-  write: (sp: postgres.TransactionSql<any>, items: readonly T[]) => Promise<R>,
+  write: (sp: Transaction, items: readonly T[]) => Promise<R>,
 ): Promise<{ results: R[]; rejected: Rejected<T>[] }> {
   const results: R[] = [];
   const rejected: Rejected<T>[] = [];

@@ -6,7 +6,7 @@
  */
 import { LAND_CHUNK_ITEMS } from '../config.ts';
 import type { Queryable } from './connection.ts';
-import { ITEM_STATES, type ItemState, type QuarantineReason } from '../domain/items.ts';
+import type { ItemState, QuarantineReason } from '../domain/items.ts';
 import type { BatchItemRecord } from './schema.ts';
 import { ESCAPED_UNSTORABLE_RE, findUnstorable, isStorableText, storableText } from './storable.ts';
 
@@ -26,12 +26,27 @@ export interface LandItem {
   reason?: string | undefined;
   /** the stable category of `reason` */
   reasonCode?: QuarantineReason | undefined;
+  /** `HUGE_NUMBER_RE.test(payloadRaw)`, when the caller ran it already (see `hasHugeNumber`) */
+  hugeNumber?: boolean | undefined;
+  /**
+   * true when `payloadRaw` was decoded from UTF-8 bytes (which leaves no lone surrogate) and then
+   * parsed as JSON (which allows no raw U+0000): text Postgres stores as is, not scanned again
+   * (the scan costs ~0.1 ms on a 20 KB transcript item with a character outside Latin-1)
+   */
+  decodedText?: boolean | undefined;
+}
+
+/** States of an item that was delivered: landed, or landed and written in one go (the poller). */
+export const DELIVERED_ITEM_STATES = ['landed', 'sunk'] as const satisfies readonly ItemState[];
+
+export function isDelivered(state: ItemState): boolean {
+  return (DELIVERED_ITEM_STATES as readonly ItemState[]).includes(state);
 }
 
 export interface LandResult {
   /** rows inserted or changed (any state) */
   written: number;
-  /** rows that became `landed` by this call */
+  /** rows that became `landed` or `sunk` by this call */
   landed: number;
   /** the rows inserted or changed, with the state and errorCode they now have */
   rows: { videoId: string; state: ItemState; errorCode: string | null }[];
@@ -44,11 +59,32 @@ export interface LandResult {
  */
 export const HUGE_NUMBER_RE = /[0-9.][eE][+-]?\d{5,}|\d{1000}/;
 
-interface StoredPayload {
-  /** JSON text of the jsonb value, or null */
+/**
+ * An item ready to land: its payload already cut to what is stored (the received text for the
+ * jsonb column, or for payload_raw), so no parsed copy of it needs to stay in memory while a chunk
+ * fills up (a parsed ~20 KB transcript item takes several times its text).
+ */
+export interface LandRecord {
+  videoId: string;
+  state: ItemState;
+  errorCode: string | null;
+  /** JSON text that becomes the jsonb `payload` (the received text), or null */
   json: string | null;
+  /** `payload_raw`: the text when jsonb cannot hold it, or null */
   raw: string | null;
-  note: string | null;
+  /** why the item is quarantined */
+  reason: string | undefined;
+  reasonCode: QuarantineReason | undefined;
+  /** what was changed to store it (a key in its JSON form, a payload kept as a string literal) */
+  notes: string[];
+}
+
+/**
+ * Whether the item's text may carry a number `numeric` cannot hold; the caller's answer when it
+ * asked already (the regex costs ~0.1-0.2 ms on a 20 KB transcript item: once per item is enough).
+ */
+function hasHugeNumber(item: LandItem, text: string): boolean {
+  return item.hugeNumber ?? HUGE_NUMBER_RE.test(text);
 }
 
 /**
@@ -56,69 +92,102 @@ interface StoredPayload {
  * `\u0000` and lone surrogates), so nothing is lost either way. `json` is spliced into the
  * statement's JSON as is, so it must be valid JSON: the received text or our serialisation.
  */
-function storedPayload(item: LandItem): StoredPayload {
+export function toLandRecord(item: LandItem): LandRecord {
+  let { videoId, state, reasonCode } = item;
+  const notes: string[] = [];
+  if (!isStorableText(videoId)) {
+    // Not storable as a key: keep the item under its JSON-quoted form, set aside for a human.
+    videoId = JSON.stringify(videoId);
+    state = 'quarantined';
+    reasonCode ??= 'unstorable';
+    notes.push('videoId holds a character Postgres text cannot store; video_id is its JSON form');
+  }
+  const record: LandRecord = { videoId, state, errorCode: item.errorCode, json: null, raw: null, reason: item.reason, reasonCode, notes };
   const text = item.payloadRaw ?? (item.payload === undefined ? undefined : JSON.stringify(item.payload));
-  if (text === undefined) return { json: null, raw: null, note: null };
-  if (item.payload !== undefined && isStorableText(text) && !HUGE_NUMBER_RE.test(text)) {
+  if (text === undefined) return record;
+  const storable = (item.decodedText === true && item.payloadRaw !== undefined) || isStorableText(text);
+  if (item.payload !== undefined && storable && !hasHugeNumber(item, text)) {
     // Both U+0000 and lone surrogates can only reach the text as \u escapes; the walk that
     // tells for sure runs only when such an escape (or its look-alike \\u0000) is present.
     if (!ESCAPED_UNSTORABLE_RE.test(text) || findUnstorable(item.payload) === undefined) {
-      return { json: text, raw: null, note: null };
+      record.json = text;
+      return record;
     }
   }
-  if (isStorableText(text)) return { json: null, raw: text, note: null };
+  if (storable) {
+    record.raw = text;
+    return record;
+  }
   // Text with a literal U+0000 is not even valid JSON; keep it losslessly as a JSON string.
-  return { json: null, raw: JSON.stringify(text), note: 'payload_raw holds the received text as a JSON string literal' };
+  record.raw = JSON.stringify(text);
+  notes.push('payload_raw holds the received text as a JSON string literal');
+  return record;
 }
 
-function landJson(items: readonly LandItem[]): string {
-  const parts = items.map((item) => {
-    const p = storedPayload(item);
-    let { videoId, state, reasonCode } = item;
-    const notes = [item.reason, p.note];
-    if (!isStorableText(videoId)) {
-      // Not storable as a key: keep the item under its JSON-quoted form, set aside for a human.
-      videoId = JSON.stringify(videoId);
-      state = 'quarantined';
-      reasonCode ??= 'unstorable';
-      notes.push('videoId holds a character Postgres text cannot store; video_id is its JSON form');
-    }
-    const reason = notes.filter((s): s is string => typeof s === 'string').map(storableText).join('; ') || null;
+/**
+ * The record set aside after Postgres rejected it (`message`, Postgres's words): quarantined,
+ * its text kept in payload_raw (the jsonb copy may be what Postgres refused).
+ */
+export function setAsideRecord(record: LandRecord, message: string): LandRecord {
+  return {
+    ...record,
+    state: 'quarantined',
+    json: null,
+    raw: record.raw ?? record.json,
+    reason: `Postgres cannot store it: ${message}`,
+    reasonCode: 'unstorable',
+  };
+}
+
+function landJson(records: readonly LandRecord[]): string {
+  const parts = records.map((r) => {
+    const reason = [r.reason, ...r.notes].filter((x): x is string => typeof x === 'string').map(storableText).join('; ') || null;
     // payload is spliced in as JSON text (not re-encoded), so Postgres parses the received text.
     return (
-      `{"video_id":${JSON.stringify(videoId)},"state":${JSON.stringify(state)},` +
-      `"error_code":${JSON.stringify(item.errorCode)},"payload":${p.json ?? 'null'},` +
-      `"payload_raw":${JSON.stringify(p.raw)},"reason":${JSON.stringify(reason)},` +
-      `"reason_code":${JSON.stringify(state === 'quarantined' ? (reasonCode ?? null) : null)}}`
+      `{"video_id":${JSON.stringify(r.videoId)},"state":${JSON.stringify(r.state)},` +
+      `"error_code":${JSON.stringify(r.errorCode)},"payload":${r.json ?? 'null'},` +
+      `"payload_raw":${JSON.stringify(r.raw)},"reason":${JSON.stringify(reason)},` +
+      `"reason_code":${JSON.stringify(r.state === 'quarantined' ? (r.reasonCode ?? null) : null)}}`
     );
   });
   return `[${parts.join(',')}]`;
 }
 
-/**
- * Records items of one batch as they were answered. New items are inserted; an existing row is
- * changed only while it is still `processing` (and only if something differs), so landing the
- * same answer twice writes nothing and a landed payload is never replaced. Items with the same
- * videoId: the last one wins. Runs one statement per `chunkItems` items (default
- * LAND_CHUNK_ITEMS: it bounds the size of one JSON parameter, ~20 KB per transcript item); pass
- * a transaction to make a whole poll atomic.
- */
+/** Records items of one batch as they were answered (see `landRecords`). */
 export async function landItems(
   sql: Queryable,
   jobId: string,
   items: readonly LandItem[],
   chunkItems: number = LAND_CHUNK_ITEMS,
 ): Promise<LandResult> {
-  const byVideo = new Map<string, LandItem>();
-  for (const item of items) byVideo.set(item.videoId, item);
+  return landRecords(sql, jobId, items.map(toLandRecord), chunkItems);
+}
+
+/**
+ * Records items of one batch as they were answered. New items are inserted; an existing row is
+ * changed only while it is still `processing` (and only if something differs), so landing the
+ * same answer twice writes nothing and a landed payload is never replaced. A record in state
+ * `sunk` lands with its rows written in the same transaction (the poller's direct write):
+ * `landed_at` and `sunk_at` both now. Items with the same videoId: the last one wins. Runs one
+ * statement per `chunkItems` items (default LAND_CHUNK_ITEMS: it bounds the size of one JSON
+ * parameter, ~20 KB per transcript item); pass a transaction to make a whole poll atomic.
+ */
+export async function landRecords(
+  sql: Queryable,
+  jobId: string,
+  records: readonly LandRecord[],
+  chunkItems: number = LAND_CHUNK_ITEMS,
+): Promise<LandResult> {
+  const byVideo = new Map<string, LandRecord>();
+  for (const r of records) byVideo.set(r.videoId, r);
   const unique = [...byVideo.values()];
   const total: LandResult = { written: 0, landed: 0, rows: [] };
   for (let i = 0; i < unique.length; i += chunkItems) {
     const json = landJson(unique.slice(i, i + chunkItems));
     const rows = await sql<{ video_id: string; state: ItemState; error_code: string | null }[]>`
-      insert into batch_items as b (job_id, video_id, state, error_code, payload, payload_raw, reason, reason_code, landed_at)
+      insert into batch_items as b (job_id, video_id, state, error_code, payload, payload_raw, reason, reason_code, landed_at, sunk_at)
       select ${jobId}, video_id, state, error_code, payload, payload_raw, reason, reason_code,
-        case when state = 'landed' then now() end
+        case when state = any(${[...DELIVERED_ITEM_STATES]}::text[]) then now() end, case when state = 'sunk' then now() end
       from jsonb_to_recordset(${json}::text::jsonb) as r(
         video_id text, state text, error_code text, payload jsonb, payload_raw text, reason text, reason_code text)
       on conflict (job_id, video_id) do update set
@@ -129,13 +198,14 @@ export async function landItems(
         reason = excluded.reason,
         reason_code = excluded.reason_code,
         landed_at = excluded.landed_at,
+        sunk_at = excluded.sunk_at,
         updated_at = now()
       where b.state = 'processing'
         and (b.state, b.error_code, b.payload, b.payload_raw, b.reason)
           is distinct from (excluded.state, excluded.error_code, excluded.payload, excluded.payload_raw, excluded.reason)
       returning video_id, state, error_code`;
     total.written += rows.length;
-    total.landed += rows.filter((r) => r.state === 'landed').length;
+    total.landed += rows.filter((r) => isDelivered(r.state)).length;
     for (const r of rows) total.rows.push({ videoId: r.video_id, state: r.state, errorCode: r.error_code });
   }
   return total;
@@ -257,45 +327,4 @@ export async function jobIdsWithLandedItems(sql: Queryable): Promise<string[]> {
   const rows = await sql<Pick<BatchItemRecord, 'jobId'>[]>`
     select distinct job_id as "jobId" from batch_items where state = 'landed'`;
   return rows.map((r) => r.jobId);
-}
-
-export interface ItemCounts {
-  /** every ITEM_STATES state, zeros included */
-  byState: Record<ItemState, number>;
-  /** retryable items that no batch has re-submitted yet */
-  retryablePending: number;
-}
-
-/** Items of every batch per state. */
-export async function itemCounts(sql: Queryable): Promise<ItemCounts> {
-  const rows = await sql<{ state: ItemState; n: number; unclaimed: number }[]>`
-    select state, count(*)::int as n, count(*) filter (where resubmitted_in is null)::int as unclaimed
-    from batch_items group by state`;
-  const byState = Object.fromEntries(ITEM_STATES.map((s) => [s, 0])) as Record<ItemState, number>;
-  let retryablePending = 0;
-  for (const r of rows) {
-    byState[r.state] = r.n;
-    if (r.state === 'retryable') retryablePending = r.unclaimed;
-  }
-  return { byState, retryablePending };
-}
-
-/** Items that carry an errorCode, by code and by the state it left them in; the most frequent first. */
-export function itemErrorCounts(sql: Queryable): Promise<{ errorCode: string; state: ItemState; items: number }[]> {
-  return sql<{ errorCode: string; state: ItemState; items: number }[]>`
-    select error_code as "errorCode", state, count(*)::int as items from batch_items
-    where error_code is not null group by error_code, state order by items desc, error_code`;
-}
-
-/** Items in one of `states` that carry an errorCode, by the source of their batch and the code. */
-export function itemErrorsBySource(
-  sql: Queryable,
-  states: readonly ItemState[],
-): Promise<{ sourceId: number | null; errorCode: string; items: number }[]> {
-  return sql<{ sourceId: number | null; errorCode: string; items: number }[]>`
-    select b.source_id as "sourceId", i.error_code as "errorCode", count(*)::int as items
-    from batch_items i join batches b on b.job_id = i.job_id
-    where i.error_code is not null and i.state = any(${[...states]}::text[])
-    group by b.source_id, i.error_code
-    order by b.source_id nulls last, items desc`;
 }

@@ -64,6 +64,17 @@ export async function setSourcePaused(db: Db, id: number, paused: boolean): Prom
   return rows[0];
 }
 
+/** A source's `--max-credits-per-day` (null: no cap). */
+export async function setSourceMaxCreditsPerDay(db: Db, id: number, maxCreditsPerDay: number | null): Promise<Source> {
+  const rows = await db
+    .update(sources)
+    .set({ maxCreditsPerDay, updatedAt: new Date() })
+    .where(eq(sources.id, id))
+    .returning();
+  if (!rows[0]) throw new SourceNotFoundError(id);
+  return rows[0];
+}
+
 /** Every source's ID, in order. */
 export async function allSourceIds(sql: Queryable): Promise<number[]> {
   const rows = await sql<Pick<Source, 'id'>[]>`select id from sources order by id`;
@@ -79,26 +90,6 @@ export async function existingSourceIds(sql: Queryable, ids: readonly number[]):
 /** What a source's job scheduler depends on. */
 export function sourceSchedules(sql: Queryable): Promise<Pick<Source, 'id' | 'cron' | 'paused'>[]> {
   return sql<Pick<Source, 'id' | 'cron' | 'paused'>[]>`select id, cron, paused from sources`;
-}
-
-export type SourceWithCounts = Pick<
-  Source,
-  'id' | 'kind' | 'ref' | 'externalId' | 'title' | 'paused' | 'cron' | 'maxVideos' | 'langs' | 'lastSyncedAt' | 'lastError' | 'lastErrorCode' | 'lastErrorAt'
-> & {
-  /** videos of the source stored in `videos` */
-  videos: number;
-  /** transcripts (any language) of the source's videos */
-  transcripts: number;
-};
-
-/** Every source with what is stored of it, by ID. */
-export function sourcesWithCounts(sql: Queryable): Promise<SourceWithCounts[]> {
-  return sql<SourceWithCounts[]>`
-    select s.id, s.kind, s.ref, s.external_id as "externalId", s.title, s.paused, s.cron, s.max_videos as "maxVideos", s.langs,
-      s.last_synced_at as "lastSyncedAt", s.last_error as "lastError", s.last_error_code as "lastErrorCode", s.last_error_at as "lastErrorAt",
-      (select count(*) from source_videos sv join videos v on v.id = sv.video_id where sv.source_id = s.id)::int as videos,
-      (select count(*) from source_videos sv join transcripts t on t.video_id = sv.video_id where sv.source_id = s.id)::int as transcripts
-    from sources s order by s.id`;
 }
 
 /** Seconds since the last successful sync of each source synced at least once. */

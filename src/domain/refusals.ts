@@ -28,6 +28,34 @@ export type HoldEvent = (typeof HOLD_EVENTS)[number];
  */
 export const HOLD_CODES_JUDGED_BY_ME: readonly HoldCode[] = ['unauthorized', 'credits'];
 
+/**
+ * What a credit check measures an estimate against: the account (`/me` less CREDIT_RESERVE and
+ * what other syncs reserved), the installation's CREDIT_BUDGET_PER_DAY, or the source's
+ * `--max-credits-per-day`. A refusal by any of them is recorded alike (`sync_runs.outcome`
+ * `refused-credits`, its detail naming the limit).
+ */
+export const CREDIT_LIMITS = ['account', 'installation-budget', 'source-budget'] as const;
+export type CreditLimit = (typeof CREDIT_LIMITS)[number];
+
+/**
+ * Only an account with nothing left holds every scheduled sync (until a `/me` re-check shows
+ * credits again). A daily budget is a choice of this installation, not a refusal by the
+ * upstream: it refuses the sync that would pass it, and nothing else; the next UTC day, or a
+ * cheaper sync, goes through.
+ */
+export const CREDIT_LIMIT_HOLD: Readonly<Record<CreditLimit, HoldCode | null>> = {
+  account: 'credits',
+  'installation-budget': null,
+  'source-budget': null,
+};
+
+/** `sources.last_error_code` of a sync refused by each limit. */
+export const CREDIT_LIMIT_ERROR_CODE: Readonly<Record<CreditLimit, string>> = {
+  account: 'credits',
+  'installation-budget': 'budget',
+  'source-budget': 'budget',
+};
+
 /** API error codes that refuse a sync for account or plan reasons (`sync_runs.outcome` = refused-upstream). */
 export const REFUSED_UPSTREAM_CODES: readonly ErrorCode[] = ['unauthorized', 'upgrade-required', 'forbidden', 'limit-exceeded'];
 

@@ -61,3 +61,18 @@ export function generateCredits(durationS: number): number {
 
 /** A channel's or playlist's metadata record is re-fetched (1 credit) when older than this. */
 export const SOURCE_METADATA_REFRESH_MS = 24 * 3_600_000;
+
+/**
+ * What a sync pays before any batch, per kind (UPSTREAM.md: every answered request but `/me` and
+ * polls costs 1 credit): `listing` credits for the ID listing, or that much per page
+ * (`perPage`: a search follows its pages, and how many only the search knows), plus 1 to re-read
+ * the source's own record (`record`) when it is older than SOURCE_METADATA_REFRESH_MS.
+ */
+export const LISTING_PRICE: Readonly<
+  Record<SourceKind, { listing: number; perPage: boolean; record: 'channels' | 'playlists' | null }>
+> = {
+  channel: { listing: 1, perPage: false, record: 'channels' },
+  playlist: { listing: 1, perPage: false, record: 'playlists' },
+  videos: { listing: 0, perPage: false, record: null },
+  search: { listing: 1, perPage: true, record: null },
+};

@@ -4,7 +4,10 @@
  * paused, or held by an upstream refusal).
  */
 
-/** `sync_runs.outcome` of a finished run. */
+/**
+ * `sync_runs.outcome` of a finished run. `refused-credits`: the credit guard refused it before a
+ * paid call (the account, or a daily budget: `detail` says which; src/domain/refusals.ts).
+ */
 export const SYNC_RUN_OUTCOMES = ['submitted', 'up-to-date', 'refused-credits', 'refused-upstream', 'error'] as const;
 export type SyncRunOutcome = (typeof SYNC_RUN_OUTCOMES)[number];
 

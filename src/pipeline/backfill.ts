@@ -6,21 +6,24 @@
 import { ApiError } from '../api/errors.ts';
 import type { BatchProgress } from '../db/batch-progress.ts';
 import { inFlightJobIds } from '../db/batches.ts';
-import { isTerminalStatus } from '../domain/batches.ts';
-import { REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
-import { recheckHolds } from './upstream-holds.ts';
-import type { PipelineDeps } from './deps.ts';
-import { CreditReservations, takeCreditSnapshot } from './credits.ts';
+import type { Source } from '../db/schema.ts';
 import { getSource } from '../db/sources.ts';
-import { submitGenerations } from './generate.ts';
-import { syncSource, type SyncResult } from './scheduler.ts';
+import { isTerminalStatus, type BatchKind } from '../domain/batches.ts';
+import { REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
+import { GENERATE_CREDITS_PER_MINUTE, generateCredits, LISTING_PRICE } from '../domain/sources.ts';
+import { budgetsLeft, creditsLeft, takeCreditSnapshot } from './credits.ts';
+import type { PipelineDeps } from './deps.ts';
+import { planGenerations, submitGenerations } from './generate.ts';
+import { candidatesOf, listingEstimate, planBatches, syncSource, wantedNow, type ListingEstimate, type PlanClaims, type SyncResult } from './scheduler.ts';
+import { recheckHolds } from './upstream-holds.ts';
 import { waitForBatches } from './wait-for-batches.ts';
 
 /**
  * Sources a backfill syncs side by side. Each sync mostly waits on the API (listing, /me, the
  * POSTs) and holds a pooled connection for its advisory lock, so a few at a time: one by one, a
  * backfill of 20 sources spent ~9 s submitting at 100 ms per request. Together they still keep
- * to the credit budget (CreditReservations), and the shared rate limiter still paces the requests.
+ * to the credits (their reservations are in Postgres, shared with every other process: see
+ * src/pipeline/credits.ts), and the shared rate limiter still paces the requests.
  */
 export const BACKFILL_SYNC_CONCURRENCY = 4;
 
@@ -78,10 +81,9 @@ export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Pr
   // lift their holds, so batches in flight are polled again even when no source submits
   await recheckHolds(deps).catch((e: unknown) => deps.log.warn({ event: 'hold.recheck_failed', err: e }, 'could not re-check upstream holds'));
   // side by side (each sync is mostly waiting on the API); reported in the order given
-  const reservations = new CreditReservations();
   const outcomes = await mapConcurrent(opts.sourceIds, syncConcurrency(deps.sql.options.max), async (sourceId) => {
     try {
-      return { sourceId, result: await syncSource(deps, sourceId, { trigger: 'backfill', reservations }) };
+      return { sourceId, result: await syncSource(deps, sourceId, { trigger: 'backfill' }) };
     } catch (e: unknown) {
       return { sourceId, error: e };
     }
@@ -114,7 +116,7 @@ export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Pr
   // Captions a finished batch reported missing are generated now (sources with
   // --generate-missing), so one backfill ends with them stored rather than at the next sync.
   if (opts.wait && !waited.timedOut && !opts.signal?.aborted) {
-    const generated = await generateMissing(deps, report, reservations);
+    const generated = await generateMissing(deps, report);
     if (generated.length > 0) {
       const left = opts.timeoutMs === undefined ? undefined : Math.max(0, opts.timeoutMs - (Date.now() - startedMs));
       waited = await waitFor([...jobIds, ...generated], left);
@@ -160,13 +162,13 @@ function judge(report: BackfillReport, waited: boolean): void {
  * Generated transcripts for the synced sources that want them, now that their batches ended;
  * each source's sync result counts them. Returns the transcript jobs' IDs.
  */
-async function generateMissing(deps: PipelineDeps, report: BackfillReport, reservations: CreditReservations): Promise<string[]> {
+async function generateMissing(deps: PipelineDeps, report: BackfillReport): Promise<string[]> {
   const jobIds: string[] = [];
   for (const sync of report.syncs) {
     const source = await getSource(deps.db, sync.sourceId).catch(() => null);
     if (!source?.generateMissing) continue;
     try {
-      const g = await submitGenerations(deps, source, { reservations, platform: deps.api.platform });
+      const g = await submitGenerations(deps, source, { platform: deps.api.platform });
       sync.jobIds.push(...g.jobIds);
       sync.submitted += g.videos;
       sync.creditsEstimated += g.credits;
@@ -178,4 +180,132 @@ async function generateMissing(deps: PipelineDeps, report: BackfillReport, reser
     }
   }
   return jobIds;
+}
+
+/** One batch (or set of generated transcripts) a backfill would pay for. */
+export interface PlannedPurchase {
+  kind: BatchKind | 'generate';
+  lang: string | null;
+  videos: number;
+  credits: number;
+}
+
+/** What syncing one source now would pay for, as far as Postgres knows. */
+export interface PlannedSourceSync {
+  source: Pick<Source, 'id' | 'kind' | 'externalId' | 'title' | 'maxCreditsPerDay'>;
+  /** the listing and its record's refresh; credits 0 when nothing is listed (a `videos` source, or everything in flight) */
+  listing: ListingEstimate;
+  /** videos Postgres knows the source lists (what the plan is made of) */
+  known: number;
+  /** in the order they would be sent */
+  purchases: PlannedPurchase[];
+  /** kinds and languages left out: a batch of theirs is still in flight */
+  inFlight: { kind: BatchKind; lang: string | null }[];
+  /** what the plan cannot know without a paid listing, or before the batches answer */
+  unknowns: string[];
+  /** the source's `--max-credits-per-day` and what it spent or reserved today */
+  budget?: { budget: number; spent: number };
+}
+
+export interface BackfillPlan {
+  sources: PlannedSourceSync[];
+  /** listings, batches and generated transcripts, summed */
+  credits: number;
+  /** `/me` (free): left above the reserve and reserved by syncs in progress; or why it could not be read */
+  account: { left: number; reserved: number } | { error: string };
+  /** CREDIT_BUDGET_PER_DAY and what was spent or reserved today */
+  budget?: { budget: number; spent: number };
+}
+
+/** Longest wait for the dry run's `/me` (its only API call): the plan is printed without it. */
+export const DRY_RUN_ME_TIMEOUT_MS = 10_000;
+
+/**
+ * `backfill --dry-run`: what a backfill of `sourceIds` would submit now, planned from Postgres
+ * alone (the videos each source listed before, `source_videos`; what is due, by
+ * src/domain/attempts.ts over `video_sync`), without a paid call: the only request is `/me`,
+ * which is free. Nothing is written. A video several sources list is planned once, for the first.
+ */
+export async function planBackfill(deps: Pick<PipelineDeps, 'sql' | 'db' | 'api' | 'settings'>, sourceIds: number[]): Promise<BackfillPlan> {
+  const claims: PlanClaims = { videos: new Map(), shared: 0 };
+  const plan: BackfillPlan = { sources: [], credits: 0, account: { error: 'not read' } };
+  for (const id of sourceIds) {
+    const p = await planSourceSync(deps, await getSource(deps.db, id), claims);
+    plan.sources.push(p);
+    plan.credits += p.listing.credits + p.purchases.reduce((n, b) => n + b.credits, 0);
+  }
+  const budgets = await budgetsLeft(deps, null, null);
+  if (budgets.installation) plan.budget = budgets.installation;
+  try {
+    const c = await creditsLeft(deps, { signal: AbortSignal.timeout(DRY_RUN_ME_TIMEOUT_MS) });
+    plan.account = { left: c.left, reserved: c.reserved };
+  } catch (e: unknown) {
+    plan.account = { error: e instanceof Error ? e.message : String(e) };
+  }
+  return plan;
+}
+
+async function planSourceSync(
+  deps: Pick<PipelineDeps, 'sql' | 'settings'>,
+  source: Source,
+  claims: PlanClaims,
+): Promise<PlannedSourceSync> {
+  const wanted = await wantedNow(deps, source);
+  const langs: (string | null)[] = source.langs.length > 0 ? source.langs : [null];
+  const all = [{ kind: 'video' as const, lang: null }, ...langs.map((lang) => ({ kind: 'transcript' as const, lang }))];
+  const inFlight = all.filter((w) => !wanted.some((x) => x.kind === w.kind && x.lang === w.lang));
+  const candidates = await candidatesOf(deps, source, []);
+  const out: PlannedSourceSync = {
+    source,
+    // a sync with everything in flight stops before its listing
+    listing: wanted.length === 0 ? { refresh: 0, listing: 0, credits: 0 } : await listingEstimate(deps.sql, source),
+    known: candidates.length,
+    purchases: [],
+    inFlight,
+    unknowns: [],
+  };
+  const budgets = await budgetsLeft(deps, source.id, source.maxCreditsPerDay);
+  if (budgets.source) out.budget = budgets.source;
+  if (wanted.length === 0) return out;
+
+  const sharedBefore = claims.shared;
+  for (const b of await planBatches(deps, source, wanted, candidates, claims)) {
+    out.purchases.push({ kind: b.kind, lang: b.lang, videos: b.videos, credits: b.credits });
+  }
+  const gen = await planGenerations(deps, source);
+  for (const lang of langs) {
+    const of = gen.planned.filter((g) => g.lang === lang);
+    if (of.length === 0) continue;
+    const credits = of.reduce((n, g) => n + generateCredits(g.durationS), 0);
+    out.purchases.push({ kind: 'generate', lang, videos: of.length, credits });
+  }
+
+  const kinds = wanted.map((w) => (w.kind === 'video' ? 'metadata' : `transcript ${w.lang ?? '(default language)'}`)).join(', ');
+  const price = LISTING_PRICE[source.kind];
+  if (price.listing > 0) {
+    out.unknowns.push(
+      `videos the listing finds that Postgres has not seen: 1 credit each for ${kinds}, and 1 per batch more` +
+        (price.perPage ? '' : ` (the listing returns at most ${source.maxVideos})`),
+    );
+  }
+  if (price.perPage) {
+    out.unknowns.push(
+      `how many pages the search takes to find ${source.maxVideos} videos (1 credit a page): ` +
+        `counted as ${out.listing.pages ?? 1}, as many as its last listing took (at least 1)`,
+    );
+  }
+  const shared = claims.shared - sharedBefore;
+  if (shared > 0) {
+    out.unknowns.push(
+      `${shared} of its due videos (per kind and language) are planned under an earlier source of this plan; ` +
+        'syncs run side by side may buy some under this one instead: the same videos, but the batches, 1 credit each, may split otherwise',
+    );
+  }
+  if (source.generateMissing) {
+    out.unknowns.push(
+      `videos of these batches that come back without captions: a generated transcript costs ${GENERATE_CREDITS_PER_MINUTE} credits per started minute` +
+        (source.maxGenerateMinutes !== null ? `, within --max-generate-minutes ${source.maxGenerateMinutes}` : ''),
+    );
+  }
+  return out;
 }

@@ -30,7 +30,7 @@ import { recordOutcomes } from '../db/video-sync.ts';
 import { NO_CAPTIONS_CODE } from '../domain/items.ts';
 import { generateCredits, startedMinutes } from '../domain/sources.ts';
 import { pollJobId, sinkJobId } from '../queues/names.ts';
-import { checkCredits, CreditsRefusedError, type CreditReservations } from './credits.ts';
+import { reserveCredits, type CreditHold, type CreditsRefusedError } from './credits.ts';
 import type { PipelineDeps } from './deps.ts';
 import { answerMayBeLost } from './submit.ts';
 
@@ -38,8 +38,6 @@ import { answerMayBeLost } from './submit.ts';
 export const SYNC_JOB_ID_PREFIX = 'gen-sync';
 
 export interface GenerateOptions {
-  /** shared by syncs that run side by side, so together they keep to the budget; default none */
-  reservations?: CreditReservations;
   /** the platform path segment, for the video's URL; default DEFAULT_PLATFORM */
   platform?: string;
 }
@@ -55,61 +53,94 @@ export interface GenerateResult {
   credits: number;
   /** set when the credit guard refused the set: nothing was sent */
   refused?: CreditsRefusedError;
+  /** with `refused`: what `/me` showed left above the reserve, when it was read */
+  accountLeft?: number;
 }
 
-interface PlannedGeneration {
+export interface PlannedGeneration {
   videoId: string;
   durationS: number;
   lang: string | null;
 }
 
+export interface GenerationPlan {
+  /** newest upload first, within the source's minute budget */
+  planned: PlannedGeneration[];
+  /** candidates left out: they would pass `maxGenerateMinutes` */
+  overBudget: number;
+  /** started minutes generated so far and planned now */
+  usedMinutes: number;
+  /** the documented price of `planned` (2 credits per started minute) */
+  credits: number;
+}
+
 /**
- * Send the due generations of `source` (nothing unless `generateMissing`). Candidates are taken
- * newest upload first; one that would pass `maxGenerateMinutes` (counting every generation of the
- * source so far) is skipped, and later, shorter ones may still fit. An API refusal of the account
- * (or the upstream failing) stops the run and is thrown, like a refused batch POST; a refusal of
- * one video counts as its attempt and the run goes on.
+ * The generations due for `source` now (none unless `generateMissing`), from Postgres alone.
+ * Candidates are taken newest upload first; one that would pass `maxGenerateMinutes` (counting
+ * every generation of the source so far) is skipped, and later, shorter ones may still fit.
+ */
+export async function planGenerations(deps: Pick<PipelineDeps, 'sql'>, source: Source): Promise<GenerationPlan> {
+  const plan: GenerationPlan = { planned: [], overBudget: 0, usedMinutes: 0, credits: 0 };
+  if (!source.generateMissing) return plan;
+  const cap = source.maxGenerateMinutes;
+  plan.usedMinutes = (await generatedDurations(deps.sql, source.id)).reduce((n, d) => n + startedMinutes(d), 0);
+  const langs: (string | null)[] = source.langs.length > 0 ? source.langs : [null];
+  for (const lang of langs) {
+    for (const c of await generationCandidates(deps.sql, { sourceId: source.id, lang, missingCode: NO_CAPTIONS_CODE })) {
+      const minutes = startedMinutes(c.durationS);
+      if (cap !== null && plan.usedMinutes + minutes > cap) {
+        plan.overBudget++;
+        continue;
+      }
+      plan.usedMinutes += minutes;
+      plan.planned.push({ ...c, lang });
+      plan.credits += generateCredits(c.durationS);
+    }
+  }
+  return plan;
+}
+
+/**
+ * Send the due generations of `source` (planGenerations). The set is checked and reserved as a
+ * whole before anything is sent. An API refusal of the account (or the upstream failing) stops
+ * the run and is thrown, like a refused batch POST; a refusal of one video counts as its attempt
+ * and the run goes on.
  */
 export async function submitGenerations(
   deps: PipelineDeps,
   source: Source,
   opts: GenerateOptions = {},
 ): Promise<GenerateResult> {
-  const { sql, log, settings } = deps;
+  const { log } = deps;
   const result: GenerateResult = { jobIds: [], videos: 0, minutes: 0, credits: 0 };
   if (!source.generateMissing) return result;
 
-  const cap = source.maxGenerateMinutes;
-  let usedMinutes = (await generatedDurations(sql, source.id)).reduce((n, d) => n + startedMinutes(d), 0);
-  const planned: PlannedGeneration[] = [];
-  let overBudget = 0;
-  const langs: (string | null)[] = source.langs.length > 0 ? source.langs : [null];
-  for (const lang of langs) {
-    for (const c of await generationCandidates(sql, { sourceId: source.id, lang, missingCode: NO_CAPTIONS_CODE })) {
-      const minutes = startedMinutes(c.durationS);
-      if (cap !== null && usedMinutes + minutes > cap) {
-        overBudget++;
-        continue;
-      }
-      usedMinutes += minutes;
-      planned.push({ ...c, lang });
-    }
-  }
+  const { planned, overBudget, usedMinutes, credits: estimate } = await planGenerations(deps, source);
   if (overBudget > 0) {
-    log.info({ event: 'generate.over_budget', sourceId: source.id, skipped: overBudget, usedMinutes, maxMinutes: cap }, 'videos left without a generated transcript: the source\'s minute budget is spent');
+    log.info({ event: 'generate.over_budget', sourceId: source.id, skipped: overBudget, usedMinutes, maxMinutes: source.maxGenerateMinutes }, 'videos left without a generated transcript: the source\'s minute budget is spent');
   }
   if (planned.length === 0) return result;
 
-  const estimate = planned.reduce((n, p) => n + generateCredits(p.durationS), 0);
-  const { available, release } = await checkCredits(deps, source.id, estimate, opts.reservations);
-  if (estimate > available) {
-    const refused = new CreditsRefusedError(estimate, Math.max(0, available), settings.creditReserve);
-    log.warn({ event: 'generate.refused_credits', sourceId: source.id, needed: estimate, available, videos: planned.length }, 'generated transcripts refused: not enough credits');
-    return { ...result, refused };
+  const check = await reserveCredits(deps, {
+    sourceId: source.id,
+    estimate,
+    sourceBudget: source.maxCreditsPerDay,
+    what: 'these generated transcripts',
+    reason: 'before-generate',
+  });
+  if (check.refused) {
+    const refused = check.refused;
+    log.warn({ event: 'generate.refused_credits', sourceId: source.id, limit: refused.limit, needed: estimate, available: refused.available, videos: planned.length }, 'generated transcripts refused: not enough credits');
+    return { ...result, refused, ...(check.accountLeft !== undefined ? { accountLeft: check.accountLeft } : {}) };
   }
+  const { hold } = check;
   try {
     for (const p of planned) {
-      const sent = await generate(deps, source, p, opts.platform ?? DEFAULT_PLATFORM);
+      if (!(await hold.renew())) {
+        log.warn({ event: 'credits.reservation_lapsed', sourceId: source.id, sent: result.videos, planned: planned.length }, 'credit reservation expired: requesting no more generated transcripts this sync');
+        break;
+      }
+      const sent = await generate(deps, source, p, opts.platform ?? DEFAULT_PLATFORM, hold);
       if (sent === null) continue;
       result.jobIds.push(sent.jobId);
       result.videos++;
@@ -117,7 +148,9 @@ export async function submitGenerations(
       result.credits += sent.credits;
     }
   } finally {
-    release();
+    await hold.release().catch((err: unknown) =>
+      log.warn({ event: 'credits.release_failed', sourceId: source.id, err }, 'could not release a credit reservation; it counts until it expires'),
+    );
   }
   log.info(
     { event: 'generate.submitted', sourceId: source.id, jobIds: result.jobIds, videos: result.videos, minutes: result.minutes, credits: result.credits },
@@ -136,6 +169,7 @@ async function generate(
   source: Source,
   p: PlannedGeneration,
   platform: string,
+  hold: CreditHold,
 ): Promise<{ jobId: string; credits: number } | null> {
   const { sql, api, log, settings, queues } = deps;
   const credits = generateCredits(p.durationS);
@@ -187,6 +221,7 @@ async function generate(
       // its one item, unfinished until the job ends (so an end without an answer leaves it retryable)
       await landItems(tx, jobId, [{ videoId: p.videoId, state: 'processing', errorCode: null, payload: undefined }]);
       await markSubmission(tx, submission, 'submitted', { jobId });
+      await hold.spend(tx, credits);
     });
     await queues.poll.add('poll', { jobId, delayMs: settings.pollInitialDelayMs }, { jobId: pollJobId(jobId), delay: settings.pollInitialDelayMs });
     log.debug({ event: 'batch.submitted', mode: 'generate', jobId, kind: 'transcript', lang: p.lang, credits }, 'generation job submitted');
@@ -194,7 +229,7 @@ async function generate(
   }
 
   const jobId = `${SYNC_JOB_ID_PREFIX}:${p.videoId}:${p.lang ?? ''}:${randomUUID()}`;
-  await landAtOnce(deps, { jobId, source, p, request, credits, submission, raw: answer.raw });
+  await landAtOnce(deps, { jobId, source, p, request, credits, submission, raw: answer.raw, hold });
   await queues.sink.add('sink', { jobId }, { jobId: sinkJobId(jobId, 0) });
   return { jobId, credits };
 }
@@ -202,7 +237,7 @@ async function generate(
 /** A transcript answered at once: its batch, completed, and its item, landed. */
 async function landAtOnce(
   deps: PipelineDeps,
-  a: { jobId: string; source: Source; p: PlannedGeneration; request: GenerateRequest; credits: number; submission: number; raw: unknown },
+  a: { jobId: string; source: Source; p: PlannedGeneration; request: GenerateRequest; credits: number; submission: number; raw: unknown; hold: CreditHold },
 ): Promise<void> {
   const { jobId, source, p } = a;
   await deps.sql.begin(async (tx) => {
@@ -217,6 +252,7 @@ async function landAtOnce(
       creditsEstimated: null, polls: 0, reason: null, completedAt: null, terminal: true,
     });
     await markSubmission(tx, a.submission, 'submitted', { jobId });
+    await a.hold.spend(tx, a.credits);
   });
 }
 

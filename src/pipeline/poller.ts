@@ -1,9 +1,11 @@
 /**
- * The poller: one read of one batch. It streams the answer, lands every newly finished item raw
- * in `batch_items` a bounded chunk per transaction as the answer arrives (a download that breaks
- * or runs past POLL_MAX_DURATION_MS keeps what landed; the next poll skips it), updates the batch
- * row, and enqueues sink work for what landed. The landed copy is the source of truth from then
- * on: a later answer that no longer carries a result (`result-unavailable`, expiry) never
+ * The poller: one read of one batch. It streams the answer and, a bounded chunk per transaction
+ * as the answer arrives, lands every newly finished item raw in `batch_items` and writes its
+ * `videos` / `transcripts` row from the item it has just parsed, recording the item `sunk` (a
+ * download that breaks or runs past POLL_MAX_DURATION_MS keeps what landed; the next poll skips
+ * it); then it updates the batch row. Nothing is read back: the sink queue only finishes items
+ * left `landed` by replay or by an older version. The landed copy is the source of truth from
+ * then on: a later answer that no longer carries a result (`result-unavailable`, expiry) never
  * overwrites it.
  *
  * The answer is read liberally (src/domain/batches.ts): an unknown status keeps the batch in
@@ -26,11 +28,9 @@ import {
   scheduleNextPoll,
   type PolledBatch,
 } from '../db/batch-polls.ts';
-import { isConnectionLost, type Queryable } from '../db/connection.ts';
-import { writeIsolating } from '../db/isolate.ts';
+import { isConnectionLost } from '../db/connection.ts';
 import { activeHolds, describeHold, setHold } from '../db/upstream-holds.ts';
-import { HUGE_NUMBER_RE, itemStates, landItems, markUnfinishedRetryable, type LandItem, type LandResult } from '../db/items.ts';
-import { addSourceVideos } from '../db/source-videos.ts';
+import { HUGE_NUMBER_RE, isDelivered, itemStates, markUnfinishedRetryable, type LandItem } from '../db/items.ts';
 import { findUnstorableNumber } from '../db/storable.ts';
 import { recordOutcomes } from '../db/video-sync.ts';
 import {
@@ -42,9 +42,11 @@ import {
   type BatchKind,
   type BatchStatus,
 } from '../domain/batches.ts';
+import type { BatchItem } from '../api/schemas.ts';
 import { classifyRawItem, isFinalItemState, UNFINISHED_AT_END_CODE, type ItemState } from '../domain/items.ts';
-import { sinkJobId } from '../queues/names.ts';
 import { readBatchItems, type RawBatchHead } from './batch-stream.ts';
+import type { RowBatch } from './item-rows.ts';
+import { prepareItem, storeChunk, type PreparedItem } from './store-items.ts';
 import type { PipelineDeps } from './deps.ts';
 import { takeCreditSnapshot } from './credits.ts';
 import { pollTranscriptJob } from './transcript-job.ts';
@@ -60,6 +62,8 @@ export interface PollResult {
   terminal: boolean;
   /** items that landed in this poll */
   landed: number;
+  /** of those, items whose rows this poll wrote (`sunk`) */
+  sunk: number;
   /** items whose state changed in this poll (landed, failed, retryable, quarantined) */
   changed: number;
   /** items of the answer that repeated a videoId already seen in it */
@@ -69,6 +73,18 @@ export interface PollResult {
   nextDelayMs?: number;
 }
 
+/**
+ * A chunk of items is also written once their received text reaches this many characters, before
+ * LAND_CHUNK_ITEMS items: what one chunk holds in memory (the items' text, the statement built
+ * from it, the driver's buffer: each about the text's size, twice that for text with a character
+ * outside Latin-1, as most transcripts have) is then bounded by size, not by a count of items that
+ * may be 1.5 KB videos or 20 KB transcripts. ~25 transcripts a chunk. Measured with the benchmark
+ * (peak RSS per process in W1 and W2, 4 polls at once per process, on a busy 2-core machine):
+ * 229-278 MB with no bound (100 transcripts, ~2 M characters), 202-253 MB at 1 M characters,
+ * 204-225 MB at 400 000-500 000; with node's --max-semi-space-size=2, 171-205 MB at 1 M and
+ * 165-181 MB at 500 000, at the same CPU and speed.
+ */
+export const LAND_CHUNK_MAX_CHARS = 500_000;
 /** Added to the expected end of a batch before the poll that should find it complete. */
 export const POLL_ETA_MARGIN_MS = 250;
 /** Kept free of the land-within budget for scheduling jitter. */
@@ -142,7 +158,7 @@ export async function pollBatch(
   const { sql, api, log, settings } = deps;
   const startedAt = Date.now();
   const batch = await batchForPoll(sql, jobId);
-  const nothing = { landed: 0, changed: 0, duplicates: 0, quarantined: 0 };
+  const nothing = { landed: 0, sunk: 0, changed: 0, duplicates: 0, quarantined: 0 };
   if (!batch) {
     log.warn({ event: 'poll.unknown_batch', jobId }, 'poll for a batch that is not recorded; dropped');
     return { jobId, status: 'expired', terminal: true, ...nothing };
@@ -184,14 +200,18 @@ export async function pollBatch(
   const result: PollResult = { jobId, status: batch.status, terminal: false, ...nothing };
   const polls = batch.polls + 1;
   const seen = new Set<string>();
-  let buffer: LandItem[] = [];
+  const rowBatch: RowBatch = { jobId, kind: batch.kind, mode: batch.mode };
+  let buffer: PreparedItem[] = [];
+  let bufferChars = 0;
   const flush = async () => {
     if (buffer.length === 0) return;
-    const rows = buffer;
+    const items = buffer;
     buffer = [];
-    for (const w of await landChunk(deps, batch, rows)) {
+    bufferChars = 0;
+    for (const w of await storeChunk(deps, batch, items)) {
       result.changed++;
-      if (w.state === 'landed') result.landed++;
+      if (isDelivered(w.state)) result.landed++;
+      if (w.state === 'sunk') result.sunk++;
       if (w.state === 'quarantined') result.quarantined++;
     }
   };
@@ -226,17 +246,21 @@ export async function pollBatch(
         seen.add(leadingId);
         continue;
       }
-      let row: LandItem = oversize
-        ? {
-            videoId: oversize.videoId ?? `#${i}`,
-            state: 'quarantined',
-            errorCode: null,
-            payload: undefined,
-            payloadRaw: text,
-            reason: `item of ${oversize.bytes} bytes is larger than ITEM_MAX_BYTES (${settings.itemMaxBytes}): not parsed; payload_raw holds its first bytes`,
-            reasonCode: 'too-large',
-          }
-        : toLandItem(raw, i, batch.kind, text);
+      let row: LandItem;
+      let validated: BatchItem | undefined;
+      if (oversize) {
+        row = {
+          videoId: oversize.videoId ?? `#${i}`,
+          state: 'quarantined',
+          errorCode: null,
+          payload: undefined,
+          payloadRaw: text,
+          reason: `item of ${oversize.bytes} bytes is larger than ITEM_MAX_BYTES (${settings.itemMaxBytes}): not parsed; payload_raw holds its first bytes`,
+          reasonCode: 'too-large',
+        };
+      } else {
+        ({ item: row, validated } = toLandItem(raw, i, batch.kind, text));
+      }
       if (seen.has(row.videoId)) {
         // a repeated videoId: the first copy is the item; a repeat is kept raw beside it (under
         // `<videoId>#<index>`), set aside for a human, never dropped: it may differ from the first
@@ -257,8 +281,10 @@ export async function pollBatch(
       // replaced, a recorded error is final for this batch; an unchanged one is not rewritten
       if (before && isFinalItemState(before.state)) continue;
       if (before && before.state === row.state && before.errorCode === row.errorCode) continue;
-      buffer.push(row);
-      if (buffer.length >= settings.landChunkSize) await flush();
+      const prepared = prepareItem(rowBatch, row, validated);
+      buffer.push(prepared);
+      bufferChars += (prepared.record.json ?? prepared.record.raw ?? '').length;
+      if (buffer.length >= settings.landChunkSize || bufferChars >= LAND_CHUNK_MAX_CHARS) await flush();
     }
     await flush();
   } catch (e: unknown) {
@@ -269,7 +295,6 @@ export async function pollBatch(
     await flush();
   }
 
-  if (result.landed > 0) await enqueueSink(deps, jobId, polls);
   if (opts.signal?.aborted) throw readError ?? new Error('poll aborted by shutdown');
 
   const parsedHead = rawHead && rawHead.sawResults ? LiberalBatchHeadSchema.safeParse(rawHead) : undefined;
@@ -353,17 +378,13 @@ export async function pollBatch(
   log.info(
     {
       event: 'poll.landed',
-      jobId, status: result.status, landed: result.landed, changed: result.changed, polls, quarantined: result.quarantined, duplicates: result.duplicates,
+      jobId, status: result.status, landed: result.landed, sunk: result.sunk, changed: result.changed, polls, quarantined: result.quarantined, duplicates: result.duplicates,
       // what the answer said: how far the batch is (the benchmark's landing-lag figure reads these)
       total: stats.total, finished: (stats.succeeded ?? 0) + (stats.failed ?? 0),
     },
     'batch polled',
   );
   return result;
-}
-
-async function enqueueSink(deps: PipelineDeps, jobId: string, polls: number): Promise<void> {
-  await deps.queues.sink.add('sink', { jobId }, { jobId: sinkJobId(jobId, polls) });
 }
 
 function clip(s: string): string {
@@ -426,11 +447,16 @@ export async function recordPollFailure(deps: PipelineDeps, jobId: string, e: un
   return { failed: true };
 }
 
-/** `text`: the item's JSON exactly as received, landed as is (numbers keep their digits). */
-function toLandItem(raw: unknown, index: number, kind: BatchKind, text?: string): LandItem {
+/**
+ * `text`: the item's JSON exactly as received, landed as is (numbers keep their digits). Returns
+ * the item to land and, when it matched the interface's schema, the validated item (the row is
+ * built from it without validating again).
+ */
+function toLandItem(raw: unknown, index: number, kind: BatchKind, text?: string): { item: LandItem; validated: BatchItem | undefined } {
   const outcome: ReturnType<typeof classifyRawItem> = classifyRawItem(raw, kind);
   // a number numeric cannot hold (JavaScript read it as Infinity, or as 0): never stored as is
-  const badNumber = text !== undefined && HUGE_NUMBER_RE.test(text) ? findUnstorableNumber(text) : undefined;
+  const hugeNumber = text !== undefined && HUGE_NUMBER_RE.test(text);
+  const badNumber = hugeNumber ? findUnstorableNumber(text) : undefined;
   if (badNumber !== undefined) {
     outcome.state = 'quarantined';
     outcome.reason = `holds a number out of the range Postgres numeric stores (${badNumber}); payload_raw keeps the received text`;
@@ -442,54 +468,20 @@ function toLandItem(raw: unknown, index: number, kind: BatchKind, text?: string)
       ? (raw as { videoId: string }).videoId
       : `#${index}`);
   return {
-    videoId,
-    state: outcome.state,
-    errorCode: outcome.errorCode,
-    payload: raw,
-    payloadRaw: text,
-    reason: outcome.reason,
-    reasonCode: outcome.reasonCode,
+    item: {
+      videoId,
+      state: outcome.state,
+      errorCode: outcome.errorCode,
+      payload: raw,
+      payloadRaw: text,
+      reason: outcome.reason,
+      reasonCode: outcome.reasonCode,
+      hugeNumber,
+      // the stream decoded the item's bytes as UTF-8, and JSON.parse accepted them
+      decodedText: text !== undefined,
+    },
+    validated: outcome.item,
   };
-}
-
-/**
- * One chunk of items in its own transaction: landed, the per-video summary, source membership.
- * An item Postgres rejects is isolated (savepoints, bisection) and landed again as quarantined,
- * its received text kept in payload_raw, with Postgres's words as the reason.
- */
-async function landChunk(deps: PipelineDeps, batch: PolledBatch, items: LandItem[]): Promise<LandResult['rows']> {
-  const { settings } = deps;
-  return deps.sql.begin(async (tx) => {
-    const { results, rejected } = await writeIsolating(tx, items, (sp, part) => writeItems(sp, batch, [...part], settings));
-    const rows = results.flat();
-    if (rejected.length > 0) {
-      const setAside: LandItem[] = rejected.map(({ item, message }) => ({
-        ...item,
-        state: 'quarantined',
-        payload: undefined,
-        payloadRaw: item.payloadRaw ?? (item.payload === undefined ? undefined : JSON.stringify(item.payload)),
-        reason: `Postgres cannot store it: ${message}`,
-        reasonCode: 'unstorable',
-      }));
-      rows.push(...(await writeItems(tx, batch, setAside, settings)));
-    }
-    return rows;
-  });
-}
-
-/** Land items (only unfinished rows change), then the per-video summary and source membership. */
-async function writeItems(
-  tx: Queryable,
-  batch: Pick<PolledBatch, 'jobId' | 'kind' | 'lang' | 'sourceId'>,
-  items: LandItem[],
-  settings: Pick<PipelineDeps['settings'], 'transcriptRecheckMs' | 'landChunkSize'>,
-): Promise<LandResult['rows']> {
-  const { rows } = await landItems(tx, batch.jobId, items, settings.landChunkSize);
-  // a repeated copy (`id#n`) or a key kept in its JSON form is not the video itself
-  const videos = rows.filter((r) => !r.videoId.includes('#') && !r.videoId.startsWith('"'));
-  await recordOutcomes(tx, { jobId: batch.jobId, kind: batch.kind, lang: batch.lang }, videos, settings.transcriptRecheckMs);
-  if (batch.sourceId !== null) await addSourceVideos(tx, batch.sourceId, videos.map((r) => r.videoId));
-  return rows;
 }
 
 /**
@@ -512,5 +504,5 @@ async function endBatch(
     await endBatchLocally(tx, batch.jobId, { status, errorCode, reason: clip(reason) });
   });
   deps.log.warn({ event: 'batch.ended', jobId: batch.jobId, status, errorCode, retryable: changed, reason }, 'batch ended locally');
-  return { jobId: batch.jobId, status, terminal: true, landed: 0, changed, duplicates: 0, quarantined: 0 };
+  return { jobId: batch.jobId, status, terminal: true, landed: 0, sunk: 0, changed, duplicates: 0, quarantined: 0 };
 }

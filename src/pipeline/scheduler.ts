@@ -1,7 +1,9 @@
 /**
  * The scheduler: one sync run of one source. It decides what to submit, checks that the account
- * can pay for it, submits each batch exactly once, and records every batch in Postgres before its
- * poll job is enqueued.
+ * (and the daily budgets) can pay for it, submits each batch exactly once, and records every
+ * batch in Postgres before its poll job is enqueued. The credit guard (src/pipeline/credits.ts)
+ * is asked twice, each time reserving what it grants in Postgres for every process to count:
+ * before the listing (its price is known: LISTING_PRICE) and before the batches.
  *
  * Every sync, the first too, asks the source's adapter (src/pipeline/kinds/) for its video IDs
  * (a channel or playlist listing costs 1 credit, a search 1 a page, a list of IDs nothing) and
@@ -15,23 +17,25 @@
  * candidates, so a video that fell out of a 5000-video listing is still retried when due.
  */
 import { ApiError, LimitExceededError, toApiError } from '../api/errors.ts';
-import { isConnectionLost } from '../db/connection.ts';
+import { isRecordFresh } from '../db/channels.ts';
+import { isConnectionLost, type Queryable } from '../db/connection.ts';
 import { tryLockSourceSync, unlockSourceSync } from '../db/locks.ts';
 import { inFlightBatchKeys, markSourceError, markSourceSynced } from '../db/source-sync.ts';
 import { rememberedVideos } from '../db/source-videos.ts';
 import { getSource } from '../db/sources.ts';
 import type { Source } from '../db/schema.ts';
 import { lostBatchSubmissions, lostSubmissions, markSubmission, unresolvedSubmissions } from '../db/submissions.ts';
-import { finishSyncRun, startSyncRun } from '../db/sync-runs.ts';
+import { finishSyncRun, lastListingCredits, recordListingCredits, startSyncRun } from '../db/sync-runs.ts';
 import { activeHolds, clearHolds, describeHold, setHold, type UpstreamHoldRow } from '../db/upstream-holds.ts';
 import { readSyncFacts, releaseClaims } from '../db/video-sync.ts';
 import { dueReason } from '../domain/attempts.ts';
 import type { BatchKind } from '../domain/batches.ts';
-import { REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
+import { CREDIT_LIMIT_ERROR_CODE, CREDIT_LIMIT_HOLD, REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
+import { LISTING_PRICE, SOURCE_METADATA_REFRESH_MS } from '../domain/sources.ts';
 import type { SyncOutcome, SyncRunOutcome } from '../domain/syncs.ts';
-import { checkCredits, CreditsRefusedError, type CreditReservations } from './credits.ts';
+import { BudgetRefusedError, reserveCredits, type CreditHold, type CreditsRefusedError } from './credits.ts';
 import type { PipelineDeps } from './deps.ts';
-import type { PlannedBatch } from './kinds/adapter.ts';
+import type { Listing, PlannedBatch } from './kinds/adapter.ts';
 import { adapterFor } from './kinds/index.ts';
 import { submitGenerations } from './generate.ts';
 import { submitBatch } from './submit.ts';
@@ -57,8 +61,6 @@ export interface SyncResult {
 
 export interface SyncOptions {
   trigger?: 'cron' | 'backfill' | 'manual';
-  /** shared by syncs that run side by side (one backfill), so together they keep to the budget; default none */
-  reservations?: CreditReservations;
 }
 
 export async function syncSource(deps: PipelineDeps, sourceId: number, opts: SyncOptions = {}): Promise<SyncResult> {
@@ -122,13 +124,23 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
       listingCredits: result.listingCredits,
       jobIds: result.jobIds,
     });
-  const refusedCredits = async (refusal: CreditsRefusedError, available: number): Promise<SyncResult> => {
+  const refusedCredits = async (refusal: CreditsRefusedError, accountLeft: number | undefined): Promise<SyncResult> => {
     result.outcome = 'refused-credits';
     result.detail = refusal.message;
-    result.creditsEstimated = refusal.needed;
-    await markSourceError(sql, sourceId, 'credits', refusal.message);
+    // an account with nothing left would refuse every sync: hold them until credits return;
+    // a spent daily budget refuses this sync only (src/domain/refusals.ts)
+    const hold = CREDIT_LIMIT_HOLD[refusal.limit];
+    if (hold !== null && accountLeft !== undefined && accountLeft <= 0) await holdUpstream(deps, hold, refusal.message);
+    await markSourceError(sql, sourceId, CREDIT_LIMIT_ERROR_CODE[refusal.limit], refusal.message);
     await finish('refused-credits');
-    log.warn({ event: 'sync.refused_credits', sourceId, needed: refusal.needed, available }, 'sync refused: not enough credits');
+    if (refusal instanceof BudgetRefusedError) {
+      log.warn(
+        { event: 'sync.refused_budget', sourceId, limit: refusal.limit, needed: refusal.needed, available: refusal.available, budget: refusal.budget, spent: refusal.spent },
+        'sync refused: the daily credit budget is spent',
+      );
+    } else {
+      log.warn({ event: 'sync.refused_credits', sourceId, needed: refusal.needed, available: refusal.available }, 'sync refused: not enough credits');
+    }
     return result;
   };
   const upToDate = async (detail?: string): Promise<SyncResult> => {
@@ -152,30 +164,46 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
       return result;
     }
 
+    // the listing is paid too: checked and reserved like a batch, so that syncs running side
+    // by side (in any process) count it, and a spent budget is not spent further on listings
     const adapter = adapterFor(source.kind);
-    await adapter.refresh(deps, source);
-    const listing = await adapter.list(deps, source);
+    const cost = await listingEstimate(sql, source);
+    let listing: Listing;
+    const listingCheck =
+      cost.credits > 0
+        ? await reserveCredits(deps, { sourceId, estimate: cost.credits, sourceBudget: source.maxCreditsPerDay, what: 'listing this source', reason: 'before-listing' })
+        : undefined;
+    if (listingCheck?.refused) return await refusedCredits(listingCheck.refused, listingCheck.accountLeft);
+    try {
+      await adapter.refresh(deps, source);
+      result.listingCredits = cost.refresh;
+      listing = await adapter.list(deps, source);
+      result.listingCredits += listing.credits;
+      // spent: recorded on the run now (the budgets count it) and no longer reserved
+      await sql.begin(async (tx) => {
+        await recordListingCredits(tx, runId, result.listingCredits);
+        await listingCheck?.hold.spend(tx, result.listingCredits);
+      });
+    } finally {
+      await releaseHold(deps, listingCheck?.hold, sourceId);
+    }
     result.listed = listing.videoIds.length;
-    result.listingCredits = listing.credits;
     const candidates = await candidatesOf(deps, source, listing.videoIds);
 
-    const planned: PlannedBatch[] = [];
-    for (const w of wanted) {
-      const due = await dueVideoIds(sql, settings, w.kind, w.lang, candidates, !source.textOnly);
-      planned.push(...adapter.buildBatches(source, w.kind, w.lang, due, settings.batchSize));
-    }
+    const planned = await planBatches(deps, source, wanted, candidates);
     const estimate = planned.reduce((n, b) => n + b.credits, 0);
     if (planned.length > 0) {
       result.creditsEstimated = estimate;
-      const { available, release } = await checkCredits(deps, sourceId, estimate, opts.reservations);
-      if (estimate > available) {
-        const refusal = new CreditsRefusedError(estimate, Math.max(0, available), settings.creditReserve);
-        // nothing left at all: every sync would be refused; hold them until credits return
-        if (available <= 0) await holdUpstream(deps, 'credits', refusal.message);
-        return await refusedCredits(refusal, available);
-      }
+      const check = await reserveCredits(deps, { sourceId, estimate, sourceBudget: source.maxCreditsPerDay });
+      if (check.refused) return await refusedCredits(check.refused, check.accountLeft);
       try {
         for (const batch of planned) {
+          if (!(await check.hold.renew())) {
+            // stalled past CREDIT_RESERVATION_TTL_MS: others no longer count these credits
+            result.detail = 'the credit reservation expired before every batch was sent; the rest is due at the next sync';
+            log.warn({ event: 'credits.reservation_lapsed', sourceId, sent: result.jobIds.length, planned: planned.length }, 'credit reservation expired: submitting no more batches this sync');
+            break;
+          }
           // the due list again, under the claim lock: another source's sync may have claimed some
           const submitted = await submitBatch(deps, {
             sourceId,
@@ -185,20 +213,24 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
             credits: batch.credits,
             textOnly: source.textOnly,
             claimDue: (tx, ids) => dueVideoIds(tx, settings, batch.kind, batch.lang, ids, !source.textOnly),
+            hold: check.hold,
           });
           if (submitted === null) continue;
           result.jobIds.push(submitted.jobId);
           result.submitted += submitted.videos;
         }
       } finally {
-        release();
+        await releaseHold(deps, check.hold, sourceId);
       }
     }
     // transcripts generated for videos whose captions a finished batch reported missing
-    const generated = await submitGenerations(deps, source, { reservations: opts.reservations, platform: deps.api.platform });
+    const generated = await submitGenerations(deps, source, { platform: deps.api.platform });
     result.jobIds.push(...generated.jobIds);
     result.submitted += generated.videos;
-    if (generated.refused && result.jobIds.length === 0) return await refusedCredits(generated.refused, generated.refused.available);
+    if (generated.refused && result.jobIds.length === 0) {
+      result.creditsEstimated = generated.refused.needed;
+      return await refusedCredits(generated.refused, generated.accountLeft);
+    }
     if (result.jobIds.length === 0) {
       return await upToDate(planned.length > 0 ? 'every due video was claimed by another source meanwhile' : undefined);
     }
@@ -229,11 +261,80 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
 }
 
 /**
+ * Let a hold's unspent credits go. A failure only leaves them counted until the reservation
+ * expires (erring on refusing), so it is logged, never thrown over the sync's own outcome.
+ */
+async function releaseHold(deps: Pick<PipelineDeps, 'log'>, hold: CreditHold | undefined, sourceId: number): Promise<void> {
+  await hold?.release().catch((err: unknown) =>
+    deps.log.warn({ event: 'credits.release_failed', sourceId, err }, 'could not release a credit reservation; it counts until it expires'),
+  );
+}
+
+/** What a sync of `source` pays before any batch: its listing, and its record when stale. */
+export interface ListingEstimate {
+  /** the record re-read (1 credit) when older than SOURCE_METADATA_REFRESH_MS, else 0 */
+  refresh: number;
+  /** the listing: exact, or for a search 1 a page for as many pages as its last listing took */
+  listing: number;
+  credits: number;
+  /** pages of a search's last listing (a search pages until it has `--limit` results); undefined for other kinds */
+  pages?: number;
+}
+
+export async function listingEstimate(sql: Queryable, source: Source): Promise<ListingEstimate> {
+  const price = LISTING_PRICE[source.kind];
+  const refresh = price.record !== null && !(await isRecordFresh(sql, price.record, source.externalId, SOURCE_METADATA_REFRESH_MS)) ? 1 : 0;
+  if (!price.perPage) return { refresh, listing: price.listing, credits: refresh + price.listing };
+  const pages = Math.max(1, (await lastListingCredits(sql, source.id)) ?? 1);
+  return { refresh, listing: price.listing * pages, credits: refresh + price.listing * pages, pages };
+}
+
+/**
+ * In a plan over several sources (`backfill --dry-run`): per kind and language, the videos that
+ * earlier sources of the plan buy, and how many later sources left out for that.
+ */
+export interface PlanClaims {
+  videos: Map<string, Set<string>>;
+  shared: number;
+}
+
+/**
+ * The batches that buy what is due of `candidates`, for each kind and language in `wanted`.
+ * With `claims`, videos an earlier source of the plan buys are left out, as the claim lock
+ * leaves them out of a real sync (a video is bought once whichever sources list it), and this
+ * source's are added.
+ */
+export async function planBatches(
+  deps: Pick<PipelineDeps, 'sql' | 'settings'>,
+  source: Source,
+  wanted: readonly { kind: BatchKind; lang: string | null }[],
+  candidates: string[],
+  claims?: PlanClaims,
+): Promise<PlannedBatch[]> {
+  const adapter = adapterFor(source.kind);
+  const planned: PlannedBatch[] = [];
+  for (const w of wanted) {
+    let due = await dueVideoIds(deps.sql, deps.settings, w.kind, w.lang, candidates, !source.textOnly);
+    if (claims) {
+      const key = `${w.kind}/${w.lang ?? ''}`;
+      const taken = claims.videos.get(key) ?? new Set<string>();
+      const mine = due.filter((id) => !taken.has(id));
+      claims.shared += due.length - mine.length;
+      for (const id of mine) taken.add(id);
+      claims.videos.set(key, taken);
+      due = mine;
+    }
+    planned.push(...adapter.buildBatches(source, w.kind, w.lang, due, deps.settings.batchSize));
+  }
+  return planned;
+}
+
+/**
  * Kinds and languages to submit now: metadata and each wanted language, less those with a batch
  * in flight or a POST whose answer was lost after the account was charged (submitting again
  * could pay twice; a person decides: replay --lost).
  */
-async function wantedNow(deps: PipelineDeps, source: Source): Promise<{ kind: BatchKind; lang: string | null }[]> {
+export async function wantedNow(deps: Pick<PipelineDeps, 'sql'>, source: Source): Promise<{ kind: BatchKind; lang: string | null }[]> {
   const key = (kind: BatchKind, lang: string | null) => `${kind}/${lang ?? ''}`;
   const busy = new Set((await inFlightBatchKeys(deps.sql, source.id)).map((b) => key(b.kind, b.lang)));
   for (const l of await lostBatchSubmissions(deps.sql, source.id)) busy.add(key(l.kind, l.lang));
@@ -244,7 +345,7 @@ async function wantedNow(deps: PipelineDeps, source: Source): Promise<{ kind: Ba
 }
 
 /** This listing in its order, then every video the source listed before and no longer lists. */
-async function candidatesOf(deps: PipelineDeps, source: Source, listed: readonly string[]): Promise<string[]> {
+export async function candidatesOf(deps: Pick<PipelineDeps, 'sql'>, source: Source, listed: readonly string[]): Promise<string[]> {
   const seen = new Set(listed);
   const earlier = (await rememberedVideos(deps.sql, source.id)).filter((id) => !seen.has(id));
   return [...listed, ...earlier];

@@ -1,24 +1,21 @@
 /**
- * The sink: landed items of one batch into `videos` / `transcripts`, a chunk per transaction and
- * one statement per table per chunk. Chunks are claimed with `FOR UPDATE SKIP LOCKED`, so several
- * sink workers share a batch without writing a row twice, and a worker killed mid-chunk leaves its
- * items landed for the next one. Re-running it changes nothing (upserts write only what changed).
- *
- * An item of a transcript job (mode `generate`) holds the job's result as received (or the
- * Transcript of a synchronous answer), not a batch item: it becomes a transcript of origin
- * `generated`, built exactly as a batch's transcript is.
+ * The sink: items of one batch left `landed` into `videos` / `transcripts`, a chunk per
+ * transaction and one statement per table per chunk. The poller writes the items it parses in
+ * the transaction that lands them, so the sink has work only for recovery and replay: items
+ * landed by `replay --batch` (sunk items reopened) or `replay --quarantined`, a transcript
+ * generated at once (src/pipeline/generate.ts), or items an older version landed. Chunks are
+ * claimed with `FOR UPDATE SKIP LOCKED`, so several sink workers share a batch without writing a
+ * row twice, and a worker killed mid-chunk leaves its items landed for the next one. Re-running
+ * it changes nothing (upserts write only what changed).
  */
-import { BatchItemSchema, formatIssuePath, type Transcript } from '../api/schemas.ts';
 import { batchModeOf } from '../db/batches.ts';
-import type { Queryable } from '../db/connection.ts';
 import { writeIsolating } from '../db/isolate.ts';
 import { markQuarantined, markSunk, nextLandedChunk } from '../db/items.ts';
 import { markSinkOutcome } from '../db/video-sync.ts';
 import type { QuarantineReason } from '../domain/items.ts';
-import { UnstorableValueError } from '../db/storable.ts';
-import { DeliveredTranscriptSchema, transcriptRowFromApi, upsertTranscripts, type DeliveredTranscript, type TranscriptRow } from '../db/transcripts.ts';
-import { upsertVideos, videoRowFromApi, type UpsertCounts, type VideoRow } from '../db/videos.ts';
+import { addRowCounts, itemRow, noRowCounts, upsertItemRows, type ItemRow, type RowCounts } from './item-rows.ts';
 import type { PipelineDeps } from './deps.ts';
+import { reportRows } from './store-items.ts';
 
 export interface SinkResult {
   jobId: string;
@@ -42,7 +39,7 @@ export async function sinkBatch(
   const result: SinkResult = { jobId, sunk: 0, quarantined: 0, inserted: 0, updated: 0, unchanged: 0 };
   const batch = await batchModeOf(sql, jobId);
   if (!batch) return result;
-  const generated = batch.mode === 'generate';
+  const rowBatch = { jobId, kind: batch.kind, mode: batch.mode };
 
   for (;;) {
     // a shutdown stops between chunks: each chunk is one transaction, so nothing is half-written
@@ -50,93 +47,43 @@ export async function sinkBatch(
       result.interrupted = true;
       break;
     }
-    let chunkCounts: UpsertCounts | undefined;
+    let chunkCounts: RowCounts | undefined;
     const claimed = await sql.begin(async (tx) => {
       const items = await nextLandedChunk(tx, jobId, settings.sinkChunkSize, { lock: true });
       if (items.length === 0) return 0;
 
-      const videoRows: VideoRow[] = [];
-      const transcriptRows: TranscriptRow[] = [];
+      const rows: { videoId: string; row: ItemRow }[] = [];
       const bad: { videoId: string; reason: string; reasonCode: QuarantineReason }[] = [];
       for (const it of items) {
-        try {
-          const raw = it.payload;
-          if (generated) {
-            const delivered = DeliveredTranscriptSchema.safeParse(raw);
-            if (!delivered.success) {
-              const issue = delivered.error.issues[0];
-              bad.push({
-                videoId: it.videoId,
-                reason: `transcript job result does not hold a transcript at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`,
-                reasonCode: 'schema',
-              });
-              continue;
-            }
-            // the fields as received (zod drops keys of chunks the interface does not name)
-            const r = raw as DeliveredTranscript;
-            transcriptRows.push(
-              transcriptRowFromApi(it.videoId, { content: r.content, lang: r.lang, availableLangs: r.availableLangs }, jobId, 'generated'),
-            );
-            continue;
-          }
-          const parsed = BatchItemSchema.safeParse(raw);
-          if (!parsed.success) {
-            const issue = parsed.error.issues[0];
-            bad.push({
-              videoId: it.videoId,
-              reason: `item does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`,
-              reasonCode: 'schema',
-            });
-            continue;
-          }
-          if (batch.kind === 'video') {
-            if (!parsed.data.video) throw new UnstorableValueError('video', 'landed without video metadata');
-            videoRows.push(videoRowFromApi(parsed.data.video, jobId));
-          } else {
-            if (!parsed.data.transcript) throw new UnstorableValueError('transcript', 'landed without a transcript');
-            // validated above; the raw transcript keeps the chunks exactly as delivered (zod
-            // would drop keys the interface does not name)
-            const rawTranscript = (raw as { transcript: Transcript }).transcript;
-            transcriptRows.push(transcriptRowFromApi(it.videoId, rawTranscript, jobId));
-          }
-        } catch (e: unknown) {
-          if (e instanceof UnstorableValueError) {
-            bad.push({ videoId: it.videoId, reason: e.message, reasonCode: 'unstorable' });
-            continue;
-          }
-          throw e;
-        }
+        // a payload read from the jsonb column: the transcript chunks are copied from there
+        const outcome = itemRow(rowBatch, it.videoId, it.payload, { payloadLanded: it.payload !== undefined && it.payloadRaw === null });
+        if (outcome.table === null) bad.push({ videoId: it.videoId, reason: outcome.reason, reasonCode: outcome.reasonCode });
+        else rows.push({ videoId: it.videoId, row: outcome });
       }
       // One value Postgres rejects despite the checks above must not hold back the chunk (nor,
       // failing forever, every later chunk of the batch): it is isolated and set aside.
-      const counts: UpsertCounts = { inserted: 0, updated: 0, unchanged: 0 };
-      const write = async (sp: Queryable, ids: string[], upsert: () => Promise<UpsertCounts>) => {
-        const c = await upsert();
-        counts.inserted += c.inserted;
-        counts.updated += c.updated;
-        counts.unchanged += c.unchanged;
+      const counts = noRowCounts();
+      const isolated = await writeIsolating(tx, rows, async (sp, part) => {
+        const ids = part.map((r) => r.videoId);
+        addRowCounts(counts, await upsertItemRows(sp, part.map((r) => r.row)));
         result.sunk += await markSunk(sp, jobId, ids);
         await markSinkOutcome(sp, jobId, ids, 'sunk');
-      };
-      const isolated =
-        batch.kind === 'video'
-          ? await writeIsolating(tx, videoRows, (sp, rows) => write(sp, rows.map((r) => r.id), () => upsertVideos(sp, rows)))
-          : await writeIsolating(tx, transcriptRows, (sp, rows) => write(sp, rows.map((r) => r.videoId), () => upsertTranscripts(sp, rows)));
+      });
       for (const r of isolated.rejected) {
-        const videoId = 'id' in r.item ? r.item.id : r.item.videoId;
-        bad.push({ videoId, reason: `Postgres cannot store it: ${r.message}`, reasonCode: 'unstorable' });
+        bad.push({ videoId: r.item.videoId, reason: `Postgres cannot store it: ${r.message}`, reasonCode: 'unstorable' });
       }
       chunkCounts = counts;
-      result.inserted += counts.inserted;
-      result.updated += counts.updated;
-      result.unchanged += counts.unchanged;
+      const table = batch.kind === 'video' ? 'videos' : 'transcripts';
+      result.inserted += counts[table].inserted;
+      result.updated += counts[table].updated;
+      result.unchanged += counts[table].unchanged;
       result.quarantined += await markQuarantined(tx, jobId, bad);
       // set aside for a person: never re-submitted automatically
       await markSinkOutcome(tx, jobId, bad.map((b) => b.videoId), 'quarantined');
       return items.length;
     });
     // reported only now that the chunk has committed (a rolled-back chunk wrote nothing)
-    if (chunkCounts) deps.metrics?.rowsUpserted(batch.kind === 'video' ? 'videos' : 'transcripts', chunkCounts);
+    if (chunkCounts) reportRows(deps, chunkCounts);
     if (claimed === 0) break;
   }
   if (result.sunk > 0 || result.quarantined > 0) {

@@ -11,6 +11,7 @@ import { markSubmission, recordSending } from '../db/submissions.ts';
 import { CLAIMS_STATS_REFRESH_MIN, claimVideos, pointClaimsAt, refreshVideoSyncStats, releaseClaims } from '../db/video-sync.ts';
 import type { BatchKind } from '../domain/batches.ts';
 import { pollJobId } from '../queues/names.ts';
+import type { CreditHold } from './credits.ts';
 import type { PipelineDeps } from './deps.ts';
 
 export interface SubmitBatchInput {
@@ -28,6 +29,11 @@ export interface SubmitBatchInput {
    * person's re-submission, sent as planned.
    */
   claimDue?: ((tx: Queryable, videoIds: string[]) => Promise<string[]>) | undefined;
+  /**
+   * The credits reserved for this batch (src/pipeline/credits.ts): spent in the transaction that
+   * records the batch, so the daily budgets count it once. Omitted: nothing reserved (replay).
+   */
+  hold?: CreditHold | undefined;
 }
 
 export interface SubmittedBatch {
@@ -134,6 +140,7 @@ export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): 
     await pointClaimsAt(tx, submission, jobId);
     // these videos' retryable items are taken up by this batch: never re-submit them again
     await markRetryableTakenUp(tx, input.kind, input.lang, jobId, videoIds);
+    await input.hold?.spend(tx, credits);
   });
   await queues.poll.add('poll', { jobId, delayMs: settings.pollInitialDelayMs }, { jobId: pollJobId(jobId), delay: settings.pollInitialDelayMs });
   deps.log.debug({ event: 'batch.submitted', jobId, kind: input.kind, lang: input.lang, credits }, 'batch submitted');

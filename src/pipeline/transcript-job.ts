@@ -4,7 +4,8 @@
  * here once it has checked holds and the job's age; the poll queue drives it like any batch.
  *
  * The job holds one video (named in its request). `queued`/`active` keep it in flight; `completed`
- * lands its one item with the JobResult as the payload; `failed` records the item's error code
+ * lands its one item with the JobResult as the payload and writes its transcript (origin
+ * `generated`) in the same transaction; `failed` records the item's error code
  * with the policy of src/domain/items.ts; a status this interface version does not list keeps it
  * in flight. A JSON `not-found` expires it only when confirmed over BATCH_NOT_FOUND_CONFIRM_MS
  * (the item becomes retryable); any other refused answer is polled again.
@@ -12,16 +13,16 @@
 import { z } from 'zod';
 import { ApiError, LimitExceededError, NotFoundError, SchemaMismatchError } from '../api/errors.ts';
 import { endBatchLocally, recordNotFound, recordPollAnswer, recordRefusedPoll, scheduleNextPoll, type PolledBatch } from '../db/batch-polls.ts';
-import { landItems, markUnfinishedRetryable, type LandItem } from '../db/items.ts';
+import { markUnfinishedRetryable, type LandItem } from '../db/items.ts';
 import { DeliveredTranscriptSchema } from '../db/transcripts.ts';
 import { recordOutcomes } from '../db/video-sync.ts';
 import { LOCAL_BATCH_END_CODES, readHead, type BatchStatus } from '../domain/batches.ts';
 import { classifyItem, UNFINISHED_AT_END_CODE } from '../domain/items.ts';
 import { formatIssuePath } from '../api/schemas.ts';
-import { sinkJobId } from '../queues/names.ts';
 import { takeCreditSnapshot } from './credits.ts';
 import type { PipelineDeps } from './deps.ts';
 import { nextPollDelayMs, type PollResult } from './poller.ts';
+import { prepareItem, reportRows, storePrepared } from './store-items.ts';
 
 /**
  * The answer read liberally: any status, any error code; other fields are kept. The client's
@@ -43,7 +44,7 @@ export async function pollTranscriptJob(
 ): Promise<PollResult> {
   const { sql, api, log, settings } = deps;
   const { jobId } = batch;
-  const nothing = { landed: 0, changed: 0, duplicates: 0, quarantined: 0 };
+  const nothing = { landed: 0, sunk: 0, changed: 0, duplicates: 0, quarantined: 0 };
   const previousDelayMs = opts.previousDelayMs ?? settings.pollInitialDelayMs;
   const later = (): PollResult => ({
     jobId, status: batch.status, terminal: false, ...nothing, nextDelayMs: nextPollDelayMs(previousDelayMs, false, settings),
@@ -106,11 +107,11 @@ export async function pollTranscriptJob(
   }
 
   const status = reading.status!;
-  const item = jobItem(videoIdOf(batch), status, result, answer);
-  const changed = await sql.begin(async (tx) => {
-    const { rows } = await landItems(tx, jobId, [item]);
-    await recordOutcomes(tx, { jobId, kind: batch.kind, lang: batch.lang }, rows, settings.transcriptRecheckMs);
-    const landed = rows.some((r) => r.state === 'landed');
+  // the transcript is written with its item, as a batch's items are (src/pipeline/store-items.ts)
+  const item = prepareItem({ jobId, kind: batch.kind, mode: batch.mode }, jobItem(videoIdOf(batch), status, result, answer));
+  const stored = await sql.begin(async (tx) => {
+    const s = await storePrepared(tx, batch, [item], settings);
+    const landed = s.rows.some((r) => r.state === 'sunk');
     await recordPollAnswer(tx, jobId, {
       status,
       upstreamStatus: result.status,
@@ -124,20 +125,21 @@ export async function pollTranscriptJob(
       completedAt: null,
       terminal: true,
     });
-    return rows;
+    return s;
   });
-  const landed = changed.filter((r) => r.state === 'landed').length;
+  reportRows(deps, stored.counts);
+  const changed = stored.rows;
+  const landed = changed.filter((r) => r.state === 'sunk').length;
   const quarantined = changed.filter((r) => r.state === 'quarantined').length;
-  if (landed > 0) await deps.queues.sink.add('sink', { jobId }, { jobId: sinkJobId(jobId, polls) });
   // observed usage after the job (reading /me is free): what status reports as spent
   await takeCreditSnapshot(deps, batch.sourceId, 'after-batch').catch((err: unknown) =>
     log.warn({ event: 'credits.read_failed', jobId, err }, 'could not read /me after the transcript job'),
   );
   log.info(
-    { event: 'poll.landed', mode: 'generate', jobId, status, landed, changed: changed.length, polls, quarantined, duplicates: 0, total: 1, finished: 1, errorCode },
+    { event: 'poll.landed', mode: 'generate', jobId, status, landed, sunk: landed, changed: changed.length, polls, quarantined, duplicates: 0, total: 1, finished: 1, errorCode },
     'transcript job polled',
   );
-  return { jobId, status, terminal: true, landed, changed: changed.length, duplicates: 0, quarantined };
+  return { jobId, status, terminal: true, landed, sunk: landed, changed: changed.length, duplicates: 0, quarantined };
 }
 
 /** The video a transcript job is for, as its request names it. */
@@ -203,5 +205,5 @@ async function notFound(deps: PipelineDeps, batch: PolledBatch, message: string,
     return ids;
   });
   log.warn({ event: 'batch.ended', mode: 'generate', jobId, status: 'expired', errorCode: LOCAL_BATCH_END_CODES.notFound, retryable: marked.length, reason }, 'transcript job ended locally');
-  return { jobId, status: 'expired', terminal: true, landed: 0, changed: marked.length, duplicates: 0, quarantined: 0 };
+  return { jobId, status: 'expired', terminal: true, landed: 0, sunk: 0, changed: marked.length, duplicates: 0, quarantined: 0 };
 }

@@ -19,6 +19,12 @@
  *
  * Postgres is reached through the fault proxy with a little latency, so a 5000-item sink takes
  * seconds and the kills land mid-write on any machine.
+ *
+ * The poller writes a batch's rows itself, in the transaction that lands its items
+ * (src/pipeline/store-items.ts); the sink writes what is left `landed` (a replay, a crash of a
+ * version that landed first and sank later). So each scenario first lets the poller store the
+ * batch, then leaves it as such a crash would (every item landed, no row written) before the
+ * sink workers start: their startup reconcile finds the batch and queues its sink job.
  */
 import { Queue } from 'bullmq';
 import { afterEach, beforeEach, expect, it } from 'vitest';
@@ -55,6 +61,26 @@ async function videoBatchOf(sourceId: number): Promise<string> {
   }, 60_000, 'the video batch to be recorded');
 }
 
+/**
+ * The batch as a crash between landing and writing leaves it: every stored item back to
+ * `landed`, its rows gone. Waits for the poller to have stored it first.
+ */
+async function leaveLanded(jobId: string): Promise<void> {
+  const { sql } = rig.db();
+  await waitUntil(async () => {
+    const [r] = await sql<{ open: number }[]>`
+      select count(*)::int as open from batches b
+      where b.job_id = ${jobId} and (b.status in ('submitted', 'queued', 'active')
+        or exists (select 1 from batch_items i where i.job_id = b.job_id and i.state in ('processing', 'landed')))`;
+    return r!.open === 0 ? true : undefined;
+  }, 120_000, 'the poller to store the batch');
+  await sql.begin(async (tx) => {
+    await tx`update batch_items set state = 'landed', sunk_at = null where job_id = ${jobId} and state = 'sunk'`;
+    await tx`update video_sync set last_state = 'landed' where last_job_id = ${jobId} and last_state = 'sunk'`;
+    await tx`delete from videos where last_job_id = ${jobId}`;
+  });
+}
+
 const sunkOf = (jobId: string) =>
   countOf(rig.db().sql`select count(*)::int as n from batch_items where job_id = ${jobId} and state = 'sunk'`);
 
@@ -86,10 +112,11 @@ it('01 SIGKILL a sink worker while it writes a 5000-item batch: rows equal the r
 
   const poller = rig.cli(['daemon', '--role', 'scheduler,poller'], {}, 'poller');
   await poller.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
-  const s1 = await startSink('sink-1');
   const submit = await rig.run(['backfill', '--source', String(source.id), '--no-wait']);
   expect(submit.code, submit.stderr).toBe(0);
   const batch = await videoBatchOf(source.id);
+  await leaveLanded(batch);
+  const s1 = await startSink('sink-1');
 
   // mid-write: some chunks committed, most not
   const sunkAtKill = await waitUntil(async () => {
@@ -159,10 +186,11 @@ it('02 SIGKILL the same sink job twice: it is completed, not failed as stalled',
 
   const poller = rig.cli(['daemon', '--role', 'scheduler,poller'], {}, 'poller-2');
   await poller.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
-  const s1 = await startSink('sink-a');
   const submit = await rig.run(['backfill', '--source', String(source.id), '--no-wait']);
   expect(submit.code, submit.stderr).toBe(0);
   const batch = await videoBatchOf(source.id);
+  await leaveLanded(batch);
+  const s1 = await startSink('sink-a');
 
   // first kill: the job writing the video batch
   const job = await waitUntil(async () => {

@@ -165,7 +165,7 @@ describe('sources list, pause, resume, remove', () => {
 
     expectExit(table, 0);
     const lines = table.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^id\s+kind\s+external id\s+title\s+limit\s+langs\s+cron\s+paused\s+last synced$/);
+    expect(lines[0]).toMatch(/^id\s+kind\s+external id\s+title\s+limit\s+langs\s+credits\/day\s+cron\s+paused\s+last synced$/);
     expect(lines).toHaveLength(rows.length + 1);
     rows.forEach((s, i) => {
       expect(lines[i + 1]).toMatch(new RegExp(`^${s.id}\\s+${s.kind}\\s+${s.external_id}\\s`));
