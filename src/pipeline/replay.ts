@@ -28,7 +28,7 @@ import type { BatchKind } from '../db/schema.ts';
 import { lostSubmissions, markSubmission, type SubmissionRow } from '../db/submissions.ts';
 import { classifyRawItem } from '../domain/items.ts';
 import type { PipelineDeps } from './deps.ts';
-import { CreditsRefusedError, takeCreditSnapshot } from './credits.ts';
+import { reserveCredits } from './credits.ts';
 import { syncSource, type SyncResult } from './scheduler.ts';
 import { submitBatch } from './submit.ts';
 import { sinkBatch, type SinkResult } from './sink.ts';
@@ -341,29 +341,38 @@ export async function resubmit(deps: PipelineDeps, groups: ResubmitGroup[]): Pro
   const ready = groups.filter((g) => g.blockedBy === null);
   const chunks = ready.map((g) => ({ ...g, videoIds: g.videoIds.slice(0, deps.settings.batchSize) }));
   const needed = chunks.reduce((n, g) => n + 1 + g.videoIds.length, 0);
-  const me = await takeCreditSnapshot(deps, null, 'before-replay');
-  const available = me.maxCredits - me.usedCredits - deps.settings.creditReserve;
-  if (needed > available) throw new CreditsRefusedError(needed, Math.max(0, available), deps.settings.creditReserve);
+  // through the guard every process shares: a daemon syncing at the same moment must see these
+  // credits as taken (and a daily budget counts them), or both could spend the same credits
+  const check = await reserveCredits(deps, { sourceId: null, estimate: needed, what: 'this re-submission', reason: 'before-replay' });
+  if (check.refused) throw check.refused;
+  const { hold } = check;
 
   const jobIds: string[] = [];
   let videos = 0;
-  for (const g of chunks) {
-    const request =
-      g.kind === 'video'
-        ? { videoIds: g.videoIds }
-        : { videoIds: g.videoIds, ...(g.lang !== null ? { lang: g.lang } : {}), ...(g.textOnly ? { text: true } : {}) };
-    const submitted = await submitBatch(deps, {
-      sourceId: g.sourceId,
-      kind: g.kind,
-      lang: g.lang,
-      request,
-      credits: 1 + g.videoIds.length,
-      textOnly: g.textOnly,
-      replayOf: g.fromJobIds[0] ?? null,
-    });
-    if (submitted === null) continue;
-    jobIds.push(submitted.jobId);
-    videos += submitted.videos;
+  try {
+    for (const g of chunks) {
+      // a reservation that expired while this ran was no longer counted: send nothing more on it
+      if (!(await hold.renew())) break;
+      const request =
+        g.kind === 'video'
+          ? { videoIds: g.videoIds }
+          : { videoIds: g.videoIds, ...(g.lang !== null ? { lang: g.lang } : {}), ...(g.textOnly ? { text: true } : {}) };
+      const submitted = await submitBatch(deps, {
+        sourceId: g.sourceId,
+        kind: g.kind,
+        lang: g.lang,
+        request,
+        credits: 1 + g.videoIds.length,
+        textOnly: g.textOnly,
+        replayOf: g.fromJobIds[0] ?? null,
+        hold,
+      });
+      if (submitted === null) continue;
+      jobIds.push(submitted.jobId);
+      videos += submitted.videos;
+    }
+  } finally {
+    await hold.release();
   }
   return { jobIds, videos };
 }

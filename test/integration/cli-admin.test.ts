@@ -247,21 +247,22 @@ describe('--help', () => {
   const CONTRACT: [string[], string[]][] = [
     [['migrate'], []],
     // each kind is a subcommand of `sources add`, with the options of the contract and its own
-    [['sources', 'add', 'channel'], ['--limit', '--lang', '--text', '--cron', '--include', '--generate-missing', '--max-generate-minutes']],
-    [['sources', 'add', 'playlist'], ['--limit', '--lang', '--text', '--cron', '--include', '--generate-missing', '--max-generate-minutes']],
-    [['sources', 'add', 'videos'], ['--file', '--lang', '--text', '--cron', '--generate-missing', '--max-generate-minutes']],
+    [['sources', 'add', 'channel'], ['--limit', '--lang', '--text', '--cron', '--include', '--generate-missing', '--max-generate-minutes', '--max-credits-per-day']],
+    [['sources', 'add', 'playlist'], ['--limit', '--lang', '--text', '--cron', '--include', '--generate-missing', '--max-generate-minutes', '--max-credits-per-day']],
+    [['sources', 'add', 'videos'], ['--file', '--lang', '--text', '--cron', '--generate-missing', '--max-generate-minutes', '--max-credits-per-day']],
     [
       ['sources', 'add', 'search'],
-      ['--limit', '--upload-date', '--type', '--duration', '--sort-by', '--features', '--lang', '--text', '--cron', '--generate-missing', '--max-generate-minutes'],
+      ['--limit', '--upload-date', '--type', '--duration', '--sort-by', '--features', '--lang', '--text', '--cron', '--generate-missing', '--max-generate-minutes', '--max-credits-per-day'],
     ],
     [['sources', 'list'], ['--json']],
     [['sources', 'remove'], []],
     [['sources', 'pause'], []],
     [['sources', 'resume'], []],
     [['daemon'], ['--role', '--admin-port']],
-    [['backfill'], ['--source', '--all', '--no-wait', '--timeout']],
+    [['backfill'], ['--source', '--all', '--no-wait', '--timeout', '--dry-run']],
     [['replay'], ['--batch', '--failed', '--expired', '--since', '--dry-run', '--yes', '--no-wait', '--timeout']],
     [['status'], ['--json']],
+    [['prune'], ['--dry-run', '--json']],
     [['simulator'], ['--port', '--seed', '--platform']],
     [['demo'], []],
   ];
@@ -271,7 +272,7 @@ describe('--help', () => {
     expectExit(r, 0);
     expect(r.stderr).toBe('');
     const listed = [...r.stdout.matchAll(/^ {2}(\w+)/gm)].map((m) => m[1]);
-    const expected = ['migrate', 'sources', 'daemon', 'backfill', 'replay', 'status', 'simulator', 'demo'];
+    const expected = ['migrate', 'sources', 'daemon', 'backfill', 'replay', 'status', 'prune', 'simulator', 'demo'];
     expect(buildProgram().commands.map((c) => c.name()).sort()).toEqual([...expected].sort());
     for (const name of expected) expect(listed).toContain(name);
   });
