@@ -1,5 +1,5 @@
 /**
- * Item counts read from the counters the triggers of migrations/0005 keep (`item_counts`,
+ * Item counts read from the counters the triggers of migrations/0005 and 0006 keep (`item_counts`,
  * `batch_item_counts`), never by counting `batch_items`: at 3 M items the counts by state and by
  * error code took 0.5-1.1 s each and grew with history; these read a few hundred rows at most.
  */
@@ -23,13 +23,14 @@ export async function itemStateCounts(sql: Queryable): Promise<ItemStateCounts> 
 }
 
 /**
- * Retryable items not yet re-submitted. The counters do not tell re-submitted ones apart, so this
- * counts the entries of `batch_items_retryable_idx`, the partial index of exactly these rows
- * (index only: the re-submission backlog, not the history of stored items).
+ * Retryable items not yet re-submitted: the `pending` rows of the counters (migrations/0006).
+ * Counting `batch_items_retryable_idx` instead grew with history, since items whose attempts are
+ * used up stay in it for good: 3.0x the time at 10x history in bench:scale; 1.0 ms at 300 000
+ * items and 22 ms at 3 M, against 0.2 ms at both for this sum.
  */
 async function retryablePending(sql: Queryable): Promise<number> {
   const [row] = await sql<{ n: number }[]>`
-    select count(*)::float8 as n from batch_items where state = 'retryable' and resubmitted_in is null`;
+    select coalesce(sum(n), 0)::float8 as n from item_counts where pending`;
   return row?.n ?? 0;
 }
 

@@ -112,6 +112,8 @@ export const sources = pgTable(
   },
   (t) => [
     uniqueIndex('sources_kind_external_id_uq').on(t.kind, t.externalId),
+    // /metrics: the sources longest without a sync
+    index('sources_last_synced_idx').on(t.lastSyncedAt),
     check('sources_kind_ck', sql`${t.kind} in (${sqlList(SOURCE_KINDS)})`),
     check('sources_max_videos_ck', sql`${t.maxVideos} >= 1`),
     check('sources_include_ck', sql`${t.include} <@ array[${sqlList(SOURCE_INCLUDES)}]::text[]`),
@@ -491,9 +493,10 @@ export const batchItemCounts = pgTable(
 );
 
 /**
- * Items of all batches per state, error code and quarantine reason ('' for none), kept by the
- * same triggers. Spread over ITEM_COUNT_SHARDS rows per key (by job_id) so that landing batches
- * side by side do not queue on one counter row; readers sum the shards.
+ * Items of all batches per state, error code, quarantine reason ('' for none) and `pending`, kept
+ * by the same triggers. Spread over ITEM_COUNT_SHARDS rows per key (by job_id) so that landing
+ * batches side by side do not queue on one counter row; readers sum the shards (and `pending`,
+ * unless they ask for it).
  */
 export const itemCounts = pgTable(
   'item_counts',
@@ -502,9 +505,14 @@ export const itemCounts = pgTable(
     state: text('state').$type<ItemState>().notNull(),
     errorCode: text('error_code').notNull().default(''),
     reasonCode: text('reason_code').notNull().default(''),
+    /**
+     * true exactly for the items still to re-submit: state 'retryable' and no `resubmitted_in`
+     * (migrations/0006; the re-submission backlog, read without counting `batch_items`)
+     */
+    pending: boolean('pending').notNull().default(false),
     n: bigNumber('n').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.shard, t.state, t.errorCode, t.reasonCode] })],
+  (t) => [primaryKey({ columns: [t.shard, t.state, t.errorCode, t.reasonCode, t.pending] })],
 );
 
 /**

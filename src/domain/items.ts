@@ -111,7 +111,7 @@ function rawErrorCode(raw: unknown): string | null {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Item counters (`batch_item_counts`, `item_counts`: migrations/0005, kept by triggers)
+// Item counters (`batch_item_counts`, `item_counts`: migrations/0005, `pending` since 0006; kept by triggers)
 
 /**
  * Rows per key of `item_counts`: a batch's items are counted in shard

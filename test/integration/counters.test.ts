@@ -1,25 +1,33 @@
 /**
- * The counters the triggers of migrations/0005 keep (`batch_item_counts`, `item_counts`,
- * `batch_counts`, `source_stats`) against a fresh count(*) of what they count, after every kind of write the
- * pipeline and a person make: landing (insert, and processing → landed over ON CONFLICT), the
- * sink (landed → sunk / quarantined), expiry, replay (sunk → landed, quarantined → landed or
- * failed), re-submission pointers, a prune dropping payloads, deleting items and whole batches
- * (cascade), truncation; then concurrent landing and sinking transactions on batches that share
- * counter rows. The readers built on the counters (status, /metrics, batch progress) must say
- * what the count says.
+ * The counters the triggers of migrations/0005 and 0006 keep (`batch_item_counts`, `item_counts`
+ * with its `pending` key, `batch_counts`, `source_stats`) against a fresh count(*) of what they
+ * count, after every kind of write the pipeline and a person make: landing (insert, and
+ * processing → landed over ON CONFLICT), the sink (landed → sunk / quarantined), expiry, replay
+ * (sunk → landed, quarantined → landed or failed), re-submission pointers set and cleared, a
+ * prune dropping payloads, deleting items and whole batches (cascade), truncation; then
+ * concurrent landing and sinking transactions on batches that share counter rows, and a database
+ * of 0005 migrated to 0006. The readers built on the counters (status, /metrics, batch progress)
+ * must say what the count says.
  */
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { drizzle } from 'drizzle-orm/postgres-js';
+import { migrate } from 'drizzle-orm/postgres-js/migrator';
+import postgres from 'postgres';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { batchProgress } from '../../src/db/batch-progress.ts';
 import { insertSubmittedBatch, markRetryableTakenUp } from '../../src/db/batch-records.ts';
 import { batchCountsByStatus, creditsEstimatedTotal } from '../../src/db/batches.ts';
-import { createDb } from '../../src/db/connection.ts';
+import { createDb, type Queryable } from '../../src/db/connection.ts';
 import { itemErrorCodeCounts, itemStateCounts } from '../../src/db/item-counts.ts';
 import { landItems, markQuarantined, markSunk, markUnfinishedRetryable, reopenSunk, type LandItem } from '../../src/db/items.ts';
+import { committedMigrations, ensureDatabase, MIGRATIONS_FOLDER, migrateDatabase } from '../../src/db/migrate.ts';
 import { quarantineCounts, requalifyQuarantined } from '../../src/db/quarantine.ts';
 import { addSourceVideos, rememberVideos } from '../../src/db/source-videos.ts';
 import { sourcesWithStats } from '../../src/db/source-stats.ts';
 import { ITEM_COUNT_SHARDS } from '../../src/domain/items.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createTestDatabase, dropDatabase, testDatabaseName, testServerUrl, type TestDatabase } from '../helpers/db.ts';
 
 let database: TestDatabase;
 
@@ -35,8 +43,8 @@ beforeEach(async () => {
   await database.sql`truncate batch_items, batches, videos, transcripts, source_videos, sources restart identity cascade`;
 });
 
-async function batch(jobId: string, kind: 'video' | 'transcript' = 'video', sourceId: number | null = null): Promise<void> {
-  await insertSubmittedBatch(database.sql, {
+async function batch(jobId: string, kind: 'video' | 'transcript' = 'video', sourceId: number | null = null, sql: Queryable = database.sql): Promise<void> {
+  await insertSubmittedBatch(sql, {
     jobId, sourceId, kind, lang: kind === 'transcript' ? 'en' : null, mode: 'batch', creditsEstimated: 11,
     request: { videoIds: [] }, textOnly: false, replayOf: null, firstPollDelayMs: 0,
   });
@@ -52,8 +60,7 @@ const quarantined = (videoId: string, reasonCode: 'schema' | 'too-large' | undef
 const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${String(i).padStart(4, '0')}`);
 
 /** Every counter equals a fresh count of `batch_items`, per batch and per shard; the readers agree. */
-async function expectItemCountersExact(): Promise<void> {
-  const { sql } = database;
+async function expectItemCountersExact(sql: Queryable = database.sql): Promise<void> {
   const fresh = await sql`
     select job_id, state, coalesce(error_code, '') as error_code, count(*)::int as n
     from batch_items group by 1, 2, 3 order by 1, 2, 3`;
@@ -63,10 +70,10 @@ async function expectItemCountersExact(): Promise<void> {
   // number puts some batch in another row
   const freshShards = await sql`
     select (abs(hashtext(job_id)) % ${ITEM_COUNT_SHARDS})::int as shard, state, coalesce(error_code, '') as error_code,
-      coalesce(reason_code, '') as reason_code, count(*)::int as n
-    from batch_items group by 1, 2, 3, 4 order by 1, 2, 3, 4`;
+      coalesce(reason_code, '') as reason_code, state = 'retryable' and resubmitted_in is null as pending, count(*)::int as n
+    from batch_items group by 1, 2, 3, 4, 5 order by 1, 2, 3, 4, 5`;
   const keptShards = await sql`
-    select shard::int, state, error_code, reason_code, n::int from item_counts where n <> 0 order by 1, 2, 3, 4`;
+    select shard::int, state, error_code, reason_code, pending, n::int from item_counts where n <> 0 order by 1, 2, 3, 4, 5`;
   expect(keptShards).toEqual(freshShards);
 
   // what status, /metrics and backfill progress read
@@ -168,19 +175,49 @@ describe('item counters', () => {
     ], 60_000);
     await expectItemCountersExact();
 
-    // a re-submission taking retryable items up, and a prune dropping payloads: no state changes,
-    // no counter written (the rows keep the transaction that last wrote them)
-    const before = await sql`select job_id, state, error_code, xmin::text from batch_item_counts order by 1, 2, 3`;
-    const shardRowsBefore = await sql`select shard, state, error_code, reason_code, xmin::text from item_counts order by 1, 2, 3, 4`;
+    // a prune dropping payloads changes no key: no counter written (the rows keep the transaction
+    // that last wrote them)
+    const perBatchRows = () => sql`select job_id, state, error_code, xmin::text from batch_item_counts order by 1, 2, 3`;
+    const shardRows = () => sql`select shard, state, error_code, reason_code, pending, xmin::text from item_counts order by 1, 2, 3, 4, 5`;
+    const before = await perBatchRows();
+    const shardRowsBefore = await shardRows();
+    await sql`update batch_items set payload = null, payload_pruned_at = now() where state in ('sunk', 'failed')`;
+    expect(await perBatchRows()).toEqual(before);
+    expect(await shardRows()).toEqual(shardRowsBefore);
+
+    // re-submissions taking retryable items up (job-b's 10 and job-c's 10 were pending): the items
+    // leave `pending` in item_counts; batch_item_counts has no such key and is not written
+    const pending = async () => (await itemStateCounts(sql)).retryablePending;
+    expect(await pending()).toBe(20);
     await batch('job-resubmit', 'transcript');
     await markRetryableTakenUp(sql, 'transcript', 'en', 'job-resubmit', b.slice(10, 15));
-    await sql`update batch_items set payload = null, payload_pruned_at = now() where state in ('sunk', 'failed')`;
-    expect(await sql`select job_id, state, error_code, xmin::text from batch_item_counts order by 1, 2, 3`).toEqual(before);
-    expect(await sql`select shard, state, error_code, reason_code, xmin::text from item_counts order by 1, 2, 3, 4`).toEqual(shardRowsBefore);
+    await batch('job-resubmit-v');
+    await markRetryableTakenUp(sql, 'video', null, 'job-resubmit-v', c.slice(10, 13));
+    expect(await perBatchRows()).toEqual(before);
+    expect(await pending()).toBe(12);
     await expectItemCountersExact();
 
-    // a person deleting items, and a whole batch (its items and counts go by cascade)
+    // no code clears a pointer; a person's SQL may (a re-submitting batch deleted by hand)
+    await sql`update batch_items set resubmitted_in = null where resubmitted_in = 'job-resubmit-v'`;
+    expect(await pending()).toBe(15);
+    await expectItemCountersExact();
+    // one statement setting some pointers and clearing others in the same counter rows
+    await sql`
+      update batch_items set resubmitted_in = case when resubmitted_in is null then 'job-resubmit' end
+      where job_id = 'job-b' and state = 'retryable' and video_id <> ${b[19]!}`;
+    expect(await pending()).toBe(10 + 5 + 1);
+    await expectItemCountersExact();
+    // a re-submitted item, and a pending one, leaving `retryable` (a later answer, by hand)
+    await sql`update batch_items set state = 'failed', error_code = 'not-found' where job_id = 'job-b' and video_id in (${b[15]!}, ${b[19]!})`;
+    expect(await pending()).toBe(15);
+    await expectItemCountersExact();
+
+    // a person deleting items, pending and re-submitted ones, and a whole batch (its items and
+    // counts go by cascade)
     await sql`delete from batch_items where job_id = 'job-b' and state = 'retryable' and resubmitted_in is null`;
+    expect(await pending()).toBe(10);
+    await expectItemCountersExact();
+    await sql`delete from batch_items where job_id = 'job-b' and state = 'retryable'`;
     await expectItemCountersExact();
     await sql`delete from batches where job_id = 'job-a'`;
     expect(await sql`select 1 from batch_item_counts where job_id = 'job-a'`).toHaveLength(0);
@@ -190,10 +227,12 @@ describe('item counters', () => {
     await sql`truncate batch_items`;
     expect(await sql`select 1 from batch_item_counts`).toHaveLength(0);
     expect(await sql`select 1 from item_counts`).toHaveLength(0);
-    await landItems(sql, 'job-d', ids('vd', 5).map(landed));
+    await landItems(sql, 'job-d', [...ids('vd', 5).map(landed), ...ids('vdr', 4).map(retryable)]);
+    expect(await pending()).toBe(4);
     await expectItemCountersExact();
     await sql`truncate batches cascade`;
     expect(await sql`select 1 from item_counts`).toHaveLength(0);
+    expect(await pending()).toBe(0);
     await expectItemCountersExact();
   });
 
@@ -203,6 +242,7 @@ describe('item counters', () => {
     try {
       const jobs = Array.from({ length: 24 }, (_, i) => `job-c${i}`);
       for (const j of jobs) await batch(j);
+      await batch('job-c-resubmit');
       // 24 batches over 16 shards: several share a shard's rows; each batch's own rows are
       // shared by the transactions that land and sink it
       const work = jobs.flatMap((jobId, i) => {
@@ -212,12 +252,14 @@ describe('item counters', () => {
           await pool.sql.begin(async (tx) => {
             await landItems(tx, jobId, [
               ...chunk.slice(0, 14).map(landed),
-              ...chunk.slice(14, 17).map((v) => failed(v, k % 2 === 0 ? 'not-found' : 'forbidden')),
-              ...chunk.slice(17).map((v) => quarantined(v, 'schema')),
+              ...chunk.slice(14, 16).map((v) => failed(v, k % 2 === 0 ? 'not-found' : 'forbidden')),
+              ...chunk.slice(16, 18).map(retryable),
+              ...chunk.slice(18).map((v) => quarantined(v, 'schema')),
             ], 5);
           });
           await pool.sql.begin(async (tx) => {
             await markSunk(tx, jobId, chunk.slice(0, 12));
+            await markRetryableTakenUp(tx, 'video', null, 'job-c-resubmit', chunk.slice(16, 17));
             await markQuarantined(tx, jobId, chunk.slice(12, 14).map((videoId) => ({ videoId, reason: 'odd', reasonCode: 'unstorable' as const })));
           });
         });
@@ -228,8 +270,103 @@ describe('item counters', () => {
       await expectItemCountersExact();
       const [sunk] = await database.sql<{ n: number }[]>`select sum(n)::int as n from item_counts where state = 'sunk'`;
       expect(sunk!.n).toBe(24 * 3 * 12);
+      expect((await itemStateCounts(database.sql)).retryablePending).toBe(24 * 3 * 1);
     } finally {
       await pool.close();
+    }
+  });
+});
+
+describe('migration 0006 (item_counts.pending)', () => {
+  const LAST_WITHOUT_PENDING = '0005_retention_and_scale';
+
+  /**
+   * A new database with the committed migrations applied up to `lastTag`, by drizzle's migrator
+   * on a copy of the folder whose journal ends there. Returns how many it applied.
+   */
+  async function databaseUpTo(lastTag: string): Promise<{ name: string; url: string; applied: number }> {
+    const name = testDatabaseName('counters_upgrade');
+    const url = testServerUrl(name);
+    await ensureDatabase(url);
+    const dir = mkdtempSync(join(tmpdir(), 'vsi-migrations-'));
+    const client = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta/_journal.json'), 'utf8')) as { entries: { tag: string }[] };
+      const applied = journal.entries.findIndex((e) => e.tag === lastTag) + 1;
+      expect(applied, lastTag).toBeGreaterThan(0);
+      journal.entries = journal.entries.slice(0, applied);
+      mkdirSync(join(dir, 'meta'));
+      writeFileSync(join(dir, 'meta/_journal.json'), JSON.stringify(journal));
+      for (const e of journal.entries) copyFileSync(join(MIGRATIONS_FOLDER, `${e.tag}.sql`), join(dir, `${e.tag}.sql`));
+      await migrate(drizzle(client), { migrationsFolder: dir, migrationsSchema: 'drizzle', migrationsTable: '__drizzle_migrations' });
+      return { name, url, applied };
+    } finally {
+      await client.end({ timeout: 5 });
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  it('recounts item_counts from the items of a database at 0005, pending ones apart', async () => {
+    const { name, url, applied } = await databaseUpTo(LAST_WITHOUT_PENDING);
+    const handle = createDb(url, { max: 2 });
+    try {
+      const { sql } = handle;
+      for (const j of ['job-m1', 'job-m2', 'job-m3']) await batch(j, 'video', null, sql);
+      await landItems(sql, 'job-m1', [...ids('m1r', 10).map(retryable), ...ids('m1l', 5).map(landed)]);
+      await landItems(sql, 'job-m2', [...ids('m2r', 8).map(retryable), ...ids('m2f', 3).map((v) => failed(v, 'not-found')), quarantined('m2q', 'schema')]);
+      await markRetryableTakenUp(sql, 'video', null, 'job-m3', ids('m1r', 4));
+      // a counter that drifted under 0005 (edited by hand): a recount does not carry it over
+      await sql`update item_counts set n = n + 7 where state = 'landed'`;
+
+      const r = await migrateDatabase(url);
+      expect(r.applied).toBe(committedMigrations().length - applied);
+      expect((await itemStateCounts(sql)).retryablePending).toBe(6 + 8);
+      await expectItemCountersExact(sql);
+      // the 5-array function of 0005 is gone; the triggers keep the new key from here on
+      expect(await sql`select pronargs from pg_proc where proname = 'batch_item_counts_add'`).toEqual([{ pronargs: 6 }]);
+      await markRetryableTakenUp(sql, 'video', null, 'job-m3', ids('m2r', 3));
+      expect((await itemStateCounts(sql)).retryablePending).toBe(6 + 5);
+      await expectItemCountersExact(sql);
+    } finally {
+      await handle.close();
+      await dropDatabase(name);
+    }
+  });
+
+  it('waits for a writer in the middle of a transaction instead of deadlocking with it', async () => {
+    const { name, url } = await databaseUpTo(LAST_WITHOUT_PENDING);
+    const handle = createDb(url, { max: 2 });
+    try {
+      const { sql } = handle;
+      await batch('job-w', 'video', null, sql);
+      await landItems(sql, 'job-w', ids('w', 6).map(landed));
+      await markSunk(sql, 'job-w', ids('w', 6));
+      const writer = await sql.reserve();
+      try {
+        // the writer holds batch_items but has written no counter yet (a prune's first statement
+        // changes no key); its next statement lands items, whose trigger writes item_counts
+        await writer`begin`;
+        await writer`update batch_items set payload = null, payload_pruned_at = now() where job_id = 'job-w'`;
+        const migrating = migrateDatabase(url);
+        const waiting = async () => {
+          const [row] = await sql<{ n: number }[]>`
+            select count(*)::int as n from pg_stat_activity where datname = ${name} and wait_event_type = 'Lock'`;
+          return row!.n;
+        };
+        const deadline = Date.now() + 10_000;
+        while ((await waiting()) === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+        expect(await waiting(), 'the migration waits for the writer').toBe(1);
+        await landItems(writer, 'job-w', ids('wr', 5).map(retryable));
+        await writer`commit`;
+        await migrating;
+      } finally {
+        writer.release();
+      }
+      expect((await itemStateCounts(sql)).retryablePending).toBe(5);
+      await expectItemCountersExact(sql);
+    } finally {
+      await handle.close();
+      await dropDatabase(name);
     }
   });
 });
