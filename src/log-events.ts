@@ -31,6 +31,8 @@ export const LOG_EVENTS = [
   'reconcile.failed',
 
   // cron ticks (src/pipeline/ticks.ts, workers.ts)
+  /** a cron pattern's tick queued the syncs of its sources (one line per pattern and tick): `cron`, `tickAt`, `sources`, `queued`, `skipped`, `ms` */
+  'schedule.tick_done',
   /** a tick queued its source's sync at the source's offset (debug): `sourceId`, `tickAt`, `startAt`, `bullJobId` */
   'schedule.sync_queued',
   /** a tick found its source's previous sync still pending or running: nothing added: `sourceId`, `tickAt`, `pendingJobId`, `pendingState` */

@@ -87,14 +87,15 @@ export async function existingSourceIds(sql: Queryable, ids: readonly number[]):
   return new Set(rows.map((r) => r.id));
 }
 
-/** What a source's job scheduler depends on. */
-export function sourceSchedules(sql: Queryable): Promise<Pick<Source, 'id' | 'cron' | 'paused'>[]> {
-  return sql<Pick<Source, 'id' | 'cron' | 'paused'>[]>`select id, cron, paused from sources`;
+/** The cron patterns that need a job scheduler: each one some source not paused runs on. */
+export async function activeCrons(sql: Queryable): Promise<string[]> {
+  const rows = await sql<{ cron: string }[]>`select distinct cron from sources where cron is not null and not paused order by cron`;
+  return rows.map((r) => r.cron);
 }
 
-/** Seconds since the last successful sync of each source synced at least once. */
-export function secondsSinceSync(sql: Queryable): Promise<(Pick<Source, 'id' | 'kind'> & { seconds: number })[]> {
-  return sql<(Pick<Source, 'id' | 'kind'> & { seconds: number })[]>`
-    select id, kind, extract(epoch from now() - last_synced_at)::float8 as seconds
-    from sources where last_synced_at is not null`;
+/** The sources a tick of `cron` syncs: those on exactly that pattern and not paused, in ID order. */
+export async function sourceIdsOnCron(sql: Queryable, cron: string): Promise<number[]> {
+  const rows = await sql<Pick<Source, 'id'>[]>`select id from sources where cron = ${cron} and not paused order by id`;
+  return rows.map((r) => r.id);
 }
+

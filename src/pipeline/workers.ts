@@ -10,21 +10,22 @@
  *
  * A poll job re-schedules itself (`moveToDelayed`) until its batch is terminal, so one job ID
  * stands for one batch for its whole life. A schedule job is either a cron tick, which only
- * queues its source's sync at the source's offset in the jitter window (ticks.ts), or a sync.
+ * queues the syncs of the sources on its cron pattern, each at the source's offset in the jitter
+ * window (ticks.ts), or a sync.
  */
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { ApiError, LimitExceededError } from '../api/errors.ts';
 import { SourceNotFoundError } from '../db/sources.ts';
 import { QUEUE_POLL, QUEUE_SCHEDULE, QUEUE_SINK } from '../queues/names.ts';
-import { PayloadError, parsePayload, PollJobSchema, SinkJobSchema, SyncJobSchema } from '../queues/payloads.ts';
+import { PayloadError, parsePayload, PollJobSchema, SinkJobSchema, SyncJobSchema, TickJobSchema } from '../queues/payloads.ts';
 import type { PipelineDeps } from './deps.ts';
 import { PERMANENT_API_CODES } from '../domain/refusals.ts';
 import { pollBatch, recordPollFailure } from './poller.ts';
 import { isConnectionLost } from '../db/connection.ts';
 import { syncSource } from './scheduler.ts';
 import { sinkBatch } from './sink.ts';
-import { queueTickSync } from './ticks.ts';
+import { queueCronTick, queueTickSync } from './ticks.ts';
 
 export const ROLES = ['scheduler', 'poller', 'sink'] as const;
 export type Role = (typeof ROLES)[number];
@@ -98,10 +99,14 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
     const w: Worker = new Worker(
       QUEUE_SCHEDULE,
       async (job: Job) => {
+        // a cron tick (its scheduler fired it) only queues syncs, each at its source's offset
+        // (src/pipeline/ticks.ts); safe to retry: one sync job per source and tick. A tick of a
+        // per-source scheduler from before schedulers were per pattern stands for its one source.
+        if (job.repeatJobKey !== undefined) {
+          const tick = parsePayload(QUEUE_SCHEDULE, TickJobSchema, job.data);
+          return 'cron' in tick ? queueCronTick(deps, job, tick.cron) : queueTickSync(deps, job, tick.sourceId);
+        }
         const data = parsePayload(QUEUE_SCHEDULE, SyncJobSchema, job.data);
-        // a cron tick (its scheduler fired it) only queues the sync, at the source's offset
-        // (src/pipeline/ticks.ts); safe to retry: it adds one sync job per source and tick
-        if (job.repeatJobKey !== undefined) return queueTickSync(deps, job, data.sourceId);
         try {
           const r = await syncSource(deps, data.sourceId, { trigger: data.trigger });
           if (r.outcome === 'in-flight') {

@@ -5,6 +5,8 @@
  * BullMQ rejects custom IDs holding ':' (unless split in exactly three parts), so the parts are
  * joined with '.', and a ':' inside an upstream job ID is escaped.
  */
+import { createHash } from 'node:crypto';
+
 export const QUEUE_SCHEDULE = 'schedule';
 export const QUEUE_POLL = 'poll';
 export const QUEUE_SINK = 'sink';
@@ -25,12 +27,16 @@ export function sinkJobId(jobId: string, chunk: string | number): string {
   return `sink.${part(jobId)}.${part(String(chunk))}`;
 }
 
-/** The job scheduler of a source's cron: it fires one tick job per tick. */
-export function sourceSchedulerId(sourceId: number): string {
-  return `source.${sourceId}`;
+/**
+ * The job scheduler of a cron pattern: one tick job per tick, for every source on that pattern.
+ * The pattern is hashed, not spelt out: cron text holds spaces, '*' and '/'. (Before, a scheduler
+ * per source was keyed `source.<id>`; reconcile removes those as it removes any key not wanted.)
+ */
+export function cronSchedulerId(pattern: string): string {
+  return `cron.${createHash('sha1').update(pattern).digest('hex').slice(0, 16)}`;
 }
 
-/** The sync job a tick queues: one per source and tick (a tick job run twice adds it once). */
+/** The sync job a tick queues: one per source and tick (a tick job run twice adds it once; a finished one is kept a while for that, src/pipeline/ticks.ts). */
 export function scheduledSyncJobId(sourceId: number, tickAt: number): string {
   return `sync.${sourceId}.${tickAt}`;
 }

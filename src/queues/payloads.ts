@@ -15,6 +15,15 @@ export const SyncJobSchema = z.object({
 });
 export type SyncJob = z.infer<typeof SyncJobSchema>;
 
+/**
+ * A cron tick, fired by the job scheduler of its pattern: the sources on that pattern are read
+ * from Postgres when it fires. The second form is a tick of a per-source scheduler written before
+ * schedulers were per pattern, still in Redis until the next reconcile removes it: it stands for
+ * its one source.
+ */
+export const TickJobSchema = z.union([z.object({ cron: z.string().min(1) }), SyncJobSchema.pick({ sourceId: true })]);
+export type TickJob = z.infer<typeof TickJobSchema>;
+
 export const PollJobSchema = z.object({
   jobId: z.string().min(1),
   /** the delay chosen after the previous poll, in milliseconds (adaptive backoff state) */

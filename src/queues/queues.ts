@@ -6,7 +6,7 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { QUEUE_POLL, QUEUE_SCHEDULE, QUEUE_SINK } from './names.ts';
-import type { PollJob, SinkJob, SyncJob } from './payloads.ts';
+import type { PollJob, SinkJob, SyncJob, TickJob } from './payloads.ts';
 
 /** Failed jobs kept per queue for inspection. */
 export const FAILED_JOBS_KEPT = 1000;
@@ -27,7 +27,8 @@ export const DEFAULT_JOB_OPTIONS: JobsOptions = {
 };
 
 export interface PipelineQueues {
-  schedule: Queue<SyncJob>;
+  /** syncs, and the cron ticks that queue them */
+  schedule: Queue<SyncJob | TickJob>;
   poll: Queue<PollJob>;
   sink: Queue<SinkJob>;
   prefix: string;
@@ -36,7 +37,7 @@ export interface PipelineQueues {
 
 export function createQueues(connection: Redis, prefix: string): PipelineQueues {
   const opts = { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS };
-  const schedule = new Queue<SyncJob>(QUEUE_SCHEDULE, opts);
+  const schedule = new Queue<SyncJob | TickJob>(QUEUE_SCHEDULE, opts);
   const poll = new Queue<PollJob>(QUEUE_POLL, opts);
   const sink = new Queue<SinkJob>(QUEUE_SINK, opts);
   for (const q of [schedule, poll, sink]) {

@@ -1,6 +1,7 @@
 /**
- * 2 000 sources on one cron: a real daemon process, against the simulator over HTTP, lets one
- * tick fire. Every source syncs exactly once (one `sync_runs` row each, none an error), no sync
+ * 2 000 sources on one cron: one job scheduler in Redis, and a real daemon process, against the
+ * simulator over HTTP, lets one tick fire: one tick job queues the 2 000 syncs. Every source
+ * syncs exactly once (one `sync_runs` row each, none an error), no sync
  * starts before its source's offset in the SCHEDULE_JITTER_MS window after the tick (the jitter
  * of src/domain/schedule.ts), the starts cover the window rather than bunching at the tick, and
  * the daemon logs no error, no failed job, no rate-limit pause and no connection trouble, with
@@ -8,13 +9,15 @@
  * fewer makes `daemon` exit 2 before connecting to anything, and so does `backfill` with more
  * polls than the pool holds.
  *
- * The figures (time from the tick to the last sync, connections the daemon opened, how late
- * syncs started after their offset) are printed as `many-sources: ...`.
+ * The figures (time to write the schedulers, the tick job's time to queue the syncs, time from
+ * the tick to the last sync, connections the daemon opened, how late syncs started after their
+ * offset) are printed as `many-sources: ...`.
  */
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { syncSchedulers } from '../../src/pipeline/reconcile.ts';
 import { jitterWindowMs, syncOffsetMs } from '../../src/domain/schedule.ts';
+import { cronSchedulerId } from '../../src/queues/names.ts';
 import { expectCleanError } from '../helpers/cli.ts';
 import { startCli, waitUntil, within, type CliProcess } from '../helpers/proc.ts';
 import { createPipelineHarness, runCli, type PipelineHarness } from '../helpers/pipeline.ts';
@@ -116,10 +119,13 @@ describe('2 000 sources on one cron', () => {
       await sql`insert into sources ${sql(rows)}`;
       const ids = (await sql<{ id: number }[]>`select id from sources order by id`).map((r) => r.id);
       expect(ids).toHaveLength(SOURCES);
-      // what `sources add` does for each; the daemon's reconcile at start then finds them all in place
+      // what `sources add` does; the daemon's reconcile at start then finds it in place. One
+      // scheduler for the one pattern, not one per source
       const writing = Date.now();
-      expect(await syncSchedulers({ sql, queues: h.queues })).toBe(SOURCES);
+      expect(await syncSchedulers({ sql, queues: h.queues })).toBe(1);
       const schedulersWrittenMs = Date.now() - writing;
+      const schedulers = await h.queues.schedule.getJobSchedulers(0, -1);
+      expect(schedulers.map((x) => ({ key: x.key, pattern: x.pattern, data: x.template?.data }))).toEqual([{ key: cronSchedulerId(cron), pattern: cron, data: { cron } }]);
       expect(Date.now()).toBeLessThan(tickAt - 2_000);
 
       // a connection of its own, opened before the daemon: every other backend on this database is the daemon's
@@ -181,9 +187,15 @@ describe('2 000 sources on one cron', () => {
         if (at < windowMs) startsPerTenth[Math.max(0, Math.floor(at / (windowMs / 10)))]!++;
       }
       const lastFinished = Math.max(...runs.map((r) => r.finished.getTime()));
+      // one tick job for the 2 000 sources, which queued each one's sync
+      const ticks = daemon.logs().filter((l) => l.event === 'schedule.tick_done');
+      expect(ticks.map((l) => ({ cron: l.cron, tickAt: l.tickAt, sources: l.sources, queued: l.queued, skipped: l.skipped }))).toEqual([
+        { cron, tickAt, sources: SOURCES, queued: SOURCES, skipped: 0 },
+      ]);
       const q = (p: number) => lateMs[Math.min(lateMs.length - 1, Math.floor(p * lateMs.length))]!;
       process.stdout.write(
-        `many-sources: sources=${SOURCES} schedulers_written_ms=${schedulersWrittenMs} daemon_up_before_tick=${startedBeforeTick} ` +
+        `many-sources: sources=${SOURCES} schedulers=${schedulers.length} schedulers_written_ms=${schedulersWrittenMs} ` +
+          `daemon_up_before_tick=${startedBeforeTick} tick_job_ms=${ticks[0]!.ms as number} ` +
           `jitter_ms=${windowMs} tick_to_last_sync_ms=${lastFinished - tickAt} ` +
           `late_after_offset_ms_p50=${q(0.5)} p95=${q(0.95)} max=${lateMs[lateMs.length - 1]} ` +
           `starts_per_tenth=${startsPerTenth.join(',')} outcomes=${[...outcomes].map(([k, v]) => `${k}:${v}`).join(',')} ` +
@@ -200,7 +212,7 @@ describe('2 000 sources on one cron', () => {
       expect(errors.map((l) => `${l.event ?? ''} ${l.msg}`)).toEqual([]);
       expect(logs.filter((l) => l.event === 'job.failed' || l.event === 'worker.error' || l.event === 'rate_limit.paused')).toEqual([]);
       expect(logs.filter((l) => l.event === 'schedule.tick_skipped' || l.event === 'schedule.sync_in_flight')).toEqual([]);
-      // its reconcile at start found the 2 000 schedulers as written, and rewrote none
+      // its reconcile at start found the scheduler as written, and did not rewrite it
       expect(logs.filter((l) => l.event === 'reconcile.requeued' && l.schedulers !== 0)).toEqual([]);
       // postgres.js: a connection not made in time; Postgres: 53300 "sorry, too many clients already"
       expect(daemon.stderr()).not.toMatch(/CONNECT_TIMEOUT|"code":"53300"|too many clients/);
