@@ -131,7 +131,7 @@ export async function measureOperations(o: OpContext): Promise<OpFigure[]> {
     ...(r.status !== 200 ? { failure: `HTTP ${r.status}` } : {}),
   }));
 
-  await record('perSource', 'per-source video/transcript counts', { run: () => root.perSourceCounts(sql) as Promise<unknown[]> }, (rows) => ({
+  await record('perSource', 'per-source video/transcript counts (as `status` reads them)', { run: () => root.perSourceCounts(sql) as Promise<unknown[]> }, (rows) => ({
     note: `${rows.length} sources`,
   }));
   await record('itemCounts', 'item counts by state', { run: () => root.itemCounts(sql) });
@@ -151,7 +151,8 @@ export async function measureOperations(o: OpContext): Promise<OpFigure[]> {
     (rows) => (rows.length === progressIds.length ? {} : { failure: `${rows.length} of ${progressIds.length} batches` }),
   );
 
-  // at start with Redis empty: every poll and sink job and every source's scheduler is created
+  // at start with Redis empty: every poll and sink job and the cron schedulers are created (one per
+  // cron pattern since issue #12; one per source before)
   let emptyPrefix = '';
   await record('reconcileEmpty', 'reconcile at start, Redis empty', {
     setup: () => {

@@ -54,7 +54,7 @@ export interface RootApi {
     ids: string[],
     wantsChunks: boolean,
   ): Promise<string[]>;
-  /** per-source video and transcript counts (status, the overview) */
+  /** per-source video and transcript counts as `status` reads them (since issue #12: the first page, needing attention first) */
   perSourceCounts: Read;
   /** items per state (status) */
   itemCounts: Read;
@@ -69,6 +69,7 @@ type Where = readonly [file: string, name: string];
 /** Where each read lives, newest first. */
 const READS = {
   perSourceCounts: [
+    ['src/pipeline/status.ts', 'readStatusSources'],
     ['src/db/source-stats.ts', 'sourcesWithStats'],
     ['src/db/sources.ts', 'sourcesWithCounts'],
   ],

@@ -25,9 +25,10 @@ import { latestCreditSnapshot } from '../db/credit-snapshots.ts';
 import { itemErrorCodeCounts } from '../db/item-counts.ts';
 import { quarantineCounts } from '../db/quarantine.ts';
 import { BATCH_STATUSES } from '../db/schema.ts';
-import { secondsSinceSync } from '../db/sources.ts';
+import { sourceSyncCounts, stalestSources, type SourceSyncCount } from '../db/source-freshness.ts';
 import { isQueryCanceled, readWithTimeout, type Pool } from '../db/statement-timeout.ts';
 import type { UpsertCounts } from '../db/videos.ts';
+import { SOURCE_KINDS } from '../domain/sources.ts';
 import type { Logger } from '../log.ts';
 import type { PipelineMetrics } from '../pipeline/deps.ts';
 import type { PipelineQueues } from '../queues/queues.ts';
@@ -49,6 +50,21 @@ export const COLLECT_TIMEOUT_MS = 2_000;
  * wait itself ends a family only when the server does not answer at all.
  */
 export const COLLECT_CONNECT_GRACE_MS = 1_000;
+
+/**
+ * Sources given a `vsi_source_seconds_since_sync` series of their own: the stalest, which an
+ * alert on one source's age needs; the others are in the aggregates of `vsi_sources` and
+ * `vsi_source_seconds_since_sync_max`, so a scrape stays the same size at any number of sources.
+ */
+export const STALEST_SOURCES_SHOWN = 100;
+
+/** The `state` label of `vsi_sources`: each source is in exactly one. */
+export const SOURCE_SYNC_STATES = ['active', 'paused', 'never_synced'] as const;
+
+function sourceSyncState(g: Pick<SourceSyncCount, 'paused' | 'neverSynced'>): (typeof SOURCE_SYNC_STATES)[number] {
+  if (g.paused) return 'paused';
+  return g.neverSynced ? 'never_synced' : 'active';
+}
 
 /** Queue states reported per queue. */
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
@@ -258,16 +274,48 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
     },
   });
 
-  const freshness = pgFamily('sources', secondsSinceSync);
+  const freshness = pgFamily('sources', async (q) => ({
+    stalest: await stalestSources(q, STALEST_SOURCES_SHOWN),
+    counts: await sourceSyncCounts(q),
+  }));
   new Gauge({
     name: `${METRIC_PREFIX}source_seconds_since_sync`,
-    help: 'Seconds since the last successful sync of a source (absent until its first one).',
+    help:
+      `Seconds since the last successful sync of a source, for the ${STALEST_SOURCES_SHOWN} unpaused sources longest without one ` +
+      '(paused and never-synced sources have none; every source is counted in vsi_sources).',
     labelNames: ['source_id', 'kind'] as const,
     registers: [registry],
     async collect() {
       this.reset();
       const r = await freshness();
-      for (const row of r ?? []) this.set({ source_id: String(row.id), kind: row.kind }, Math.max(0, row.seconds));
+      for (const row of r?.stalest ?? []) this.set({ source_id: String(row.id), kind: row.kind }, Math.max(0, row.seconds));
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}source_seconds_since_sync_max`,
+    help: 'Seconds since the last successful sync of the unpaused source of this kind longest without one (absent for a kind with no such source).',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const r = await freshness();
+      for (const g of r?.counts ?? []) {
+        if (sourceSyncState(g) === 'active' && g.maxSeconds !== null) this.set({ kind: g.kind }, Math.max(0, g.maxSeconds));
+      }
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}sources`,
+    help: 'Sources by kind and state: paused, never_synced (not paused, no successful sync yet) or active (the others); every kind and state, zeros included.',
+    labelNames: ['kind', 'state'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const r = await freshness();
+      if (!r) return;
+      // zeros included, so a rate or an alert never sees a series vanish
+      for (const kind of SOURCE_KINDS) for (const state of SOURCE_SYNC_STATES) this.set({ kind, state }, 0);
+      for (const g of r.counts) this.inc({ kind: g.kind, state: sourceSyncState(g) }, g.sources);
     },
   });
 

@@ -11,13 +11,12 @@
  * left out, the others are shown. Each reads counters or rows bounded by what the page shows
  * (at 2 000 sources the page lists 50 of them, not 2 000: it was 1.4 MB).
  */
-import { CronExpressionParser } from 'cron-parser';
 import { batchProgress, erroredItems, type BatchProgress } from '../db/batch-progress.ts';
 import { batchCountsByStatus, inFlightJobIds } from '../db/batches.ts';
 import { databaseNow, type Queryable } from '../db/connection.ts';
 import { creditUsage } from '../db/credit-snapshots.ts';
 import { itemErrorsBySource, type SourceErrorCount } from '../db/item-counts.ts';
-import { sourcesWithStatsByIds, sourceTriage } from '../db/source-stats.ts';
+import { sourcesWithStatsByIds } from '../db/source-stats.ts';
 import { isQueryCanceled, readSections, type Pool } from '../db/statement-timeout.ts';
 import { tableStorage, type TableStorage } from '../db/storage.ts';
 import { ITEM_ERROR_STATES } from '../domain/items.ts';
@@ -29,12 +28,14 @@ import {
   readItems,
   readLastPrune,
   readRecentBatches,
-  toSourceStatus,
+  readSourcesPage,
   type CreditsStatus,
+  type Freshness,
   type HoldsStatus,
   type ItemsStatus,
   type PruneStatus,
-  type SourceStatus,
+  type RankedSource,
+  type SourcesPage,
 } from '../pipeline/status.ts';
 import { compactBytes, compactNumber, creditChartSvg, type CreditPoint } from './chart.ts';
 import { html, raw, type SafeHtml } from './html.ts';
@@ -43,8 +44,6 @@ import { html, raw, type SafeHtml } from './html.ts';
 export const CREDIT_CHART_MAX_POINTS = 300;
 /** How far back the credit chart reaches, in days. */
 export const CREDIT_CHART_DAYS = 30;
-/** A scheduled source counts as overdue once its last cron time is this far past without a sync, in ms. */
-export const OVERDUE_GRACE_MS = 10 * 60_000;
 /** Browser refresh interval of the page, in seconds. */
 export const OVERVIEW_REFRESH_S = 10;
 /** Sources per page (those needing attention first). */
@@ -70,68 +69,10 @@ export function ago(iso: string | null, now: Date): string {
   return `${Math.round(s / 86_400)} d ago`;
 }
 
-export type Freshness = { label: string; tone: 'ok' | 'warn' | 'bad' | 'muted' };
+/** a source as the page lists it; the ranking and the freshness rule live in src/pipeline/status.ts, shared with `status` */
+export type OverviewSource = RankedSource;
 
-/** The latest time a cron expression fired at or before `now` (UTC); undefined for a bad expression. */
-function lastCronTime(cron: string, now: Date): Date | undefined {
-  try {
-    return CronExpressionParser.parse(cron, { tz: 'UTC', currentDate: now }).prev().toDate();
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * `lastCronTime` remembered per expression for one `now`: parsing costs ~0.15-0.25 ms, 0.3-0.5 s
- * for 2 000 sources, while sources mostly share a few schedules.
- */
-function cronTimesAt(now: Date): (cron: string) => Date | undefined {
-  const known = new Map<string, Date | undefined>();
-  return (cron) => {
-    if (!known.has(cron)) known.set(cron, lastCronTime(cron, now));
-    return known.get(cron);
-  };
-}
-
-/** Is the source as fresh as its schedule promises? */
-export function freshnessOf(
-  s: Pick<SourceStatus, 'paused' | 'cron' | 'lastSyncedAt'>,
-  now: Date,
-  lastDue: (cron: string) => Date | undefined = (cron) => lastCronTime(cron, now),
-): Freshness {
-  if (s.paused) return { label: 'paused', tone: 'muted' };
-  if (s.lastSyncedAt === null) return { label: 'never synced', tone: 'warn' };
-  if (s.cron === null) return { label: 'backfill only', tone: 'muted' };
-  const due = lastDue(s.cron);
-  if (due === undefined) return { label: 'bad schedule', tone: 'bad' };
-  const synced = Date.parse(s.lastSyncedAt);
-  if (synced < due.getTime() && now.getTime() - due.getTime() > OVERDUE_GRACE_MS) {
-    return { label: 'overdue', tone: 'bad' };
-  }
-  return { label: 'fresh', tone: 'ok' };
-}
-
-/** 0: needs a person now (an error, overdue, a bad schedule); 1: not yet synced; 2: fine. */
-function attentionRank(hasError: boolean, f: Freshness): number {
-  if (hasError || f.tone === 'bad') return 0;
-  return f.tone === 'warn' ? 1 : 2;
-}
-
-export type OverviewSource = SourceStatus & { freshness: Freshness };
-
-export interface OverviewSources {
-  total: number;
-  paused: number;
-  withError: number;
-  overdue: number;
-  neverSynced: number;
-  /** sources with an error, overdue, with a bad schedule or never synced: listed first */
-  attention: number;
-  /** 1-based; a page past the last shows the last */
-  page: number;
-  pages: number;
-  /** the sources of this page, those needing attention first */
-  rows: OverviewSource[];
+export interface OverviewSources extends SourcesPage {
   /** failed/retryable/quarantined items per source of this page and errorCode (batches of the last OVERVIEW_ERRORS_DAYS) */
   errorsBySource: SourceErrorCount[];
 }
@@ -167,40 +108,13 @@ export interface LoadOverviewOptions {
 }
 
 async function loadSources(q: Queryable, now: Date, page: number): Promise<OverviewSources> {
-  const triage = await sourceTriage(q);
-  const lastDue = cronTimesAt(now);
-  const ranked = triage.map((s) => {
-    const freshness = freshnessOf({ paused: s.paused, cron: s.cron, lastSyncedAt: s.lastSyncedAt?.toISOString() ?? null }, now, lastDue);
-    return { id: s.id, paused: s.paused, hasError: s.hasError, freshness, rank: attentionRank(s.hasError, freshness) };
-  });
-  ranked.sort((a, b) => a.rank - b.rank || a.id - b.id);
-  const pages = Math.max(1, Math.ceil(ranked.length / OVERVIEW_SOURCES_PER_PAGE));
-  const shownPage = Math.min(Math.max(1, page), pages);
-  const onPage = ranked.slice((shownPage - 1) * OVERVIEW_SOURCES_PER_PAGE, shownPage * OVERVIEW_SOURCES_PER_PAGE);
-  const ids = onPage.map((s) => s.id);
-  const byId = new Map((await sourcesWithStatsByIds(q, ids)).map((s) => [s.id, s]));
-  const rows = onPage.flatMap((s) => {
-    const row = byId.get(s.id);
-    // removed since the triage read: left out
-    return row ? [{ ...toSourceStatus(row), freshness: s.freshness }] : [];
-  });
+  const sources = await readSourcesPage(q, now, { page, perPage: OVERVIEW_SOURCES_PER_PAGE });
   const errorsBySource = await itemErrorsBySource(q, {
-    sourceIds: ids,
+    sourceIds: sources.rows.map((s) => s.id),
     states: ITEM_ERROR_STATES,
     since: new Date(now.getTime() - OVERVIEW_ERRORS_DAYS * DAY_MS),
   });
-  return {
-    total: ranked.length,
-    paused: ranked.filter((s) => s.paused).length,
-    withError: ranked.filter((s) => s.hasError).length,
-    overdue: ranked.filter((s) => s.freshness.label === 'overdue').length,
-    neverSynced: ranked.filter((s) => s.freshness.label === 'never synced').length,
-    attention: ranked.filter((s) => s.rank < 2).length,
-    page: shownPage,
-    pages,
-    rows,
-    errorsBySource,
-  };
+  return { ...sources, errorsBySource };
 }
 
 async function loadInFlight(q: Queryable): Promise<{ total: number; shown: BatchProgress[] }> {

@@ -1,9 +1,9 @@
-/** `status [--json]`: sources, batches in flight with progress, error counts, credits, storage. */
+/** `status [--json] [--all-sources]`: sources (those needing attention first), batches in flight with progress, error counts, credits, storage. */
 import { JOB_STATUSES } from '../api/schemas.ts';
 import type { Command } from 'commander';
 import { compactBytes } from '../admin/chart.ts';
 import type { BatchProgress } from '../db/batch-progress.ts';
-import { collectStatus, describePrune, type StatusReport } from '../pipeline/status.ts';
+import { collectStatus, describePrune, STATUS_SOURCES_SHOWN, type StatusReport } from '../pipeline/status.ts';
 import { createContext } from './context.ts';
 import { renderTable, shortTime } from './table.ts';
 
@@ -23,9 +23,16 @@ export function renderStatus(r: StatusReport): string {
         'probably created upstream, not re-submitted; to re-submit: videosite-ingest replay --lost --yes\n\n',
     );
   }
-  out.push('Sources\n');
-  if (r.sources.length === 0) out.push('  none (add one: videosite-ingest sources add channel @handle)\n');
-  else
+  const n = r.sourcesSummary;
+  if (n.total === 0) out.push('Sources\n  none (add one: videosite-ingest sources add channel @handle)\n');
+  else {
+    const needs = n.attention === 0 ? 'none needs attention' : `${n.attention} need${n.attention === 1 ? 's' : ''} attention: ${n.withError} with an error, ${n.overdue} overdue, ${n.neverSynced} never synced`;
+    out.push(
+      `Sources: ${n.total} (${needs}; ${n.paused} paused); ` +
+        (n.shown < n.total
+          ? `showing ${n.shown}, the ones needing attention first; every source: videosite-ingest status --all-sources\n`
+          : 'all shown, the ones needing attention first\n'),
+    );
     out.push(
       renderTable(
         ['id', 'kind', 'title', 'videos', 'transcripts', 'last synced', 'schedule', 'last error'],
@@ -41,6 +48,7 @@ export function renderStatus(r: StatusReport): string {
         ]),
       ),
     );
+  }
 
   out.push(`\nBatches in flight: ${r.inFlight.length}\n`);
   if (r.inFlight.length > 0)
@@ -124,10 +132,11 @@ export function registerStatusCommand(program: Command): void {
     .command('status')
     .description('show sources, batches in flight with progress, error counts, credits and storage per table')
     .option('--json', 'print the report as JSON (stable field names) instead of tables', false)
-    .action(async (o: { json: boolean }) => {
+    .option('--all-sources', `list every source, not only the first ${STATUS_SOURCES_SHOWN} (those needing attention first)`, false)
+    .action(async (o: { json: boolean; allSources: boolean }) => {
       const ctx = createContext();
       try {
-        const report = await collectStatus(ctx.db().sql);
+        const report = await collectStatus(ctx.db().sql, { allSources: o.allSources });
         process.stdout.write(o.json ? `${JSON.stringify(report, null, 2)}\n` : renderStatus(report));
       } finally {
         await ctx.close();

@@ -11,10 +11,11 @@
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startAdminServer, type AdminServer } from '../../src/admin/server.ts';
-import { createMetrics, type AdminMetrics } from '../../src/admin/metrics.ts';
+import { createMetrics, STALEST_SOURCES_SHOWN, type AdminMetrics } from '../../src/admin/metrics.ts';
 import { OVERVIEW_SOURCES_PER_PAGE } from '../../src/admin/overview.ts';
 import { createApiClient, type ApiClient } from '../../src/api/client.ts';
 import { ConfigError } from '../../src/config.ts';
+import { SOURCE_KINDS } from '../../src/domain/sources.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { isSettled } from '../../src/db/batch-progress.ts';
 import { runBackfill, type BackfillReport } from '../../src/pipeline/backfill.ts';
@@ -23,7 +24,7 @@ import { registerSource } from '../../src/pipeline/sources.ts';
 import { startWorkers, type WorkerSet } from '../../src/pipeline/workers.ts';
 import { closeRedis, createRedis } from '../../src/queues/connection.ts';
 import { createQueues } from '../../src/queues/queues.ts';
-import { basic, bearer, parseMetrics, sum, value, type Sample } from '../helpers/admin.ts';
+import { basic, bearer, parseMetrics, samples, sum, value, type Sample } from '../helpers/admin.ts';
 import { createPipelineHarness, runCli, waitFor, type PipelineHarness } from '../helpers/pipeline.ts';
 import { once } from '../helpers/once.ts';
 import { parseLogLines } from '../helpers/proc.ts';
@@ -342,6 +343,45 @@ describe('probes and access control', () => {
     } finally {
       await sql`delete from sources where id = any(${added.map((s) => s.id)}::int[])`;
       await sql`delete from prune_runs where id = ${prune!.id}`;
+    }
+  });
+
+  it(`/metrics gives the ${STALEST_SOURCES_SHOWN} unpaused sources longest without a sync a series each, and counts every source by kind and state`, async () => {
+    await backfilled();
+    const { sql } = h.database;
+    const before = await scrape();
+    // 130 synced playlists, the i-th a day and i hours ago (all staler than the backfilled two);
+    // paused ones staler still, which must not take a place; some never synced
+    const added = await sql<{ id: number; ref: string }[]>`
+      insert into sources (kind, ref, external_id, max_videos, paused, last_synced_at)
+      select 'playlist', 'PLstale' || i, 'PLstale' || i, 10, false, now() - interval '1 day' - i * interval '1 hour' from generate_series(1, 130) i
+      union all select 'playlist', 'PLpausedStale' || i, 'PLpausedStale' || i, 10, true, now() - interval '30 days' from generate_series(1, 5) i
+      union all select 'playlist', 'PLpausedNew' || i, 'PLpausedNew' || i, 10, true, null from generate_series(1, 2) i
+      union all select 'playlist', 'PLnew' || i, 'PLnew' || i, 10, false, null from generate_series(1, 3) i
+      returning id, ref`;
+    try {
+      const hoursOf = new Map(added.filter((s) => s.ref.startsWith('PLstale')).map((s) => [String(s.id), 24 + Number(s.ref.slice('PLstale'.length))]));
+      const m = await scrape();
+      const series = samples(m, 'vsi_source_seconds_since_sync');
+      expect(series).toHaveLength(STALEST_SOURCES_SHOWN);
+      // the 100 stalest of the 130: 31..130 hours past the day
+      const expected = [...hoursOf].filter(([, hours]) => hours > 24 + 30).map(([id]) => id);
+      expect(series.map((s) => s.labels.source_id).sort()).toEqual(expected.sort());
+      for (const s of series) {
+        expect(s.labels.kind).toBe('playlist');
+        expect(Math.abs(s.value - hoursOf.get(s.labels.source_id!)! * 3_600)).toBeLessThan(120);
+      }
+      expect(Math.abs(value(m, 'vsi_source_seconds_since_sync_max', { kind: 'playlist' })! - (24 + 130) * 3_600)).toBeLessThan(120);
+
+      // every source counted once by kind and state, every kind and state present
+      const [all] = await sql<{ n: number }[]>`select count(*)::int as n from sources`;
+      expect(sum(m, 'vsi_sources')).toBe(all!.n);
+      expect(samples(m, 'vsi_sources')).toHaveLength(SOURCE_KINDS.length * 3);
+      const delta = (state: string) => value(m, 'vsi_sources', { kind: 'playlist', state })! - value(before, 'vsi_sources', { kind: 'playlist', state })!;
+      expect({ active: delta('active'), paused: delta('paused'), never_synced: delta('never_synced') }).toEqual({ active: 130, paused: 7, never_synced: 3 });
+      expect(value(m, 'vsi_sources', { kind: 'search', state: 'active' })).toBe(0);
+    } finally {
+      await sql`delete from sources where id = any(${added.map((s) => s.id)}::int[])`;
     }
   });
 

@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { assertSafeExposure, credentialOf, isLoopbackHost, tokenMatches } from '../../src/admin/auth.ts';
 import { compactBytes, creditChartSvg, niceTop } from '../../src/admin/chart.ts';
 import { html, raw } from '../../src/admin/html.ts';
-import { freshnessOf, OVERVIEW_SOURCES_PER_PAGE, renderOverview, type OverviewData, type OverviewSource } from '../../src/admin/overview.ts';
+import { OVERVIEW_SOURCES_PER_PAGE, renderOverview, type OverviewData, type OverviewSource } from '../../src/admin/overview.ts';
+import { freshnessOf } from '../../src/pipeline/status.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 
 const TOKEN = 'a-token-of-sixteen-plus';
