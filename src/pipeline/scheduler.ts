@@ -165,40 +165,59 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
     }
 
     // the listing is paid too: checked and reserved like a batch, so that syncs running side
-    // by side (in any process) count it, and a spent budget is not spent further on listings
+    // by side (in any process) count it, and a spent budget is not spent further on listings.
+    // The check asks for the most this sync's batches can cost on top (granted when credits are
+    // plentiful), so that usually the batches need no check of their own (HEADROOM_FACTOR).
     const adapter = adapterFor(source.kind);
     const cost = await listingEstimate(sql, source);
     let listing: Listing;
     const listingCheck =
       cost.credits > 0
-        ? await reserveCredits(deps, { sourceId, estimate: cost.credits, sourceBudget: source.maxCreditsPerDay, what: 'listing this source', reason: 'before-listing' })
+        ? await reserveCredits(deps, {
+            sourceId,
+            estimate: cost.credits,
+            sourceBudget: source.maxCreditsPerDay,
+            what: 'listing this source',
+            reason: 'before-listing',
+            headroom: batchesCostBound(source, wanted, settings.batchSize),
+          })
         : undefined;
     if (listingCheck?.refused) return await refusedCredits(listingCheck.refused, listingCheck.accountLeft);
+    // the hold the batches are sent on: the listing's while it has room for them
+    let hold: CreditHold | undefined = listingCheck?.hold;
+    let planned: PlannedBatch[];
+    let estimate: number;
     try {
-      await adapter.refresh(deps, source);
-      result.listingCredits = cost.refresh;
-      listing = await adapter.list(deps, source);
-      result.listingCredits += listing.credits;
-      // spent: recorded on the run now (the budgets count it) and no longer reserved
-      await sql.begin(async (tx) => {
-        await recordListingCredits(tx, runId, result.listingCredits);
-        await listingCheck?.hold.spend(tx, result.listingCredits);
-      });
-    } finally {
-      await releaseHold(deps, listingCheck?.hold, sourceId);
-    }
-    result.listed = listing.videoIds.length;
-    const candidates = await candidatesOf(deps, source, listing.videoIds);
-
-    const planned = await planBatches(deps, source, wanted, candidates);
-    const estimate = planned.reduce((n, b) => n + b.credits, 0);
-    if (planned.length > 0) {
-      result.creditsEstimated = estimate;
-      const check = await reserveCredits(deps, { sourceId, estimate, sourceBudget: source.maxCreditsPerDay });
-      if (check.refused) return await refusedCredits(check.refused, check.accountLeft);
       try {
+        await adapter.refresh(deps, source);
+        result.listingCredits = cost.refresh;
+        listing = await adapter.list(deps, source);
+        result.listingCredits += listing.credits;
+        // spent: recorded on the run now (the budgets count it) and no longer reserved
+        await sql.begin(async (tx) => {
+          await recordListingCredits(tx, runId, result.listingCredits);
+          await listingCheck?.hold.spend(tx, result.listingCredits);
+        });
+      } catch (e: unknown) {
+        await releaseHold(deps, hold, sourceId);
+        throw e;
+      }
+      result.listed = listing.videoIds.length;
+      const candidates = await candidatesOf(deps, source, listing.videoIds);
+
+      planned = await planBatches(deps, source, wanted, candidates);
+      estimate = planned.reduce((n, b) => n + b.credits, 0);
+      if (planned.length > 0) {
+        result.creditsEstimated = estimate;
+        if (hold === undefined || hold.left() < estimate) {
+          await releaseHold(deps, hold, sourceId);
+          hold = undefined;
+          const check = await reserveCredits(deps, { sourceId, estimate, sourceBudget: source.maxCreditsPerDay });
+          if (check.refused) return await refusedCredits(check.refused, check.accountLeft);
+          hold = check.hold;
+        }
         for (const batch of planned) {
-          if (!(await check.hold.renew())) {
+          if (!(await hold.renew())) {
             // stalled past CREDIT_RESERVATION_TTL_MS: others no longer count these credits
             result.detail = 'the credit reservation expired before every batch was sent; the rest is due at the next sync';
             log.warn({ event: 'credits.reservation_lapsed', sourceId, sent: result.jobIds.length, planned: planned.length }, 'credit reservation expired: submitting no more batches this sync');
@@ -213,15 +232,15 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
             credits: batch.credits,
             textOnly: source.textOnly,
             claimDue: (tx, ids) => dueVideoIds(tx, settings, batch.kind, batch.lang, ids, !source.textOnly),
-            hold: check.hold,
+            hold,
           });
           if (submitted === null) continue;
           result.jobIds.push(submitted.jobId);
           result.submitted += submitted.videos;
         }
-      } finally {
-        await releaseHold(deps, check.hold, sourceId);
       }
+    } finally {
+      await releaseHold(deps, hold, sourceId);
     }
     // transcripts generated for videos whose captions a finished batch reported missing
     const generated = await submitGenerations(deps, source, { platform: deps.api.platform });
@@ -258,6 +277,16 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
     // submitted batches stay recorded; what was not submitted is due again at the next sync
     throw err;
   }
+}
+
+/**
+ * The most one sync's batches of `source` can cost: every video it may list, due in every kind
+ * and language wanted, at 1 + 1 per video per batch. 0 (ask for nothing more) when the source has
+ * no limit to bound it.
+ */
+export function batchesCostBound(source: Pick<Source, 'maxVideos'>, wanted: readonly unknown[], batchSize: number): number {
+  if (source.maxVideos === null) return 0;
+  return wanted.length * (Math.ceil(source.maxVideos / Math.max(1, batchSize)) + source.maxVideos);
 }
 
 /**

@@ -164,6 +164,36 @@ describe('credit reservations in Postgres, shared by processes', () => {
     expect(granted(await check(1, acc, { estimate: 500 })).available).toBe(500);
   });
 
+  it('headroom is reserved with the estimate only when credits are plentiful and no budget applies; spending draws on both', async () => {
+    await clear();
+    // 4 x (10 + 240) = 1000 <= 1000 left: granted, one row of 250, counted by every other check
+    const acc = account(1000);
+    const roomy = granted(await check(0, acc, { estimate: 10, headroom: 240 }));
+    expect(roomy.reserved).toBe(250);
+    expect((await openRows()).map((r) => r.credits)).toEqual([250]);
+    expect(granted(await check(1, acc, { estimate: 1 })).available).toBe(750);
+    await clear();
+    // the listing (10) and then a batch (200) spent on the same hold, without another check
+    const again = granted(await check(0, acc, { estimate: 10, headroom: 240 }));
+    await pools[0]!.sql.begin((tx) => again.spend(tx, 10));
+    expect(again.left()).toBe(240);
+    await pools[0]!.sql.begin((tx) => again.spend(tx, 200));
+    expect(again.left()).toBe(40);
+    expect((await openRows()).map((r) => r.credits)).toEqual([40]);
+    await again.release();
+    expect(await openRows()).toEqual([]);
+
+    // 4 x 250 > 999: only the estimate, so headroom never refuses anyone when credits are scarce
+    const tight = granted(await check(0, account(999), { estimate: 10, headroom: 240 }));
+    expect(tight.reserved).toBe(10);
+    expect(tight.left()).toBe(10);
+    await clear();
+    // a daily budget counts reservations: headroom would use it up, so none
+    const budgeted = granted(await check(0, account(1_000_000), { estimate: 10, headroom: 240 }, { creditBudgetPerDay: 100_000 }));
+    expect(budgeted.reserved).toBe(10);
+    await clear();
+  });
+
   it("a dead process's reservation counts until it expires, then is deleted", async () => {
     await clear();
     const acc = account(1000);
