@@ -99,6 +99,12 @@ export const HISTORY_RETENTION_DAYS = 180;
  */
 export const SCHEDULE_JITTER_MS = 60_000;
 /**
+ * The closest two fires of a source's cron may be (`sources add`, `sources edit`): each fire lists
+ * the source at a credit per page, so `* * * * *` on a 20-page channel spends 28 800 credits a day
+ * on listings alone. Five minutes still catches a new upload within the hour's first few minutes.
+ */
+export const SOURCE_MIN_INTERVAL_MS = 5 * 60_000;
+/**
  * Connections per Postgres pool. The default settings need 21 in a daemon with an admin server
  * (2 syncs × 2 + 4 polls + 2 sinks + reconcile, hold re-check and daily prune 1 each + admin 8;
  * src/domain/connections.ts), 15 in a backfill; startup refuses a pool smaller than what the
@@ -111,6 +117,8 @@ export const DATABASE_POOL_MAX = 24;
 export const ADMIN_TOKEN_MIN_CHARS = 16;
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+/** `auto`: short human lines when stderr is a terminal, JSON lines otherwise (files, pipes, log shippers). */
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
 
 export class ConfigError extends Error {
   readonly variable: string;
@@ -168,7 +176,9 @@ const EnvSchema = z.object({
     .string()
     .regex(/^[^\s:]+$/, 'expected a non-empty prefix without blanks or colons')
     .default(DEFAULT_QUEUE_PREFIX),
-  LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  // no default here: whether it was set decides a one-shot command's level on a terminal (src/log.ts)
+  LOG_LEVEL: z.enum(LOG_LEVELS).optional(),
+  LOG_FORMAT: z.enum(LOG_FORMATS).default('auto'),
   SIMULATOR_API_KEY: z
     .string()
     .min(1, 'must not be empty')
@@ -213,6 +223,7 @@ const EnvSchema = z.object({
   HISTORY_RETENTION_DAYS: nonNegativeInt.pipe(z.number().max(36_500)).default(HISTORY_RETENTION_DAYS),
   CREDIT_BUDGET_PER_DAY: positiveInt().optional(),
   SCHEDULE_JITTER_MS: nonNegativeInt.pipe(z.number().max(3_600_000)).default(SCHEDULE_JITTER_MS),
+  SOURCE_MIN_INTERVAL_MS: nonNegativeInt.pipe(z.number().max(86_400_000)).default(SOURCE_MIN_INTERVAL_MS),
   DATABASE_POOL_MAX: positiveInt(1_000).default(DATABASE_POOL_MAX),
   // sent back as a bearer token or a basic-auth password: header-safe characters only
   ADMIN_TOKEN: z
@@ -246,6 +257,9 @@ export interface Config {
   redisUrl: string;
   queuePrefix: string;
   logLevel: (typeof LOG_LEVELS)[number];
+  /** LOG_LEVEL was set (else logLevel is the default, `info`) */
+  logLevelSet: boolean;
+  logFormat: (typeof LOG_FORMATS)[number];
   simulatorApiKey: string;
   pipeline: {
     /** sustained upstream requests per second, all processes together */
@@ -295,6 +309,8 @@ export interface Config {
     creditBudgetPerDay: number | undefined;
     /** syncs that fire on the same cron tick start spread over up to this, ms (at most a quarter of the cron's period); default 60 000 */
     scheduleJitterMs: number;
+    /** the closest two fires of a source's cron may be, checked on `sources add` / `edit` (SOURCE_MIN_INTERVAL_MS) */
+    sourceMinIntervalMs: number;
   };
   /** connections per Postgres pool (checked against the concurrency settings at startup); default 24 */
   databasePoolMax: number;
@@ -354,7 +370,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
     queuePrefix: e.QUEUE_PREFIX,
-    logLevel: e.LOG_LEVEL,
+    logLevel: e.LOG_LEVEL ?? 'info',
+    logLevelSet: e.LOG_LEVEL !== undefined,
+    logFormat: e.LOG_FORMAT,
     simulatorApiKey: e.SIMULATOR_API_KEY,
     pipeline: {
       apiRatePerSecond: e.API_RATE_PER_SECOND,
@@ -386,6 +404,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       historyRetentionDays: e.HISTORY_RETENTION_DAYS,
       creditBudgetPerDay: e.CREDIT_BUDGET_PER_DAY,
       scheduleJitterMs: e.SCHEDULE_JITTER_MS,
+      sourceMinIntervalMs: e.SOURCE_MIN_INTERVAL_MS,
     },
     databasePoolMax: e.DATABASE_POOL_MAX,
     admin: { token: e.ADMIN_TOKEN },

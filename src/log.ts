@@ -1,11 +1,16 @@
 /**
- * Structured logs (pino) to stderr, so stdout carries only a command's output. Every call names
+ * Structured logs (pino) to stderr, so stdout carries only a command's output. On a terminal
+ * they are short human lines (pino-pretty) and a one-shot command shows only warnings and errors
+ * unless LOG_LEVEL says otherwise, so its own output and progress bars are not buried; anywhere
+ * else (a file, a pipe, a log shipper, the tests) they are JSON lines, one per event. Every call names
  * its event (`event`, from src/log-events.ts); tests, the benchmark and operators match on that
  * and the fields, never on `msg`. Secrets are redacted by configuration: any field named like a
  * key or an authorization header is censored wherever it sits, so a careless
  * `log.info({ headers })` cannot leak the API key.
  */
+import { createRequire } from 'node:module';
 import pino, { type Logger } from 'pino';
+import type { Config } from './config.ts';
 
 export type { Logger };
 
@@ -31,6 +36,25 @@ export interface LoggerOptions {
   /** a pino destination; default stderr */
   destination?: pino.DestinationStream;
   name?: string;
+  /** human lines (pino-pretty) to stderr instead of JSON; ignored with `destination` */
+  pretty?: boolean;
+}
+
+/** Fields a human line leaves out: the process, and what the message already says. */
+const PRETTY_IGNORE = 'pid,hostname,name';
+
+/** pino-pretty as a synchronous stream to stderr (loaded only on a terminal: JSON needs none of it). */
+function prettyStderr(): pino.DestinationStream {
+  // pino-pretty is CommonJS; required synchronously so createLogger stays synchronous
+  const pretty = createRequire(import.meta.url)('pino-pretty') as (o: Record<string, unknown>) => pino.DestinationStream;
+  return pretty({
+    destination: 2,
+    sync: true,
+    colorize: process.stderr.isTTY === true,
+    translateTime: 'SYS:HH:MM:ss',
+    ignore: PRETTY_IGNORE,
+    singleLine: true,
+  });
 }
 
 export function createLogger(opts: LoggerOptions = {}): Logger {
@@ -42,8 +66,22 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       serializers: { err: pino.stdSerializers.err },
     },
-    opts.destination ?? pino.destination({ fd: 2, sync: true }),
+    opts.destination ?? (opts.pretty ? prettyStderr() : pino.destination({ fd: 2, sync: true })),
   );
+}
+
+/**
+ * How a command logs, from LOG_FORMAT and LOG_LEVEL: human lines on a terminal (`auto`), and
+ * there, for a one-shot command (everything but the daemon and the simulator), warnings and
+ * errors only unless LOG_LEVEL is set: the command prints its own result.
+ */
+export function loggingFor(
+  config: Pick<Config, 'logLevel' | 'logLevelSet' | 'logFormat'>,
+  o: { longRunning: boolean; isTTY?: boolean },
+): { level: string; pretty: boolean } {
+  const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && (o.isTTY ?? process.stderr.isTTY === true));
+  const level = config.logLevelSet || !pretty || o.longRunning ? config.logLevel : 'warn';
+  return { level, pretty };
 }
 
 /** A logger that drops everything (tests and library use). */

@@ -6,7 +6,7 @@ import type { Redis } from 'ioredis';
 import { createApiClientFromConfig, type ApiClient, type RequestEvent } from '../api/client.ts';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { createDb, type DbHandle } from '../db/connection.ts';
-import { createLogger, type Logger } from '../log.ts';
+import { createLogger, loggingFor, type Logger } from '../log.ts';
 import { closeRedis, createRedis } from '../queues/connection.ts';
 import { createApiLimiter, type ApiLimiter } from '../queues/limiter.ts';
 import { createQueues, type PipelineQueues } from '../queues/queues.ts';
@@ -37,12 +37,14 @@ export interface ContextOptions {
   log?: Logger;
   /** fed by the API client (`onRequest`) and the pipeline steps; default none */
   metrics?: ContextMetrics;
+  /** the daemon: on a terminal it logs at LOG_LEVEL (default info), not warnings only (src/log.ts loggingFor) */
+  longRunning?: boolean;
 }
 
 export function createContext(opts: ContextOptions = {}): Context {
   let config = loadConfig(opts.env);
   if (opts.override) config = opts.override(config);
-  const log = opts.log ?? createLogger({ level: config.logLevel });
+  const log = opts.log ?? createLogger(loggingFor(config, { longRunning: opts.longRunning ?? false }));
   let db: DbHandle | undefined;
   let redis: Redis | undefined;
   let queues: PipelineQueues | undefined;

@@ -52,7 +52,7 @@ export function registerDaemonCommand(program: Command): void {
         process.once('SIGINT', () => stop('SIGINT'));
       });
       const metrics = o.adminPort === undefined ? undefined : createMetrics();
-      const ctx = createContext({ metrics });
+      const ctx = createContext({ metrics, longRunning: true });
       const { log } = ctx;
       // before anything connects: an exposed admin server without a token is a configuration error
       if (metrics) assertSafeExposure(o.adminHost, ctx.config.admin.token);

@@ -38,7 +38,7 @@ export function registerDemoCommand(program: Command): void {
               databaseUrl: withDatabase(c.databaseUrl, demoDb),
               queuePrefix: DEMO_QUEUE_PREFIX,
               // the demo's own output tells the story; routine info lines would bury it
-              logLevel: c.logLevel === 'info' ? 'warn' : c.logLevel,
+              logLevel: c.logLevelSet ? c.logLevel : 'warn',
               pipeline: { ...c.pipeline, pollInitialDelayMs: 500, pollMinDelayMs: 250, pollMaxDelayMs: 2_000 },
             };
           },

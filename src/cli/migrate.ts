@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../config.ts';
 import { databaseNameOf, migrateDatabase } from '../db/migrate.ts';
-import { createLogger } from '../log.ts';
+import { createLogger, loggingFor } from '../log.ts';
 
 export function registerMigrateCommand(program: Command): void {
   program
@@ -10,7 +10,7 @@ export function registerMigrateCommand(program: Command): void {
     .description('create the database if missing and apply migrations (safe when several processes run it at once)')
     .action(async () => {
       const config = loadConfig();
-      const log = createLogger({ level: config.logLevel });
+      const log = createLogger(loggingFor(config, { longRunning: false }));
       const r = await migrateDatabase(config.databaseUrl, log);
       process.stdout.write(
         `database ${databaseNameOf(config.databaseUrl)}: ${r.created ? 'created; ' : ''}` +

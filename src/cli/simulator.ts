@@ -4,7 +4,7 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig, SIMULATOR_DEV_API_KEY } from '../config.ts';
-import { createLogger } from '../log.ts';
+import { createLogger, loggingFor } from '../log.ts';
 import { DEFAULT_SIMULATOR_HOST, DEFAULT_SIMULATOR_PORT, type SimulatorSettingsInput } from '../simulator/options.ts';
 import { startSimulator } from '../simulator/server.ts';
 import { intArg, numberArg, parseDurationMs } from './args.ts';
@@ -118,7 +118,7 @@ export function registerSimulatorCommand(program: Command): void {
     .option('--rate-limit <n>', 'requests per second allowed per key (default 1000)', numberArg(0.001, 1_000_000))
     .action(async (flags: SimulatorFlags) => {
       const config = loadConfig();
-      const log = createLogger({ level: config.logLevel, name: 'simulator' });
+      const log = createLogger({ ...loggingFor(config, { longRunning: true }), name: 'simulator' });
       // listen for signals before anything is printed: whoever reads the line may signal at once
       let signal: NodeJS.Signals | undefined;
       let wake: (() => void) | undefined;

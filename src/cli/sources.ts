@@ -2,9 +2,9 @@
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { Argument, InvalidArgumentError, type Command } from 'commander';
-import { CronExpressionParser } from 'cron-parser';
 import { LIMIT_MAX } from '../api/schemas.ts';
 import type { Source } from '../db/schema.ts';
+import { checkCronSyntax, checkSourceCron, CronError, type CronPlan } from '../domain/cron.ts';
 import { deleteSource, listSources, setSourceMaxCreditsPerDay, setSourcePaused } from '../db/sources.ts';
 import {
   SEARCH_FILTER_VALUES,
@@ -21,6 +21,7 @@ import { syncSchedulers } from '../pipeline/reconcile.ts';
 import { parseSource, registerSource, type NewSourceInput } from '../pipeline/sources.ts';
 import { intArg } from './args.ts';
 import { createContext, type Context } from './context.ts';
+import { UsageError } from './exit.ts';
 import { waitForRedis } from './redis-ready.ts';
 import { renderTable, shortTime } from './table.ts';
 
@@ -38,13 +39,25 @@ function langsArg(value: string): string[] {
 
 function cronArg(value: string): string {
   try {
-    CronExpressionParser.parse(value, { tz: 'UTC' });
+    checkCronSyntax(value);
   } catch (e: unknown) {
-    throw new InvalidArgumentError(
-      `"${value}" is not a cron expression (${e instanceof Error ? e.message : 'invalid'}); expected five fields such as "0 3 * * *".`,
-    );
+    if (e instanceof CronError) throw new InvalidArgumentError(`"${value}" ${e.message}.`);
+    throw e;
   }
   return value;
+}
+
+/**
+ * How often the cron may fire (SOURCE_MIN_INTERVAL_MS, from the configuration), and the next
+ * fire times to print: refused as a usage error naming --cron.
+ */
+function plannedCron(cron: string, minIntervalMs: number): CronPlan {
+  try {
+    return checkSourceCron(cron, minIntervalMs, new Date());
+  } catch (e: unknown) {
+    if (e instanceof CronError) throw new UsageError(`--cron "${cron}" ${e.message}`);
+    throw e;
+  }
 }
 
 const sourceIdArg = intArg(1, 2_147_483_647);
@@ -190,7 +203,7 @@ function addKindCommand(add: Command, kind: SourceKind): void {
   cmd
     .option('--lang <xx[,yy]>', 'transcript languages (default: the API picks the first available)', langsArg)
     .option('--text', 'store transcripts as plain text instead of timed chunks', false)
-    .option('--cron <expr>', 'sync on this schedule (UTC, five fields) when a daemon runs; default: only by backfill', cronArg)
+    .option('--cron <expr>', 'sync on this schedule when a daemon runs: five fields, UTC, at most every SOURCE_MIN_INTERVAL_MS (5 min); default: only by backfill', cronArg)
     .option('--generate-missing', 'generate a transcript from the audio for videos without captions (2 credits per started minute)', false)
     .option('--max-generate-minutes <n>', 'the most media minutes this source may have generated, ever (needs --generate-missing)', intArg(1, 10_000_000))
     .option(
@@ -228,6 +241,7 @@ function addKindCommand(add: Command, kind: SourceKind): void {
       // parse locally first: a typo fails here, before any credit is spent (and before any connection)
       parseSource(input);
       await withContext(async (ctx) => {
+        const plan = input.cron === null ? undefined : plannedCron(input.cron, ctx.config.pipeline.sourceMinIntervalMs);
         // the API client takes its rate-limit tokens from Redis: fail now rather than hang there
         await waitForRedis(ctx.redis());
         const { sql, db } = ctx.db();
@@ -251,6 +265,7 @@ function addKindCommand(add: Command, kind: SourceKind): void {
             `${s.textOnly ? ' as text' : ''}${extras.length ? `, ${extras.join(', ')}` : ''}, ` +
             `${s.cron ? `cron "${s.cron}"` : 'no schedule (backfill only)'}\n`,
         );
+        if (plan) process.stdout.write(`  next syncs (UTC): ${plan.next.map((d) => d.toISOString().replace('T', ' ').slice(0, 16)).join(', ')}\n`);
       });
     });
 }

@@ -55,6 +55,7 @@ const BAD_VALUES: Record<string, string[]> = {
   REDIS_URL: ['http://localhost:6379'],
   QUEUE_PREFIX: ['has space'],
   LOG_LEVEL: ['loud'],
+  LOG_FORMAT: ['yaml'],
   SIMULATOR_API_KEY: ['key with\ttab'],
   ADMIN_TOKEN: ['short'],
   API_RETRY_MAX_ATTEMPTS: ['21'],
@@ -66,6 +67,7 @@ const BAD_VALUES: Record<string, string[]> = {
   RAW_RETENTION_DAYS: ['-1', '90d'],
   HISTORY_RETENTION_DAYS: ['half a year'],
   CREDIT_BUDGET_PER_DAY: ['0'],
+  SOURCE_MIN_INTERVAL_MS: ['90000000', '5m'],
 };
 const NUMERIC = /(_MS|_ATTEMPTS|_PER_SECOND|_BURST|_SIZE|_RESERVE|_ITEMS|_CONCURRENCY|_BYTES|_MAX)$/;
 

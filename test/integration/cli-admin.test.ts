@@ -10,8 +10,9 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProgram } from '../../src/cli/main.ts';
+import { syncSchedulers } from '../../src/pipeline/reconcile.ts';
 import { registerSource } from '../../src/pipeline/sources.ts';
-import { sourceSchedulerId } from '../../src/queues/names.ts';
+import { cronSchedulerId } from '../../src/queues/names.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { dropDatabase, testDatabaseName, testServerUrl } from '../helpers/db.ts';
 import { createPipelineHarness, runCli, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
@@ -40,9 +41,13 @@ async function sourceCount(): Promise<number> {
   return r!.n;
 }
 
-async function schedulerPattern(sourceId: number): Promise<string | undefined> {
+/**
+ * The pattern of the job scheduler of a cron pattern, if Redis holds one (one per pattern, for
+ * every source on it; each test here gives its source a pattern of its own).
+ */
+async function schedulerPattern(cron: string): Promise<string | undefined> {
   const all = await h.queues.schedule.getJobSchedulers(0, -1);
-  return all.find((s) => s.key === sourceSchedulerId(sourceId))?.pattern ?? undefined;
+  return all.find((s) => s.key === cronSchedulerId(cron))?.pattern ?? undefined;
 }
 
 function channel(i: number) {
@@ -100,10 +105,15 @@ describe('sources add', () => {
     expect(m, r.stdout).not.toBeNull();
     expect(m![2]).toBe(playlistId);
     expect(r.stdout).toContain('cron "0 3 * * *"');
+    // the next three fires, in UTC: 03:00 on three days in a row
+    const next = /next syncs \(UTC\): (.+)$/m.exec(r.stdout)?.[1]?.split(', ') ?? [];
+    expect(next, r.stdout).toHaveLength(3);
+    for (const t of next) expect(t).toMatch(/^\d{4}-\d{2}-\d{2} 03:00$/);
+    expect(Date.parse(`${next[1]}Z`) - Date.parse(`${next[0]}Z`)).toBe(86_400_000);
     const id = Number(m![1]);
     const rows = await h.database.sql`select external_id, max_videos, langs, text_only, cron from sources where id = ${id}`;
     expect(rows).toEqual([{ external_id: playlistId, max_videos: 5, langs: ['en', 'de'], text_only: true, cron: '0 3 * * *' }]);
-    expect(await schedulerPattern(id)).toBe('0 3 * * *');
+    expect(await schedulerPattern('0 3 * * *')).toBe('0 3 * * *');
   });
 
   it('refuses a reference that is not a channel, naming the argument and the value, before any request', async () => {
@@ -140,6 +150,27 @@ describe('sources add', () => {
     expectCleanError(lang!, 2, "option '--lang <xx[,yy]>' argument 'english' is invalid", '"english" is not a language code');
     expect(h.sim.stats().total).toBe(requests);
     expect(await sourceCount()).toBe(sources);
+  });
+
+  it('refuses a cron that is not five valid fields, or fires more often than SOURCE_MIN_INTERVAL_MS, naming the field and a valid one', async () => {
+    const playlistId = channel(3).playlistIds[0]!;
+    const requests = h.sim.stats().total;
+    const sources = await sourceCount();
+    const [four, hour, seconds, often] = await Promise.all([
+      cli(['sources', 'add', 'playlist', playlistId, '--cron', '0 3 * *']),
+      cli(['sources', 'add', 'playlist', playlistId, '--cron', '0 24 * * *']),
+      cli(['sources', 'add', 'playlist', playlistId, '--cron', '*/3 * * * * *']),
+      cli(['sources', 'add', 'playlist', playlistId, '--cron', '*/2 * * * *']),
+    ]);
+    expectCleanError(four!, 2, "argument '0 3 * *' is invalid", 'has 4 fields; expected five fields: minute hour day-of-month month day-of-week');
+    expectCleanError(hour!, 2, 'field 2 (hour) has 24, out of its range 0-23');
+    expectCleanError(seconds!, 2, 'has 6 fields');
+    expectCleanError(often!, 2, '--cron "*/2 * * * *" fires every 2 min at its closest, more often than SOURCE_MIN_INTERVAL_MS allows (5 min)', 'e.g. "*/5 * * * *"');
+    // the limit is a setting: with it lowered the same cron is taken
+    const ok = await cli(['sources', 'add', 'playlist', playlistId, '--cron', '*/2 * * * *'], { ...h.env, SOURCE_MIN_INTERVAL_MS: '60000' });
+    expectExit(ok, 0);
+    expect(h.sim.stats().total).toBeGreaterThan(requests);
+    expect(await sourceCount()).toBe(sources + 1);
   });
 
   it('refuses a well-formed channel ID the API does not know, and stores nothing', async () => {
@@ -179,29 +210,34 @@ describe('sources list, pause, resume, remove', () => {
   it('pause and resume flip `paused`, and take the cron schedule out of Redis and put it back', async () => {
     const playlistId = channel(2).playlistIds[0]!;
     const s = await registerSource(h.deps, { kind: 'playlist', ref: playlistId, limit: 10, langs: [], textOnly: false, cron: '*/5 * * * *' });
+    // what `sources add` does after registering: the pattern is scheduled before the pause
+    await syncSchedulers(h.deps);
+    expect(await schedulerPattern('*/5 * * * *')).toBe('*/5 * * * *');
     const paused = async () => (await h.database.sql<{ paused: boolean }[]>`select paused from sources where id = ${s.id}`)[0]!.paused;
 
     const p = await cli(['sources', 'pause', String(s.id)]);
     expectExit(p, 0);
     expect(p.stdout).toBe(`source ${s.id} paused: playlist ${playlistId} (${s.title})\n`);
     expect(await paused()).toBe(true);
-    expect(await schedulerPattern(s.id)).toBeUndefined();
+    expect(await schedulerPattern('*/5 * * * *')).toBeUndefined();
 
     const r = await cli(['sources', 'resume', String(s.id)]);
     expectExit(r, 0);
     expect(r.stdout).toBe(`source ${s.id} resumed: playlist ${playlistId} (${s.title})\n`);
     expect(await paused()).toBe(false);
-    expect(await schedulerPattern(s.id)).toBe('*/5 * * * *');
+    expect(await schedulerPattern('*/5 * * * *')).toBe('*/5 * * * *');
   });
 
   it('remove deletes the source and its schedule; an unknown ID is a usage error', async () => {
     const playlistId = channel(3).playlistIds[1]!;
     const s = await registerSource(h.deps, { kind: 'playlist', ref: playlistId, limit: 10, langs: [], textOnly: false, cron: '0 * * * *' });
+    await syncSchedulers(h.deps);
+    expect(await schedulerPattern('0 * * * *')).toBe('0 * * * *');
     const [removed, unknown] = await Promise.all([cli(['sources', 'remove', String(s.id)]), cli(['sources', 'remove', '999'])]);
     expectExit(removed, 0);
     expect(removed.stdout).toBe(`source ${s.id} removed: playlist ${playlistId} (${s.title})\n`);
     expect(await h.database.sql`select 1 from sources where id = ${s.id}`).toHaveLength(0);
-    expect(await schedulerPattern(s.id)).toBeUndefined();
+    expect(await schedulerPattern('0 * * * *')).toBeUndefined();
     expectCleanError(unknown, 2, 'source 999 does not exist');
   });
 });
