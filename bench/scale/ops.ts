@@ -1,6 +1,6 @@
 /**
  * The operations of issue #12's point 2, each timed on a warm cache: one warm-up run, then the
- * median of RUNS (SLOW_OP_RUNS when the warm-up took over SLOW_OP_MS). Setup and cleanup around a
+ * median of RUNS (SLOW_OP_RUNS when the warm-up took over SLOW_OP_MS, FAST_OP_RUNS under FAST_OP_MS). Setup and cleanup around a
  * run are not timed.
  */
 import { performance } from 'node:perf_hooks';
@@ -12,6 +12,8 @@ import type { PruneRun, RootApi } from './root.ts';
 import { firstBackfillJobIds } from './seed.ts';
 import {
   DIFF_NEW_VIDEOS_PER_RUN,
+  FAST_OP_MS,
+  FAST_OP_RUNS,
   LANG,
   PROGRESS_BACKFILL_SOURCES,
   PROGRESS_BATCHES,
@@ -64,7 +66,7 @@ async function timed<T>(t: Timing<T>, runs?: number): Promise<{ medianMs: number
     return { ms, result };
   };
   const warm = await once();
-  const n = runs ?? (warm.ms > SLOW_OP_MS ? SLOW_OP_RUNS : RUNS);
+  const n = runs ?? (warm.ms > SLOW_OP_MS ? SLOW_OP_RUNS : warm.ms < FAST_OP_MS ? FAST_OP_RUNS : RUNS);
   const runsMs: number[] = [];
   let last = warm.result;
   for (let i = 0; i < n; i++) {

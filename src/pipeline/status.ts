@@ -15,7 +15,7 @@ import { firstCreditSnapshotWithin, latestCreditSnapshot } from '../db/credit-sn
 import { itemErrorCodeCounts, itemStateCounts, type ItemErrorCount } from '../db/item-counts.ts';
 import { latestPruneRun } from '../db/prune-runs.ts';
 import { quarantineCounts } from '../db/quarantine.ts';
-import { sourceCrons, sourceGroups, sourcesWithStatsRanked, type SourceWithStats } from '../db/source-stats.ts';
+import { countSyncedBefore, sourceBuckets, sourcesInGroups, type SourceGroupRef, type SourceWithStats, type SyncedSide } from '../db/source-stats.ts';
 import { tableStorage, type TableStorage } from '../db/storage.ts';
 import { lostSubmissions } from '../db/submissions.ts';
 import { activeHolds, describeHold, recentHoldEvents } from '../db/upstream-holds.ts';
@@ -220,25 +220,56 @@ export interface SourcesPageOptions {
  * Every source ranked by the attention it needs (an error, overdue or a bad schedule first, then
  * never synced, then the rest, each by ID), counted, and one page of them read with their counts.
  * `now` is the clock freshness is judged by (the database's, so it does not depend on this
- * machine's). The sources are judged by group (same schedule, pause, error, and side of the
- * schedule's latest due time), so `freshnessOf` stays the one rule while Postgres counts and
- * orders them: nothing read grows with the number of sources but the scans in Postgres.
+ * machine's).
+ *
+ * Sources alike in schedule, pause, error and side of the schedule's latest due time are judged
+ * alike by `freshnessOf`, the one rule: Postgres counts them by bucket in one plain pass
+ * (`sourceBuckets`), each group is judged once here, and the page is read rank by rank, walking
+ * the primary key of each rank's groups only as far as the page reaches. Ranked in Postgres
+ * over every source instead (a key per row, sorted), this read took 3x longer at 2 000 sources
+ * than at 200 (bench:scale: 4.9 -> 14.6 ms).
  */
 export async function readSourcesPage(q: Queryable, now: Date, opts: SourcesPageOptions): Promise<SourcesPage> {
   const lastDue = cronTimesAt(now);
-  const dues = (await sourceCrons(q)).map((cron) => ({ cron, dueAt: lastDue(cron) ?? null }));
-  const groups = (await sourceGroups(q, dues)).map((g) => {
-    const freshness = freshnessOf({ paused: g.paused, cron: g.cron, lastSyncedAt: g.lastSyncedAt?.toISOString() ?? null }, now, lastDue);
-    return { ...g, freshness, rank: attentionRank(g.hasError, freshness) };
-  });
-  const byKey = new Map(groups.map((g) => [g.key, g]));
+  const groups: (SourceGroupRef & { sources: number; freshness: Freshness; rank: number })[] = [];
+  for (const b of await sourceBuckets(q)) {
+    const dueAt = b.cron === null ? null : (lastDue(b.cron) ?? null);
+    const synced = b.sources - b.neverSynced;
+    // a bucket's synced sources before and since the due time: usually all on one side
+    let before = 0;
+    if (dueAt !== null && synced > 0 && b.oldestSync !== null && b.oldestSync < dueAt) {
+      before = b.newestSync !== null && b.newestSync < dueAt ? synced : await countSyncedBefore(q, b, dueAt);
+    }
+    const sides: [SyncedSide, number, string | null][] = [
+      ['never', b.neverSynced, null],
+      ['before', before, dueAt ? new Date(dueAt.getTime() - 1).toISOString() : null],
+      ['after', synced - before, dueAt?.toISOString() ?? b.newestSync?.toISOString() ?? null],
+    ];
+    for (const [side, sources, lastSyncedAt] of sides) {
+      if (sources === 0) continue;
+      const freshness = freshnessOf({ paused: b.paused, cron: b.cron, lastSyncedAt }, now, lastDue);
+      groups.push({ cron: b.cron, paused: b.paused, hasError: b.hasError, side, dueAt, sources, freshness, rank: attentionRank(b.hasError, freshness) });
+    }
+  }
   const count = (pick: (g: (typeof groups)[number]) => boolean) => groups.reduce((n, g) => n + (pick(g) ? g.sources : 0), 0);
   const total = count(() => true);
   const perPage = opts.perPage === 'all' ? Math.max(1, total) : opts.perPage;
   const pages = Math.max(1, Math.ceil(total / perPage));
   const page = Math.min(Math.max(1, opts.page ?? 1), pages);
-  const ranks = new Map(groups.flatMap((g) => (g.key === null ? [] : [[g.key, g.rank] as const])));
-  const onPage = await sourcesWithStatsRanked(q, dues, ranks, { limit: perPage, offset: (page - 1) * perPage });
+  // the page's window over the ranks, each rank's sources by ID
+  const rows: SourceWithStats[] = [];
+  let skip = (page - 1) * perPage;
+  for (const rank of [0, 1, 2]) {
+    const inRank = groups.filter((g) => g.rank === rank);
+    const n = inRank.reduce((k, g) => k + g.sources, 0);
+    if (skip >= n) {
+      skip -= n;
+      continue;
+    }
+    rows.push(...(await sourcesInGroups(q, inRank, { limit: perPage - rows.length, offset: skip })));
+    skip = 0;
+    if (rows.length >= perPage) break;
+  }
   return {
     total,
     paused: count((g) => g.paused),
@@ -248,7 +279,11 @@ export async function readSourcesPage(q: Queryable, now: Date, opts: SourcesPage
     attention: count((g) => g.rank < 2),
     page,
     pages,
-    rows: onPage.map((s) => ({ ...toSourceStatus(s), freshness: byKey.get(s.key)!.freshness })),
+    // each row judged by the same rule (a source changed since the counts is judged as it is now)
+    rows: rows.map((s) => {
+      const row = toSourceStatus(s);
+      return { ...row, freshness: freshnessOf(row, now, lastDue) };
+    }),
   };
 }
 
