@@ -19,6 +19,10 @@ export const LOG_EVENTS = [
   'daemon.stopped',
   /** Redis may evict queued jobs (warn): `policy` (its maxmemory-policy) */
   'daemon.redis_eviction_policy',
+  /** the check at start: /me refuses this daemon's API key, now held (error): `code`, `keyFingerprint`, `holdIsNew` */
+  'daemon.api_key_refused',
+  /** the check at start got no answer from /me (not a refusal; warn): `code`, `keyFingerprint` */
+  'daemon.api_key_unchecked',
   /** the admin server accepts requests: `url`, `auth` */
   'admin.listening',
 
@@ -41,7 +45,7 @@ export const LOG_EVENTS = [
   'schedule.sync_in_flight',
 
   // syncs and submissions (src/pipeline/scheduler.ts, submit.ts)
-  /** a scheduled sync made no API call because an upstream hold stands (debug): `sourceId`, `holds` */
+  /** a scheduled sync made no API call, a hold applying to the key (warn, once per source and hold; a `held` run every time): `sourceId`, `holds`, `keyFingerprint`, `since` */
   'sync.held',
   /** nothing due for this source: `sourceId`, `listed`, `listingCredits` */
   'sync.up_to_date',
@@ -61,11 +65,11 @@ export const LOG_EVENTS = [
   'submission.lost',
 
   // upstream holds (src/pipeline/scheduler.ts, poller.ts, upstream-holds.ts)
-  /** an account-level refusal starts a hold (error, once per hold): `code`, `reason` or `jobId` */
+  /** an account-level refusal starts a hold of the key (error, once per hold): `code`, `reason`, `keyFingerprint`, `jobId` */
   'hold.set',
   /** recording a refusal as a hold failed: `err` */
   'hold.record_failed',
-  /** a sync a person started got through and lifted the holds: `cleared` */
+  /** a sync a person started got through and lifted its key's holds: `cleared`, `keyFingerprint` */
   'hold.cleared',
   /** a /me re-check lifted holds: `cleared`, `usedCredits`, `maxCredits`, `creditReserve` */
   'hold.recheck_cleared',
@@ -201,6 +205,8 @@ export const LOG_EVENTS = [
   'metrics.family_recovered',
   /** a section of the overview could not be read and is left out of the page: `section`, `cancelled` (by statement_timeout), `err` */
   'overview.section_failed',
+  /** a section of a source, batch, item or batches page could not be read and is left out: `page`, `section`, `cancelled`, `err` */
+  'admin.section_failed',
 ] as const;
 
 export type LogEvent = (typeof LOG_EVENTS)[number];

@@ -1,25 +1,37 @@
 /**
- * Readiness: can this process do its work right now? Postgres answers, Redis answers, and the
- * database has every committed migration. Each check has a deadline, because neither client
- * fails fast on its own while its server is away (BullMQ's Redis connection queues commands
- * until it reconnects; postgres.js waits up to its connect timeout).
+ * Readiness: can this process do its work right now? Postgres answers, Redis answers, the
+ * database has every committed migration, and (given the process's key) no upstream hold applies
+ * to its API key: a daemon whose key is refused runs but does nothing, and says so here from its
+ * start (`upstream: 'held'`, `holds`, `reason: 'upstream hold: unauthorized ...'`).
+ *
+ * Each check has a deadline, because neither client fails fast on its own while its server is
+ * away (BullMQ's Redis connection queues commands until it reconnects; postgres.js waits up to
+ * its connect timeout).
  *
  * The report is served without authentication, so it names only the state of each check
- * (`ok`, `down`, `timeout`, `pending`); the underlying error is logged, once per change.
+ * (`ok`, `down`, `timeout`, `pending`, `held`) and the codes of the holds (never their reasons);
+ * the underlying error is logged, once per change.
  */
 import type { Redis } from 'ioredis';
 import { ping, type Queryable } from '../db/connection.ts';
 import { migrationsCurrent } from '../db/migrate.ts';
+import { holdsForKey } from '../db/upstream-holds.ts';
+import type { HoldCode } from '../domain/refusals.ts';
 import type { Logger } from '../log.ts';
 
 /** Longest wait for one check, in milliseconds. */
 export const READY_CHECK_TIMEOUT_MS = 2_000;
 
-export type CheckState = 'ok' | 'down' | 'timeout' | 'pending';
+export type CheckState = 'ok' | 'down' | 'timeout' | 'pending' | 'held';
 
 export interface ReadinessReport {
   ready: boolean;
-  checks: { postgres: CheckState; redis: CheckState; migrations: CheckState };
+  /** `upstream` only for a process given its key's fingerprint */
+  checks: { postgres: CheckState; redis: CheckState; migrations: CheckState; upstream?: CheckState };
+  /** the codes of the holds that apply to this process's key, when some do */
+  holds?: HoldCode[];
+  /** why not ready, when a hold is the reason: `upstream hold: unauthorized` */
+  reason?: string;
 }
 
 export interface ReadinessDeps {
@@ -28,6 +40,11 @@ export interface ReadinessDeps {
   log: Logger;
   /** per check, in milliseconds; default READY_CHECK_TIMEOUT_MS */
   timeoutMs?: number;
+  /**
+   * the fingerprint of this process's API key (ApiClient.keyFingerprint): not ready while a hold
+   * applies to it; unset (a process that calls no API): holds are not looked at
+   */
+  keyFingerprint?: string | undefined;
 }
 
 class CheckTimeout extends Error {}
@@ -76,7 +93,9 @@ export function createReadinessChecker(deps: ReadinessDeps): ReadinessChecker {
 
   return {
     async check() {
-      const [postgres, redis, migrations] = await Promise.all([
+      const keyFingerprint = deps.keyFingerprint;
+      let holds: HoldCode[] = [];
+      const [postgres, redis, migrations, upstream] = await Promise.all([
         run('postgres', async () => {
           await ping(deps.sql);
           return 'ok';
@@ -91,8 +110,17 @@ export function createReadinessChecker(deps: ReadinessDeps): ReadinessChecker {
           if (!migrationsDone) migrationsDone = await migrationsCurrent(deps.sql);
           return migrationsDone ? 'ok' : 'pending';
         }),
+        keyFingerprint === undefined
+          ? undefined
+          : run('upstream', async () => {
+              holds = [...new Set((await holdsForKey(deps.sql, keyFingerprint)).map((h) => h.code))];
+              return holds.length === 0 ? 'ok' : 'held';
+            }),
       ]);
-      return { ready: postgres === 'ok' && redis === 'ok' && migrations === 'ok', checks: { postgres, redis, migrations } };
+      const ready = postgres === 'ok' && redis === 'ok' && migrations === 'ok' && (upstream === undefined || upstream === 'ok');
+      const checks = { postgres, redis, migrations, ...(upstream === undefined ? {} : { upstream }) };
+      if (upstream !== 'held') return { ready, checks };
+      return { ready, checks, holds, reason: `upstream hold: ${holds.join(', ')} (API key fingerprint ${keyFingerprint}; see videosite-ingest status)` };
     },
   };
 }

@@ -24,10 +24,12 @@ import type { Queryable } from '../db/connection.ts';
 import { latestCreditSnapshot } from '../db/credit-snapshots.ts';
 import { itemErrorCodeCounts } from '../db/item-counts.ts';
 import { quarantineCounts } from '../db/quarantine.ts';
+import { holdsForKey } from '../db/upstream-holds.ts';
 import { BATCH_STATUSES } from '../db/schema.ts';
 import { sourceSyncCounts, stalestSources, type SourceSyncCount } from '../db/source-freshness.ts';
 import { isQueryCanceled, readWithTimeout, type Pool } from '../db/statement-timeout.ts';
 import type { UpsertCounts } from '../db/videos.ts';
+import { HOLD_CODES } from '../domain/refusals.ts';
 import { SOURCE_KINDS } from '../domain/sources.ts';
 import type { Logger } from '../log.ts';
 import type { PipelineMetrics } from '../pipeline/deps.ts';
@@ -133,6 +135,8 @@ export interface StateSources {
   log: Logger;
   /** per family, in milliseconds; default COLLECT_TIMEOUT_MS */
   timeoutMs?: number;
+  /** this process's API key fingerprint: `vsi_upstream_hold` reports the holds that apply to it (unset: no such gauge) */
+  keyFingerprint?: string | undefined;
 }
 
 /** Add the scrape-time gauges of shared state (Postgres and the queues) to a registry. Call once per registry. */
@@ -230,6 +234,25 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
       if (r) this.set(r.takenAt.getTime() / 1000);
     },
   });
+
+  const keyFingerprint = src.keyFingerprint;
+  if (keyFingerprint !== undefined) {
+    const holds = pgFamily('upstream_holds', (q) => holdsForKey(q, keyFingerprint));
+    new Gauge({
+      name: `${METRIC_PREFIX}upstream_hold`,
+      help:
+        "1 while an upstream hold of this code applies to this process's API key (it makes no scheduled API call), else 0; " +
+        'every code listed. Unlike the other state gauges it is per key: daemons with another key may differ.',
+      labelNames: ['code'] as const,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        const r = await holds();
+        if (!r) return;
+        for (const code of HOLD_CODES) this.set({ code }, r.some((h) => h.code === code) ? 1 : 0);
+      },
+    });
+  }
 
   const batches = pgFamily('batches', batchCountsByStatus);
   new Gauge({

@@ -27,6 +27,7 @@ import {
 import { silentLogger, type Logger } from '../log.ts';
 import { invalidRequestFromZod, SchemaMismatchError } from './errors.ts';
 import { createHttp, type IncomingHttpHeaders, type QueryValue, type RequestEvent, type RequestSpec } from './http.ts';
+import { keyFingerprint } from './key-fingerprint.ts';
 import { sleepMs, type RetryPolicy } from './retry.ts';
 import {
   AccountSchema,
@@ -163,6 +164,8 @@ export interface BatchStream {
 export interface ApiClient {
   /** the platform path segment this client speaks to (`videosite` unless configured) */
   readonly platform: string;
+  /** which key this client sends, safe to show and store (src/api/key-fingerprint.ts); holds are recorded per key */
+  readonly keyFingerprint: string;
   /** `POST /{platform}/video/batch`: a metadata batch. Costs 1 credit + 1 per video. */
   createVideoBatch(body: VideoBatchRequest, o?: CallOptions): Promise<JobId>;
   /** `POST /{platform}/transcript/batch`: a transcript batch (items carry `transcript`). */
@@ -391,6 +394,7 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
 
   return {
     platform,
+    keyFingerprint: keyFingerprint(opts.apiKey),
     createVideoBatch: async (body, o) => {
       const endpoint = `POST ${p}/video/batch`;
       return createJob(endpoint, `${p}/video/batch`, validate(VideoBatchRequestSchema, body, endpoint), o);

@@ -69,7 +69,7 @@ export function registerDaemonCommand(program: Command): void {
       const holdRecheck = o.role.includes('scheduler') || o.role.includes('poller')
         ? startHoldRecheck(deps, { intervalMs: deps.settings.holdRecheckMs })
         : undefined;
-      await holdRecheck?.run();
+      await holdRecheck?.checkAtStart();
       const workers = startWorkers(deps, { roles: o.role, connection: ctx.redis() });
       // retention: every daemon looks, the one that claims the day prunes (Postgres only, any role)
       const dailyPrune = startDailyPrune(deps);
@@ -148,6 +148,7 @@ async function startAdmin(ctx: Context, metrics: AdminMetrics, host: string, por
       queues: ctx.queues(),
       metrics,
       secrets: [ctx.config.api.apiKey, token, urlPassword(ctx.config.databaseUrl), urlPassword(ctx.config.redisUrl)],
+      keyFingerprint: ctx.api().keyFingerprint,
       log: ctx.log,
     });
     ctx.log.info({ event: 'admin.listening', url: admin.url, auth: token ? 'ADMIN_TOKEN' : 'none (loopback only)' }, 'admin server listening');

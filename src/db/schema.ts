@@ -440,21 +440,31 @@ export const batchSubmissions = pgTable(
 
 
 /**
- * The upstream refused for account reasons (key, plan, credits): scheduled work makes no API call
- * while a hold stands. A sync a person started that gets through lifts it; daemons re-check a
- * free `/me` every HOLD_RECHECK_MS and lift `unauthorized` and `credits` by themselves.
+ * The upstream refused one API key for account reasons (key, plan, credits): scheduled work of
+ * the processes using that key makes no API call while its hold stands; a process with another
+ * key is not held by it. A sync a person started that gets through with the key lifts its
+ * holds; daemons re-check a free `/me` every HOLD_RECHECK_MS and lift `unauthorized` and
+ * `credits` by themselves.
  */
 export const upstreamHolds = pgTable(
   'upstream_holds',
   {
-    code: text('code').$type<HoldCode>().primaryKey(),
+    code: text('code').$type<HoldCode>().notNull(),
     scope: text('scope').$type<HoldScope>().notNull(),
     /** what the upstream said, for `status` and the logs */
     reason: text('reason').notNull(),
     since: tstzNow('since'),
     lastSeenAt: tstzNow('last_seen_at'),
+    /**
+     * which key was refused: its fingerprint (src/api/key-fingerprint.ts), never the key. Null on
+     * a hold recorded before holds were per key (migrations/0007): it applies to every key, as it
+     * did then, and a key that gets through lifts it.
+     */
+    keyFingerprint: text('key_fingerprint'),
   },
   (t) => [
+    // one hold per code and key; the null of an older hold is never written again
+    uniqueIndex('upstream_holds_code_key_uq').on(t.code, t.keyFingerprint),
     check('upstream_holds_code_ck', sql`${t.code} in (${sqlList(HOLD_CODES)})`),
     check('upstream_holds_scope_ck', sql`${t.scope} in (${sqlList(HOLD_SCOPES)})`),
   ],
@@ -471,6 +481,8 @@ export const upstreamHoldEvents = pgTable(
     /** what the upstream said, or why it was lifted */
     reason: text('reason'),
     at: tstzNow('at'),
+    /** the fingerprint of the key the hold was about (null before migrations/0007) */
+    keyFingerprint: text('key_fingerprint'),
   },
   (t) => [index('upstream_hold_events_at_idx').on(t.at)],
 );

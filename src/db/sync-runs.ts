@@ -1,5 +1,6 @@
 /** `sync_runs`: one row per sync of a source that got past its lock, with what it did. */
 import type { Queryable } from './connection.ts';
+import type { SyncRunOutcome } from '../domain/syncs.ts';
 import type { SyncRun } from './schema.ts';
 
 /** A sync starts; returns the run's ID. */
@@ -36,4 +37,23 @@ export async function lastListingCredits(sql: Queryable, sourceId: number): Prom
     where source_id = ${sourceId} and listing_credits > 0
     order by started_at desc limit 1`;
   return row?.credits;
+}
+
+const HELD: SyncRunOutcome = 'held';
+
+/**
+ * A scheduled sync skipped by an upstream hold: a finished `held` run. `firstOfHold` is false
+ * when the source's previous run was already held and started after `holdsSince` (the newest
+ * applying hold began): that hold was already reported for this source. Call under the
+ * source's sync lock, so that runs of one source are recorded one at a time.
+ */
+export async function recordHeldRun(sql: Queryable, sourceId: number, detail: string, holdsSince: Date): Promise<{ firstOfHold: boolean }> {
+  const [row] = await sql<{ reported: boolean }[]>`
+    with previous as (
+      select outcome, started_at from sync_runs where source_id = ${sourceId} order by started_at desc, id desc limit 1
+    ), run as (
+      insert into sync_runs (source_id, finished_at, outcome, detail) values (${sourceId}, now(), ${HELD}, ${detail})
+    )
+    select exists (select 1 from previous where outcome = ${HELD} and started_at >= ${holdsSince}) as reported`;
+  return { firstOfHold: !row!.reported };
 }

@@ -29,7 +29,6 @@ import {
   type PolledBatch,
 } from '../db/batch-polls.ts';
 import { isConnectionLost } from '../db/connection.ts';
-import { activeHolds, describeHold, setHold } from '../db/upstream-holds.ts';
 import { HUGE_NUMBER_RE, isDelivered, itemStates, markUnfinishedRetryable, type LandItem } from '../db/items.ts';
 import { findUnstorableNumber } from '../db/storable.ts';
 import { recordOutcomes } from '../db/video-sync.ts';
@@ -50,6 +49,7 @@ import { prepareItem, storeChunk, type PreparedItem } from './store-items.ts';
 import type { PipelineDeps } from './deps.ts';
 import { takeCreditSnapshot } from './credits.ts';
 import { pollTranscriptJob } from './transcript-job.ts';
+import { holdsApplying, recordHold } from './upstream-holds.ts';
 
 /** Consecutive poll attempts that threw (not an answer we understood) before the batch is failed. */
 export const POLL_FAILURES_MAX = 20;
@@ -169,7 +169,7 @@ export async function pollBatch(
     jobId, status: batch.status, terminal: false, ...nothing, nextDelayMs: nextPollDelayMs(previousDelayMs, changed, settings),
   });
   // the key is refused: no call until the hold is lifted; the poll waits, unharmed
-  if ((await activeHolds(sql)).some((h) => h.scope === 'all')) {
+  if ((await holdsApplying(deps)).some((h) => h.scope === 'all')) {
     return { ...later(), nextDelayMs: settings.pollMaxDelayMs };
   }
   if (batch.ageMs > settings.batchMaxAgeMs) {
@@ -419,9 +419,7 @@ async function refusedAnswer(deps: PipelineDeps, batch: PolledBatch, e: ApiError
       confirmed = meErr instanceof UnauthorizedError;
     }
     if (confirmed) {
-      if (await setHold(sql, 'unauthorized', e.message)) {
-        log.error({ event: 'hold.set', jobId, code: e.code }, describeHold({ code: 'unauthorized', reason: e.message, since: new Date() }));
-      }
+      await recordHold(deps, 'unauthorized', e.message, { jobId });
       await recordPollHeld(sql, jobId, clip(`polls held: ${e.message}`));
       return { ...later, nextDelayMs: settings.pollMaxDelayMs };
     }

@@ -25,8 +25,8 @@ import { rememberedVideos } from '../db/source-videos.ts';
 import { getSource } from '../db/sources.ts';
 import type { Source } from '../db/schema.ts';
 import { lostBatchSubmissions, lostSubmissions, markSubmission, unresolvedSubmissions } from '../db/submissions.ts';
-import { finishSyncRun, lastListingCredits, recordListingCredits, startSyncRun } from '../db/sync-runs.ts';
-import { activeHolds, clearHolds, describeHold, setHold, type UpstreamHoldRow } from '../db/upstream-holds.ts';
+import { finishSyncRun, lastListingCredits, recordHeldRun, recordListingCredits, startSyncRun } from '../db/sync-runs.ts';
+import { describeHold, describeHoldKey, type UpstreamHoldRow } from '../db/upstream-holds.ts';
 import { readSyncFacts, releaseClaims } from '../db/video-sync.ts';
 import { dueReason } from '../domain/attempts.ts';
 import type { BatchKind } from '../domain/batches.ts';
@@ -39,6 +39,7 @@ import type { Listing, PlannedBatch } from './kinds/adapter.ts';
 import { adapterFor } from './kinds/index.ts';
 import { submitGenerations } from './generate.ts';
 import { submitBatch } from './submit.ts';
+import { holdsApplying, liftHolds, recordHold } from './upstream-holds.ts';
 
 /** A submission still `sending` after this long was left by a process that died. */
 export const SUBMISSION_STALE_SENDING_MS = 10 * 60_000;
@@ -106,13 +107,10 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
   if (source.paused && trigger === 'cron') {
     return { ...result, outcome: 'paused' };
   }
-  // the upstream refused the account (key, plan, credits): scheduled syncs make no API call
-  // until a person clears it; a sync a person started (backfill, replay) tries, and clears it
-  const upstreamHolds: UpstreamHoldRow[] = await activeHolds(sql);
-  if (upstreamHolds.length > 0 && trigger === 'cron') {
-    log.debug({ event: 'sync.held', sourceId, holds: upstreamHolds.map((h) => h.code) }, 'sync skipped: upstream refused the account');
-    return { ...result, outcome: 'paused', detail: describeHold(upstreamHolds[0]!) };
-  }
+  // the upstream refused this process's key (key, plan, credits): scheduled syncs make no API
+  // call until it is cleared; a sync a person started (backfill, replay) tries, and clears it
+  const upstreamHolds: UpstreamHoldRow[] = await holdsApplying(deps);
+  if (upstreamHolds.length > 0 && trigger === 'cron') return skipHeld(deps, sourceId, upstreamHolds);
 
   const runId = await startSyncRun(sql, sourceId);
   const finish = (outcome: SyncRunOutcome) =>
@@ -130,7 +128,7 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
     // an account with nothing left would refuse every sync: hold them until credits return;
     // a spent daily budget refuses this sync only (src/domain/refusals.ts)
     const hold = CREDIT_LIMIT_HOLD[refusal.limit];
-    if (hold !== null && accountLeft !== undefined && accountLeft <= 0) await holdUpstream(deps, hold, refusal.message);
+    if (hold !== null && accountLeft !== undefined && accountLeft <= 0) await recordHold(deps, hold, refusal.message);
     await markSourceError(sql, sourceId, CREDIT_LIMIT_ERROR_CODE[refusal.limit], refusal.message);
     await finish('refused-credits');
     if (refusal instanceof BudgetRefusedError) {
@@ -447,35 +445,39 @@ async function keepLostVisible(deps: Pick<PipelineDeps, 'sql'>, sourceId: number
   await markSourceError(deps.sql, sourceId, 'answer-lost', lost.detail, lost.createdAt);
 }
 
-/** Record an account-level refusal as a hold (logged once, when it starts). */
-async function holdUpstream(
-  deps: Pick<PipelineDeps, 'sql' | 'log'>,
-  code: 'unauthorized' | 'upgrade-required' | 'credits',
-  reason: string,
-): Promise<void> {
-  if (await setHold(deps.sql, code, reason)) {
-    deps.log.error({ event: 'hold.set', code, reason }, describeHold({ code, reason, since: new Date() }));
+/**
+ * A scheduled sync an upstream hold stops: no API call, but a `held` run, so that a skipped tick
+ * shows beside the others, and one warning per source and hold, not one per tick: only when
+ * the source's previous run was not already held under these holds (read from `sync_runs`, so
+ * it holds across daemons and restarts; the source's lock orders its runs).
+ */
+async function skipHeld(deps: PipelineDeps, sourceId: number, holds: readonly UpstreamHoldRow[]): Promise<SyncResult> {
+  const codes = [...new Set(holds.map((h) => h.code))];
+  const newest = holds.reduce((d, h) => (h.since > d ? h.since : d), holds[0]!.since);
+  // short: a run is written at every tick of a hold (the whole story is in the log and `status`)
+  const detail = `upstream hold (${codes.join(', ')}) since ${newest.toISOString()} on ${describeHoldKey(deps.api.keyFingerprint)}: no API call`;
+  const { firstOfHold } = await recordHeldRun(deps.sql, sourceId, detail, newest);
+  if (firstOfHold) {
+    deps.log.warn(
+      { event: 'sync.held', sourceId, holds: codes, keyFingerprint: deps.api.keyFingerprint, since: newest.toISOString() },
+      `scheduled sync skipped, and every tick after it while the hold stands (sync_runs outcome held; logged once per source and hold): ${describeHold(holds[0]!)}`,
+    );
   }
+  return { ...emptyResult(sourceId), outcome: 'held', detail };
 }
 
 /** Holds for the refusals retrying cannot fix: a bad key, a plan without batches, no credits left. */
 async function holdOnRefusal(deps: PipelineDeps, err: Error): Promise<void> {
   if (!(err instanceof ApiError)) return;
   if (err.code === 'unauthorized' || err.code === 'upgrade-required') {
-    await holdUpstream(deps, err.code, err.message);
+    await recordHold(deps, err.code, err.message);
     return;
   }
   if (err instanceof LimitExceededError && err.retryAfterMs === undefined) {
     // a 429 is a rate limit or an exhausted quota; /me (free) tells which
     const me = await deps.api.me();
     if (me.usedCredits >= me.maxCredits - deps.settings.creditReserve) {
-      await holdUpstream(deps, 'credits', `${err.message} (used ${me.usedCredits} of ${me.maxCredits} credits)`);
+      await recordHold(deps, 'credits', `${err.message} (used ${me.usedCredits} of ${me.maxCredits} credits)`);
     }
   }
-}
-
-/** A sync a person started got through: the account is fine again. */
-async function liftHolds(deps: Pick<PipelineDeps, 'sql' | 'log'>): Promise<void> {
-  const cleared = await clearHolds(deps.sql);
-  if (cleared.length > 0) deps.log.info({ event: 'hold.cleared', cleared }, 'upstream hold cleared: scheduled syncs resume');
 }

@@ -28,9 +28,13 @@ export type SourceStatus = Omit<SourceWithStats, 'lastSyncedAt' | 'lastErrorAt'>
 
 export interface HoldsStatus {
   /** account-level refusals (key, plan, credits): scheduled work makes no API call while one stands */
-  upstreamHolds: { code: string; scope: string; reason: string; since: string; message: string }[];
+  upstreamHolds: {
+    code: string; scope: string; reason: string; since: string; message: string;
+    /** the refused key's fingerprint (src/api/key-fingerprint.ts): only processes using that key are held; null: every key (a hold older than 0007) */
+    keyFingerprint: string | null;
+  }[];
   /** the latest holds set and lifted, newest first (a hold a daemon lifted by itself shows here) */
-  holdEvents: { code: string; event: string; reason: string | null; at: string }[];
+  holdEvents: { code: string; event: string; reason: string | null; at: string; keyFingerprint: string | null }[];
   /** batch POSTs whose answer was lost after the account was charged: not re-submitted until `replay --lost` */
   lostSubmissions: { id: number; sourceId: number | null; kind: string; lang: string | null; creditsEstimated: number; at: string; detail: string | null }[];
 }
@@ -123,8 +127,10 @@ export async function readHolds(sql: Queryable): Promise<HoldsStatus> {
   const events = await recentHoldEvents(sql, STATUS_HOLD_EVENTS);
   const lost = await lostSubmissions(sql);
   return {
-    upstreamHolds: holds.map((h) => ({ code: h.code, scope: h.scope, reason: h.reason, since: h.since.toISOString(), message: describeHold(h) })),
-    holdEvents: events.map((e) => ({ code: e.code, event: e.event, reason: e.reason, at: e.at.toISOString() })),
+    upstreamHolds: holds.map((h) => ({
+      code: h.code, scope: h.scope, reason: h.reason, since: h.since.toISOString(), message: describeHold(h), keyFingerprint: h.keyFingerprint,
+    })),
+    holdEvents: events.map((e) => ({ code: e.code, event: e.event, reason: e.reason, at: e.at.toISOString(), keyFingerprint: e.keyFingerprint })),
     lostSubmissions: lost.map((l) => ({
       id: l.id, sourceId: l.sourceId, kind: l.kind, lang: l.lang, creditsEstimated: l.creditsEstimated, at: l.createdAt.toISOString(), detail: l.detail,
     })),

@@ -1,7 +1,7 @@
 /**
  * Upstream holds end without a person when `/me` says the cause is gone. A real `daemon` process
  * (roles scheduler and poller, HOLD_RECHECK_MS=1000) against the in-process simulator, with holds
- * set as a refusal would set them; every assertion is on Postgres rows (`upstream_holds`,
+ * set for the daemon's key as a refusal would set them; every assertion is on Postgres rows (`upstream_holds`,
  * `upstream_hold_events`, `credit_snapshots`), the simulator's request counts, log events, and
  * what `status` shows. Each test starts from no holds, no hold events and no credit snapshots,
  * sets the holds it needs, and starts its own daemon (on an account of its own) when it needs one.
@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { renderStatus } from '../../src/cli/status.ts';
+import { keyFingerprint } from '../../src/api/key-fingerprint.ts';
 import { clearHolds, LIFTED_BY_SYNC, setHold } from '../../src/db/upstream-holds.ts';
 import { collectStatus, STATUS_HOLD_EVENTS } from '../../src/pipeline/status.ts';
 import { createPipelineHarness, type PipelineHarness } from '../helpers/pipeline.ts';
@@ -48,14 +49,14 @@ function newKey(): string {
   return `vsi-test-holds-${randomBytes(6).toString('hex')}`;
 }
 
-/** What the scheduler and the poller record on a 401, a 402 and an exhausted quota. */
-async function setHolds(...codes: ('unauthorized' | 'credits' | 'upgrade-required')[]): Promise<void> {
+/** What the scheduler and the poller record on a 401, a 402 and an exhausted quota of `key`. */
+async function setHolds(key: string, ...codes: ('unauthorized' | 'credits' | 'upgrade-required')[]): Promise<void> {
   const reasons = {
     unauthorized: 'Invalid API key.',
     credits: 'quota used up (used 500 of 500 credits)',
     'upgrade-required': 'Batches are not part of this plan.',
   };
-  for (const code of codes) expect(await setHold(h.database.sql, code, reasons[code])).toBe(true);
+  for (const code of codes) expect(await setHold(h.database.sql, keyFingerprint(key), code, reasons[code])).toBe(true);
 }
 
 async function startDaemon(key: string): Promise<CliProcess> {
@@ -90,20 +91,21 @@ async function moreRechecks(status: number, n: number): Promise<void> {
 }
 
 it('records each new hold as a set event', async () => {
-  await setHolds('unauthorized', 'credits', 'upgrade-required');
+  const key = newKey();
+  await setHolds(key, 'unauthorized', 'credits', 'upgrade-required');
   expect(await events()).toEqual([
     { code: 'unauthorized', event: 'set', reason: 'Invalid API key.' },
     { code: 'credits', event: 'set', reason: 'quota used up (used 500 of 500 credits)' },
     { code: 'upgrade-required', event: 'set', reason: 'Batches are not part of this plan.' },
   ]);
   // a refusal seen again refreshes the hold: not a new event
-  expect(await setHold(h.database.sql, 'credits', 'quota used up (used 500 of 500 credits)')).toBe(false);
+  expect(await setHold(h.database.sql, keyFingerprint(key), 'credits', 'quota used up (used 500 of 500 credits)')).toBe(false);
   expect(await events()).toHaveLength(3);
 });
 
 it('unauthorized (scope all) stands while /me refuses the key, and lifts by itself once the key works', async () => {
-  await setHolds('unauthorized', 'credits', 'upgrade-required');
   const key = newKey();
+  await setHolds(key, 'unauthorized', 'credits', 'upgrade-required');
   await startDaemon(key);
   // the re-check asks /me although a hold of scope `all` stands: that call is how such a hold ends
   await moreRechecks(401, 2);
@@ -118,8 +120,8 @@ it('unauthorized (scope all) stands while /me refuses the key, and lifts by itse
 });
 
 it('credits stands while the quota is used up, and lifts by itself when the billing period renews', async () => {
-  await setHolds('credits', 'upgrade-required');
   const key = newKey();
+  await setHolds(key, 'credits', 'upgrade-required');
   h.sim.setAccount(key, { maxCredits: MAX_CREDITS, usedCredits: MAX_CREDITS });
   const d = await startDaemon(key);
   await moreRechecks(200, 2);
@@ -141,14 +143,14 @@ it('credits stands while the quota is used up, and lifts by itself when the bill
 });
 
 it('upgrade-required stands through later re-checks, and the daemon says once that a person must act', async () => {
-  await setHolds('upgrade-required');
   const key = newKey();
+  await setHolds(key, 'upgrade-required');
   h.sim.setAccount(key, { maxCredits: MAX_CREDITS, usedCredits: 0 });
   const d = await startDaemon(key);
 
   // a new credits hold on an account with credits: the next re-check lifts it, so re-checks ran
   const eventsBefore = (await events()).length;
-  expect(await setHold(h.database.sql, 'credits', 'quota used up')).toBe(true);
+  expect(await setHold(h.database.sql, keyFingerprint(key), 'credits', 'quota used up')).toBe(true);
   await waitUntil(async () => ((await holds()).includes('credits') ? undefined : true), WAIT_MS, 'the new credits hold lifted');
   expect(await holds()).toEqual(['upgrade-required']);
   expect((await events()).slice(eventsBefore).map((e) => `${e.code} ${e.event}`)).toEqual(['credits set', 'credits lifted']);
@@ -168,11 +170,13 @@ it('upgrade-required stands through later re-checks, and the daemon says once th
 it('status shows the hold that stands and the latest hold events, newest first', async () => {
   // the history a daemon writes while its account's key, then its credits, come back
   const sql = h.database.sql;
-  await setHolds('unauthorized', 'credits', 'upgrade-required');
-  await clearHolds(sql, ['unauthorized'], 'recheck: /me answered, 0 credits left');
-  await clearHolds(sql, ['credits'], `recheck: /me answered, ${MAX_CREDITS} credits left`);
-  await setHold(sql, 'credits', 'quota used up');
-  await clearHolds(sql, ['credits'], `recheck: /me answered, ${MAX_CREDITS} credits left`);
+  const key = newKey();
+  const fp = keyFingerprint(key);
+  await setHolds(key, 'unauthorized', 'credits', 'upgrade-required');
+  await clearHolds(sql, fp, ['unauthorized'], 'recheck: /me answered, 0 credits left');
+  await clearHolds(sql, fp, ['credits'], `recheck: /me answered, ${MAX_CREDITS} credits left`);
+  await setHold(sql, fp, 'credits', 'quota used up');
+  await clearHolds(sql, fp, ['credits'], `recheck: /me answered, ${MAX_CREDITS} credits left`);
 
   const report = await collectStatus(sql);
   expect(report.upstreamHolds.map((x) => x.code)).toEqual(['upgrade-required']);
@@ -183,14 +187,16 @@ it('status shows the hold that stands and the latest hold events, newest first',
   ]);
   const text = renderStatus(report);
   expect(text).toContain('ON HOLD: upstream refused (upgrade-required)');
+  expect(text).toContain(`holding the API key with fingerprint ${fp}`);
+  expect(report.upstreamHolds[0]!.keyFingerprint).toBe(fp);
   const section = text.slice(text.indexOf('Upstream holds, latest events'));
   expect(section).toContain(`recheck: /me answered, ${MAX_CREDITS} credits left`);
   expect(section).toContain('unauthorized');
 });
 
 it('stops cleanly on SIGTERM while re-checking', async () => {
-  await setHolds('credits');
   const key = newKey();
+  await setHolds(key, 'credits');
   h.sim.setAccount(key, { maxCredits: MAX_CREDITS, usedCredits: MAX_CREDITS });
   const d = await startDaemon(key);
   await moreRechecks(200, 1);
@@ -200,16 +206,20 @@ it('stops cleanly on SIGTERM while re-checking', async () => {
   expect(d.logs().find((l) => l.event === 'daemon.stopped')).toMatchObject({ closedCleanly: true });
 });
 
-it('a sync a person started lifts every hold, each recorded with that reason', async () => {
-  await setHolds('upgrade-required');
-  expect(await setHold(h.database.sql, 'credits', 'quota used up')).toBe(true);
+it("a sync a person started lifts every hold of its key, each recorded with that reason; another key's stay", async () => {
+  const key = newKey();
+  const fp = keyFingerprint(key);
+  const other = keyFingerprint(newKey());
+  await setHolds(key, 'upgrade-required');
+  expect(await setHold(h.database.sql, fp, 'credits', 'quota used up')).toBe(true);
+  expect(await setHold(h.database.sql, other, 'unauthorized', 'Invalid API key.')).toBe(true);
   const before = (await events()).length;
-  expect(await clearHolds(h.database.sql)).toEqual(['credits', 'upgrade-required']);
-  expect(await holds()).toEqual([]);
+  expect(await clearHolds(h.database.sql, fp)).toEqual(['credits', 'upgrade-required']);
+  expect(await holds()).toEqual(['unauthorized']);
   const lifted = (await events()).slice(before).sort((a, b) => a.code.localeCompare(b.code));
   expect(lifted).toEqual([
     { code: 'credits', event: 'lifted', reason: LIFTED_BY_SYNC },
     { code: 'upgrade-required', event: 'lifted', reason: LIFTED_BY_SYNC },
   ]);
-  expect(await clearHolds(h.database.sql)).toEqual([]);
+  expect(await clearHolds(h.database.sql, fp)).toEqual([]);
 });
