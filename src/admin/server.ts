@@ -2,9 +2,12 @@
  * The admin HTTP server of a daemon (`daemon --admin-port N`):
  *
  *   GET /healthz        200 while the process runs (liveness)
- *   GET /readyz         200 when Postgres and Redis answer and migrations are current, else 503
+ *   GET /readyz         200 when Postgres and Redis answer, migrations are current and no upstream
+ *                       hold applies to this process's API key, else 503
  *   GET /metrics        Prometheus text format (see metrics.ts)
  *   GET /               the overview page; ?page=N pages the sources         (token)
+ *   GET /sources/:id, /batches, /batches/:jobId[/items/:videoId]
+ *                       the drill-down pages (page-routes.ts)                 (token)
  *   /admin/queues       bull-board: the BullMQ queues, jobs, retries         (token)
  *
  * Access control is in auth.ts. Every text answer is checked for the secrets it must never
@@ -25,7 +28,10 @@ import type { PipelineQueues } from '../queues/queues.ts';
 import { assertSafeExposure, requireToken } from './auth.ts';
 import { createReadinessChecker } from './health.ts';
 import { registerStateMetrics, type AdminMetrics } from './metrics.ts';
+import { PAGE_CSP } from './layout.ts';
 import { loadOverview, renderOverview } from './overview.ts';
+import { registerPageRoutes } from './page-routes.ts';
+import { readPageParam } from './paging.ts';
 
 export const DEFAULT_ADMIN_HOST = '127.0.0.1';
 /** Where bull-board is mounted. */
@@ -49,6 +55,12 @@ export interface AdminAppOptions {
   log: Logger;
   /** per readiness check, in milliseconds; default READY_CHECK_TIMEOUT_MS (2 000) */
   readyTimeoutMs?: number;
+  /**
+   * the fingerprint of this process's API key (ApiClient.keyFingerprint): /readyz answers 503
+   * while an upstream hold applies to it, and `vsi_upstream_hold` reports them; unset: neither
+   * looks at holds
+   */
+  keyFingerprint?: string | undefined;
   /**
    * longest one statement of /metrics or the overview may run before Postgres cancels it (its
    * family or section is left out), in milliseconds; defaults COLLECT_TIMEOUT_MS and
@@ -86,8 +98,10 @@ function redactSecrets(secrets: string[], log: Logger): MiddlewareHandler {
 export function createAdminApp(opts: AdminAppOptions): AdminApp {
   const { log } = opts;
   const secrets = opts.secrets?.filter((s): s is string => typeof s === 'string' && s !== '') ?? [];
-  const readiness = createReadinessChecker({ sql: opts.sql, redis: opts.redis, log, timeoutMs: opts.readyTimeoutMs });
-  registerStateMetrics(opts.metrics, { sql: opts.sql, redis: opts.redis, queues: opts.queues, log, timeoutMs: opts.queryTimeoutMs });
+  const readiness = createReadinessChecker({ sql: opts.sql, redis: opts.redis, log, timeoutMs: opts.readyTimeoutMs, keyFingerprint: opts.keyFingerprint });
+  registerStateMetrics(opts.metrics, {
+    sql: opts.sql, redis: opts.redis, queues: opts.queues, log, timeoutMs: opts.queryTimeoutMs, keyFingerprint: opts.keyFingerprint,
+  });
   let stopping = false;
 
   // not strict: `/admin/queues/` and `/admin/queues` are the same page
@@ -115,15 +129,16 @@ export function createAdminApp(opts: AdminAppOptions): AdminApp {
   });
 
   app.get('/', async (c) => {
-    const pageParam = c.req.query('page') ?? '1';
-    const pageNumber = /^\d{1,9}$/.test(pageParam) ? Number(pageParam) : 0;
-    if (pageNumber < 1) return c.text(`page: invalid value ${JSON.stringify(pageParam)}: expected a whole number from 1\n`, 400);
+    const pageNumber = readPageParam('page', c.req.query('page'));
+    if (typeof pageNumber !== 'number') return c.text(pageNumber.error, 400);
     const data = await loadOverview(opts.sql, { page: pageNumber, log, timeoutMs: opts.queryTimeoutMs });
     const page = renderOverview(data, { queuesPath: QUEUES_PATH });
     // the page has no script; styles and the chart are inline
-    c.header('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'");
+    c.header('Content-Security-Policy', PAGE_CSP);
     return c.html(page);
   });
+
+  registerPageRoutes(app, { sql: opts.sql, log, timeoutMs: opts.queryTimeoutMs, queuesPath: QUEUES_PATH });
 
   const board = new HonoAdapter(serveStatic);
   createBullBoard({

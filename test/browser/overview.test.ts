@@ -2,9 +2,11 @@
  * The admin pages as a person sees them: headless Chromium (Debian's `chromium`, driven by
  * playwright-core) against a real `daemon --admin-port` process, while a backfill is half done
  * (the simulator's clock is frozen mid-batch). The overview shows the sources and a batch's
- * progress bar; the queue dashboard loads with the token and is refused without it; a daemon
- * stops cleanly on SIGTERM (one of its own, so the pages keep theirs whatever the order). A
- * screenshot of the overview is saved to test-artifacts/overview.png.
+ * progress bar; a person clicks from the overview to a source's page, on to the half-done batch
+ * and to one of its items (the raw payload); the hold banner shows on every page while a hold
+ * stands; the queue dashboard loads with the token and is refused without it; a daemon stops
+ * cleanly on SIGTERM (one of its own, so the pages keep theirs whatever the order). Screenshots
+ * are saved to test-artifacts/ (overview, source, batch, item, hold, queues .png).
  *
  * Without /usr/bin/chromium the file is skipped locally (with a message) and fails in CI.
  */
@@ -15,6 +17,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BATCH_ITEMS_PER_PAGE } from '../../src/admin/batch-page.ts';
 import { syncSource } from '../../src/pipeline/scheduler.ts';
 import { registerSource } from '../../src/pipeline/sources.ts';
 import { basic, bearer } from '../helpers/admin.ts';
@@ -61,6 +64,7 @@ describe.skipIf(chromiumMissing && !inCi)('the admin pages in headless Chromium'
   let context: BrowserContext | undefined;
   let userDataDir: string | undefined;
   let channelTitle: string;
+  let channelId: number;
   let playlistTitle: string;
   let halfDoneJobId: string;
 
@@ -71,6 +75,7 @@ describe.skipIf(chromiumMissing && !inCi)('the admin pages in headless Chromium'
     const ch = await registerSource(h.deps, { kind: 'channel', ref: first!.handle, limit: CHANNEL_VIDEOS, langs: ['en'], textOnly: false, cron: null });
     const pl = await registerSource(h.deps, { kind: 'playlist', ref: second!.playlistIds[0]!, limit: 30, langs: ['en'], textOnly: true, cron: null });
     channelTitle = ch.title!;
+    channelId = ch.id;
     playlistTitle = pl.title!;
 
     daemon = await startAdminDaemon();
@@ -158,6 +163,70 @@ describe.skipIf(chromiumMissing && !inCi)('the admin pages in headless Chromium'
 
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, 'overview.png'), fullPage: true });
+    await page.close();
+  });
+
+  it('clicks from the overview to a source, to a batch, to an item', async () => {
+    const { sql } = h.database;
+    const page = await context!.newPage();
+    await page.setExtraHTTPHeaders(bearer(TOKEN));
+    await page.goto(`${adminUrl}/`, { waitUntil: 'load' });
+
+    await page.locator(`#sources tr[data-source-id="${channelId}"] a`).first().click();
+    await page.waitForURL(`${adminUrl}/sources/${channelId}`);
+    expect(await page.locator('h2.page').innerText()).toContain(channelTitle);
+    const [stats] = await sql<{ videos: number; transcripts: number }[]>`select videos, transcripts from source_stats where source_id = ${channelId}`;
+    expect(await page.locator('#videos').innerText()).toBe(String(stats!.videos));
+    expect(await page.locator('#transcripts').innerText()).toBe(String(stats!.transcripts));
+    const batchRow = page.locator(`#batches tr[data-job-id="${halfDoneJobId}"]`);
+    expect(await batchRow.innerText()).toContain(`${ITEMS_PER_SECOND} / ${CHANNEL_VIDEOS} finished`);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, 'source.png'), fullPage: true });
+
+    await batchRow.locator('a').first().click();
+    await page.waitForURL(`${adminUrl}/batches/${encodeURIComponent(halfDoneJobId)}`);
+    expect(await page.locator('#summary').innerText()).toContain(channelTitle);
+    expect(await page.locator(`[role="progressbar"][aria-label="batch ${halfDoneJobId}"]`).getAttribute('aria-valuenow')).toBe(String(ITEMS_PER_SECOND));
+    const itemIds = (await sql<{ video_id: string }[]>`select video_id from batch_items where job_id = ${halfDoneJobId} order by video_id`).map((r) => r.video_id);
+    // the first page of its items (finished ones, and those still processing), by video ID
+    expect(await page.locator('#items tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-video-id')))).toEqual(itemIds.slice(0, BATCH_ITEMS_PER_PAGE));
+    await page.screenshot({ path: join(ARTIFACTS, 'batch.png'), fullPage: true });
+
+    // a stored one (its metadata in the payload), on the first page
+    const [stored] = await sql<{ video_id: string; pretty: string }[]>`
+      select video_id, jsonb_pretty(payload) as pretty from batch_items
+      where job_id = ${halfDoneJobId} and state = 'sunk' and video_id = any(${itemIds.slice(0, BATCH_ITEMS_PER_PAGE)}::text[])
+      order by video_id limit 1`;
+    await page.locator(`#items tr[data-video-id="${stored!.video_id}"] a`).click();
+    await page.waitForURL(`${adminUrl}/batches/${encodeURIComponent(halfDoneJobId)}/items/${encodeURIComponent(stored!.video_id)}`);
+    expect(await page.locator('#payload').innerText()).toBe(stored!.pretty);
+    expect(stored!.pretty).toContain(`"videoId": "${stored!.video_id}"`);
+    await page.screenshot({ path: join(ARTIFACTS, 'item.png'), fullPage: true });
+    await page.close();
+  });
+
+  it('the hold banner shows on every page while a hold stands, and goes with it', async () => {
+    const { sql } = h.database;
+    const page = await context!.newPage();
+    await page.setExtraHTTPHeaders(bearer(TOKEN));
+    const paths = ['/', `/sources/${channelId}`, '/batches', `/batches/${encodeURIComponent(halfDoneJobId)}`];
+    // upgrade-required: scope `submit` (the daemon's polls go on), and no daemon lifts it by itself
+    await sql`insert into upstream_holds (code, scope, reason) values ('upgrade-required', 'submit', 'the plan has no batch access')`;
+    try {
+      for (const path of paths) {
+        await page.goto(`${adminUrl}${path}`, { waitUntil: 'load' });
+        const banner = page.locator('[data-hold="upgrade-required"]');
+        expect(await banner.isVisible(), path).toBe(true);
+        expect(await banner.innerText()).toContain('the plan has no batch access');
+        if (path === `/sources/${channelId}`) await page.screenshot({ path: join(ARTIFACTS, 'hold.png') });
+      }
+    } finally {
+      await sql`delete from upstream_holds where code = 'upgrade-required'`;
+    }
+    for (const path of paths) {
+      await page.goto(`${adminUrl}${path}`, { waitUntil: 'load' });
+      expect(await page.locator('[data-hold]').count(), path).toBe(0);
+    }
     await page.close();
   });
 

@@ -1,15 +1,24 @@
 /**
  * The admin server's pure parts: who counts as local, how credentials are read, HTML escaping,
- * freshness against a cron schedule, the credit chart's scale, sizes in bytes, and the overview
- * page with sections left out and with thousands of sources.
+ * freshness against a cron schedule, the credit chart's scale, sizes in bytes, the overview
+ * page with sections left out and with thousands of sources, and the drill-down pages (a source,
+ * a batch, an item, every batch): what they show, their links, escaping, truncation, 404s, paging
+ * parameters and the hold banner.
  */
 import { describe, expect, it } from 'vitest';
 import { assertSafeExposure, credentialOf, isLoopbackHost, tokenMatches } from '../../src/admin/auth.ts';
 import { compactBytes, creditChartSvg, niceTop } from '../../src/admin/chart.ts';
 import { html, raw } from '../../src/admin/html.ts';
 import { OVERVIEW_SOURCES_PER_PAGE, renderOverview, type OverviewData, type OverviewSource } from '../../src/admin/overview.ts';
-import { freshnessOf } from '../../src/pipeline/status.ts';
+import { freshnessOf, type HoldsStatus } from '../../src/pipeline/status.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
+import { renderBatchPage, type BatchPageData, type BatchView } from '../../src/admin/batch-page.ts';
+import { readStatusParam, renderBatchesPage, type BatchesPageData } from '../../src/admin/batches-page.ts';
+import { renderItemPage, utf8Prefix } from '../../src/admin/item-page.ts';
+import { placePage, readPageParam } from '../../src/admin/paging.ts';
+import { renderSourcePage, type SourcePageData } from '../../src/admin/source-page.ts';
+import type { BatchItemRow, BatchItemView, SourceDetail } from '../../src/db/admin-pages.ts';
+import type { BatchProgress } from '../../src/db/batch-progress.ts';
 
 const TOKEN = 'a-token-of-sixteen-plus';
 
@@ -157,3 +166,249 @@ describe('overview page', () => {
     expect(page).toContain('never pruned');
   });
 });
+
+// ---------------------------------------------------------------------------------------------
+// The drill-down pages: a source, a batch, an item, every batch
+
+const NOW = new Date('2026-03-10T12:30:00Z');
+
+function progressOf(jobId: string, over: Partial<BatchProgress> = {}): BatchProgress {
+  return {
+    jobId, sourceId: 7, kind: 'video', lang: null, status: 'completed', errorCode: null, upstreamStatus: 'completed', reason: null,
+    total: 60, polls: 4, creditsEstimated: 61, processing: 0, landed: 0, sunk: 55, failed: 3, retryable: 2, quarantined: 0,
+    finished: 60, submittedAt: '2026-03-10T11:00:00.000Z', completedAt: '2026-03-10T11:05:00.000Z', errors: { 'not-found': 3 }, ...over,
+  };
+}
+
+const HOLDS: HoldsStatus = {
+  upstreamHolds: [
+    { code: 'unauthorized', scope: 'all', reason: 'key <refused>', since: '2026-03-10T12:00:00.000Z', message: 'upstream refused (unauthorized): key <refused>', keyFingerprint: null },
+  ],
+  holdEvents: [],
+  lostSubmissions: [],
+};
+
+const SOURCE: SourceDetail = {
+  id: 7, kind: 'channel', ref: '@chan<7>', externalId: 'UC7', title: 'Channel <seven>', cron: '0 3 * * *', langs: ['en', 'de'], maxVideos: 500,
+  textOnly: false, include: [], paused: false, maxCreditsPerDay: 900, generateMissing: false, maxGenerateMinutes: null,
+  lastSyncedAt: new Date('2026-03-10T03:00:20Z'), lastError: null, lastErrorCode: null, lastErrorAt: null,
+  createdAt: new Date('2026-03-01T00:00:00Z'), updatedAt: new Date('2026-03-02T00:00:00Z'), videos: 480, transcripts: 900,
+};
+
+describe('paging parameters', () => {
+  it('a whole number from 1 (absent: 1); anything else is refused naming the parameter', () => {
+    expect(readPageParam('page', undefined)).toBe(1);
+    expect(readPageParam('page', '3')).toBe(3);
+    for (const bad of ['0', '-1', 'abc', '1.5', '', '1e3', '1234567890']) {
+      expect(readPageParam('runs', bad)).toEqual({ error: `runs: invalid value ${JSON.stringify(bad)}: expected a whole number from 1\n` });
+    }
+  });
+
+  it('a page past the last is the last; an empty list has one page', () => {
+    expect(placePage(120, 50, 9)).toEqual({ page: 3, pages: 3, limit: 50, offset: 100 });
+    expect(placePage(0, 50, 4)).toEqual({ page: 1, pages: 1, limit: 50, offset: 0 });
+    expect(placePage(100, 50, 2)).toEqual({ page: 2, pages: 2, limit: 50, offset: 50 });
+  });
+
+  it('a batch status is one of the statuses, or none', () => {
+    expect(readStatusParam(undefined)).toBeNull();
+    expect(readStatusParam('failed')).toBe('failed');
+    expect(readStatusParam('FAILED')).toEqual({ error: 'status: invalid value "FAILED": expected one of submitted, queued, active, completed, failed, expired\n' });
+  });
+});
+
+describe('source page', () => {
+  const data = (over: Partial<SourcePageData> = {}): SourcePageData => ({
+    now: NOW,
+    unavailable: [],
+    holds: { upstreamHolds: [], holdEvents: [], lostSubmissions: [] },
+    source: SOURCE,
+    batches: { page: 2, pages: 3, limit: 50, offset: 50, total: 120, rows: [progressOf('job-b'), progressOf('job-a', { status: 'active', completedAt: null })] },
+    errors: [{ errorCode: 'not-found', items: 45, videos: [{ videoId: 'v<1>#2', jobId: 'job a' }, { videoId: 'v2', jobId: 'job-b' }] }],
+    runs: {
+      page: 1, pages: 1, limit: 20, offset: 0, total: 1,
+      rows: [{ id: 11, startedAt: new Date('2026-03-10T03:00:00Z'), finishedAt: new Date('2026-03-10T03:00:20Z'), outcome: 'submitted', detail: null, videosListed: 500, videosSubmitted: 60, creditsEstimated: 62, listingCredits: 1, jobIds: ['job-b'] }],
+    },
+    ...over,
+  });
+
+  it('shows the settings with the next three fires, the counts, the error codes with their videos, the batches and the runs', () => {
+    const { status, html: page } = renderSourcePage(data(), { asked: '7' });
+    expect(status).toBe(200);
+    expect(page).toContain('Channel &lt;seven&gt;');
+    expect(page).toContain('<code>@chan&lt;7&gt;</code>');
+    expect(page).toContain('<code>0 3 * * *</code> (UTC)');
+    const fires = [...page.matchAll(/<li><time datetime="([^"]+)">/g)].map((m) => m[1]);
+    expect(fires).toEqual(['2026-03-11T03:00:00.000Z', '2026-03-12T03:00:00.000Z', '2026-03-13T03:00:00.000Z']);
+    expect(page).toContain('en, de');
+    expect(page).toContain('at most 500 videos per sync');
+    expect(page).toContain('at most 900 credits per UTC day');
+    expect(page).toMatch(/<div class="v" id="videos">480<\/div>/);
+    expect(page).toMatch(/<div class="v" id="transcripts">900<\/div>/);
+    // each video of an error code links to its item, its IDs encoded in the address and escaped in the text
+    expect(page).toContain('<a href="/batches/job%20a/items/v%3C1%3E%232"><code>v&lt;1&gt;#2</code></a>');
+    expect(page).toContain('2 videos shown of 45 items');
+    // batches newest first as given, each linked; the pages keep the runs' page
+    expect([...page.matchAll(/<tr data-job-id="([^"]+)">/g)].map((m) => m[1])).toEqual(['job-b', 'job-a']);
+    expect(page).toContain('<a href="/batches/job-b"><code>job-b</code></a>');
+    expect(page).toContain('href="/sources/7?page=3#batches"');
+    expect(page).toContain('href="/sources/7#batches"');
+    expect(page).toContain('120 batches, the latest first · page 2 of 3 (51–52)');
+    expect(page).toMatch(/<tr data-run-id="11">[\s\S]*?20\.0 s[\s\S]*?<span class="pill ok">submitted<\/span>/);
+    expect(page).not.toContain('class="banner"');
+  });
+
+  it('a paused source without a schedule says so; a bad stored cron is named, not thrown', () => {
+    const paused = renderSourcePage(data({ source: { ...SOURCE, paused: true, cron: null } }), { asked: '7' }).html;
+    expect(paused).toContain('none: synced only by <code>backfill</code>');
+    expect(paused).toContain('<span class="pill muted">paused</span>');
+    const bad = renderSourcePage(data({ source: { ...SOURCE, cron: '61 * * * *' } }), { asked: '7' }).html;
+    expect(bad).toMatch(/cannot be read: /);
+  });
+
+  it('an unknown source is a 404 page that still shows the hold', () => {
+    const { status, html: page } = renderSourcePage({ now: NOW, unavailable: [], holds: HOLDS, source: null }, { asked: '99<' });
+    expect(status).toBe(404);
+    expect(page).toContain('Source &quot;99&lt;&quot; does not exist.');
+    expect(page).toContain('<div class="banner" role="alert" data-hold="unauthorized"><strong>On hold (unauthorized)</strong> <span class="small">set 30 min ago</span>: upstream refused (unauthorized): key &lt;refused&gt;</div>');
+  });
+
+  it('a section Postgres did not answer for is named and left out', () => {
+    const { status, html: page } = renderSourcePage(data({ errors: undefined, unavailable: ['errors'] }), { asked: '7' });
+    expect(status).toBe(200);
+    expect(page).toContain('Not shown: errors (the database did not answer in time; see the daemon log).');
+    expect(page).toContain('Item error codes not shown');
+    expect(renderSourcePage({ now: NOW, unavailable: ['source'], source: undefined }, { asked: '7' }).status).toBe(503);
+  });
+});
+
+describe('batch page', () => {
+  const batch: BatchView = {
+    ...progressOf('job/1', { kind: 'transcript', lang: 'de', status: 'expired', errorCode: 'job-expired', upstreamStatus: 'weird', reason: 'the API no longer knows it' }),
+    mode: 'batch', textOnly: true, replayOf: 'job/0', lastPolledAt: new Date('2026-03-10T11:04:00Z'), nextPollAt: null,
+    terminalAt: new Date('2026-03-10T11:05:00Z'), pollFailures: 0, updatedAt: new Date('2026-03-10T11:05:00Z'),
+  };
+  const row = (videoId: string, over: Partial<BatchItemRow> = {}): BatchItemRow => ({
+    videoId, state: 'sunk', errorCode: null, reason: null, reasonCode: null, landedAt: new Date('2026-03-10T11:01:00Z'),
+    sunkAt: new Date('2026-03-10T11:01:01Z'), resubmittedIn: null, payloadPrunedAt: null, ...over,
+  });
+
+  it('shows what the batch is, how it went, and a page of its items, each linked to its raw item', () => {
+    const d: BatchPageData = {
+      now: NOW, unavailable: [], holds: HOLDS, batch, sourceName: 'Channel <seven>',
+      items: {
+        page: 2, pages: 2, limit: 50, offset: 50, total: 60,
+        rows: [row('vid-1'), row('vid"2', { state: 'failed', errorCode: 'not-found' }), row('vid-3', { state: 'quarantined', reasonCode: 'schema', reason: 'item does not match <b>' })],
+      },
+    };
+    const { status, html: page } = renderBatchPage(d, { jobId: 'job/1' });
+    expect(status).toBe(200);
+    expect(page).toContain('<span class="pill bad">expired (job-expired)</span>');
+    expect(page).toContain('the upstream last said <code>weird</code>');
+    expect(page).toContain('<a href="/sources/7"><span class="nowrap">#7</span> Channel &lt;seven&gt;</a>');
+    expect(page).toContain('<dt>credits estimated</dt><dd>61</dd>');
+    expect(page).toContain('<a href="/batches/job%2F0"><code>job/0</code></a>');
+    expect(page).toContain('aria-valuenow="60"');
+    expect([...page.matchAll(/<tr data-video-id="([^"]+)">/g)].map((m) => m[1])).toEqual(['vid-1', 'vid&quot;2', 'vid-3']);
+    expect(page).toContain('<a href="/batches/job%2F1/items/vid%222"><code>vid&quot;2</code></a>');
+    expect(page).toContain('<code>schema</code> item does not match &lt;b&gt;');
+    expect(page).toContain('60 items recorded, by video ID · page 2 of 2 (51–53)');
+    expect(page).toContain('href="/batches/job%2F1?page=1#items"');
+    expect(page).toContain('data-hold="unauthorized"');
+  });
+
+  it('an unknown batch is a 404 page', () => {
+    const { status, html: page } = renderBatchPage({ now: NOW, unavailable: [], batch: null }, { jobId: 'nope' });
+    expect(status).toBe(404);
+    expect(page).toContain('Batch &quot;nope&quot; does not exist.');
+  });
+});
+
+describe('item page', () => {
+  const item = (over: Partial<BatchItemView> = {}): BatchItemView => ({
+    jobId: 'job-1', videoId: 'vid-1', state: 'sunk', errorCode: null, reason: null, reasonCode: null,
+    landedAt: new Date('2026-03-10T11:01:00Z'), sunkAt: new Date('2026-03-10T11:01:01Z'), updatedAt: new Date('2026-03-10T11:01:01Z'),
+    resubmittedIn: null, payloadPrunedAt: null, payloadSha256: null, payloadBytes: null, form: 'json', text: '{}', textBytes: 2, ...over,
+  });
+  const render = (i: BatchItemView | null, maxBytes?: number) => renderItemPage({ now: NOW, unavailable: [], holds: HOLDS, item: i }, { jobId: 'job-1', videoId: 'vid-1', maxBytes });
+
+  it('shows the stored payload escaped: markup in it is text, never markup', () => {
+    const text = '{\n    "videoId": "vid-1",\n    "video": {\n        "title": "<script>alert(1)</script><img src=x onerror=alert(2)>"\n    }\n}';
+    const { status, html: page } = render(item({ text, textBytes: Buffer.byteLength(text) }));
+    expect(status).toBe(200);
+    expect(page).toContain('&quot;title&quot;: &quot;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;&quot;');
+    expect(page).not.toContain('<script');
+    expect(page).not.toContain('<img');
+    expect(page).not.toContain('id="truncated"');
+    expect(page).toContain('data-hold="unauthorized"');
+  });
+
+  it('cuts a payload past the limit between characters and says how to read the whole', () => {
+    // 'é' is two bytes: a cut at an odd byte count must not split one
+    const text = 'é'.repeat(100);
+    const page = render(item({ form: 'text', text, textBytes: 200 }), 51).html;
+    expect(page).toContain(`<pre class="payload" id="payload">${'é'.repeat(25)}</pre>`);
+    expect(page).toContain('Truncated: the first 50 bytes of 200 bytes shown.');
+    expect(page).toContain(`select payload_raw from batch_items where job_id = &#39;job-1&#39; and video_id = &#39;vid-1&#39;`);
+    // what Postgres cut (by characters) is said to be cut too
+    expect(render(item({ text: '{}', textBytes: 300_000 })).html).toContain('id="truncated"');
+  });
+
+  it('a pruned item says when, with the sha256 and size kept', () => {
+    const page = render(item({ form: null, text: null, textBytes: null, payloadPrunedAt: new Date('2026-03-09T12:30:00Z'), payloadSha256: 'ab'.repeat(32), payloadBytes: 4096 })).html;
+    expect(page).toMatch(/<p id="pruned">Pruned by retention <time datetime="2026-03-09T12:30:00.000Z">2026-03-09 12:30:00Z<\/time> <span class="muted small">\(24 h ago\)<\/span>/);
+    expect(page).toContain(`<code>${'ab'.repeat(32)}</code>`);
+    expect(page).toContain('4096 bytes (4.0 kB)');
+    expect(page).not.toContain('<pre');
+  });
+
+  it('an unknown item is a 404 page', () => {
+    const { status, html: page } = render(null);
+    expect(status).toBe(404);
+    expect(page).toContain('Item &quot;vid-1&quot; of batch &quot;job-1&quot; does not exist.');
+  });
+
+  it('utf8Prefix keeps whole characters within the bytes', () => {
+    expect(utf8Prefix('abc', 10)).toBe('abc');
+    expect(utf8Prefix('a😀b', 4)).toBe('a');
+    expect(utf8Prefix('a😀b', 5)).toBe('a😀');
+  });
+});
+
+describe('batches page and the overview links', () => {
+  it('lists every batch with status filters and pages that keep the filter', () => {
+    const d: BatchesPageData = {
+      now: NOW, status: 'failed', unavailable: [], holds: HOLDS, byStatus: { completed: 400, failed: 120 },
+      list: { page: 1, pages: 3, limit: 50, offset: 0, total: 120, rows: [progressOf('job-9', { status: 'failed', sourceId: null })] },
+      sourceNames: {},
+    };
+    const page = renderBatchesPage(d);
+    expect(page).toContain('<a href="/batches">all (520)</a>');
+    expect(page).toContain('<span class="current" aria-current="page">failed (120)</span>');
+    expect(page).toContain('<a href="/batches?status=expired">expired (0)</a>');
+    expect(page).toContain('href="/batches?status=failed&amp;page=2"');
+    expect(page).toContain('<span class="muted">(removed source)</span>');
+    expect(page).toContain('data-hold="unauthorized"');
+  });
+
+  it('the overview links each source, each batch and the list of every batch, and shows the hold', () => {
+    const d: OverviewData = {
+      now: NOW, unavailable: [], holds: HOLDS,
+      sources: { total: 1, paused: 0, withError: 0, overdue: 0, neverSynced: 0, attention: 0, page: 1, pages: 1, rows: [{ ...SOURCE_ROW }], errorsBySource: [] },
+      recent: [progressOf('job-r')],
+      inFlight: { total: 1, shown: [progressOf('job-f', { status: 'active', completedAt: null })] },
+    };
+    const page = renderOverview(d);
+    expect(page).toContain('<a href="/sources/7"><strong>Channel 7</strong></a>');
+    expect(page).toContain('<a href="/batches/job-r"><code>job-r</code></a>');
+    expect(page).toContain('<a href="/batches/job-f"><code>job-f</code></a>');
+    expect(page).toContain('<a href="/batches" id="more-batches">');
+    expect(page).toContain('data-hold="unauthorized"');
+  });
+});
+
+const SOURCE_ROW: OverviewSource = {
+  id: 7, kind: 'channel', ref: '@channel7', externalId: 'UC7', title: 'Channel 7', paused: false, cron: '0 * * * *',
+  maxVideos: 5000, langs: ['en'], lastSyncedAt: '2026-03-10T12:00:05Z', videos: 500, transcripts: 400,
+  lastError: null, lastErrorCode: null, lastErrorAt: null, freshness: { label: 'fresh', tone: 'ok' },
+};

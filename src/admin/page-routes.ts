@@ -1,0 +1,76 @@
+/**
+ * The routes of the drill-down pages, behind the admin token like the overview (auth.ts guards
+ * every path but the probes and /metrics):
+ *
+ *   GET /sources/:id                       a source: settings, errors, batches (?page=N), sync runs (?runs=N)
+ *   GET /batches                           every batch, the latest first (?page=N, ?status=S)
+ *   GET /batches/:jobId                    a batch and its items (?page=N)
+ *   GET /batches/:jobId/items/:videoId     one item and its raw copy
+ *
+ * A bad `page`, `runs` or `status` is answered 400 naming the parameter; an unknown source,
+ * batch or item 404 with a page that says so (and still shows the hold banners).
+ */
+import type { Context, Hono } from 'hono';
+import type { Pool } from '../db/statement-timeout.ts';
+import type { Logger } from '../log.ts';
+import { loadBatchPage, renderBatchPage } from './batch-page.ts';
+import { loadBatchesPage, readStatusParam, renderBatchesPage } from './batches-page.ts';
+import { loadItemPage, renderItemPage } from './item-page.ts';
+import { PAGE_CSP } from './layout.ts';
+import { readPageParam } from './paging.ts';
+import { loadSourcePage, renderSourcePage } from './source-page.ts';
+
+export interface PageRoutesOptions {
+  sql: Pool;
+  log: Logger;
+  /** per statement, ms; default PAGE_STATEMENT_TIMEOUT_MS */
+  timeoutMs?: number;
+  /** where bull-board is mounted (the header links to it) */
+  queuesPath: string;
+}
+
+/** A source ID as the URL gives it: the digits of a Postgres integer, else no source at all. */
+const SOURCE_ID = /^\d{1,9}$/;
+
+function answer(c: Context, page: { status: 200 | 404 | 503; html: string }): Response {
+  c.header('Content-Security-Policy', PAGE_CSP);
+  return c.html(page.html, page.status);
+}
+
+export function registerPageRoutes(app: Hono, o: PageRoutesOptions): void {
+  const read = { log: o.log, timeoutMs: o.timeoutMs };
+
+  app.get('/sources/:id', async (c) => {
+    const page = readPageParam('page', c.req.query('page'));
+    if (typeof page !== 'number') return c.text(page.error, 400);
+    const runsPage = readPageParam('runs', c.req.query('runs'));
+    if (typeof runsPage !== 'number') return c.text(runsPage.error, 400);
+    const asked = c.req.param('id');
+    const data = await loadSourcePage(o.sql, SOURCE_ID.test(asked) ? Number(asked) : null, { ...read, page, runsPage });
+    return answer(c, renderSourcePage(data, { asked, queuesPath: o.queuesPath }));
+  });
+
+  app.get('/batches', async (c) => {
+    const page = readPageParam('page', c.req.query('page'));
+    if (typeof page !== 'number') return c.text(page.error, 400);
+    const status = readStatusParam(c.req.query('status'));
+    if (status !== null && typeof status === 'object') return c.text(status.error, 400);
+    const data = await loadBatchesPage(o.sql, { ...read, page, status });
+    return answer(c, { status: 200, html: renderBatchesPage(data, { queuesPath: o.queuesPath }) });
+  });
+
+  app.get('/batches/:jobId', async (c) => {
+    const page = readPageParam('page', c.req.query('page'));
+    if (typeof page !== 'number') return c.text(page.error, 400);
+    const jobId = c.req.param('jobId');
+    const data = await loadBatchPage(o.sql, jobId, { ...read, page });
+    return answer(c, renderBatchPage(data, { jobId, queuesPath: o.queuesPath }));
+  });
+
+  app.get('/batches/:jobId/items/:videoId', async (c) => {
+    const jobId = c.req.param('jobId');
+    const videoId = c.req.param('videoId');
+    const data = await loadItemPage(o.sql, jobId, videoId, read);
+    return answer(c, renderItemPage(data, { jobId, videoId, queuesPath: o.queuesPath }));
+  });
+}

@@ -1,0 +1,276 @@
+/**
+ * A source's page (`/sources/:id`): its settings (the schedule with its next fires), freshness
+ * and last error, what is stored of it, the error codes of its items in the last
+ * SOURCE_ERRORS_DAYS with the videos that carry them, its batches (`?page=N`) and its sync runs
+ * (`?runs=N`), the latest first. Every list is one page, read by index (src/db/admin-pages.ts).
+ */
+import {
+  countSourceBatches,
+  countSourceSyncRuns,
+  sourceBatchJobIds,
+  sourceDetail,
+  sourceErrorCodes,
+  sourceSyncRuns,
+  type SourceDetail,
+  type SourceErrorCode,
+  type SyncRunRow,
+} from '../db/admin-pages.ts';
+import { batchProgress, type BatchProgress } from '../db/batch-progress.ts';
+import { databaseNow } from '../db/connection.ts';
+import type { Pool } from '../db/statement-timeout.ts';
+import { planCron } from '../domain/cron.ts';
+import { ITEM_ERROR_STATES } from '../domain/items.ts';
+import type { SyncRunOutcome } from '../domain/syncs.ts';
+import { freshnessOf, readHolds, type Freshness, type HoldsStatus } from '../pipeline/status.ts';
+import { html, type SafeHtml } from './html.ts';
+import {
+  ago,
+  batchName,
+  itemHref,
+  jobLink,
+  notFoundBody,
+  pageLinks,
+  pill,
+  progressBar,
+  renderPage,
+  sourceHref,
+  statusPill,
+  unavailable,
+  when,
+} from './layout.ts';
+import type { PageReadOptions } from './page-sections.ts';
+import { readPageSections } from './page-sections.ts';
+import { inOrderOf, placePage, type PagePlace } from './paging.ts';
+
+/** Batches per page of a source. */
+export const SOURCE_BATCHES_PER_PAGE = 50;
+/** Sync runs per page of a source. */
+export const SOURCE_RUNS_PER_PAGE = 20;
+/** The error codes count the items of the source's batches submitted within this many days. */
+export const SOURCE_ERRORS_DAYS = 30;
+/** Videos listed per error code at most (the count says how many items carry it). */
+export const SOURCE_ERROR_VIDEOS_SHOWN = 20;
+/** Fires of the schedule shown ahead. */
+const NEXT_FIRES_SHOWN = 3;
+const DAY_MS = 86_400_000;
+
+const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+
+export interface SourcePageData {
+  now: Date;
+  holds?: HoldsStatus;
+  /** null: no such source; undefined: not readable */
+  source?: SourceDetail | null;
+  batches?: PagePlace & { total: number; rows: BatchProgress[] };
+  errors?: SourceErrorCode[];
+  runs?: PagePlace & { total: number; rows: SyncRunRow[] };
+  /** sections left out (their statement was cancelled or failed) */
+  unavailable: string[];
+}
+
+export interface LoadSourcePageOptions extends PageReadOptions {
+  /** page of the batches, 1-based; past the last: the last */
+  page: number;
+  /** page of the sync runs, 1-based; past the last: the last */
+  runsPage: number;
+}
+
+/** Everything the page shows; `id` null (not a source ID at all) reads only the frame. */
+export async function loadSourcePage(pool: Pool, id: number | null, opts: LoadSourcePageOptions): Promise<SourcePageData> {
+  let now = new Date();
+  let found = false;
+  const { values, unavailable } = await readPageSections<Omit<SourcePageData, 'unavailable'>>(pool, 'source', opts, {
+    now: async (q) => (now = await databaseNow(q)),
+    holds: readHolds,
+    source: async (q) => {
+      const s = id === null ? null : ((await sourceDetail(q, id)) ?? null);
+      found = s !== null;
+      return s;
+    },
+    batches: async (q) => {
+      if (!found) return undefined;
+      const total = await countSourceBatches(q, id!);
+      const place = placePage(total, SOURCE_BATCHES_PER_PAGE, opts.page);
+      const ids = await sourceBatchJobIds(q, id!, place);
+      return { ...place, total, rows: inOrderOf(ids, await batchProgress(q, ids), (b) => b.jobId) };
+    },
+    errors: async (q) =>
+      found
+        ? sourceErrorCodes(q, {
+            sourceId: id!,
+            since: new Date(now.getTime() - SOURCE_ERRORS_DAYS * DAY_MS),
+            states: ITEM_ERROR_STATES,
+            videosPerCode: SOURCE_ERROR_VIDEOS_SHOWN,
+          })
+        : undefined,
+    runs: async (q) => {
+      if (!found) return undefined;
+      const total = await countSourceSyncRuns(q, id!);
+      const place = placePage(total, SOURCE_RUNS_PER_PAGE, opts.runsPage);
+      return { ...place, total, rows: await sourceSyncRuns(q, id!, place) };
+    },
+  });
+  return { ...values, now, unavailable };
+}
+
+/** The schedule, when it fires next, and what pausing does to it. */
+function schedule(s: SourceDetail, now: Date): SafeHtml {
+  if (s.cron === null) return html`<span class="muted">none: synced only by <code>backfill</code></span>`;
+  let next: SafeHtml;
+  try {
+    const fires = planCron(s.cron, now, NEXT_FIRES_SHOWN).next;
+    next =
+      fires.length === 0
+        ? html`<span class="muted">never fires again</span>`
+        : html`<ol class="small" id="next-fires">${fires.map((t) => html`<li>${when(t, now)}</li>`)}</ol>`;
+  } catch (e: unknown) {
+    next = html`<span class="bad-text">cannot be read: ${e instanceof Error ? e.message : String(e)}</span>`;
+  }
+  return html`<code>${s.cron}</code> (UTC)${s.paused ? html` <span class="muted">· paused: no scheduled sync until resumed</span>` : ''}
+    <div class="small muted">next fires${s.paused ? ' (once resumed)' : ''}:</div>${next}`;
+}
+
+function settings(s: SourceDetail, now: Date): SafeHtml {
+  return html`<dl class="facts">
+    <dt>kind</dt><dd>${s.kind}</dd>
+    <dt>ref</dt><dd><code>${s.ref}</code></dd>
+    <dt>external id</dt><dd><code>${s.externalId}</code></dd>
+    <dt>schedule</dt><dd>${schedule(s, now)}</dd>
+    <dt>languages</dt><dd>${s.langs.length > 0 ? s.langs.join(', ') : html`<span class="muted">the API's default language</span>`}</dd>
+    <dt>limit</dt><dd>at most ${s.maxVideos} videos per sync</dd>
+    <dt>transcripts</dt><dd>${s.textOnly ? 'plain text (--text)' : 'chunks with timings'}</dd>
+    <dt>include</dt><dd>${s.include.length > 0 ? s.include.join(', ') : html`<span class="muted">regular videos only</span>`}</dd>
+    <dt>paused</dt><dd>${s.paused ? pill('paused', 'muted') : 'no'}</dd>
+    <dt>budget</dt><dd>${
+      s.maxCreditsPerDay === null
+        ? html`<span class="muted">no cap of its own (CREDIT_BUDGET_PER_DAY still applies)</span>`
+        : `at most ${s.maxCreditsPerDay} credits per UTC day`
+    }</dd>
+    <dt>generate missing</dt><dd>${
+      s.generateMissing ? `yes${s.maxGenerateMinutes === null ? ', no cap' : `, at most ${s.maxGenerateMinutes} media minutes in all`}` : 'no'
+    }</dd>
+    <dt>registered</dt><dd>${when(s.createdAt, now)}</dd>
+    <dt>changed</dt><dd>${when(s.updatedAt, now)}</dd>
+  </dl>`;
+}
+
+function state(s: SourceDetail, freshness: Freshness, now: Date): SafeHtml {
+  return html`<dl class="facts">
+    <dt>freshness</dt><dd>${pill(freshness.label, freshness.tone)}</dd>
+    <dt>last synced</dt><dd>${when(s.lastSyncedAt, now)}</dd>
+    <dt>last error</dt><dd>${
+      s.lastError === null
+        ? html`<span class="muted">none</span>`
+        : html`<div class="error"><code>${s.lastErrorCode ?? 'error'}</code> ${s.lastError}</div><div class="small">${when(s.lastErrorAt, now, 'time unknown')}</div>`
+    }</dd>
+  </dl>`;
+}
+
+function errorCodes(errors: SourceErrorCode[]): SafeHtml {
+  if (errors.length === 0) return html`<p class="muted">No item errors in the last ${SOURCE_ERRORS_DAYS} days.</p>`;
+  return html`<table>
+    <thead><tr><th>error code</th><th class="num">items</th><th>videos (the latest first; each links to its latest item)</th></tr></thead>
+    <tbody>${errors.map(
+      (e) => html`<tr data-error-code="${e.errorCode}">
+        <td><code>${e.errorCode}</code></td><td class="num">${e.items}</td>
+        <td><div class="ids">${e.videos.map((v) => html`<a href="${itemHref(v.jobId, v.videoId)}"><code>${v.videoId}</code></a>`)}</div>${
+          e.items > e.videos.length ? html`<div class="small muted">${e.videos.length} videos shown of ${e.items} items</div>` : ''
+        }</td>
+      </tr>`,
+    )}</tbody>
+  </table>`;
+}
+
+/** The address of this page with one list on another page (the other list stays where it is). */
+function selfHref(id: number, batchesPage: number, runsPage: number, anchor: string): string {
+  const q = [batchesPage > 1 ? `page=${batchesPage}` : '', runsPage > 1 ? `runs=${runsPage}` : ''].filter(Boolean).join('&');
+  return `${sourceHref(id)}${q ? `?${q}` : ''}#${anchor}`;
+}
+
+function batchesTable(d: NonNullable<SourcePageData['batches']>, id: number, runsPage: number, now: Date): SafeHtml {
+  if (d.total === 0) return html`<p class="muted">No batches yet.</p>`;
+  const first = d.offset + 1;
+  return html`<p class="small muted">${plural(d.total, 'batch', 'batches')}, the latest first${d.pages > 1 ? ` · page ${d.page} of ${d.pages} (${first}–${first + d.rows.length - 1})` : ''}</p>
+    <table>
+      <thead><tr><th>job</th><th>kind</th><th>status</th><th>progress</th><th class="num">credits est.</th><th class="num">polls</th><th>submitted</th><th>completed</th></tr></thead>
+      <tbody>${d.rows.map(
+        (b) => html`<tr data-job-id="${b.jobId}">
+          <td>${jobLink(b.jobId)}</td><td>${batchName(b)}</td><td>${statusPill(b)}</td>
+          <td style="width:28%">${progressBar(b)}</td>
+          <td class="num">${b.creditsEstimated}</td><td class="num">${b.polls}</td>
+          <td class="small nowrap">${ago(b.submittedAt, now)}</td><td class="small nowrap">${b.completedAt === null ? '–' : ago(b.completedAt, now)}</td>
+        </tr>`,
+      )}</tbody>
+    </table>
+    ${pageLinks(d.page, d.pages, (n) => selfHref(id, n, runsPage, 'batches'), 'pages of batches')}`;
+}
+
+const OUTCOME_TONE: Readonly<Record<SyncRunOutcome, Freshness['tone']>> = {
+  submitted: 'ok',
+  'up-to-date': 'ok',
+  'refused-credits': 'warn',
+  'refused-upstream': 'bad',
+  held: 'warn',
+  error: 'bad',
+};
+
+function runsTable(d: NonNullable<SourcePageData['runs']>, id: number, batchesPage: number, now: Date): SafeHtml {
+  if (d.total === 0) return html`<p class="muted">No sync runs yet.</p>`;
+  const num = (n: number | null) => (n === null ? html`<span class="muted">–</span>` : n);
+  return html`<p class="small muted">${plural(d.total, 'run', 'runs')} kept, the latest first${d.pages > 1 ? ` · page ${d.page} of ${d.pages}` : ''}</p>
+    <table>
+      <thead><tr><th>started</th><th>took</th><th>outcome</th><th class="num">listed</th><th class="num">submitted</th><th class="num">credits est.</th><th class="num">listing credits</th><th>batches</th><th>detail</th></tr></thead>
+      <tbody>${d.rows.map(
+        (r) => html`<tr data-run-id="${r.id}">
+          <td class="small nowrap">${when(r.startedAt, now)}</td>
+          <td class="small nowrap">${r.finishedAt === null ? '–' : `${((r.finishedAt.getTime() - r.startedAt.getTime()) / 1000).toFixed(1)} s`}</td>
+          <td>${r.outcome === null ? pill(r.finishedAt === null ? 'running (or its process died)' : 'unknown', 'muted') : pill(r.outcome, OUTCOME_TONE[r.outcome])}</td>
+          <td class="num">${num(r.videosListed)}</td><td class="num">${num(r.videosSubmitted)}</td>
+          <td class="num">${num(r.creditsEstimated)}</td><td class="num">${num(r.listingCredits)}</td>
+          <td><div class="ids">${(r.jobIds ?? []).map((j) => jobLink(j))}</div></td>
+          <td class="small error">${r.detail ?? ''}</td>
+        </tr>`,
+      )}</tbody>
+    </table>
+    ${pageLinks(d.page, d.pages, (n) => selfHref(id, batchesPage, n, 'runs'), 'pages of sync runs')}`;
+}
+
+export interface RenderSourcePageOptions {
+  queuesPath?: string;
+  /** the `id` as asked for (shown when there is no such source) */
+  asked: string;
+}
+
+/** The page, and the HTTP status it is answered with (404: no such source; 503: the source could not be read). */
+export function renderSourcePage(d: SourcePageData, opts: RenderSourcePageOptions): { status: 200 | 404 | 503; html: string } {
+  const { now } = d;
+  const frame = { now, holds: d.holds, unavailable: d.unavailable, queuesPath: opts.queuesPath };
+  const s = d.source;
+  if (s === null) {
+    const body = notFoundBody(`Source ${JSON.stringify(opts.asked)}`, html`The overview lists every source: <a href="/">Overview</a>.`);
+    return { status: 404, html: renderPage({ ...frame, title: 'source not found', body }) };
+  }
+  if (s === undefined) {
+    return { status: 503, html: renderPage({ ...frame, title: `source ${opts.asked}`, body: unavailable(`Source ${opts.asked}`) }) };
+  }
+  const name = s.title ?? s.externalId;
+  const freshness = freshnessOf({ paused: s.paused, cron: s.cron, lastSyncedAt: s.lastSyncedAt?.toISOString() ?? null }, now);
+  const batchesPage = d.batches?.page ?? 1;
+  const runsPage = d.runs?.page ?? 1;
+  const body = html`<h2 class="page">${name} <span class="muted small">source #${s.id} · ${s.kind}</span></h2>
+  <div class="tiles">
+    <div class="tile"><div class="k">Videos</div><div class="v" id="videos">${s.videos}</div><div class="s">stored in videos</div></div>
+    <div class="tile"><div class="k">Transcripts</div><div class="v" id="transcripts">${s.transcripts}</div><div class="s">any language</div></div>
+    <div class="tile"><div class="k">Batches</div><div class="v">${d.batches ? d.batches.total : '–'}</div><div class="s">${d.runs ? `${plural(d.runs.total, 'sync run', 'sync runs')} kept` : ''}</div></div>
+    <div class="tile"><div class="k">Freshness</div><div class="v">${pill(freshness.label, freshness.tone)}</div><div class="s">synced ${ago(s.lastSyncedAt?.toISOString() ?? null, now)}</div></div>
+  </div>
+  <section id="settings"><h2>Settings</h2>${settings(s, now)}</section>
+  <section id="state"><h2>Freshness and last error</h2>${state(s, freshness, now)}</section>
+  <section id="errors"><h2>Item error codes, last ${SOURCE_ERRORS_DAYS} days</h2>${d.errors ? errorCodes(d.errors) : unavailable('Item error codes')}</section>
+  <section id="batches"><h2>Batches</h2>${d.batches ? batchesTable(d.batches, s.id, runsPage, now) : unavailable('Batches')}</section>
+  <section id="runs"><h2>Sync runs</h2>${d.runs ? runsTable(d.runs, s.id, batchesPage, now) : unavailable('Sync runs')}</section>`;
+  return {
+    status: 200,
+    html: renderPage({ ...frame, title: `source ${s.id}`, crumbs: [{ label: 'Overview', href: '/' }, { label: 'Sources', href: '/#sources' }, { label: `#${s.id}` }], body }),
+  };
+}

@@ -1,0 +1,286 @@
+/**
+ * What the admin server's drill-down pages read (src/admin/source-page.ts, batch-page.ts,
+ * item-page.ts, batches-page.ts): one source with its settings, one batch, one item with its raw
+ * payload, and pages of a source's batches and sync runs, of a batch's items and of every batch.
+ *
+ * Every statement is bounded by the page it serves, not by the history kept: lists walk an index
+ * in their order and stop at the page (`batches_source_id_idx`, `sync_runs_source_started_idx`,
+ * `batch_items` primary key, `batches_submitted_at_idx`); counts come from the counters the
+ * triggers of migrations/0005 keep (`batch_item_counts` here; `batch_counts` through
+ * src/db/batches.ts) or from an index-only count of one source's rows; the error codes of a
+ * source read only its batches of the window.
+ */
+import type { BatchStatus } from '../domain/batches.ts';
+import type { ItemState, QuarantineReason } from '../domain/items.ts';
+import type { SyncRunOutcome } from '../domain/syncs.ts';
+import type { Queryable } from './connection.ts';
+import type { Batch, Source } from './schema.ts';
+
+/** `limit` rows from `offset`: one page of a list. */
+export interface PageWindow {
+  limit: number;
+  offset: number;
+}
+
+/** A source with every setting a person may want to check, and what is stored of it. */
+export type SourceDetail = Pick<
+  Source,
+  | 'id'
+  | 'kind'
+  | 'ref'
+  | 'externalId'
+  | 'title'
+  | 'cron'
+  | 'langs'
+  | 'maxVideos'
+  | 'textOnly'
+  | 'include'
+  | 'paused'
+  | 'maxCreditsPerDay'
+  | 'generateMissing'
+  | 'maxGenerateMinutes'
+  | 'lastSyncedAt'
+  | 'lastError'
+  | 'lastErrorCode'
+  | 'lastErrorAt'
+  | 'createdAt'
+  | 'updatedAt'
+> & {
+  /** videos of the source stored in `videos` (`source_stats`) */
+  videos: number;
+  /** transcripts (any language) of the source's videos (`source_stats`) */
+  transcripts: number;
+};
+
+/** One source by ID, or undefined. */
+export async function sourceDetail(sql: Queryable, id: number): Promise<SourceDetail | undefined> {
+  const [row] = await sql<SourceDetail[]>`
+    select s.id, s.kind, s.ref, s.external_id as "externalId", s.title, s.cron, s.langs, s.max_videos as "maxVideos",
+      s.text_only as "textOnly", s.include, s.paused, s.max_credits_per_day as "maxCreditsPerDay",
+      s.generate_missing as "generateMissing", s.max_generate_minutes as "maxGenerateMinutes",
+      s.last_synced_at as "lastSyncedAt", s.last_error as "lastError", s.last_error_code as "lastErrorCode",
+      s.last_error_at as "lastErrorAt", s.created_at as "createdAt", s.updated_at as "updatedAt",
+      coalesce(st.videos, 0) as videos, coalesce(st.transcripts, 0) as transcripts
+    from sources s left join source_stats st on st.source_id = s.id
+    where s.id = ${id}`;
+  return row;
+}
+
+/** How many batches the source has: an index-only count of `batches_source_id_idx`. */
+export async function countSourceBatches(sql: Queryable, sourceId: number): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from batches where source_id = ${sourceId}`;
+  return row?.n ?? 0;
+}
+
+/**
+ * The source's batches, newest submission first: `batches_source_id_idx` (source_id, submitted_at)
+ * walked backwards to the page (0.7 ms; the 8th page of 402 batches 12.7 ms, among 100 000).
+ */
+export async function sourceBatchJobIds(sql: Queryable, sourceId: number, w: PageWindow): Promise<string[]> {
+  const rows = await sql<Pick<Batch, 'jobId'>[]>`
+    select job_id as "jobId" from batches where source_id = ${sourceId}
+    order by submitted_at desc, job_id desc limit ${w.limit} offset ${w.offset}`;
+  return rows.map((r) => r.jobId);
+}
+
+/**
+ * Every batch (or those of one status), newest submission first: `batches_submitted_at_idx`
+ * walked backwards to the page, filtered by status when asked (0.05 ms for a page of 100 000
+ * batches; 0.8 ms for `failed`, 1 batch in 97). No index leads with a terminal status, so a rare
+ * one walks far (none of 100 000: a scan, 78 ms); callers skip the read when the counters say
+ * there is none.
+ */
+export async function batchJobIds(sql: Queryable, o: PageWindow & { status: BatchStatus | null }): Promise<string[]> {
+  const rows = await sql<Pick<Batch, 'jobId'>[]>`
+    select job_id as "jobId" from batches where ${o.status}::text is null or status = ${o.status}
+    order by submitted_at desc, job_id desc limit ${o.limit} offset ${o.offset}`;
+  return rows.map((r) => r.jobId);
+}
+
+/** An error code of a source's items, how many items carry it, and some of the videos. */
+export interface SourceErrorCode {
+  errorCode: string;
+  /** items in one of the states asked for that carry the code (batches of the window) */
+  items: number;
+  /** at most the `videosPerCode` asked for, the latest first: each video and the latest batch it carries the code in */
+  videos: { videoId: string; jobId: string }[];
+}
+
+/**
+ * Batches read per code for its videos, as a multiple of the videos shown: a video re-submitted
+ * and failing again carries the code in several batches, so a few more batches than videos still
+ * yield enough distinct ones, while the read stays bounded (each batch gives at least one item:
+ * its counter says so).
+ */
+const BATCHES_PER_SHOWN_VIDEO = 2;
+
+/**
+ * The error codes of the source's items in `states`, of its batches submitted since `since`,
+ * the most frequent first, each with up to `videosPerCode` distinct videos that carry it. The
+ * counts come from `batch_item_counts`; the videos from the items of the latest batches whose
+ * counters hold the code (at most BATCHES_PER_SHOWN_VIDEO x `videosPerCode` batches, at most
+ * `videosPerCode` items read from each), so a code on thousands of items costs what a few dozen do.
+ * Measured: 133 ms for a source with 20 000 batches in the window (2 000 of them with 100 items,
+ * three codes, one of them on a single item per batch), most of it reading the window's batches.
+ */
+export async function sourceErrorCodes(
+  sql: Queryable,
+  o: { sourceId: number; since: Date; states: readonly ItemState[]; videosPerCode: number },
+): Promise<SourceErrorCode[]> {
+  const states = [...o.states];
+  const rows = await sql<{ errorCode: string; items: number; videoIds: string[] | null; jobIds: string[] | null }[]>`
+    with b as materialized (
+      select job_id, submitted_at from batches where source_id = ${o.sourceId} and submitted_at >= ${o.since}
+    ), codes as (
+      select c.error_code, sum(c.n)::float8 as items
+      from b join batch_item_counts c on c.job_id = b.job_id
+      where c.state = any(${states}::text[]) and c.error_code <> ''
+      group by c.error_code having sum(c.n) <> 0
+    )
+    select codes.error_code as "errorCode", codes.items, v.video_ids as "videoIds", v.job_ids as "jobIds"
+    from codes cross join lateral (
+      select array_agg(video_id order by at desc, video_id) as video_ids, array_agg(job_id order by at desc, video_id) as job_ids
+      from (
+        select i.video_id, max(nb.submitted_at) as at, (array_agg(nb.job_id order by nb.submitted_at desc))[1] as job_id
+        from (
+          select distinct b.job_id, b.submitted_at
+          from b join batch_item_counts c on c.job_id = b.job_id
+          where c.error_code = codes.error_code and c.state = any(${states}::text[]) and c.n > 0
+          order by b.submitted_at desc
+          limit ${o.videosPerCode * BATCHES_PER_SHOWN_VIDEO}
+        ) nb
+        cross join lateral (
+          select video_id from batch_items
+          where job_id = nb.job_id and error_code = codes.error_code and state = any(${states}::text[])
+          limit ${o.videosPerCode}
+        ) i
+        group by i.video_id
+        order by at desc, i.video_id
+        limit ${o.videosPerCode}
+      ) latest
+    ) v
+    order by codes.items desc, codes.error_code`;
+  return rows.map((r) => ({
+    errorCode: r.errorCode,
+    items: r.items,
+    videos: (r.videoIds ?? []).map((videoId, i) => ({ videoId, jobId: r.jobIds![i]! })),
+  }));
+}
+
+/** A sync run as the source page lists it. */
+export interface SyncRunRow {
+  id: number;
+  startedAt: Date;
+  finishedAt: Date | null;
+  outcome: SyncRunOutcome | null;
+  detail: string | null;
+  videosListed: number | null;
+  videosSubmitted: number | null;
+  creditsEstimated: number | null;
+  listingCredits: number | null;
+  jobIds: string[] | null;
+}
+
+/** How many sync runs the source has (an index-only count of `sync_runs_source_started_idx`; retention prunes old runs). */
+export async function countSourceSyncRuns(sql: Queryable, sourceId: number): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from sync_runs where source_id = ${sourceId}`;
+  return row?.n ?? 0;
+}
+
+/** The source's sync runs, the latest first (`sync_runs_source_started_idx` walked backwards to the page). */
+export async function sourceSyncRuns(sql: Queryable, sourceId: number, w: PageWindow): Promise<SyncRunRow[]> {
+  return sql<SyncRunRow[]>`
+    select id::float8 as id, started_at as "startedAt", finished_at as "finishedAt", outcome, detail,
+      videos_listed as "videosListed", videos_submitted as "videosSubmitted", credits_estimated as "creditsEstimated",
+      listing_credits as "listingCredits", job_ids as "jobIds"
+    from sync_runs where source_id = ${sourceId}
+    order by started_at desc, id desc limit ${w.limit} offset ${w.offset}`;
+}
+
+/**
+ * What the batch page shows beyond a batch's progress (src/db/batch-progress.ts, which has the
+ * rest of the row: its `failed` is the count of failed items, not the upstream's `failed`).
+ */
+export type BatchDetail = Pick<
+  Batch,
+  | 'jobId'
+  | 'sourceId'
+  | 'mode'
+  | 'textOnly'
+  | 'replayOf'
+  | 'lastPolledAt'
+  | 'nextPollAt'
+  | 'terminalAt'
+  | 'pollFailures'
+  | 'updatedAt'
+>;
+
+export async function batchDetail(sql: Queryable, jobId: string): Promise<BatchDetail | undefined> {
+  const [row] = await sql<BatchDetail[]>`
+    select job_id as "jobId", source_id as "sourceId", mode, text_only as "textOnly", replay_of as "replayOf",
+      last_polled_at as "lastPolledAt", next_poll_at as "nextPollAt", terminal_at as "terminalAt",
+      poll_failures as "pollFailures", updated_at as "updatedAt"
+    from batches where job_id = ${jobId}`;
+  return row;
+}
+
+/** An item as the batch page lists it. */
+export interface BatchItemRow {
+  videoId: string;
+  state: ItemState;
+  errorCode: string | null;
+  reason: string | null;
+  reasonCode: QuarantineReason | null;
+  landedAt: Date | null;
+  sunkAt: Date | null;
+  /** the batch that re-submitted this retryable item */
+  resubmittedIn: string | null;
+  payloadPrunedAt: Date | null;
+}
+
+/** A page of the batch's items by video ID (the primary key's order: an index range scan to the page). */
+export async function batchItemsPage(sql: Queryable, jobId: string, w: PageWindow): Promise<BatchItemRow[]> {
+  return sql<BatchItemRow[]>`
+    select video_id as "videoId", state, error_code as "errorCode", reason, reason_code as "reasonCode",
+      landed_at as "landedAt", sunk_at as "sunkAt", resubmitted_in as "resubmittedIn", payload_pruned_at as "payloadPrunedAt"
+    from batch_items where job_id = ${jobId}
+    order by video_id limit ${w.limit} offset ${w.offset}`;
+}
+
+/** One item with (the start of) its raw copy. */
+export interface BatchItemView extends BatchItemRow {
+  jobId: string;
+  updatedAt: Date;
+  /**
+   * how the raw copy is kept: `json` (`payload`, shown pretty-printed by Postgres, numbers and
+   * strings exactly as stored), `text` (`payload_raw`: what jsonb cannot hold, or an oversized
+   * item's first bytes), or null (none: pruned, or never kept)
+   */
+  form: 'json' | 'text' | null;
+  /** the first `maxChars` characters of the raw copy (pretty-printed when `json`) */
+  text: string | null;
+  /** the whole raw copy's size in bytes, as `text` is built */
+  textBytes: number | null;
+  /** kept when retention dropped the payload: sha256 (hex) and size of the raw item's text */
+  payloadSha256: string | null;
+  payloadBytes: number | null;
+}
+
+/**
+ * One item, with at most `maxChars` characters of its raw copy: Postgres pretty-prints and cuts
+ * it, so a payload of megabytes does not cross the wire whole (ITEM_MAX_BYTES is 8 MiB).
+ */
+export async function batchItemView(sql: Queryable, jobId: string, videoId: string, maxChars: number): Promise<BatchItemView | undefined> {
+  const [row] = await sql<BatchItemView[]>`
+    select i.job_id as "jobId", i.video_id as "videoId", i.state, i.error_code as "errorCode", i.reason,
+      i.reason_code as "reasonCode", i.landed_at as "landedAt", i.sunk_at as "sunkAt", i.updated_at as "updatedAt",
+      i.resubmitted_in as "resubmittedIn", i.payload_pruned_at as "payloadPrunedAt",
+      i.payload_sha256 as "payloadSha256", i.payload_bytes as "payloadBytes",
+      case when i.payload is not null then 'json' when i.payload_raw is not null then 'text' end as form,
+      left(t.text, ${maxChars}) as text, octet_length(t.text) as "textBytes"
+    from batch_items i
+    -- offset 0: built once, not once per use
+    cross join lateral (select coalesce(jsonb_pretty(i.payload), i.payload_raw) as text offset 0) t
+    where i.job_id = ${jobId} and i.video_id = ${videoId}`;
+  return row;
+}
