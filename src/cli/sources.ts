@@ -1,11 +1,15 @@
-/** `sources add | list | remove | pause | resume`: the channels, playlists, video lists and searches to keep in sync. */
+/**
+ * `sources add | list | edit | remove | pause | resume`: the channels, playlists, video lists and
+ * searches to keep in sync. What a command needs beyond parsing its arguments (the database,
+ * Redis, the pipeline) is imported when it runs, so `sources --help` loads none of it.
+ */
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
-import { Argument, InvalidArgumentError, type Command } from 'commander';
+import { Argument, Command, InvalidArgumentError, Option } from 'commander';
 import { LIMIT_MAX } from '../api/schemas.ts';
 import type { Source } from '../db/schema.ts';
+import type { SourceMatch, SourceSettings } from '../db/sources.ts';
 import { checkCronSyntax, checkSourceCron, CronError, type CronPlan } from '../domain/cron.ts';
-import { deleteSource, listSources, setSourceMaxCreditsPerDay, setSourcePaused } from '../db/sources.ts';
 import {
   SEARCH_FILTER_VALUES,
   SEARCH_LIMIT_DEFAULT,
@@ -17,12 +21,9 @@ import {
 } from '../domain/sources.ts';
 import type { SourceRef } from '../pipeline/kinds/adapter.ts';
 import { LISTING_LIMIT_DEFAULT } from '../pipeline/kinds/listing.ts';
-import { syncSchedulers } from '../pipeline/reconcile.ts';
-import { parseSource, registerSource, type NewSourceInput } from '../pipeline/sources.ts';
+import type { NewSourceInput } from '../pipeline/sources.ts';
 import { intArg } from './args.ts';
-import { createContext, type Context } from './context.ts';
-import { UsageError } from './exit.ts';
-import { waitForRedis } from './redis-ready.ts';
+import type { Context } from './context.ts';
 import { renderTable, shortTime } from './table.ts';
 
 
@@ -47,22 +48,31 @@ function cronArg(value: string): string {
   return value;
 }
 
+/** A bad argument found after parsing: exit 2 (src/cli/exit.ts, imported only when it is needed). */
+async function usageError(message: string): Promise<Error> {
+  const { UsageError } = await import('./exit.ts');
+  return new UsageError(message);
+}
+
 /**
  * How often the cron may fire (SOURCE_MIN_INTERVAL_MS, from the configuration), and the next
  * fire times to print: refused as a usage error naming --cron.
  */
-function plannedCron(cron: string, minIntervalMs: number): CronPlan {
+async function plannedCron(cron: string, minIntervalMs: number): Promise<CronPlan> {
   try {
     return checkSourceCron(cron, minIntervalMs, new Date());
   } catch (e: unknown) {
-    if (e instanceof CronError) throw new UsageError(`--cron "${cron}" ${e.message}`);
+    if (e instanceof CronError) throw await usageError(`--cron "${cron}" ${e.message}`);
     throw e;
   }
 }
 
-const sourceIdArg = intArg(1, 2_147_483_647);
+function formatFires(plan: CronPlan): string {
+  return `  next syncs (UTC): ${plan.next.map((d) => d.toISOString().replace('T', ' ').slice(0, 16)).join(', ')}\n`;
+}
 
 async function withContext<T>(fn: (ctx: Context) => Promise<T>): Promise<T> {
+  const { createContext } = await import('./context.ts');
   const ctx = createContext();
   try {
     return await fn(ctx);
@@ -74,6 +84,7 @@ async function withContext<T>(fn: (ctx: Context) => Promise<T>): Promise<T> {
 /** Keep the cron schedulers in Redis in step; Redis being down only delays that to the daemon. */
 async function refreshSchedulers(ctx: Context): Promise<void> {
   try {
+    const [{ waitForRedis }, { syncSchedulers }] = await Promise.all([import('./redis-ready.ts'), import('../pipeline/reconcile.ts')]);
     await waitForRedis(ctx.redis());
     await syncSchedulers({ sql: ctx.db().sql, queues: ctx.queues() });
   } catch (e: unknown) {
@@ -238,10 +249,15 @@ function addKindCommand(add: Command, kind: SourceKind): void {
         maxGenerateMinutes: o.maxGenerateMinutes ?? null,
         ...(origin !== undefined ? { origin } : {}),
       };
+      const [{ parseSource, registerSource }, { deleteSource, setSourceMaxCreditsPerDay }, { waitForRedis }] = await Promise.all([
+        import('../pipeline/sources.ts'),
+        import('../db/sources.ts'),
+        import('./redis-ready.ts'),
+      ]);
       // parse locally first: a typo fails here, before any credit is spent (and before any connection)
       parseSource(input);
       await withContext(async (ctx) => {
-        const plan = input.cron === null ? undefined : plannedCron(input.cron, ctx.config.pipeline.sourceMinIntervalMs);
+        const plan = input.cron === null ? undefined : await plannedCron(input.cron, ctx.config.pipeline.sourceMinIntervalMs);
         // the API client takes its rate-limit tokens from Redis: fail now rather than hang there
         await waitForRedis(ctx.redis());
         const { sql, db } = ctx.db();
@@ -265,7 +281,7 @@ function addKindCommand(add: Command, kind: SourceKind): void {
             `${s.textOnly ? ' as text' : ''}${extras.length ? `, ${extras.join(', ')}` : ''}, ` +
             `${s.cron ? `cron "${s.cron}"` : 'no schedule (backfill only)'}\n`,
         );
-        if (plan) process.stdout.write(`  next syncs (UTC): ${plan.next.map((d) => d.toISOString().replace('T', ' ').slice(0, 16)).join(', ')}\n`);
+        if (plan) process.stdout.write(formatFires(plan));
       });
     });
 }
@@ -289,6 +305,7 @@ export function registerSourcesCommand(program: Command): void {
     .description('list registered sources')
     .option('--json', 'print JSON instead of a table', false)
     .action(async (o: { json: boolean }) => {
+      const { listSources } = await import('../db/sources.ts');
       await withContext(async (ctx) => {
         const rows = await listSources(ctx.db().db);
         if (o.json) {
@@ -311,13 +328,16 @@ export function registerSourcesCommand(program: Command): void {
       });
     });
 
+  registerEditCommand(sources);
+
   sources
     .command('remove')
     .description('stop syncing a source (its videos, transcripts and batch history stay)')
-    .argument('<id>', 'source ID (see sources list)', sourceIdArg)
-    .action(async (id: number) => {
+    .argument('<id|ref>', SOURCE_REF_HELP)
+    .action(async (ref: string) => {
+      const { deleteSource } = await import('../db/sources.ts');
       await withContext(async (ctx) => {
-        const s = await deleteSource(ctx.db().db, id);
+        const s = await deleteSource(ctx.db().db, (await sourceNamed(ctx, ref)).id);
         await refreshSchedulers(ctx);
         process.stdout.write(`source ${s.id} removed: ${describe(s)}\n`);
       });
@@ -327,13 +347,159 @@ export function registerSourcesCommand(program: Command): void {
     sources
       .command(name)
       .description(paused ? 'stop scheduled syncs of a source (backfill still syncs it)' : 'resume scheduled syncs of a source')
-      .argument('<id>', 'source ID (see sources list)', sourceIdArg)
-      .action(async (id: number) => {
+      .argument('<id|ref>', SOURCE_REF_HELP)
+      .action(async (ref: string) => {
+        const { setSourcePaused } = await import('../db/sources.ts');
         await withContext(async (ctx) => {
-          const s = await setSourcePaused(ctx.db().db, id, paused);
+          const s = await setSourcePaused(ctx.db().db, (await sourceNamed(ctx, ref)).id, paused);
           await refreshSchedulers(ctx);
           process.stdout.write(`source ${s.id} ${paused ? 'paused' : 'resumed'}: ${describe(s)}\n`);
         });
       });
   }
+}
+
+const SOURCE_REF_HELP =
+  "the source: its ID, the reference it was added with, its external ID, a channel's @handle, or a channel or playlist URL (see sources list)";
+
+/**
+ * The one source `ref` names (src/pipeline/source-ref.ts), or a usage error: none names the
+ * reference and points at `sources list`; several are listed, for the person to pick one's ID.
+ */
+async function sourceNamed(ctx: Context, ref: string): Promise<SourceMatch> {
+  const { findSourcesByRef } = await import('../pipeline/source-ref.ts');
+  const found = await findSourcesByRef(ctx.db().sql, ref);
+  if (found.length === 1) return found[0]!;
+  if (found.length === 0) {
+    throw await usageError(
+      /^\d+$/.test(ref.trim())
+        ? `source ${ref.trim()} does not exist (see: sources list)`
+        : `no source is ${JSON.stringify(ref)}: give its ID, the reference it was added with, its external ID or a channel's @handle (see: sources list)`,
+    );
+  }
+  const candidates = renderTable(['id', 'kind', 'external id', 'title'], found.map((s) => [s.id, s.kind, s.externalId, s.title]));
+  throw await usageError(
+    `${JSON.stringify(ref)} names ${found.length} sources; give the ID of the one you mean:\n${candidates.trimEnd().replace(/^/gm, '  ')}`,
+  );
+}
+
+/** How `sources edit` prints each setting, in the order it lists changes. */
+const SETTINGS_SHOWN: { [K in keyof SourceSettings]: { label: string; show(v: SourceSettings[K]): string } } = {
+  cron: { label: 'cron', show: (v) => (v === null ? 'none' : JSON.stringify(v)) },
+  maxVideos: { label: 'limit', show: (v) => String(v) },
+  langs: { label: 'langs', show: (v) => (v.length > 0 ? v.join(',') : 'default') },
+  textOnly: { label: 'transcripts', show: (v) => (v ? 'text' : 'chunks') },
+  include: { label: 'include', show: (v) => (v.length > 0 ? v.join(',') : 'none') },
+  maxCreditsPerDay: { label: 'credits/day', show: (v) => (v === null ? 'no cap' : String(v)) },
+};
+
+const SETTING_KEYS = Object.keys(SETTINGS_SHOWN) as (keyof SourceSettings)[];
+
+function changedSettings(before: SourceSettings, after: Partial<SourceSettings>): (keyof SourceSettings)[] {
+  return SETTING_KEYS.filter((k) => after[k] !== undefined && JSON.stringify(after[k]) !== JSON.stringify(before[k]));
+}
+
+function showChange<K extends keyof SourceSettings>(k: K, before: SourceSettings, after: SourceSettings): string {
+  const { label, show } = SETTINGS_SHOWN[k];
+  return `${label} ${show(before[k])} -> ${show(after[k])}`;
+}
+
+/**
+ * The options of `sources add <kind>` that only some kinds take (KIND_CLI), read from the
+ * definition itself, so `sources edit` takes an option for exactly the kinds `add` does.
+ */
+function kindTakes(kind: SourceKind, flag: string): boolean {
+  const probe = new Command();
+  KIND_CLI[kind].options(probe);
+  return probe.options.some((o) => o.long === flag);
+}
+
+interface EditOptions {
+  cron?: string | false;
+  limit?: number;
+  lang?: string[];
+  text?: boolean;
+  chunks?: boolean;
+  include?: SourceInclude[] | false;
+  maxCreditsPerDay?: number | false;
+}
+
+/** What the next sync buys because of the edit, beyond new videos: said before it is spent. */
+function costNotes(id: number, before: SourceSettings, after: SourceSettings): string {
+  const notes: string[] = [];
+  const added = after.langs.filter((l) => !before.langs.includes(l));
+  if (added.length > 0) {
+    // transcripts asked for in the default language are kept under no language (video_sync lang '')
+    const apart = before.langs.length === 0 ? '; those bought in the default language count as another language' : '';
+    notes.push(`buys ${added.join(',')} transcripts of this source's videos that have none in ${added.length === 1 ? 'that language' : 'those languages'}${apart}`);
+  }
+  if (before.textOnly && !after.textOnly) notes.push('buys once more, as timed chunks, the transcripts of its videos stored as plain text only');
+  if (notes.length === 0) return '';
+  return `${notes.map((n) => `  next sync ${n}\n`).join('')}  the credits first: videosite-ingest backfill --source ${id} --dry-run\n`;
+}
+
+function registerEditCommand(sources: Command): void {
+  sources
+    .command('edit')
+    .description(
+      'change a source in place: same ID, its videos, transcripts, batches and sync runs kept; the changes apply from its next sync, ' +
+        'which buys only what they make due (an added language: that language; a higher limit: the new videos); a sync already running ' +
+        'finishes with the settings it started with',
+    )
+    .argument('<id|ref>', SOURCE_REF_HELP)
+    .option('--cron <expr>', 'sync on this schedule when a daemon runs: five fields, UTC, at most every SOURCE_MIN_INTERVAL_MS (5 min)', cronArg)
+    .option('--no-cron', 'no schedule: synced only by backfill')
+    .option('--limit <n>', `channel, playlist: most videos per listing; search: most results kept per sync; 1..${LIMIT_MAX}`, intArg(1, LIMIT_MAX))
+    .option('--lang <xx[,yy]>', 'transcript languages, replacing the list: an added one is bought at the next sync, a dropped one no longer (its transcripts stay)', langsArg)
+    .addOption(new Option('--text', 'buy transcripts as plain text from now on (those stored keep their form)').conflicts('chunks'))
+    .option('--chunks', 'buy transcripts as timed chunks from now on (the next sync buys those stored as text only once more)')
+    .option('--include <shorts,live>', 'channel, playlist: also submit the listed shorts and/or live videos (replaces the list)', includeArg)
+    .option('--no-include', 'channel, playlist: submit no listed shorts or live videos')
+    .option('--max-credits-per-day <n>', 'the most credits this source may spend in one UTC day', intArg(1, 2_147_483_647))
+    .option('--no-max-credits-per-day', 'no daily credit cap for this source')
+    .action(async (ref: string, o: EditOptions) => {
+      const set: Partial<SourceSettings> = {};
+      if (o.cron !== undefined) set.cron = o.cron === false ? null : o.cron;
+      if (o.limit !== undefined) set.maxVideos = o.limit;
+      if (o.lang !== undefined) set.langs = o.lang;
+      if (o.text === true || o.chunks === true) set.textOnly = o.text === true;
+      if (o.include !== undefined) set.include = o.include === false ? [] : o.include;
+      if (o.maxCreditsPerDay !== undefined) set.maxCreditsPerDay = o.maxCreditsPerDay === false ? null : o.maxCreditsPerDay;
+      if (Object.keys(set).length === 0) {
+        throw await usageError(
+          'nothing to change: give one or more of --cron, --no-cron, --limit, --lang, --text, --chunks, --include, --no-include, ' +
+            '--max-credits-per-day, --no-max-credits-per-day',
+        );
+      }
+      const { getSource, updateSourceSettings } = await import('../db/sources.ts');
+      await withContext(async (ctx) => {
+        const { db, sql } = ctx.db();
+        const match = await sourceNamed(ctx, ref);
+        for (const [flag, given] of [['--limit', o.limit !== undefined], ['--include', o.include !== undefined]] as const) {
+          if (given && !kindTakes(match.kind, flag)) {
+            const takers = SOURCE_KINDS.filter((k) => kindTakes(k, flag)).join(', ');
+            throw await usageError(`${flag} does not apply to a ${match.kind} source (source ${match.id}); it applies to ${takers} sources`);
+          }
+        }
+        const plan = typeof set.cron === 'string' ? await plannedCron(set.cron, ctx.config.pipeline.sourceMinIntervalMs) : undefined;
+        if (changedSettings(await getSource(db, match.id), set).length === 0) {
+          process.stdout.write(`source ${match.id}: nothing changed\n`);
+          return;
+        }
+        // One UPDATE of the columns given: a sync of this source running now read its row when
+        // it started and finishes with those settings; its own writes (last_synced_at,
+        // last_error) touch other columns, so neither undoes the other. The next sync reads these.
+        const { before, after } = await updateSourceSettings(sql, match.id, set);
+        const changed = changedSettings(before, after);
+        if (changed.length === 0) {
+          // the same edit, committed by someone else in between
+          process.stdout.write(`source ${match.id}: nothing changed\n`);
+          return;
+        }
+        if (changed.includes('cron')) await refreshSchedulers(ctx);
+        process.stdout.write(`source ${match.id}: ${changed.map((k) => showChange(k, before, after)).join(', ')}\n`);
+        if (plan && changed.includes('cron')) process.stdout.write(formatFires(plan));
+        process.stdout.write(costNotes(match.id, before, after));
+      });
+    });
 }

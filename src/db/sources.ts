@@ -3,6 +3,7 @@
  * `sources` command), and what the pipeline reads and records about them (raw, any Queryable).
  */
 import { asc, eq, sql as dsql } from 'drizzle-orm';
+import type { SourceKind } from '../domain/sources.ts';
 import type { Db, Queryable } from './connection.ts';
 import { sources, type NewSource, type Source } from './schema.ts';
 
@@ -73,6 +74,87 @@ export async function setSourceMaxCreditsPerDay(db: Db, id: number, maxCreditsPe
     .returning();
   if (!rows[0]) throw new SourceNotFoundError(id);
   return rows[0];
+}
+
+/** What `sources edit` may change on a source's row; each takes effect at the source's next sync. */
+export type SourceSettings = Pick<Source, 'cron' | 'maxVideos' | 'langs' | 'textOnly' | 'include' | 'maxCreditsPerDay'>;
+
+/**
+ * Set the given settings of source `id` (undefined: kept) in one statement, and return them as
+ * they were just before and as they are now. One UPDATE, so a sync reading the row sees all of
+ * the edit or none of it, and only the columns given are written: an edit of another setting
+ * committed meanwhile is kept, not overwritten. The row locked by the subquery is the latest
+ * committed version (READ COMMITTED re-reads it after waiting), so `before` is what this edit
+ * replaced.
+ */
+export async function updateSourceSettings(
+  sql: Queryable,
+  id: number,
+  set: Partial<SourceSettings>,
+): Promise<{ before: SourceSettings; after: SourceSettings }> {
+  const given = (k: keyof SourceSettings): boolean => set[k] !== undefined;
+  const rows = await sql<{ before: SourceSettings; after: SourceSettings }[]>`
+    update sources s set
+      cron = case when ${given('cron')} then ${set.cron ?? null}::text else s.cron end,
+      max_videos = case when ${given('maxVideos')} then ${set.maxVideos ?? null}::int else s.max_videos end,
+      langs = case when ${given('langs')} then ${set.langs ?? null}::text[] else s.langs end,
+      text_only = case when ${given('textOnly')} then ${set.textOnly ?? null}::boolean else s.text_only end,
+      include = case when ${given('include')} then ${set.include ?? null}::text[] else s.include end,
+      max_credits_per_day = case when ${given('maxCreditsPerDay')} then ${set.maxCreditsPerDay ?? null}::int else s.max_credits_per_day end,
+      updated_at = now()
+    from (select * from sources where id = ${id} for update) o
+    where s.id = o.id
+    returning
+      json_build_object('cron', o.cron, 'maxVideos', o.max_videos, 'langs', o.langs, 'textOnly', o.text_only,
+        'include', o.include, 'maxCreditsPerDay', o.max_credits_per_day) as before,
+      json_build_object('cron', s.cron, 'maxVideos', s.max_videos, 'langs', s.langs, 'textOnly', s.text_only,
+        'include', s.include, 'maxCreditsPerDay', s.max_credits_per_day) as after`;
+  if (!rows[0]) throw new SourceNotFoundError(id);
+  return rows[0];
+}
+
+/** A source a reference may name, as `sources edit|pause|resume|remove` list candidates. */
+export interface SourceMatch {
+  id: number;
+  kind: SourceKind;
+  externalId: string;
+  ref: string;
+  title: string | null;
+}
+
+/** What a reference can be compared with, parsed from it beforehand (src/pipeline/source-ref.ts). */
+export interface SourceRefKeys {
+  /** the reference read as a source ID, if it is a whole number */
+  id: number | null;
+  /** compared with `ref` (as given when added) and `external_id` */
+  text: string;
+  /** canonical IDs the reference names (a playlist or channel URL's ID), compared with `external_id` */
+  externalIds: string[];
+  /** a channel handle without its `@`, compared case-insensitively with the channel's record */
+  handle: string | null;
+}
+
+/**
+ * The sources a reference names: the source with that ID when there is one (an ID always wins, so
+ * every source can be named unambiguously), else every source whose ref or external ID is the
+ * reference, or whose channel record has the handle. Postgres only: no API call, no credit.
+ */
+export async function sourcesMatching(sql: Queryable, keys: SourceRefKeys): Promise<SourceMatch[]> {
+  if (keys.id !== null) {
+    const byId = await sql<SourceMatch[]>`
+      select id, kind, external_id as "externalId", ref, title from sources where id = ${keys.id}`;
+    if (byId.length > 0) return byId;
+  }
+  // a channel record is keyed by the channel ID, which only a channel source has as its external
+  // ID (a playlist ID never has the channel ID's form; searches and video lists carry a prefix)
+  return sql<SourceMatch[]>`
+    select s.id, s.kind, s.external_id as "externalId", s.ref, s.title
+    from sources s
+    left join channels c on c.id = s.external_id
+    where s.ref = ${keys.text}
+      or s.external_id = any(${[keys.text, ...keys.externalIds]}::text[])
+      or (${keys.handle}::text is not null and lower(ltrim(c.handle, '@')) = lower(${keys.handle}::text))
+    order by s.id`;
 }
 
 /** Every source's ID, in order. */
