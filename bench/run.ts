@@ -191,6 +191,7 @@ async function main(): Promise<void> {
   const started = Date.now();
   const mach = machine();
   say(`machine: ${mach.nproc} cores, ${mach.memTotalGb} GB, load ${String(mach.loadAvgAtStart)} (figures are noisy on a busy machine)`);
+  await (await import('./startup.ts')).reportStartup();
 
   const env = await createBenchEnv({ scale, seed: Number(values.seed), resultsDir: RESULTS_DIR, profile: values.profile === true });
   // Ctrl-C: the pipeline processes get the terminal's SIGINT too; drop what this run created

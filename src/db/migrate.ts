@@ -13,7 +13,10 @@ import { z } from 'zod';
 import { silentLogger, type Logger } from '../log.ts';
 import { clientOptions, type Queryable } from './connection.ts';
 
-/** The committed drizzle-kit migrations, found relative to this file (works from any cwd). */
+/**
+ * The committed drizzle-kit migrations, found relative to this file (works from any cwd): src/db/
+ * and the build's dist/db/ sit at the same depth, and the package ships migrations/ beside dist/.
+ */
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../migrations', import.meta.url));
 
 /** Key of the session advisory lock held while migrating ("vsimigr" in ASCII, as an int8). */

@@ -9,7 +9,7 @@ import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildProgram } from '../../src/cli/main.ts';
+import { loadProgram } from '../../src/cli/main.ts';
 import { syncSchedulers } from '../../src/pipeline/reconcile.ts';
 import { registerSource } from '../../src/pipeline/sources.ts';
 import { cronSchedulerId } from '../../src/queues/names.ts';
@@ -262,9 +262,15 @@ describe('configuration errors', () => {
 });
 
 describe('--help', () => {
+  /** the real program with every command loaded (a process loads only the one it runs) */
+  let program: Command;
+  beforeAll(async () => {
+    program = await loadProgram();
+  });
+
   /** a command of the real program, by its path of names */
   function commandAt(path: string[]): Command {
-    let cmd: Command = buildProgram();
+    let cmd: Command = program;
     for (const name of path) {
       const next = cmd.commands.find((c) => c.name() === name);
       expect(next, `command ${path.join(' ')}`).toBeDefined();
@@ -291,13 +297,14 @@ describe('--help', () => {
       ['--limit', '--upload-date', '--type', '--duration', '--sort-by', '--features', '--lang', '--text', '--cron', '--generate-missing', '--max-generate-minutes', '--max-credits-per-day'],
     ],
     [['sources', 'list'], ['--json']],
+    [['sources', 'edit'], ['--cron', '--no-cron', '--limit', '--lang', '--text', '--chunks', '--include', '--no-include', '--max-credits-per-day', '--no-max-credits-per-day']],
     [['sources', 'remove'], []],
     [['sources', 'pause'], []],
     [['sources', 'resume'], []],
     [['daemon'], ['--role', '--admin-port']],
     [['backfill'], ['--source', '--all', '--no-wait', '--timeout', '--dry-run']],
     [['replay'], ['--batch', '--failed', '--expired', '--since', '--dry-run', '--yes', '--no-wait', '--timeout']],
-    [['status'], ['--json']],
+    [['status'], ['--json', '--all-sources']],
     [['prune'], ['--dry-run', '--json']],
     [['simulator'], ['--port', '--seed', '--platform']],
     [['demo'], []],
@@ -309,7 +316,7 @@ describe('--help', () => {
     expect(r.stderr).toBe('');
     const listed = [...r.stdout.matchAll(/^ {2}(\w+)/gm)].map((m) => m[1]);
     const expected = ['migrate', 'sources', 'daemon', 'backfill', 'replay', 'status', 'prune', 'simulator', 'demo'];
-    expect(buildProgram().commands.map((c) => c.name()).sort()).toEqual([...expected].sort());
+    expect(program.commands.map((c) => c.name()).sort()).toEqual([...expected].sort());
     for (const name of expected) expect(listed).toContain(name);
   });
 

@@ -1,0 +1,178 @@
+/**
+ * `npm run bench:startup` (and the first section of `npm run bench`): how the command starts,
+ * beside a bare `node -e 1` measured in the same run, against the targets of issue #13:
+ * `videosite-ingest --help` within 4x bare node's time and 2x its memory. Each command runs
+ * STARTUP_RUNS times, interleaved with the others after one unmeasured run each (which warms the
+ * file cache); its figures are the medians of wall time (spawn to exit) and peak RSS (VmHWM,
+ * written by the process as it exits: bench/peak-rss.cjs). `status --help` shows what loading
+ * one command costs. Then a daemon (all roles, no admin server) starts against a fresh database,
+ * queue prefix and an in-process simulator, and its resident memory is read once it has been
+ * idle for DAEMON_IDLE_MS.
+ *
+ * The commands run as bin/videosite-ingest.js runs them: from dist/ when the build is current,
+ * else from the sources through tsx, so `npm run bench:startup` (and `npm run bench`) build first.
+ */
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import postgres from 'postgres';
+import { loadConfig } from '../src/config.ts';
+import { quoteIdentifier, withDatabase } from '../src/db/migrate.ts';
+import { closeRedis, createRedis, deletePrefixKeys } from '../src/queues/connection.ts';
+import { startSimulator } from '../src/simulator/server.ts';
+import { CliProcess, REPO_ROOT, shebangNodeArgs } from './procs.ts';
+
+/** Measured runs per command (the median is reported). */
+export const STARTUP_RUNS = 5;
+/** How long the daemon idles after "daemon started" before its RSS is read, ms. */
+export const DAEMON_IDLE_MS = 5_000;
+/** Issue #13: `--help` within this many times bare node's wall time ... */
+export const HELP_TIME_TARGET_X = 4;
+/** ... and this many times its peak RSS. */
+export const HELP_MEMORY_TARGET_X = 2;
+
+const BIN = join(REPO_ROOT, 'bin', 'videosite-ingest.js');
+const PEAK_RSS_HOOK = join(REPO_ROOT, 'bench', 'peak-rss.cjs');
+const DAEMON_START_TIMEOUT_MS = 60_000;
+
+interface Probe {
+  label: string;
+  /** node's arguments after the hook */
+  args: string[];
+}
+
+export interface StartupFigure {
+  label: string;
+  wallMs: number;
+  peakRssMb: number;
+}
+
+export interface StartupFigures {
+  bareNode: StartupFigure;
+  help: StartupFigure;
+  statusHelp: StartupFigure;
+  helpTimeX: number;
+  helpMemoryX: number;
+  daemon: { idleRssMb: number; peakRssMb: number; startMs: number };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+const round1 = (x: number) => Math.round(x * 10) / 10;
+
+/** One run: wall ms from spawn to exit, and the peak RSS the process reported, MB. */
+function runOnce(p: Probe): { wallMs: number; peakRssMb: number } {
+  const t0 = performance.now();
+  const r = spawnSync(process.execPath, ['--require', PEAK_RSS_HOOK, ...p.args], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
+    stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+  });
+  const wallMs = performance.now() - t0;
+  if (r.status !== 0) throw new Error(`${p.label} exited with ${r.status ?? r.signal}: ${r.stderr?.toString() ?? ''}`);
+  const kb = Number((r.output[3] as Buffer | null)?.toString() ?? '');
+  if (!(kb > 0)) throw new Error(`${p.label}: no peak RSS reported on fd 3`);
+  return { wallMs, peakRssMb: kb / 1024 };
+}
+
+/** The daemon's resident memory once idle, with a fresh database, queue prefix and simulator. */
+async function measureDaemon(): Promise<StartupFigures['daemon']> {
+  const config = loadConfig();
+  const tag = randomBytes(4).toString('hex');
+  const database = `vsi_bench_startup_${tag}`;
+  const prefix = `{vsi-bench-startup-${tag}}`;
+  const logDir = join(REPO_ROOT, 'bench', 'results', 'logs');
+  mkdirSync(logDir, { recursive: true });
+  const sim = await startSimulator();
+  const redis = createRedis(config.redisUrl);
+  let daemon: CliProcess | undefined;
+  try {
+    const t0 = Date.now();
+    daemon = CliProcess.start(
+      'startup-daemon',
+      ['daemon'],
+      {
+        API_BASE_URL: sim.baseUrl,
+        API_KEY: sim.apiKey,
+        API_PLATFORM: sim.platform,
+        DATABASE_URL: withDatabase(config.databaseUrl, database),
+        REDIS_URL: config.redisUrl,
+        QUEUE_PREFIX: prefix,
+      },
+      logDir,
+    );
+    await daemon.waitForLog((e) => e.event === 'daemon.started', DAEMON_START_TIMEOUT_MS);
+    const startMs = Date.now() - t0;
+    await new Promise((r) => setTimeout(r, DAEMON_IDLE_MS));
+    const status = readFileSync(`/proc/${daemon.pid}/status`, 'utf8');
+    const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(status)?.[1] ?? NaN);
+    return { idleRssMb: round1(kb('VmRSS') / 1024), peakRssMb: round1(kb('VmHWM') / 1024), startMs };
+  } finally {
+    await daemon?.stop(15_000);
+    await deletePrefixKeys(redis, prefix).catch(() => {});
+    await closeRedis(redis);
+    const admin = postgres(withDatabase(config.databaseUrl, 'postgres'), { max: 1, onnotice: () => {} });
+    await admin.unsafe(`drop database if exists ${quoteIdentifier(database)} with (force)`).finally(() => admin.end({ timeout: 5 }));
+    await sim.close();
+  }
+}
+
+export async function measureStartup(): Promise<StartupFigures> {
+  const nodeArgs = shebangNodeArgs();
+  const probes: Probe[] = [
+    { label: 'node -e 1', args: ['-e', '1'] },
+    { label: 'videosite-ingest --help', args: [...nodeArgs, BIN, '--help'] },
+    { label: 'videosite-ingest status --help', args: [...nodeArgs, BIN, 'status', '--help'] },
+  ];
+  for (const p of probes) runOnce(p);
+  const runs = probes.map(() => [] as { wallMs: number; peakRssMb: number }[]);
+  for (let i = 0; i < STARTUP_RUNS; i++) probes.forEach((p, j) => runs[j]!.push(runOnce(p)));
+  const [bareNode, help, statusHelp] = probes.map((p, j) => ({
+    label: p.label,
+    wallMs: round1(median(runs[j]!.map((r) => r.wallMs))),
+    peakRssMb: round1(median(runs[j]!.map((r) => r.peakRssMb))),
+  })) as [StartupFigure, StartupFigure, StartupFigure];
+  return {
+    bareNode,
+    help,
+    statusHelp,
+    helpTimeX: Math.round((help.wallMs / bareNode.wallMs) * 100) / 100,
+    helpMemoryX: Math.round((help.peakRssMb / bareNode.peakRssMb) * 100) / 100,
+    daemon: await measureDaemon(),
+  };
+}
+
+export function renderStartup(f: StartupFigures): string {
+  const met = (x: number, target: number) => `${x}x (target <= ${target}x: ${x <= target ? 'met' : 'NOT met'})`;
+  const row = (s: StartupFigure) => `  ${s.label.padEnd(32)}${String(s.wallMs).padStart(8)} ms${String(s.peakRssMb).padStart(8)} MB`;
+  return [
+    `Startup (median of ${STARTUP_RUNS}):`,
+    `  ${''.padEnd(32)}${'wall'.padStart(11)}${'peak RSS'.padStart(11)}`,
+    row(f.bareNode),
+    row(f.help),
+    row(f.statusHelp),
+    `  --help vs bare node: time ${met(f.helpTimeX, HELP_TIME_TARGET_X)}, memory ${met(f.helpMemoryX, HELP_MEMORY_TARGET_X)}`,
+    `  daemon: RSS ${f.daemon.idleRssMb} MB idle ${DAEMON_IDLE_MS / 1000} s after "daemon started" ` +
+      `(peak ${f.daemon.peakRssMb} MB; started in ${f.daemon.startMs} ms)`,
+    '',
+  ].join('\n');
+}
+
+/** Measures and prints the report (stdout); the caller's process exit code is untouched. */
+export async function reportStartup(): Promise<StartupFigures> {
+  const f = await measureStartup();
+  process.stdout.write(renderStartup(f));
+  return f;
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  reportStartup().catch((e: unknown) => {
+    process.stderr.write(`bench:startup failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exitCode = 1;
+  });
+}
