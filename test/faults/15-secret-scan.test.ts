@@ -113,6 +113,20 @@ it('15 secret scan: API key, database and Redis passwords, admin token in no log
       await get(path, where).catch((e: unknown) => outputs.push({ where: `admin ${path} (${where}): no answer`, text: String(e) }));
     }
     if (pagesOnly) return;
+    // the drill-down pages: every source, the latest batches, a few raw items of each
+    const drill = ['/batches'];
+    const { sql } = rig.db();
+    for (const s of await sql<{ id: number }[]>`select id from sources order by id`) drill.push(`/sources/${s.id}`);
+    for (const b of await sql<{ job_id: string }[]>`select job_id from batches order by submitted_at desc limit 4`) {
+      const job = encodeURIComponent(b.job_id);
+      drill.push(`/batches/${job}`);
+      for (const i of await sql<{ video_id: string }[]>`select video_id from batch_items where job_id = ${b.job_id} order by video_id limit 2`) {
+        drill.push(`/batches/${job}/items/${encodeURIComponent(i.video_id)}`);
+      }
+    }
+    for (const path of drill) {
+      await get(path, where).catch((e: unknown) => outputs.push({ where: `admin ${path} (${where}): no answer`, text: String(e) }));
+    }
     for (const q of QUEUES) {
       let listing: { queues?: { name: string; jobs: { id: string }[] }[] } = {};
       try {
@@ -210,6 +224,7 @@ it('15 secret scan: API key, database and Redis passwords, admin token in no log
     places: outputs.length,
     admin_answers: outputs.filter((o) => o.where.startsWith('admin ')).length,
     admin_jobs_seen: jobsSeen,
+    item_pages: outputs.filter((o) => /^admin \/batches\/[^/]+\/items\//.test(o.where)).length,
     mb_scanned: bytes / 1e6,
     leaks: leaks.length + redacted.length,
   });
@@ -217,7 +232,11 @@ it('15 secret scan: API key, database and Redis passwords, admin token in no log
   expect(rdb).toContain(`${rig.prefix}:poll`);
   expect(dump).toContain(publicVideoIds(rig.sim, ch.id)[0]!);
   expect(outputs.find((o) => o.where === 'daemon')!.text).toContain('"event":"daemon.started"');
-  for (const path of ['/metrics', '/', '/admin/queues', '/admin/queues/api/queues']) expect(adminStatus[path], path).toBe(200);
+  for (const path of ['/metrics', '/', '/admin/queues', '/admin/queues/api/queues', '/batches', '/sources/1']) expect(adminStatus[path], path).toBe(200);
+  // raw items were among the pages scanned, and they were the real ones
+  const itemPages = Object.entries(adminStatus).filter(([path]) => /^\/batches\/[^/]+\/items\//.test(path));
+  expect(itemPages.length).toBeGreaterThan(0);
+  for (const [path, code] of itemPages) expect(code, path).toBe(200);
   const metrics = outputs.find((o) => o.where === 'admin /metrics (after the run)')!.text;
   expect(metrics).toMatch(/^vsi_/m);
   const overview = outputs.find((o) => o.where === 'admin / (after the run)')!.text;
