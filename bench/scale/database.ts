@@ -7,7 +7,7 @@
 import postgres from 'postgres';
 import { quoteIdentifier, withDatabase } from '../../src/db/migrate.ts';
 
-/** The summary tables migrations/0005 keeps by triggers, and how each is filled from scratch. */
+/** The summary tables migrations/0005 and 0008 keep by triggers, and how each is filled from scratch. */
 const COUNTERS: { table: string; check: string; backfill: string }[] = [
   {
     table: 'batch_item_counts',
@@ -32,6 +32,13 @@ const COUNTERS: { table: string; check: string; backfill: string }[] = [
         (select count(*) from source_videos sv join transcripts t on t.video_id = sv.video_id where sv.source_id = s.id)
       from sources s
       on conflict (source_id) do update set videos = excluded.videos, transcripts = excluded.transcripts`,
+  },
+  {
+    table: 'video_outcome_counts',
+    check: `select (select coalesce(sum(n), 0) from video_outcome_counts)::float8 as counted, (select count(*) from video_sync)::float8 as actual`,
+    backfill: `insert into video_outcome_counts (shard, kind, lang, state, error_code, delivered_lang, n)
+      select 0, kind, lang, coalesce(last_state, ''), coalesce(last_error_code, ''), coalesce(delivered_lang, ''), count(*)
+      from video_sync group by 2, 3, 4, 5, 6`,
   },
 ];
 

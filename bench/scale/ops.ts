@@ -136,8 +136,8 @@ export async function measureOperations(o: OpContext): Promise<OpFigure[]> {
   await record('perSource', 'per-source video/transcript counts (as `status` reads them)', { run: () => root.perSourceCounts(sql) as Promise<unknown[]> }, (rows) => ({
     note: `${rows.length} sources`,
   }));
-  await record('itemCounts', 'item counts by state', { run: () => root.itemCounts(sql) });
-  await record('itemErrors', 'item counts by error code', { run: () => root.itemErrors(sql) });
+  await record('itemCounts', 'counts by state (videos by latest outcome; items before 0008)', { run: () => root.itemCounts(sql) });
+  await record('itemErrors', 'counts by error code (latest outcomes; items before 0008)', { run: () => root.itemErrors(sql) });
 
   // (a history shrunk for a quick check may have fewer sources)
   const backfills = (

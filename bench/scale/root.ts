@@ -56,9 +56,9 @@ export interface RootApi {
   ): Promise<string[]>;
   /** per-source video and transcript counts as `status` reads them (since issue #12: the first page, needing attention first) */
   perSourceCounts: Read;
-  /** items per state (status) */
+  /** videos per latest outcome (status; items per state before migrations/0008) */
   itemCounts: Read;
-  /** items per error code and state (status, /metrics) */
+  /** latest error codes (status, /metrics; items per error code before migrations/0008) */
   itemErrors: Read;
   /** `prune` of issue #12, when the tree has it */
   prune?: (deps: PipelineDeps, o: { dryRun: boolean; trigger: 'cli'; signal?: AbortSignal }) => Promise<PruneRun>;
@@ -73,11 +73,14 @@ const READS = {
     ['src/db/source-stats.ts', 'sourcesWithStats'],
     ['src/db/sources.ts', 'sourcesWithCounts'],
   ],
+  // since migrations/0008 status counts each video's latest outcome, not every item received
   itemCounts: [
+    ['src/db/video-outcomes.ts', 'outcomeCounts'],
     ['src/db/item-counts.ts', 'itemStateCounts'],
     ['src/db/items.ts', 'itemCounts'],
   ],
   itemErrors: [
+    ['src/db/video-outcomes.ts', 'outcomeErrorCounts'],
     ['src/db/item-counts.ts', 'itemErrorCodeCounts'],
     ['src/db/items.ts', 'itemErrorCounts'],
   ],

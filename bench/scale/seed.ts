@@ -424,9 +424,11 @@ function otherSteps(): Step[] {
       table: 'video_sync',
       // as the backfill left it; a retryable video has used its attempts (RETRY_ATTEMPTS_MAX, 3),
       // a missing transcript is re-checked within the week: nothing is due
-      sql: `insert into video_sync (video_id, kind, lang, last_job_id, last_state, last_error_code, attempts, next_check_at, updated_at, text_only)
+      sql: `insert into video_sync (video_id, kind, lang, last_job_id, last_state, last_error_code, attempts, next_check_at, updated_at, text_only,
+          delivered_lang)
         select x.id, x.kind, x.lang, x.job_id, ${STATE_OF}, ${CODE_OF}, case when c = 'R' then 3 else 1 end,
-          case when c = 'X' then p.as_of + make_interval(days => 1 + x.n % 7) end, s.created_at + interval '2 minutes', false
+          case when c = 'X' then p.as_of + make_interval(days => 1 + x.n % 7) end, s.created_at + interval '2 minutes', false,
+          case when x.kind = 'transcript' and c = 'S' then '${LANG}' end
         from (
           select v.n, v.id, v.source_id, k.kind, k.lang, ${jobIdSql('2 * v.source_id - 1 + k.k')} as job_id,
             case when k.k = 0 then v.roll_v else v.roll_t end as roll,

@@ -6,7 +6,7 @@
  */
 import { LAND_CHUNK_ITEMS } from '../config.ts';
 import type { Queryable } from './connection.ts';
-import type { ItemState, QuarantineReason } from '../domain/items.ts';
+import { DELIVERED_ITEM_STATES, type ItemState, type QuarantineReason } from '../domain/items.ts';
 import type { BatchItemRecord } from './schema.ts';
 import { ESCAPED_UNSTORABLE_RE, findUnstorable, isStorableText, storableText } from './storable.ts';
 
@@ -36,8 +36,7 @@ export interface LandItem {
   decodedText?: boolean | undefined;
 }
 
-/** States of an item that was delivered: landed, or landed and written in one go (the poller). */
-export const DELIVERED_ITEM_STATES = ['landed', 'sunk'] as const satisfies readonly ItemState[];
+export { DELIVERED_ITEM_STATES };
 
 export function isDelivered(state: ItemState): boolean {
   return (DELIVERED_ITEM_STATES as readonly ItemState[]).includes(state);

@@ -315,6 +315,12 @@ export const videoSync = pgTable(
     submissionId: bigNumber('submission_id'),
     /** the latest purchase asked for plain text only (`--text`) */
     textOnly: boolean('text_only').notNull().default(false),
+    /**
+     * kind transcript: the language the latest delivered transcript came in. It differs from
+     * `lang` when the interface fell back to the video's first available language (it does when
+     * the one asked for has no transcript); null until a transcript is delivered.
+     */
+    deliveredLang: text('delivered_lang'),
   },
   (t) => [
     primaryKey({ columns: [t.videoId, t.kind, t.lang] }),
@@ -543,6 +549,27 @@ export const batchCounts = pgTable(
 );
 
 /**
+ * Videos per kind, language, latest outcome (`video_sync.last_state`, '' for none), error code and
+ * delivered language ('' for none), kept by triggers on `video_sync` (migrations/0008): what
+ * `status`, `/metrics` and the overview count is each video's latest word, not every item ever
+ * received (that history stays in `item_counts`). Spread over ITEM_COUNT_SHARDS rows per key by
+ * the writing transaction, so that batches landing side by side do not queue on one row.
+ */
+export const videoOutcomeCounts = pgTable(
+  'video_outcome_counts',
+  {
+    shard: smallint('shard').notNull(),
+    kind: text('kind').$type<BatchKind>().notNull(),
+    lang: text('lang').notNull(),
+    state: text('state').notNull(),
+    errorCode: text('error_code').notNull(),
+    deliveredLang: text('delivered_lang').notNull(),
+    n: bigNumber('n').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.shard, t.kind, t.lang, t.state, t.errorCode, t.deliveredLang] })],
+);
+
+/**
  * Per source, the videos and transcripts stored, kept by triggers on `videos`, `transcripts`
  * and `source_videos`; `refreshed_at` is the last full recount (each listing recounts its source).
  */
@@ -627,5 +654,6 @@ export type BatchSubmission = typeof batchSubmissions.$inferSelect;
 export type UpstreamHold = typeof upstreamHolds.$inferSelect;
 export type BatchItemCount = typeof batchItemCounts.$inferSelect;
 export type SourceStats = typeof sourceStats.$inferSelect;
+export type VideoOutcomeCount = typeof videoOutcomeCounts.$inferSelect;
 export type CreditReservation = typeof creditReservations.$inferSelect;
 export type PruneRun = typeof pruneRuns.$inferSelect;

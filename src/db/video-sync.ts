@@ -39,7 +39,7 @@ export async function readSyncFacts(
     {
       id: string; known: boolean; last_state: ItemState | null; last_error_code: string | null; attempts: number;
       next_check_at: Date | null; updated_at: Date | null; claim_pending: boolean; claim_ended: boolean;
-      text_only: boolean; has_chunks: boolean; has_video: boolean; now: Date;
+      text_only: boolean; has_chunks: boolean; has_video: boolean; lang_appeared: boolean; now: Date;
     }[]
   >`
     select l.id, s.video_id is not null as known, s.last_state, s.last_error_code, coalesce(s.attempts, 0)::int as attempts,
@@ -51,10 +51,16 @@ export async function readSyncFacts(
       ${kind === 'transcript'}::boolean and exists (
         select 1 from transcripts t
         where t.video_id = l.id and t.chunks is not null and (${syncLang} = '' or t.lang = ${syncLang})) as has_chunks,
-      ${kind === 'video'}::boolean and s.video_id is null and exists (select 1 from videos v where v.id = l.id) as has_video
+      ${kind === 'video'}::boolean and s.video_id is null and exists (select 1 from videos v where v.id = l.id) as has_video,
+      ${kind === 'transcript' && syncLang !== ''}::boolean and s.last_state = any(${[...DELIVERED_ITEM_STATES]}::text[])
+        and s.delivered_lang <> ${syncLang} and (
+          exists (select 1 from videos v
+            where v.id = l.id and ${syncLang} = any(v.transcript_languages) and v.updated_at > s.updated_at)
+          or exists (select 1 from transcripts t
+            where t.video_id = l.id and ${syncLang} = any(t.available_langs) and t.updated_at > s.updated_at)) as lang_appeared
     from unnest(${ids as string[]}::text[]) with ordinality as l(id, n)
     left join lateral (
-      select s.video_id, s.last_state, s.last_error_code, s.attempts, s.next_check_at, s.updated_at, s.text_only,
+      select s.video_id, s.last_state, s.last_error_code, s.attempts, s.next_check_at, s.updated_at, s.text_only, s.delivered_lang,
         b.job_id as batch_job_id, b.status as batch_status, bs.state as submission_state
       from video_sync s
       left join batches b on b.job_id = s.last_job_id
@@ -79,6 +85,7 @@ export async function readSyncFacts(
             claimEnded: r.claim_ended,
             lastTextOnly: r.text_only,
             hasChunks: r.has_chunks,
+            askedLangAppeared: r.lang_appeared === true,
           }
         : undefined,
     })),
@@ -118,6 +125,15 @@ export async function releaseClaims(tx: Queryable, submission: number): Promise<
     where submission_id = ${submission} and last_job_id is null`;
 }
 
+/** One item's outcome for `recordOutcomes`. */
+export interface OutcomeRow {
+  videoId: string;
+  state: ItemState;
+  errorCode: string | null;
+  /** a transcript stored now: the language it came in (kept when absent) */
+  deliveredLang?: string | null | undefined;
+}
+
 /**
  * Item outcomes of a batch. An outcome is recorded for the batch that claimed the video; from
  * any other batch only a delivery (landed, or sunk) is, which is always news.
@@ -125,7 +141,7 @@ export async function releaseClaims(tx: Queryable, submission: number): Promise<
 export async function recordOutcomes(
   tx: Queryable,
   batch: { jobId: string; kind: BatchKind; lang: string | null },
-  rows: readonly { videoId: string; state: ItemState; errorCode: string | null }[],
+  rows: readonly OutcomeRow[],
   transcriptRecheckMs: number,
 ): Promise<void> {
   if (rows.length === 0) return;
@@ -135,28 +151,37 @@ export async function recordOutcomes(
     state: r.state,
     error_code: r.errorCode,
     next_check_at: recheckAt(r.errorCode, now, transcriptRecheckMs)?.toISOString() ?? null,
+    delivered_lang: r.deliveredLang ?? null,
   }));
   await tx`
-    insert into video_sync (video_id, kind, lang, last_job_id, last_state, last_error_code, attempts, next_check_at, updated_at)
-    select r.video_id, ${batch.kind}, ${batch.lang ?? ''}, ${batch.jobId}, r.state, r.error_code, 1, r.next_check_at, now()
-    from jsonb_to_recordset(${tx.json(records as never)}) as r(video_id text, state text, error_code text, next_check_at timestamptz)
+    insert into video_sync (video_id, kind, lang, last_job_id, last_state, last_error_code, attempts, next_check_at, delivered_lang, updated_at)
+    select r.video_id, ${batch.kind}, ${batch.lang ?? ''}, ${batch.jobId}, r.state, r.error_code, 1, r.next_check_at, r.delivered_lang, now()
+    from jsonb_to_recordset(${tx.json(records as never)}) as r(video_id text, state text, error_code text, next_check_at timestamptz, delivered_lang text)
     on conflict (video_id, kind, lang) do update set
       last_job_id = excluded.last_job_id, last_state = excluded.last_state,
-      last_error_code = excluded.last_error_code, next_check_at = excluded.next_check_at, updated_at = now()
+      last_error_code = excluded.last_error_code, next_check_at = excluded.next_check_at,
+      delivered_lang = coalesce(excluded.delivered_lang, video_sync.delivered_lang), updated_at = now()
     where video_sync.last_job_id is not distinct from excluded.last_job_id or excluded.last_state = any(${[...DELIVERED_ITEM_STATES]}::text[])`;
 }
 
-/** The sink stored (`sunk`) or set aside (`quarantined`) landed items of `jobId`. */
+/**
+ * The sink stored (`sunk`) or set aside (`quarantined`) landed items of `jobId`.
+ *
+ * @param deliveredLangs for stored transcripts, the language each came in (same order as `videoIds`)
+ */
 export async function markSinkOutcome(
   tx: Queryable,
   jobId: string,
   videoIds: readonly string[],
   state: 'sunk' | 'quarantined',
+  deliveredLangs?: readonly (string | null)[],
 ): Promise<void> {
   if (videoIds.length === 0) return;
+  const langs = deliveredLangs ?? videoIds.map(() => null);
   await tx`
-    update video_sync set last_state = ${state}, updated_at = now()
-    where last_job_id = ${jobId} and video_id = any(${videoIds as string[]}::text[]) and last_state = 'landed'`;
+    update video_sync s set last_state = ${state}, delivered_lang = coalesce(r.lang, s.delivered_lang), updated_at = now()
+    from unnest(${videoIds as string[]}::text[], ${langs as string[]}::text[]) as r(video_id, lang)
+    where s.last_job_id = ${jobId} and s.video_id = r.video_id and s.last_state = 'landed'`;
 }
 
 /** Claims in one go from which `video_sync`'s planner statistics are refreshed (see below). */

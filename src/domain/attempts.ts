@@ -25,6 +25,12 @@ export interface VideoSyncFacts {
   lastTextOnly: boolean;
   /** a transcript with chunks is stored for this video (and language, when one was asked for) */
   hasChunks: boolean;
+  /**
+   * The latest delivery fell back to another language (the interface does when the one asked for
+   * has no transcript), and what arrived since says the asked language has appeared: the video's
+   * `transcriptLanguages`, or a transcript's `availableLangs`, written after that delivery.
+   */
+  askedLangAppeared: boolean;
 }
 
 export interface DuePolicy {
@@ -35,7 +41,7 @@ export interface DuePolicy {
   wantsChunks: boolean;
 }
 
-export type DueReason = 'new' | 'retry' | 'recheck' | 'chunks';
+export type DueReason = 'new' | 'retry' | 'recheck' | 'chunks' | 'language';
 
 /**
  * Spacing before the next automatic submission after `attempts` submissions ended retryable: the
@@ -56,6 +62,10 @@ export function dueReason(facts: VideoSyncFacts | undefined, policy: DuePolicy):
       return 'new';
     case 'landed':
     case 'sunk':
+      // a fallen-back transcript is bought again once its language has appeared: the evidence
+      // must be newer than the delivery, so a second fallback (the upstream still has none)
+      // waits for new evidence instead of buying at every sync
+      if (facts.askedLangAppeared) return 'language';
       // a source that wants chunks buys, once, a transcript bought as plain text only
       return policy.wantsChunks && facts.lastTextOnly && !facts.hasChunks ? 'chunks' : null;
     case 'failed':

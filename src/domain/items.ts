@@ -19,6 +19,9 @@ import type { BatchKind } from './batches.ts';
 export const ITEM_STATES = ['processing', 'landed', 'sunk', 'failed', 'retryable', 'quarantined'] as const;
 export type ItemState = (typeof ITEM_STATES)[number];
 
+/** States of an item that was delivered: landed, or landed and written in one go (the poller). */
+export const DELIVERED_ITEM_STATES = ['landed', 'sunk'] as const satisfies readonly ItemState[];
+
 /** States of an item that ended without being stored: failed, left retryable, or set aside. */
 export const ITEM_ERROR_STATES = ['failed', 'retryable', 'quarantined'] as const satisfies readonly ItemState[];
 

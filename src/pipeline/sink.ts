@@ -67,7 +67,7 @@ export async function sinkBatch(
         const ids = part.map((r) => r.videoId);
         addRowCounts(counts, await upsertItemRows(sp, part.map((r) => r.row)));
         result.sunk += await markSunk(sp, jobId, ids);
-        await markSinkOutcome(sp, jobId, ids, 'sunk');
+        await markSinkOutcome(sp, jobId, ids, 'sunk', part.map((r) => (r.row.table === 'transcripts' ? r.row.row.lang : null)));
       });
       for (const r of isolated.rejected) {
         bad.push({ videoId: r.item.videoId, reason: `Postgres cannot store it: ${r.message}`, reasonCode: 'unstorable' });

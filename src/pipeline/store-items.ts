@@ -101,7 +101,10 @@ async function storeItems(
   const counts = await upsertItemRows(tx, items.flatMap((p) => (p.row && sunk.has(p.record.videoId) ? [p.row] : [])));
   // a repeated copy (`id#n`) or a key kept in its JSON form is not the video itself
   const videos = rows.filter((r) => !r.videoId.includes('#') && !r.videoId.startsWith('"'));
-  await recordOutcomes(tx, { jobId: batch.jobId, kind: batch.kind, lang: batch.lang }, videos, settings.transcriptRecheckMs);
+  // the language each stored transcript came in (the interface falls back to another one)
+  const langOf = new Map(items.flatMap((p) => (p.row?.table === 'transcripts' ? [[p.record.videoId, p.row.row.lang] as const] : [])));
+  const outcomes = videos.map((r) => (r.state === 'sunk' && langOf.has(r.videoId) ? { ...r, deliveredLang: langOf.get(r.videoId) } : r));
+  await recordOutcomes(tx, { jobId: batch.jobId, kind: batch.kind, lang: batch.lang }, outcomes, settings.transcriptRecheckMs);
   if (batch.sourceId !== null) await addSourceVideos(tx, batch.sourceId, videos.map((r) => r.videoId));
   return { rows, counts };
 }

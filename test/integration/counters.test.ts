@@ -26,6 +26,8 @@ import { committedMigrations, ensureDatabase, MIGRATIONS_FOLDER, migrateDatabase
 import { quarantineCounts, requalifyQuarantined } from '../../src/db/quarantine.ts';
 import { addSourceVideos, rememberVideos } from '../../src/db/source-videos.ts';
 import { sourcesWithStats } from '../../src/db/source-stats.ts';
+import { languageCoverage, outcomeCounts, outcomeErrorCounts, sourceLanguageCoverage } from '../../src/db/video-outcomes.ts';
+import { claimVideos, markSinkOutcome, pointClaimsAt, recordOutcomes, releaseClaims } from '../../src/db/video-sync.ts';
 import { ITEM_COUNT_SHARDS } from '../../src/domain/items.ts';
 import { createTestDatabase, dropDatabase, testDatabaseName, testServerUrl, type TestDatabase } from '../helpers/db.ts';
 
@@ -40,7 +42,7 @@ afterAll(async () => {
 });
 
 beforeEach(async () => {
-  await database.sql`truncate batch_items, batches, videos, transcripts, source_videos, sources restart identity cascade`;
+  await database.sql`truncate batch_items, batches, videos, transcripts, source_videos, sources, video_sync restart identity cascade`;
 });
 
 async function batch(jobId: string, kind: 'video' | 'transcript' = 'video', sourceId: number | null = null, sql: Queryable = database.sql): Promise<void> {
@@ -482,5 +484,137 @@ describe('batch counters', () => {
     await sql`truncate batches cascade`;
     await expectBatchCountersExact();
     expect(await batchCountsByStatus(sql)).toEqual({});
+  });
+});
+
+/** video_outcome_counts summed over shards equals a fresh count of video_sync; the readers agree. */
+async function expectOutcomeCountersExact(sql: Queryable = database.sql): Promise<void> {
+  const fresh = await sql`
+    select kind, lang, coalesce(last_state, '') as state, coalesce(last_error_code, '') as error_code,
+      coalesce(delivered_lang, '') as delivered_lang, count(*)::int as n
+    from video_sync group by 1, 2, 3, 4, 5 order by 1, 2, 3, 4, 5`;
+  const kept = await sql`
+    select kind, lang, state, error_code, delivered_lang, sum(n)::int as n from video_outcome_counts
+    group by 1, 2, 3, 4, 5 having sum(n) <> 0 order by 1, 2, 3, 4, 5`;
+  expect(kept).toEqual(fresh);
+  for (const c of await outcomeCounts(sql)) {
+    const rows = await sql<{ state: string; n: number }[]>`
+      select last_state as state, count(*)::int as n from video_sync where kind = ${c.kind} and lang = ${c.lang} group by 1`;
+    for (const [state, n] of Object.entries(c.byState)) expect(n, `${c.kind} ${c.lang} ${state}`).toBe(rows.find((r) => r.state === state)?.n ?? 0);
+  }
+  const errors = await sql`
+    select kind, lang, last_error_code as "errorCode", last_state as state, count(*)::int as videos from video_sync
+    where last_error_code is not null group by 1, 2, 3, 4 order by videos desc, 3, 1, 2, 4`;
+  expect(await outcomeErrorCounts(sql)).toEqual(errors);
+}
+
+describe('video outcome counters (migrations/0008)', () => {
+  const outcome = (state: 'sunk' | 'failed' | 'retryable' | 'landed', errorCode: string | null = null, deliveredLang?: string) =>
+    (videoId: string) => ({ videoId, state, errorCode, deliveredLang });
+
+  it('equal a fresh count after claims, outcomes, the sink, re-claims, releases, deletes and truncation', async () => {
+    const { sql } = database;
+    const vids = ids('v', 30);
+    await claimVideos(sql, { kind: 'transcript', lang: 'de', textOnly: false, submission: 1 }, vids);
+    await claimVideos(sql, { kind: 'video', lang: null, textOnly: false, submission: 2 }, vids.slice(0, 20));
+    await expectOutcomeCountersExact();
+    await pointClaimsAt(sql, 1, 'job-t1');
+    await pointClaimsAt(sql, 2, 'job-v1');
+    await expectOutcomeCountersExact();
+    const t1 = { jobId: 'job-t1', kind: 'transcript' as const, lang: 'de' };
+    await recordOutcomes(sql, t1, vids.slice(0, 10).map(outcome('sunk', null, 'de')), 60_000);
+    await recordOutcomes(sql, t1, vids.slice(10, 15).map(outcome('sunk', null, 'en')), 60_000);
+    await recordOutcomes(sql, t1, vids.slice(15, 18).map(outcome('failed', 'transcript-unavailable')), 60_000);
+    await recordOutcomes(sql, t1, vids.slice(18, 24).map(outcome('retryable', 'internal-error')), 60_000);
+    await recordOutcomes(sql, t1, vids.slice(24, 27).map(outcome('landed')), 60_000);
+    await recordOutcomes(sql, { jobId: 'job-v1', kind: 'video', lang: null }, vids.slice(0, 20).map(outcome('sunk')), 60_000);
+    await expectOutcomeCountersExact();
+    // the sink stores the landed ones, one of them in another language
+    await markSinkOutcome(sql, 'job-t1', vids.slice(24, 27), 'sunk', ['de', 'de', 'fr']);
+    await expectOutcomeCountersExact();
+    const [de] = await languageCoverage(sql);
+    expect(de).toEqual({ lang: 'de', asked: 12, fellBack: { en: 5, fr: 1 }, none: 3, pending: 9 });
+    // the retryable ones re-submitted (a claim), then stored; a refused POST releases its claim
+    await claimVideos(sql, { kind: 'transcript', lang: 'de', textOnly: false, submission: 3 }, vids.slice(18, 24));
+    await expectOutcomeCountersExact();
+    expect((await outcomeErrorCounts(sql)).filter((e) => e.errorCode === 'internal-error')).toEqual([]);
+    await pointClaimsAt(sql, 3, 'job-t2');
+    await recordOutcomes(sql, { ...t1, jobId: 'job-t2' }, vids.slice(18, 24).map(outcome('sunk', null, 'de')), 60_000);
+    await releaseClaims(sql, 99);
+    await expectOutcomeCountersExact();
+    expect((await languageCoverage(sql))[0]).toEqual({ lang: 'de', asked: 18, fellBack: { en: 5, fr: 1 }, none: 3, pending: 3 });
+    // per source: its own videos only, never bought ones pending
+    const [src] = await sql<{ id: number }[]>`insert into sources (kind, ref, external_id, max_videos, langs) values ('playlist', 'p', 'p', 100, '{de}') returning id`;
+    await sql`insert into source_videos (source_id, video_id) select ${src!.id}, v from unnest(${[...vids.slice(8, 16), 'never-bought']}::text[]) as v`;
+    expect(await sourceLanguageCoverage(sql, [src!.id])).toEqual([
+      { sourceId: src!.id, lang: 'de', asked: 2, fellBack: { en: 5 }, none: 1, pending: 1 },
+    ]);
+    await sql`delete from video_sync where video_id in ('v0001', 'v0012')`;
+    await expectOutcomeCountersExact();
+    await sql`truncate video_sync`;
+    await expectOutcomeCountersExact();
+    expect(await outcomeCounts(sql)).toEqual([]);
+  });
+
+  it('stay exact under concurrent transactions writing outcomes of the same keys', async () => {
+    const pool = createDb(database.url, { max: 6 });
+    try {
+      const { sql } = pool;
+      await Promise.all(
+        Array.from({ length: 6 }, (_, w) =>
+          sql.begin(async (tx) => {
+            const vids = ids(`w${w}-`, 200);
+            await claimVideos(tx, { kind: 'transcript', lang: 'en', textOnly: false, submission: 100 + w }, vids);
+            await pointClaimsAt(tx, 100 + w, `job-c${w}`);
+            await recordOutcomes(tx, { jobId: `job-c${w}`, kind: 'transcript', lang: 'en' }, vids.map(outcome('sunk', null, 'en')), 60_000);
+          }),
+        ),
+      );
+      await expectOutcomeCountersExact(sql);
+      expect((await languageCoverage(sql))[0]).toMatchObject({ lang: 'en', asked: 1200 });
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
+describe('migration 0008 (video_outcome_counts, video_sync.delivered_lang)', () => {
+  it('fills delivered_lang from the transcripts stored and counts what video_sync holds', async () => {
+    const name = testDatabaseName('counters_0008');
+    const url = testServerUrl(name);
+    await ensureDatabase(url);
+    const dir = mkdtempSync(join(tmpdir(), 'vsi-migrations-'));
+    const client = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta/_journal.json'), 'utf8')) as { entries: { tag: string }[] };
+      journal.entries = journal.entries.slice(0, journal.entries.findIndex((e) => e.tag === '0007_holds_by_key') + 1);
+      mkdirSync(join(dir, 'meta'));
+      writeFileSync(join(dir, 'meta/_journal.json'), JSON.stringify(journal));
+      for (const e of journal.entries) copyFileSync(join(MIGRATIONS_FOLDER, `${e.tag}.sql`), join(dir, `${e.tag}.sql`));
+      await migrate(drizzle(client), { migrationsFolder: dir, migrationsSchema: 'drizzle', migrationsTable: '__drizzle_migrations' });
+      // a fallback (asked de, stored en), a delivery in the language, a default-language one, a failure
+      await client`
+        insert into video_sync (video_id, kind, lang, last_job_id, last_state, last_error_code, attempts) values
+          ('a', 'transcript', 'de', 'j1', 'sunk', null, 1), ('b', 'transcript', 'de', 'j1', 'sunk', null, 1),
+          ('c', 'transcript', '', 'j2', 'sunk', null, 1), ('d', 'transcript', 'de', 'j1', 'failed', 'transcript-unavailable', 1),
+          ('a', 'video', '', 'j3', 'sunk', null, 1)`;
+      await client`
+        insert into transcripts (video_id, lang, text, content_sha256, last_job_id) values
+          ('a', 'en', 'x', 'h1', 'j1'), ('b', 'de', 'x', 'h2', 'j1'), ('b', 'en', 'x', 'h3', 'j9'), ('c', 'fr', 'x', 'h4', 'j2')`;
+      await migrateDatabase(url);
+      expect(await client`select video_id, kind, delivered_lang from video_sync order by 1, 2`).toEqual([
+        { video_id: 'a', kind: 'transcript', delivered_lang: 'en' },
+        { video_id: 'a', kind: 'video', delivered_lang: null },
+        { video_id: 'b', kind: 'transcript', delivered_lang: 'de' },
+        { video_id: 'c', kind: 'transcript', delivered_lang: 'fr' },
+        { video_id: 'd', kind: 'transcript', delivered_lang: null },
+      ]);
+      expect(await languageCoverage(client)).toEqual([{ lang: 'de', asked: 1, fellBack: { en: 1 }, none: 1, pending: 0 }]);
+      await expectOutcomeCountersExact(client);
+    } finally {
+      await client.end({ timeout: 5 });
+      rmSync(dir, { recursive: true, force: true });
+      await dropDatabase(name);
+    }
   });
 });

@@ -20,6 +20,7 @@ const facts = (f: Partial<VideoSyncFacts>): VideoSyncFacts => ({
   claimEnded: false,
   lastTextOnly: false,
   hasChunks: true,
+  askedLangAppeared: false,
   ...f,
 });
 const minutesAgo = (m: number) => new Date(NOW.getTime() - m * 60_000);
@@ -100,6 +101,12 @@ describe('when a video is due', () => {
     // bought with chunks since (the last purchase was not text-only): not again
     expect(dueReason(facts({ lastState: 'sunk', lastTextOnly: false, hasChunks: false }), policy)).toBeNull();
     expect(dueReason(facts({ lastState: 'sunk', lastTextOnly: true, hasChunks: true }), policy)).toBeNull();
+  });
+  it('a transcript that fell back is bought again only when its language has appeared, even in flight never', () => {
+    expect(dueReason(facts({ lastState: 'sunk', askedLangAppeared: true }), policy)).toBe('language');
+    expect(dueReason(facts({ lastState: 'landed', askedLangAppeared: true }), policy)).toBe('language');
+    expect(dueReason(facts({ lastState: 'sunk', askedLangAppeared: false }), policy)).toBeNull();
+    expect(dueReason(facts({ lastState: 'sunk', askedLangAppeared: true, claimPending: true }), policy)).toBeNull();
   });
 });
 
