@@ -94,7 +94,7 @@ export function registerSimulatorCommand(program: Command): void {
         'catalog, batch jobs on a controllable clock, accounts with credits, and fault injection. ' +
         `The documented development key ${SIMULATOR_DEV_API_KEY} (plan pro) is accepted unless --api-key ` +
         'or SIMULATOR_API_KEY names another. The admin API (no key) lives under /__admin/: catalog, clock, ' +
-        'faults, script, stats, accounts/{key}, jobs.',
+        'faults, script, stats, accounts/{key}, jobs, videos/{id} (GET; POST edits it: metadata, transcript languages and revisions, fate).',
     )
     .option('--port <n>', 'port to listen on (0 = any free port)', intArg(0, 65_535), DEFAULT_SIMULATOR_PORT)
     .option('--host <host>', 'interface to listen on', DEFAULT_SIMULATOR_HOST)

@@ -6,6 +6,8 @@
  *   GET  /__admin/catalog/{channelId}/videos       ?kind=video|short|live: IDs, newest first
  *   POST /__admin/catalog/{channelId}/videos       {count}: append new videos to a channel
  *   GET  /__admin/videos/{videoId}                 fate and transcript languages of a video
+ *   POST /__admin/videos/{videoId}                 change it (VideoEditSchema): title, description,
+ *        tags, durationS, thumbnail, transcriptLanguages, fate, transcriptRevisions {lang: n}
  *   GET  /__admin/clock, POST /__admin/clock       {advanceMs?, speed?}
  *   GET|POST|DELETE /__admin/faults                read, patch, clear (also clears the script)
  *   POST /__admin/script {steps}, DELETE /__admin/script
@@ -33,6 +35,21 @@ export const ClockRequestSchema = z
   .strict();
 export const ScriptRequestSchema = z.object({ steps: z.array(ScriptStepSchema) }).strict();
 export const AddVideosRequestSchema = z.object({ count: z.number().int().min(1).max(100_000) }).strict();
+export const VideoEditSchema = z
+  .object({
+    title: z.string().optional(),
+    description: z.string().optional(),
+    tags: z.array(z.string()).optional(),
+    durationS: z.number().min(0).optional(),
+    thumbnail: z.string().nullable().optional(),
+    transcriptLanguages: z
+      .array(z.string().min(1))
+      .refine((l) => new Set(l).size === l.length, 'each language at most once')
+      .optional(),
+    fate: z.enum(['public', 'private', 'gone']).optional(),
+    transcriptRevisions: z.record(z.string().min(1), z.number().int().min(0)).optional(),
+  })
+  .strict();
 const KindQuerySchema = z.object({ kind: z.enum(VIDEO_KINDS).optional() });
 
 export interface AdminRequest {
@@ -65,6 +82,12 @@ export function buildAdminRouter(sim: Simulator): Router<AdminHandler> {
 
   r.add('GET', '/videos/{videoId}', (req) => {
     const info = sim.catalog.videoInfo(req.params.videoId!);
+    return info ? json(info) : errorReply('not-found', 'Video not in the catalog.');
+  });
+  r.add('POST', '/videos/{videoId}', (req) => {
+    const b = parseBody(VideoEditSchema, req.body);
+    if (!b.ok) return b.reply;
+    const info = sim.catalog.editVideo(req.params.videoId!, b.value);
     return info ? json(info) : errorReply('not-found', 'Video not in the catalog.');
   });
 

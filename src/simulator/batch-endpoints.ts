@@ -109,7 +109,8 @@ function* items(deps: ApiDeps, job: BatchJob, view: ReturnType<typeof viewBatch>
     if (state.state === 'processing') yield { videoId, [field]: null, errorCode: 'processing' };
     else if (state.state === 'error') yield { videoId, [field]: null, errorCode: state.errorCode };
     else {
-      const cached = cache?.get(job.id, i);
+      const generation = cache ? deps.catalog.editGeneration(videoId) : 0;
+      const cached = cache?.get(job.id, i, generation);
       if (cached !== undefined) {
         yield new RawJson(cached);
         continue;
@@ -123,7 +124,7 @@ function* items(deps: ApiDeps, job: BatchJob, view: ReturnType<typeof viewBatch>
         continue;
       }
       const json = JSON.stringify(item);
-      cache.set(job.id, i, json);
+      cache.set(job.id, i, json, generation);
       yield new RawJson(json);
     }
   }

@@ -82,8 +82,30 @@ const CATALOG_AS_OF_MS = Date.UTC(2025, 0, 1);
 const ADDED_VIDEO_SPACING_MS = 6 * 3_600_000;
 const DAY_MS = 86_400_000;
 
+/**
+ * A change made to one video after the catalog was generated, as a platform changes under its
+ * users: metadata edited, a transcript language added or removed, captions re-uploaded (a new
+ * revision of a language's transcript: different text), the video taken down and back.
+ */
+export interface VideoEdit {
+  title?: string;
+  description?: string;
+  tags?: string[];
+  durationS?: number;
+  /** null: no thumbnail */
+  thumbnail?: string | null;
+  transcriptLanguages?: string[];
+  fate?: VideoFate;
+  /** per language, the revision of its transcript (0: as generated) */
+  transcriptRevisions?: Record<string, number>;
+}
+
 export class Catalog {
   readonly opts: CatalogOptions;
+  /** per video ID, what changed since generation (absent: nothing; every answer as generated) */
+  private readonly edits = new Map<string, VideoEdit>();
+  /** per video ID, how many edits it has had: what a copy of an answer was made from (0: none) */
+  private readonly editCounts = new Map<string, number>();
   private readonly chans: ChannelEntry[] = [];
   private readonly playlists = new Map<string, PlaylistEntry>();
   private readonly videoIndex = new Map<string, VideoRef>();
@@ -303,7 +325,31 @@ export class Catalog {
     if (ref.kind === 'short') durationS = r.int(5, 60);
     else if (ref.kind === 'live') durationS = r.chance(0.3) ? 0 : r.int(1800, 4 * 3600);
     else durationS = r.chance(0.7) ? r.int(60, 1200) : r.int(1200, 3 * 3600);
-    return { id: this.videoId(ref), ref, channelId: ch.id, fate, transcriptLanguages: langs, durationS };
+    const edit = this.edits.get(this.videoId(ref));
+    return {
+      id: this.videoId(ref),
+      ref,
+      channelId: ch.id,
+      fate: edit?.fate ?? fate,
+      transcriptLanguages: edit?.transcriptLanguages ? ([...edit.transcriptLanguages] as Lang[]) : langs,
+      durationS: edit?.durationS ?? durationS,
+    };
+  }
+
+  /** Apply `patch` to a video (merged with earlier edits; a revision map is merged per language). */
+  editVideo(ref: VideoRef, patch: VideoEdit): void {
+    const id = this.videoId(ref);
+    const before = this.edits.get(id) ?? {};
+    const revisions = patch.transcriptRevisions
+      ? { ...before.transcriptRevisions, ...patch.transcriptRevisions }
+      : before.transcriptRevisions;
+    this.edits.set(id, { ...before, ...patch, ...(revisions ? { transcriptRevisions: revisions } : {}) });
+    this.editCounts.set(id, this.editGeneration(id) + 1);
+  }
+
+  /** How many edits a video has had: a kept copy of an answer made at another count is stale. */
+  editGeneration(videoId: string): number {
+    return this.editCounts.get(videoId) ?? 0;
   }
 
   /** The Video resource. Optional fields are sometimes absent and nullable ones sometimes null. */
@@ -322,6 +368,12 @@ export class Catalog {
       transcriptLanguages: [...f.transcriptLanguages],
     };
     if (!r.chance(0.05)) v.thumbnail = `https://img.${this.opts.platform}.com/vi/${f.id}/hqdefault.jpg`;
+    const edit = this.edits.get(f.id);
+    if (edit?.title !== undefined) v.title = edit.title;
+    if (edit?.description !== undefined) v.description = edit.description;
+    if (edit?.tags !== undefined) v.tags = [...edit.tags];
+    if (edit?.thumbnail === null) delete v.thumbnail;
+    else if (edit?.thumbnail !== undefined) v.thumbnail = edit.thumbnail;
     const dateRoll = r.next();
     if (dateRoll < 0.03) v.uploadDate = null;
     else if (dateRoll >= 0.06) v.uploadDate = new Date(this.uploadMs(ref, r)).toISOString();
@@ -350,7 +402,12 @@ export class Catalog {
 
   /** The chunks of a transcript in one of the video's languages (the caller checks which). */
   transcriptChunks(ref: VideoRef, lang: string): TranscriptChunk[] {
-    const r = this.rng('transcript', ref.channel, ref.kind, ref.index, lang);
+    const revision = this.edits.get(this.videoId(ref))?.transcriptRevisions?.[lang] ?? 0;
+    // revision 0 draws exactly what an unedited catalog draws
+    const r =
+      revision === 0
+        ? this.rng('transcript', ref.channel, ref.kind, ref.index, lang)
+        : this.rng('transcript', ref.channel, ref.kind, ref.index, lang, revision);
     const count = r.int(this.opts.transcriptChunks.min, this.opts.transcriptChunks.max);
     const tagged = this.rng('transcript-lang-tag', ref.channel, ref.kind, ref.index).chance(0.5);
     const scriptLang: Lang = (LANGS as readonly string[]).includes(lang) ? (lang as Lang) : 'en';

@@ -20,7 +20,7 @@ import { BATCH_LIMIT_DEFAULT, type Video } from '../api/schemas.ts';
 import { Accounts, type AccountPatch, type AccountSettings } from './accounts.ts';
 import { buildAdminRouter } from './admin.ts';
 import { registerBatchEndpoints } from './batch-endpoints.ts';
-import { Catalog, type ChannelInfo, type VideoFate, type VideoKind } from './catalog.ts';
+import { Catalog, type ChannelInfo, type VideoEdit, type VideoFate, type VideoKind } from './catalog.ts';
 import { createClock, type Clock } from './clock.ts';
 import { CrawlJobs } from './crawl-jobs.ts';
 import { FaultInjector, type Faults, type FaultsPatch, type ScriptStep } from './faults.ts';
@@ -72,6 +72,11 @@ export interface SimulatorCatalog {
   video(videoId: string): Video | undefined;
   /** append `count` new regular videos at the front of a channel's listing; their IDs, newest first */
   addVideos(channelId: string, count: number): string[] | undefined;
+  /**
+   * Change a video as a platform does (batches created from now on see it; an earlier batch may
+   * answer either); the video as it is now, undefined for an unknown ID.
+   */
+  editVideo(videoId: string, patch: VideoEdit): VideoInfo | undefined;
 }
 
 export interface Simulator {
@@ -135,6 +140,12 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   const settings = resolveOptions(rest);
   const clock = createClock({ speed: settings.clockSpeed, startMs: settings.clockStartMs });
   const catalog = new Catalog({ ...settings.catalog, seed: settings.seed, platform: settings.platform });
+  const videoInfo = (videoId: string): VideoInfo | undefined => {
+    const ref = catalog.findVideo(videoId);
+    if (!ref) return undefined;
+    const f = catalog.facts(ref);
+    return { id: f.id, channelId: f.channelId, kind: ref.kind, fate: f.fate, transcriptLanguages: [...f.transcriptLanguages], durationS: f.durationS };
+  };
   const accounts = new Accounts(clock, settings.rateLimit);
   accounts.set(settings.apiKey, { organizationId: 'org_dev', ...settings.devAccount });
   for (const [key, patch] of Object.entries(settings.accounts)) accounts.set(key, patch);
@@ -330,18 +341,12 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
         const p = catalog.findPlaylist(playlistId);
         return p === undefined ? undefined : catalog.playlistVideoIds(p, kind);
       },
-      videoInfo: (videoId) => {
+      videoInfo,
+      editVideo: (videoId, patch) => {
         const ref = catalog.findVideo(videoId);
         if (!ref) return undefined;
-        const f = catalog.facts(ref);
-        return {
-          id: f.id,
-          channelId: f.channelId,
-          kind: ref.kind,
-          fate: f.fate,
-          transcriptLanguages: [...f.transcriptLanguages],
-          durationS: f.durationS,
-        };
+        catalog.editVideo(ref, patch);
+        return videoInfo(videoId);
       },
       video: (videoId) => {
         const ref = catalog.findVideo(videoId);
