@@ -3,6 +3,7 @@ import { JOB_STATUSES } from '../api/schemas.ts';
 import type { Command } from 'commander';
 import { compactBytes } from '../admin/chart.ts';
 import type { BatchProgress } from '../db/batch-progress.ts';
+import { describeCoverage } from '../domain/coverage.ts';
 import { collectStatus, describePrune, STATUS_SOURCES_SHOWN, type StatusReport } from '../pipeline/status.ts';
 import { createContext } from './context.ts';
 import { renderTable, shortTime } from './table.ts';
@@ -48,6 +49,12 @@ export function renderStatus(r: StatusReport): string {
         ]),
       ),
     );
+    // what the videos asked in a language got (the interface falls back to another one)
+    const covered = r.sources.filter((s) => (s.coverage ?? []).length > 0);
+    if (covered.length > 0) {
+      out.push('Transcript languages per source (asked: came in it, fell back to another, none):\n');
+      for (const s of covered) for (const c of s.coverage!) out.push(`  source ${s.id} ${describeCoverage(c)}\n`);
+    }
   }
 
   out.push(`\nBatches in flight: ${r.inFlight.length}\n`);
@@ -79,13 +86,31 @@ export function renderStatus(r: StatusReport): string {
 
   const it = r.items;
   out.push(
-    `\nItems: ${it.sunk} stored, ${it.landed} landed (not yet stored), ${it.processing} processing, ` +
-      `${it.failed} failed, ${it.retryable} retryable (${it.retryablePending} not yet re-submitted), ${it.quarantined} quarantined\n`,
+    `\nVideos by latest outcome (per kind and language, as things stand): ${it.sunk} stored, ${it.landed} landed (not yet stored), ` +
+      `${it.processing} in flight, ${it.failed} failed, ${it.retryable} retryable, ${it.quarantined} quarantined\n`,
   );
-  if (r.itemErrors.length > 0) {
-    out.push(renderTable(['error code', 'item state', 'items'], r.itemErrors.map((e) => [e.errorCode, e.state, e.items])));
+  if (r.outcomes.length > 0) {
+    out.push(
+      renderTable(
+        ['kind', 'lang', 'stored', 'landed', 'in flight', 'failed', 'retryable', 'quarantined'],
+        r.outcomes.map((o) => [o.kind, o.lang || '-', o.sunk, o.landed, o.processing, o.failed, o.retryable, o.quarantined]),
+      ),
+    );
   }
-  if (it.retryablePending > 0) out.push('  re-submit retryable items: videosite-ingest replay --failed --dry-run\n');
+  if (r.itemErrors.length > 0) {
+    out.push('Latest error codes:\n');
+    out.push(renderTable(['kind', 'lang', 'error code', 'state', 'videos'], r.itemErrors.map((e) => [e.kind, e.lang || '-', e.errorCode, e.state, e.items])));
+  }
+  if (it.retryable > 0) out.push('  re-submit retryable items: videosite-ingest replay --failed --dry-run\n');
+  if (r.languageCoverage.length > 0) {
+    out.push('Transcript languages (asked: came in it, fell back to another, none):\n');
+    for (const c of r.languageCoverage) out.push(`  ${describeCoverage(c)}\n`);
+  }
+  const h = r.history.items;
+  out.push(
+    `Items received, all time: ${h.sunk + h.landed + h.processing + h.failed + h.retryable + h.quarantined} ` +
+      `(${h.sunk} stored, ${h.failed} failed, ${h.retryable} retryable, ${h.quarantined} quarantined; by code: status --json .history)\n`,
+  );
   const q = r.quarantined;
   if (q.total > 0) {
     out.push(`\nQuarantined items (kept raw with the reason; never re-submitted automatically): ${q.total}\n`);

@@ -13,10 +13,16 @@ import { batchCountsByStatus, creditsEstimatedTotal, inFlightJobIds, recentlyEnd
 import { databaseNow, type Queryable } from '../db/connection.ts';
 import { firstCreditSnapshotWithin, latestCreditSnapshot } from '../db/credit-snapshots.ts';
 import { itemErrorCodeCounts, itemStateCounts, type ItemErrorCount } from '../db/item-counts.ts';
+import {
+  languageCoverage, outcomeCounts, outcomeErrorCounts, sourceLanguageCoverage, totalOutcomes, type OutcomeCounts,
+} from '../db/video-outcomes.ts';
+import type { LanguageCoverage } from '../domain/coverage.ts';
+import type { BatchKind } from '../domain/batches.ts';
 import { latestPruneRun } from '../db/prune-runs.ts';
 import { quarantineCounts } from '../db/quarantine.ts';
 import { countSyncedBefore, sourceBuckets, sourcesInGroups, type SourceGroupRef, type SourceWithStats, type SyncedSide } from '../db/source-stats.ts';
 import { tableStorage, type TableStorage } from '../db/storage.ts';
+import type { ItemState } from '../domain/items.ts';
 import { lostSubmissions } from '../db/submissions.ts';
 import { activeHolds, describeHold, recentHoldEvents } from '../db/upstream-holds.ts';
 
@@ -24,6 +30,8 @@ import { activeHolds, describeHold, recentHoldEvents } from '../db/upstream-hold
 export type SourceStatus = Omit<SourceWithStats, 'lastSyncedAt' | 'lastErrorAt'> & {
   lastSyncedAt: string | null;
   lastErrorAt: string | null;
+  /** per language the source asks for, what its videos got (status: the sources shown only) */
+  coverage?: LanguageCoverage[];
 };
 
 export interface HoldsStatus {
@@ -39,10 +47,40 @@ export interface HoldsStatus {
   lostSubmissions: { id: number; sourceId: number | null; kind: string; lang: string | null; creditsEstimated: number; at: string; detail: string | null }[];
 }
 
+/** Videos by the state their latest item left them in, of one kind and language or summed. */
+export interface OutcomeTotals {
+  landed: number; sunk: number; failed: number; retryable: number; retryablePending: number; quarantined: number; processing: number;
+}
+
+/** A latest error code: videos whose latest item of that kind and language carried it. */
+export interface LatestErrorCount {
+  kind: BatchKind;
+  /** '' for metadata and the default transcript language */
+  lang: string;
+  errorCode: string;
+  state: string;
+  /** videos (named `items` as before: one latest item per video, kind and language) */
+  items: number;
+}
+
 export interface ItemsStatus {
-  /** item error codes over all batches, with the item states they left */
-  itemErrors: ItemErrorCount[];
-  items: { landed: number; sunk: number; failed: number; retryable: number; retryablePending: number; quarantined: number; processing: number };
+  /**
+   * Now: each video's latest outcome per kind and language (`video_outcome_counts`), summed;
+   * a video re-submitted leaves its old outcome behind. `retryablePending` equals `retryable`:
+   * a re-submission makes the video in flight again.
+   */
+  items: OutcomeTotals;
+  /** now: error codes of the videos' latest items, by kind, language and state */
+  itemErrors: LatestErrorCount[];
+  /** now, per kind and language */
+  outcomes: (Omit<OutcomeCounts, 'byState' | 'none'> & OutcomeTotals)[];
+  /** per language asked for, what the videos got: in it, in another (fallback), or none */
+  languageCoverage: LanguageCoverage[];
+  /** every batch item ever received (history): items per state and error code */
+  history: {
+    items: OutcomeTotals;
+    itemErrors: ItemErrorCount[];
+  };
   /**
    * quarantined items (kept raw, never re-submitted automatically) by `reason_code`: every
    * QUARANTINE_REASONS code, zeros included, and 'unknown' for rows without one
@@ -312,23 +350,42 @@ export async function readRecentBatches(sql: Queryable): Promise<BatchProgress[]
   return batchProgress(sql, await recentlyEndedJobIds(sql, STATUS_RECENT_MS, STATUS_RECENT_BATCHES));
 }
 
-export async function readItems(sql: Queryable): Promise<ItemsStatus> {
-  const itemErrors = await itemErrorCodeCounts(sql);
-  const { byState, retryablePending } = await itemStateCounts(sql);
-  const byReason = await quarantineCounts(sql);
+function totalsOf(byState: Record<ItemState, number>, retryablePending: number): OutcomeTotals {
   return {
-    itemErrors,
-    items: {
-      landed: byState.landed,
-      sunk: byState.sunk,
-      failed: byState.failed,
-      retryable: byState.retryable,
-      retryablePending,
-      quarantined: byState.quarantined,
-      processing: byState.processing,
-    },
+    landed: byState.landed,
+    sunk: byState.sunk,
+    failed: byState.failed,
+    retryable: byState.retryable,
+    retryablePending,
+    quarantined: byState.quarantined,
+    processing: byState.processing,
+  };
+}
+
+/** What the items came to: now (each video's latest outcome), per language asked, and history. */
+export async function readItems(sql: Queryable): Promise<ItemsStatus> {
+  const outcomes = await outcomeCounts(sql);
+  const latestErrors = await outcomeErrorCounts(sql);
+  const coverage = await languageCoverage(sql);
+  const historyErrors = await itemErrorCodeCounts(sql);
+  const history = await itemStateCounts(sql);
+  const byReason = await quarantineCounts(sql);
+  const now = totalOutcomes(outcomes);
+  return {
+    items: totalsOf(now, now.retryable),
+    itemErrors: latestErrors.map((e) => ({ kind: e.kind, lang: e.lang, errorCode: e.errorCode, state: e.state, items: e.videos })),
+    outcomes: outcomes.map((o) => ({ kind: o.kind, lang: o.lang, ...totalsOf(o.byState, o.byState.retryable) })),
+    languageCoverage: coverage,
+    history: { items: totalsOf(history.byState, history.retryablePending), itemErrors: historyErrors },
     quarantined: { total: Object.values(byReason).reduce((n, c) => n + c, 0), byReason },
   };
+}
+
+/** The sources' rows with their language coverage (one probe per video of these sources). */
+export async function withCoverage(sql: Queryable, rows: SourceStatus[]): Promise<SourceStatus[]> {
+  const asking = rows.filter((r) => r.langs.length > 0).map((r) => r.id);
+  const coverage = await sourceLanguageCoverage(sql, asking);
+  return rows.map((r) => (r.langs.length > 0 ? { ...r, coverage: coverage.filter((c) => c.sourceId === r.id).map(({ sourceId: _, ...c }) => c) } : r));
 }
 
 export async function readCredits(sql: Queryable): Promise<CreditsStatus> {
@@ -396,7 +453,7 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
   return {
     generatedAt: new Date().toISOString(),
     ...holds,
-    sources: page.rows.map(withoutFreshness),
+    sources: await withCoverage(sql, page.rows.map(withoutFreshness)),
     sourcesSummary: {
       total: page.total,
       paused: page.paused,
