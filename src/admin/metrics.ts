@@ -11,7 +11,8 @@
  *   during an outage answers quickly with the series it can and counts the failure. A Postgres
  *   family runs in a transaction of its own under `statement_timeout`: a slow query is cancelled
  *   by Postgres itself, not left running on a connection of the pipeline's pool. Each reads
- *   counters or bounded rows (src/db/item-counts.ts), never a scan of the items' history.
+ *   counters or bounded rows (src/db/item-counts.ts, src/db/video-outcomes.ts), never a scan
+ *   of the items' history.
  *
  * The state gauges describe the whole system (every daemon sees the same Postgres and queues);
  * the counters describe this process only. Sum the counters over instances.
@@ -23,12 +24,15 @@ import { batchCountsByStatus } from '../db/batches.ts';
 import type { Queryable } from '../db/connection.ts';
 import { latestCreditSnapshot } from '../db/credit-snapshots.ts';
 import { itemErrorCodeCounts } from '../db/item-counts.ts';
+import { languageCoverage, outcomeCounts, outcomeErrorCounts } from '../db/video-outcomes.ts';
 import { quarantineCounts } from '../db/quarantine.ts';
 import { holdsForKey } from '../db/upstream-holds.ts';
 import { BATCH_STATUSES } from '../db/schema.ts';
 import { sourceSyncCounts, stalestSources, type SourceSyncCount } from '../db/source-freshness.ts';
 import { isQueryCanceled, readWithTimeout, type Pool } from '../db/statement-timeout.ts';
 import type { UpsertCounts } from '../db/videos.ts';
+import { BATCH_KINDS } from '../domain/batches.ts';
+import { ITEM_STATES, PERMANENT_ITEM_CODES, RETRYABLE_ITEM_CODES } from '../domain/items.ts';
 import { HOLD_CODES } from '../domain/refusals.ts';
 import { SOURCE_KINDS } from '../domain/sources.ts';
 import type { Logger } from '../log.ts';
@@ -273,13 +277,74 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
   const itemErrors = pgFamily('item_errors', itemErrorCodeCounts);
   new Gauge({
     name: `${METRIC_PREFIX}batch_items_by_error_code`,
-    help: 'Batch items that carry an errorCode, by code and by item state (failed, retryable, quarantined; processing for unfinished items).',
+    help:
+      'History: every batch item ever received that carries an errorCode, by code and by item state (failed, retryable, quarantined; ' +
+      'processing for unfinished items); an item re-submitted and stored since still counts. Now: vsi_videos_by_latest_error_code.',
     labelNames: ['error_code', 'state'] as const,
     registers: [registry],
     async collect() {
       this.reset();
       const r = await itemErrors();
       for (const row of r ?? []) this.set({ error_code: row.errorCode, state: row.state }, row.items);
+    },
+  });
+
+  // each video's latest outcome per kind and language: the counters of migrations/0008, a few
+  // hundred rows whatever the history (three statements, one transaction)
+  const latest = pgFamily('latest_outcomes', async (q) => ({
+    outcomes: await outcomeCounts(q),
+    errors: await outcomeErrorCounts(q),
+    coverage: await languageCoverage(q),
+  }));
+  new Gauge({
+    name: `${METRIC_PREFIX}videos_by_latest_outcome`,
+    help:
+      "Videos by their latest outcome per kind and language (lang '' for metadata and the default transcript language): " +
+      'the state the latest item left them in; a video re-submitted moves, it is not counted twice. Every state of a kind and language seen, zeros included.',
+    labelNames: ['kind', 'lang', 'state'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const r = await latest();
+      for (const o of r?.outcomes ?? []) for (const state of ITEM_STATES) this.set({ kind: o.kind, lang: o.lang, state }, o.byState[state]);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}videos_by_latest_error_code`,
+    help:
+      'Videos whose latest outcome (per kind and language, summed over languages) carries an errorCode, by code and the state it left them in; ' +
+      'every code the interface lists at the state its policy gives, zeros included.',
+    labelNames: ['kind', 'error_code', 'state'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const r = await latest();
+      if (!r) return;
+      // the listed codes at their policy's state, zeros included: a code cleared by a re-submission drops to 0, not out
+      for (const kind of BATCH_KINDS) {
+        for (const error_code of RETRYABLE_ITEM_CODES) this.set({ kind, error_code, state: 'retryable' }, 0);
+        for (const error_code of PERMANENT_ITEM_CODES) this.set({ kind, error_code, state: 'failed' }, 0);
+      }
+      for (const e of r.errors) this.inc({ kind: e.kind, error_code: e.errorCode, state: e.state }, e.videos);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}transcript_language_coverage`,
+    help:
+      'Videos whose transcript was asked in a language (lang), by what their latest outcome delivered: the language itself, another language ' +
+      "(the interface falls back to the video's first available one; charged the same), none (failed: no transcript) or pending " +
+      '(not delivered yet: in flight, retryable or quarantined). Per language asked, delivered = lang, none and pending always present.',
+    labelNames: ['lang', 'delivered'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const r = await latest();
+      for (const c of r?.coverage ?? []) {
+        this.set({ lang: c.lang, delivered: c.lang }, c.asked);
+        for (const [delivered, n] of Object.entries(c.fellBack)) this.set({ lang: c.lang, delivered }, n);
+        this.set({ lang: c.lang, delivered: 'none' }, c.none);
+        this.set({ lang: c.lang, delivered: 'pending' }, c.pending);
+      }
     },
   });
 

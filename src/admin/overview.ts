@@ -1,8 +1,9 @@
 /**
  * The overview page (`/`): what a person checks at a glance. A summary of every source and the
  * sources needing attention first (an error, overdue, a bad schedule, never synced), the rest
- * paged (`?page=N`); batches in flight with progress bars; item error codes of the page's
- * sources; recent batches; credit usage over time; the storage per table and the latest prune.
+ * paged (`?page=N`), each with what its videos got per language asked; batches in flight with
+ * progress bars; the latest error codes of the page's sources' videos; recent batches; credit
+ * usage over time; the storage per table and the latest prune.
  * Each source and batch links to its own page (source-page.ts, batch-page.ts), the recent
  * batches to the list of every batch (batches-page.ts); the frame and the hold banners are
  * layout.ts's. Rendered on the server from Postgres on each request, refreshed by the browser
@@ -17,11 +18,11 @@ import { batchProgress, type BatchProgress } from '../db/batch-progress.ts';
 import { batchCountsByStatus, inFlightJobIds } from '../db/batches.ts';
 import { databaseNow, type Queryable } from '../db/connection.ts';
 import { creditUsage } from '../db/credit-snapshots.ts';
-import { itemErrorsBySource, type SourceErrorCount } from '../db/item-counts.ts';
+import { sourceLanguageCoverage, sourceOutcomeErrors, type SourceLanguageCoverage, type SourceOutcomeError } from '../db/video-outcomes.ts';
 import { sourcesWithStatsByIds } from '../db/source-stats.ts';
 import { isQueryCanceled, readSections, type Pool } from '../db/statement-timeout.ts';
 import { tableStorage, type TableStorage } from '../db/storage.ts';
-import { ITEM_ERROR_STATES } from '../domain/items.ts';
+import { describeCoverage } from '../domain/coverage.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import {
   describePrune,
@@ -53,20 +54,23 @@ export const OVERVIEW_REFRESH_S = 10;
 export const OVERVIEW_SOURCES_PER_PAGE = 50;
 /** Batches in flight listed at most (`status --json` lists every one). */
 export const OVERVIEW_IN_FLIGHT_SHOWN = 50;
-/** The item error codes per source count the items of batches submitted within this many days. */
-export const OVERVIEW_ERRORS_DAYS = 7;
 /** Longest one statement of the page may run before Postgres cancels it (its section is left out), ms. */
 export const OVERVIEW_STATEMENT_TIMEOUT_MS = 2_000;
 /** Recently finished batches listed at most. */
 const RECENT_BATCHES_SHOWN = 10;
-const DAY_MS = 86_400_000;
 
 /** a source as the page lists it; the ranking and the freshness rule live in src/pipeline/status.ts, shared with `status` */
 export type OverviewSource = RankedSource;
 
 export interface OverviewSources extends SourcesPage {
-  /** failed/retryable/quarantined items per source of this page and errorCode (batches of the last OVERVIEW_ERRORS_DAYS) */
-  errorsBySource: SourceErrorCount[];
+  /**
+   * per source of this page, its videos whose latest outcome (metadata, or a transcript in a
+   * language it asks for) carries an errorCode, by kind, language, code and state: what holds now,
+   * not every item ever received (a video re-submitted and stored since is not counted)
+   */
+  errorsBySource: SourceOutcomeError[];
+  /** per source of this page that asks for languages, what its videos got in each */
+  coverageBySource: SourceLanguageCoverage[];
 }
 
 export interface OverviewData {
@@ -101,12 +105,10 @@ export interface LoadOverviewOptions {
 
 async function loadSources(q: Queryable, now: Date, page: number): Promise<OverviewSources> {
   const sources = await readSourcesPage(q, now, { page, perPage: OVERVIEW_SOURCES_PER_PAGE });
-  const errorsBySource = await itemErrorsBySource(q, {
-    sourceIds: sources.rows.map((s) => s.id),
-    states: ITEM_ERROR_STATES,
-    since: new Date(now.getTime() - OVERVIEW_ERRORS_DAYS * DAY_MS),
-  });
-  return { ...sources, errorsBySource };
+  // the page's sources only: one probe per video of theirs, whatever the installation's size
+  const errorsBySource = await sourceOutcomeErrors(q, sources.rows.map((s) => s.id));
+  const coverageBySource = await sourceLanguageCoverage(q, sources.rows.filter((s) => s.langs.length > 0).map((s) => s.id));
+  return { ...sources, errorsBySource, coverageBySource };
 }
 
 async function loadInFlight(q: Queryable): Promise<{ total: number; shown: BatchProgress[] }> {
@@ -181,13 +183,24 @@ export interface RenderOverviewOptions {
   refreshSeconds?: number;
 }
 
+/** What a source's videos asked in each of its languages got, one compact line per language. */
+function coverageCell(r: OverviewSource, coverage: Map<number, SourceLanguageCoverage[]>): SafeHtml {
+  if (r.langs.length === 0) return html`<span class="muted">default</span>`;
+  const lines = coverage.get(r.id) ?? [];
+  if (lines.length === 0) return html`<span class="muted">${r.langs.join(', ')}: no videos yet</span>`;
+  return html`${lines.map((c) => html`<div class="small nowrap" data-coverage-lang="${c.lang}">${describeCoverage(c)}</div>`)}`;
+}
+
 function renderSources(s: OverviewSources, now: Date): SafeHtml {
   if (s.total === 0) return html`<p class="muted">No sources yet. Add one: <code>videosite-ingest sources add channel @handle</code></p>`;
+  const coverage = new Map<number, SourceLanguageCoverage[]>();
+  for (const c of s.coverageBySource) coverage.set(c.sourceId, [...(coverage.get(c.sourceId) ?? []), c]);
   const rows = s.rows.map(
     (r) => html`<tr data-source-id="${r.id}">
       <td class="num">${r.id}</td>
       <td><a href="${sourceHref(r.id)}"><strong>${r.title ?? r.externalId}</strong></a><div class="small muted">${r.kind} · <code>${r.ref}</code></div></td>
       <td class="num">${r.videos}</td><td class="num">${r.transcripts}</td>
+      <td class="coverage">${coverageCell(r, coverage)}</td>
       <td>${pill(r.freshness.label, r.freshness.tone)}<div class="small muted">${ago(r.lastSyncedAt, now)}</div></td>
       <td class="small">${r.paused ? 'paused' : (r.cron ?? 'backfill only')}</td>
       <td>${
@@ -204,7 +217,7 @@ function renderSources(s: OverviewSources, now: Date): SafeHtml {
       : 'none needs attention'
   } · ${s.paused} paused${s.pages > 1 ? ` · page ${s.page} of ${s.pages} (sources ${first}–${first + s.rows.length - 1})` : ''}</p>
     <table>
-      <thead><tr><th class="num">id</th><th>source</th><th class="num">videos</th><th class="num">transcripts</th><th>freshness</th><th>schedule</th><th>last error</th></tr></thead>
+      <thead><tr><th class="num">id</th><th>source</th><th class="num">videos</th><th class="num">transcripts</th><th>languages (asked: in it, fell back, none)</th><th>freshness</th><th>schedule</th><th>last error</th></tr></thead>
       <tbody>${rows}</tbody>
     </table>
     ${pageLinks(s.page, s.pages, (n) => `?page=${n}#sources`, 'pages of sources')}`;
@@ -212,9 +225,14 @@ function renderSources(s: OverviewSources, now: Date): SafeHtml {
 
 function renderErrors(s: OverviewSources, names: Map<number, string>): SafeHtml {
   const errors = s.errorsBySource;
-  if (errors.length === 0) return html`<p class="muted">No item errors in the last ${OVERVIEW_ERRORS_DAYS} days for the sources of this page.</p>`;
+  if (errors.length === 0) return html`<p class="muted">No video of the sources of this page has an error as its latest outcome.</p>`;
   const codes = [...new Set(errors.map((e) => e.errorCode))].sort();
-  const cells = new Map(errors.map((e) => [`${e.sourceId}\u0000${e.errorCode}`, e.items]));
+  // videos per source and code, over kinds, languages and states (the source page splits them)
+  const cells = new Map<string, number>();
+  for (const e of errors) {
+    const key = `${e.sourceId}\u0000${e.errorCode}`;
+    cells.set(key, (cells.get(key) ?? 0) + e.videos);
+  }
   const rows = [...new Set(errors.map((e) => e.sourceId))].map(
     (id) => html`<tr>
       <td>${sourceLink(id, names)}</td>
@@ -224,7 +242,8 @@ function renderErrors(s: OverviewSources, names: Map<number, string>): SafeHtml 
       })}
     </tr>`,
   );
-  return html`<table>
+  return html`<p class="small muted">Videos whose latest outcome carries the code (metadata, or a transcript in a language the source asks for); a video re-submitted and stored since is not counted.</p>
+    <table>
       <thead><tr><th>source</th>${codes.map((code) => html`<th class="num">${code}</th>`)}</tr></thead>
       <tbody>${rows}</tbody>
     </table>`;
@@ -304,7 +323,7 @@ export function renderOverview(d: OverviewData, opts: RenderOverviewOptions = {}
             : Object.entries(d.batchesByStatus).map(([k, v], i) => html`${i > 0 ? ' · ' : ''}<a href="/batches?status=${k}">${k} ${v}</a>`)
           : 'not readable'
       }</div></div>
-    <div class="tile"><div class="k">Items stored</div><div class="v">${it ? compactNumber(it.sunk) : '–'}</div>
+    <div class="tile"><div class="k" title="each video's latest outcome per kind (metadata, transcript) and language">Stored (latest outcomes)</div><div class="v">${it ? compactNumber(it.sunk) : '–'}</div>
       <div class="s">${it ? `${it.landed} landing · ${it.failed} failed · ${it.retryable} retryable${it.quarantined ? ` · ${it.quarantined} quarantined` : ''}` : 'not readable'}</div></div>
     <div class="tile"><div class="k">Credits used</div><div class="v">${c?.usedCredits == null ? '–' : compactNumber(c.usedCredits)}</div>
       <div class="s">${
@@ -344,8 +363,8 @@ export function renderOverview(d: OverviewData, opts: RenderOverviewOptions = {}
   </section>
 
   <section id="errors">
-    <h2>Item error codes per source</h2>
-    ${sources ? renderErrors(sources, names) : unavailable('Item error codes')}
+    <h2>Latest error codes per source</h2>
+    ${sources ? renderErrors(sources, names) : unavailable('Latest error codes')}
   </section>
 
   <section id="credits">

@@ -1,25 +1,27 @@
 /**
  * A source's page (`/sources/:id`): its settings (the schedule with its next fires), freshness
- * and last error, what is stored of it, the error codes of its items in the last
- * SOURCE_ERRORS_DAYS with the videos that carry them, its batches (`?page=N`) and its sync runs
- * (`?runs=N`), the latest first. Every list is one page, read by index (src/db/admin-pages.ts).
+ * and last error, what is stored of it, what its videos got per language asked (language
+ * coverage), the error codes its videos carry as their latest outcome with the videos, its
+ * batches (`?page=N`) and its sync runs (`?runs=N`), the latest first. Every list is one page,
+ * read by index (src/db/admin-pages.ts).
  */
 import {
   countSourceBatches,
   countSourceSyncRuns,
   sourceBatchJobIds,
   sourceDetail,
-  sourceErrorCodes,
+  sourceLatestErrorCodes,
   sourceSyncRuns,
   type SourceDetail,
-  type SourceErrorCode,
+  type SourceLatestErrorCode,
   type SyncRunRow,
 } from '../db/admin-pages.ts';
 import { batchProgress, type BatchProgress } from '../db/batch-progress.ts';
 import { databaseNow } from '../db/connection.ts';
 import type { Pool } from '../db/statement-timeout.ts';
+import { sourceLanguageCoverage } from '../db/video-outcomes.ts';
+import type { LanguageCoverage } from '../domain/coverage.ts';
 import { planCron } from '../domain/cron.ts';
-import { ITEM_ERROR_STATES } from '../domain/items.ts';
 import type { SyncRunOutcome } from '../domain/syncs.ts';
 import { freshnessOf, readHolds, type Freshness, type HoldsStatus } from '../pipeline/status.ts';
 import { html, type SafeHtml } from './html.ts';
@@ -46,13 +48,10 @@ import { inOrderOf, placePage, type PagePlace } from './paging.ts';
 export const SOURCE_BATCHES_PER_PAGE = 50;
 /** Sync runs per page of a source. */
 export const SOURCE_RUNS_PER_PAGE = 20;
-/** The error codes count the items of the source's batches submitted within this many days. */
-export const SOURCE_ERRORS_DAYS = 30;
-/** Videos listed per error code at most (the count says how many items carry it). */
+/** Videos listed per latest error code at most (the count says how many carry it). */
 export const SOURCE_ERROR_VIDEOS_SHOWN = 20;
 /** Fires of the schedule shown ahead. */
 const NEXT_FIRES_SHOWN = 3;
-const DAY_MS = 86_400_000;
 
 const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
 
@@ -62,7 +61,10 @@ export interface SourcePageData {
   /** null: no such source; undefined: not readable */
   source?: SourceDetail | null;
   batches?: PagePlace & { total: number; rows: BatchProgress[] };
-  errors?: SourceErrorCode[];
+  /** the error codes its videos carry as their latest outcome */
+  errors?: SourceLatestErrorCode[];
+  /** per language the source asks for (none: the default language), what its videos got */
+  coverage?: LanguageCoverage[];
   runs?: PagePlace & { total: number; rows: SyncRunRow[] };
   /** sections left out (their statement was cancelled or failed) */
   unavailable: string[];
@@ -94,15 +96,8 @@ export async function loadSourcePage(pool: Pool, id: number | null, opts: LoadSo
       const ids = await sourceBatchJobIds(q, id!, place);
       return { ...place, total, rows: inOrderOf(ids, await batchProgress(q, ids), (b) => b.jobId) };
     },
-    errors: async (q) =>
-      found
-        ? sourceErrorCodes(q, {
-            sourceId: id!,
-            since: new Date(now.getTime() - SOURCE_ERRORS_DAYS * DAY_MS),
-            states: ITEM_ERROR_STATES,
-            videosPerCode: SOURCE_ERROR_VIDEOS_SHOWN,
-          })
-        : undefined,
+    errors: async (q) => (found ? sourceLatestErrorCodes(q, { sourceId: id!, videosPerCode: SOURCE_ERROR_VIDEOS_SHOWN }) : undefined),
+    coverage: async (q) => (found ? (await sourceLanguageCoverage(q, [id!])).map(({ sourceId: _, ...c }) => c) : undefined),
     runs: async (q) => {
       if (!found) return undefined;
       const total = await countSourceSyncRuns(q, id!);
@@ -166,18 +161,39 @@ function state(s: SourceDetail, freshness: Freshness, now: Date): SafeHtml {
   </dl>`;
 }
 
-function errorCodes(errors: SourceErrorCode[]): SafeHtml {
-  if (errors.length === 0) return html`<p class="muted">No item errors in the last ${SOURCE_ERRORS_DAYS} days.</p>`;
-  return html`<table>
-    <thead><tr><th>error code</th><th class="num">items</th><th>videos (the latest first; each links to its latest item)</th></tr></thead>
+function errorCodes(errors: SourceLatestErrorCode[]): SafeHtml {
+  if (errors.length === 0) return html`<p class="muted">No video of this source has an error as its latest outcome.</p>`;
+  return html`<p class="small muted">Videos whose latest outcome (metadata, or a transcript in a language the source asks for) carries the code; a video re-submitted and stored since is not counted.</p>
+  <table>
+    <thead><tr><th>kind</th><th>lang</th><th>error code</th><th>state</th><th class="num">videos</th><th>videos (the latest first; each links to its latest item)</th></tr></thead>
     <tbody>${errors.map(
-      (e) => html`<tr data-error-code="${e.errorCode}">
-        <td><code>${e.errorCode}</code></td><td class="num">${e.items}</td>
-        <td><div class="ids">${e.videos.map((v) => html`<a href="${itemHref(v.jobId, v.videoId)}"><code>${v.videoId}</code></a>`)}</div>${
-          e.items > e.videos.length ? html`<div class="small muted">${e.videos.length} videos shown of ${e.items} items</div>` : ''
-        }</td>
+      (e) => html`<tr data-error-code="${e.errorCode}" data-kind="${e.kind}" data-lang="${e.lang}">
+        <td>${e.kind}</td><td>${e.lang || html`<span class="muted">default</span>`}</td>
+        <td><code>${e.errorCode}</code></td><td>${e.state}</td><td class="num">${e.videos}</td>
+        <td><div class="ids">${e.shown.map((v) =>
+          v.jobId === null ? html`<code>${v.videoId}</code>` : html`<a href="${itemHref(v.jobId, v.videoId)}"><code>${v.videoId}</code></a>`,
+        )}</div>${e.videos > e.shown.length ? html`<div class="small muted">${e.shown.length} shown of ${e.videos} videos</div>` : ''}</td>
       </tr>`,
     )}</tbody>
+  </table>`;
+}
+
+/** Per language asked, what the videos got: in it, in another (which), none, not yet. */
+function coverageTable(coverage: LanguageCoverage[], langs: string[]): SafeHtml {
+  if (langs.length === 0) return html`<p class="muted">The source asks for the API's default language: nothing can fall back.</p>`;
+  if (coverage.length === 0) return html`<p class="muted">No videos listed yet.</p>`;
+  return html`<p class="small muted">The interface answers a transcript asked in a language the video has none in with its first available language, charged the same.</p>
+  <table>
+    <thead><tr><th>lang</th><th class="num">in lang</th><th>fell back (which)</th><th class="num">none</th><th class="num">pending</th></tr></thead>
+    <tbody>${coverage.map((c) => {
+      const fell = Object.entries(c.fellBack).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+      const total = fell.reduce((n, [, k]) => n + k, 0);
+      return html`<tr data-coverage-lang="${c.lang}">
+        <td><code>${c.lang}</code></td><td class="num">${c.asked}</td>
+        <td>${total === 0 ? html`<span class="muted">0</span>` : html`${total} (${fell.map(([l, n], i) => html`${i > 0 ? ', ' : ''}<code>${l}</code> ${n}`)})`}</td>
+        <td class="num">${c.none}</td><td class="num">${c.pending}</td>
+      </tr>`;
+    })}</tbody>
   </table>`;
 }
 
@@ -266,7 +282,8 @@ export function renderSourcePage(d: SourcePageData, opts: RenderSourcePageOption
   </div>
   <section id="settings"><h2>Settings</h2>${settings(s, now)}</section>
   <section id="state"><h2>Freshness and last error</h2>${state(s, freshness, now)}</section>
-  <section id="errors"><h2>Item error codes, last ${SOURCE_ERRORS_DAYS} days</h2>${d.errors ? errorCodes(d.errors) : unavailable('Item error codes')}</section>
+  <section id="coverage"><h2>Language coverage</h2>${d.coverage ? coverageTable(d.coverage, s.langs) : unavailable('Language coverage')}</section>
+  <section id="errors"><h2>Latest error codes</h2>${d.errors ? errorCodes(d.errors) : unavailable('Latest error codes')}</section>
   <section id="batches"><h2>Batches</h2>${d.batches ? batchesTable(d.batches, s.id, runsPage, now) : unavailable('Batches')}</section>
   <section id="runs"><h2>Sync runs</h2>${d.runs ? runsTable(d.runs, s.id, batchesPage, now) : unavailable('Sync runs')}</section>`;
   return {

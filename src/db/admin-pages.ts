@@ -7,10 +7,10 @@
  * in their order and stop at the page (`batches_source_id_idx`, `sync_runs_source_started_idx`,
  * `batch_items` primary key, `batches_submitted_at_idx`); counts come from the counters the
  * triggers of migrations/0005 keep (`batch_item_counts` here; `batch_counts` through
- * src/db/batches.ts) or from an index-only count of one source's rows; the error codes of a
- * source read only its batches of the window.
+ * src/db/batches.ts) or from an index-only count of one source's rows; the latest error codes of
+ * a source read only its own videos.
  */
-import type { BatchStatus } from '../domain/batches.ts';
+import type { BatchKind, BatchStatus } from '../domain/batches.ts';
 import type { ItemState, QuarantineReason } from '../domain/items.ts';
 import type { SyncRunOutcome } from '../domain/syncs.ts';
 import type { Queryable } from './connection.ts';
@@ -97,74 +97,44 @@ export async function batchJobIds(sql: Queryable, o: PageWindow & { status: Batc
   return rows.map((r) => r.jobId);
 }
 
-/** An error code of a source's items, how many items carry it, and some of the videos. */
-export interface SourceErrorCode {
+/** A latest error code of a source's videos: how many carry it now, and some of them. */
+export interface SourceLatestErrorCode {
+  kind: BatchKind;
+  /** '' for metadata and the default transcript language */
+  lang: string;
   errorCode: string;
-  /** items in one of the states asked for that carry the code (batches of the window) */
-  items: number;
-  /** at most the `videosPerCode` asked for, the latest first: each video and the latest batch it carries the code in */
-  videos: { videoId: string; jobId: string }[];
+  /** the state the code left the videos in */
+  state: ItemState;
+  /** videos whose latest outcome of this kind and language carries the code */
+  videos: number;
+  /** at most the `videosPerCode` asked for, the latest outcome first: each video and the batch of that outcome */
+  shown: { videoId: string; jobId: string | null }[];
 }
 
 /**
- * Batches read per code for its videos, as a multiple of the videos shown: a video re-submitted
- * and failing again carries the code in several batches, so a few more batches than videos still
- * yield enough distinct ones, while the read stays bounded (each batch gives at least one item:
- * its counter says so).
+ * The error codes the source's videos carry as their latest outcome (metadata, or a transcript in
+ * a language the source asks for; another source's language is not its error), by kind, language,
+ * code and state, the most first, each with up to `videosPerCode` videos. What holds now: a video
+ * re-submitted and stored since is not counted (every item ever received stays counted in
+ * `item_counts`: history). The source's `source_videos` rows and a primary-key probe into
+ * `video_sync` each, as `sourceOutcomeErrors` (src/db/video-outcomes.ts): the cost follows the
+ * source's size, not the history.
  */
-const BATCHES_PER_SHOWN_VIDEO = 2;
-
-/**
- * The error codes of the source's items in `states`, of its batches submitted since `since`,
- * the most frequent first, each with up to `videosPerCode` distinct videos that carry it. The
- * counts come from `batch_item_counts`; the videos from the items of the latest batches whose
- * counters hold the code (at most BATCHES_PER_SHOWN_VIDEO x `videosPerCode` batches, at most
- * `videosPerCode` items read from each), so a code on thousands of items costs what a few dozen do.
- * Measured: 133 ms for a source with 20 000 batches in the window (2 000 of them with 100 items,
- * three codes, one of them on a single item per batch), most of it reading the window's batches.
- */
-export async function sourceErrorCodes(
+export async function sourceLatestErrorCodes(
   sql: Queryable,
-  o: { sourceId: number; since: Date; states: readonly ItemState[]; videosPerCode: number },
-): Promise<SourceErrorCode[]> {
-  const states = [...o.states];
-  const rows = await sql<{ errorCode: string; items: number; videoIds: string[] | null; jobIds: string[] | null }[]>`
-    with b as materialized (
-      select job_id, submitted_at from batches where source_id = ${o.sourceId} and submitted_at >= ${o.since}
-    ), codes as (
-      select c.error_code, sum(c.n)::float8 as items
-      from b join batch_item_counts c on c.job_id = b.job_id
-      where c.state = any(${states}::text[]) and c.error_code <> ''
-      group by c.error_code having sum(c.n) <> 0
-    )
-    select codes.error_code as "errorCode", codes.items, v.video_ids as "videoIds", v.job_ids as "jobIds"
-    from codes cross join lateral (
-      select array_agg(video_id order by at desc, video_id) as video_ids, array_agg(job_id order by at desc, video_id) as job_ids
-      from (
-        select i.video_id, max(nb.submitted_at) as at, (array_agg(nb.job_id order by nb.submitted_at desc))[1] as job_id
-        from (
-          select distinct b.job_id, b.submitted_at
-          from b join batch_item_counts c on c.job_id = b.job_id
-          where c.error_code = codes.error_code and c.state = any(${states}::text[]) and c.n > 0
-          order by b.submitted_at desc
-          limit ${o.videosPerCode * BATCHES_PER_SHOWN_VIDEO}
-        ) nb
-        cross join lateral (
-          select video_id from batch_items
-          where job_id = nb.job_id and error_code = codes.error_code and state = any(${states}::text[])
-          limit ${o.videosPerCode}
-        ) i
-        group by i.video_id
-        order by at desc, i.video_id
-        limit ${o.videosPerCode}
-      ) latest
-    ) v
-    order by codes.items desc, codes.error_code`;
-  return rows.map((r) => ({
-    errorCode: r.errorCode,
-    items: r.items,
-    videos: (r.videoIds ?? []).map((videoId, i) => ({ videoId, jobId: r.jobIds![i]! })),
-  }));
+  o: { sourceId: number; videosPerCode: number },
+): Promise<SourceLatestErrorCode[]> {
+  const rows = await sql<(Omit<SourceLatestErrorCode, 'shown'> & { videoIds: string[]; jobIds: (string | null)[] })[]>`
+    select s.kind, s.lang, s.last_error_code as "errorCode", s.last_state as state, count(*)::float8 as videos,
+      (array_agg(s.video_id order by s.updated_at desc, s.video_id))[1:${o.videosPerCode}::int] as "videoIds",
+      (array_agg(s.last_job_id order by s.updated_at desc, s.video_id))[1:${o.videosPerCode}::int] as "jobIds"
+    from source_videos sv join video_sync s on s.video_id = sv.video_id
+    join sources src on src.id = sv.source_id
+    where sv.source_id = ${o.sourceId} and s.last_error_code is not null
+      and (s.kind = 'video' or s.lang = any(case when cardinality(src.langs) = 0 then array['']::text[] else src.langs end))
+    group by 1, 2, 3, 4
+    order by videos desc, 3, 1 desc, 2, 4`;
+  return rows.map(({ videoIds, jobIds, ...r }) => ({ ...r, shown: videoIds.map((videoId, i) => ({ videoId, jobId: jobIds[i] ?? null })) }));
 }
 
 /** A sync run as the source page lists it. */

@@ -48,28 +48,3 @@ export function itemErrorCodeCounts(sql: Queryable): Promise<ItemErrorCount[]> {
     where error_code <> '' group by error_code, state having sum(n) <> 0
     order by items desc, error_code, state`;
 }
-
-export interface SourceErrorCount {
-  sourceId: number;
-  errorCode: string;
-  items: number;
-}
-
-/**
- * Items in one of `states` that carry an errorCode, per source and code, of these sources'
- * batches submitted since `since`: `batches_source_id_idx` and the batches' counters, so the cost
- * follows the sources asked for and the window, not the history.
- */
-export function itemErrorsBySource(
-  sql: Queryable,
-  o: { sourceIds: readonly number[]; states: readonly ItemState[]; since: Date },
-): Promise<SourceErrorCount[]> {
-  if (o.sourceIds.length === 0) return Promise.resolve([]);
-  return sql<SourceErrorCount[]>`
-    select b.source_id as "sourceId", c.error_code as "errorCode", sum(c.n)::float8 as items
-    from batches b join batch_item_counts c on c.job_id = b.job_id
-    where b.source_id = any(${[...o.sourceIds]}::int[]) and b.submitted_at >= ${o.since}
-      and c.state = any(${[...o.states]}::text[]) and c.error_code <> ''
-    group by b.source_id, c.error_code having sum(c.n) <> 0
-    order by b.source_id, items desc, c.error_code`;
-}

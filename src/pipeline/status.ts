@@ -1,10 +1,12 @@
 /**
- * The facts `status` shows: sources and their freshness, batches in flight with progress, item
- * error counts, credits, the storage per table and the latest prune. Read-only. Every read is
- * bounded by what it shows, not by the history kept: item and per-source counts come from the
- * counters the triggers of migrations/0005 keep (`item_counts`, `batch_item_counts`,
- * `source_stats`), table sizes from the catalog; the sources are counted and ranked in Postgres
- * and only the page shown is read (`readSourcesPage`). The overview
+ * The facts `status` shows: sources and their freshness (and, for those shown, what their videos
+ * got per language asked), batches in flight with progress, each video's latest outcome per kind
+ * and language with its error codes, every item ever received (history), credits, the storage
+ * per table and the latest prune. Read-only. Every read is bounded by what it shows, not by the
+ * history kept: the counts come from the counters the triggers of migrations/0005 and 0008 keep
+ * (`item_counts`, `batch_item_counts`, `source_stats`, `video_outcome_counts`), a shown source's
+ * coverage from its own videos, table sizes from the catalog; the sources are counted and ranked
+ * in Postgres and only the page shown is read (`readSourcesPage`). The overview
  * (src/admin/overview.ts) reads the same sections, each on its own.
  */
 import { CronExpressionParser } from 'cron-parser';
@@ -58,7 +60,8 @@ export interface LatestErrorCount {
   /** '' for metadata and the default transcript language */
   lang: string;
   errorCode: string;
-  state: string;
+  /** the state the code left the videos in */
+  state: ItemState;
   /** videos (named `items` as before: one latest item per video, kind and language) */
   items: number;
 }
@@ -381,11 +384,15 @@ export async function readItems(sql: Queryable): Promise<ItemsStatus> {
   };
 }
 
-/** The sources' rows with their language coverage (one probe per video of these sources). */
+/**
+ * The sources' rows with their language coverage ([] for a source asking for the default
+ * language): one probe per video of these sources, so only the sources shown are read.
+ */
 export async function withCoverage(sql: Queryable, rows: SourceStatus[]): Promise<SourceStatus[]> {
   const asking = rows.filter((r) => r.langs.length > 0).map((r) => r.id);
-  const coverage = await sourceLanguageCoverage(sql, asking);
-  return rows.map((r) => (r.langs.length > 0 ? { ...r, coverage: coverage.filter((c) => c.sourceId === r.id).map(({ sourceId: _, ...c }) => c) } : r));
+  const bySource = new Map<number, LanguageCoverage[]>();
+  for (const { sourceId, ...c } of await sourceLanguageCoverage(sql, asking)) bySource.set(sourceId, [...(bySource.get(sourceId) ?? []), c]);
+  return rows.map((r) => ({ ...r, coverage: bySource.get(r.id) ?? [] }));
 }
 
 export async function readCredits(sql: Queryable): Promise<CreditsStatus> {

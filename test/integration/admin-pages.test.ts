@@ -15,12 +15,12 @@ import { startAdminServer, type AdminServer } from '../../src/admin/server.ts';
 import { SOURCE_BATCHES_PER_PAGE, SOURCE_ERROR_VIDEOS_SHOWN } from '../../src/admin/source-page.ts';
 import { escapeHtml } from '../../src/admin/html.ts';
 import { planCron } from '../../src/domain/cron.ts';
-import { ITEM_ERROR_STATES } from '../../src/domain/items.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
 import { runBackfill } from '../../src/pipeline/backfill.ts';
 import { registerSource } from '../../src/pipeline/sources.ts';
 import type { WorkerSet } from '../../src/pipeline/workers.ts';
 import { bearer } from '../helpers/admin.ts';
+import { catalogCoverage, catalogErrorCode } from '../helpers/catalog-outcomes.ts';
 import { createPipelineHarness, type PipelineHarness } from '../helpers/pipeline.ts';
 import { parseLogLines } from '../helpers/proc.ts';
 
@@ -104,22 +104,33 @@ describe('a source page', () => {
       expect(attr(page.text, 'data-job-id')).toEqual(jobIds);
       for (const j of jobIds) expect(page.text).toContain(`href="/batches/${encodeURIComponent(j)}"`);
 
-      // its error codes: the count of items, and videos that carry the code (as Postgres has them)
-      const codes = await sql<{ code: string; items: number; videos: string[] }[]>`
-        select i.error_code as code, count(*)::int as items, array_agg(distinct i.video_id) as videos
-        from batch_items i join batches b on b.job_id = i.job_id
-        where b.source_id = ${channelId} and i.error_code is not null and i.state = any(${[...ITEM_ERROR_STATES]}::text[])
-        group by i.error_code`;
-      expect(codes.length).toBeGreaterThan(0);
-      for (const c of codes) {
-        const row = new RegExp(`<tr data-error-code="${c.code}">[\\s\\S]*?</tr>`).exec(page.text)?.[0];
-        expect(row, c.code).toBeDefined();
-        expect(row).toContain(`<td class="num">${c.items}</td>`);
-        const shown = links(row!, '/batches/').map((href) => decodeURIComponent(href.split('/items/')[1]!));
-        expect(shown.length).toBe(Math.min(SOURCE_ERROR_VIDEOS_SHOWN, c.videos.length));
-        expect(new Set(shown).size).toBe(shown.length);
-        for (const v of shown) expect(c.videos).toContain(v);
+      // its latest error codes: per kind, language and code the videos the catalog says fail
+      // that way, each shown video one of them and linked to its latest item
+      const ids = h.sim.catalog.videoIds(h.sim.catalog.channels()[0]!.id)!;
+      const expected = new Map<string, string[]>();
+      for (const [kind, lang] of [['video', ''], ['transcript', 'en']] as const) {
+        for (const id of ids) {
+          const code = catalogErrorCode(h.sim, id, kind);
+          if (code !== null) expected.set(`${kind} ${lang} ${code}`, [...(expected.get(`${kind} ${lang} ${code}`) ?? []), id]);
+        }
       }
+      expect(expected.size).toBeGreaterThan(0);
+      expect([...page.text.matchAll(/<tr data-error-code="([^"]+)" data-kind="([^"]+)" data-lang="([^"]*)">/g)].map((m) => `${m[2]} ${m[3]} ${m[1]}`).sort())
+        .toEqual([...expected.keys()].sort());
+      for (const [key, videos] of expected) {
+        const [kind, lang, code] = key.split(' ');
+        const row = new RegExp(`<tr data-error-code="${code}" data-kind="${kind}" data-lang="${lang}">[\\s\\S]*?</tr>`).exec(page.text)?.[0];
+        expect(row, key).toContain(`<td class="num">${videos.length}</td>`);
+        const shown = links(row!, '/batches/').map((href) => decodeURIComponent(href.split('/items/')[1]!));
+        expect(shown.length).toBe(Math.min(SOURCE_ERROR_VIDEOS_SHOWN, videos.length));
+        expect(new Set(shown).size).toBe(shown.length);
+        for (const v of shown) expect(videos).toContain(v);
+      }
+
+      // what its videos got in the language asked: as the catalog says
+      const want = catalogCoverage(h.sim, ids, 'en');
+      const cov = /<tr data-coverage-lang="en">([\s\S]*?)<\/tr>/.exec(page.text)?.[1];
+      expect([...cov!.matchAll(/<td class="num">(\d+)<\/td>/g)].map((m) => Number(m[1]))).toEqual([want.asked, want.none, want.pending]);
 
       // its sync runs
       const runs = await sql<{ id: number }[]>`select id::int from sync_runs where source_id = ${channelId} order by started_at desc, id desc`;

@@ -146,7 +146,7 @@ describe('overview page', () => {
       unavailable: [],
       sources: {
         total: 2000, paused: 40, withError: 12, overdue: 3, neverSynced: 5, attention: 20, page: 2, pages: 40,
-        rows: Array.from({ length: OVERVIEW_SOURCES_PER_PAGE }, (_, i) => source(100 + i)), errorsBySource: [],
+        rows: Array.from({ length: OVERVIEW_SOURCES_PER_PAGE }, (_, i) => source(100 + i)), errorsBySource: [], coverageBySource: [],
       },
     };
     const page = renderOverview(d);
@@ -224,7 +224,11 @@ describe('source page', () => {
     holds: { upstreamHolds: [], holdEvents: [], lostSubmissions: [] },
     source: SOURCE,
     batches: { page: 2, pages: 3, limit: 50, offset: 50, total: 120, rows: [progressOf('job-b'), progressOf('job-a', { status: 'active', completedAt: null })] },
-    errors: [{ errorCode: 'not-found', items: 45, videos: [{ videoId: 'v<1>#2', jobId: 'job a' }, { videoId: 'v2', jobId: 'job-b' }] }],
+    errors: [{ kind: 'transcript', lang: 'de', errorCode: 'not-found', state: 'failed', videos: 45, shown: [{ videoId: 'v<1>#2', jobId: 'job a' }, { videoId: 'v2', jobId: 'job-b' }] }],
+    coverage: [
+      { lang: 'de', asked: 12, fellBack: { en: 2, 'f<r': 1 }, none: 1, pending: 4 },
+      { lang: 'en', asked: 20, fellBack: {}, none: 0, pending: 0 },
+    ],
     runs: {
       page: 1, pages: 1, limit: 20, offset: 0, total: 1,
       rows: [{ id: 11, startedAt: new Date('2026-03-10T03:00:00Z'), finishedAt: new Date('2026-03-10T03:00:20Z'), outcome: 'submitted', detail: null, videosListed: 500, videosSubmitted: 60, creditsEstimated: 62, listingCredits: 1, jobIds: ['job-b'] }],
@@ -247,7 +251,12 @@ describe('source page', () => {
     expect(page).toMatch(/<div class="v" id="transcripts">900<\/div>/);
     // each video of an error code links to its item, its IDs encoded in the address and escaped in the text
     expect(page).toContain('<a href="/batches/job%20a/items/v%3C1%3E%232"><code>v&lt;1&gt;#2</code></a>');
-    expect(page).toContain('2 videos shown of 45 items');
+    expect(page).toContain('2 shown of 45 videos');
+    expect(page).toMatch(/<tr data-error-code="not-found" data-kind="transcript" data-lang="de">[\s\S]*?<td class="num">45<\/td>/);
+    // language coverage: per language asked, in it, fell back (which, escaped), none, pending
+    const de = /<tr data-coverage-lang="de">([\s\S]*?)<\/tr>/.exec(page)?.[1]?.replace(/\s+/g, ' ');
+    expect(de).toBe(' <td><code>de</code></td><td class="num">12</td> <td>3 (<code>en</code> 2, <code>f&lt;r</code> 1)</td> <td class="num">1</td><td class="num">4</td> ');
+    expect(page).toMatch(/<tr data-coverage-lang="en">[\s\S]*?<td class="num">20<\/td>\s*<td><span class="muted">0<\/span><\/td>/);
     // batches newest first as given, each linked; the pages keep the runs' page
     expect([...page.matchAll(/<tr data-job-id="([^"]+)">/g)].map((m) => m[1])).toEqual(['job-b', 'job-a']);
     expect(page).toContain('<a href="/batches/job-b"><code>job-b</code></a>');
@@ -277,7 +286,7 @@ describe('source page', () => {
     const { status, html: page } = renderSourcePage(data({ errors: undefined, unavailable: ['errors'] }), { asked: '7' });
     expect(status).toBe(200);
     expect(page).toContain('Not shown: errors (the database did not answer in time; see the daemon log).');
-    expect(page).toContain('Item error codes not shown');
+    expect(page).toContain('Latest error codes not shown');
     expect(renderSourcePage({ now: NOW, unavailable: ['source'], source: undefined }, { asked: '7' }).status).toBe(503);
   });
 });
@@ -394,7 +403,14 @@ describe('batches page and the overview links', () => {
   it('the overview links each source, each batch and the list of every batch, and shows the hold', () => {
     const d: OverviewData = {
       now: NOW, unavailable: [], holds: HOLDS,
-      sources: { total: 1, paused: 0, withError: 0, overdue: 0, neverSynced: 0, attention: 0, page: 1, pages: 1, rows: [{ ...SOURCE_ROW }], errorsBySource: [] },
+      sources: { total: 1, paused: 0, withError: 0, overdue: 0, neverSynced: 0, attention: 0, page: 1, pages: 1, rows: [{ ...SOURCE_ROW, langs: ['de'] }],
+        errorsBySource: [
+          { sourceId: 7, kind: 'video', lang: '', errorCode: 'not-found', state: 'failed', videos: 2 },
+          { sourceId: 7, kind: 'transcript', lang: 'de', errorCode: 'not-found', state: 'failed', videos: 3 },
+          { sourceId: 7, kind: 'transcript', lang: 'de', errorCode: 'internal-error', state: 'retryable', videos: 1 },
+        ],
+        coverageBySource: [{ sourceId: 7, lang: 'de', asked: 12, fellBack: { en: 2, 'f<r': 1 }, none: 1, pending: 4 }],
+      },
       recent: [progressOf('job-r')],
       inFlight: { total: 1, shown: [progressOf('job-f', { status: 'active', completedAt: null })] },
     };
@@ -404,6 +420,11 @@ describe('batches page and the overview links', () => {
     expect(page).toContain('<a href="/batches/job-f"><code>job-f</code></a>');
     expect(page).toContain('<a href="/batches" id="more-batches">');
     expect(page).toContain('data-hold="unauthorized"');
+    // what the source's videos got in the language asked, escaped; its latest error codes summed over kinds
+    expect(page).toContain('<div class="small nowrap" data-coverage-lang="de">de: 12 in de, 3 fell back (en 2, f&lt;r 1), 1 none, 4 pending</div>');
+    const errors = /<section id="errors">[\s\S]*?<\/section>/.exec(page)?.[0] ?? '';
+    expect([...errors.matchAll(/<th class="num">([^<]+)<\/th>/g)].map((m) => m[1])).toEqual(['internal-error', 'not-found']);
+    expect([...errors.matchAll(/<td class="num">(\d+)<\/td>/g)].map((m) => m[1])).toEqual(['1', '5']);
   });
 });
 
