@@ -37,6 +37,7 @@ import {
   type ItemsStatus,
   type PruneStatus,
   type RankedSource,
+  type RecentBatch,
   type SourcesPage,
 } from '../pipeline/status.ts';
 import { compactBytes, compactNumber, creditChartSvg, type CreditPoint } from './chart.ts';
@@ -84,7 +85,7 @@ export interface OverviewData {
   credits?: CreditsStatus;
   creditPoints?: CreditPoint[];
   /** batches that ended in the last 24 hours, the latest first */
-  recent?: BatchProgress[];
+  recent?: RecentBatch[];
   /** the title (or external ID) of each source the batches shown belong to */
   sourceNames?: Record<number, string>;
   storage?: TableStorage[];
@@ -300,7 +301,7 @@ export function renderOverview(d: OverviewData, opts: RenderOverviewOptions = {}
       <td>${batchName(b)}</td>
       <td>${statusPill(b)}</td>
       <td class="num">${b.total ?? '-'}</td><td class="num">${b.sunk}</td>
-      <td class="num">${b.failed}</td><td class="num">${b.retryable}</td>
+      <td class="num">${b.failed}</td><td class="num">${b.retryablePending}</td>
       <td class="small nowrap">${ago(b.completedAt, now)}</td>
     </tr>`,
   );
@@ -381,7 +382,7 @@ export function renderOverview(d: OverviewData, opts: RenderOverviewOptions = {}
         : recent.length === 0
           ? html`<p class="muted">None.</p>`
           : html`<table>
-      <thead><tr><th>job</th><th>source</th><th>kind</th><th>status</th><th class="num">total</th><th class="num">stored</th><th class="num">failed</th><th class="num">retryable</th><th>finished</th></tr></thead>
+      <thead><tr><th>job</th><th>source</th><th>kind</th><th>status</th><th class="num">total</th><th class="num">stored</th><th class="num">failed</th><th class="num" title="retryable items no later batch has re-submitted yet">to re-submit</th><th>finished</th></tr></thead>
       <tbody>${recent}</tbody>
     </table>`
     }

@@ -73,13 +73,17 @@ export function renderStatus(r: StatusReport): string {
 
   const byStatus = Object.entries(r.batchesByStatus).map(([k, v]) => `${k} ${v}`).join(', ');
   out.push(`\nBatches, all time: ${byStatus || 'none'}\n`);
-  const bad = r.recent.filter((b) => b.status !== 'completed' || b.retryable > 0 || b.quarantined > 0);
+  // a batch whose retryable items a later one took up needs nothing more
+  const bad = r.recent.filter((b) => b.status !== 'completed' || b.retryablePending > 0 || b.quarantined > 0);
   if (bad.length > 0) {
     out.push('Batches of the last 24 h that need attention:\n');
     out.push(
       renderTable(
-        ['job', 'source', 'kind', 'status', 'error', 'retryable', 'quarantined', 'reason'],
-        bad.map((b) => [b.jobId, b.sourceId, b.kind + (b.lang ? ` ${b.lang}` : ''), b.status, b.errorCode, b.retryable, b.quarantined, b.reason]),
+        ['job', 'source', 'kind', 'status', 'error', 'retryable (to re-submit)', 'quarantined', 'reason'],
+        bad.map((b) => [
+          b.jobId, b.sourceId, b.kind + (b.lang ? ` ${b.lang}` : ''), b.status, b.errorCode,
+          b.retryablePending === b.retryable ? b.retryable : `${b.retryable} (${b.retryablePending})`, b.quarantined, b.reason,
+        ]),
       ),
     );
   }

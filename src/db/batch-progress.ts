@@ -86,3 +86,17 @@ export function isSettled(b: BatchProgress): boolean {
 export function erroredItems(b: BatchProgress): number {
   return ITEM_ERROR_STATES.reduce((n, s) => n + b[s], 0);
 }
+
+/**
+ * Per batch, its retryable items no later batch has taken up yet (`resubmitted_in` null): a
+ * batch whose retryable items were all re-submitted needs nothing more. Read for the few batches
+ * shown, from `batch_items_retryable_idx` (index-only, its predicate is exactly this).
+ */
+export async function retryablePendingByBatch(sql: Queryable, jobIds: readonly string[]): Promise<Map<string, number>> {
+  if (jobIds.length === 0) return new Map();
+  const rows = await sql<{ job_id: string; n: number }[]>`
+    select job_id, count(*)::int as n from batch_items
+    where job_id = any(${[...jobIds]}::text[]) and state = 'retryable' and resubmitted_in is null
+    group by job_id`;
+  return new Map(rows.map((r) => [r.job_id, r.n]));
+}

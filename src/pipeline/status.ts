@@ -10,7 +10,7 @@
  * (src/admin/overview.ts) reads the same sections, each on its own.
  */
 import { CronExpressionParser } from 'cron-parser';
-import { batchProgress, type BatchProgress } from '../db/batch-progress.ts';
+import { batchProgress, retryablePendingByBatch, type BatchProgress } from '../db/batch-progress.ts';
 import { batchCountsByStatus, creditsEstimatedTotal, inFlightJobIds, recentlyEndedJobIds } from '../db/batches.ts';
 import { databaseNow, type Queryable } from '../db/connection.ts';
 import { firstCreditSnapshotWithin, latestCreditSnapshot } from '../db/credit-snapshots.ts';
@@ -136,7 +136,7 @@ export interface StatusReport extends HoldsStatus, ItemsStatus {
   sourcesSummary: SourcesSummary & { shown: number };
   inFlight: BatchProgress[];
   /** batches that ended in the last 24 hours */
-  recent: BatchProgress[];
+  recent: RecentBatch[];
   batchesByStatus: Record<string, number>;
   credits: CreditsStatus;
   /** every table of the schema, largest first: heap + TOAST + indexes, TOAST and indexes alone, in bytes */
@@ -348,9 +348,14 @@ function withoutFreshness({ freshness: _, ...row }: RankedSource): SourceStatus 
   return row;
 }
 
+/** A batch that ended recently: its progress, and its retryable items still to re-submit. */
+export type RecentBatch = BatchProgress & { retryablePending: number };
+
 /** Batches that ended within the last 24 hours, the latest first, with their progress. */
-export async function readRecentBatches(sql: Queryable): Promise<BatchProgress[]> {
-  return batchProgress(sql, await recentlyEndedJobIds(sql, STATUS_RECENT_MS, STATUS_RECENT_BATCHES));
+export async function readRecentBatches(sql: Queryable): Promise<RecentBatch[]> {
+  const batches = await batchProgress(sql, await recentlyEndedJobIds(sql, STATUS_RECENT_MS, STATUS_RECENT_BATCHES));
+  const pending = await retryablePendingByBatch(sql, batches.filter((b) => b.retryable > 0).map((b) => b.jobId));
+  return batches.map((b) => ({ ...b, retryablePending: pending.get(b.jobId) ?? 0 }));
 }
 
 function totalsOf(byState: Record<ItemState, number>, retryablePending: number): OutcomeTotals {

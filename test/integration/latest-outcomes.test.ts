@@ -138,6 +138,11 @@ describe('counts of now and language coverage', () => {
       expect(errors).toMatch(new RegExp(`^${kind} +${l || '-'} +${CODE} +retryable +${n}$`, 'm'));
     }
     expect(text).toContain('re-submit retryable items: videosite-ingest replay --failed --dry-run');
+    // the batches that left them need attention, with their items still to re-submit
+    const withRetryable = report.recent.filter((b) => b.retryable > 0);
+    expect(withRetryable.length).toBeGreaterThan(0);
+    for (const b of withRetryable) expect(b.retryablePending, b.jobId).toBe(b.retryable);
+    expect(section(text, 'Batches of the last 24 h that need attention:')).toContain(withRetryable[0]!.jobId);
 
     const m = await scrape();
     for (const kind of ['video', 'transcript']) {
@@ -188,6 +193,9 @@ describe('counts of now and language coverage', () => {
     expect(section(text, 'Transcript languages (asked')).toContain(`  ${describeCoverage(want)}\n`);
     expect(section(text, 'Latest error codes:')).not.toContain(CODE);
     expect(text).not.toContain('re-submit retryable items');
+    // the batches whose items were re-submitted need nothing more
+    for (const b of report.recent) expect(b.retryablePending, b.jobId).toBe(0);
+    expect(text).not.toContain('Batches of the last 24 h that need attention:');
     expect(text).toMatch(/Videos by latest outcome \(per kind and language, as things stand\): \d+ stored, 0 landed \(not yet stored\), 0 in flight, \d+ failed, 0 retryable, 0 quarantined/);
 
     const m = await scrape();

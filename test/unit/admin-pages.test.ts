@@ -411,7 +411,7 @@ describe('batches page and the overview links', () => {
         ],
         coverageBySource: [{ sourceId: 7, lang: 'de', asked: 12, fellBack: { en: 2, 'f<r': 1 }, none: 1, pending: 4 }],
       },
-      recent: [progressOf('job-r')],
+      recent: [{ ...progressOf('job-r'), retryablePending: 0 }],
       inFlight: { total: 1, shown: [progressOf('job-f', { status: 'active', completedAt: null })] },
     };
     const page = renderOverview(d);
