@@ -113,6 +113,22 @@ export const SOURCE_MIN_INTERVAL_MS = 5 * 60_000;
  */
 export const DATABASE_POOL_MAX = 24;
 
+/** Change events older than this are pruned unless a webhook endpoint still needs them, days (0: kept forever). */
+export const EVENTS_RETENTION_DAYS = 30;
+/** One webhook delivery (connect, send, answer) may take this long, ms. */
+export const WEBHOOK_TIMEOUT_MS = 10_000;
+/** Wait before the second attempt at a failing endpoint, ms; doubles per failure (with jitter) up to WEBHOOK_BACKOFF_MAX_MS. */
+export const WEBHOOK_BACKOFF_BASE_MS = 5_000;
+/** Longest wait between two attempts at a failing endpoint, ms (10 min). */
+export const WEBHOOK_BACKOFF_MAX_MS = 10 * 60_000;
+/** An endpoint failing this long without a success is disabled, ms (3 days). */
+export const WEBHOOK_DISABLE_AFTER_MS = 3 * 24 * 3_600_000;
+/**
+ * How often a webhook worker looks for due deliveries without being woken, ms: the safety net
+ * under LISTEN (a notification lost with a dropped connection) and the clock of retries.
+ */
+export const WEBHOOK_POLL_INTERVAL_MS = 5_000;
+
 /** Shortest `ADMIN_TOKEN` accepted, in characters: a guessable token would protect nothing. */
 export const ADMIN_TOKEN_MIN_CHARS = 16;
 
@@ -225,6 +241,12 @@ const EnvSchema = z.object({
   SCHEDULE_JITTER_MS: nonNegativeInt.pipe(z.number().max(3_600_000)).default(SCHEDULE_JITTER_MS),
   SOURCE_MIN_INTERVAL_MS: nonNegativeInt.pipe(z.number().max(86_400_000)).default(SOURCE_MIN_INTERVAL_MS),
   DATABASE_POOL_MAX: positiveInt(1_000).default(DATABASE_POOL_MAX),
+  EVENTS_RETENTION_DAYS: nonNegativeInt.pipe(z.number().max(36_500)).default(EVENTS_RETENTION_DAYS),
+  WEBHOOK_TIMEOUT_MS: positiveInt(600_000).pipe(z.number().min(100, 'expected at least 100')).default(WEBHOOK_TIMEOUT_MS),
+  WEBHOOK_BACKOFF_BASE_MS: positiveInt(86_400_000).default(WEBHOOK_BACKOFF_BASE_MS),
+  WEBHOOK_BACKOFF_MAX_MS: positiveInt(86_400_000).default(WEBHOOK_BACKOFF_MAX_MS),
+  WEBHOOK_DISABLE_AFTER_MS: positiveInt().default(WEBHOOK_DISABLE_AFTER_MS),
+  WEBHOOK_POLL_INTERVAL_MS: positiveInt(3_600_000).pipe(z.number().min(100, 'expected at least 100')).default(WEBHOOK_POLL_INTERVAL_MS),
   // sent back as a bearer token or a basic-auth password: header-safe characters only
   ADMIN_TOKEN: z
     .string()
@@ -311,6 +333,17 @@ export interface Config {
     scheduleJitterMs: number;
     /** the closest two fires of a source's cron may be, checked on `sources add` / `edit` (SOURCE_MIN_INTERVAL_MS) */
     sourceMinIntervalMs: number;
+    /** change events older than this are pruned (unless a webhook endpoint still needs them), days; 0 keeps them; default 30 */
+    eventsRetentionDays: number;
+    /** one webhook delivery's time limit, ms; default 10 000 */
+    webhookTimeoutMs: number;
+    /** backoff of a failing endpoint: first wait and cap, ms; default 5 000 and 600 000 */
+    webhookBackoffBaseMs: number;
+    webhookBackoffMaxMs: number;
+    /** an endpoint failing this long is disabled, ms; default 3 days */
+    webhookDisableAfterMs: number;
+    /** how often a webhook worker looks for due deliveries without a notification, ms; default 5 000 */
+    webhookPollIntervalMs: number;
   };
   /** connections per Postgres pool (checked against the concurrency settings at startup); default 24 */
   databasePoolMax: number;
@@ -343,6 +376,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(
       'API_RETRY_BASE_DELAY_MS',
       `invalid value ${e.API_RETRY_BASE_DELAY_MS}: must not exceed API_RETRY_MAX_DELAY_MS (${e.API_RETRY_MAX_DELAY_MS})`,
+    );
+  }
+  if (e.WEBHOOK_BACKOFF_BASE_MS > e.WEBHOOK_BACKOFF_MAX_MS) {
+    throw new ConfigError(
+      'WEBHOOK_BACKOFF_BASE_MS',
+      `invalid value ${e.WEBHOOK_BACKOFF_BASE_MS}: must not exceed WEBHOOK_BACKOFF_MAX_MS (${e.WEBHOOK_BACKOFF_MAX_MS})`,
     );
   }
   if (e.POLL_MIN_DELAY_MS > e.POLL_MAX_DELAY_MS) {
@@ -405,6 +444,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       creditBudgetPerDay: e.CREDIT_BUDGET_PER_DAY,
       scheduleJitterMs: e.SCHEDULE_JITTER_MS,
       sourceMinIntervalMs: e.SOURCE_MIN_INTERVAL_MS,
+      eventsRetentionDays: e.EVENTS_RETENTION_DAYS,
+      webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      webhookBackoffBaseMs: e.WEBHOOK_BACKOFF_BASE_MS,
+      webhookBackoffMaxMs: e.WEBHOOK_BACKOFF_MAX_MS,
+      webhookDisableAfterMs: e.WEBHOOK_DISABLE_AFTER_MS,
+      webhookPollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
     },
     databasePoolMax: e.DATABASE_POOL_MAX,
     admin: { token: e.ADMIN_TOKEN },

@@ -136,6 +136,14 @@ export const LOG_EVENTS = [
   /** a daemon could not claim the daily prune; the next check tries again: `err` */
   'prune.daily_failed',
 
+  // webhook delivery (src/pipeline/webhooks.ts); never the endpoint's secret, nor its URL (it may carry a token)
+  /** an attempt failed, the endpoint waits `retryInMs` (warn): `endpointId`, `eventId`, `attempt`, `responseCode`, `error`, `retryInMs` */
+  'webhook.delivery_failed',
+  /** an endpoint failed longer than WEBHOOK_DISABLE_AFTER_MS and is disabled (error): `endpointId`, `eventId`, `attempt`, `failingSince`, `responseCode`, `error` */
+  'webhook.endpoint_disabled',
+  /** the delivery loop or its LISTEN failed (Postgres unreachable); the next interval tries again (warn): `err` */
+  'webhook.worker_error',
+
   // workers (src/pipeline/workers.ts)
   /** an attempt failed (bullmq retries it or gives up): `queue`, `bullJobId`, `attemptsMade`, `err` */
   'job.failed',

@@ -31,7 +31,7 @@ function rolesArg(value: string): Role[] {
 export function registerDaemonCommand(program: Command): void {
   program
     .command('daemon')
-    .description('run the scheduler, poller and sink workers until SIGTERM/SIGINT (any number of daemons may share Redis and Postgres)')
+    .description('run the scheduler, poller, sink and webhook delivery workers until SIGTERM/SIGINT (any number of daemons may share Redis and Postgres)')
     .option('--role <roles>', `workers to run: comma-separated ${ROLES.join(', ')}`, rolesArg, [...ROLES])
     .option('--admin-port <n>', 'serve /healthz, /readyz, /metrics, the overview (/) and the queue dashboard (/admin/queues) on this port', intArg(0, 65_535))
     .option('--admin-host <host>', 'interface of the admin server (beyond loopback only with ADMIN_TOKEN set)', DEFAULT_ADMIN_HOST)

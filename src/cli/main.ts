@@ -44,7 +44,7 @@ export const COMMANDS = {
     load: async () => (await import('./sources.ts')).registerSourcesCommand,
   },
   daemon: {
-    summary: 'run the scheduler, poller and sink workers until SIGTERM/SIGINT (any number of daemons may share Redis and Postgres)',
+    summary: 'run the scheduler, poller, sink and webhook delivery workers until SIGTERM/SIGINT (any number of daemons may share Redis and Postgres)',
     load: async () => (await import('./daemon.ts')).registerDaemonCommand,
   },
   backfill: {
@@ -58,8 +58,16 @@ export const COMMANDS = {
   prune: {
     summary:
       'drop raw payloads of items stored more than RAW_RETENTION_DAYS ago, sync runs older than HISTORY_RETENTION_DAYS, ' +
-      'and credit snapshots beyond one an hour after a week; prints rows and bytes freed per table',
+      'credit snapshots beyond one an hour after a week, and change events older than EVENTS_RETENTION_DAYS no webhook still needs; prints rows and bytes freed per table',
     load: async () => (await import('./prune.ts')).registerPruneCommand,
+  },
+  events: {
+    summary: 'print change events (batches, syncs, holds; videos and transcripts to come) in id order; --follow waits for new ones',
+    load: async () => (await import('./events.ts')).registerEventsCommand,
+  },
+  webhooks: {
+    summary: 'manage the endpoints change events are POSTed to (signed; delivered by daemons with the webhooks role)',
+    load: async () => (await import('./webhooks.ts')).registerWebhooksCommand,
   },
   status: {
     summary: 'show sources, batches in flight with progress, error counts, credits and storage per table',

@@ -24,7 +24,12 @@ export function assertDaemonPool(config: Config, opts: { roles: readonly Role[];
       scheduleConcurrency: p.scheduleConcurrency,
       pollConcurrency: p.pollConcurrency,
       sinkConcurrency: p.sinkConcurrency,
-      roles: { scheduler: opts.roles.includes('scheduler'), poller: opts.roles.includes('poller'), sink: opts.roles.includes('sink') },
+      roles: {
+        scheduler: opts.roles.includes('scheduler'),
+        poller: opts.roles.includes('poller'),
+        sink: opts.roles.includes('sink'),
+        webhooks: opts.roles.includes('webhooks'),
+      },
       admin: opts.admin,
     }),
   );

@@ -42,6 +42,10 @@ function what(r: PruneReport, table: PrunedTable): string {
         : `runs started before ${at(c.historyBefore)} (HISTORY_RETENTION_DAYS=${r.historyRetentionDays})`;
     case 'credit_snapshots':
       return `snapshots before ${at(c.snapshotsBefore)} beyond the first of each hour`;
+    case 'events':
+      return c.eventsBefore === null
+        ? 'kept (EVENTS_RETENTION_DAYS=0)'
+        : `change events before ${at(c.eventsBefore)} no webhook endpoint still needs (EVENTS_RETENTION_DAYS=${r.eventsRetentionDays})`;
   }
 }
 
@@ -89,7 +93,7 @@ export function registerPruneCommand(program: Command): void {
     .command('prune')
     .description(
       'drop raw payloads of items stored more than RAW_RETENTION_DAYS ago, sync runs older than HISTORY_RETENTION_DAYS, ' +
-        'and credit snapshots beyond one an hour after a week; prints rows and bytes freed per table',
+        'credit snapshots beyond one an hour after a week, and change events older than EVENTS_RETENTION_DAYS no webhook still needs; prints rows and bytes freed per table',
     )
     .option('--dry-run', 'count what would be freed; change nothing', false)
     .option('--json', 'print the figures as JSON', false)

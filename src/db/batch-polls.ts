@@ -5,6 +5,7 @@
  * Every function runs one statement: pass a transaction to make it part of a larger change.
  */
 import { BATCH_IN_FLIGHT_STATUSES, type BatchStatus } from '../domain/batches.ts';
+import { BATCH_TERMINAL_EVENT, type EventType } from '../domain/events.ts';
 import type { Queryable } from './connection.ts';
 import type { Batch } from './schema.ts';
 
@@ -54,8 +55,10 @@ export interface PollAnswer {
  * terminal batch gets its end time (and a completion time, when the head has none).
  */
 export async function recordPollAnswer(sql: Queryable, jobId: string, a: PollAnswer): Promise<void> {
+  const eventType = a.terminal ? terminalEvent(a.status) : null;
   await sql`
-    update batches set
+    with updated as (
+    update batches b set
       status = ${a.status},
       upstream_status = ${a.upstreamStatus},
       error_code = ${a.errorCode},
@@ -66,7 +69,10 @@ export async function recordPollAnswer(sql: Queryable, jobId: string, a: PollAns
       completed_at = coalesce(${a.completedAt}::timestamptz, case when ${a.terminal} then now() end, completed_at),
       terminal_at = case when ${a.terminal} then now() else terminal_at end,
       updated_at = now()
-    where job_id = ${jobId}`;
+    ${fromPrevious(sql, jobId)}
+    returning ${BATCH_EVENT_COLUMNS(sql)}
+    )
+    ${insertBatchEvent(sql, eventType)}`;
 }
 
 /** Only part of the answer was read (it broke off, ran out of time, or its head is unreadable). */
@@ -125,7 +131,39 @@ export async function endBatchLocally(
   end: { status: 'expired' | 'failed'; errorCode: string; reason: string },
 ): Promise<void> {
   await sql`
-    update batches set status = ${end.status}, error_code = ${end.errorCode}, reason = ${end.reason}, last_polled_at = now(),
+    with updated as (
+    update batches b set status = ${end.status}, error_code = ${end.errorCode}, reason = ${end.reason}, last_polled_at = now(),
       terminal_at = now(), updated_at = now()
-    where job_id = ${jobId}`;
+    ${fromPrevious(sql, jobId)}
+    returning ${BATCH_EVENT_COLUMNS(sql)}
+    )
+    ${insertBatchEvent(sql, terminalEvent(end.status))}`;
 }
+
+/**
+ * A batch's `batch.completed` / `batch.expired` event (src/domain/events.ts), written by the
+ * statement that makes it terminal and only when it was in flight before: the batch row is locked
+ * first, so of two polls that see the end at once the second finds it terminal already, and a
+ * repeated poll of a terminal batch makes no event.
+ */
+function terminalEvent(status: BatchStatus): EventType | null {
+  return status === 'completed' || status === 'failed' || status === 'expired' ? BATCH_TERMINAL_EVENT[status] : null;
+}
+
+/**
+ * The row's status before the update, read under the row lock: a concurrent update that ended the
+ * batch first is waited for and its status seen (a plain self-join would see the snapshot's).
+ */
+const fromPrevious = (sql: Queryable, jobId: string) =>
+  sql`from (select job_id, status as previous_status from batches where job_id = ${jobId} for update) p where b.job_id = p.job_id`;
+
+const BATCH_EVENT_COLUMNS = (sql: Queryable) =>
+  sql`b.job_id, b.source_id, b.kind, b.lang, b.status, b.error_code, b.reason, b.total, b.succeeded, b.failed, p.previous_status`;
+
+const insertBatchEvent = (sql: Queryable, eventType: EventType | null) => sql`
+    insert into events (type, source_id, data)
+    select ${eventType}::text, u.source_id, jsonb_build_object(
+        'jobId', u.job_id, 'sourceId', u.source_id, 'kind', u.kind, 'lang', u.lang, 'status', u.status,
+        'errorCode', u.error_code, 'reason', u.reason, 'total', u.total, 'succeeded', u.succeeded, 'failed', u.failed)
+    from updated u
+    where ${eventType}::text is not null and u.previous_status = any(${[...BATCH_IN_FLIGHT_STATUSES]}::text[])`;

@@ -44,18 +44,21 @@ export interface PruneCutoffs {
   historyBefore: Date | null;
   /** credit snapshots taken before this are thinned */
   snapshotsBefore: Date;
+  /** change events that occurred before this are deleted, unless a webhook endpoint still needs them; null: EVENTS_RETENTION_DAYS is 0 */
+  eventsBefore: Date | null;
 }
 
 /** The cutoffs of one run, on the database's clock (0 days: that table is kept). */
 export async function pruneCutoffs(
   sql: Queryable,
-  o: { rawRetentionDays: number; historyRetentionDays: number; snapshotThinAfterDays: number },
+  o: { rawRetentionDays: number; historyRetentionDays: number; snapshotThinAfterDays: number; eventsRetentionDays: number },
 ): Promise<PruneCutoffs> {
   const [row] = await sql<PruneCutoffs[]>`
     select
       case when ${o.rawRetentionDays}::int > 0 then now() - make_interval(days => ${o.rawRetentionDays}::int) end as "rawBefore",
       case when ${o.historyRetentionDays}::int > 0 then now() - make_interval(days => ${o.historyRetentionDays}::int) end as "historyBefore",
-      now() - make_interval(days => ${o.snapshotThinAfterDays}::int) as "snapshotsBefore"`;
+      now() - make_interval(days => ${o.snapshotThinAfterDays}::int) as "snapshotsBefore",
+      case when ${o.eventsRetentionDays}::int > 0 then now() - make_interval(days => ${o.eventsRetentionDays}::int) end as "eventsBefore"`;
   return row!;
 }
 
@@ -125,6 +128,37 @@ export async function expiredSyncRuns(sql: Queryable, before: Date): Promise<Fre
   const [row] = await sql<Freed[]>`
     with expired as materialized (
       select id, pg_column_size(s.*) as size from sync_runs s where started_at < ${before}
+    )
+    select count(*)::int as rows, coalesce(sum(size), 0)::float8 as bytes from expired`;
+  return row!;
+}
+
+/**
+ * The events an enabled webhook endpoint still needs (ids after its cursor) are kept, whatever
+ * their age: an endpoint that is failing (for up to WEBHOOK_DISABLE_AFTER_MS) gets them once it
+ * recovers. A disabled endpoint holds none.
+ */
+const EVENTS_NEEDED_FROM = `coalesce((select min(cursor) + 1 from webhook_endpoints where enabled), 'infinity'::numeric)`;
+
+/** Deletes up to `limit` events that occurred before `before` (oldest first) and no endpoint needs. */
+export async function deleteEvents(sql: Queryable, before: Date, limit: number): Promise<Freed> {
+  const [row] = await sql<Freed[]>`
+    with picked as (
+      select id, pg_column_size(e.*) as size from events e
+      where occurred_at < ${before} and id < ${frag(sql, EVENTS_NEEDED_FROM)}
+      order by id limit ${limit} for update skip locked
+    ), gone as (
+      delete from events e using picked p where e.id = p.id returning p.size
+    )
+    select count(*)::int as rows, coalesce(sum(size), 0)::float8 as bytes from gone`;
+  return row!;
+}
+
+/** What `deleteEvents` would delete, all of it, changing nothing (sized as there: see `expiredSyncRuns`). */
+export async function expiredEvents(sql: Queryable, before: Date): Promise<Freed> {
+  const [row] = await sql<Freed[]>`
+    with expired as materialized (
+      select id, pg_column_size(e.*) as size from events e where occurred_at < ${before} and id < ${frag(sql, EVENTS_NEEDED_FROM)}
     )
     select count(*)::int as rows, coalesce(sum(size), 0)::float8 as bytes from expired`;
   return row!;

@@ -27,6 +27,8 @@ import { ITEM_STATES, type ItemState, type QuarantineReason } from '../domain/it
 import { PRUNABLE_ITEM_STATES } from '../domain/retention.ts';
 import { SYNC_RUN_OUTCOMES, type SyncRunOutcome } from '../domain/syncs.ts';
 import { CLAIM_STANDING_SUBMISSIONS, SUBMISSION_STATES, type SubmissionState } from '../domain/submissions.ts';
+import { EVENT_TYPES, type EventType } from '../domain/events.ts';
+import { WEBHOOK_DELIVERY_STATUSES, type WebhookDeliveryStatus } from '../domain/webhooks.ts';
 import { HOLD_CODES, HOLD_SCOPES, type HoldCode, type HoldEvent, type HoldScope } from '../domain/refusals.ts';
 import {
   BATCH_MODES,
@@ -625,6 +627,100 @@ export const pruneRuns = pgTable(
   (t) => [index('prune_runs_started_idx').on(t.startedAt)],
 );
 
+/**
+ * Change events (issue #14; types and data: src/domain/events.ts), each written in the same
+ * transaction as its change. A statement-level trigger (migrations/0009) notifies
+ * `videosite_ingest_events` with the highest new id; Postgres delivers a notification only when
+ * its transaction commits, so a listener hears of an event once it is readable.
+ */
+export const events = pgTable(
+  'events',
+  {
+    /**
+     * From `events_id_seq`, assigned by the trigger `events_assign_id` under a transaction lock
+     * held to commit (migrations/0009): ids become visible in increasing order, so a reader that
+     * saw id N will never later find a smaller one (an identity would hand out ids before the
+     * lock, and a slower transaction would commit a smaller id after a larger one was read).
+     */
+    id: bigNumber('id').primaryKey(),
+    type: text('type').$type<EventType>().notNull(),
+    occurredAt: tstzNow('occurred_at'),
+    data: jsonb('data').notNull(),
+    /** the source the event is about, for `events --source` (no foreign key: an event outlives its source) */
+    sourceId: integer('source_id'),
+    videoId: text('video_id'),
+  },
+  (t) => [
+    // `events --type`, and a webhook endpoint's filter, read by type after a cursor
+    index('events_type_id_idx').on(t.type, t.id),
+    index('events_source_id_idx').on(t.sourceId, t.id).where(sql`${t.sourceId} is not null`),
+    index('events_video_id_idx').on(t.videoId, t.id).where(sql`${t.videoId} is not null`),
+    // prune by age (EVENTS_RETENTION_DAYS)
+    index('events_occurred_at_idx').on(t.occurredAt),
+    check('events_type_ck', sql`${t.type} in (${sqlList(EVENT_TYPES)})`),
+  ],
+);
+
+/**
+ * Where change events are POSTed (`webhooks add`). `cursor` is the last event id handled: it moves
+ * only after a 2xx, so delivery is at least once. One daemon at a time delivers an endpoint: the
+ * one holding its lease (`lease_owner` until `lease_expires_at`), a row rather than a session
+ * advisory lock so that it works through a transaction-pooling PgBouncer.
+ */
+export const webhookEndpoints = pgTable(
+  'webhook_endpoints',
+  {
+    id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+    url: text('url').notNull(),
+    /** the event types sent; null: every type */
+    eventTypes: text('event_types').array().$type<EventType[]>(),
+    /** the HMAC key of `Videosite-Signature`: never logged, printed only by `webhooks add` */
+    secret: text('secret').notNull(),
+    enabled: boolean('enabled').notNull().default(true),
+    createdAt: tstzNow('created_at'),
+    cursor: bigNumber('cursor').notNull().default(0),
+    /** the first failed attempt of the current run of failures; null while deliveries succeed */
+    failingSince: tstz('failing_since'),
+    /** failed attempts in a row (the backoff's exponent) */
+    failures: integer('failures').notNull().default(0),
+    /** no attempt before this (backoff after a failure) */
+    nextAttemptAt: tstz('next_attempt_at'),
+    disabledAt: tstz('disabled_at'),
+    disabledReason: text('disabled_reason'),
+    lastDeliveredAt: tstz('last_delivered_at'),
+    leaseOwner: text('lease_owner'),
+    leaseExpiresAt: tstz('lease_expires_at'),
+  },
+  (t) => [check('webhook_endpoints_url_ck', sql`${t.url} ~ '^https?://'`)],
+);
+
+/** Every delivery attempt of an event to an endpoint (`webhooks test` included, event id 0 there). */
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    id: bigNumber('id').primaryKey().generatedAlwaysAsIdentity(),
+    endpointId: integer('endpoint_id')
+      .notNull()
+      .references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
+    eventId: bigNumber('event_id').notNull(),
+    eventType: text('event_type').notNull(),
+    /** 1 for the first attempt of this event at this endpoint */
+    attempt: integer('attempt').notNull(),
+    status: text('status').$type<WebhookDeliveryStatus>().notNull(),
+    startedAt: tstzNow('started_at'),
+    durationMs: integer('duration_ms').notNull(),
+    responseCode: integer('response_code'),
+    /** the first 1 kB of the answer's body */
+    responseBody: text('response_body'),
+    error: text('error'),
+  },
+  (t) => [
+    index('webhook_deliveries_endpoint_idx').on(t.endpointId, t.id),
+    index('webhook_deliveries_started_idx').on(t.startedAt),
+    check('webhook_deliveries_status_ck', sql`${t.status} in (${sqlList(WEBHOOK_DELIVERY_STATUSES)})`),
+  ],
+);
+
 // ---------------------------------------------------------------------------------------------
 // Row types
 
@@ -657,3 +753,6 @@ export type SourceStats = typeof sourceStats.$inferSelect;
 export type VideoOutcomeCount = typeof videoOutcomeCounts.$inferSelect;
 export type CreditReservation = typeof creditReservations.$inferSelect;
 export type PruneRun = typeof pruneRuns.$inferSelect;
+export type EventRecord = typeof events.$inferSelect;
+export type WebhookEndpoint = typeof webhookEndpoints.$inferSelect;
+export type WebhookDelivery = typeof webhookDeliveries.$inferSelect;

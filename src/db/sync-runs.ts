@@ -1,5 +1,6 @@
 /** `sync_runs`: one row per sync of a source that got past its lock, with what it did. */
 import type { Queryable } from './connection.ts';
+import { SYNC_RUN_EVENT } from '../domain/events.ts';
 import type { SyncRunOutcome } from '../domain/syncs.ts';
 import type { SyncRun } from './schema.ts';
 
@@ -14,13 +15,30 @@ export type SyncRunFigures = Pick<SyncRun, 'videosListed' | 'videosSubmitted' | 
   jobIds: string[];
 };
 
+/** Records how the run ended, with its `source.synced` / `source.failed` event in the same statement. */
 export async function finishSyncRun(sql: Queryable, runId: number, outcome: NonNullable<SyncRun['outcome']>, r: SyncRunFigures): Promise<void> {
   await sql`
-    update sync_runs set finished_at = now(), outcome = ${outcome}, detail = ${r.detail},
-      videos_listed = ${r.videosListed}, videos_submitted = ${r.videosSubmitted},
-      credits_estimated = ${r.creditsEstimated}, listing_credits = ${r.listingCredits}, job_ids = ${r.jobIds}
-    where id = ${runId}`;
+    with run as (
+      update sync_runs set finished_at = now(), outcome = ${outcome}, detail = ${r.detail},
+        videos_listed = ${r.videosListed}, videos_submitted = ${r.videosSubmitted},
+        credits_estimated = ${r.creditsEstimated}, listing_credits = ${r.listingCredits}, job_ids = ${r.jobIds}
+      where id = ${runId}
+      returning ${SYNC_RUN_EVENT_COLUMNS(sql)}
+    )
+    ${insertSyncRunEvent(sql, outcome)}`;
 }
+
+const SYNC_RUN_EVENT_COLUMNS = (sql: Queryable) =>
+  sql`id, source_id, outcome, detail, videos_listed, videos_submitted, credits_estimated, listing_credits, job_ids`;
+
+/** The event of a finished run (src/domain/events.ts SYNC_RUN_EVENT), from the CTE `run`. */
+const insertSyncRunEvent = (sql: Queryable, outcome: SyncRunOutcome) => sql`
+    insert into events (type, source_id, data)
+    select ${SYNC_RUN_EVENT[outcome]}::text, run.source_id, jsonb_build_object(
+        'sourceId', run.source_id, 'runId', run.id, 'outcome', run.outcome, 'detail', run.detail,
+        'videosListed', run.videos_listed, 'videosSubmitted', run.videos_submitted,
+        'creditsEstimated', run.credits_estimated, 'listingCredits', run.listing_credits, 'jobIds', to_jsonb(run.job_ids))
+    from run`;
 
 /**
  * What the run's listing cost, recorded as soon as it is spent (not only when the run ends): the
@@ -53,6 +71,9 @@ export async function recordHeldRun(sql: Queryable, sourceId: number, detail: st
       select outcome, started_at from sync_runs where source_id = ${sourceId} order by started_at desc, id desc limit 1
     ), run as (
       insert into sync_runs (source_id, finished_at, outcome, detail) values (${sourceId}, now(), ${HELD}, ${detail})
+      returning ${SYNC_RUN_EVENT_COLUMNS(sql)}
+    ), event as (
+      ${insertSyncRunEvent(sql, HELD)}
     )
     select exists (select 1 from previous where outcome = ${HELD} and started_at >= ${holdsSince}) as reported`;
   return { firstOfHold: !row!.reported };

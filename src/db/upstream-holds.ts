@@ -8,8 +8,10 @@
  * (`unauthorized`, `credits`) and lift them by themselves.
  *
  * `upstream_hold_events` keeps every hold set and lifted, with the reason, written in the same
- * statement as the change: a hold that came and went while nobody watched still shows.
+ * statement as the change: a hold that came and went while nobody watched still shows. So is its
+ * `account.hold` / `account.hold_lifted` change event, on a real transition only.
  */
+import type { EventType } from '../domain/events.ts';
 import type { Queryable } from './connection.ts';
 import { HOLD_SCOPE_OF, type HoldCode, type HoldEvent } from '../domain/refusals.ts';
 import type { upstreamHoldEvents, UpstreamHold } from './schema.ts';
@@ -22,6 +24,9 @@ export type UpstreamHoldEventRow = typeof upstreamHoldEvents.$inferSelect;
 
 const SET: HoldEvent = 'set';
 const LIFTED: HoldEvent = 'lifted';
+/** The change events of a hold set and lifted (src/domain/events.ts), written with `upstream_hold_events`. */
+const HOLD_SET_EVENT: EventType = 'account.hold';
+const HOLD_LIFTED_EVENT: EventType = 'account.hold_lifted';
 
 /** Why holds are lifted when no reason is given: the only such caller is a sync a person started. */
 export const LIFTED_BY_SYNC = 'a sync a person started (backfill or replay) got through';
@@ -33,10 +38,14 @@ export async function setHold(sql: Queryable, keyFingerprint: string, code: Hold
       insert into upstream_holds (code, scope, reason, key_fingerprint)
       values (${code}, ${HOLD_SCOPE_OF[code]}, ${reason}, ${keyFingerprint})
       on conflict (code, key_fingerprint) do update set reason = excluded.reason, last_seen_at = now()
-      returning code, reason, key_fingerprint, (xmax = 0) as inserted
+      returning code, scope, reason, key_fingerprint, (xmax = 0) as inserted
     ), event as (
       insert into upstream_hold_events (code, event, reason, key_fingerprint)
       select code, ${SET}, reason, key_fingerprint from hold where inserted
+    ), change as (
+      insert into events (type, data)
+      select ${HOLD_SET_EVENT}, jsonb_build_object('code', code, 'scope', scope, 'reason', reason, 'keyFingerprint', key_fingerprint)
+      from hold where inserted
     )
     select inserted from hold`;
   return rows[0]?.inserted ?? false;
@@ -83,6 +92,10 @@ export async function clearHolds(
     ), event as (
       insert into upstream_hold_events (code, event, reason, key_fingerprint)
       select code, ${LIFTED}, ${reason}, key_fingerprint from gone
+    ), change as (
+      insert into events (type, data)
+      select ${HOLD_LIFTED_EVENT}, jsonb_build_object('code', code, 'reason', ${reason}::text, 'keyFingerprint', key_fingerprint)
+      from gone
     )
     select distinct code from gone order by code`;
   return rows.map((r) => r.code);

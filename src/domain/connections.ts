@@ -16,6 +16,7 @@
  * backfill's generate step reads sources one at a time, so it never holds more connections than
  * syncs run, always fewer than the raw pool's count below.
  */
+import { WEBHOOK_SLOTS } from './webhooks.ts';
 
 /** The concurrency settings the check weighs (environment variable names). */
 export type ConcurrencyVariable = 'SCHEDULE_CONCURRENCY' | 'POLL_CONCURRENCY' | 'SINK_CONCURRENCY';
@@ -36,6 +37,8 @@ export const CONNECTIONS_PER_SINK = 1;
 export const RECONCILE_CONNECTIONS = 1;
 /** A daemon's upstream-hold re-check (scheduler and poller roles): one statement at a time. */
 export const HOLD_RECHECK_CONNECTIONS = 1;
+/** Webhook delivery (role webhooks): WEBHOOK_SLOTS endpoints side by side, one statement each at a time. */
+export const WEBHOOK_CONNECTIONS = WEBHOOK_SLOTS;
 /** The daily prune one daemon runs: one statement or transaction at a time. */
 export const PRUNE_CONNECTIONS = 1;
 /**
@@ -84,7 +87,8 @@ export interface DaemonPoolInput {
   scheduleConcurrency: number;
   pollConcurrency: number;
   sinkConcurrency: number;
-  roles: { scheduler: boolean; poller: boolean; sink: boolean };
+  /** webhooks: optional, so that callers from before the role (tests) need not name it */
+  roles: { scheduler: boolean; poller: boolean; sink: boolean; webhooks?: boolean };
   /** `--admin-port` given */
   admin: boolean;
 }
@@ -100,6 +104,7 @@ export function daemonPoolPlan(d: DaemonPoolInput): PoolPlan {
     { what: 'daily prune', connections: PRUNE_CONNECTIONS },
   ];
   if (d.roles.scheduler || d.roles.poller) fixed.push({ what: 'hold re-check', connections: HOLD_RECHECK_CONNECTIONS });
+  if (d.roles.webhooks === true) fixed.push({ what: 'webhook delivery', connections: WEBHOOK_CONNECTIONS });
   if (d.admin) fixed.push({ what: 'admin server', connections: ADMIN_CONNECTIONS });
   return { command: 'the daemon', workers, fixed };
 }

@@ -37,5 +37,5 @@ export const PRUNE_TRIGGERS = ['daily', 'cli'] as const;
 export type PruneTrigger = (typeof PRUNE_TRIGGERS)[number];
 
 /** The tables prune frees room in, in the order it works on them (`prune_runs.freed` keys). */
-export const PRUNED_TABLES = ['batch_items', 'sync_runs', 'credit_snapshots'] as const;
+export const PRUNED_TABLES = ['batch_items', 'sync_runs', 'credit_snapshots', 'events'] as const;
 export type PrunedTable = (typeof PRUNED_TABLES)[number];

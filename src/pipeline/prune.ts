@@ -1,13 +1,16 @@
 /**
  * Retention (issue #12): the raw payloads of items settled longer ago than RAW_RETENTION_DAYS,
  * `sync_runs` older than HISTORY_RETENTION_DAYS, and `credit_snapshots` older than a week thinned
- * to one an hour. `prune` runs it once (the CLI, or a dry run that counts the same without
+ * to one an hour, and change events older than EVENTS_RETENTION_DAYS that no webhook endpoint
+ * still needs. `prune` runs it once (the CLI, or a dry run that counts the same without
  * changing anything); `startDailyPrune` runs it once a day in whichever daemon claims the day.
  * Every run is recorded in `prune_runs`.
  */
 import {
   claimDailyPrune,
+  deleteEvents,
   deleteSyncRuns,
+  expiredEvents,
   expiredSyncRuns,
   finishPruneRun,
   prunableItemPayloads,
@@ -60,6 +63,7 @@ export interface PruneReport {
   /** the settings the run applied (0: kept forever) */
   rawRetentionDays: number;
   historyRetentionDays: number;
+  eventsRetentionDays: number;
   cutoffs: PruneCutoffs;
   /** per table: rows changed or deleted, and the stored bytes they held (would, in a dry run) */
   freed: Record<PrunedTable, Freed>;
@@ -129,8 +133,9 @@ export async function prune(deps: PruneDeps, o: PruneOptions): Promise<PruneRepo
       rawRetentionDays: settings.rawRetentionDays,
       historyRetentionDays: settings.historyRetentionDays,
       snapshotThinAfterDays: CREDIT_SNAPSHOT_THIN_AFTER_DAYS,
+      eventsRetentionDays: settings.eventsRetentionDays,
     });
-    const { rawBefore, historyBefore, snapshotsBefore } = cutoffs;
+    const { rawBefore, historyBefore, snapshotsBefore, eventsBefore } = cutoffs;
 
     if (rawBefore !== null) {
       await drain('batch_items', async () => {
@@ -154,6 +159,13 @@ export async function prune(deps: PruneDeps, o: PruneOptions): Promise<PruneRepo
       after = page.next;
       return { freed: page, more: page.next !== null };
     });
+    if (eventsBefore !== null) {
+      await drain('events', async () => {
+        if (o.dryRun) return { freed: await expiredEvents(sql, eventsBefore), more: false };
+        const f = await deleteEvents(sql, eventsBefore, chunkRows);
+        return { freed: f, more: f.rows > 0 };
+      });
+    }
   } catch (e: unknown) {
     const message = e instanceof Error ? e.message : String(e);
     await finishPruneRun(sql, runId, freed, message).catch(() => undefined);
@@ -173,6 +185,7 @@ export async function prune(deps: PruneDeps, o: PruneOptions): Promise<PruneRepo
     ...base,
     rawRetentionDays: settings.rawRetentionDays,
     historyRetentionDays: settings.historyRetentionDays,
+    eventsRetentionDays: settings.eventsRetentionDays,
     cutoffs,
     freed,
     total,

@@ -1,6 +1,7 @@
 /**
- * BullMQ workers for the three roles. Each validates its payload, runs one pipeline step, and
- * turns the step's errors into what BullMQ should do with the job:
+ * BullMQ workers for the three queue roles (the `webhooks` role is no queue:
+ * src/pipeline/webhooks.ts). Each validates its payload, runs one pipeline step, and turns the
+ * step's errors into what BullMQ should do with the job:
  *
  * - a 429 pauses every process's API calls for the Retry-After window (shared limiter) and the
  *   queue (`rateLimit`), and the job goes back without burning an attempt;
@@ -26,8 +27,9 @@ import { isConnectionLost } from '../db/connection.ts';
 import { syncSource } from './scheduler.ts';
 import { sinkBatch } from './sink.ts';
 import { queueCronTick, queueTickSync } from './ticks.ts';
+import { startWebhookDelivery } from './webhooks.ts';
 
-export const ROLES = ['scheduler', 'poller', 'sink'] as const;
+export const ROLES = ['scheduler', 'poller', 'sink', 'webhooks'] as const;
 export type Role = (typeof ROLES)[number];
 
 /** Pause when a 429 carries no Retry-After. */
@@ -178,6 +180,9 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
     workers.push(w);
   }
 
+  // not a queue: webhook delivery reads Postgres only (src/pipeline/webhooks.ts)
+  const webhooks = opts.roles.includes('webhooks') ? startWebhookDelivery(deps) : undefined;
+
   for (const w of workers) {
     w.on('failed', (job, err) => {
       log.error({ event: 'job.failed', queue: w.name, bullJobId: job?.id, attemptsMade: job?.attemptsMade, err }, 'job failed');
@@ -200,7 +205,7 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
       // locks then expire and another worker, or reconcile, takes them up again.
       stopping.abort();
       let timer: NodeJS.Timeout | undefined;
-      const graceful = Promise.allSettled(workers.map((w) => w.close()));
+      const graceful = Promise.allSettled([...workers.map((w) => w.close()), webhooks?.stop()]);
       const timedOut = new Promise<'timeout'>((resolve) => {
         timer = setTimeout(() => resolve('timeout'), timeoutMs);
       });

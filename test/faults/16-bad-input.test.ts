@@ -69,6 +69,7 @@ const BAD_VALUES: Record<string, string[]> = {
   POLL_CONCURRENCY: ['1e3'],
   RAW_RETENTION_DAYS: ['-1', '90d'],
   HISTORY_RETENTION_DAYS: ['half a year'],
+  EVENTS_RETENTION_DAYS: ['30 days'],
   CREDIT_BUDGET_PER_DAY: ['0'],
   SOURCE_MIN_INTERVAL_MS: ['90000000', '5m'],
 };

@@ -308,6 +308,11 @@ describe('--help', () => {
     [['prune'], ['--dry-run', '--json']],
     [['simulator'], ['--port', '--seed', '--platform']],
     [['demo'], []],
+    [['events'], ['--since', '--type', '--source', '--follow', '--json', '--limit']],
+    [['webhooks', 'add'], ['--events', '--secret']],
+    [['webhooks', 'list'], ['--json']],
+    [['webhooks', 'remove'], []],
+    [['webhooks', 'test'], []],
   ];
 
   it('the root lists every command', async () => {
@@ -315,7 +320,7 @@ describe('--help', () => {
     expectExit(r, 0);
     expect(r.stderr).toBe('');
     const listed = [...r.stdout.matchAll(/^ {2}(\w+)/gm)].map((m) => m[1]);
-    const expected = ['migrate', 'sources', 'daemon', 'backfill', 'replay', 'status', 'prune', 'simulator', 'demo'];
+    const expected = ['migrate', 'sources', 'daemon', 'backfill', 'replay', 'status', 'prune', 'events', 'webhooks', 'simulator', 'demo'];
     expect(program.commands.map((c) => c.name()).sort()).toEqual([...expected].sort());
     for (const name of expected) expect(listed).toContain(name);
   });

@@ -1,0 +1,274 @@
+/**
+ * Webhook delivery (issue #14): the `webhooks` role of a daemon. Each endpoint is delivered by one
+ * worker at a time, the one holding its lease (db/webhooks.ts): events after its cursor, matching
+ * its filter, in id order, one POST at a time. A 2xx moves the cursor past the event; anything
+ * else (an error status, a 3xx: redirects are not followed, a timeout, a refused connection) is
+ * recorded and the endpoint waits out an exponential backoff with jitter before it is tried
+ * again, from the same event; an endpoint failing for WEBHOOK_DISABLE_AFTER_MS is disabled. The
+ * cursor moves only after a 2xx, so a worker killed mid-delivery repeats at most that event:
+ * delivery is at least once, receivers dedupe on the event id.
+ *
+ * Workers are woken by LISTEN on the events channel (a notification arrives when the events'
+ * transaction commits) and look anyway every WEBHOOK_POLL_INTERVAL_MS: the clock of retries,
+ * and the safety net under a notification lost with a dropped connection.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { Agent } from 'undici';
+import type { Sql } from '../db/connection.ts';
+import { readEvents, type EventRow } from '../db/events.ts';
+import {
+  claimEndpoint,
+  recordDelivered,
+  recordFailed,
+  releaseLease,
+  renewLease,
+  type DeliveryAttempt,
+  type LeasedEndpoint,
+} from '../db/webhooks.ts';
+import { EVENTS_CHANNEL } from '../domain/events.ts';
+import {
+  isDelivered,
+  webhookBackoffMs,
+  webhookSignature,
+  WEBHOOK_EVENT_ID_HEADER,
+  WEBHOOK_RESPONSE_KEEP_BYTES,
+  WEBHOOK_SIGNATURE_HEADER,
+  WEBHOOK_SLOTS,
+} from '../domain/webhooks.ts';
+import type { Logger } from '../log.ts';
+import type { PipelineSettings } from './deps.ts';
+
+/** Events read per statement for one endpoint. */
+export const WEBHOOK_READ_EVENTS = 100;
+/**
+ * A lease lasts twice the longest delivery plus this, ms; it is renewed before every POST, so
+ * it lapses only when its worker stopped (killed, or cut off from Postgres): another one takes the
+ * endpoint over that long after.
+ */
+export const WEBHOOK_LEASE_MARGIN_MS = 5_000;
+
+export type WebhookDeps = { sql: Sql; log: Logger; settings: PipelineSettings };
+
+/** What one POST of an event got. */
+export interface PostOutcome {
+  delivered: boolean;
+  startedAt: Date;
+  durationMs: number;
+  responseCode: number | null;
+  responseBody: string | null;
+  error: string | null;
+  /** stopped by the caller's signal (a shutdown), not by the endpoint: not an attempt */
+  aborted: boolean;
+}
+
+/** The body of a delivery: `{"id","type","occurred_at","data"}`. */
+export function webhookBody(e: { id: number; type: string; occurredAt: Date; data: unknown }): string {
+  return JSON.stringify({ id: e.id, type: e.type, occurred_at: e.occurredAt.toISOString(), data: e.data });
+}
+
+/**
+ * One dispatcher per worker: no redirect handling (undici's `request` follows none). The time
+ * limit of a delivery is `postEvent`'s signal; the agent's own timeouts are only a backstop behind it.
+ */
+export function webhookAgent(timeoutMs: number): Agent {
+  return new Agent({ connect: { timeout: timeoutMs }, headersTimeout: 2 * timeoutMs, bodyTimeout: 2 * timeoutMs });
+}
+
+/** POSTs `body` signed with `secret`, within `timeoutMs` overall. Never throws. */
+export async function postEvent(
+  agent: Agent,
+  target: { url: string; secret: string },
+  eventId: number,
+  body: string,
+  o: { timeoutMs: number; signal?: AbortSignal | undefined },
+): Promise<PostOutcome> {
+  const startedAt = new Date();
+  const t0 = performance.now();
+  const timeout = AbortSignal.timeout(o.timeoutMs);
+  const signal = o.signal ? AbortSignal.any([timeout, o.signal]) : timeout;
+  const t = Math.floor(Date.now() / 1000);
+  try {
+    const res = await agent.request({
+      origin: new URL(target.url).origin,
+      path: `${new URL(target.url).pathname}${new URL(target.url).search}`,
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        [WEBHOOK_EVENT_ID_HEADER]: String(eventId),
+        [WEBHOOK_SIGNATURE_HEADER]: webhookSignature(target.secret, t, body),
+      },
+      body,
+      signal,
+    });
+    const kept = await readStart(res.body, WEBHOOK_RESPONSE_KEEP_BYTES);
+    return {
+      delivered: isDelivered(res.statusCode),
+      startedAt,
+      durationMs: performance.now() - t0,
+      responseCode: res.statusCode,
+      responseBody: kept,
+      error: isDelivered(res.statusCode) ? null : `answered ${res.statusCode}${res.statusCode >= 300 && res.statusCode < 400 ? ' (a redirect: not followed)' : ''}`,
+      aborted: false,
+    };
+  } catch (e: unknown) {
+    const aborted = o.signal?.aborted === true;
+    const message = timeout.aborted ? `no answer within ${o.timeoutMs} ms` : describeNetworkError(e);
+    return { delivered: false, startedAt, durationMs: performance.now() - t0, responseCode: null, responseBody: null, error: message, aborted };
+  }
+}
+
+/** The first `max` bytes of an answer's body as text; the rest is not read (the connection is dropped). */
+async function readStart(body: AsyncIterable<Buffer> & { destroy(): unknown }, max: number): Promise<string> {
+  const parts: Buffer[] = [];
+  let n = 0;
+  try {
+    for await (const chunk of body) {
+      parts.push(chunk);
+      n += chunk.length;
+      if (n >= max) break;
+    }
+  } catch {
+    // a body cut short still leaves what arrived, and the status decided the outcome already
+  }
+  body.destroy();
+  return Buffer.concat(parts).subarray(0, max).toString('utf8').replace(/\u0000/g, '');
+}
+
+function describeNetworkError(e: unknown): string {
+  if (e instanceof Error) {
+    const code = (e as { code?: unknown }).code;
+    const cause = (e as { cause?: { code?: unknown; message?: unknown } }).cause;
+    const causeText = cause && typeof cause.message === 'string' ? `: ${cause.message}` : '';
+    return `${typeof code === 'string' ? `${code} ` : ''}${e.message}${causeText}`.slice(0, 500);
+  }
+  return String(e).slice(0, 500);
+}
+
+export interface WebhookWorker {
+  /** Look for due deliveries now (a notification, a test). */
+  wake(): void;
+  /** Stop: a POST in flight is abandoned (not counted as an attempt; its event is sent again), leases released. */
+  stop(): Promise<void>;
+}
+
+/** Starts the delivery loops of one process. */
+export function startWebhookDelivery(deps: WebhookDeps, opts: { owner?: string; slots?: number } = {}): WebhookWorker {
+  const { sql, log, settings } = deps;
+  const owner = opts.owner ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  const leaseMs = 2 * settings.webhookTimeoutMs + WEBHOOK_LEASE_MARGIN_MS;
+  const agent = webhookAgent(settings.webhookTimeoutMs);
+  const stopping = new AbortController();
+  const stopped = new Promise<void>((resolve) => stopping.signal.addEventListener('abort', () => resolve(), { once: true }));
+  let wakeUp: () => void = () => undefined;
+  let woken = new Promise<void>((resolve) => (wakeUp = resolve));
+  const wake = () => {
+    const resolve = wakeUp;
+    woken = new Promise<void>((r) => (wakeUp = r));
+    resolve();
+  };
+
+  /** Sends the endpoint's due events until it is caught up, fails, or the worker stops. */
+  const deliverEndpoint = async (ep: LeasedEndpoint): Promise<void> => {
+    let cursor = ep.cursor;
+    let failures = ep.failures;
+    for (;;) {
+      const events = await readEvents(sql, { afterId: cursor, types: ep.eventTypes ?? undefined, limit: WEBHOOK_READ_EVENTS });
+      for (const e of events) {
+        if (stopping.signal.aborted) return;
+        if (!(await renewLease(sql, ep.id, owner, leaseMs))) return;
+        const ok = await deliverOne(ep, e, failures + 1);
+        if (!ok) return;
+        cursor = e.id;
+        failures = 0;
+      }
+      if (events.length < WEBHOOK_READ_EVENTS) return;
+    }
+  };
+
+  const deliverOne = async (ep: LeasedEndpoint, e: EventRow, attempt: number): Promise<boolean> => {
+    const out = await postEvent(agent, ep, e.id, webhookBody(e), { timeoutMs: settings.webhookTimeoutMs, signal: stopping.signal });
+    if (out.aborted) return false;
+    const a: DeliveryAttempt = {
+      endpointId: ep.id,
+      eventId: e.id,
+      eventType: e.type,
+      attempt,
+      status: out.delivered ? 'delivered' : 'failed',
+      startedAt: out.startedAt,
+      durationMs: out.durationMs,
+      responseCode: out.responseCode,
+      responseBody: out.responseBody,
+      error: out.error,
+    };
+    if (out.delivered) return recordDelivered(sql, owner, a);
+    const backoffMs = webhookBackoffMs(attempt, settings.webhookBackoffBaseMs, settings.webhookBackoffMaxMs, Math.random());
+    const failed = await recordFailed(sql, owner, a, {
+      backoffMs,
+      disableAfterMs: settings.webhookDisableAfterMs,
+      disabledReason: (since) =>
+        `every delivery failed since ${since.toISOString()} (WEBHOOK_DISABLE_AFTER_MS=${settings.webhookDisableAfterMs}); last: ${out.error ?? 'failed'}`,
+    });
+    if (failed?.disabled) {
+      log.error(
+        { event: 'webhook.endpoint_disabled', endpointId: ep.id, eventId: e.id, attempt, failingSince: failed.failingSince, responseCode: out.responseCode, error: out.error },
+        'webhook endpoint disabled: it kept failing',
+      );
+    } else {
+      log.warn(
+        { event: 'webhook.delivery_failed', endpointId: ep.id, eventId: e.id, attempt, responseCode: out.responseCode, error: out.error, retryInMs: backoffMs },
+        'webhook delivery failed: retried after a backoff',
+      );
+    }
+    return false;
+  };
+
+  const loop = async (): Promise<void> => {
+    while (!stopping.signal.aborted) {
+      // taken before looking: a wake-up that comes while the look runs is not missed
+      const wokenBeforeLook = woken;
+      try {
+        const ep = await claimEndpoint(sql, owner, leaseMs);
+        if (ep) {
+          try {
+            await deliverEndpoint(ep);
+          } finally {
+            await releaseLease(sql, ep.id, owner);
+          }
+          continue;
+        }
+      } catch (err: unknown) {
+        if (stopping.signal.aborted) return;
+        log.warn({ event: 'webhook.worker_error', err }, 'webhook delivery loop failed; trying again at the next interval');
+      }
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        wokenBeforeLook,
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, settings.webhookPollIntervalMs);
+        }),
+        stopped,
+      ]);
+      clearTimeout(timer);
+    }
+  };
+
+  // LISTEN on a connection of its own (postgres.js opens one for listeners, re-listening after a
+  // reconnect, when `onlisten` fires again: a look then catches up on what was missed)
+  const listening = sql.listen(EVENTS_CHANNEL, () => wake(), () => wake()).catch((err: unknown) => {
+    log.warn({ event: 'webhook.worker_error', err }, 'could not LISTEN for events; relying on the interval');
+    return undefined;
+  });
+  const loops = Array.from({ length: opts.slots ?? WEBHOOK_SLOTS }, () => loop());
+
+  return {
+    wake,
+    async stop() {
+      stopping.abort();
+      await Promise.allSettled(loops);
+      const l = await listening;
+      await l?.unlisten().catch(() => undefined);
+      await agent.close().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,397 @@
+/**
+ * Webhook delivery (issue #14) against real HTTP receivers: every event delivered in order with a
+ * signature the receiver verifies; a receiver that answers 500, then times out, then refuses
+ * connections, then recovers gets every event (duplicates counted, none lost); a redirect is not
+ * followed; an endpoint failing past WEBHOOK_DISABLE_AFTER_MS is disabled and `webhooks list`
+ * says so; two workers on separate pools never deliver one endpoint at once; the secret appears
+ * in no log line and not in `webhooks list`; a daemon SIGKILLed mid-delivery loses nothing.
+ */
+import { createHmac } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { createDb, type DbHandle } from '../../src/db/connection.ts';
+import { recordEvent } from '../../src/db/events.ts';
+import { addEndpoint } from '../../src/db/webhooks.ts';
+import type { EventType } from '../../src/domain/events.ts';
+import { silentLogger } from '../../src/log.ts';
+import type { PipelineSettings } from '../../src/pipeline/deps.ts';
+import { startWebhookDelivery, type WebhookWorker } from '../../src/pipeline/webhooks.ts';
+import { expectCleanError, expectExit } from '../helpers/cli.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { runCli, waitFor, type CliResult } from '../helpers/pipeline.ts';
+import { freePort, startCli, type CliProcess } from '../helpers/proc.ts';
+
+const SECRET = 'whsec-test-0123456789abcdef-XYZ';
+
+/** Settings shrunk so that retries, timeouts and disabling happen within seconds. */
+const FAST: PipelineSettings = {
+  ...loadConfig({}).pipeline,
+  webhookTimeoutMs: 500,
+  webhookBackoffBaseMs: 50,
+  webhookBackoffMaxMs: 200,
+  webhookDisableAfterMs: 3_600_000,
+  webhookPollIntervalMs: 200,
+};
+
+let database: TestDatabase;
+let env: Record<string, string>;
+const pools: DbHandle[] = [];
+const workers: WebhookWorker[] = [];
+const servers: Receiver[] = [];
+const procs: CliProcess[] = [];
+
+const cli = (args: string[], extra: Record<string, string> = {}): Promise<CliResult> => runCli(args, { ...env, ...extra }, 60_000);
+
+/** What a receiver does with one request: answer `status` (after `delayMs`), or never answer. */
+type Behaviour = { status: number; delayMs?: number; headers?: Record<string, string> } | 'hang';
+
+interface Received {
+  id: number;
+  type: string;
+  eventIdHeader: string | undefined;
+  verified: boolean;
+  body: string;
+}
+
+interface Receiver {
+  url: string;
+  port: number;
+  received: Received[];
+  /** requests being answered right now, and the most there ever were at once */
+  inFlight: number;
+  maxInFlight: number;
+  behave: (n: number, body: string) => Behaviour;
+  close(): Promise<void>;
+  /** listen again on the same port */
+  reopen(): Promise<void>;
+}
+
+/** Checks the signature as the README tells a receiver to: HMAC-SHA256 of "<t>.<raw body>". */
+function verify(secret: string, header: string | undefined, body: string): boolean {
+  const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(header ?? '');
+  if (!m) return false;
+  const expected = createHmac('sha256', secret).update(`${m[1]}.${body}`).digest('hex');
+  return expected === m[2] && Math.abs(Date.now() / 1000 - Number(m[1])) < 300;
+}
+
+async function startReceiver(secret: string, behave: Receiver['behave'] = () => ({ status: 200 }), port?: number): Promise<Receiver> {
+  const hung: ServerResponse[] = [];
+  let server: Server;
+  const r: Receiver = {
+    url: '',
+    port: 0,
+    received: [],
+    inFlight: 0,
+    maxInFlight: 0,
+    behave,
+    async close() {
+      for (const res of hung) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+    async reopen() {
+      server = make();
+      await new Promise<void>((resolve) => server.listen(r.port, '127.0.0.1', () => resolve()));
+    },
+  };
+  const make = () =>
+    createServer((req: IncomingMessage, res: ServerResponse) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        const parsed = JSON.parse(body) as { id: number; type: string };
+        const header = req.headers['videosite-signature'];
+        r.received.push({
+          id: parsed.id,
+          type: parsed.type,
+          eventIdHeader: req.headers['videosite-event-id'] as string | undefined,
+          verified: verify(secret, typeof header === 'string' ? header : undefined, body) && req.headers['content-type'] === 'application/json',
+          body,
+        });
+        const b = r.behave(r.received.length, body);
+        r.inFlight++;
+        r.maxInFlight = Math.max(r.maxInFlight, r.inFlight);
+        if (b === 'hang') {
+          hung.push(res);
+          res.on('close', () => r.inFlight--);
+          return;
+        }
+        setTimeout(() => {
+          r.inFlight--;
+          res.writeHead(b.status, b.headers ?? {}).end(b.status < 300 ? 'ok' : `status ${b.status}`);
+        }, b.delayMs ?? 0);
+      });
+    });
+  server = make();
+  await new Promise<void>((resolve) => server.listen(port ?? 0, '127.0.0.1', () => resolve()));
+  r.port = (server.address() as AddressInfo).port;
+  r.url = `http://127.0.0.1:${r.port}/hooks/videosite?x=1`;
+  servers.push(r);
+  return r;
+}
+
+function startWorker(settings: PipelineSettings = FAST, owner?: string): WebhookWorker {
+  const handle = createDb(database.url, { max: 4 });
+  pools.push(handle);
+  const w = startWebhookDelivery({ sql: handle.sql, log: silentLogger(), settings }, owner === undefined ? {} : { owner });
+  workers.push(w);
+  return w;
+}
+
+async function stopWorkers(): Promise<void> {
+  await Promise.all(workers.splice(0).map((w) => w.stop()));
+}
+
+async function writeEvents(n: number, type: EventType = 'source.synced'): Promise<number[]> {
+  const ids: number[] = [];
+  for (let i = 0; i < n; i++) ids.push(await recordEvent(database.sql, { type, data: { n: i } }));
+  return ids;
+}
+
+const uniqueIds = (r: Receiver) => [...new Set(r.received.map((x) => x.id))];
+const allReceived = (r: Receiver, ids: number[], timeoutMs = 20_000) =>
+  waitFor(async () => (ids.every((id) => r.received.some((x) => x.id === id)) ? true : undefined), timeoutMs, `events ${ids[0]}..${ids.at(-1)} received`);
+
+beforeAll(async () => {
+  database = await createTestDatabase('webhooks');
+  env = {
+    DATABASE_URL: database.url,
+    LOG_LEVEL: 'warn',
+    QUEUE_PREFIX: `{vsi-test-webhooks-${process.pid}}`,
+    API_BASE_URL: 'http://127.0.0.1:9/v1',
+    API_KEY: 'vsi-test-key-webhooks',
+  };
+}, 60_000);
+
+beforeEach(async () => {
+  await stopWorkers();
+  await database.sql`delete from webhook_endpoints`;
+});
+
+afterAll(async () => {
+  for (const p of procs) p.kill('SIGKILL');
+  await stopWorkers();
+  await Promise.allSettled(servers.map((s) => s.close()));
+  await Promise.all(pools.map((p) => p.close()));
+  await database?.drop();
+});
+
+describe('the webhooks command', () => {
+  it('add prints the secret once; list never shows it; remove and test; bad URLs exit 2 naming the value', async () => {
+    const receiver = await startReceiver(SECRET);
+    const added = await cli(['webhooks', 'add', receiver.url, '--events', 'batch.completed,source.failed', '--secret', SECRET]);
+    expectExit(added, 0);
+    expect(added.stdout).toContain(`secret: ${SECRET}`);
+    const id = Number(/endpoint (\d+) added/.exec(added.stdout)![1]);
+    const generated = await cli(['webhooks', 'add', 'https://example.invalid/hook']);
+    expectExit(generated, 0);
+    const generatedSecret = /secret: ([0-9a-f]{64})\n/.exec(generated.stdout)![1]!;
+
+    const list = await cli(['webhooks', 'list']);
+    expectExit(list, 0);
+    expect(list.stdout).toContain(receiver.url);
+    expect(list.stdout).toContain('batch.completed,source.failed');
+    const listJson = await cli(['webhooks', 'list', '--json']);
+    for (const out of [list.stdout, list.stderr, listJson.stdout, listJson.stderr]) {
+      expect(out).not.toContain(SECRET);
+      expect(out).not.toContain(generatedSecret);
+    }
+
+    const test = await cli(['webhooks', 'test', String(id)]);
+    expectExit(test, 0);
+    expect(test.stdout).toBe('200\n');
+    expect(receiver.received.map((r) => [r.type, r.id, r.eventIdHeader, r.verified])).toEqual([['webhook.test', 0, '0', true]]);
+    const [attempt] = await database.sql`select status, response_code, event_type from webhook_deliveries where endpoint_id = ${id}`;
+    expect(attempt).toMatchObject({ status: 'delivered', response_code: 200, event_type: 'webhook.test' });
+
+    expectCleanError(await cli(['webhooks', 'add', 'ftp://example.com/x']), 2, '"ftp://example.com/x" uses ftp (expected an http:// or https:// URL)');
+    expectCleanError(await cli(['webhooks', 'add', 'not a url']), 2, '"not a url" is not a URL');
+    const badType = await cli(['webhooks', 'add', receiver.url, '--events', 'video.deleted']);
+    expectCleanError(badType, 2, '"video.deleted" is not an event type');
+    expectCleanError(await cli(['webhooks', 'remove', '999999']), 2, 'no webhook endpoint 999999');
+    // a secret refused as too short is a secret all the same: not echoed
+    const short = await cli(['webhooks', 'add', receiver.url, '--secret', 'hunter2-short']);
+    expectCleanError(short, 2, 'at least 16 printable ASCII characters', '(value hidden)');
+    expect(short.stderr).not.toContain('hunter2-short');
+    expectExit(await cli(['webhooks', 'remove', String(id)]), 0);
+    expect(await database.sql`select id from webhook_endpoints where id = ${id}`).toHaveLength(0);
+  });
+});
+
+describe('delivery', () => {
+  it('a receiver verifying every signature gets every event exactly once, in id order; a filter is honoured', async () => {
+    const all = await startReceiver(SECRET);
+    const filtered = await startReceiver(SECRET);
+    await addEndpoint(database.sql, { url: all.url, eventTypes: null, secret: SECRET });
+    await addEndpoint(database.sql, { url: filtered.url, eventTypes: ['batch.completed'], secret: SECRET });
+    startWorker();
+    const ids: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      ids.push(...(await writeEvents(2, 'source.synced')), ...(await writeEvents(1, 'batch.completed')));
+    }
+    await allReceived(all, ids);
+    const completed = ids.filter((_, i) => i % 3 === 2);
+    await allReceived(filtered, completed);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(all.received.map((r) => r.id)).toEqual(ids);
+    expect(all.received.every((r) => r.verified && r.eventIdHeader === String(r.id))).toBe(true);
+    expect(filtered.received.map((r) => r.id)).toEqual(completed);
+    const first = JSON.parse(all.received[0]!.body) as Record<string, unknown>;
+    expect(Object.keys(first)).toEqual(['id', 'type', 'occurred_at', 'data']);
+    expect(first).toMatchObject({ id: ids[0], type: 'source.synced', data: { n: 0 } });
+    const [rows] = await database.sql<{ delivered: number; failed: number }[]>`
+      select count(*) filter (where status = 'delivered')::int as delivered, count(*) filter (where status = 'failed')::int as failed from webhook_deliveries`;
+    expect(rows).toEqual({ delivered: ids.length + completed.length, failed: 0 });
+  });
+
+  it('500, then a timeout, then refused connections, then recovery: every event arrives, none lost', async () => {
+    let phase: '500' | 'hang' | 'ok' = '500';
+    const r = await startReceiver(SECRET, () => (phase === '500' ? { status: 500 } : phase === 'hang' ? 'hang' : { status: 200 }));
+    const ep = await addEndpoint(database.sql, { url: r.url, eventTypes: null, secret: SECRET });
+    startWorker();
+    const ids = await writeEvents(5);
+    await waitFor(async () => (r.received.length >= 3 ? true : undefined), 10_000, 'three 500s');
+    phase = 'hang';
+    ids.push(...(await writeEvents(5)));
+    await waitFor(
+      async () => {
+        const [x] = await database.sql`select 1 from webhook_deliveries where endpoint_id = ${ep} and error like 'no answer within%' offset 1`;
+        return x ? true : undefined;
+      },
+      10_000,
+      'two timeouts',
+    );
+    // an attempt hanging now is cut off by the close (a connection reset: a failure like the others)
+    await r.close();
+    ids.push(...(await writeEvents(5)));
+    await waitFor(
+      async () => {
+        const [x] = await database.sql`select 1 from webhook_deliveries where endpoint_id = ${ep} and error like '%ECONNREFUSED%' offset 1`;
+        return x ? true : undefined;
+      },
+      10_000,
+      'two refused connections',
+    );
+    phase = 'ok';
+    await r.reopen();
+    ids.push(...(await writeEvents(5)));
+    await allReceived(r, ids);
+
+    const delivered = r.received.filter((x) => x.verified);
+    expect(uniqueIds(r).sort((a, b) => a - b)).toEqual(ids);
+    const duplicates = r.received.length - uniqueIds(r).length;
+    // what arrived after recovery arrived in order
+    const lastFailedAt = r.received.findLastIndex((x) => x.id === ids[0]);
+    expect(r.received.slice(lastFailedAt).map((x) => x.id)).toEqual(ids);
+    const kinds = await database.sql<{ kind: string; n: number }[]>`
+      select case when response_code = 500 then '500' when error like 'no answer within%' then 'timeout'
+        when error like '%ECONNREFUSED%' then 'refused' when status = 'delivered' then 'delivered' else 'other' end as kind, count(*)::int as n
+      from webhook_deliveries where endpoint_id = ${ep} group by 1 order by 1`;
+    const by = Object.fromEntries(kinds.map((k) => [k.kind, k.n]));
+    expect(by['500']).toBeGreaterThanOrEqual(3);
+    expect(by.timeout).toBeGreaterThanOrEqual(2);
+    expect(by.refused).toBeGreaterThanOrEqual(2);
+    expect(by.delivered).toBe(ids.length);
+    expect(by.other ?? 0).toBeLessThanOrEqual(1);
+    const [state] = await database.sql`select enabled, failing_since, failures, cursor::float8 as cursor from webhook_endpoints where id = ${ep}`;
+    expect(state).toMatchObject({ enabled: true, failing_since: null, failures: 0, cursor: ids.at(-1) });
+    // every attempt was at the first event until it got through: the failures repeat, nothing is skipped
+    console.log(`failing receiver: events=${ids.length} delivered=${uniqueIds(r).length} lost=0 duplicates=${duplicates} attempts=${r.received.length} ` + `500s=${by['500']} timeouts=${by.timeout} refused=${by.refused} reset=${by.other ?? 0} verified=${delivered.length}`);
+  });
+
+  it('a redirect is not followed: the target is never hit, the attempt is recorded failed with the 3xx code', async () => {
+    const target = await startReceiver(SECRET);
+    const redirecting = await startReceiver(SECRET, () => ({ status: 302, headers: { location: target.url } }));
+    const ep = await addEndpoint(database.sql, { url: redirecting.url, eventTypes: null, secret: SECRET });
+    startWorker();
+    await writeEvents(1);
+    await waitFor(async () => (redirecting.received.length >= 2 ? true : undefined), 10_000, 'two attempts');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(target.received).toHaveLength(0);
+    const rows = await database.sql`select status, response_code, error from webhook_deliveries where endpoint_id = ${ep} order by id limit 2`;
+    expect(rows.map((x) => [x.status, x.response_code])).toEqual([
+      ['failed', 302],
+      ['failed', 302],
+    ]);
+    expect(rows[0]!.error).toContain('redirect');
+  });
+
+  it('an endpoint failing past WEBHOOK_DISABLE_AFTER_MS is disabled, and webhooks list says so', async () => {
+    const closedPort = await freePort();
+    const ep = await addEndpoint(database.sql, { url: `http://127.0.0.1:${closedPort}/hook`, eventTypes: null, secret: SECRET });
+    startWorker({ ...FAST, webhookDisableAfterMs: 1_000 });
+    await writeEvents(2);
+    const disabled = await waitFor(async () => {
+      const [row] = await database.sql`select enabled, disabled_reason from webhook_endpoints where id = ${ep} and not enabled`;
+      return row;
+    }, 15_000, 'the endpoint disabled');
+    expect(disabled.disabled_reason).toContain('WEBHOOK_DISABLE_AFTER_MS=1000');
+    const attempts = (await database.sql`select 1 from webhook_deliveries where endpoint_id = ${ep}`).length;
+    await new Promise((r) => setTimeout(r, 600));
+    // nothing more is attempted once disabled
+    expect((await database.sql`select 1 from webhook_deliveries where endpoint_id = ${ep}`).length).toBe(attempts);
+    const list = await cli(['webhooks', 'list']);
+    expectExit(list, 0);
+    expect(list.stdout).toMatch(new RegExp(`^${ep}\\s.*disabled .*every delivery failed since`, 'm'));
+  });
+
+  it('two workers on separate pools never deliver the same endpoint at once', async () => {
+    const receivers = await Promise.all([0, 1, 2].map(() => startReceiver(SECRET, () => ({ status: 200, delayMs: 20 }))));
+    for (const r of receivers) await addEndpoint(database.sql, { url: r.url, eventTypes: null, secret: SECRET });
+    startWorker(FAST, 'worker-a');
+    startWorker(FAST, 'worker-b');
+    const ids = await writeEvents(40);
+    for (const r of receivers) await allReceived(r, ids, 30_000);
+    for (const r of receivers) {
+      expect(r.maxInFlight).toBe(1);
+      expect(r.received.map((x) => x.id)).toEqual(ids);
+    }
+  });
+});
+
+describe('the daemon', () => {
+  function daemon(extra: Record<string, string> = {}): CliProcess {
+    const p = startCli(['daemon', '--role', 'webhooks'], { ...env, LOG_LEVEL: 'debug', WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_BACKOFF_BASE_MS: '50', WEBHOOK_BACKOFF_MAX_MS: '200', WEBHOOK_POLL_INTERVAL_MS: '200', ...extra }, 'daemon-webhooks');
+    procs.push(p);
+    return p;
+  }
+
+  it('logs failures without the secret', async () => {
+    let n = 0;
+    const r = await startReceiver(SECRET, () => (++n <= 2 ? { status: 500 } : { status: 200 }));
+    await addEndpoint(database.sql, { url: r.url, eventTypes: null, secret: SECRET });
+    const d = daemon();
+    await d.waitForLog((l) => l.event === 'daemon.started', 30_000, 'daemon started');
+    const ids = await writeEvents(3);
+    await allReceived(r, ids);
+    const failed = await d.waitForLog((l) => l.event === 'webhook.delivery_failed', 5_000, 'a failed delivery logged');
+    expect(failed).toMatchObject({ attempt: 1, responseCode: 500, eventId: ids[0] });
+    d.kill('SIGTERM');
+    expect((await d.exited).code).toBe(0);
+    expect(d.stderr()).not.toContain(SECRET);
+    expect(d.stdout()).not.toContain(SECRET);
+  }, 60_000);
+
+  it('a daemon SIGKILLed mid-delivery loses nothing: the next one repeats at most that event', async () => {
+    let stall = true;
+    const r = await startReceiver(SECRET, (count) => (stall && count === 4 ? 'hang' : { status: 200 }));
+    const ep = await addEndpoint(database.sql, { url: r.url, eventTypes: null, secret: SECRET });
+    const ids = await writeEvents(10);
+    const first = daemon();
+    await waitFor(async () => (r.received.length >= 4 ? true : undefined), 30_000, 'the stalled delivery');
+    first.kill('SIGKILL');
+    await first.exited;
+    stall = false;
+    const [mid] = await database.sql`select cursor::float8 as cursor from webhook_endpoints where id = ${ep}`;
+    expect(mid!.cursor).toBe(ids[2]);
+    const second = daemon();
+    await allReceived(r, ids, 30_000);
+    expect(uniqueIds(r)).toEqual(ids);
+    // the event in flight at the kill came twice; nothing else did
+    expect(r.received.map((x) => x.id)).toEqual([...ids.slice(0, 4), ...ids.slice(3)]);
+    second.kill('SIGTERM');
+    expect((await second.exited).code).toBe(0);
+  }, 90_000);
+});
