@@ -16,6 +16,7 @@
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { syncSchedulers } from '../../src/pipeline/reconcile.ts';
+import { WEBHOOK_CONNECTIONS } from '../../src/domain/connections.ts';
 import { jitterWindowMs, syncOffsetMs } from '../../src/domain/schedule.ts';
 import { cronSchedulerId } from '../../src/queues/names.ts';
 import { expectCleanError } from '../helpers/cli.ts';
@@ -29,8 +30,8 @@ const JITTER_MS = 15_000;
 const SCHEDULE_CONCURRENCY = 8;
 const POLL_CONCURRENCY = 4;
 const SINK_CONCURRENCY = 2;
-/** 8 syncs × 2 + 4 polls + 2 sinks + reconcile, daily prune, hold re-check: not one more */
-const POOL_NEEDED = SCHEDULE_CONCURRENCY * 2 + POLL_CONCURRENCY + SINK_CONCURRENCY + 3;
+/** 8 syncs × 2 + 4 polls + 2 sinks + reconcile, daily prune, hold re-check, webhook delivery: not one more */
+const POOL_NEEDED = SCHEDULE_CONCURRENCY * 2 + POLL_CONCURRENCY + SINK_CONCURRENCY + 3 + WEBHOOK_CONNECTIONS;
 /** the tick fires this long after the schedulers are written: time for the daemon to start */
 const TICK_LEAD_MS = 12_000;
 /** src/db/locks.ts: the sync lock's namespace ('VS'), held for a whole sync */
