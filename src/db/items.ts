@@ -26,7 +26,7 @@ export interface LandItem {
   reason?: string | undefined;
   /** the stable category of `reason` */
   reasonCode?: QuarantineReason | undefined;
-  /** `HUGE_NUMBER_RE.test(payloadRaw)`, when the caller ran it already (see `hasHugeNumber`) */
+  /** `hasHugeNumberText(payloadRaw)`, when the caller ran it already (see `hasHugeNumber`) */
   hugeNumber?: boolean | undefined;
   /**
    * true when `payloadRaw` was decoded from UTF-8 bytes (which leaves no lone surrogate) and then
@@ -55,8 +55,38 @@ export interface LandResult {
  * A number jsonb's numeric cannot hold (an exponent of five digits or more, e.g. `1e200000`:
  * "value overflows numeric format"), checked before the write; such an item is kept as text in
  * payload_raw. A string that merely looks like one only costs that item its jsonb copy.
+ * `hasHugeNumberText` answers exactly what `HUGE_NUMBER_RE.test` does, faster.
  */
 export const HUGE_NUMBER_RE = /[0-9.][eE][+-]?\d{5,}|\d{1000}/;
+/** HUGE_NUMBER_RE's first alternative as a test: `\d{5,}` matches where five digits do. */
+const HUGE_EXPONENT_RE = /[0-9.][eE][+-]?\d\d\d\d\d/;
+/** HUGE_NUMBER_RE's second alternative: a run of this many digits. */
+const HUGE_DIGIT_RUN = 1000;
+
+function isDigitAt(text: string, i: number): boolean {
+  const c = text.charCodeAt(i);
+  return c >= 0x30 && c <= 0x39;
+}
+
+/**
+ * `HUGE_NUMBER_RE.test(text)`, ~5x faster on the benchmark's 20 KB transcript items (~6 us
+ * instead of ~28 us; it runs on every item). The exponent alternative spelled `\d\d\d\d\d`
+ * lets V8 skip ahead (`\d{5,}` makes it try every position: ~17 us alone). A run of 1000 digits
+ * covers a position p with p % 1000 === 999, so only those ~20 positions of a 20 KB text are
+ * looked at, and the run is measured around the ones holding a digit.
+ */
+export function hasHugeNumberText(text: string): boolean {
+  if (HUGE_EXPONENT_RE.test(text)) return true;
+  for (let p = HUGE_DIGIT_RUN - 1; p < text.length; p += HUGE_DIGIT_RUN) {
+    if (!isDigitAt(text, p)) continue;
+    let start = p;
+    while (start > 0 && isDigitAt(text, start - 1)) start--;
+    let end = p + 1;
+    while (end < text.length && end - start < HUGE_DIGIT_RUN && isDigitAt(text, end)) end++;
+    if (end - start >= HUGE_DIGIT_RUN) return true;
+  }
+  return false;
+}
 
 /**
  * An item ready to land: its payload already cut to what is stored (the received text for the
@@ -80,10 +110,10 @@ export interface LandRecord {
 
 /**
  * Whether the item's text may carry a number `numeric` cannot hold; the caller's answer when it
- * asked already (the regex costs ~0.1-0.2 ms on a 20 KB transcript item: once per item is enough).
+ * asked already (the scan of a 20 KB transcript item costs ~6 us: once per item is enough).
  */
 function hasHugeNumber(item: LandItem, text: string): boolean {
-  return item.hugeNumber ?? HUGE_NUMBER_RE.test(text);
+  return item.hugeNumber ?? hasHugeNumberText(text);
 }
 
 /**
@@ -108,7 +138,8 @@ export function toLandRecord(item: LandItem): LandRecord {
   if (item.payload !== undefined && storable && !hasHugeNumber(item, text)) {
     // Both U+0000 and lone surrogates can only reach the text as \u escapes; the walk that
     // tells for sure runs only when such an escape (or its look-alike \\u0000) is present.
-    if (!ESCAPED_UNSTORABLE_RE.test(text) || findUnstorable(item.payload) === undefined) {
+    // (`includes` first: ~1.5 us instead of the regex's ~8 us on a 20 KB item, most have no \u)
+    if (!text.includes('\\u') || !ESCAPED_UNSTORABLE_RE.test(text) || findUnstorable(item.payload) === undefined) {
       record.json = text;
       return record;
     }
@@ -139,17 +170,23 @@ export function setAsideRecord(record: LandRecord, message: string): LandRecord 
 }
 
 function landJson(records: readonly LandRecord[]): string {
-  const parts = records.map((r) => {
+  // one flat string: `[${parts.join(',')}]` would be a rope the driver flattens, copying the
+  // chunk's ~0.5 M characters once more
+  const parts = ['['];
+  for (const r of records) {
     const reason = [r.reason, ...r.notes].filter((x): x is string => typeof x === 'string').map(storableText).join('; ') || null;
     // payload is spliced in as JSON text (not re-encoded), so Postgres parses the received text.
-    return (
+    if (parts.length > 1) parts.push(',');
+    parts.push(
       `{"video_id":${JSON.stringify(r.videoId)},"state":${JSON.stringify(r.state)},` +
-      `"error_code":${JSON.stringify(r.errorCode)},"payload":${r.json ?? 'null'},` +
-      `"payload_raw":${JSON.stringify(r.raw)},"reason":${JSON.stringify(reason)},` +
-      `"reason_code":${JSON.stringify(r.state === 'quarantined' ? (r.reasonCode ?? null) : null)}}`
+        `"error_code":${JSON.stringify(r.errorCode)},"payload":`,
+      r.json ?? 'null',
+      `,"payload_raw":${JSON.stringify(r.raw)},"reason":${JSON.stringify(reason)},` +
+        `"reason_code":${JSON.stringify(r.state === 'quarantined' ? (r.reasonCode ?? null) : null)}}`,
     );
-  });
-  return `[${parts.join(',')}]`;
+  }
+  parts.push(']');
+  return parts.join('');
 }
 
 /** Records items of one batch as they were answered (see `landRecords`). */

@@ -145,7 +145,8 @@ export function transcriptRowFromApi(
   const canonical = canonicalTranscript(transcript);
   // The canonical JSON escapes U+0000 and lone surrogates as \u0000 / \udXXX: only when one
   // of those appears is the (slower) walk needed to tell whether and where a value is bad.
-  if (ESCAPED_UNSTORABLE_RE.test(canonical) || !isStorableText(videoId)) {
+  // (`includes` first: ~1.5 us instead of the regex's ~8 us on a 20 KB transcript, most have no \u)
+  if ((canonical.includes('\\u') && ESCAPED_UNSTORABLE_RE.test(canonical)) || !isStorableText(videoId)) {
     assertStorable({ videoId, content: transcript.content, lang: transcript.lang, availableLangs: transcript.availableLangs }, 'transcript');
   }
   const content = transcript.content;

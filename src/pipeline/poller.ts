@@ -29,7 +29,7 @@ import {
   type PolledBatch,
 } from '../db/batch-polls.ts';
 import { isConnectionLost } from '../db/connection.ts';
-import { HUGE_NUMBER_RE, isDelivered, itemStates, markUnfinishedRetryable, type LandItem } from '../db/items.ts';
+import { hasHugeNumberText, isDelivered, itemStates, markUnfinishedRetryable, type LandItem } from '../db/items.ts';
 import { findUnstorableNumber } from '../db/storable.ts';
 import { recordOutcomes } from '../db/video-sync.ts';
 import {
@@ -453,7 +453,7 @@ export async function recordPollFailure(deps: PipelineDeps, jobId: string, e: un
 function toLandItem(raw: unknown, index: number, kind: BatchKind, text?: string): { item: LandItem; validated: BatchItem | undefined } {
   const outcome: ReturnType<typeof classifyRawItem> = classifyRawItem(raw, kind);
   // a number numeric cannot hold (JavaScript read it as Infinity, or as 0): never stored as is
-  const hugeNumber = text !== undefined && HUGE_NUMBER_RE.test(text);
+  const hugeNumber = text !== undefined && hasHugeNumberText(text);
   const badNumber = hugeNumber ? findUnstorableNumber(text) : undefined;
   if (badNumber !== undefined) {
     outcome.state = 'quarantined';
