@@ -128,7 +128,7 @@ export function registerWebhooksCommand(program: Command): void {
       const ctx = createContext();
       try {
         const { endpointForTest, recordTestAttempt } = await import('../db/webhooks.ts');
-        const { postEvent, webhookAgent, webhookBody } = await import('../pipeline/webhooks.ts');
+        const { deliveryAttempt, postEvent, webhookAgent, webhookBody } = await import('../pipeline/webhooks.ts');
         const { WEBHOOK_TEST_EVENT } = await import('../domain/events.ts');
         const sql = ctx.db().sql;
         const ep = await endpointForTest(sql, id);
@@ -138,18 +138,7 @@ export function registerWebhooksCommand(program: Command): void {
         const body = webhookBody({ id: 0, type: WEBHOOK_TEST_EVENT, occurredAt: new Date(), data: { endpointId: id } });
         const agent = webhookAgent(timeoutMs);
         const out = await postEvent(agent, ep, 0, body, { timeoutMs }).finally(() => agent.close());
-        await recordTestAttempt(sql, {
-          endpointId: id,
-          eventId: 0,
-          eventType: WEBHOOK_TEST_EVENT,
-          attempt: 1,
-          status: out.delivered ? 'delivered' : 'failed',
-          startedAt: out.startedAt,
-          durationMs: out.durationMs,
-          responseCode: out.responseCode,
-          responseBody: out.responseBody,
-          error: out.error,
-        });
+        await recordTestAttempt(sql, deliveryAttempt(id, { id: 0, type: WEBHOOK_TEST_EVENT }, 1, out));
         const took = `${Math.round(out.durationMs)} ms`;
         if (out.responseCode !== null) process.stdout.write(`${out.responseCode}\n`);
         if (out.delivered) {

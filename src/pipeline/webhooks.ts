@@ -62,6 +62,22 @@ export interface PostOutcome {
   aborted: boolean;
 }
 
+/** The record of one POST of an event, as `webhook_deliveries` keeps it. */
+export function deliveryAttempt(endpointId: number, event: { id: number; type: string }, attempt: number, out: PostOutcome): DeliveryAttempt {
+  return {
+    endpointId,
+    eventId: event.id,
+    eventType: event.type,
+    attempt,
+    status: out.delivered ? 'delivered' : 'failed',
+    startedAt: out.startedAt,
+    durationMs: out.durationMs,
+    responseCode: out.responseCode,
+    responseBody: out.responseBody,
+    error: out.error,
+  };
+}
+
 /** The body of a delivery: `{"id","type","occurred_at","data"}`. */
 export function webhookBody(e: { id: number; type: string; occurredAt: Date; data: unknown }): string {
   return JSON.stringify({ id: e.id, type: e.type, occurred_at: e.occurredAt.toISOString(), data: e.data });
@@ -189,18 +205,7 @@ export function startWebhookDelivery(deps: WebhookDeps, opts: { owner?: string; 
   const deliverOne = async (ep: LeasedEndpoint, e: EventRow, attempt: number): Promise<boolean> => {
     const out = await postEvent(agent, ep, e.id, webhookBody(e), { timeoutMs: settings.webhookTimeoutMs, signal: stopping.signal });
     if (out.aborted) return false;
-    const a: DeliveryAttempt = {
-      endpointId: ep.id,
-      eventId: e.id,
-      eventType: e.type,
-      attempt,
-      status: out.delivered ? 'delivered' : 'failed',
-      startedAt: out.startedAt,
-      durationMs: out.durationMs,
-      responseCode: out.responseCode,
-      responseBody: out.responseBody,
-      error: out.error,
-    };
+    const a = deliveryAttempt(ep.id, e, attempt, out);
     if (out.delivered) return recordDelivered(sql, owner, a);
     const backoffMs = webhookBackoffMs(attempt, settings.webhookBackoffBaseMs, settings.webhookBackoffMaxMs, Math.random());
     const failed = await recordFailed(sql, owner, a, {

@@ -279,34 +279,34 @@ describe('item counters', () => {
   });
 });
 
+/**
+ * A new database with the committed migrations applied up to `lastTag`, by drizzle's migrator
+ * on a copy of the folder whose journal ends there. Returns how many it applied.
+ */
+async function databaseUpTo(lastTag: string): Promise<{ name: string; url: string; applied: number }> {
+  const name = testDatabaseName('counters_upgrade');
+  const url = testServerUrl(name);
+  await ensureDatabase(url);
+  const dir = mkdtempSync(join(tmpdir(), 'vsi-migrations-'));
+  const client = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta/_journal.json'), 'utf8')) as { entries: { tag: string }[] };
+    const applied = journal.entries.findIndex((e) => e.tag === lastTag) + 1;
+    expect(applied, lastTag).toBeGreaterThan(0);
+    journal.entries = journal.entries.slice(0, applied);
+    mkdirSync(join(dir, 'meta'));
+    writeFileSync(join(dir, 'meta/_journal.json'), JSON.stringify(journal));
+    for (const e of journal.entries) copyFileSync(join(MIGRATIONS_FOLDER, `${e.tag}.sql`), join(dir, `${e.tag}.sql`));
+    await migrate(drizzle(client), { migrationsFolder: dir, migrationsSchema: 'drizzle', migrationsTable: '__drizzle_migrations' });
+    return { name, url, applied };
+  } finally {
+    await client.end({ timeout: 5 });
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe('migration 0006 (item_counts.pending)', () => {
   const LAST_WITHOUT_PENDING = '0005_retention_and_scale';
-
-  /**
-   * A new database with the committed migrations applied up to `lastTag`, by drizzle's migrator
-   * on a copy of the folder whose journal ends there. Returns how many it applied.
-   */
-  async function databaseUpTo(lastTag: string): Promise<{ name: string; url: string; applied: number }> {
-    const name = testDatabaseName('counters_upgrade');
-    const url = testServerUrl(name);
-    await ensureDatabase(url);
-    const dir = mkdtempSync(join(tmpdir(), 'vsi-migrations-'));
-    const client = postgres(url, { max: 1, onnotice: () => {} });
-    try {
-      const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta/_journal.json'), 'utf8')) as { entries: { tag: string }[] };
-      const applied = journal.entries.findIndex((e) => e.tag === lastTag) + 1;
-      expect(applied, lastTag).toBeGreaterThan(0);
-      journal.entries = journal.entries.slice(0, applied);
-      mkdirSync(join(dir, 'meta'));
-      writeFileSync(join(dir, 'meta/_journal.json'), JSON.stringify(journal));
-      for (const e of journal.entries) copyFileSync(join(MIGRATIONS_FOLDER, `${e.tag}.sql`), join(dir, `${e.tag}.sql`));
-      await migrate(drizzle(client), { migrationsFolder: dir, migrationsSchema: 'drizzle', migrationsTable: '__drizzle_migrations' });
-      return { name, url, applied };
-    } finally {
-      await client.end({ timeout: 5 });
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }
 
   it('recounts item_counts from the items of a database at 0005, pending ones apart', async () => {
     const { name, url, applied } = await databaseUpTo(LAST_WITHOUT_PENDING);
@@ -580,18 +580,9 @@ describe('video outcome counters (migrations/0008)', () => {
 
 describe('migration 0008 (video_outcome_counts, video_sync.delivered_lang)', () => {
   it('fills delivered_lang from the transcripts stored and counts what video_sync holds', async () => {
-    const name = testDatabaseName('counters_0008');
-    const url = testServerUrl(name);
-    await ensureDatabase(url);
-    const dir = mkdtempSync(join(tmpdir(), 'vsi-migrations-'));
+    const { name, url } = await databaseUpTo('0007_holds_by_key');
     const client = postgres(url, { max: 1, onnotice: () => {} });
     try {
-      const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta/_journal.json'), 'utf8')) as { entries: { tag: string }[] };
-      journal.entries = journal.entries.slice(0, journal.entries.findIndex((e) => e.tag === '0007_holds_by_key') + 1);
-      mkdirSync(join(dir, 'meta'));
-      writeFileSync(join(dir, 'meta/_journal.json'), JSON.stringify(journal));
-      for (const e of journal.entries) copyFileSync(join(MIGRATIONS_FOLDER, `${e.tag}.sql`), join(dir, `${e.tag}.sql`));
-      await migrate(drizzle(client), { migrationsFolder: dir, migrationsSchema: 'drizzle', migrationsTable: '__drizzle_migrations' });
       // a fallback (asked de, stored en), a delivery in the language, a default-language one, a failure
       await client`
         insert into video_sync (video_id, kind, lang, last_job_id, last_state, last_error_code, attempts) values
@@ -613,7 +604,6 @@ describe('migration 0008 (video_outcome_counts, video_sync.delivered_lang)', () 
       await expectOutcomeCountersExact(client);
     } finally {
       await client.end({ timeout: 5 });
-      rmSync(dir, { recursive: true, force: true });
       await dropDatabase(name);
     }
   });
