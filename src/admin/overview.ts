@@ -22,6 +22,8 @@ import { sourceLanguageCoverage, sourceOutcomeErrors, type SourceLanguageCoverag
 import { sourcesWithStatsByIds } from '../db/source-stats.ts';
 import { isQueryCanceled, readSections, type Pool } from '../db/statement-timeout.ts';
 import { tableStorage, type TableStorage } from '../db/storage.ts';
+import { latestEvents, type EventRow } from '../db/events.ts';
+import { PENDING_COUNT_CAP } from '../db/webhooks.ts';
 import { describeCoverage } from '../domain/coverage.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import {
@@ -32,12 +34,14 @@ import {
   readLastPrune,
   readRecentBatches,
   readSourcesPage,
+  readWebhooks,
   type CreditsStatus,
   type HoldsStatus,
   type ItemsStatus,
   type PruneStatus,
   type RankedSource,
   type RecentBatch,
+  type WebhookStatus,
   type SourcesPage,
 } from '../pipeline/status.ts';
 import { compactBytes, compactNumber, creditChartSvg, type CreditPoint } from './chart.ts';
@@ -91,6 +95,9 @@ export interface OverviewData {
   storage?: TableStorage[];
   /** null before the first prune */
   lastPrune?: PruneStatus | null;
+  /** the newest change events, the newest first */
+  changes?: EventRow[];
+  webhooks?: WebhookStatus[];
   /** sections left out of this page: their statement was cancelled (statement_timeout) or failed */
   unavailable: string[];
 }
@@ -151,6 +158,8 @@ export async function loadOverview(pool: Pool, opts: LoadOverviewOptions = {}): 
     },
     storage: tableStorage,
     lastPrune: readLastPrune,
+    changes: (q) => latestEvents(q, OVERVIEW_CHANGES_SHOWN),
+    webhooks: readWebhooks,
   });
   const log = opts.log ?? silentLogger();
   for (const { section, error } of failed) {
@@ -173,6 +182,8 @@ export async function loadOverview(pool: Pool, opts: LoadOverviewOptions = {}): 
     sourceNames: v.sourceNames,
     storage: v.storage,
     lastPrune: v.lastPrune,
+    changes: v.changes,
+    webhooks: v.webhooks,
     unavailable: failed.map((f) => f.section),
   };
 }
@@ -182,6 +193,61 @@ export interface RenderOverviewOptions {
   queuesPath?: string;
   /** seconds between browser refreshes; 0 turns it off; default OVERVIEW_REFRESH_S */
   refreshSeconds?: number;
+}
+
+/** Change events shown on the overview, the newest first. */
+export const OVERVIEW_CHANGES_SHOWN = 15;
+/** Characters of an event's data shown (the whole event: `videosite-ingest events --since ID --json`). */
+const CHANGE_DATA_SHOWN = 160;
+
+function renderChanges(changes: EventRow[] | undefined, names: ReadonlyMap<number, string>, now: Date): SafeHtml {
+  if (changes === undefined) return unavailable('Recent changes');
+  if (changes.length === 0) return html`<p class="muted">No events yet (batches, syncs and holds write them; <code>videosite-ingest events --follow</code>).</p>`;
+  const rows = changes.map((e) => {
+    const data = JSON.stringify(e.data);
+    return html`<tr data-event-id="${e.id}">
+      <td class="num">${e.id}</td><td><code>${e.type}</code></td><td class="small nowrap">${ago(e.occurredAt.toISOString(), now)}</td>
+      <td>${e.sourceId === null ? html`<span class="muted">-</span>` : sourceLink(e.sourceId, names)}</td>
+      <td class="small"><code>${data.length > CHANGE_DATA_SHOWN ? `${data.slice(0, CHANGE_DATA_SHOWN)}…` : data}</code></td>
+    </tr>`;
+  });
+  return html`<table>
+      <thead><tr><th class="num">id</th><th>type</th><th>when</th><th>source</th><th>data</th></tr></thead>
+      <tbody>${rows}</tbody>
+    </table>
+    <p class="small muted">Every event: <code>videosite-ingest events --since ${changes[changes.length - 1]!.id - 1} --json</code></p>`;
+}
+
+/** Only the URL's scheme, host and port: a path or query may carry a token (a chat service's hook). */
+function urlOrigin(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return '(unreadable URL)';
+  }
+}
+
+function renderWebhooks(hooks: WebhookStatus[] | undefined, now: Date): SafeHtml {
+  if (hooks === undefined) return unavailable('Webhook endpoints');
+  if (hooks.length === 0) return html`<p class="muted">None. Add one: <code>videosite-ingest webhooks add https://…</code></p>`;
+  const rows = hooks.map(
+    (w) => html`<tr data-webhook-id="${w.id}">
+      <td class="num">${w.id}</td><td><code>${urlOrigin(w.url)}</code>…</td><td>${w.eventTypes?.join(', ') ?? 'all'}</td>
+      <td>${
+        w.state === 'disabled'
+          ? html`${pill('disabled', 'bad')} <span class="small">${w.disabledReason ?? ''} (<code>webhooks enable ${w.id}</code>)</span>`
+          : w.state === 'failing'
+            ? html`${pill('failing', 'warn')} <span class="small">since ${ago(w.failingSince, now)}</span>`
+            : pill('ok', 'ok')
+      }</td>
+      <td class="num">${w.pending > PENDING_COUNT_CAP ? `>${PENDING_COUNT_CAP}` : w.pending}</td>
+      <td class="small nowrap">${w.lastDeliveredAt ? ago(w.lastDeliveredAt, now) : 'never'}</td>
+    </tr>`,
+  );
+  return html`<table>
+      <thead><tr><th class="num">id</th><th>endpoint</th><th>events</th><th>state</th><th class="num">pending</th><th>last delivered</th></tr></thead>
+      <tbody>${rows}</tbody>
+    </table>`;
 }
 
 /** What a source's videos asked in each of its languages got, one compact line per language. */
@@ -387,6 +453,16 @@ export function renderOverview(d: OverviewData, opts: RenderOverviewOptions = {}
     </table>`
     }
     <p class="small"><a href="/batches" id="more-batches">Every batch, the latest first (${BATCHES_PER_PAGE} a page) ›</a></p>
+  </section>
+
+  <section id="changes">
+    <h2>Recent changes</h2>
+    ${renderChanges(d.changes, names, now)}
+  </section>
+
+  <section id="webhooks">
+    <h2>Webhook endpoints</h2>
+    ${renderWebhooks(d.webhooks, now)}
   </section>
 
   <section id="storage">

@@ -3,6 +3,7 @@ import { JOB_STATUSES } from '../api/schemas.ts';
 import type { Command } from 'commander';
 import { compactBytes } from '../admin/chart.ts';
 import type { BatchProgress } from '../db/batch-progress.ts';
+import { PENDING_COUNT_CAP } from '../db/webhooks.ts';
 import { describeCoverage } from '../domain/coverage.ts';
 import { collectStatus, describePrune, STATUS_SOURCES_SHOWN, type StatusReport } from '../pipeline/status.ts';
 import { createContext } from './context.ts';
@@ -138,6 +139,29 @@ export function renderStatus(r: StatusReport): string {
         `${c.usedLast24h !== null ? `; ${c.usedLast24h} in the last 24 h` : ''}\n` +
         `  estimated cost of all recorded batches: ${c.estimatedAllTime}\n`,
     );
+
+  const hooks = r.webhooks ?? [];
+  if (hooks.length > 0) {
+    const bad = hooks.filter((w) => w.state !== 'ok');
+    out.push(`\nWebhooks: ${hooks.length} endpoint${hooks.length === 1 ? '' : 's'}, ${bad.length === 0 ? 'all delivering' : `${bad.length} not delivering`}\n`);
+    out.push(
+      renderTable(
+        ['id', 'url', 'state', 'pending', 'last delivered'],
+        hooks.map((w) => [
+          w.id,
+          w.url,
+          w.state === 'disabled'
+            ? `DISABLED ${shortTime(w.disabledAt)}: ${w.disabledReason ?? 'no reason recorded'}`
+            : w.state === 'failing'
+              ? `failing since ${shortTime(w.failingSince)}, next attempt ${shortTime(w.nextAttemptAt)}`
+              : 'ok',
+          w.pending > PENDING_COUNT_CAP ? `>${PENDING_COUNT_CAP}` : w.pending,
+          w.lastDeliveredAt ? shortTime(w.lastDeliveredAt) : 'never',
+        ]),
+      ),
+    );
+    if (hooks.some((w) => w.state === 'disabled')) out.push('  deliver to a disabled endpoint again: videosite-ingest webhooks enable ID\n');
+  }
 
   const total = r.storage.reduce((n, t) => n + t.totalBytes, 0);
   out.push(`\nStorage: ${compactBytes(total)} in ${r.storage.length} tables\n`);

@@ -1,5 +1,5 @@
 /**
- * `webhooks add URL [--events T,...] [--secret S] | list [--json] | remove ID | test ID`: the
+ * `webhooks add URL [--events T,...] [--secret S] | list [--json] | enable ID | remove ID | test ID`: the
  * endpoints change events are POSTed to (by daemons with the `webhooks` role; the scheme is in
  * README "Change events and webhooks"). The secret is printed once, by `add`, and never again:
  * not by `list`, not in logs or errors.
@@ -100,6 +100,21 @@ export function registerWebhooksCommand(program: Command): void {
             ]),
           ),
         );
+      } finally {
+        await ctx.close();
+      }
+    });
+
+  webhooks
+    .command('enable')
+    .description('deliver again to an endpoint that was disabled after failing, from where it stopped (events pruned meanwhile are not sent)')
+    .argument('<id>', 'the endpoint (see webhooks list)', intArg(1, 2_147_483_647))
+    .action(async (id: number) => {
+      const ctx = createContext();
+      try {
+        const { enableEndpoint } = await import('../db/webhooks.ts');
+        if (!(await enableEndpoint(ctx.db().sql, id))) throw new UsageError(`no webhook endpoint ${id} (see: videosite-ingest webhooks list)`);
+        process.stdout.write(`webhook endpoint ${id} enabled: daemons with the webhooks role deliver to it again\n`);
       } finally {
         await ctx.close();
       }

@@ -67,6 +67,13 @@ export async function readEvents(sql: Queryable, f: EventFilter): Promise<EventR
     limit ${f.limit}`;
 }
 
+/** The `limit` newest events, the newest first (the overview's recent changes). */
+export async function latestEvents(sql: Queryable, limit: number): Promise<EventRow[]> {
+  return sql<EventRow[]>`
+    select id::float8 as id, type, occurred_at as "occurredAt", data, source_id as "sourceId", video_id as "videoId"
+    from events order by id desc limit ${limit}`;
+}
+
 /** The highest event id (0 before the first event). */
 export async function lastEventId(sql: Queryable): Promise<number> {
   const [row] = await sql<{ id: number }[]>`select coalesce(max(id), 0)::float8 as id from events`;

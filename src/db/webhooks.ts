@@ -64,6 +64,18 @@ export async function listEndpoints(sql: Queryable): Promise<EndpointSummary[]> 
     from webhook_endpoints w order by w.id`;
 }
 
+/**
+ * A disabled (or failing) endpoint delivers again from its cursor at once, its failure count and
+ * reason cleared; false when there is no such endpoint. Events pruned while it was disabled are gone.
+ */
+export async function enableEndpoint(sql: Queryable, id: number): Promise<boolean> {
+  const rows = await sql`
+    update webhook_endpoints set enabled = true, disabled_at = null, disabled_reason = null, failing_since = null,
+      failures = 0, next_attempt_at = null
+    where id = ${id} returning id`;
+  return rows.length > 0;
+}
+
 /** Deletes the endpoint and its delivery records; false when there was none. */
 export async function removeEndpoint(sql: Queryable, id: number): Promise<boolean> {
   const rows = await sql`delete from webhook_endpoints where id = ${id} returning id`;

@@ -24,6 +24,7 @@ import { latestPruneRun } from '../db/prune-runs.ts';
 import { quarantineCounts } from '../db/quarantine.ts';
 import { countSyncedBefore, sourceBuckets, sourcesInGroups, type SourceGroupRef, type SourceWithStats, type SyncedSide } from '../db/source-stats.ts';
 import { tableStorage, type TableStorage } from '../db/storage.ts';
+import { listEndpoints, PENDING_COUNT_CAP } from '../db/webhooks.ts';
 import type { ItemState } from '../domain/items.ts';
 import { lostSubmissions } from '../db/submissions.ts';
 import { activeHolds, describeHold, recentHoldEvents } from '../db/upstream-holds.ts';
@@ -117,6 +118,22 @@ export interface PruneStatus {
   error: string | null;
 }
 
+/** A webhook endpoint's health as `status` and the overview show it (never its secret). */
+export interface WebhookStatus {
+  id: number;
+  url: string;
+  /** null: every type */
+  eventTypes: string[] | null;
+  state: 'ok' | 'failing' | 'disabled';
+  /** matching events not delivered yet, counted up to PENDING_COUNT_CAP (more: PENDING_COUNT_CAP + 1) */
+  pending: number;
+  lastDeliveredAt: string | null;
+  failingSince: string | null;
+  nextAttemptAt: string | null;
+  disabledAt: string | null;
+  disabledReason: string | null;
+}
+
 /** Every source, counted by what it needs (a source may count in several of withError, overdue, neverSynced). */
 export interface SourcesSummary {
   total: number;
@@ -143,6 +160,8 @@ export interface StatusReport extends HoldsStatus, ItemsStatus {
   storage: TableStorage[];
   /** null before the first prune */
   lastPrune: PruneStatus | null;
+  /** the webhook endpoints (README "Change events and webhooks") */
+  webhooks: WebhookStatus[];
 }
 
 const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
@@ -447,6 +466,22 @@ export function describePrune(p: PruneStatus, bytes: (n: number) => string): str
   return parts.length === 0 ? `${p.trigger} prune: nothing to free` : `${p.trigger} prune freed ${bytes(total)}: ${parts.join('; ')}`;
 }
 
+/** Webhook endpoints with their health; pending counts stop at PENDING_COUNT_CAP + 1. */
+export async function readWebhooks(sql: Queryable): Promise<WebhookStatus[]> {
+  return (await listEndpoints(sql)).map((e) => ({
+    id: e.id,
+    url: e.url,
+    eventTypes: e.eventTypes,
+    state: !e.enabled ? 'disabled' : e.failingSince !== null ? 'failing' : 'ok',
+    pending: Math.min(e.pending, PENDING_COUNT_CAP + 1),
+    lastDeliveredAt: iso(e.lastDeliveredAt),
+    failingSince: iso(e.failingSince),
+    nextAttemptAt: iso(e.nextAttemptAt),
+    disabledAt: iso(e.disabledAt),
+    disabledReason: e.disabledReason,
+  }));
+}
+
 export interface CollectStatusOptions {
   /** every source instead of the first STATUS_SOURCES_SHOWN; default false */
   allSources?: boolean;
@@ -462,6 +497,7 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
   const holds = await readHolds(sql);
   const storage = await tableStorage(sql);
   const lastPrune = await readLastPrune(sql);
+  const webhooks = await readWebhooks(sql);
   return {
     generatedAt: new Date().toISOString(),
     ...holds,
@@ -482,5 +518,6 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
     credits,
     storage,
     lastPrune,
+    webhooks,
   };
 }

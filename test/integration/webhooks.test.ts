@@ -17,6 +17,7 @@ import { addEndpoint } from '../../src/db/webhooks.ts';
 import type { EventType } from '../../src/domain/events.ts';
 import { silentLogger } from '../../src/log.ts';
 import type { PipelineSettings } from '../../src/pipeline/deps.ts';
+import type { StatusReport } from '../../src/pipeline/status.ts';
 import { startWebhookDelivery, type WebhookWorker } from '../../src/pipeline/webhooks.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -318,11 +319,11 @@ describe('delivery', () => {
     expect(rows[0]!.error).toContain('redirect');
   });
 
-  it('an endpoint failing past WEBHOOK_DISABLE_AFTER_MS is disabled, and webhooks list says so', async () => {
+  it('an endpoint failing past WEBHOOK_DISABLE_AFTER_MS is disabled; webhooks list and status say so; webhooks enable delivers what it missed', async () => {
     const closedPort = await freePort();
     const ep = await addEndpoint(database.sql, { url: `http://127.0.0.1:${closedPort}/hook`, eventTypes: null, secret: SECRET });
     startWorker({ ...FAST, webhookDisableAfterMs: 1_000 });
-    await writeEvents(2);
+    const ids = await writeEvents(2);
     const disabled = await waitFor(async () => {
       const [row] = await database.sql`select enabled, disabled_reason from webhook_endpoints where id = ${ep} and not enabled`;
       return row;
@@ -335,6 +336,29 @@ describe('delivery', () => {
     const list = await cli(['webhooks', 'list']);
     expectExit(list, 0);
     expect(list.stdout).toMatch(new RegExp(`^${ep}\\s.*disabled .*every delivery failed since`, 'm'));
+
+    const status = await cli(['status', '--json']);
+    expectExit(status, 0);
+    const hook = (JSON.parse(status.stdout) as StatusReport).webhooks.find((w) => w.id === ep);
+    expect(hook).toMatchObject({ state: 'disabled', pending: 2 });
+    expect(hook?.disabledReason).toContain('WEBHOOK_DISABLE_AFTER_MS=1000');
+    const text = await cli(['status']);
+    expect(text.stdout).toMatch(new RegExp(`^${ep}\\s.*DISABLED .*WEBHOOK_DISABLE_AFTER_MS=1000`, 'm'));
+    expect(text.stdout).toContain('videosite-ingest webhooks enable ID');
+    expect(text.stdout).not.toContain(SECRET);
+
+    // the receiver is back; enabled again, the endpoint gets what it missed, from its cursor
+    const receiver = await startReceiver(SECRET, () => ({ status: 200 }), closedPort);
+    try {
+      expectExit(await cli(['webhooks', 'enable', String(ep)]), 0);
+      await waitFor(async () => (receiver.received.length >= 2 ? true : undefined), 15_000, 'the missed events delivered');
+      expect(receiver.received.map((r) => r.id)).toEqual(ids);
+      const after = (JSON.parse((await cli(['status', '--json'])).stdout) as StatusReport).webhooks.find((w) => w.id === ep);
+      expect(after).toMatchObject({ state: 'ok', pending: 0, disabledReason: null });
+    } finally {
+      await receiver.close();
+    }
+    expectCleanError(await cli(['webhooks', 'enable', '999999']), 2, 'no webhook endpoint 999999');
   });
 
   it('two workers on separate pools never deliver the same endpoint at once', async () => {

@@ -426,6 +426,34 @@ describe('batches page and the overview links', () => {
     expect([...errors.matchAll(/<th class="num">([^<]+)<\/th>/g)].map((m) => m[1])).toEqual(['internal-error', 'not-found']);
     expect([...errors.matchAll(/<td class="num">(\d+)<\/td>/g)].map((m) => m[1])).toEqual(['1', '5']);
   });
+
+  it('the overview lists recent changes (escaped, linked to their source) and the webhook endpoints without their path', () => {
+    const d: OverviewData = {
+      now: NOW, unavailable: [],
+      changes: [
+        { id: 42, type: 'source.failed', occurredAt: new Date(NOW.getTime() - 60_000), data: { detail: '<script>x</script>' }, sourceId: 7, videoId: null },
+        { id: 41, type: 'batch.completed', occurredAt: new Date(NOW.getTime() - 120_000), data: { jobId: 'job-1' }, sourceId: null, videoId: null },
+      ],
+      webhooks: [
+        { id: 3, url: 'https://hooks.example.com/services/T0/B0/s3cr3tToken', eventTypes: null, state: 'disabled', pending: 12,
+          lastDeliveredAt: null, failingSince: null, nextAttemptAt: null, disabledAt: NOW.toISOString(), disabledReason: 'every delivery failed' },
+        { id: 4, url: 'http://127.0.0.1:9000/hook', eventTypes: ['batch.completed'], state: 'ok', pending: 0,
+          lastDeliveredAt: NOW.toISOString(), failingSince: null, nextAttemptAt: null, disabledAt: null, disabledReason: null },
+      ],
+    };
+    const page = renderOverview(d);
+    const changes = /<section id="changes">[\s\S]*?<\/section>/.exec(page)?.[0] ?? '';
+    expect([...changes.matchAll(/data-event-id="(\d+)"/g)].map((m) => m[1])).toEqual(['42', '41']);
+    expect(changes).toContain('&lt;script&gt;');
+    expect(changes).not.toContain('<script>');
+    expect(changes).toContain('<a href="/sources/7">');
+    expect(changes).toContain('videosite-ingest events --since 40 --json');
+    const hooks = /<section id="webhooks">[\s\S]*?<\/section>/.exec(page)?.[0] ?? '';
+    expect(hooks).toContain('<code>https://hooks.example.com</code>');
+    expect(page).not.toContain('s3cr3tToken');
+    expect(hooks).toContain('webhooks enable 3');
+    expect(hooks).toContain('>disabled</span>');
+  });
 });
 
 const SOURCE_ROW: OverviewSource = {
