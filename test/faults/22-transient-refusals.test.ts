@@ -302,7 +302,14 @@ it('22e a 401 on a poll while /me works: no hold, lands; the key refused for the
   rig.sim.script([{ match: 'GET /videosite/batch/*', status: 401, body: unauthorized }]);
   const sub = await rig.run(['backfill', '--source', String(transient.id), '--no-wait']);
   expect(sub.code, sub.stderr).toBe(0);
-  await waitUntil(async () => ((await storedOf(transient.id)) === videoIdsOf(4).length ? true : undefined), 60_000, 'the batch to land');
+  // every video stored and both batches ended: the 401 may have delayed either batch's poll, and
+  // the metadata batch can land before the transcript batch is polled again
+  await waitUntil(
+    async () =>
+      (await storedOf(transient.id)) === videoIdsOf(4).length && (await batchesOf(transient.id)).every((b) => b.status === 'completed') ? true : undefined,
+    60_000,
+    'the batches to land and complete',
+  );
   const poll401s = answered(POLL, 401) - poll401Before;
   const holdsAfterTransient = await countOf(sql`select count(*)::int as n from upstream_holds`);
   const setsAfterTransient = await holdSets();
