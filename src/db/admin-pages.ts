@@ -130,7 +130,7 @@ export async function sourceLatestErrorCodes(
       (array_agg(s.last_job_id order by s.updated_at desc, s.video_id))[1:${o.videosPerCode}::int] as "jobIds"
     from source_videos sv join video_sync s on s.video_id = sv.video_id
     join sources src on src.id = sv.source_id
-    where sv.source_id = ${o.sourceId} and s.last_error_code is not null
+    where sv.source_id = ${o.sourceId} and s.last_error_code is not null and s.last_state <> 'processing'
       and (s.kind = 'video' or s.lang = any(case when cardinality(src.langs) = 0 then array['']::text[] else src.langs end))
     group by 1, 2, 3, 4
     order by videos desc, 3, 1 desc, 2, 4`;

@@ -58,11 +58,15 @@ export interface OutcomeErrorCount {
   videos: number;
 }
 
-/** Videos whose latest outcome carries an errorCode, by kind, language, code and state, the most first. */
+/**
+ * Videos whose latest outcome carries an errorCode, by kind, language, code and state, the most
+ * first. Videos still in flight are left out: the interface marks an unfinished item with the
+ * code `processing`, which is not an error.
+ */
 export function outcomeErrorCounts(sql: Queryable): Promise<OutcomeErrorCount[]> {
   return sql<OutcomeErrorCount[]>`
     select kind, lang, error_code as "errorCode", state, sum(n)::float8 as videos from video_outcome_counts
-    where error_code <> '' group by kind, lang, error_code, state having sum(n) <> 0
+    where error_code <> '' and state <> 'processing' group by kind, lang, error_code, state having sum(n) <> 0
     order by videos desc, error_code, kind, lang, state`;
 }
 
@@ -119,7 +123,8 @@ export interface SourceOutcomeError {
 
 /**
  * Per source, its videos whose latest outcome (metadata, or a transcript in a language the source
- * asks for) carries an errorCode, by code: the videos' `video_sync` rows, by primary key prefix.
+ * asks for) carries an errorCode, by code (in flight, `processing`, is not an error): the videos'
+ * `video_sync` rows, by primary key prefix.
  */
 export function sourceOutcomeErrors(sql: Queryable, sourceIds: readonly number[]): Promise<SourceOutcomeError[]> {
   if (sourceIds.length === 0) return Promise.resolve([]);
@@ -127,7 +132,7 @@ export function sourceOutcomeErrors(sql: Queryable, sourceIds: readonly number[]
     select sv.source_id as "sourceId", s.kind, s.lang, s.last_error_code as "errorCode", s.last_state as state, count(*)::float8 as videos
     from source_videos sv join video_sync s on s.video_id = sv.video_id
     join sources src on src.id = sv.source_id
-    where sv.source_id = any(${[...sourceIds]}::int[]) and s.last_error_code is not null
+    where sv.source_id = any(${[...sourceIds]}::int[]) and s.last_error_code is not null and s.last_state <> 'processing'
       -- the kinds and languages this source buys (another source's language is not its error)
       and (s.kind = 'video' or s.lang = any(case when cardinality(src.langs) = 0 then array['']::text[] else src.langs end))
     group by 1, 2, 3, 4, 5
