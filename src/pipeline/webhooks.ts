@@ -188,11 +188,19 @@ export function startWebhookDelivery(deps: WebhookDeps, opts: { owner?: string; 
   const deliverEndpoint = async (ep: LeasedEndpoint): Promise<void> => {
     let cursor = ep.cursor;
     let failures = ep.failures;
+    // The lease (two timeouts and a margin) is renewed once a timeout has passed since the last
+    // renewal, not before every event: the POST that follows ends within a timeout, inside the
+    // lease. Renewing per event was one of the two commits each delivery cost (63 events/s
+    // measured on a disk-synced Postgres).
+    let renewedAt = performance.now();
     for (;;) {
       const events = await readEvents(sql, { afterId: cursor, types: ep.eventTypes ?? undefined, limit: WEBHOOK_READ_EVENTS });
       for (const e of events) {
         if (stopping.signal.aborted) return;
-        if (!(await renewLease(sql, ep.id, owner, leaseMs))) return;
+        if (performance.now() - renewedAt >= settings.webhookTimeoutMs) {
+          if (!(await renewLease(sql, ep.id, owner, leaseMs))) return;
+          renewedAt = performance.now();
+        }
         const ok = await deliverOne(ep, e, failures + 1);
         if (!ok) return;
         cursor = e.id;
