@@ -35,3 +35,21 @@ export function parseDurationMs(value: string): number {
   if (ms <= 0) throw new InvalidArgumentError('expected a duration greater than zero.');
   return Math.round(ms);
 }
+
+/** A duration the way `parseDurationMs` reads it back: `7d`, `36h`, `90m`, `45s`, `500ms`. */
+export function formatDurationMs(ms: number): string {
+  for (const unit of ['d', 'h', 'm', 's'] as const) {
+    const size = DURATION_UNITS_MS[unit]!;
+    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}
+
+/** A duration of at least `minMs` (`minText` says it the way a person writes it). */
+export function durationArg(minMs: number, minText: string): (value: string) => number {
+  return (value) => {
+    const ms = parseDurationMs(value);
+    if (ms < minMs) throw new InvalidArgumentError(`${value} is shorter than the minimum, ${minText}.`);
+    return ms;
+  };
+}

@@ -25,6 +25,8 @@ export interface BackfillCommandOptions {
   timeout?: number;
   /** plan only (`--dry-run`): print, spend nothing */
   dryRun?: boolean;
+  /** fetch every stored (or gone) video of the sources again */
+  refresh?: boolean;
 }
 
 function sourceIdsArg(value: string, previous: number[] = []): number[] {
@@ -161,6 +163,7 @@ export async function backfillWithContext(ctx: Context, o: BackfillCommandOption
       wait: o.wait,
       timeoutMs: o.timeout,
       signal: abort.signal,
+      refresh: o.refresh,
       onProgress: (batches) => {
         if (o.wait) progress.update(batches);
       },
@@ -186,6 +189,11 @@ export function registerBackfillCommand(program: Command): void {
     .option('--all', 'sync every registered source', false)
     .option('--no-wait', 'submit and return at once; daemons finish the work')
     .option('--dry-run', 'print every batch and listing it would pay for, and the credits, without spending any; exit 0', false)
+    .option(
+      '--refresh',
+      'fetch every stored (or gone) video of the sources again now, metadata and each wanted transcript language, at the price of a first fetch: edits upstream become changes and events (see: events)',
+      false,
+    )
     .option('--timeout <duration>', 'stop waiting after this long (e.g. 90s, 15m, 2h); exit 1 if not done', (v) => {
       try {
         return parseDurationMs(v);
@@ -210,7 +218,7 @@ export function registerBackfillCommand(program: Command): void {
         await migrateDatabase(ctx.config.databaseUrl, ctx.log);
         if (o.dryRun) {
           const { db, sql } = ctx.db();
-          const plan = await planBackfill({ sql, db, api: ctx.api(), settings: ctx.config.pipeline }, await chosenSourceIds(ctx, o));
+          const plan = await planBackfill({ sql, db, api: ctx.api(), settings: ctx.config.pipeline }, await chosenSourceIds(ctx, o), { refresh: o.refresh });
           process.stdout.write(renderBackfillPlan(plan));
           return;
         }

@@ -9,6 +9,7 @@ import { Argument, Command, InvalidArgumentError, Option } from 'commander';
 import { LIMIT_MAX } from '../api/schemas.ts';
 import type { Source } from '../db/schema.ts';
 import type { SourceMatch, SourceSettings } from '../db/sources.ts';
+import { REFRESH_MIN_MS } from '../domain/attempts.ts';
 import { checkCronSyntax, checkSourceCron, CronError, type CronPlan } from '../domain/cron.ts';
 import {
   SEARCH_FILTER_VALUES,
@@ -22,7 +23,7 @@ import {
 import type { SourceRef } from '../pipeline/kinds/adapter.ts';
 import { LISTING_LIMIT_DEFAULT } from '../pipeline/kinds/listing.ts';
 import type { NewSourceInput } from '../pipeline/sources.ts';
-import { intArg } from './args.ts';
+import { durationArg, formatDurationMs, intArg } from './args.ts';
 import type { Context } from './context.ts';
 import { renderTable, shortTime } from './table.ts';
 
@@ -200,6 +201,7 @@ interface AddOptions {
   generateMissing: boolean;
   maxGenerateMinutes?: number;
   maxCreditsPerDay?: number;
+  refresh?: number;
   uploadDate?: string;
   type?: string;
   duration?: string;
@@ -222,6 +224,7 @@ function addKindCommand(add: Command, kind: SourceKind): void {
       'the most credits this source may spend in one UTC day (listings, batches, generated transcripts); a sync past it is refused; default: no cap',
       intArg(1, 2_147_483_647),
     )
+    .option('--refresh <duration>', REFRESH_HELP, REFRESH_ARG)
     .action(async (refArg: string | string[] | undefined, o: AddOptions) => {
       const given = Array.isArray(refArg) ? refArg : refArg === undefined ? [] : [refArg];
       const refs: SourceRef[] = given.map((value, i) => ({ value, where: given.length === 1 ? cli.argument.replace(/[<>[\]. ]/g, '') : `argument ${i + 1}` }));
@@ -249,7 +252,7 @@ function addKindCommand(add: Command, kind: SourceKind): void {
         maxGenerateMinutes: o.maxGenerateMinutes ?? null,
         ...(origin !== undefined ? { origin } : {}),
       };
-      const [{ parseSource, registerSource }, { deleteSource, setSourceMaxCreditsPerDay }, { waitForRedis }] = await Promise.all([
+      const [{ parseSource, registerSource }, { deleteSource, updateSourceSettings, getSource }, { waitForRedis }] = await Promise.all([
         import('../pipeline/sources.ts'),
         import('../db/sources.ts'),
         import('./redis-ready.ts'),
@@ -262,18 +265,22 @@ function addKindCommand(add: Command, kind: SourceKind): void {
         await waitForRedis(ctx.redis());
         const { sql, db } = ctx.db();
         let s = await registerSource({ sql, db, api: ctx.api() }, input);
-        if (o.maxCreditsPerDay !== undefined) {
+        if (o.maxCreditsPerDay !== undefined || o.refresh !== undefined) {
           // set before the schedulers know the source, so no sync of it runs without its cap
-          s = await setSourceMaxCreditsPerDay(db, s.id, o.maxCreditsPerDay).catch(async (e: unknown) => {
-            await deleteSource(db, s.id);
-            throw e;
-          });
+          const id = s.id;
+          s = await updateSourceSettings(sql, id, { maxCreditsPerDay: o.maxCreditsPerDay, refreshAfterMs: o.refresh })
+            .then(() => getSource(db, id))
+            .catch(async (e: unknown) => {
+              await deleteSource(db, id);
+              throw e;
+            });
         }
         if (s.cron) await refreshSchedulers(ctx);
         const extras = [
           s.include.length > 0 ? `including ${s.include.join(',')}` : '',
           s.generateMissing ? `generating missing transcripts${s.maxGenerateMinutes !== null ? ` (at most ${s.maxGenerateMinutes} min)` : ''}` : '',
           s.maxCreditsPerDay !== null ? `at most ${s.maxCreditsPerDay} credits a day` : '',
+          s.refreshAfterMs !== null ? `refreshed every ${formatDurationMs(s.refreshAfterMs)}` : '',
         ].filter((x) => x !== '');
         process.stdout.write(
           `source ${s.id} added: ${describe(s)}, ${KIND_CLI[s.kind].size(s)}, ` +
@@ -318,9 +325,10 @@ export function registerSourcesCommand(program: Command): void {
         }
         process.stdout.write(
           renderTable(
-            ['id', 'kind', 'external id', 'title', 'limit', 'langs', 'credits/day', 'cron', 'paused', 'last synced'],
+            ['id', 'kind', 'external id', 'title', 'limit', 'langs', 'credits/day', 'refresh', 'cron', 'paused', 'last synced'],
             rows.map((s) => [
               s.id, s.kind, s.externalId, s.title, s.maxVideos, s.langs.join(',') || 'default', s.maxCreditsPerDay ?? 'no cap',
+              s.refreshAfterMs === null ? 'never' : formatDurationMs(s.refreshAfterMs),
               s.cron ?? '-', s.paused ? 'yes' : 'no', shortTime(s.lastSyncedAt ? s.lastSyncedAt.toISOString() : null),
             ]),
           ),
@@ -359,6 +367,11 @@ export function registerSourcesCommand(program: Command): void {
   }
 }
 
+const REFRESH_HELP =
+  'fetch each stored video (metadata and transcripts) again once its latest fetch is this old (e.g. 7d, 30d; at least 1h), ' +
+  'so that edits, videos gone and back become changes and events; each refresh costs what the first fetch did; default: never';
+const REFRESH_ARG = durationArg(REFRESH_MIN_MS, '1h');
+
 const SOURCE_REF_HELP =
   "the source: its ID, the reference it was added with, its external ID, a channel's @handle, or a channel or playlist URL (see sources list)";
 
@@ -391,6 +404,7 @@ const SETTINGS_SHOWN: { [K in keyof SourceSettings]: { label: string; show(v: So
   textOnly: { label: 'transcripts', show: (v) => (v ? 'text' : 'chunks') },
   include: { label: 'include', show: (v) => (v.length > 0 ? v.join(',') : 'none') },
   maxCreditsPerDay: { label: 'credits/day', show: (v) => (v === null ? 'no cap' : String(v)) },
+  refreshAfterMs: { label: 'refresh', show: (v) => (v === null ? 'never' : formatDurationMs(v)) },
 };
 
 const SETTING_KEYS = Object.keys(SETTINGS_SHOWN) as (keyof SourceSettings)[];
@@ -422,6 +436,7 @@ interface EditOptions {
   chunks?: boolean;
   include?: SourceInclude[] | false;
   maxCreditsPerDay?: number | false;
+  refresh?: number | false;
 }
 
 /** What the next sync buys because of the edit, beyond new videos: said before it is spent. */
@@ -434,6 +449,9 @@ function costNotes(id: number, before: SourceSettings, after: SourceSettings): s
     notes.push(`buys ${added.join(',')} transcripts of this source's videos that have none in ${added.length === 1 ? 'that language' : 'those languages'}${apart}`);
   }
   if (before.textOnly && !after.textOnly) notes.push('buys once more, as timed chunks, the transcripts of its videos stored as plain text only');
+  if (after.refreshAfterMs !== null && (before.refreshAfterMs === null || after.refreshAfterMs < before.refreshAfterMs)) {
+    notes.push(`buys again (metadata and transcripts) each of its videos last fetched more than ${formatDurationMs(after.refreshAfterMs)} ago, and each one again every ${formatDurationMs(after.refreshAfterMs)}`);
+  }
   if (notes.length === 0) return '';
   return `${notes.map((n) => `  next sync ${n}\n`).join('')}  the credits first: videosite-ingest backfill --source ${id} --dry-run\n`;
 }
@@ -457,6 +475,8 @@ function registerEditCommand(sources: Command): void {
     .option('--no-include', 'channel, playlist: submit no listed shorts or live videos')
     .option('--max-credits-per-day <n>', 'the most credits this source may spend in one UTC day', intArg(1, 2_147_483_647))
     .option('--no-max-credits-per-day', 'no daily credit cap for this source')
+    .option('--refresh <duration>', REFRESH_HELP, REFRESH_ARG)
+    .option('--no-refresh', 'stored videos are not fetched again (backfill --refresh still does, once)')
     .action(async (ref: string, o: EditOptions) => {
       const set: Partial<SourceSettings> = {};
       if (o.cron !== undefined) set.cron = o.cron === false ? null : o.cron;
@@ -465,10 +485,11 @@ function registerEditCommand(sources: Command): void {
       if (o.text === true || o.chunks === true) set.textOnly = o.text === true;
       if (o.include !== undefined) set.include = o.include === false ? [] : o.include;
       if (o.maxCreditsPerDay !== undefined) set.maxCreditsPerDay = o.maxCreditsPerDay === false ? null : o.maxCreditsPerDay;
+      if (o.refresh !== undefined) set.refreshAfterMs = o.refresh === false ? null : o.refresh;
       if (Object.keys(set).length === 0) {
         throw await usageError(
           'nothing to change: give one or more of --cron, --no-cron, --limit, --lang, --text, --chunks, --include, --no-include, ' +
-            '--max-credits-per-day, --no-max-credits-per-day',
+            '--max-credits-per-day, --no-max-credits-per-day, --refresh, --no-refresh',
         );
       }
       const { getSource, updateSourceSettings } = await import('../db/sources.ts');

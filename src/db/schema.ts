@@ -111,6 +111,11 @@ export const sources = pgTable(
     maxGenerateMinutes: integer('max_generate_minutes'),
     /** `--max-credits-per-day`: the most credits this source's syncs may spend in one UTC day; null: no cap */
     maxCreditsPerDay: integer('max_credits_per_day'),
+    /**
+     * `--refresh`: a stored (or gone) video is fetched again once its latest fetch is older than
+     * this, so that edits upstream are seen (src/domain/attempts.ts); null: never automatically
+     */
+    refreshAfterMs: bigNumber('refresh_after_ms'),
   },
   (t) => [
     uniqueIndex('sources_kind_external_id_uq').on(t.kind, t.externalId),
@@ -265,8 +270,62 @@ export const videos = pgTable(
     // ours
     /** the batch that last changed (or first delivered) this row */
     lastJobId: text('last_job_id'),
+    /** when a later batch reported the stored video `not-found` or `forbidden`; null again when it is delivered again */
+    goneAt: tstz('gone_at'),
+    /** the error code that batch reported */
+    goneReason: text('gone_reason'),
   },
   (t) => [index('videos_channel_id_idx').on(t.channelId)],
+);
+
+/**
+ * Field-level history of `videos` (issue #14): a row per changed field when a delivered video's
+ * title, description, tags, duration, thumbnail or transcript languages change, and when it goes
+ * (`gone`: new value the error code) or returns (`gone`: new value null). Written by the trigger
+ * `videos_history` (migrations/0010) in the transaction that changes the row, whichever writer
+ * it is. View and like counts are measurements, not changes: never here.
+ */
+export const videoChanges = pgTable(
+  'video_changes',
+  {
+    id: bigNumber('id').primaryKey().generatedAlwaysAsIdentity(),
+    videoId: text('video_id').notNull(),
+    /** the contract's field name: title, description, tags, duration, thumbnail, transcriptLanguages, gone */
+    field: text('field').notNull(),
+    oldValue: jsonb('old_value'),
+    newValue: jsonb('new_value'),
+    /** the batch that delivered (or reported) the change */
+    jobId: text('job_id'),
+    changedAt: tstzNow('changed_at'),
+  },
+  (t) => [index('video_changes_video_id_idx').on(t.videoId, t.id)],
+);
+
+/**
+ * Every distinct content of a (video, lang) transcript (issue #14), by `content_sha256`: a new row
+ * only when the content changes (a return to an earlier content moves that row's `last_seen_at`).
+ * The current one equals `transcripts`. Written by the trigger `transcripts_history`
+ * (migrations/0010); `last_seen_at` also moves when identical content is delivered again.
+ */
+export const transcriptVersions = pgTable(
+  'transcript_versions',
+  {
+    id: bigNumber('id').primaryKey().generatedAlwaysAsIdentity(),
+    videoId: text('video_id').notNull(),
+    lang: text('lang').notNull(),
+    contentSha256: text('content_sha256').notNull(),
+    text: text('text').notNull(),
+    chunks: jsonb('chunks'),
+    availableLangs: text('available_langs').array(),
+    /** the batch that first delivered this content */
+    jobId: text('job_id'),
+    firstSeenAt: tstzNow('first_seen_at'),
+    /** the latest delivery of this content */
+    lastSeenAt: tstzNow('last_seen_at'),
+    /** the batch of that latest delivery */
+    lastJobId: text('last_job_id'),
+  },
+  (t) => [uniqueIndex('transcript_versions_content_uq').on(t.videoId, t.lang, t.contentSha256)],
 );
 
 export const transcripts = pgTable(

@@ -77,7 +77,7 @@ export async function setSourceMaxCreditsPerDay(db: Db, id: number, maxCreditsPe
 }
 
 /** What `sources edit` may change on a source's row; each takes effect at the source's next sync. */
-export type SourceSettings = Pick<Source, 'cron' | 'maxVideos' | 'langs' | 'textOnly' | 'include' | 'maxCreditsPerDay'>;
+export type SourceSettings = Pick<Source, 'cron' | 'maxVideos' | 'langs' | 'textOnly' | 'include' | 'maxCreditsPerDay' | 'refreshAfterMs'>;
 
 /**
  * Set the given settings of source `id` (undefined: kept) in one statement, and return them as
@@ -101,14 +101,15 @@ export async function updateSourceSettings(
       text_only = case when ${given('textOnly')} then ${set.textOnly ?? null}::boolean else s.text_only end,
       include = case when ${given('include')} then ${set.include ?? null}::text[] else s.include end,
       max_credits_per_day = case when ${given('maxCreditsPerDay')} then ${set.maxCreditsPerDay ?? null}::int else s.max_credits_per_day end,
+      refresh_after_ms = case when ${given('refreshAfterMs')} then ${set.refreshAfterMs ?? null}::bigint else s.refresh_after_ms end,
       updated_at = now()
     from (select * from sources where id = ${id} for update) o
     where s.id = o.id
     returning
       json_build_object('cron', o.cron, 'maxVideos', o.max_videos, 'langs', o.langs, 'textOnly', o.text_only,
-        'include', o.include, 'maxCreditsPerDay', o.max_credits_per_day) as before,
+        'include', o.include, 'maxCreditsPerDay', o.max_credits_per_day, 'refreshAfterMs', o.refresh_after_ms) as before,
       json_build_object('cron', s.cron, 'maxVideos', s.max_videos, 'langs', s.langs, 'textOnly', s.text_only,
-        'include', s.include, 'maxCreditsPerDay', s.max_credits_per_day) as after`;
+        'include', s.include, 'maxCreditsPerDay', s.max_credits_per_day, 'refreshAfterMs', s.refresh_after_ms) as after`;
   if (!rows[0]) throw new SourceNotFoundError(id);
   return rows[0];
 }

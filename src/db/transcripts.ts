@@ -201,6 +201,7 @@ export async function upsertTranscripts(sql: Queryable, rows: readonly Transcrip
     if (s.origin === CAPTIONS && r.origin === GENERATED) return false;
     return s.content_sha256 !== r.contentSha256 || !sameStrings(s.available_langs, r.availableLangs) || s.origin !== r.origin;
   });
+  await touchVersions(sql, unique.filter((r) => storedByKey.get(`${r.videoId}\u0000${r.lang}`)?.content_sha256 === r.contentSha256));
   if (changed.length === 0) return { inserted: 0, updated: 0, unchanged: unique.length };
   const json = JSON.stringify(
     changed.map((r) => {
@@ -243,10 +244,29 @@ export async function upsertTranscripts(sql: Queryable, rows: readonly Transcrip
         is distinct from (excluded.content_sha256, excluded.available_langs, excluded.origin)
       and not (t.chunks is not null and excluded.chunks is null)
       and not (t.origin = ${CAPTIONS} and excluded.origin = ${GENERATED})
+      -- an older delivery (a replay of an old batch, a slow poll) never overwrites a newer one,
+      -- nor makes a change event back to the old content
+      and not exists (
+        select 1 from batches stored_by join batches delivering on delivering.job_id = excluded.last_job_id
+        where stored_by.job_id = t.last_job_id and delivering.submitted_at < stored_by.submitted_at)
     returning (xmax = 0) as inserted`;
   const inserted = result.filter((r) => r.inserted).length;
   const updated = result.length - inserted;
   return { inserted, updated, unchanged: unique.length - result.length };
+}
+
+/**
+ * Identical content delivered again: its version's `last_seen_at` (and batch) move, nothing else
+ * (no row rewritten, no event). A version missing (stored before migration 0010) stays missing
+ * until the content changes.
+ */
+async function touchVersions(sql: Queryable, rows: readonly TranscriptRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  await sql`
+    update transcript_versions v set last_seen_at = now(), last_job_id = r.job_id
+    from unnest(${rows.map((r) => r.videoId)}::text[], ${rows.map((r) => r.lang)}::text[],
+      ${rows.map((r) => r.contentSha256)}::text[], ${rows.map((r) => r.lastJobId)}::text[]) as r(video_id, lang, sha, job_id)
+    where v.video_id = r.video_id and v.lang = r.lang and v.content_sha256 = r.sha`;
 }
 
 const CAPTIONS: TranscriptOrigin = 'captions';

@@ -5,7 +5,7 @@
  */
 import { recheckAt, type VideoSyncFacts } from '../domain/attempts.ts';
 import { BATCH_IN_FLIGHT_STATUSES, BATCH_TERMINAL_STATUSES, type BatchKind } from '../domain/batches.ts';
-import type { ItemState } from '../domain/items.ts';
+import { GONE_ITEM_CODES, type ItemState } from '../domain/items.ts';
 import type { Queryable } from './connection.ts';
 import { DELIVERED_ITEM_STATES } from './items.ts';
 import { CLAIM_STANDING_SUBMISSIONS, CLAIM_VOID_SUBMISSIONS } from '../domain/submissions.ts';
@@ -92,7 +92,10 @@ export async function readSyncFacts(
   };
 }
 
-/** The videos of a submission are claimed: one more attempt each, their outcome pending. */
+/**
+ * The videos of a submission are claimed: one more attempt each (the first of a new count after
+ * a delivery or a gone video), their outcome pending.
+ */
 export async function claimVideos(
   tx: Queryable,
   c: { kind: BatchKind; lang: string | null; textOnly: boolean; submission: number },
@@ -106,7 +109,11 @@ export async function claimVideos(
       ${c.kind === 'transcript' && c.textOnly}, now()
     from unnest(${videoIds as string[]}::text[]) as v
     on conflict (video_id, kind, lang) do update set
-      attempts = video_sync.attempts + 1, last_job_id = excluded.last_job_id, last_state = 'processing',
+      -- a video delivered before (a refresh, a re-bought language) or gone starts a new count:
+      -- the retry cap is about failures since its latest outcome, not about every refresh ever
+      attempts = case when video_sync.last_state = any(${[...DELIVERED_ITEM_STATES]}::text[])
+        or video_sync.last_error_code = any(${[...GONE_ITEM_CODES]}::text[]) then 1 else video_sync.attempts + 1 end,
+      last_job_id = excluded.last_job_id, last_state = 'processing',
       last_error_code = null, next_check_at = null, submission_id = excluded.submission_id,
       text_only = excluded.text_only, updated_at = now()`;
 }

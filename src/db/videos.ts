@@ -129,18 +129,45 @@ export async function upsertVideos(sql: Queryable, rows: readonly VideoRow[]): P
       like_count = excluded.like_count,
       transcript_languages = excluded.transcript_languages,
       last_job_id = excluded.last_job_id,
+      gone_at = null,
+      gone_reason = null,
       updated_at = now()
-    where (v.title, v.description, v.duration_s, v.channel_id, v.channel_name, v.tags,
+    where ((v.title, v.description, v.duration_s, v.channel_id, v.channel_name, v.tags,
            v.thumbnail, v.upload_date, v.view_count, v.like_count, v.transcript_languages)
       is distinct from
           (excluded.title, excluded.description, excluded.duration_s, excluded.channel_id,
            excluded.channel_name, excluded.tags, excluded.thumbnail, excluded.upload_date,
            excluded.view_count, excluded.like_count, excluded.transcript_languages)
+        -- a gone video delivered again has returned, whatever its values
+        or v.gone_at is not null)
+      -- an older delivery (a replay of an old batch, a slow poll) never overwrites a newer one,
+      -- nor makes a change event back to the old values
+      and not exists (
+        select 1 from batches stored_by join batches delivering on delivering.job_id = excluded.last_job_id
+        where stored_by.job_id = v.last_job_id and delivering.submitted_at < stored_by.submitted_at)
     returning (xmax = 0) as inserted`;
   // xmax = 0 only on a freshly inserted tuple; an updated one carries the updating transaction.
   const inserted = result.filter((r) => r.inserted).length;
   const updated = result.length - inserted;
   return { inserted, updated, unchanged: unique.length - result.length };
+}
+
+/**
+ * Marks stored videos gone: a batch (`jobId`) reported them `not-found` or `forbidden`. Their rows
+ * stay; `gone_at` and `gone_reason` are set once (an already gone video is left as it is), and the
+ * row's trigger records the change and its `video.gone` event (migrations/0010). A video that was
+ * never delivered has no row and nothing to mark. Returns how many were marked.
+ */
+export async function markGone(sql: Queryable, jobId: string, gone: readonly { videoId: string; reason: string }[]): Promise<number> {
+  if (gone.length === 0) return 0;
+  const marked = await sql`
+    update videos v set gone_at = now(), gone_reason = g.reason, last_job_id = ${jobId}
+    from unnest(${gone.map((g) => g.videoId)}::text[], ${gone.map((g) => g.reason)}::text[]) as g(video_id, reason)
+    where v.id = g.video_id and v.gone_at is null
+      and not exists (
+        select 1 from batches stored_by join batches reporting on reporting.job_id = ${jobId}
+        where stored_by.job_id = v.last_job_id and reporting.submitted_at < stored_by.submitted_at)`;
+  return marked.count;
 }
 
 /** Keeps the last row of each key, in first-seen order (ON CONFLICT cannot touch a row twice). */

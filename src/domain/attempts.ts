@@ -5,7 +5,7 @@
  * spacing, at most `RETRY_ATTEMPTS_MAX` submissions in all; past that only a person
  * (`replay --failed`) submits it.
  */
-import { NO_CAPTIONS_CODE, type ItemState } from './items.ts';
+import { NO_CAPTIONS_CODE, isGoneCode, type ItemState } from './items.ts';
 
 /** What the scheduler knows of one video, kind and language (`video_sync` and its claim). */
 export interface VideoSyncFacts {
@@ -39,9 +39,26 @@ export interface DuePolicy {
   retryBackoffBaseMs: number;
   /** the source wants chunked transcripts (not `--text`) */
   wantsChunks: boolean;
+  /**
+   * A stored or gone video is fetched again once its latest outcome is this old (the source's
+   * `--refresh`; 0 for `backfill --refresh`: now), so that edits upstream, a video gone and one
+   * back are seen. null: never (the default: a refresh is bought like the first fetch).
+   */
+  refreshAfterMs: number | null;
 }
 
-export type DueReason = 'new' | 'retry' | 'recheck' | 'chunks' | 'language';
+/**
+ * The shortest `--refresh` a source takes: each refresh buys every stored video again, so a
+ * shorter one would mostly spend credits on what has not changed.
+ */
+export const REFRESH_MIN_MS = 60 * 60_000;
+
+export type DueReason = 'new' | 'retry' | 'recheck' | 'chunks' | 'language' | 'refresh';
+
+/** The refresh a source asked for (`--refresh`) is due: its latest outcome is at least that old. */
+function refreshDue(facts: VideoSyncFacts, policy: DuePolicy): boolean {
+  return policy.refreshAfterMs !== null && facts.updatedAt.getTime() + policy.refreshAfterMs <= policy.now.getTime();
+}
 
 /**
  * Spacing before the next automatic submission after `attempts` submissions ended retryable: the
@@ -67,8 +84,12 @@ export function dueReason(facts: VideoSyncFacts | undefined, policy: DuePolicy):
       // waits for new evidence instead of buying at every sync
       if (facts.askedLangAppeared) return 'language';
       // a source that wants chunks buys, once, a transcript bought as plain text only
-      return policy.wantsChunks && facts.lastTextOnly && !facts.hasChunks ? 'chunks' : null;
+      if (policy.wantsChunks && facts.lastTextOnly && !facts.hasChunks) return 'chunks';
+      return refreshDue(facts, policy) ? 'refresh' : null;
     case 'failed':
+      // gone or private: asked again only by a refresh the source asked for, which is how a
+      // video that came back is seen
+      if (isGoneCode(facts.lastErrorCode)) return refreshDue(facts, policy) ? 'refresh' : null;
       if (facts.nextCheckAt === null || facts.nextCheckAt > policy.now) return null;
       return facts.attempts < policy.retryAttemptsMax ? 'recheck' : null;
     case 'retryable': {

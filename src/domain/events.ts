@@ -12,17 +12,19 @@ import type { HoldCode } from './refusals.ts';
 import type { SyncRunOutcome } from './syncs.ts';
 
 export const EVENT_TYPES = [
+  // The video and transcript events are written by the triggers of migrations/0010 (every writer
+  // of `videos` and `transcripts` makes them); `sourceId` is the delivering batch's source.
   /** a video delivered for the first time: `{videoId, sourceId, jobId}` */
   'video.added',
-  /** a delivered video's title, description, tags, duration, thumbnail or transcript languages changed: `{videoId, jobId, fields: {name: {old, new}}}` */
+  /** a delivered video's title, description, tags, duration, thumbnail or transcript languages changed: `{videoId, sourceId, jobId, fields: {name: {old, new}}}` */
   'video.changed',
-  /** a later batch reported the video `not-found` or `forbidden`: `{videoId, jobId, reason}` */
+  /** a later batch reported a stored video `not-found` or `forbidden`: `{videoId, sourceId, jobId, reason}` */
   'video.gone',
-  /** a gone video was delivered again: `{videoId, jobId}` */
+  /** a gone video was delivered again: `{videoId, sourceId, jobId}` */
   'video.returned',
-  /** a (video, lang) transcript stored for the first time: `{videoId, lang, sha256, jobId}` */
+  /** a (video, lang) transcript stored for the first time: `{videoId, sourceId, lang, sha256, jobId, origin}` */
   'transcript.added',
-  /** a stored transcript's content changed: `{videoId, lang, sha256, previousSha256, jobId}` */
+  /** a stored transcript's content_sha256 changed: `{videoId, sourceId, lang, sha256, previousSha256, jobId, origin, changed: ('text'|'chunks'|'availableLangs'|'origin')[]}` */
   'transcript.changed',
   /** a batch reached `completed` (once, whatever the polls that see it): `{jobId, sourceId, kind, lang, total, succeeded, failed}` */
   'batch.completed',

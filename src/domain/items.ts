@@ -44,6 +44,16 @@ export const PERMANENT_ITEM_CODES = [
  * (src/domain/attempts.ts), and a source with `--generate-missing` may have one generated.
  */
 export const NO_CAPTIONS_CODE = 'transcript-unavailable' satisfies (typeof PERMANENT_ITEM_CODES)[number];
+/**
+ * The video is gone (`not-found`) or private (`forbidden`): a stored one keeps its rows and is
+ * marked gone (`videos.gone_at`, a `video.gone` event) until a later batch delivers it again.
+ */
+export const GONE_ITEM_CODES = ['not-found', 'forbidden'] as const satisfies readonly (typeof PERMANENT_ITEM_CODES)[number][];
+
+export function isGoneCode(code: string | null): code is (typeof GONE_ITEM_CODES)[number] {
+  return (GONE_ITEM_CODES as readonly (string | null)[]).includes(code);
+}
+
 /** Every item errorCode the interface (v1.3.0) lists; anything else is recorded and retryable. */
 export const KNOWN_ITEM_CODES: readonly string[] = ['processing', ...RETRYABLE_ITEM_CODES, ...PERMANENT_ITEM_CODES];
 

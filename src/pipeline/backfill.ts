@@ -14,7 +14,7 @@ import { GENERATE_CREDITS_PER_MINUTE, generateCredits, LISTING_PRICE } from '../
 import { budgetsLeft, creditsLeft, takeCreditSnapshot } from './credits.ts';
 import type { PipelineDeps } from './deps.ts';
 import { planGenerations, submitGenerations } from './generate.ts';
-import { candidatesOf, listingEstimate, planBatches, syncSource, wantedNow, type ListingEstimate, type PlanClaims, type SyncResult } from './scheduler.ts';
+import { candidatesOf, listingEstimate, planBatches, refreshAfterOf, syncSource, wantedNow, type ListingEstimate, type PlanClaims, type SyncResult } from './scheduler.ts';
 import { recheckHolds } from './upstream-holds.ts';
 import { waitForBatches } from './wait-for-batches.ts';
 
@@ -73,6 +73,8 @@ export interface BackfillOptions {
   onProgress?: ((batches: BatchProgress[]) => void) | undefined;
   checkIntervalMs?: number;
   signal?: AbortSignal;
+  /** `--refresh`: every stored or gone video of the sources is fetched again (src/domain/attempts.ts) */
+  refresh?: boolean | undefined;
 }
 
 export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Promise<BackfillReport> {
@@ -83,7 +85,7 @@ export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Pr
   // side by side (each sync is mostly waiting on the API); reported in the order given
   const outcomes = await mapConcurrent(opts.sourceIds, syncConcurrency(deps.sql.options.max), async (sourceId) => {
     try {
-      return { sourceId, result: await syncSource(deps, sourceId, { trigger: 'backfill' }) };
+      return { sourceId, result: await syncSource(deps, sourceId, { trigger: 'backfill', refresh: opts.refresh === true }) };
     } catch (e: unknown) {
       return { sourceId, error: e };
     }
@@ -226,11 +228,15 @@ export const DRY_RUN_ME_TIMEOUT_MS = 10_000;
  * src/domain/attempts.ts over `video_sync`), without a paid call: the only request is `/me`,
  * which is free. Nothing is written. A video several sources list is planned once, for the first.
  */
-export async function planBackfill(deps: Pick<PipelineDeps, 'sql' | 'db' | 'api' | 'settings'>, sourceIds: number[]): Promise<BackfillPlan> {
+export async function planBackfill(
+  deps: Pick<PipelineDeps, 'sql' | 'db' | 'api' | 'settings'>,
+  sourceIds: number[],
+  opts: { refresh?: boolean | undefined } = {},
+): Promise<BackfillPlan> {
   const claims: PlanClaims = { videos: new Map(), shared: 0 };
   const plan: BackfillPlan = { sources: [], credits: 0, account: { error: 'not read' } };
   for (const id of sourceIds) {
-    const p = await planSourceSync(deps, await getSource(deps.db, id), claims);
+    const p = await planSourceSync(deps, await getSource(deps.db, id), claims, opts.refresh === true);
     plan.sources.push(p);
     plan.credits += p.listing.credits + p.purchases.reduce((n, b) => n + b.credits, 0);
   }
@@ -249,6 +255,7 @@ async function planSourceSync(
   deps: Pick<PipelineDeps, 'sql' | 'settings'>,
   source: Source,
   claims: PlanClaims,
+  refresh: boolean,
 ): Promise<PlannedSourceSync> {
   const wanted = await wantedNow(deps, source);
   const langs: (string | null)[] = source.langs.length > 0 ? source.langs : [null];
@@ -269,7 +276,7 @@ async function planSourceSync(
   if (wanted.length === 0) return out;
 
   const sharedBefore = claims.shared;
-  for (const b of await planBatches(deps, source, wanted, candidates, claims)) {
+  for (const b of await planBatches(deps, source, wanted, candidates, claims, refreshAfterOf(source, refresh))) {
     out.purchases.push({ kind: b.kind, lang: b.lang, videos: b.videos, credits: b.credits });
   }
   const gen = await planGenerations(deps, source);

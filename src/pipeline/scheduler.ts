@@ -62,6 +62,13 @@ export interface SyncResult {
 
 export interface SyncOptions {
   trigger?: 'cron' | 'backfill' | 'manual';
+  /** `backfill --refresh`: every stored or gone video of the source is fetched again now */
+  refresh?: boolean;
+}
+
+/** After how long a stored video is fetched again in this sync (src/domain/attempts.ts); null: never. */
+export function refreshAfterOf(source: Pick<Source, 'refreshAfterMs'>, forceRefresh: boolean | undefined): number | null {
+  return forceRefresh ? 0 : source.refreshAfterMs;
 }
 
 export async function syncSource(deps: PipelineDeps, sourceId: number, opts: SyncOptions = {}): Promise<SyncResult> {
@@ -112,6 +119,7 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
   const upstreamHolds: UpstreamHoldRow[] = await holdsApplying(deps);
   if (upstreamHolds.length > 0 && trigger === 'cron') return skipHeld(deps, sourceId, upstreamHolds);
 
+  const refreshAfter = refreshAfterOf(source, opts.refresh);
   const runId = await startSyncRun(sql, sourceId);
   const finish = (outcome: SyncRunOutcome) =>
     finishSyncRun(sql, runId, outcome, {
@@ -203,7 +211,7 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
       result.listed = listing.videoIds.length;
       const candidates = await candidatesOf(deps, source, listing.videoIds);
 
-      planned = await planBatches(deps, source, wanted, candidates);
+      planned = await planBatches(deps, source, wanted, candidates, undefined, refreshAfter);
       estimate = planned.reduce((n, b) => n + b.credits, 0);
       if (planned.length > 0) {
         result.creditsEstimated = estimate;
@@ -229,7 +237,7 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
             request: batch.request,
             credits: batch.credits,
             textOnly: source.textOnly,
-            claimDue: (tx, ids) => dueVideoIds(tx, settings, batch.kind, batch.lang, ids, !source.textOnly),
+            claimDue: (tx, ids) => dueVideoIds(tx, settings, batch.kind, batch.lang, ids, !source.textOnly, refreshAfter),
             hold,
           });
           if (submitted === null) continue;
@@ -337,11 +345,12 @@ export async function planBatches(
   wanted: readonly { kind: BatchKind; lang: string | null }[],
   candidates: string[],
   claims?: PlanClaims,
+  refreshAfterMs: number | null = source.refreshAfterMs,
 ): Promise<PlannedBatch[]> {
   const adapter = adapterFor(source.kind);
   const planned: PlannedBatch[] = [];
   for (const w of wanted) {
-    let due = await dueVideoIds(deps.sql, deps.settings, w.kind, w.lang, candidates, !source.textOnly);
+    let due = await dueVideoIds(deps.sql, deps.settings, w.kind, w.lang, candidates, !source.textOnly, refreshAfterMs);
     if (claims) {
       const key = `${w.kind}/${w.lang ?? ''}`;
       const taken = claims.videos.get(key) ?? new Set<string>();
@@ -389,6 +398,7 @@ export async function dueVideoIds(
   lang: string | null,
   ids: string[],
   wantsChunks: boolean,
+  refreshAfterMs: number | null = null,
 ): Promise<string[]> {
   const { now, rows } = await readSyncFacts(sql, kind, lang, ids);
   const policy = {
@@ -397,9 +407,13 @@ export async function dueVideoIds(
     retryBackoffBaseMs: settings.retryBackoffBaseMs,
     // only a transcript comes as chunks or as plain text
     wantsChunks: kind === 'transcript' && wantsChunks,
+    refreshAfterMs,
   };
-  // metadata stored before claims were recorded counts as delivered
-  return rows.filter((r) => !r.storedBeforeClaims && dueReason(r.facts, policy) !== null).map((r) => r.videoId);
+  // metadata stored before claims were recorded counts as delivered (when it was fetched is not
+  // known: a refresh takes it)
+  return rows
+    .filter((r) => (r.storedBeforeClaims ? refreshAfterMs !== null : dueReason(r.facts, policy) !== null))
+    .map((r) => r.videoId);
 }
 
 /**

@@ -17,7 +17,9 @@ import { writeIsolating, type Transaction } from '../db/isolate.ts';
 import { landRecords, setAsideRecord, toLandRecord, type LandItem, type LandRecord, type LandResult } from '../db/items.ts';
 import { addSourceVideos } from '../db/source-videos.ts';
 import { recordOutcomes } from '../db/video-sync.ts';
+import { markGone } from '../db/videos.ts';
 import type { BatchKind } from '../domain/batches.ts';
+import { isGoneCode } from '../domain/items.ts';
 import type { PipelineDeps } from './deps.ts';
 import { addRowCounts, itemRow, noRowCounts, upsertItemRows, type ItemRow, type RowBatch, type RowCounts } from './item-rows.ts';
 
@@ -86,7 +88,7 @@ export async function storePrepared(
 
 /**
  * Land items (only unfinished rows change), write the rows of those that landed `sunk` now, then
- * the per-video summary and source membership.
+ * the per-video summary, stored videos reported gone, and source membership.
  */
 async function storeItems(
   tx: Queryable,
@@ -105,6 +107,8 @@ async function storeItems(
   const langOf = new Map(items.flatMap((p) => (p.row?.table === 'transcripts' ? [[p.record.videoId, p.row.row.lang] as const] : [])));
   const outcomes = videos.map((r) => (r.state === 'sunk' && langOf.has(r.videoId) ? { ...r, deliveredLang: langOf.get(r.videoId) } : r));
   await recordOutcomes(tx, { jobId: batch.jobId, kind: batch.kind, lang: batch.lang }, outcomes, settings.transcriptRecheckMs);
+  // a stored video a batch now reports not-found or forbidden keeps its rows, marked gone
+  await markGone(tx, batch.jobId, videos.flatMap((r) => (r.state === 'failed' && isGoneCode(r.errorCode) ? [{ videoId: r.videoId, reason: r.errorCode }] : [])));
   if (batch.sourceId !== null) await addSourceVideos(tx, batch.sourceId, videos.map((r) => r.videoId));
   return { rows, counts };
 }

@@ -9,7 +9,7 @@ import { findUnstorableNumber } from '../../src/db/storable.ts';
 import { classifyItem, classifyRawItem } from '../../src/domain/items.ts';
 
 const NOW = new Date('2026-06-01T12:00:00Z');
-const policy: DuePolicy = { now: NOW, retryAttemptsMax: 3, retryBackoffBaseMs: 600_000, wantsChunks: true };
+const policy: DuePolicy = { now: NOW, retryAttemptsMax: 3, retryBackoffBaseMs: 600_000, wantsChunks: true, refreshAfterMs: null };
 const facts = (f: Partial<VideoSyncFacts>): VideoSyncFacts => ({
   lastState: 'sunk',
   lastErrorCode: null,
@@ -107,6 +107,28 @@ describe('when a video is due', () => {
     expect(dueReason(facts({ lastState: 'landed', askedLangAppeared: true }), policy)).toBe('language');
     expect(dueReason(facts({ lastState: 'sunk', askedLangAppeared: false }), policy)).toBeNull();
     expect(dueReason(facts({ lastState: 'sunk', askedLangAppeared: true, claimPending: true }), policy)).toBeNull();
+  });
+  it('a stored or gone video is fetched again only when the source asked for a refresh, once its latest outcome is that old', () => {
+    const day = 24 * 3600_000;
+    const weekly = { ...policy, refreshAfterMs: 7 * day };
+    const stored = (ageMs: number, f: Partial<VideoSyncFacts> = {}) => facts({ updatedAt: new Date(NOW.getTime() - ageMs), ...f });
+    expect(dueReason(stored(8 * day), policy)).toBeNull();
+    expect(dueReason(stored(8 * day), weekly)).toBe('refresh');
+    expect(dueReason(stored(7 * day), weekly)).toBe('refresh');
+    expect(dueReason(stored(6 * day), weekly)).toBeNull();
+    expect(dueReason(stored(8 * day, { lastState: 'landed' }), weekly)).toBe('refresh');
+    // gone or private: only a refresh asks again; other permanent failures never
+    expect(dueReason(stored(8 * day, { lastState: 'failed', lastErrorCode: 'not-found' }), weekly)).toBe('refresh');
+    expect(dueReason(stored(8 * day, { lastState: 'failed', lastErrorCode: 'forbidden' }), weekly)).toBe('refresh');
+    expect(dueReason(stored(8 * day, { lastState: 'failed', lastErrorCode: 'not-found' }), policy)).toBeNull();
+    expect(dueReason(stored(1000, { lastState: 'failed', lastErrorCode: 'not-found' }), weekly)).toBeNull();
+    expect(dueReason(stored(8 * day, { lastState: 'failed', lastErrorCode: 'invalid-request' }), weekly)).toBeNull();
+    // `backfill --refresh`: now; but never what is in flight or set aside
+    const now = { ...policy, refreshAfterMs: 0 };
+    expect(dueReason(stored(0), now)).toBe('refresh');
+    expect(dueReason(stored(0, { claimPending: true }), now)).toBeNull();
+    expect(dueReason(stored(0, { lastState: 'quarantined' }), now)).toBeNull();
+    expect(dueReason(stored(0, { lastState: 'processing' }), now)).toBeNull();
   });
 });
 
