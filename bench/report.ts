@@ -5,6 +5,7 @@
 import type { CeilingFigures } from './ceiling.ts';
 import type { NaiveFigures } from './naive.ts';
 import type { ProbeFigures } from './probe.ts';
+import type { WebhookFigures } from './webhooks.ts';
 import { TARGETS } from './settings.ts';
 import type { WorkloadFigures } from './workload.ts';
 
@@ -26,6 +27,8 @@ export interface Results {
   w3Unchanged: WorkloadFigures;
   w2: WorkloadFigures & { loss: LossCheck };
   overlap: WorkloadFigures & { cold: ColdCost };
+  /** webhook delivery throughput (bench/webhooks.ts) */
+  webhooks: WebhookFigures;
   ratios: Record<string, number>;
   targets: Target[];
   totalS: number;

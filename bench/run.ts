@@ -11,6 +11,7 @@
  *   W3        W1 again after 2% new videos per channel; then once more with nothing new
  *   W2        one channel of 5000 videos: one 5000-item batch per kind
  *   overlap   a channel and two of its playlists, cold: what overlapping sources cost
+ *   webhooks  a `daemon --role webhooks` delivering events to a local receiver (bench/webhooks.ts)
  *
  * Each workload is the real CLI: a `daemon --role poller,sink` process already running and a
  * `backfill --source ...` process timed from spawn to exit. Prints the figures, the ratios and
@@ -43,6 +44,7 @@ import {
   scaleOf,
 } from './settings.ts';
 import { createBenchEnv, type BenchEnv } from './setup.ts';
+import { measureWebhookDelivery, renderWebhookDelivery, WEBHOOK_BENCH_EVENTS } from './webhooks.ts';
 import { runWorkload, type WorkloadFigures } from './workload.ts';
 
 /** bench/results/ is gitignored: the default JSON, the processes' logs, the CPU profiles. */
@@ -293,6 +295,11 @@ async function main(): Promise<void> {
     const overlap = { ...overlapRun, cold: await coldCost(env, overlapRun, overlapSources) };
     say(summarise(overlap));
 
+    const webhookEvents = Math.max(500, Math.round(WEBHOOK_BENCH_EVENTS * factor));
+    say(`webhooks: ${webhookEvents} events delivered by a daemon to a local receiver...`);
+    const webhooks = await measureWebhookDelivery({ events: webhookEvents, logDir: env.logDir, nodeArgs: env.nodeArgs });
+    say(`webhooks: ${webhooks.events} events in ${webhooks.wallS} s = ${webhooks.eventsPerS} events/s`);
+
     const ratios = computeRatios({ naive, w1, ceiling });
     const w3Bound = {
       listings: w3.apiRequests.byEndpoint['GET /videosite/channel/videos'] ?? 0,
@@ -312,6 +319,7 @@ async function main(): Promise<void> {
       w3Unchanged,
       w2,
       overlap,
+      webhooks,
       ratios,
       targets,
       totalS: Math.round((Date.now() - started) / 1000),
@@ -332,6 +340,7 @@ async function main(): Promise<void> {
         `(design floor/COPY ceiling ${pct(ratios.designFloorVsCopyRowsPerS)}, W1/design floor ${pct(ratios.w1VsDesignFloorRowsPerS)})\n\n`,
     );
     out.push(renderTargets(targets));
+    out.push(`\n${renderWebhookDelivery(webhooks)}`);
     out.push(`\nFigures written to ${outPath} (total ${results.totalS} s)\n`);
     process.stdout.write(out.join(''));
     const failed = [w1, w2, w3, w3Unchanged, overlap].filter((w) => !w.ok);
