@@ -52,7 +52,7 @@ interface EventsOptions {
 export function registerEventsCommand(program: Command): void {
   program
     .command('events')
-    .description('print change events (batches, syncs, holds; videos and transcripts to come) in id order; --follow waits for new ones')
+    .description('print change events (videos, transcripts, batches, syncs, holds) in id order; --follow waits for new ones')
     .option('--since <id>', 'only events with an id above this', intArg(0, Number.MAX_SAFE_INTEGER), 0)
     .option('--type <types>', `only these types, comma-separated: ${EVENT_TYPES.join(', ')}`, eventTypesArg)
     .option('--source <id>', 'only events about this source', intArg(1, 2_147_483_647))

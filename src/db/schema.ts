@@ -11,6 +11,7 @@ import {
   bigint,
   boolean,
   check,
+  customType,
   doublePrecision,
   index,
   integer,
@@ -282,7 +283,7 @@ export const videos = pgTable(
  * Field-level history of `videos` (issue #14): a row per changed field when a delivered video's
  * title, description, tags, duration, thumbnail or transcript languages change, and when it goes
  * (`gone`: new value the error code) or returns (`gone`: new value null). Written by the trigger
- * `videos_history` (migrations/0010) in the transaction that changes the row, whichever writer
+ * `videos_changed` (migrations/0010) in the transaction that changes the row, whichever writer
  * it is. View and like counts are measurements, not changes: never here.
  */
 export const videoChanges = pgTable(
@@ -304,7 +305,7 @@ export const videoChanges = pgTable(
 /**
  * Every distinct content of a (video, lang) transcript (issue #14), by `content_sha256`: a new row
  * only when the content changes (a return to an earlier content moves that row's `last_seen_at`).
- * The current one equals `transcripts`. Written by the trigger `transcripts_history`
+ * The current one equals `transcripts`. Written by the triggers `transcripts_added` and `transcripts_changed`
  * (migrations/0010); `last_seen_at` also moves when identical content is delivered again.
  */
 export const transcriptVersions = pgTable(
@@ -782,6 +783,53 @@ export const webhookDeliveries = pgTable(
 
 // ---------------------------------------------------------------------------------------------
 // Row types
+
+/** A Postgres `tsvector` (drizzle has no column type of its own for it). */
+const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
+/** A Postgres `regconfig`: a text search configuration's name (`english`, `simple`, ...). */
+const regconfig = customType<{ data: string }>({ dataType: () => 'regconfig' });
+
+/**
+ * How far each named export got (`export --cursor NAME`, issue #15): the highest event id its last
+ * run covered. The next run writes only the transcripts that events after it added or changed;
+ * `prune` keeps the events a cursor still needs.
+ */
+export const exportCursors = pgTable('export_cursors', {
+  name: text('name').primaryKey(),
+  lastEventId: bigNumber('last_event_id').notNull().default(0),
+  /** records the last run wrote */
+  records: bigNumber('records').notNull().default(0),
+  createdAt: tstzNow('created_at'),
+  updatedAt: tstzNow('updated_at'),
+});
+
+/**
+ * The search index (issue #15): each transcript cut into windows of consecutive chunks that
+ * keep their offsets (a plain-text transcript is one window at 0 s), overlapping so a phrase
+ * across two chunks is in one window; `tsv` built with the language's text search configuration
+ * (`config`; `simple` where Postgres has none). Kept by a trigger on `transcripts` in the
+ * transaction that writes the transcript (migrations/0011).
+ */
+export const transcriptWindows = pgTable(
+  'transcript_windows',
+  {
+    videoId: text('video_id').notNull(),
+    lang: text('lang').notNull(),
+    /** the window's position in the transcript, from 0 */
+    n: integer('n').notNull(),
+    /** seconds from the start of the video of its first chunk; null when the chunks carry no offset */
+    startS: doublePrecision('start_s'),
+    /** seconds of its last chunk's end, when known */
+    endS: doublePrecision('end_s'),
+    text: text('text').notNull(),
+    config: regconfig('config').notNull(),
+    tsv: tsvector('tsv').notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.videoId, t.lang, t.n] }),
+    index('transcript_windows_tsv_idx').using('gin', t.tsv),
+  ],
+);
 
 export type Source = typeof sources.$inferSelect;
 export type NewSource = typeof sources.$inferInsert;
