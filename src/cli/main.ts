@@ -62,7 +62,7 @@ export const COMMANDS = {
     load: async () => (await import('./prune.ts')).registerPruneCommand,
   },
   events: {
-    summary: 'print change events (batches, syncs, holds; videos and transcripts to come) in id order; --follow waits for new ones',
+    summary: 'print change events (videos, transcripts, batches, syncs, holds) in id order; --follow waits for new ones',
     load: async () => (await import('./events.ts')).registerEventsCommand,
   },
   webhooks: {
