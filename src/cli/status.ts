@@ -116,6 +116,10 @@ export function renderStatus(r: StatusReport): string {
     `Items received, all time: ${h.sunk + h.landed + h.processing + h.failed + h.retryable + h.quarantined} ` +
       `(${h.sunk} stored, ${h.failed} failed, ${h.retryable} retryable, ${h.quarantined} quarantined; by code: status --json .history)\n`,
   );
+  if (r.gone.total > 0) {
+    const reasons = Object.entries(r.gone.byReason).map(([reason, n]) => `${reason} ${n}`).join(', ');
+    out.push(`Videos gone upstream (rows kept; a refresh sees them come back): ${r.gone.total} (${reasons}); videosite-ingest events --type video.gone\n`);
+  }
   const q = r.quarantined;
   if (q.total > 0) {
     out.push(`\nQuarantined items (kept raw with the reason; never re-submitted automatically): ${q.total}\n`);

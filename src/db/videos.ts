@@ -170,6 +170,13 @@ export async function markGone(sql: Queryable, jobId: string, gone: readonly { v
   return marked.count;
 }
 
+/** Stored videos marked gone, per reason (`not-found`, `forbidden`). */
+export async function goneCounts(sql: Queryable): Promise<Record<string, number>> {
+  const rows = await sql<{ reason: string; n: number }[]>`
+    select gone_reason as reason, count(*)::int as n from videos where gone_at is not null group by 1 order by 1`;
+  return Object.fromEntries(rows.map((r) => [r.reason, r.n]));
+}
+
 /** Keeps the last row of each key, in first-seen order (ON CONFLICT cannot touch a row twice). */
 export function lastById<T>(rows: readonly T[], key: (row: T) => string): T[] {
   const byKey = new Map<string, T>();

@@ -18,6 +18,7 @@ import { itemErrorCodeCounts, itemStateCounts, type ItemErrorCount } from '../db
 import {
   languageCoverage, outcomeCounts, outcomeErrorCounts, sourceLanguageCoverage, totalOutcomes, type OutcomeCounts,
 } from '../db/video-outcomes.ts';
+import { goneCounts } from '../db/videos.ts';
 import type { LanguageCoverage } from '../domain/coverage.ts';
 import type { BatchKind } from '../domain/batches.ts';
 import { latestPruneRun } from '../db/prune-runs.ts';
@@ -90,6 +91,8 @@ export interface ItemsStatus {
    * QUARANTINE_REASONS code, zeros included, and 'unknown' for rows without one
    */
   quarantined: { total: number; byReason: Record<string, number> };
+  /** stored videos a later batch reported `not-found` or `forbidden` (rows kept, `videos.gone_at`), by reason */
+  gone: { total: number; byReason: Record<string, number> };
 }
 
 export interface CreditsStatus {
@@ -397,6 +400,7 @@ export async function readItems(sql: Queryable): Promise<ItemsStatus> {
   const historyErrors = await itemErrorCodeCounts(sql);
   const history = await itemStateCounts(sql);
   const byReason = await quarantineCounts(sql);
+  const gone = await goneCounts(sql);
   const now = totalOutcomes(outcomes);
   return {
     items: totalsOf(now, now.retryable),
@@ -405,6 +409,7 @@ export async function readItems(sql: Queryable): Promise<ItemsStatus> {
     languageCoverage: coverage,
     history: { items: totalsOf(history.byState, history.retryablePending), itemErrors: historyErrors },
     quarantined: { total: Object.values(byReason).reduce((n, c) => n + c, 0), byReason },
+    gone: { total: Object.values(gone).reduce((n, c) => n + c, 0), byReason: gone },
   };
 }
 

@@ -251,6 +251,10 @@ describe('change history and events', () => {
       (await sql<{ title: string | null; gone_at: Date | null; gone_reason: string | null }[]>`
         select title, gone_at, gone_reason from videos where id = ${gone}`)[0];
     expect(await goneRow()).toMatchObject({ title: expect.any(String), gone_at: expect.any(Date), gone_reason: 'not-found' });
+    // what status says of it: counted by reason, in --json and in the text
+    const status = await ok(['status', '--json']);
+    expect(JSON.parse(status.stdout).gone).toEqual({ total: 1, byReason: { 'not-found': 1 } });
+    expect((await ok(['status'])).stdout).toContain('Videos gone upstream (rows kept; a refresh sees them come back): 1 (not-found 1)');
     expect((await transcriptsOf([gone])).length).toBe(1);
 
     // the new upload
@@ -287,6 +291,7 @@ describe('change history and events', () => {
     expect(kinds(back)).toEqual([['video.returned', gone]]);
     expect(back[0]!.data).toMatchObject({ videoId: gone, sourceId, jobId: expect.any(String) });
     expect(await goneRow()).toMatchObject({ gone_at: null, gone_reason: null });
+    expect(JSON.parse((await ok(['status', '--json'])).stdout).gone).toEqual({ total: 0, byReason: {} });
     expect((await changesOf([gone])).map((c) => [c.field, c.old_value, c.new_value])).toEqual([
       ['gone', null, 'not-found'],
       ['gone', 'not-found', null],
