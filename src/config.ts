@@ -4,6 +4,7 @@
  * key's value is never echoed.
  */
 import { z } from 'zod';
+import { videoUrlTemplateProblem } from './domain/search.ts';
 
 /** The key the embedded simulator accepts unless told otherwise: documented, paid plan. */
 export const SIMULATOR_DEV_API_KEY = 'vsi-dev-0000000000000000';
@@ -253,6 +254,14 @@ const EnvSchema = z.object({
     .min(ADMIN_TOKEN_MIN_CHARS, `expected at least ${ADMIN_TOKEN_MIN_CHARS} characters`)
     .regex(/^[\x21-\x7e]+$/, 'expected printable ASCII characters without blanks')
     .optional(),
+  // `search` and the overview link each hit to the video at its moment (src/domain/search.ts)
+  VIDEO_URL_TEMPLATE: z
+    .string()
+    .superRefine((t, ctx) => {
+      const problem = videoUrlTemplateProblem(t);
+      if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .optional(),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -354,6 +363,8 @@ export interface Config {
      */
     token: string | undefined;
   };
+  /** a link to a video at a second (`{id}`, `{seconds}`), given with each search hit; undefined: no links */
+  videoUrlTemplate: string | undefined;
 }
 
 /** Validate the environment. Unset and empty variables take their defaults. */
@@ -453,5 +464,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     databasePoolMax: e.DATABASE_POOL_MAX,
     admin: { token: e.ADMIN_TOKEN },
+    videoUrlTemplate: e.VIDEO_URL_TEMPLATE,
   };
 }

@@ -196,6 +196,10 @@ export const LOG_EVENTS = [
   /** the simulator command got a signal and stops: `signal` */
   'simulator.stopping',
 
+  // export (src/pipeline/export.ts)
+  /** an export completed and its output is in place (the cursor moved after): `format`, `out`, `records`, `bytes`, `ms`, `cursor`, `afterEventId`, `lastEventId` */
+  'export.done',
+
   // the admin server (src/admin/*)
   /** a readiness check passes again: `check` */
   'admin.check_ok',

@@ -3,13 +3,18 @@
  * median of RUNS (SLOW_OP_RUNS when the warm-up took over SLOW_OP_MS, FAST_OP_RUNS under FAST_OP_MS). Setup and cleanup around a
  * run are not timed.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
 import type { Redis } from 'ioredis';
 import type { Context } from '../../src/cli/context.ts';
 import type { PipelineDeps } from '../../src/pipeline/deps.ts';
 import type { Simulator } from '../../src/simulator/server.ts';
+import type { SearchHit, SearchFilter } from '../../src/db/search.ts';
+import type { Queryable } from '../../src/db/connection.ts';
 import type { PruneRun, RootApi } from './root.ts';
-import { firstBackfillJobIds } from './seed.ts';
+import { corpus, firstBackfillJobIds } from './seed.ts';
 import {
   DIFF_NEW_VIDEOS_PER_RUN,
   FAST_OP_MS,
@@ -87,6 +92,39 @@ function failedFamilies(text: string): string[] {
     if (Number(m[2]) > 0) out.push(m[1]!);
   }
   return out;
+}
+
+/**
+ * A phrase of the seed's corpus (two words side by side, no punctuation, from its middle): every
+ * seeded transcript cuts the corpus at a random place, so it is said in many of them at both sizes.
+ */
+export function searchPhrase(): string {
+  const words = corpus().toString('ascii').split(' ');
+  for (let i = Math.floor(words.length / 2); i < words.length - 1; i++) {
+    const [a, b] = [words[i]!, words[i + 1]!];
+    if (/^[a-z]{4,}$/.test(a) && /^[a-z]{4,}$/.test(b)) return `"${a} ${b}"`;
+  }
+  throw new Error('no phrase of two words in the corpus');
+}
+
+type Record_ = <T>(key: string, label: string, t: Timing<T>, judge?: (last: T) => { note?: string; failure?: string }) => Promise<void>;
+
+/** `search` (issue #15) as the CLI runs it, where the tree has it (src/db/search.ts). */
+async function measureSearch(o: OpContext, record: Record_, figures: OpFigure[]): Promise<void> {
+  const label = 'search (a phrase, 20 hits)';
+  const file = join(o.root.dir, 'src/db/search.ts');
+  const search = existsSync(file)
+    ? ((await import(pathToFileURL(file).href)) as { searchTranscripts?: (sql: Queryable, f: SearchFilter) => Promise<SearchHit[]> }).searchTranscripts
+    : undefined;
+  if (search === undefined) {
+    figures.push({ key: 'search', label, ms: undefined, runsMs: [], judged: true, note: 'not available' });
+    o.say(`${label}: not available`);
+    return;
+  }
+  const query = searchPhrase();
+  await record('search', label, { run: () => search(o.deps.sql, { query, limit: 20 }) }, (hits) =>
+    hits.length === 20 ? { note: `${query}` } : { note: query, failure: `${hits.length} hits, expected 20` },
+  );
 }
 
 export async function measureOperations(o: OpContext): Promise<OpFigure[]> {
@@ -213,6 +251,8 @@ export async function measureOperations(o: OpContext): Promise<OpFigure[]> {
     },
     (due) => (due.length === 0 ? { note: 'none due' } : { failure: `${due.length} due after the sync` }),
   );
+
+  await measureSearch(o, record, figures);
 
   const prune = root.prune;
   const pruneRows = [

@@ -137,6 +137,8 @@ header h1 { font-size:18px; margin:0; font-weight:600; } header h1 a { color:#ff
 header nav a { color:#c7d2fe; margin-right:16px; text-decoration:none; }
 header nav a:hover { text-decoration:underline; }
 header .meta { margin-left:auto; color:#9ca3af; font-size:12px; }
+header form.search input { width:260px; padding:4px 8px; border-radius:6px; border:1px solid #374151; background:#1f2937; color:#fff; }
+mark { background:#fef08a; padding:0 1px; }
 main { padding:20px 24px 40px; max-width:1280px; margin:0 auto; }
 .crumbs { font-size:13px; color:var(--muted); margin:0 0 6px; } .crumbs a { margin-right:4px; }
 h2.page { font-size:20px; margin:0 0 16px; overflow-wrap:anywhere; } h2.page code { font-size:16px; }
@@ -194,6 +196,8 @@ export interface PageFrame {
   refreshSeconds?: number;
   /** links above the heading, the page itself last (unlinked) */
   crumbs?: readonly { label: string | SafeHtml; href?: string }[];
+  /** the words in the header's search box (the search page shows what it searched) */
+  query?: string;
   body: SafeHtml;
 }
 
@@ -224,6 +228,7 @@ ${refresh > 0 ? html`<meta http-equiv="refresh" content="${refresh}">` : ''}
 <header>
   <h1><a href="/">videosite-ingest</a></h1>
   <nav><a href="/">Overview</a><a href="/batches">Batches</a><a href="${f.queuesPath ?? DEFAULT_QUEUES_PATH}">Queues</a><a href="/metrics">Metrics</a><a href="/readyz">Readiness</a></nav>
+  <form class="search" action="/search" method="get" role="search"><input type="search" name="q" value="${f.query ?? ''}" placeholder="Search transcripts" aria-label="search transcripts"></form>
   <span class="meta">as of ${utc(f.now)}${refresh > 0 ? ` · refreshes every ${refresh} s` : ''}</span>
 </header>
 <main>

@@ -6,6 +6,7 @@
  *   GET /batches                           every batch, the latest first (?page=N, ?status=S)
  *   GET /batches/:jobId                    a batch and its items (?page=N)
  *   GET /batches/:jobId/items/:videoId     one item and its raw copy
+ *   GET /search?q=words                    transcript search (?lang, ?source, ?channel, ?limit)
  *
  * A bad `page`, `runs` or `status` is answered 400 naming the parameter; an unknown source,
  * batch or item 404 with a page that says so (and still shows the hold banners).
@@ -18,6 +19,7 @@ import { loadBatchesPage, readStatusParam, renderBatchesPage } from './batches-p
 import { loadItemPage, renderItemPage } from './item-page.ts';
 import { PAGE_CSP } from './layout.ts';
 import { readPageParam } from './paging.ts';
+import { loadSearchPage, readSearchParams, renderSearchPage } from './search-page.ts';
 import { loadSourcePage, renderSourcePage } from './source-page.ts';
 
 export interface PageRoutesOptions {
@@ -27,6 +29,8 @@ export interface PageRoutesOptions {
   timeoutMs?: number;
   /** where bull-board is mounted (the header links to it) */
   queuesPath: string;
+  /** VIDEO_URL_TEMPLATE: search hits link to the video at their moment; undefined: no links */
+  videoUrlTemplate?: string | undefined;
 }
 
 /** A source ID as the URL gives it: the digits of a Postgres integer, else no source at all. */
@@ -72,5 +76,12 @@ export function registerPageRoutes(app: Hono, o: PageRoutesOptions): void {
     const videoId = c.req.param('videoId');
     const data = await loadItemPage(o.sql, jobId, videoId, read);
     return answer(c, renderItemPage(data, { jobId, videoId, queuesPath: o.queuesPath }));
+  });
+
+  app.get('/search', async (c) => {
+    const filter = readSearchParams(c.req.query());
+    if ('error' in filter) return c.text(filter.error, 400);
+    const data = await loadSearchPage(o.sql, filter, read);
+    return answer(c, { status: 200, html: renderSearchPage(data, { filter, queuesPath: o.queuesPath, videoUrlTemplate: o.videoUrlTemplate }) });
   });
 }

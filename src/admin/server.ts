@@ -67,6 +67,8 @@ export interface AdminAppOptions {
    * OVERVIEW_STATEMENT_TIMEOUT_MS (2 000 each)
    */
   queryTimeoutMs?: number;
+  /** VIDEO_URL_TEMPLATE: search hits link to the video at their moment */
+  videoUrlTemplate?: string | undefined;
 }
 
 export interface AdminApp {
@@ -138,7 +140,7 @@ export function createAdminApp(opts: AdminAppOptions): AdminApp {
     return c.html(page);
   });
 
-  registerPageRoutes(app, { sql: opts.sql, log, timeoutMs: opts.queryTimeoutMs, queuesPath: QUEUES_PATH });
+  registerPageRoutes(app, { sql: opts.sql, log, timeoutMs: opts.queryTimeoutMs, queuesPath: QUEUES_PATH, videoUrlTemplate: opts.videoUrlTemplate });
 
   const board = new HonoAdapter(serveStatic);
   createBullBoard({

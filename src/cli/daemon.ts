@@ -148,6 +148,7 @@ async function startAdmin(ctx: Context, metrics: AdminMetrics, host: string, por
       queues: ctx.queues(),
       metrics,
       secrets: [ctx.config.api.apiKey, token, urlPassword(ctx.config.databaseUrl), urlPassword(ctx.config.redisUrl)],
+      videoUrlTemplate: ctx.config.videoUrlTemplate,
       keyFingerprint: ctx.api().keyFingerprint,
       log: ctx.log,
     });

@@ -69,6 +69,14 @@ export const COMMANDS = {
     summary: 'manage the endpoints change events are POSTed to (signed; delivered by daemons with the webhooks role)',
     load: async () => (await import('./webhooks.ts')).registerWebhooksCommand,
   },
+  export: {
+    summary: 'write the corpus (one record per video and transcript language) as JSONL, CSV or Parquet, whole or since a cursor',
+    load: async () => (await import('./export.ts')).registerExportCommand,
+  },
+  search: {
+    summary: 'find where words are said in the stored transcripts: video, moment and snippet, ranked',
+    load: async () => (await import('./search.ts')).registerSearchCommand,
+  },
   status: {
     summary: 'show sources, batches in flight with progress, error counts, credits and storage per table',
     load: async () => (await import('./status.ts')).registerStatusCommand,

@@ -217,10 +217,16 @@ export async function recordFailed(
 }
 
 /**
- * The lowest event id an enabled endpoint still needs (its cursor + 1), or null when none needs
- * any: prune keeps every event from there on.
+ * The lowest event id a reader still needs, or null when none needs any: an enabled endpoint
+ * needs its cursor + 1 on, an export cursor (`export --cursor`, table export_cursors) its
+ * last_event_id + 1 on. Prune keeps every event from there on. A disabled endpoint holds none; an
+ * export cursor holds its events until it is removed from export_cursors.
  */
 export async function oldestNeededEventId(sql: Queryable): Promise<number | null> {
-  const [row] = await sql<{ id: number | null }[]>`select (min(cursor) + 1)::float8 as id from webhook_endpoints where enabled`;
+  const [row] = await sql<{ id: number | null }[]>`
+    select least(
+      (select min(cursor) + 1 from webhook_endpoints where enabled),
+      (select min(last_event_id) + 1 from export_cursors)
+    )::float8 as id`;
   return row?.id ?? null;
 }

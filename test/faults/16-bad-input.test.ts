@@ -47,6 +47,10 @@ const ARG_CASES: Case[] = [
   { args: ['simulator', '--port', '99999'], names: /--port/ },
   { args: ['simulator', '--error-rate', '2'], names: /--error-rate/ },
   { args: ['simulator', '--clock-speed', 'fast'], names: /--clock-speed/ },
+  { args: ['search'], names: /missing required argument 'words'/ },
+  { args: ['search', 'hello', '--limit', '0'], names: /--limit/ },
+  { args: ['search', 'hello', '--lang', 'english'], names: /--lang.*"english"/ },
+  { args: ['search', 'hello', '--source', 'abc'], names: /--source/ },
 ];
 
 /** A malformed value for each variable (numbers without one here get a word). */
@@ -72,6 +76,7 @@ const BAD_VALUES: Record<string, string[]> = {
   EVENTS_RETENTION_DAYS: ['30 days'],
   CREDIT_BUDGET_PER_DAY: ['0'],
   SOURCE_MIN_INTERVAL_MS: ['90000000', '5m'],
+  VIDEO_URL_TEMPLATE: ['https://videos.example/watch?t={seconds}', 'ftp://videos.example/{id}'],
 };
 const NUMERIC = /(_MS|_ATTEMPTS|_PER_SECOND|_BURST|_SIZE|_RESERVE|_ITEMS|_CONCURRENCY|_BYTES|_MAX)$/;
 

@@ -1,0 +1,84 @@
+/**
+ * Transcript search (`/search?q=words`, optional `lang`, `source`, `channel`, `limit`): the hits
+ * `videosite-ingest search` prints (src/db/search.ts), best first, each with its moment, snippet
+ * (the words found in <mark>) and, when VIDEO_URL_TEMPLATE is set, a link to the video at that
+ * second. The box is in every page's header (layout.ts); no script.
+ */
+import { databaseNow } from '../db/connection.ts';
+import { searchTranscripts, type SearchFilter, type SearchHit } from '../db/search.ts';
+import type { Pool } from '../db/statement-timeout.ts';
+import { fillVideoUrl, formatMoment, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, SEARCH_QUERY_MAX_CHARS, snippetParts } from '../domain/search.ts';
+import { readHolds, type HoldsStatus } from '../pipeline/status.ts';
+import { html, type SafeHtml } from './html.ts';
+import { renderPage, unavailable } from './layout.ts';
+import { readPageSections, type PageReadOptions } from './page-sections.ts';
+
+const LANG_RE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$/;
+
+/** The search asked for by the query string (`q` absent or blank: the empty page), or the message of a 400 answer. */
+export function readSearchParams(p: Record<string, string | undefined>): Omit<SearchFilter, 'query'> & { query: string } | { error: string } {
+  const query = (p.q ?? '').trim();
+  if (query.length > SEARCH_QUERY_MAX_CHARS) return { error: `q: expected at most ${SEARCH_QUERY_MAX_CHARS} characters\n` };
+  const lang = p.lang === undefined || p.lang === '' ? undefined : p.lang;
+  if (lang !== undefined && !LANG_RE.test(lang)) return { error: `lang: invalid value ${JSON.stringify(lang)}: expected a language code such as en or pt-BR\n` };
+  const source = p.source === undefined || p.source === '' ? undefined : p.source;
+  if (source !== undefined && !/^\d{1,9}$/.test(source)) return { error: `source: invalid value ${JSON.stringify(source)}: expected a source ID\n` };
+  const limitText = p.limit === undefined || p.limit === '' ? undefined : p.limit;
+  const limit = limitText === undefined ? SEARCH_LIMIT_DEFAULT : Number(limitText);
+  if (!/^\d+$/.test(limitText ?? '1') || limit < 1 || limit > SEARCH_LIMIT_MAX) {
+    return { error: `limit: invalid value ${JSON.stringify(limitText)}: expected a whole number from 1 to ${SEARCH_LIMIT_MAX}\n` };
+  }
+  const channel = p.channel === undefined || p.channel === '' ? undefined : p.channel;
+  return { query, lang, sourceId: source === undefined ? undefined : Number(source), channelId: channel, limit };
+}
+
+export interface SearchPageData {
+  now: Date;
+  holds?: HoldsStatus;
+  /** undefined: no words asked, or the section could not be read (then named in `unavailable`) */
+  hits?: SearchHit[];
+  unavailable: string[];
+}
+
+export async function loadSearchPage(pool: Pool, filter: SearchFilter, opts: PageReadOptions): Promise<SearchPageData> {
+  let now = new Date();
+  const asked = filter.query !== '';
+  const { values, unavailable } = await readPageSections<Omit<SearchPageData, 'unavailable'>>(pool, 'search', opts, {
+    now: async (q) => (now = await databaseNow(q)),
+    holds: readHolds,
+    ...(asked ? { hits: (q) => searchTranscripts(q, filter) } : {}),
+  });
+  return { ...values, now, unavailable };
+}
+
+function snippetHtml(snippet: string): SafeHtml {
+  return html`${snippetParts(snippet).map((p) => (p.marked ? html`<mark>${p.text}</mark>` : p.text))}`;
+}
+
+export function renderSearchPage(d: SearchPageData, o: { filter: SearchFilter; queuesPath: string; videoUrlTemplate?: string | undefined }): string {
+  const q = o.filter.query;
+  const rows = (d.hits ?? []).map((h) => {
+    const moment = h.seconds === null ? 'no timings' : formatMoment(h.seconds);
+    const url = o.videoUrlTemplate === undefined ? undefined : fillVideoUrl(o.videoUrlTemplate, h.videoId, h.seconds);
+    return html`<tr data-video-id="${h.videoId}">
+      <td><strong>${h.title ?? h.videoId}</strong><div class="small muted"><code>${h.videoId}</code> · ${h.channelName ?? h.channelId ?? ''}</div></td>
+      <td class="nowrap">${url === undefined ? moment : html`<a href="${url}" rel="noreferrer">${moment}</a>`}</td>
+      <td><code>${h.lang}</code></td>
+      <td class="small">${snippetHtml(h.snippet)}</td>
+    </tr>`;
+  });
+  const results =
+    q === ''
+      ? html`<p class="muted">Words, a "quoted phrase", <code>a or b</code>, <code>-word</code> to leave out (also: <code>videosite-ingest search</code>).</p>`
+      : d.hits === undefined
+        ? unavailable('The results')
+        : d.hits.length === 0
+          ? html`<p class="muted" id="no-matches">No matches.</p>`
+          : html`<table>
+      <thead><tr><th>video</th><th>moment</th><th>lang</th><th>where it is said</th></tr></thead>
+      <tbody>${rows}</tbody>
+    </table>`;
+  const body = html`<h2 class="page">Search${q === '' ? '' : html` <code>${q}</code>`}</h2>
+  <section id="search-results">${results}</section>`;
+  return renderPage({ title: 'search', now: d.now, holds: d.holds, unavailable: d.unavailable, queuesPath: o.queuesPath, query: q, body });
+}

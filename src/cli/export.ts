@@ -1,0 +1,101 @@
+/**
+ * `export --format jsonl|parquet|csv --out PATH|- [--source ID] [--lang xx] [--since TIME]
+ * [--cursor NAME] [--chunks]` (issue #15): one record per (video, transcript language); the run
+ * itself is src/pipeline/export.ts. With `--out -` stdout carries the data only; with a path it
+ * gets one summary line. On a terminal, stderr shows a progress line.
+ *
+ * `--cursor` and `--since` are refused together: both choose which records to write, one by the
+ * events a named cursor has not covered yet, the other by time, and a run that did both would
+ * move the cursor past changes it did not write.
+ */
+import { InvalidArgumentError, type Command } from 'commander';
+import { EXPORT_FORMATS as FORMATS, ExportOutputError, runExport, type ExportFormat as Format } from '../pipeline/export.ts';
+import { intArg } from './args.ts';
+import { createContext } from './context.ts';
+import { UsageError } from './exit.ts';
+
+
+/** A transcript language as sources take it (src/cli/sources.ts). */
+const LANG_RE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$/;
+/** A cursor's name: what a person types and a script keeps. */
+const CURSOR_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+/** `2024-05-01`, `2024-05-01T12:00`, `2024-05-01 12:00:00.5+02:00`, ...; no zone: UTC. */
+const SINCE_RE = /^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)(Z|[+-]\d{2}:?\d{2})?)?$/i;
+
+function formatArg(value: string): Format {
+  if (!(FORMATS as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${FORMATS.join(', ')}.`);
+  return value as Format;
+}
+
+function langArg(value: string): string {
+  if (!LANG_RE.test(value)) throw new InvalidArgumentError('expected a language code such as en, de, pt-BR.');
+  return value;
+}
+
+function cursorArg(value: string): string {
+  if (!CURSOR_NAME_RE.test(value)) throw new InvalidArgumentError('expected a name of letters, digits, ".", "_" or "-" (at most 100 characters).');
+  return value;
+}
+
+/** An ISO 8601 date or date-time, as an instant Postgres reads exactly (microseconds kept). */
+export function sinceArg(value: string): string {
+  const m = SINCE_RE.exec(value.trim());
+  const iso = m ? `${m[1]}T${m[2] ?? '00:00'}${m[3] ?? 'Z'}` : undefined;
+  if (iso === undefined || Number.isNaN(Date.parse(iso))) {
+    throw new InvalidArgumentError('expected an ISO 8601 date or date-time such as 2024-05-01 or 2024-05-01T12:00:00Z (no zone: UTC).');
+  }
+  return iso.toUpperCase();
+}
+
+interface ExportCliOptions {
+  format: Format;
+  out: string;
+  source?: number;
+  lang?: string;
+  since?: string;
+  cursor?: string;
+  chunks: boolean;
+}
+
+export function registerExportCommand(program: Command): void {
+  program
+    .command('export')
+    .description('write the corpus (one record per video and transcript language) as JSONL, CSV or Parquet, whole or since a cursor')
+    .requiredOption('--format <format>', `${FORMATS.join(', ')}`, formatArg)
+    .requiredOption('--out <path>', 'the file to write (replaced once complete), or - for stdout')
+    .option('--source <id>', 'only videos this source listed', intArg(1, 2_147_483_647))
+    .option('--lang <lang>', 'only transcripts in this language', langArg)
+    .option('--since <time>', 'only records whose transcript or video changed at or after this time (ISO 8601; no zone: UTC)', sinceArg)
+    .option('--cursor <name>', 'only what changed since the last run with this name (the first writes everything); the name is kept in Postgres', cursorArg)
+    .option('--chunks', 'add the timed chunks (JSONL: an array; Parquet: a list of structs; not with csv)', false)
+    .addHelpText(
+      'after',
+      '\nFields: video_id, title, description, duration_s, channel_id, channel_name, tags, thumbnail, upload_date,\n' +
+        'view_count, like_count, transcript_languages, lang, text, content_sha256, batch (the job that delivered it),\n' +
+        'delivered_at; timestamps UTC. CSV: a null is an empty field, a string is always quoted, arrays are JSON.\n' +
+        '--cursor and --since cannot be combined.\n',
+    )
+    .action(async (o: ExportCliOptions) => {
+      if (o.chunks && o.format === 'csv') {
+        throw new UsageError('--chunks cannot be used with --format csv (a list of timed chunks has no CSV column; use jsonl or parquet)');
+      }
+      if (o.cursor !== undefined && o.since !== undefined) {
+        throw new UsageError(`--cursor ${o.cursor} and --since ${o.since} cannot be combined: a cursor writes what changed since its last run, --since what changed since a time; give one`);
+      }
+      const ctx = createContext();
+      try {
+        const r = await runExport(
+          { sql: ctx.db().sql, log: ctx.log },
+          { format: o.format, out: o.out, sourceId: o.source, lang: o.lang, since: o.since, cursor: o.cursor, chunks: o.chunks },
+        ).catch((e: unknown) => {
+          throw e instanceof ExportOutputError ? new UsageError(e.message) : e;
+        });
+        if (o.out !== '-') {
+          const from = o.cursor === undefined ? '' : r.afterEventId === null ? `; cursor ${o.cursor} created at event ${r.lastEventId}` : `; cursor ${o.cursor} moved from event ${r.afterEventId} to ${r.lastEventId}`;
+          process.stdout.write(`wrote ${r.records} records (${(r.bytes / 1e6).toFixed(1)} MB) to ${o.out} in ${(r.ms / 1000).toFixed(1)} s${from}\n`);
+        }
+      } finally {
+        await ctx.close();
+      }
+    });
+}

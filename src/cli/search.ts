@@ -1,0 +1,116 @@
+/**
+ * `search "words" [--source ID] [--lang xx] [--channel ID] [--limit N] [--json]`: where the words
+ * are said in the stored transcripts (src/db/search.ts), best first. `--json` prints one JSON
+ * object a line, as `events --json` does; otherwise one block per hit. Exits 0 with hits and 1
+ * with none (as grep does: a script can test for a match without parsing), 2 on bad input.
+ */
+import { InvalidArgumentError, type Command } from 'commander';
+import type { SearchHit } from '../db/search.ts';
+import {
+  fillVideoUrl,
+  formatMoment,
+  markSnippet,
+  SEARCH_LIMIT_DEFAULT,
+  SEARCH_LIMIT_MAX,
+  SEARCH_QUERY_MAX_CHARS,
+} from '../domain/search.ts';
+import { intArg } from './args.ts';
+import { createContext } from './context.ts';
+import { EXIT_NOT_LANDED } from './exit.ts';
+
+/** A transcript language as the API returns it (`en`, `pt-BR`). */
+const LANG_RE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$/;
+
+function langArg(value: string): string {
+  if (!LANG_RE.test(value)) throw new InvalidArgumentError(`"${value}" is not a language code (expected ISO 639-1 such as en, de, pt-BR).`);
+  return value;
+}
+
+function channelArg(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError('expected a channel ID.');
+  return value;
+}
+
+function wordsArg(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError('expected words to search for.');
+  if (value.length > SEARCH_QUERY_MAX_CHARS) throw new InvalidArgumentError(`expected at most ${SEARCH_QUERY_MAX_CHARS} characters.`);
+  return value;
+}
+
+/** One hit as a JSON line: the snippet with its marks as « », and without them. */
+export function searchHitJson(h: SearchHit, urlTemplate: string | undefined): string {
+  return JSON.stringify({
+    video_id: h.videoId,
+    title: h.title,
+    channel_id: h.channelId,
+    channel_name: h.channelName,
+    lang: h.lang,
+    moment: h.seconds === null ? null : formatMoment(h.seconds),
+    seconds: h.seconds === null ? null : Math.floor(h.seconds),
+    snippet: markSnippet(h.snippet, '«', '»'),
+    snippet_plain: markSnippet(h.snippet, '', ''),
+    rank: h.rank,
+    ...(urlTemplate !== undefined ? { url: fillVideoUrl(urlTemplate, h.videoId, h.seconds) } : {}),
+  });
+}
+
+const BOLD = '\x1b[1m';
+const RESET = '\x1b[0m';
+
+function hitBlock(h: SearchHit, urlTemplate: string | undefined, tty: boolean): string {
+  const moment = h.seconds === null ? 'no timings' : formatMoment(h.seconds);
+  const channel = h.channelName ?? h.channelId ?? '?';
+  const snippet = tty ? markSnippet(h.snippet, BOLD, RESET) : markSnippet(h.snippet, '«', '»');
+  const lines = [`${h.videoId} ${moment} [${h.lang}]  ${h.title ?? '(no title)'} · ${channel}`, `  ${snippet.replace(/\s+/g, ' ').trim()}`];
+  if (urlTemplate !== undefined) lines.push(`  ${fillVideoUrl(urlTemplate, h.videoId, h.seconds)}`);
+  return lines.join('\n') + '\n';
+}
+
+interface SearchOptions {
+  source?: number;
+  lang?: string;
+  channel?: string;
+  limit: number;
+  json: boolean;
+}
+
+export function registerSearchCommand(program: Command): void {
+  program
+    .command('search')
+    .description('find where words are said in the stored transcripts: video, moment and snippet, ranked')
+    .argument('<words>', 'what to find: words (all of them), "a quoted phrase", a or b, -word to exclude', wordsArg)
+    .option('--source <id>', 'only videos this source listed', intArg(1, 2_147_483_647))
+    .option('--lang <xx>', 'only transcripts in this language (searched with its own stemming)', langArg)
+    .option('--channel <id>', 'only videos of this channel', channelArg)
+    .option('--limit <n>', `most hits printed (default ${SEARCH_LIMIT_DEFAULT})`, intArg(1, SEARCH_LIMIT_MAX), SEARCH_LIMIT_DEFAULT)
+    .option(
+      '--json',
+      'one JSON object a line: {"video_id","title","channel_id","channel_name","lang","moment","seconds","snippet","snippet_plain","rank"} and "url" when VIDEO_URL_TEMPLATE is set',
+      false,
+    )
+    .addHelpText(
+      'after',
+      '\nThe best hits first, one per moment of a video: the moment (h:mm:ss) is where the first chunk holding\n' +
+        'the words starts. Snippets mark the words as «…» (bold on a terminal). VIDEO_URL_TEMPLATE\n' +
+        '(e.g. https://videos.example/watch?v={id}&t={seconds}) adds a link to each hit.\n' +
+        'Exit status: 0 when something was found, 1 when nothing was (as grep), 2 on bad input.\n',
+    )
+    .action(async (words: string, o: SearchOptions) => {
+      const ctx = createContext();
+      const { searchTranscripts } = await import('../db/search.ts');
+      const template = ctx.config.videoUrlTemplate;
+      try {
+        const hits = await searchTranscripts(ctx.db().sql, { query: words, lang: o.lang, sourceId: o.source, channelId: o.channel, limit: o.limit });
+        if (hits.length === 0) {
+          if (!o.json) process.stderr.write('no matches\n');
+          // 1, as grep: the contract's "did not land" code, here "nothing found"
+          process.exitCode = EXIT_NOT_LANDED;
+          return;
+        }
+        const tty = process.stdout.isTTY === true;
+        process.stdout.write(hits.map((h) => (o.json ? `${searchHitJson(h, template)}\n` : hitBlock(h, template, tty))).join(''));
+      } finally {
+        await ctx.close();
+      }
+    });
+}

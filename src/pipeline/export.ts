@@ -1,0 +1,464 @@
+/**
+ * `export` (issue #15): the records of `transcripts` joined to `videos`, streamed from a
+ * postgres.js cursor to a JSONL, CSV or Parquet writer, with backpressure (a write that fills the
+ * stream's buffer waits for `drain`), so memory stays flat whatever the corpus size (bench/export.ts:
+ * peak RSS of the process, 1 000 000 records).
+ *
+ * A file is written beside its final path and renamed onto it once complete: a failed run leaves
+ * what was there before, and a cursor moves only after that rename.
+ */
+import { once } from 'node:events';
+import { createWriteStream, statSync, type WriteStream } from 'node:fs';
+import { rename, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { Writable } from 'node:stream';
+import type { Sql } from '../db/connection.ts';
+import {
+  exportRecords,
+  inExportSnapshot,
+  readExportCursor,
+  saveExportCursor,
+  snapshotLastEventId,
+  sourceExists,
+  type ExportRow,
+} from '../db/export.ts';
+import { SourceNotFoundError } from '../db/sources.ts';
+import type { Logger } from '../log.ts';
+
+export const EXPORT_FORMATS = ['jsonl', 'parquet', 'csv'] as const;
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+
+/** Rows fetched per round trip of the cursor (~5-10 KB each with chunks: a few MB in flight). */
+export const EXPORT_CURSOR_ROWS = 500;
+/** A Parquet row group ends after this many records ... */
+export const PARQUET_ROW_GROUP_MAX_ROWS = 10_000;
+/**
+ * ... or once its texts and chunks reach this many bytes (string lengths, an estimate), whichever
+ * comes first: parquetjs holds a whole row group in memory several times over (values as Buffers,
+ * pages, compressed pages, the body), so long transcripts must not make one grow with them. Peak
+ * RSS of an export with chunks (bench/export.ts, ~5.6 KB a record): 300 MB at 24 MB, 220 MB at
+ * 8 MB, 174-180 MB at 4 MB, ~163 MB at 3 MB; JSONL ~110 MB. Small row groups cost readers little
+ * next to a process that would not fit beside the pipeline.
+ */
+export const PARQUET_ROW_GROUP_MAX_BYTES = 3 * 1024 * 1024;
+/**
+ * Rows per Parquet data page. parquetjs grows a page's repetition and definition levels by
+ * concatenating a Buffer per run, quadratic in the runs: the chunks' levels change at every
+ * record, and at its default (8192) a 25 000-record export took 25 s; at 100, 17 s.
+ */
+export const PARQUET_PAGE_ROWS = 100;
+/** The progress line is redrawn at most this often, ms. */
+const PROGRESS_INTERVAL_MS = 250;
+
+/** The record's fields in order (CSV's header), `chunks` last and only with --chunks. */
+export const EXPORT_FIELDS = [
+  'video_id', 'title', 'description', 'duration_s', 'channel_id', 'channel_name', 'tags', 'thumbnail', 'upload_date',
+  'view_count', 'like_count', 'transcript_languages', 'lang', 'text', 'content_sha256', 'batch', 'delivered_at',
+] as const;
+
+export interface ExportOptions {
+  format: ExportFormat;
+  /** a path, or '-' for stdout */
+  out: string;
+  sourceId?: number | undefined;
+  lang?: string | undefined;
+  /** ISO 8601 with a zone */
+  since?: string | undefined;
+  cursor?: string | undefined;
+  chunks: boolean;
+}
+
+export interface ExportResult {
+  records: number;
+  bytes: number;
+  ms: number;
+  /** the event id the output covers (the cursor's new position) */
+  lastEventId: number;
+  /** where the run started from: the cursor's previous position, or null for a whole export */
+  afterEventId: number | null;
+}
+
+export interface ExportDeps {
+  sql: Sql;
+  log: Logger;
+  /** where the progress line goes (on a terminal only); default process.stderr */
+  progress?: { write(s: string): unknown; isTTY?: boolean };
+  /** where `--out -` writes; default process.stdout */
+  stdout?: Writable;
+}
+
+/** A bad `--out` (the message names it): exit 2. */
+export class ExportOutputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ExportOutputError';
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output: a byte sink that waits for drain
+
+class Output {
+  bytes = 0;
+  private failed: Error | undefined;
+  private constructor(
+    private readonly stream: Writable,
+    /** a file: the temporary path and the final one */
+    private readonly file: { tmp: string; path: string } | undefined,
+  ) {
+    stream.on('error', (e: Error) => (this.failed ??= e));
+  }
+
+  static async open(out: string, stdout: Writable): Promise<Output> {
+    if (out === '-') return new Output(stdout, undefined);
+    let isDir = false;
+    try {
+      isDir = statSync(out).isDirectory();
+    } catch {
+      // absent: created below
+    }
+    if (isDir) throw new ExportOutputError(`--out ${out}: is a directory (expected a file path, or - for stdout)`);
+    const tmp = join(dirname(out), `.${basename(out)}.${process.pid}.partial`);
+    const stream = createWriteStream(tmp);
+    try {
+      await Promise.race([once(stream, 'open'), once(stream, 'error').then(([e]) => Promise.reject(e as Error))]);
+    } catch (e: unknown) {
+      const err = e as NodeJS.ErrnoException;
+      throw new ExportOutputError(`--out ${out}: cannot write there (${err.code ?? 'error'}: ${err.message})`);
+    }
+    return new Output(stream, { tmp, path: out });
+  }
+
+  async write(chunk: string | Buffer): Promise<void> {
+    if (this.failed) throw this.failed;
+    this.bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
+    if (!this.stream.write(chunk)) await this.drained();
+  }
+
+  /** One wait shared by every writer waiting (parquetjs issues a footer's sections without waiting for each). */
+  private drainWait: Promise<void> | undefined;
+
+  private drained(): Promise<void> {
+    if (this.failed) return Promise.reject(this.failed);
+    this.drainWait ??= (async () => {
+      const ac = new AbortController();
+      try {
+        await Promise.race([
+          once(this.stream, 'drain', { signal: ac.signal }),
+          once(this.stream, 'error', { signal: ac.signal }).then(([e]) => Promise.reject(e as Error)),
+        ]);
+      } finally {
+        ac.abort();
+        this.drainWait = undefined;
+      }
+    })();
+    return this.drainWait;
+  }
+
+  /** Flushes and closes; a file is renamed onto its path. */
+  async close(): Promise<void> {
+    if (this.failed) throw this.failed;
+    if (!this.file) {
+      // stdout is not ended (the process may still log); everything written has been handed over
+      if (this.stream.writableNeedDrain) await this.drained();
+      return;
+    }
+    const s = this.stream as WriteStream;
+    await new Promise<void>((resolve, reject) => s.end((e?: Error | null) => (e ? reject(e) : resolve())));
+    if (this.failed) throw this.failed;
+    await rename(this.file.tmp, this.file.path);
+  }
+
+  /** After a failure: a file's partial copy is removed, the path left as it was. */
+  async discard(): Promise<void> {
+    if (!this.file) return;
+    (this.stream as WriteStream).destroy();
+    await unlink(this.file.tmp).catch(() => undefined);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writers, one per format
+
+interface RecordWriter {
+  write(r: ExportRow): Promise<void>;
+  /** everything written to the output (not closed: the run does that) */
+  finish(): Promise<void>;
+}
+
+/** `2024-05-01T12:34:56.123456Z`: microseconds kept. */
+export function isoMicros(us: number | null): string | null {
+  if (us === null) return null;
+  const ms = Math.floor(us / 1000);
+  return `${new Date(ms).toISOString().slice(0, 23)}${String(us - ms * 1000).padStart(3, '0')}Z`;
+}
+
+/** The record with its contract names, values as JSON writes them (`chunks` apart: see the JSONL writer). */
+function plain(r: ExportRow) {
+  return {
+    video_id: r.video_id,
+    title: r.title,
+    description: r.description,
+    duration_s: r.duration_s,
+    channel_id: r.channel_id,
+    channel_name: r.channel_name,
+    tags: r.tags,
+    thumbnail: r.thumbnail,
+    upload_date: isoMicros(r.upload_date_us),
+    view_count: r.view_count,
+    like_count: r.like_count,
+    transcript_languages: r.transcript_languages,
+    lang: r.lang,
+    text: r.text,
+    content_sha256: r.content_sha256,
+    batch: r.batch,
+    delivered_at: isoMicros(r.delivered_at_us),
+  };
+}
+
+/** Records buffered into one write: fewer, larger writes; still a bounded buffer. */
+const TEXT_BATCH_BYTES = 256 * 1024;
+
+function textWriter(out: Output, line: (r: ExportRow) => string, header?: string): RecordWriter {
+  let buf = header ?? '';
+  return {
+    async write(r) {
+      buf += line(r);
+      if (buf.length >= TEXT_BATCH_BYTES) {
+        const b = buf;
+        buf = '';
+        await out.write(b);
+      }
+    },
+    async finish() {
+      if (buf !== '') await out.write(buf);
+      buf = '';
+    },
+  };
+}
+
+function jsonlWriter(out: Output, chunks: boolean): RecordWriter {
+  return textWriter(out, (r) => {
+    const json = JSON.stringify(plain(r));
+    // the stored jsonb's own text, spliced in: parsing and re-serialising every chunk costs more
+    // than the rest of the record
+    return chunks ? `${json.slice(0, -1)},"chunks":${r.chunks ?? 'null'}}\n` : `${json}\n`;
+  });
+}
+
+/**
+ * RFC 4180 with a header row. A null is an empty unquoted field and every string is quoted, so
+ * an empty string (`""`) and a null stay apart (as in Postgres's `COPY ... CSV`); arrays are JSON
+ * text (`["a","b"]`).
+ */
+function csvWriter(out: Output): RecordWriter {
+  const field = (v: unknown): string => {
+    if (v === null || v === undefined) return '';
+    if (typeof v === 'number') return String(v);
+    const s = typeof v === 'string' ? v : JSON.stringify(v);
+    return `"${s.replaceAll('"', '""')}"`;
+  };
+  return textWriter(out, (r) => `${Object.values(plain(r)).map(field).join(',')}\n`, `${EXPORT_FIELDS.join(',')}\n`);
+}
+
+type Parquet = (typeof import('@dsnp/parquetjs'))['default'];
+
+/**
+ * Standard Parquet types only (UTF8, INT64, DOUBLE, TIMESTAMP_MICROS in UTC, three-level LISTs),
+ * data pages v1 and Snappy: what DuckDB, Spark, pandas/pyarrow and Polars read without a hint.
+ */
+function parquetSchema(parquet: Parquet, chunks: boolean): InstanceType<Parquet['ParquetSchema']> {
+  const F = parquet.ParquetFieldBuilder;
+  // No min/max statistics on any column: parquetjs keeps every row group's until the footer, as
+  // small Buffers that each pin an 8 KB slab of Buffer's pool. With them (numbers and the sort key
+  // only), peak RSS grew with the row groups written: 287 MB after ~1 700 of them (bench/export.ts,
+  // 1 000 000 records). Readers lose row-group pruning, not correctness.
+  const noStats = { statistics: false as const };
+  const str = (optional: boolean) => ({ type: 'UTF8' as const, optional, compression: 'SNAPPY' as const, ...noStats });
+  const key = () => str(false);
+  const num = (type: 'DOUBLE' | 'INT64' | 'TIMESTAMP_MICROS', optional: boolean) => ({ type, optional, ...noStats });
+  return new parquet.ParquetSchema({
+    video_id: key(),
+    title: str(true),
+    description: str(true),
+    duration_s: num('DOUBLE', true),
+    channel_id: str(true),
+    channel_name: str(true),
+    tags: F.createListField('UTF8', true, { optional: false, statistics: false }),
+    thumbnail: str(true),
+    upload_date: num('TIMESTAMP_MICROS', true),
+    view_count: num('INT64', true),
+    like_count: num('INT64', true),
+    transcript_languages: F.createListField('UTF8', true, { optional: false, statistics: false }),
+    lang: key(),
+    text: str(false),
+    content_sha256: str(false),
+    batch: str(true),
+    delivered_at: num('TIMESTAMP_MICROS', false),
+    ...(chunks
+      ? {
+          // src/api/schemas.ts TranscriptChunkSchema: offset and duration in ms
+          chunks: F.createStructListField(
+            { text: str(false), offset: num('DOUBLE', false), duration: num('DOUBLE', false), lang: str(true) },
+            true,
+          ),
+        }
+      : {}),
+  });
+}
+
+interface StoredChunk {
+  text: string;
+  offset: number;
+  duration: number;
+  lang?: string;
+}
+
+/**
+ * parquetjs keeps every written row group's metadata for the footer, each 64-bit field a
+ * node-int64 object with its own 8-byte ArrayBuffer (~110 per row group here). Replaced by plain
+ * numbers (thrift's compact protocol, which writes the footer, takes either; offsets stay far below
+ * 2^53) they cost little: without this, peak RSS grew with the row groups written, past 200 MB
+ * halfway through a 1 000 000-record export (bench/export.ts).
+ */
+function compactInt64s(o: unknown): unknown {
+  if (o === null || typeof o !== 'object' || ArrayBuffer.isView(o)) return o;
+  const x = o as Record<string, unknown>;
+  if (Buffer.isBuffer(x.buffer) && typeof x.offset === 'number' && Object.keys(x).length === 2) return (o as { valueOf(): number }).valueOf();
+  for (const k of Object.keys(x)) x[k] = compactInt64s(x[k]);
+  return o;
+}
+
+const list = <T>(xs: readonly T[] | null) => (xs === null ? null : { list: xs.map((element) => ({ element })) });
+
+async function parquetWriter(out: Output, chunks: boolean): Promise<RecordWriter> {
+  const maxRows = PARQUET_ROW_GROUP_MAX_ROWS;
+  // loaded only here: it takes longer to load than the rest of the command
+  const parquet = (await import('@dsnp/parquetjs')).default;
+  const w = await parquet.ParquetWriter.openStream(
+    parquetSchema(parquet, chunks),
+    // parquetjs waits for each write's callback: the Output's drain is its backpressure; the
+    // Output is closed by the run, not by parquetjs
+    {
+      write: (buf: Buffer, cb: (err?: Error | null) => void) => {
+        out.write(buf).then(() => cb(null), cb);
+        return true;
+      },
+      end: (cb: () => void) => cb(),
+    } as unknown as WriteStream,
+    {
+      useDataPageV2: false,
+      rowGroupSize: maxRows,
+      pageSize: PARQUET_PAGE_ROWS,
+      // no page index: parquetjs would keep every page's location and bounds in memory to the end
+      // (peak RSS of a 50 000-record export: 194 MB with it, 171 MB without)
+      pageIndex: false,
+    },
+  );
+  let rows = 0;
+  let bytes = 0;
+  let compacted = 0;
+  return {
+    async write(r) {
+      const stored = chunks && r.chunks ? (JSON.parse(r.chunks) as StoredChunk[]) : null;
+      const size = r.text.length + (r.chunks?.length ?? 0) + (r.description?.length ?? 0);
+      // the row group ends with this row once it holds enough bytes (parquetjs counts rows only)
+      if (bytes + size >= PARQUET_ROW_GROUP_MAX_BYTES) w.setRowGroupSize(rows + 1);
+      const p = plain(r);
+      await w.appendRow({
+        ...p,
+        tags: list(r.tags),
+        transcript_languages: list(r.transcript_languages),
+        upload_date: r.upload_date_us,
+        delivered_at: r.delivered_at_us,
+        ...(chunks ? { chunks: stored === null ? null : list(stored) } : {}),
+      });
+      rows++;
+      bytes += size;
+      if (rows >= w.rowGroupSize) {
+        rows = 0;
+        bytes = 0;
+        w.setRowGroupSize(maxRows);
+      }
+      const groups = w.envelopeWriter?.rowGroups ?? [];
+      while (compacted < groups.length) compactInt64s(groups[compacted++]);
+    },
+    async finish() {
+      await w.close();
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Progress
+
+function progressLine(p: { write(s: string): unknown; isTTY?: boolean }, startedAt: number) {
+  if (!p.isTTY) return { update: () => undefined, done: () => undefined };
+  let last = 0;
+  const draw = (records: number, bytes: number) => {
+    const s = Math.max((Date.now() - startedAt) / 1000, 0.001);
+    const mb = bytes / 1e6;
+    p.write(`\r\x1b[Kexport: ${records.toLocaleString('en-US')} records, ${mb.toFixed(1)} MB, ${(mb / s).toFixed(1)} MB/s`);
+  };
+  return {
+    update(records: number, bytes: number) {
+      const now = Date.now();
+      if (now - last < PROGRESS_INTERVAL_MS) return;
+      last = now;
+      draw(records, bytes);
+    },
+    done(records: number, bytes: number) {
+      draw(records, bytes);
+      p.write('\n');
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run
+
+export async function runExport(deps: ExportDeps, o: ExportOptions): Promise<ExportResult> {
+  const { sql, log } = deps;
+  if (o.sourceId !== undefined && !(await sourceExists(sql, o.sourceId))) throw new SourceNotFoundError(o.sourceId);
+  const afterEventId = o.cursor !== undefined ? ((await readExportCursor(sql, o.cursor)) ?? null) : null;
+  const startedAt = Date.now();
+  const out = await Output.open(o.out, deps.stdout ?? process.stdout);
+  const progress = progressLine(deps.progress ?? process.stderr, startedAt);
+  let records = 0;
+  let lastEventId: number;
+  try {
+    const writer = o.format === 'parquet' ? await parquetWriter(out, o.chunks) : o.format === 'csv' ? csvWriter(out) : jsonlWriter(out, o.chunks);
+    lastEventId = await inExportSnapshot(sql, async (tx) => {
+      const hi = await snapshotLastEventId(tx);
+      const query = exportRecords(tx, {
+        sourceId: o.sourceId,
+        lang: o.lang,
+        since: o.since,
+        afterEventId: afterEventId ?? undefined,
+        chunks: o.chunks,
+      });
+      for await (const rows of query.cursor(EXPORT_CURSOR_ROWS)) {
+        for (const r of rows) {
+          await writer.write(r);
+          records++;
+        }
+        progress.update(records, out.bytes);
+      }
+      return hi;
+    });
+    await writer.finish();
+    await out.close();
+  } catch (e: unknown) {
+    await out.discard();
+    throw e;
+  }
+  progress.done(records, out.bytes);
+  // only now: the output is complete and in place
+  if (o.cursor !== undefined) await saveExportCursor(sql, o.cursor, lastEventId, records);
+  const result: ExportResult = { records, bytes: out.bytes, ms: Date.now() - startedAt, lastEventId, afterEventId };
+  log.info(
+    { event: 'export.done', format: o.format, out: o.out, records, bytes: out.bytes, ms: result.ms, cursor: o.cursor ?? null, afterEventId, lastEventId },
+    'export written',
+  );
+  return result;
+}

@@ -1,0 +1,248 @@
+/**
+ * `export` (issue #15, first "Done when" point), as a user runs it: the CLI as processes against
+ * a corpus backfilled from the simulator over real HTTP, the output read back by independent
+ * readers (JSON.parse, csv-parse, DuckDB for Parquet) and compared with the tables: texts byte
+ * for byte, nulls as nulls. Then `--cursor`: after a sync that changed 3 transcripts and added 5
+ * videos, the next run writes exactly those 8 records, and the one after none.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { parse as parseCsv } from 'csv-parse/sync';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { oldestNeededEventId } from '../../src/db/webhooks.ts';
+import { expectCleanError, expectExit } from '../helpers/cli.ts';
+import { createPipelineHarness, runCli, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
+import { admin } from '../helpers/sim-http.ts';
+
+let h: PipelineHarness;
+let dir: string;
+/** the sources: one with timed chunks, one plain text (its chunks are null) */
+let chunked: { sourceId: number; lang: string; ids: string[]; channelId: string };
+let plainText: { sourceId: number; lang: string; ids: string[]; channelId: string };
+
+const cli = (args: string[]): Promise<CliResult> => runCli(args, h.env, 60_000);
+
+async function ok(args: string[]): Promise<CliResult> {
+  const r = await cli(args);
+  expectExit(r, 0);
+  return r;
+}
+
+const backfill = (id: number, ...more: string[]) => ok(['backfill', '--source', String(id), '--timeout', '45s', ...more]);
+
+/** A channel as a source asking one language that every video of it has (a fallback delivery is another test's subject). */
+async function channelSource(index: number, ...more: string[]) {
+  const ch = h.sim.catalog.channels()[index]!;
+  const ids = h.sim.catalog.videoIds(ch.id)!;
+  const lang = h.sim.catalog.videoInfo(ids[0]!)!.transcriptLanguages[0]!;
+  for (const id of ids) {
+    const langs = h.sim.catalog.videoInfo(id)!.transcriptLanguages;
+    if (!langs.includes(lang)) h.sim.catalog.editVideo(id, { transcriptLanguages: [lang, ...langs] });
+  }
+  await ok(['sources', 'add', 'channel', ch.handle, '--limit', '50', '--lang', lang, ...more]);
+  const [row] = await h.database.sql<{ id: number }[]>`select id from sources where ref = ${ch.handle} order by id desc limit 1`;
+  return { sourceId: row!.id, lang, ids, channelId: ch.id };
+}
+
+beforeAll(async () => {
+  h = await createPipelineHarness('export', {
+    catalog: {
+      channels: 2, channelSizes: [10, 6], shortsPerChannel: 0, livesPerChannel: 0,
+      noTranscriptShare: 0, privateShare: 0, goneShare: 0,
+    },
+  });
+  h.startWorkers(['poller', 'sink']);
+  dir = mkdtempSync(join(tmpdir(), 'vsi-export-'));
+  chunked = await channelSource(0);
+  plainText = await channelSource(1, '--text');
+  await backfill(chunked.sourceId);
+  await backfill(plainText.sourceId);
+}, 120_000);
+
+afterAll(async () => {
+  await h?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** What the tables hold, one row per transcript, in the export's order; timestamps as Postgres prints them (UTC, microseconds). */
+interface Truth {
+  video_id: string;
+  title: string | null;
+  description: string | null;
+  duration_s: number | null;
+  channel_id: string | null;
+  channel_name: string | null;
+  tags: string[] | null;
+  thumbnail: string | null;
+  upload_date: string | null;
+  view_count: number | null;
+  like_count: number | null;
+  transcript_languages: string[] | null;
+  lang: string;
+  text: string;
+  content_sha256: string;
+  batch: string | null;
+  delivered_at: string;
+  chunks: { text: string; offset: number; duration: number; lang?: string }[] | null;
+}
+
+async function truth(where?: { sourceId?: number }): Promise<Truth[]> {
+  const { sql } = h.database;
+  const iso = (c: string) => sql.unsafe(`to_char(${c} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`);
+  const source = where?.sourceId !== undefined ? sql`and t.video_id in (select video_id from source_videos where source_id = ${where.sourceId})` : sql``;
+  return sql<Truth[]>`
+    select t.video_id, v.title, v.description, v.duration_s, v.channel_id, v.channel_name, v.tags, v.thumbnail,
+      ${iso('v.upload_date')} as upload_date, v.view_count::float8 as view_count, v.like_count::float8 as like_count,
+      v.transcript_languages, t.lang, t.text, t.content_sha256, t.last_job_id as batch, ${iso('t.updated_at')} as delivered_at, t.chunks
+    from transcripts t left join videos v on v.id = t.video_id
+    where true ${source}
+    order by t.video_id, t.lang`;
+}
+
+const withoutChunks = (rows: Truth[]) => rows.map(({ chunks: _c, ...rest }) => rest);
+
+const readJsonl = (path: string) =>
+  readFileSync(path, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+
+async function duck<T>(query: string): Promise<T[]> {
+  const db = await DuckDBInstance.create(':memory:');
+  const c = await db.connect();
+  try {
+    return (await c.runAndReadAll(query)).getRowObjectsJson() as unknown as T[];
+  } finally {
+    c.closeSync();
+  }
+}
+
+describe('export', () => {
+  it('JSONL, with and without --chunks, equals the tables', async () => {
+    const all = await truth();
+    // the corpus has what the comparison must cover: both sources, nulls, plain-text transcripts
+    expect(all.length).toBe(chunked.ids.length + plainText.ids.length);
+    expect(all.some((r) => r.chunks === null)).toBe(true);
+    expect(all.some((r) => r.chunks !== null && r.chunks.length > 1)).toBe(true);
+    expect(all.some((r) => r.thumbnail === null || r.like_count === null || r.view_count === null || r.upload_date === null)).toBe(true);
+
+    const out = join(dir, 'all.jsonl');
+    const r = await ok(['export', '--format', 'jsonl', '--out', out]);
+    expect(r.stdout).toContain(`wrote ${all.length} records`);
+    expect(readJsonl(out)).toEqual(withoutChunks(all));
+
+    await ok(['export', '--format', 'jsonl', '--out', out, '--chunks']);
+    expect(readJsonl(out)).toEqual(all);
+
+    // stdout carries the data and nothing else; --source and --lang narrow it
+    const s = await ok(['export', '--format', 'jsonl', '--out', '-', '--source', String(plainText.sourceId), '--lang', plainText.lang]);
+    const lines = s.stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines).toEqual(withoutChunks(await truth({ sourceId: plainText.sourceId })).filter((t) => t.lang === plainText.lang));
+    expect(lines.length).toBe(plainText.ids.length);
+  });
+
+  it('CSV read by a CSV parser equals the tables: nulls empty, empty strings quoted, arrays as JSON', async () => {
+    const all = withoutChunks(await truth());
+    const out = join(dir, 'all.csv');
+    await ok(['export', '--format', 'csv', '--out', out]);
+    const rows = parseCsv(readFileSync(out), {
+      columns: true,
+      // an unquoted empty field is a null; a quoted one a string (possibly empty)
+      cast: (value, ctx) => (ctx.header ? value : ctx.quoting ? value : value === '' ? null : Number(value)),
+    }) as Record<string, unknown>[];
+    const arrays = ['tags', 'transcript_languages'];
+    const back = rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, arrays.includes(k) && v !== null ? JSON.parse(v as string) : v])));
+    expect(back).toEqual(all);
+  });
+
+  it('Parquet, with and without --chunks, read by DuckDB equals the tables', async () => {
+    const all = await truth();
+    const out = join(dir, 'all.parquet');
+    await ok(['export', '--format', 'parquet', '--out', out, '--chunks']);
+    const cols = `video_id, title, description, duration_s, channel_id, channel_name, tags, thumbnail,
+      strftime(upload_date, '%Y-%m-%dT%H:%M:%S.%fZ') as upload_date, view_count::double as view_count, like_count::double as like_count,
+      transcript_languages, lang, text, content_sha256, batch, strftime(delivered_at, '%Y-%m-%dT%H:%M:%S.%fZ') as delivered_at`;
+    type Chunk = { text: string; offset: number; duration: number; lang: string | null };
+    const rows = await duck<Omit<Truth, 'chunks'> & { chunks: Chunk[] | null }>(`select ${cols}, chunks from read_parquet('${out}') order by video_id, lang`);
+    // a chunk without a lang reads back with lang null (a struct has every field)
+    const stored = all.map((t) => ({ ...t, chunks: t.chunks === null ? null : t.chunks.map((c) => ({ lang: null, ...c })) }));
+    expect(rows).toEqual(stored);
+    const types = await duck<{ column_name: string; column_type: string }>(`describe select * from read_parquet('${out}')`);
+    expect(Object.fromEntries(types.map((t) => [t.column_name, t.column_type]))).toMatchObject({
+      tags: 'VARCHAR[]', view_count: 'BIGINT', upload_date: 'TIMESTAMP', duration_s: 'DOUBLE',
+      chunks: 'STRUCT("text" VARCHAR, "offset" DOUBLE, duration DOUBLE, lang VARCHAR)[]',
+    });
+
+    await ok(['export', '--format', 'parquet', '--out', out]);
+    expect(await duck(`select ${cols} from read_parquet('${out}') order by video_id, lang`)).toEqual(withoutChunks(all));
+  });
+
+  it('--cursor writes only what changed since its last run: 3 changed transcripts and 5 new videos, then nothing', async () => {
+    const { sql } = h.database;
+    const out = join(dir, 'cursor.jsonl');
+    const first = await ok(['export', '--format', 'jsonl', '--out', out, '--cursor', 'c1']);
+    expect(readJsonl(out).length).toBe((await truth()).length);
+    expect(first.stdout).toContain('cursor c1 created');
+    const [maxEvent] = await sql<{ id: number }[]>`select max(id)::float8 as id from events`;
+    const [cursor] = await sql<{ id: number; records: number }[]>`select last_event_id::float8 as id, records::int from export_cursors where name = 'c1'`;
+    expect(cursor).toEqual({ id: maxEvent!.id, records: (await truth()).length });
+    // prune keeps what the cursor will read next (no webhook endpoint here holds any)
+    expect(await oldestNeededEventId(sql)).toBe(maxEvent!.id + 1);
+
+    // the platform changes: 3 transcripts re-uploaded, 5 new uploads, in the chunked source's channel
+    const changed = chunked.ids.slice(0, 3);
+    for (const id of changed) h.sim.catalog.editVideo(id, { transcriptRevisions: { [chunked.lang]: 1 } });
+    const added = await admin(h.sim, 'POST', `/catalog/${chunked.channelId}/videos`, { count: 5 });
+    expect(added.status).toBe(200);
+    const fresh = (added.json as { videoIds: string[] }).videoIds;
+    expect(fresh.length).toBe(5);
+    for (const id of fresh) {
+      const langs = h.sim.catalog.videoInfo(id)!.transcriptLanguages;
+      if (!langs.includes(chunked.lang)) h.sim.catalog.editVideo(id, { transcriptLanguages: [chunked.lang, ...langs] });
+    }
+    await backfill(chunked.sourceId, '--refresh');
+
+    await ok(['export', '--format', 'jsonl', '--out', out, '--cursor', 'c1', '--chunks']);
+    const second = readJsonl(out);
+    const expected = (await truth()).filter((t) => [...changed, ...fresh].includes(t.video_id));
+    expect(second.map((r) => [r.video_id, r.lang]).sort()).toEqual([...changed, ...fresh].map((id) => [id, chunked.lang]).sort());
+    expect(second).toEqual(expected);
+
+    const third = await ok(['export', '--format', 'jsonl', '--out', out, '--cursor', 'c1']);
+    expect(readJsonl(out)).toEqual([]);
+    expect(third.stdout).toContain('wrote 0 records');
+
+    // another name starts from the beginning
+    await ok(['export', '--format', 'csv', '--out', join(dir, 'c2.csv'), '--cursor', 'c2']);
+    expect((parseCsv(readFileSync(join(dir, 'c2.csv')), { columns: true }) as unknown[]).length).toBe((await truth()).length);
+  }, 90_000);
+
+  it('--since writes only records changed at or after the time', async () => {
+    const { sql } = h.database;
+    // the latest change of any record: the boundary itself is included (>=), microseconds count
+    const [mid] = await sql<{ t: string }[]>`
+      select to_char(max(greatest(t.updated_at, v.updated_at)) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as t
+      from transcripts t left join videos v on v.id = t.video_id`;
+    const r = await ok(['export', '--format', 'jsonl', '--out', '-', '--since', mid!.t]);
+    const got = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { video_id: string; lang: string });
+    const want = await sql<{ video_id: string; lang: string }[]>`
+      select t.video_id, t.lang from transcripts t left join videos v on v.id = t.video_id
+      where t.updated_at >= ${mid!.t}::text::timestamptz or v.updated_at >= ${mid!.t}::text::timestamptz order by 1, 2`;
+    expect(want.length).toBeGreaterThan(0);
+    expect(want.length).toBeLessThan((await truth()).length);
+    expect(got.map((g) => [g.video_id, g.lang])).toEqual(want.map((w) => [w.video_id, w.lang]));
+  });
+
+  it('refuses bad usage with exit 2, naming the option, the value and what is valid; a failed run moves no cursor', async () => {
+    const out = join(dir, 'x.jsonl');
+    expectCleanError(await cli(['export', '--format', 'xml', '--out', out]), 2, '--format', 'xml', 'jsonl, parquet, csv');
+    expectCleanError(await cli(['export', '--format', 'jsonl']), 2, '--out');
+    expectCleanError(await cli(['export', '--format', 'jsonl', '--out', out, '--since', 'notadate']), 2, '--since', 'notadate', 'ISO 8601');
+    expectCleanError(await cli(['export', '--format', 'csv', '--out', out, '--chunks']), 2, '--chunks', 'csv');
+    expectCleanError(await cli(['export', '--format', 'jsonl', '--out', out, '--cursor', 'c9', '--since', '2024-01-01']), 2, '--cursor', '--since');
+    expectCleanError(await cli(['export', '--format', 'jsonl', '--out', out, '--source', '9999']), 2, 'source 9999');
+    expectCleanError(await cli(['export', '--format', 'jsonl', '--out', join(dir, 'no', 'such', 'dir.jsonl'), '--cursor', 'c9']), 2, '--out', 'cannot write');
+    expectCleanError(await cli(['export', '--format', 'jsonl', '--out', dir]), 2, '--out', 'directory');
+    const [c9] = await h.database.sql`select 1 from export_cursors where name = 'c9'`;
+    expect(c9).toBeUndefined();
+  });
+});
