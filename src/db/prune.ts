@@ -134,11 +134,15 @@ export async function expiredSyncRuns(sql: Queryable, before: Date): Promise<Fre
 }
 
 /**
- * The events an enabled webhook endpoint still needs (ids after its cursor) are kept, whatever
- * their age: an endpoint that is failing (for up to WEBHOOK_DISABLE_AFTER_MS) gets them once it
- * recovers. A disabled endpoint holds none.
+ * The events a reader still needs are kept, whatever their age: those after an enabled webhook
+ * endpoint's cursor (a failing endpoint, for up to WEBHOOK_DISABLE_AFTER_MS, gets them once it
+ * recovers; a disabled one holds none) and after an export cursor's last event (`export
+ * --cursor`: its next run writes what they touched). The same rule as oldestNeededEventId
+ * (src/db/webhooks.ts), in SQL so the delete reads it in its own snapshot.
  */
-const EVENTS_NEEDED_FROM = `coalesce((select min(cursor) + 1 from webhook_endpoints where enabled), 'infinity'::numeric)`;
+const EVENTS_NEEDED_FROM = `coalesce(least(
+  (select min(cursor) + 1 from webhook_endpoints where enabled),
+  (select min(last_event_id) + 1 from export_cursors)), 'infinity'::numeric)`;
 
 /** Deletes up to `limit` events that occurred before `before` (oldest first) and no endpoint needs. */
 export async function deleteEvents(sql: Queryable, before: Date, limit: number): Promise<Freed> {

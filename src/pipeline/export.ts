@@ -35,12 +35,13 @@ export const PARQUET_ROW_GROUP_MAX_ROWS = 10_000;
 /**
  * ... or once its texts and chunks reach this many bytes (string lengths, an estimate), whichever
  * comes first: parquetjs holds a whole row group in memory several times over (values as Buffers,
- * pages, compressed pages, the body), so long transcripts must not make one grow with them. Peak
- * RSS of an export with chunks (bench/export.ts, ~5.6 KB a record): 300 MB at 24 MB, 220 MB at
- * 8 MB, 174-180 MB at 4 MB, ~163 MB at 3 MB; JSONL ~110 MB. Small row groups cost readers little
- * next to a process that would not fit beside the pipeline.
+ * pages, compressed pages, the body), so long transcripts must not make one grow with them; but it
+ * also keeps every row group's metadata to the end and builds the footer from all of it at once,
+ * so more, smaller groups cost memory too. bench/export.ts, ~5.6 KB a record with chunks: 50 000
+ * records peak at 300 MB with 24 MB groups, 171 MB with 3 MB; 1 000 000 records at 295 MB with
+ * 3 MB groups (1 606 of them), 237 MB with 6 MB. JSONL and CSV stay at ~115 MB.
  */
-export const PARQUET_ROW_GROUP_MAX_BYTES = 3 * 1024 * 1024;
+export const PARQUET_ROW_GROUP_MAX_BYTES = 6 * 1024 * 1024;
 /**
  * Rows per Parquet data page. parquetjs grows a page's repetition and definition levels by
  * concatenating a Buffer per run, quadratic in the runs: the chunks' levels change at every

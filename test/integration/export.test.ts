@@ -201,6 +201,13 @@ describe('export', () => {
     }
     await backfill(chunked.sourceId, '--refresh');
 
+    // every event past its retention: prune deletes those before the cursor, keeps those after
+    await sql`update events set occurred_at = now() - interval '400 days'`;
+    await ok(['prune']);
+    const [left] = await sql<{ min: number; n: number }[]>`select min(id)::float8 as min, count(*)::int as n from events`;
+    expect(left).toEqual({ min: cursor!.id + 1, n: expect.any(Number) });
+    expect(left!.n).toBeGreaterThan(0);
+
     await ok(['export', '--format', 'jsonl', '--out', out, '--cursor', 'c1', '--chunks']);
     const second = readJsonl(out);
     const expected = (await truth()).filter((t) => [...changed, ...fresh].includes(t.video_id));
