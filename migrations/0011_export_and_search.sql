@@ -108,6 +108,9 @@ DECLARE
   langs text[];
 BEGIN
   IF TG_OP = 'INSERT' THEN
+    -- windows left by rows a TRUNCATE removed before the trigger below existed, or by a
+    -- person's SQL with triggers off: replaced, never a duplicate key failing the write
+    DELETE FROM transcript_windows w USING new_rows k WHERE w.video_id = k.video_id AND w.lang = k.lang;
     INSERT INTO transcript_windows (video_id, lang, n, start_s, end_s, text, config, tsv)
     SELECT r.video_id, r.lang, r.n, r.start_s, r.end_s, r.text, r.config, r.tsv
     FROM transcript_window_rows r JOIN new_rows k ON k.video_id = r.video_id AND k.lang = r.lang;
@@ -142,6 +145,18 @@ CREATE TRIGGER "transcript_windows_updated" AFTER UPDATE ON "transcripts"
 --> statement-breakpoint
 CREATE TRIGGER "transcript_windows_deleted" AFTER DELETE ON "transcripts"
   REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION transcript_windows_sync();
+--> statement-breakpoint
+-- TRUNCATE fires no DELETE trigger: the index goes with the table (DELETE, not TRUNCATE: a
+-- `TRUNCATE ... CASCADE` has the tables open already)
+CREATE FUNCTION "transcript_windows_truncate"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM transcript_windows;
+  RETURN NULL;
+END
+$$;
+--> statement-breakpoint
+CREATE TRIGGER "transcript_windows_truncated" AFTER TRUNCATE ON "transcripts"
+  FOR EACH STATEMENT EXECUTE FUNCTION transcript_windows_truncate();
 --> statement-breakpoint
 -- an installation upgraded with transcripts already stored: their windows, once
 SET LOCAL jit = off;

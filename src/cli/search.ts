@@ -82,7 +82,7 @@ export function registerSearchCommand(program: Command): void {
     .option('--source <id>', 'only videos this source listed', intArg(1, 2_147_483_647))
     .option('--lang <xx>', 'only transcripts in this language (searched with its own stemming)', langArg)
     .option('--channel <id>', 'only videos of this channel', channelArg)
-    .option('--limit <n>', `most hits printed (default ${SEARCH_LIMIT_DEFAULT})`, intArg(1, SEARCH_LIMIT_MAX), SEARCH_LIMIT_DEFAULT)
+    .option('--limit <n>', 'most hits printed', intArg(1, SEARCH_LIMIT_MAX), SEARCH_LIMIT_DEFAULT)
     .option(
       '--json',
       'one JSON object a line: {"video_id","title","channel_id","channel_name","lang","moment","seconds","snippet","snippet_plain","rank"} and "url" when VIDEO_URL_TEMPLATE is set',

@@ -196,7 +196,7 @@ describe('sources list, pause, resume, remove', () => {
 
     expectExit(table, 0);
     const lines = table.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^id\s+kind\s+external id\s+title\s+limit\s+langs\s+credits\/day\s+cron\s+paused\s+last synced$/);
+    expect(lines[0]).toMatch(/^id\s+kind\s+external id\s+title\s+limit\s+langs\s+credits\/day\s+refresh\s+cron\s+paused\s+last synced$/);
     expect(lines).toHaveLength(rows.length + 1);
     rows.forEach((s, i) => {
       expect(lines[i + 1]).toMatch(new RegExp(`^${s.id}\\s+${s.kind}\\s+${s.external_id}\\s`));
@@ -289,20 +289,20 @@ describe('--help', () => {
   const CONTRACT: [string[], string[]][] = [
     [['migrate'], []],
     // each kind is a subcommand of `sources add`, with the options of the contract and its own
-    [['sources', 'add', 'channel'], ['--limit', '--lang', '--text', '--cron', '--include', '--generate-missing', '--max-generate-minutes', '--max-credits-per-day']],
-    [['sources', 'add', 'playlist'], ['--limit', '--lang', '--text', '--cron', '--include', '--generate-missing', '--max-generate-minutes', '--max-credits-per-day']],
-    [['sources', 'add', 'videos'], ['--file', '--lang', '--text', '--cron', '--generate-missing', '--max-generate-minutes', '--max-credits-per-day']],
+    [['sources', 'add', 'channel'], ['--limit', '--lang', '--text', '--cron', '--include', '--generate-missing', '--max-generate-minutes', '--max-credits-per-day', '--refresh']],
+    [['sources', 'add', 'playlist'], ['--limit', '--lang', '--text', '--cron', '--include', '--generate-missing', '--max-generate-minutes', '--max-credits-per-day', '--refresh']],
+    [['sources', 'add', 'videos'], ['--file', '--lang', '--text', '--cron', '--generate-missing', '--max-generate-minutes', '--max-credits-per-day', '--refresh']],
     [
       ['sources', 'add', 'search'],
-      ['--limit', '--upload-date', '--type', '--duration', '--sort-by', '--features', '--lang', '--text', '--cron', '--generate-missing', '--max-generate-minutes', '--max-credits-per-day'],
+      ['--limit', '--upload-date', '--type', '--duration', '--sort-by', '--features', '--lang', '--text', '--cron', '--generate-missing', '--max-generate-minutes', '--max-credits-per-day', '--refresh'],
     ],
     [['sources', 'list'], ['--json']],
-    [['sources', 'edit'], ['--cron', '--no-cron', '--limit', '--lang', '--text', '--chunks', '--include', '--no-include', '--max-credits-per-day', '--no-max-credits-per-day']],
+    [['sources', 'edit'], ['--cron', '--no-cron', '--limit', '--lang', '--text', '--chunks', '--include', '--no-include', '--max-credits-per-day', '--no-max-credits-per-day', '--refresh', '--no-refresh']],
     [['sources', 'remove'], []],
     [['sources', 'pause'], []],
     [['sources', 'resume'], []],
     [['daemon'], ['--role', '--admin-port']],
-    [['backfill'], ['--source', '--all', '--no-wait', '--timeout', '--dry-run']],
+    [['backfill'], ['--source', '--all', '--no-wait', '--timeout', '--dry-run', '--refresh']],
     [['replay'], ['--batch', '--failed', '--expired', '--since', '--dry-run', '--yes', '--no-wait', '--timeout']],
     [['status'], ['--json', '--all-sources']],
     [['prune'], ['--dry-run', '--json']],
@@ -313,6 +313,8 @@ describe('--help', () => {
     [['webhooks', 'list'], ['--json']],
     [['webhooks', 'remove'], []],
     [['webhooks', 'test'], []],
+    [['export'], ['--format', '--out', '--source', '--lang', '--since', '--cursor', '--chunks']],
+    [['search'], ['--source', '--lang', '--channel', '--limit', '--json']],
   ];
 
   it('the root lists every command', async () => {
@@ -320,7 +322,7 @@ describe('--help', () => {
     expectExit(r, 0);
     expect(r.stderr).toBe('');
     const listed = [...r.stdout.matchAll(/^ {2}(\w+)/gm)].map((m) => m[1]);
-    const expected = ['migrate', 'sources', 'daemon', 'backfill', 'replay', 'status', 'prune', 'events', 'webhooks', 'simulator', 'demo'];
+    const expected = ['migrate', 'sources', 'daemon', 'backfill', 'replay', 'status', 'prune', 'events', 'webhooks', 'export', 'search', 'simulator', 'demo'];
     expect(program.commands.map((c) => c.name()).sort()).toEqual([...expected].sort());
     for (const name of expected) expect(listed).toContain(name);
   });
