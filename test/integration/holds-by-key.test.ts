@@ -12,6 +12,7 @@ import type { Redis } from 'ioredis';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { keyFingerprint } from '../../src/api/key-fingerprint.ts';
 import { clearHolds, holdsForKey, setHold } from '../../src/db/upstream-holds.ts';
+import { BATCH_IN_FLIGHT_STATUSES } from '../../src/domain/batches.ts';
 import { HOLD_CODES } from '../../src/domain/refusals.ts';
 import { registerSource } from '../../src/pipeline/sources.ts';
 import { parseMetrics, value } from '../helpers/admin.ts';
@@ -113,6 +114,13 @@ it('a wrong key is refused (exit 3) and held alone: the daemon with the right ke
   const port = await freePort();
   const daemon = await startDaemon({}, port);
   await waitUntil(async () => ((await storedVideos()) === CHANNEL_SIZE ? true : undefined), WAIT_MS, 'the first scheduled sync to land');
+  // and its batches to end: rows are stored before their batch is marked completed, and a sync
+  // finding every kind still in flight makes no API call (the wrong key would not be tried)
+  await waitUntil(async () => {
+    const [r] = await h.database.sql<{ n: number }[]>`
+      select count(*)::int as n from batches where source_id = ${sourceId} and status = any(${[...BATCH_IN_FLIGHT_STATUSES]}::text[])`;
+    return r!.n === 0 ? true : undefined;
+  }, WAIT_MS, 'the first scheduled sync\'s batches to end');
 
   const wrong = unknownKey();
   const backfill = await runCli(['backfill', '--source', String(sourceId), '--timeout', '30s'], { ...h.env, API_KEY: wrong, LOG_LEVEL: 'info' }, 60_000);
