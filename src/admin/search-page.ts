@@ -7,26 +7,25 @@
 import { databaseNow } from '../db/connection.ts';
 import { searchTranscripts, type SearchFilter, type SearchHit } from '../db/search.ts';
 import type { Pool } from '../db/statement-timeout.ts';
-import { fillVideoUrl, formatMoment, SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, SEARCH_QUERY_MAX_CHARS, snippetParts } from '../domain/search.ts';
+import { fillVideoUrl, formatMoment, SEARCH_HITS_DEFAULT, SEARCH_HITS_MAX, SEARCH_QUERY_MAX_CHARS, snippetParts } from '../domain/search.ts';
 import { readHolds, type HoldsStatus } from '../pipeline/status.ts';
 import { html, type SafeHtml } from './html.ts';
 import { renderPage, unavailable } from './layout.ts';
 import { readPageSections, type PageReadOptions } from './page-sections.ts';
-
-const LANG_RE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$/;
+import { LANG_CODE_RE } from '../domain/langs.ts';
 
 /** The search asked for by the query string (`q` absent or blank: the empty page), or the message of a 400 answer. */
 export function readSearchParams(p: Record<string, string | undefined>): Omit<SearchFilter, 'query'> & { query: string } | { error: string } {
   const query = (p.q ?? '').trim();
   if (query.length > SEARCH_QUERY_MAX_CHARS) return { error: `q: expected at most ${SEARCH_QUERY_MAX_CHARS} characters\n` };
   const lang = p.lang === undefined || p.lang === '' ? undefined : p.lang;
-  if (lang !== undefined && !LANG_RE.test(lang)) return { error: `lang: invalid value ${JSON.stringify(lang)}: expected a language code such as en or pt-BR\n` };
+  if (lang !== undefined && !LANG_CODE_RE.test(lang)) return { error: `lang: invalid value ${JSON.stringify(lang)}: expected a language code such as en or pt-BR\n` };
   const source = p.source === undefined || p.source === '' ? undefined : p.source;
   if (source !== undefined && !/^\d{1,9}$/.test(source)) return { error: `source: invalid value ${JSON.stringify(source)}: expected a source ID\n` };
   const limitText = p.limit === undefined || p.limit === '' ? undefined : p.limit;
-  const limit = limitText === undefined ? SEARCH_LIMIT_DEFAULT : Number(limitText);
-  if (!/^\d+$/.test(limitText ?? '1') || limit < 1 || limit > SEARCH_LIMIT_MAX) {
-    return { error: `limit: invalid value ${JSON.stringify(limitText)}: expected a whole number from 1 to ${SEARCH_LIMIT_MAX}\n` };
+  const limit = limitText === undefined ? SEARCH_HITS_DEFAULT : Number(limitText);
+  if (!/^\d+$/.test(limitText ?? '1') || limit < 1 || limit > SEARCH_HITS_MAX) {
+    return { error: `limit: invalid value ${JSON.stringify(limitText)}: expected a whole number from 1 to ${SEARCH_HITS_MAX}\n` };
   }
   const channel = p.channel === undefined || p.channel === '' ? undefined : p.channel;
   return { query, lang, sourceId: source === undefined ? undefined : Number(source), channelId: channel, limit };

@@ -10,19 +10,17 @@ import {
   fillVideoUrl,
   formatMoment,
   markSnippet,
-  SEARCH_LIMIT_DEFAULT,
-  SEARCH_LIMIT_MAX,
+  SEARCH_HITS_DEFAULT,
+  SEARCH_HITS_MAX,
   SEARCH_QUERY_MAX_CHARS,
 } from '../domain/search.ts';
 import { intArg } from './args.ts';
 import { createContext } from './context.ts';
 import { EXIT_NOT_LANDED } from './exit.ts';
-
-/** A transcript language as the API returns it (`en`, `pt-BR`). */
-const LANG_RE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$/;
+import { LANG_CODE_RE } from '../domain/langs.ts';
 
 function langArg(value: string): string {
-  if (!LANG_RE.test(value)) throw new InvalidArgumentError(`"${value}" is not a language code (expected ISO 639-1 such as en, de, pt-BR).`);
+  if (!LANG_CODE_RE.test(value)) throw new InvalidArgumentError(`"${value}" is not a language code (expected ISO 639-1 such as en, de, pt-BR).`);
   return value;
 }
 
@@ -82,7 +80,7 @@ export function registerSearchCommand(program: Command): void {
     .option('--source <id>', 'only videos this source listed', intArg(1, 2_147_483_647))
     .option('--lang <xx>', 'only transcripts in this language (searched with its own stemming)', langArg)
     .option('--channel <id>', 'only videos of this channel', channelArg)
-    .option('--limit <n>', 'most hits printed', intArg(1, SEARCH_LIMIT_MAX), SEARCH_LIMIT_DEFAULT)
+    .option('--limit <n>', 'most hits printed', intArg(1, SEARCH_HITS_MAX), SEARCH_HITS_DEFAULT)
     .option(
       '--json',
       'one JSON object a line: {"video_id","title","channel_id","channel_name","lang","moment","seconds","snippet","snippet_plain","rank"} and "url" when VIDEO_URL_TEMPLATE is set',

@@ -26,15 +26,13 @@ import type { NewSourceInput } from '../pipeline/sources.ts';
 import { durationArg, formatDurationMs, intArg } from './args.ts';
 import type { Context } from './context.ts';
 import { renderTable, shortTime } from './table.ts';
-
-
-const LANG_RE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$/;
+import { LANG_CODE_RE } from '../domain/langs.ts';
 
 function langsArg(value: string): string[] {
   const langs = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
   if (langs.length === 0) throw new InvalidArgumentError('expected language codes such as en or en,de.');
   for (const l of langs) {
-    if (!LANG_RE.test(l)) throw new InvalidArgumentError(`"${l}" is not a language code (expected ISO 639-1 such as en, de, pt-BR).`);
+    if (!LANG_CODE_RE.test(l)) throw new InvalidArgumentError(`"${l}" is not a language code (expected ISO 639-1 such as en, de, pt-BR).`);
   }
   return [...new Set(langs)];
 }

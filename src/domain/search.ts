@@ -14,9 +14,9 @@ export const SEARCH_WINDOW_CHUNKS = 5;
 export const SEARCH_WINDOW_STEP = SEARCH_WINDOW_CHUNKS - 1;
 
 /** Hits shown when `--limit` is not given. */
-export const SEARCH_LIMIT_DEFAULT = 20;
+export const SEARCH_HITS_DEFAULT = 20;
 /** Most hits one search returns. */
-export const SEARCH_LIMIT_MAX = 1_000;
+export const SEARCH_HITS_MAX = 1_000;
 /** Longest query accepted, characters (a query is parsed once per text search configuration). */
 export const SEARCH_QUERY_MAX_CHARS = 500;
 
