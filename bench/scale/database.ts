@@ -6,6 +6,7 @@
  */
 import postgres from 'postgres';
 import { quoteIdentifier, withDatabase } from '../../src/db/migrate.ts';
+import { ITEM_COUNT_SHARDS } from '../../src/domain/items.ts';
 
 /** The summary tables migrations/0005 and 0008 keep by triggers, and how each is filled from scratch. */
 const COUNTERS: { table: string; check: string; backfill: string }[] = [
@@ -19,7 +20,7 @@ const COUNTERS: { table: string; check: string; backfill: string }[] = [
     table: 'item_counts',
     check: `select (select coalesce(sum(n), 0) from item_counts)::float8 as counted, (select count(*) from batch_items)::float8 as actual`,
     backfill: `insert into item_counts (shard, state, error_code, reason_code, n)
-      select abs(hashtext(job_id)) % 16, state, coalesce(error_code, ''), coalesce(reason_code, ''), count(*)
+      select abs(hashtext(job_id)) % ${ITEM_COUNT_SHARDS}, state, coalesce(error_code, ''), coalesce(reason_code, ''), count(*)
       from batch_items group by 1, 2, 3, 4`,
   },
   {

@@ -129,8 +129,15 @@ function rawErrorCode(raw: unknown): string | null {
 /**
  * Rows per key of `item_counts`: a batch's items are counted in shard
  * `abs(hashtext(job_id)) % ITEM_COUNT_SHARDS`, so batches landing side by side seldom queue on
- * one counter row. The migration's trigger spells the number out (SQL cannot import it);
- * test/integration/counters.test.ts checks that the two agree. Readers sum every shard, so a
- * total never depends on it.
+ * one counter row (16 until migrations/0013, which says why 64). The migration's trigger spells
+ * the number out (SQL cannot import it); test/integration/counters.test.ts checks that the two
+ * agree. Readers sum every shard, so a total never depends on it.
  */
-export const ITEM_COUNT_SHARDS = 16;
+export const ITEM_COUNT_SHARDS = 64;
+
+/**
+ * Rows per status of `batch_counts` (migrations/0005): a batch is counted in shard
+ * `abs(hashtext(job_id)) % BATCH_COUNT_SHARDS`. Its writers are short transactions (a batch's
+ * status moves), so it kept the 16 item_counts had before migrations/0013.
+ */
+export const BATCH_COUNT_SHARDS = 16;

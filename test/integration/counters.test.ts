@@ -28,7 +28,7 @@ import { addSourceVideos, rememberVideos } from '../../src/db/source-videos.ts';
 import { sourcesWithStats } from '../../src/db/source-stats.ts';
 import { languageCoverage, outcomeCounts, outcomeErrorCounts, sourceLanguageCoverage } from '../../src/db/video-outcomes.ts';
 import { claimVideos, markSinkOutcome, pointClaimsAt, recordOutcomes, releaseClaims } from '../../src/db/video-sync.ts';
-import { ITEM_COUNT_SHARDS } from '../../src/domain/items.ts';
+import { BATCH_COUNT_SHARDS, ITEM_COUNT_SHARDS } from '../../src/domain/items.ts';
 import { createTestDatabase, dropDatabase, testDatabaseName, testServerUrl, type TestDatabase } from '../helpers/db.ts';
 
 let database: TestDatabase;
@@ -453,7 +453,7 @@ describe('batch counters', () => {
   async function expectBatchCountersExact(): Promise<void> {
     const { sql } = database;
     const fresh = await sql`
-      select (abs(hashtext(job_id)) % ${ITEM_COUNT_SHARDS})::int as shard, status, count(*)::int as batches,
+      select (abs(hashtext(job_id)) % ${BATCH_COUNT_SHARDS})::int as shard, status, count(*)::int as batches,
         sum(credits_estimated)::int as credits
       from batches group by 1, 2 order by 1, 2`;
     const kept = await sql`
