@@ -12,6 +12,8 @@ export const SIMULATOR_DEV_API_KEY = 'vsi-dev-0000000000000000';
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/videosite_ingest';
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 export const DEFAULT_QUEUE_PREFIX = '{vsi}';
+/** Shown with a bad REDIS_CLUSTER_NODES: what a valid list looks like. */
+export const REDIS_CLUSTER_NODES_EXAMPLE = 'redis-1:6379,redis-2:6379,redis-3:6379';
 export const DEFAULT_PLATFORM = 'videosite';
 
 /** Upstream client defaults. */
@@ -86,6 +88,14 @@ export const POLL_MAX_DURATION_MS = 10 * 60_000;
 export const ITEM_MAX_BYTES = 8 * 1024 * 1024;
 /** How often a daemon re-checks an upstream hold with a free `/me` and lifts it when the account works again. */
 export const HOLD_RECHECK_MS = 15 * 60_000;
+/**
+ * Longest wait of one migration statement for a table lock, ms (`SET LOCAL lock_timeout`): a
+ * migration behind a long transaction (a poll landing a big chunk, a person's open psql) gives
+ * up and retries instead of queueing every later query on that table behind itself.
+ */
+export const MIGRATION_LOCK_TIMEOUT_MS = 5_000;
+/** Retries of the whole migration after a lock timeout (with doubling backoff) before `migrate` fails. */
+export const MIGRATION_LOCK_RETRIES = 5;
 /** Raw payloads of items settled longer ago than this are pruned, days (0: kept forever). */
 export const RAW_RETENTION_DAYS = 90;
 /** `sync_runs` older than this are pruned, days (0: kept forever). */
@@ -149,7 +159,74 @@ export class ConfigError extends Error {
 /** An API key travels in a header: visible ASCII, no blanks or control characters. */
 const HEADER_SAFE_RE = /^[\x21-\x7e]+$/;
 
-const SECRET_VARIABLES = new Set(['API_KEY', 'SIMULATOR_API_KEY', 'ADMIN_TOKEN']);
+const SECRET_VARIABLES = new Set(['API_KEY', 'SIMULATOR_API_KEY', 'ADMIN_TOKEN', 'REDIS_PASSWORD']);
+
+/**
+ * The hash tag Redis Cluster hashes a key by: the text between the first `{` and the first `}`
+ * after it, when not empty (https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/#hash-tags).
+ * Every queue key, and both keys of the limiter's Lua script, start with QUEUE_PREFIX: with a
+ * tag they all land in one slot, which BullMQ's multi-key scripts need on a cluster.
+ */
+export function hashTagOf(key: string): string | undefined {
+  const open = key.indexOf('{');
+  if (open < 0) return undefined;
+  const close = key.indexOf('}', open + 1);
+  if (close < 0 || close === open + 1) return undefined;
+  return key.slice(open + 1, close);
+}
+
+/** One node of REDIS_CLUSTER_NODES. */
+export interface RedisClusterNode {
+  host: string;
+  port: number;
+}
+
+/** `host:port`, `[v6]:port` or `redis://[:password@]host:port` (no TLS: rediss:// is refused, not ignored); the item's password, if any. */
+function parseClusterNode(item: string): { node: RedisClusterNode; password: string | undefined } | undefined {
+  let url: URL;
+  try {
+    url = new URL(item.startsWith('redis://') ? item : `redis://${item}`);
+  } catch {
+    return undefined;
+  }
+  const port = Number(url.port);
+  if (url.hostname === '' || url.port === '' || !Number.isInteger(port) || port < 1 || port > 65535) return undefined;
+  if ((url.pathname !== '' && url.pathname !== '/') || url.search !== '' || url.hash !== '') return undefined;
+  return {
+    node: { host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port },
+    password: url.password === '' ? undefined : decodeURIComponent(url.password),
+  };
+}
+
+/** An item as it may be shown: its password replaced. */
+function shownClusterItem(item: string): string {
+  return item.replace(/^((?:redis:\/\/)?[^:@/]*:)[^@/]*@/, '$1***@');
+}
+
+/**
+ * REDIS_CLUSTER_NODES, parsed: the startup nodes and the password their URLs carry (all the
+ * same, or none). A bad item is a ConfigError naming it (password hidden) and an example.
+ */
+function parseClusterNodes(list: string): { nodes: RedisClusterNode[]; password: string | undefined } {
+  const nodes: RedisClusterNode[] = [];
+  const passwords = new Set<string>();
+  for (const raw of list.split(',')) {
+    const item = raw.trim();
+    const parsed = item === '' ? undefined : parseClusterNode(item);
+    if (!parsed) {
+      throw new ConfigError(
+        'REDIS_CLUSTER_NODES',
+        `invalid item ${JSON.stringify(shownClusterItem(item))} in ${JSON.stringify(list.split(',').map(shownClusterItem).join(','))}: expected host:port or redis://[:password@]host:port items separated by commas, e.g. ${REDIS_CLUSTER_NODES_EXAMPLE}`,
+      );
+    }
+    nodes.push(parsed.node);
+    if (parsed.password !== undefined) passwords.add(parsed.password);
+  }
+  if (passwords.size > 1) {
+    throw new ConfigError('REDIS_CLUSTER_NODES', 'the node URLs carry different passwords: a cluster has one');
+  }
+  return { nodes, password: [...passwords][0] };
+}
 
 const positiveInt = (max = Number.MAX_SAFE_INTEGER) =>
   z
@@ -189,9 +266,17 @@ const EnvSchema = z.object({
     .string()
     .refine((u) => /^rediss?:\/\//.test(u), 'expected a redis:// or rediss:// URL')
     .default(DEFAULT_REDIS_URL),
+  // one cluster node, or several, e.g. redis-1:6379,redis-2:6379 (parsed in loadConfig); when set REDIS_URL is ignored
+  REDIS_CLUSTER_NODES: z.string().optional(),
+  // AUTH of every Redis connection whose URL carries no password
+  REDIS_PASSWORD: z.string().regex(/^[^\x00-\x1f\x7f]+$/, 'expected no control characters (a stray newline?)').optional(),
   QUEUE_PREFIX: z
     .string()
     .regex(/^[^\s:]+$/, 'expected a non-empty prefix without blanks or colons')
+    .refine(
+      (p) => hashTagOf(p) !== undefined,
+      `expected a prefix holding a {hash tag} (non-empty text in braces, so every queue key and Lua script stays in one Redis Cluster slot), e.g. ${DEFAULT_QUEUE_PREFIX}`,
+    )
     .default(DEFAULT_QUEUE_PREFIX),
   // no default here: whether it was set decides a one-shot command's level on a terminal (src/log.ts)
   LOG_LEVEL: z.enum(LOG_LEVELS).optional(),
@@ -242,12 +327,17 @@ const EnvSchema = z.object({
   SCHEDULE_JITTER_MS: nonNegativeInt.pipe(z.number().max(3_600_000)).default(SCHEDULE_JITTER_MS),
   SOURCE_MIN_INTERVAL_MS: nonNegativeInt.pipe(z.number().max(86_400_000)).default(SOURCE_MIN_INTERVAL_MS),
   DATABASE_POOL_MAX: positiveInt(1_000).default(DATABASE_POOL_MAX),
+  // false behind a transaction-pooling PgBouncer (before 1.21, or without max_prepared_statements):
+  // a statement prepared on one server connection is then not there on the next
+  DATABASE_PREPARE: z.enum(['true', 'false'], { error: 'expected true or false' }).default('true'),
   EVENTS_RETENTION_DAYS: nonNegativeInt.pipe(z.number().max(36_500)).default(EVENTS_RETENTION_DAYS),
   WEBHOOK_TIMEOUT_MS: positiveInt(600_000).pipe(z.number().min(100, 'expected at least 100')).default(WEBHOOK_TIMEOUT_MS),
   WEBHOOK_BACKOFF_BASE_MS: positiveInt(86_400_000).default(WEBHOOK_BACKOFF_BASE_MS),
   WEBHOOK_BACKOFF_MAX_MS: positiveInt(86_400_000).default(WEBHOOK_BACKOFF_MAX_MS),
   WEBHOOK_DISABLE_AFTER_MS: positiveInt().default(WEBHOOK_DISABLE_AFTER_MS),
   WEBHOOK_POLL_INTERVAL_MS: positiveInt(3_600_000).pipe(z.number().min(100, 'expected at least 100')).default(WEBHOOK_POLL_INTERVAL_MS),
+  MIGRATION_LOCK_TIMEOUT_MS: positiveInt(600_000).pipe(z.number().min(100, 'expected at least 100')).default(MIGRATION_LOCK_TIMEOUT_MS),
+  MIGRATION_LOCK_RETRIES: nonNegativeInt.pipe(z.number().max(100, 'expected at most 100')).default(MIGRATION_LOCK_RETRIES),
   // sent back as a bearer token or a basic-auth password: header-safe characters only
   ADMIN_TOKEN: z
     .string()
@@ -285,7 +375,12 @@ export interface Config {
     maxBodyBytes: number;
   };
   databaseUrl: string;
+  /** the single Redis node (ignored when `redisClusterNodes` is set) */
   redisUrl: string;
+  /** REDIS_CLUSTER_NODES: every Redis use goes through a cluster client; undefined: one node at `redisUrl` */
+  redisClusterNodes: RedisClusterNode[] | undefined;
+  /** the password of the cluster node URLs, else REDIS_PASSWORD (used by a single node only when REDIS_URL has none) */
+  redisPassword: string | undefined;
   queuePrefix: string;
   logLevel: (typeof LOG_LEVELS)[number];
   /** LOG_LEVEL was set (else logLevel is the default, `info`) */
@@ -356,6 +451,14 @@ export interface Config {
   };
   /** connections per Postgres pool (checked against the concurrency settings at startup); default 24 */
   databasePoolMax: number;
+  /** DATABASE_PREPARE: postgres.js prepares its statements on the server; default true */
+  databasePrepare: boolean;
+  /**
+   * what migrating takes (every command that migrates: `migrate`, `daemon`, `backfill`, `demo`):
+   * the lock timeout of a migration statement (ms; default 5000), retries after one (default 5),
+   * and DATABASE_PREPARE again for its own connection
+   */
+  migration: { lockTimeoutMs: number; lockRetries: number; prepare: boolean };
   admin: {
     /**
      * required for every admin page beyond /healthz, /readyz and /metrics (bearer token or
@@ -401,6 +504,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       `invalid value ${e.POLL_MIN_DELAY_MS}: must not exceed POLL_MAX_DELAY_MS (${e.POLL_MAX_DELAY_MS})`,
     );
   }
+  const cluster = e.REDIS_CLUSTER_NODES === undefined ? undefined : parseClusterNodes(e.REDIS_CLUSTER_NODES);
   return {
     api: {
       baseUrl: e.API_BASE_URL,
@@ -419,6 +523,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
+    redisClusterNodes: cluster?.nodes,
+    // a password written in the URL wins, as ioredis does with REDIS_URL's own
+    redisPassword: cluster?.password ?? e.REDIS_PASSWORD,
     queuePrefix: e.QUEUE_PREFIX,
     logLevel: e.LOG_LEVEL ?? 'info',
     logLevelSet: e.LOG_LEVEL !== undefined,
@@ -463,6 +570,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       webhookPollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
     },
     databasePoolMax: e.DATABASE_POOL_MAX,
+    databasePrepare: e.DATABASE_PREPARE === 'true',
+    migration: { lockTimeoutMs: e.MIGRATION_LOCK_TIMEOUT_MS, lockRetries: e.MIGRATION_LOCK_RETRIES, prepare: e.DATABASE_PREPARE === 'true' },
     admin: { token: e.ADMIN_TOKEN },
     videoUrlTemplate: e.VIDEO_URL_TEMPLATE,
   };

@@ -55,6 +55,8 @@ export const LOG_EVENTS = [
   'sync.refused_budget',
   /** a sync submitted its batches: `sourceId`, `jobIds`, `videos`, `credits`, `listingCredits` */
   'sync.submitted',
+  /** the sync lease (src/db/locks.ts) could not be renewed or released, or was found taken (warn): `sourceId`, `step` ('renew' | 'release'), `lost`, `err` */
+  'sync.lease_failed',
   /** one batch POST answered with its job ID (debug): `jobId`, `kind`, `lang`, `credits` */
   'batch.submitted',
   /** a batch POST's answer was lost after it may have arrived; not retried: `sourceId`, `kind`, `lang`, `submission`, `err` */
@@ -175,6 +177,8 @@ export const LOG_EVENTS = [
   // commands, database, Redis (src/cli/*, src/db/*)
   /** a command's Redis connection failed (ioredis reconnects): `err` */
   'redis.error',
+  /** a Redis node answered READONLY (a primary demoted by a failover): the connection reconnects and resends (warn): `err` */
+  'redis.readonly_reconnect',
   /** cron schedules could not be written; the daemon's reconcile will: `err` */
   'schedules.update_failed',
   /** the database did not exist and was created: `database` */
@@ -219,6 +223,18 @@ export const LOG_EVENTS = [
   'overview.section_failed',
   /** a section of a source, batch, item or batches page could not be read and is left out: `page`, `section`, `cancelled`, `err` */
   'admin.section_failed',
+
+  // a read-only database and rolling upgrades (issue #16: src/pipeline/workers.ts, src/db/migrate.ts, src/pipeline/schema-gate.ts)
+  /** a job met a read-only database (25006): handed back without burning an attempt, its queue paused (warn): `queue`, `bullJobId`, `retryInMs` */
+  'db.read_only',
+  /** a migration waited longer than MIGRATION_LOCK_TIMEOUT_MS for a lock: rolled back, retried (warn): `migration`, `attempt`, `retryInMs`, `lockTimeoutMs`, `blockers` */
+  'db.migrate_lock_timeout',
+  /** the database has migrations newer than this build (warn; logged when the verdict changes): `built`, `newer` (tags), `incompatible` (tags), `scheduling` (true: goes on) */
+  'schema.newer',
+  /** the database has no migration newer than this build any more (after a `schema.newer`): `built` */
+  'schema.current',
+  /** a sync or a cron tick was not run: the schema has a newer migration not marked compatible (warn): `sourceId` or `cron`, `incompatible` */
+  'schedule.schema_blocked',
 ] as const;
 
 export type LogEvent = (typeof LOG_EVENTS)[number];

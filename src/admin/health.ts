@@ -8,35 +8,48 @@
  * away (BullMQ's Redis connection queues commands until it reconnects; postgres.js waits up to
  * its connect timeout).
  *
+ * Two states of a database that answers but where this process cannot do its work (issue #16):
+ * - `postgres: 'read-only'`: a standby, or `default_transaction_read_only` (every write fails
+ *   with 25006; the workers wait and resume by themselves, so ready again once writes work);
+ * - `schema: 'schema-newer'`: a newer build migrated further, and a migration this build does
+ *   not know is not marked backward-compatible (src/domain/schema-compat.ts): this daemon
+ *   schedules nothing new. Newer migrations that are all marked compatible leave it ready, and
+ *   are listed (`newerMigrations`) either way.
+ *
  * The report is served without authentication, so it names only the state of each check
- * (`ok`, `down`, `timeout`, `pending`, `held`) and the codes of the holds (never their reasons);
- * the underlying error is logged, once per change.
+ * (`ok`, `down`, `timeout`, `pending`, `held`, `read-only`, `schema-newer`), the codes of the
+ * holds (never their reasons) and the tags of newer migrations; the underlying error is logged,
+ * once per change.
  */
-import type { Redis } from 'ioredis';
 import { ping, type Queryable } from '../db/connection.ts';
-import { migrationsCurrent } from '../db/migrate.ts';
+import { migrationsCurrent, newerMigrations } from '../db/migrate.ts';
+import { readOnlyState } from '../db/read-only.ts';
+import { judgeSchema, migrationLabel, schemaStopReason } from '../domain/schema-compat.ts';
 import { holdsForKey } from '../db/upstream-holds.ts';
 import type { HoldCode } from '../domain/refusals.ts';
 import type { Logger } from '../log.ts';
+import type { RedisClient } from '../queues/connection.ts';
 
 /** Longest wait for one check, in milliseconds. */
 export const READY_CHECK_TIMEOUT_MS = 2_000;
 
-export type CheckState = 'ok' | 'down' | 'timeout' | 'pending' | 'held';
+export type CheckState = 'ok' | 'down' | 'timeout' | 'pending' | 'held' | 'read-only' | 'schema-newer';
 
 export interface ReadinessReport {
   ready: boolean;
   /** `upstream` only for a process given its key's fingerprint */
-  checks: { postgres: CheckState; redis: CheckState; migrations: CheckState; upstream?: CheckState };
+  checks: { postgres: CheckState; redis: CheckState; migrations: CheckState; schema: CheckState; upstream?: CheckState };
   /** the codes of the holds that apply to this process's key, when some do */
   holds?: HoldCode[];
-  /** why not ready, when a hold is the reason: `upstream hold: unauthorized` */
+  /** tags of applied migrations newer than this build, when there are some (compatible or not) */
+  newerMigrations?: string[];
+  /** why not ready, when a hold, a read-only database or a newer schema is the reason */
   reason?: string;
 }
 
 export interface ReadinessDeps {
   sql: Queryable;
-  redis: Redis;
+  redis: RedisClient;
   log: Logger;
   /** per check, in milliseconds; default READY_CHECK_TIMEOUT_MS */
   timeoutMs?: number;
@@ -95,10 +108,12 @@ export function createReadinessChecker(deps: ReadinessDeps): ReadinessChecker {
     async check() {
       const keyFingerprint = deps.keyFingerprint;
       let holds: HoldCode[] = [];
-      const [postgres, redis, migrations, upstream] = await Promise.all([
+      let newer: string[] = [];
+      let schemaReason: string | undefined;
+      const [postgres, redis, migrations, schema, upstream] = await Promise.all([
         run('postgres', async () => {
           await ping(deps.sql);
-          return 'ok';
+          return (await readOnlyState(deps.sql)) === 'writable' ? 'ok' : 'read-only';
         }),
         run('redis', async () => {
           // a connection that is reconnecting would only queue the PING: answer at once
@@ -110,6 +125,12 @@ export function createReadinessChecker(deps: ReadinessDeps): ReadinessChecker {
           if (!migrationsDone) migrationsDone = await migrationsCurrent(deps.sql);
           return migrationsDone ? 'ok' : 'pending';
         }),
+        run('schema', async () => {
+          const verdict = judgeSchema(await newerMigrations(deps.sql));
+          newer = verdict.newer.map(migrationLabel);
+          schemaReason = schemaStopReason(verdict);
+          return verdict.state === 'newer-incompatible' ? 'schema-newer' : 'ok';
+        }),
         keyFingerprint === undefined
           ? undefined
           : run('upstream', async () => {
@@ -117,10 +138,20 @@ export function createReadinessChecker(deps: ReadinessDeps): ReadinessChecker {
               return holds.length === 0 ? 'ok' : 'held';
             }),
       ]);
-      const ready = postgres === 'ok' && redis === 'ok' && migrations === 'ok' && (upstream === undefined || upstream === 'ok');
-      const checks = { postgres, redis, migrations, ...(upstream === undefined ? {} : { upstream }) };
-      if (upstream !== 'held') return { ready, checks };
-      return { ready, checks, holds, reason: `upstream hold: ${holds.join(', ')} (API key fingerprint ${keyFingerprint}; see videosite-ingest status)` };
+      const ready = postgres === 'ok' && redis === 'ok' && migrations === 'ok' && schema === 'ok' && (upstream === undefined || upstream === 'ok');
+      const checks = { postgres, redis, migrations, schema, ...(upstream === undefined ? {} : { upstream }) };
+      const reasons = [
+        upstream === 'held' ? `upstream hold: ${holds.join(', ')} (API key fingerprint ${keyFingerprint}; see videosite-ingest status)` : undefined,
+        postgres === 'read-only' ? 'read-only: the database refuses writes (a standby, or default_transaction_read_only); work resumes by itself when writes work' : undefined,
+        schema === 'schema-newer' ? `schema-newer: ${schemaReason}` : undefined,
+      ].filter((r) => r !== undefined);
+      return {
+        ready,
+        checks,
+        ...(upstream === 'held' ? { holds } : {}),
+        ...(newer.length > 0 ? { newerMigrations: newer } : {}),
+        ...(reasons.length > 0 ? { reason: reasons.join('; ') } : {}),
+      };
     },
   };
 }

@@ -17,7 +17,7 @@
  * The state gauges describe the whole system (every daemon sees the same Postgres and queues);
  * the counters describe this process only. Sum the counters over instances.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/connection.ts';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RequestEvent } from '../api/client.ts';
 import { batchCountsByStatus } from '../db/batches.ts';
@@ -134,7 +134,7 @@ export function createMetrics(opts: CreateMetricsOptions = {}): AdminMetrics {
 export interface StateSources {
   /** a pool (each Postgres family opens its own transaction) */
   sql: Pool;
-  redis: Redis;
+  redis: RedisClient;
   queues: PipelineQueues;
   log: Logger;
   /** per family, in milliseconds; default COLLECT_TIMEOUT_MS */

@@ -2,8 +2,10 @@
  * The admin HTTP server of a daemon (`daemon --admin-port N`):
  *
  *   GET /healthz        200 while the process runs (liveness)
- *   GET /readyz         200 when Postgres and Redis answer, migrations are current and no upstream
- *                       hold applies to this process's API key, else 503
+ *   GET /readyz         200 when Postgres (writable: not `read-only`) and Redis answer, migrations
+ *                       are current, no newer migration it was not built for is incompatible
+ *                       (`schema-newer`) and no upstream hold applies to this process's API key,
+ *                       else 503
  *   GET /metrics        Prometheus text format (see metrics.ts)
  *   GET /               the overview page; ?page=N pages the sources         (token)
  *   GET /sources/:id, /batches, /batches/:jobId[/items/:videoId]
@@ -21,7 +23,7 @@ import { HonoAdapter } from '@bull-board/hono';
 import { createAdaptorServer } from '@hono/node-server';
 import { serveStatic } from '@hono/node-server/serve-static';
 import { Hono, type MiddlewareHandler } from 'hono';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/connection.ts';
 import type { Pool } from '../db/statement-timeout.ts';
 import type { Logger } from '../log.ts';
 import type { PipelineQueues } from '../queues/queues.ts';
@@ -46,7 +48,7 @@ export interface AdminAppOptions {
   token: string | undefined;
   /** a pool: /metrics and the overview read in transactions of their own (statement_timeout) */
   sql: Pool;
-  redis: Redis;
+  redis: RedisClient;
   queues: PipelineQueues;
   /** from createMetrics(); the state gauges are added to its registry (once per registry) */
   metrics: AdminMetrics;

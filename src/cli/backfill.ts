@@ -215,7 +215,7 @@ export function registerBackfillCommand(program: Command): void {
       try {
         // before connecting: a pool its syncs and workers could exhaust is a configuration error
         assertBackfillPool(ctx.config, { wait: o.wait });
-        await migrateDatabase(ctx.config.databaseUrl, ctx.log);
+        await migrateDatabase(ctx.config.databaseUrl, ctx.log, ctx.config.migration);
         if (o.dryRun) {
           const { db, sql } = ctx.db();
           const plan = await planBackfill({ sql, db, api: ctx.api(), settings: ctx.config.pipeline }, await chosenSourceIds(ctx, o), { refresh: o.refresh });

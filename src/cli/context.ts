@@ -2,12 +2,11 @@
  * What a command needs, built from the validated configuration and closed in one call. Each
  * part is opened only when the command asks for it (`status` needs no API key, `migrate` no Redis).
  */
-import type { Redis } from 'ioredis';
 import { createApiClientFromConfig, type ApiClient, type RequestEvent } from '../api/client.ts';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { createDb, type DbHandle } from '../db/connection.ts';
 import { createLogger, loggingFor, type Logger } from '../log.ts';
-import { closeRedis, createRedis } from '../queues/connection.ts';
+import { closeRedis, createRedisFromConfig, type RedisClient } from '../queues/connection.ts';
 import { createApiLimiter, type ApiLimiter } from '../queues/limiter.ts';
 import { createQueues, type PipelineQueues } from '../queues/queues.ts';
 import type { PipelineDeps, PipelineMetrics } from '../pipeline/deps.ts';
@@ -21,7 +20,8 @@ export interface Context {
   config: Config;
   log: Logger;
   db(): DbHandle;
-  redis(): Redis;
+  /** one node (REDIS_URL) or a cluster (REDIS_CLUSTER_NODES) */
+  redis(): RedisClient;
   queues(): PipelineQueues;
   limiter(): ApiLimiter;
   api(): ApiClient;
@@ -46,7 +46,7 @@ export function createContext(opts: ContextOptions = {}): Context {
   if (opts.override) config = opts.override(config);
   const log = opts.log ?? createLogger(loggingFor(config, { longRunning: opts.longRunning ?? false }));
   let db: DbHandle | undefined;
-  let redis: Redis | undefined;
+  let redis: RedisClient | undefined;
   let queues: PipelineQueues | undefined;
   let limiter: ApiLimiter | undefined;
   let api: ApiClient | undefined;
@@ -55,12 +55,12 @@ export function createContext(opts: ContextOptions = {}): Context {
     config,
     log,
     db() {
-      db ??= createDb(config.databaseUrl, { log, max: config.databasePoolMax });
+      db ??= createDb(config.databaseUrl, { log, max: config.databasePoolMax, prepare: config.databasePrepare });
       return db;
     },
     redis() {
       if (!redis) {
-        redis = createRedis(config.redisUrl);
+        redis = createRedisFromConfig(config, { log });
         redis.on('error', (err: Error) => log.warn({ event: 'redis.error', err: { message: err.message } }, 'redis connection error'));
       }
       return redis;

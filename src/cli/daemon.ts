@@ -9,6 +9,7 @@ import { createMetrics, type AdminMetrics } from '../admin/metrics.ts';
 import { DEFAULT_ADMIN_HOST, startAdminServer, type AdminServer } from '../admin/server.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { startDailyPrune } from '../pipeline/prune.ts';
+import { createSchemaGate } from '../pipeline/schema-gate.ts';
 import { startHoldRecheck } from '../pipeline/upstream-holds.ts';
 import { reconcile } from '../pipeline/reconcile.ts';
 import { FORCE_CLOSE_WAIT_MS, ROLES, startWorkers, type Role } from '../pipeline/workers.ts';
@@ -58,7 +59,7 @@ export function registerDaemonCommand(program: Command): void {
       if (metrics) assertSafeExposure(o.adminHost, ctx.config.admin.token);
       // and so is a pool that the workers of these roles and the admin server could exhaust
       assertDaemonPool(ctx.config, { roles: o.role, admin: metrics !== undefined });
-      await migrateDatabase(ctx.config.databaseUrl, log);
+      await migrateDatabase(ctx.config.databaseUrl, log, ctx.config.migration);
       const deps = ctx.deps();
       admin = metrics ? await startAdmin(ctx, metrics, o.adminHost, o.adminPort!) : undefined;
       await warnOnEvictionPolicy(ctx.redis(), log);
@@ -70,13 +71,19 @@ export function registerDaemonCommand(program: Command): void {
         ? startHoldRecheck(deps, { intervalMs: deps.settings.holdRecheckMs })
         : undefined;
       await holdRecheck?.checkAtStart();
-      const workers = startWorkers(deps, { roles: o.role, connection: ctx.redis() });
+      // rolling upgrades: a newer build's migration not marked backward-compatible stops this
+      // daemon scheduling; looked at now and at every reconcile interval (src/pipeline/schema-gate.ts)
+      const schemaGate = createSchemaGate(deps);
+      await schemaGate.check();
+      const workers = startWorkers(deps, { roles: o.role, connection: ctx.redis(), schemaGate });
       // retention: every daemon looks, the one that claims the day prunes (Postgres only, any role)
       const dailyPrune = startDailyPrune(deps);
       log.info({ event: 'daemon.started', roles: o.role, prefix: ctx.config.queuePrefix }, 'daemon started');
 
       const timer = setInterval(() => {
         reconcile(deps).catch((err: unknown) => log.warn({ event: 'reconcile.failed', err }, 'reconcile failed; retrying at the next interval'));
+        // a failed read keeps the last verdict; the next interval looks again
+        schemaGate.check().catch(() => undefined);
       }, ctx.config.pipeline.reconcileIntervalMs);
       timer.unref();
       // A Redis that comes back may have come back empty (a restart without persistence, a
@@ -147,7 +154,7 @@ async function startAdmin(ctx: Context, metrics: AdminMetrics, host: string, por
       redis: ctx.redis(),
       queues: ctx.queues(),
       metrics,
-      secrets: [ctx.config.api.apiKey, token, urlPassword(ctx.config.databaseUrl), urlPassword(ctx.config.redisUrl)],
+      secrets: [ctx.config.api.apiKey, token, urlPassword(ctx.config.databaseUrl), urlPassword(ctx.config.redisUrl), ctx.config.redisPassword],
       videoUrlTemplate: ctx.config.videoUrlTemplate,
       keyFingerprint: ctx.api().keyFingerprint,
       log: ctx.log,
@@ -165,7 +172,7 @@ async function startAdmin(ctx: Context, metrics: AdminMetrics, host: string, por
 }
 
 /** Redis must never evict queue keys: with another policy, in-flight work can vanish silently. */
-async function warnOnEvictionPolicy(redis: import('ioredis').Redis, log: import('../log.ts').Logger): Promise<void> {
+async function warnOnEvictionPolicy(redis: import('../queues/connection.ts').RedisClient, log: import('../log.ts').Logger): Promise<void> {
   try {
     const reply = (await redis.config('GET', 'maxmemory-policy')) as string[];
     const policy = reply[1];
@@ -184,7 +191,7 @@ async function warnOnEvictionPolicy(redis: import('ioredis').Redis, log: import(
  * Call `run` each time the connection is ready again after having been lost (not on the first
  * connect), one run at a time. Returns a function that stops listening.
  */
-export function reconcileOnReconnect(redis: import('ioredis').Redis, run: () => Promise<void>): () => void {
+export function reconcileOnReconnect(redis: import('../queues/connection.ts').RedisClient, run: () => Promise<void>): () => void {
   let lost = false;
   let running: Promise<void> | undefined;
   const onClose = () => {

@@ -45,7 +45,7 @@ export function registerDemoCommand(program: Command): void {
         });
         const { log, config } = ctx;
         process.stderr.write(`demo: simulator at ${sim.baseUrl}; database ${databaseNameOf(config.databaseUrl)}\n`);
-        await migrateDatabase(config.databaseUrl, log);
+        await migrateDatabase(config.databaseUrl, log, config.migration);
 
         const [first, second] = sim.catalog.channels();
         const wanted: NewSourceInput[] = [];

@@ -11,7 +11,7 @@ export function registerMigrateCommand(program: Command): void {
     .action(async () => {
       const config = loadConfig();
       const log = createLogger(loggingFor(config, { longRunning: false }));
-      const r = await migrateDatabase(config.databaseUrl, log);
+      const r = await migrateDatabase(config.databaseUrl, log, config.migration);
       process.stdout.write(
         `database ${databaseNameOf(config.databaseUrl)}: ${r.created ? 'created; ' : ''}` +
           `${r.applied === 0 ? 'schema already current' : `${r.applied} migration(s) applied`}\n`,

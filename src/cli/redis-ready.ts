@@ -4,15 +4,15 @@
  * restart), so without this check `backfill`, `replay` or `sources add` run while Redis is down
  * would hang silently, logging a reconnect warning every few seconds, instead of failing.
  */
-import type { Redis } from 'ioredis';
+import { redisSettingName, type RedisClient } from '../queues/connection.ts';
 
 /** How long a one-shot command waits for Redis to accept commands before giving up. */
 export const REDIS_READY_TIMEOUT_MS = 5_000;
 
 export class RedisUnreachableError extends Error {
-  constructor(timeoutMs: number, lastError: string | undefined) {
-    // REDIS_URL itself is not shown: it may carry a password
-    super(`Redis is not reachable (see REDIS_URL): no connection within ${timeoutMs} ms${lastError ? ` (${lastError})` : ''}`);
+  constructor(timeoutMs: number, lastError: string | undefined, setting: string) {
+    // the setting's value is not shown: it may carry a password
+    super(`Redis is not reachable (see ${setting}): no connection within ${timeoutMs} ms${lastError ? ` (${lastError})` : ''}`);
     this.name = 'RedisUnreachableError';
   }
 }
@@ -20,8 +20,9 @@ export class RedisUnreachableError extends Error {
 /**
  * Resolve once `redis` is ready, or reject with RedisUnreachableError after `timeoutMs`. On
  * timeout the connection is closed, so the command can finish without waiting for Redis again.
+ * A cluster is ready once it has the slot map and a connection to a node (ioredis's `ready`).
  */
-export async function waitForRedis(redis: Redis, timeoutMs: number = REDIS_READY_TIMEOUT_MS): Promise<Redis> {
+export async function waitForRedis<R extends RedisClient>(redis: R, timeoutMs: number = REDIS_READY_TIMEOUT_MS): Promise<R> {
   if (redis.status === 'ready') return redis;
   let lastError: string | undefined;
   const onError = (e: Error) => {
@@ -34,7 +35,7 @@ export async function waitForRedis(redis: Redis, timeoutMs: number = REDIS_READY
       onReady = resolve;
       redis.on('error', onError);
       redis.once('ready', onReady);
-      timer = setTimeout(() => reject(new RedisUnreachableError(timeoutMs, lastError)), timeoutMs);
+      timer = setTimeout(() => reject(new RedisUnreachableError(timeoutMs, lastError, redisSettingName(redis))), timeoutMs);
     });
     return redis;
   } catch (e: unknown) {

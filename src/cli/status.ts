@@ -19,6 +19,10 @@ export function renderStatus(r: StatusReport): string {
   const out: string[] = [];
   // first, because nothing scheduled happens while one stands
   for (const h of r.upstreamHolds ?? []) out.push(`ON HOLD: ${h.message}\n\n`);
+  if (r.schema.reason !== null) out.push(`SCHEDULING STOPPED (daemons of this build, newest migration ${r.schema.built}): ${r.schema.reason}\n\n`);
+  else if (r.schema.newer.length > 0) {
+    out.push(`Schema newer than this build (${r.schema.built}), marked backward-compatible: ${r.schema.newer.map((m) => m.tag).join(', ')}\n\n`);
+  }
   for (const l of r.lostSubmissions ?? []) {
     out.push(
       `LOST ANSWER: source ${l.sourceId ?? '-'} ${l.kind}${l.lang ? ` ${l.lang}` : ''} (~${l.creditsEstimated} credits, ${shortTime(l.at)}): ` +

@@ -57,6 +57,12 @@ export interface CreateDbOptions {
   idleTimeoutS?: number;
   /** seconds to wait for a connection; default DB_CONNECT_TIMEOUT_S (10) */
   connectTimeoutS?: number;
+  /**
+   * named prepared statements, reused per connection; default true. false (DATABASE_PREPARE)
+   * behind a transaction-pooling PgBouncer: each transaction may run on another server
+   * connection, where the statement was never prepared.
+   */
+  prepare?: boolean;
 }
 
 export interface DbHandle {
@@ -80,6 +86,7 @@ export function clientOptions(opts: CreateDbOptions = {}) {
     max: opts.max ?? DATABASE_POOL_MAX,
     idle_timeout: opts.idleTimeoutS ?? DB_IDLE_TIMEOUT_S,
     connect_timeout: opts.connectTimeoutS ?? DB_CONNECT_TIMEOUT_S,
+    prepare: opts.prepare ?? true,
     onnotice,
     connection: { application_name: 'videosite-ingest' },
   };

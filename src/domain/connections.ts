@@ -4,9 +4,10 @@
  *
  * postgres.js queues a statement while every connection of its pool is busy. For most steps that
  * is only a wait (a poll, a sink chunk, a /metrics read: each holds one connection, then gives it
- * back), but a sync holds one connection for its whole run (the session's advisory lock,
- * src/db/locks.ts) and runs its statements on a second one: syncs that together hold the whole
- * pool wait on each other for good. Counting every job at the most it holds at once and refusing
+ * back), but a sync may hold two at once: its statements or transactions, and the renewal of its
+ * lease (src/db/locks.ts) every SYNC_LEASE_RENEW_MS, which may come while a transaction waits on
+ * the credit guard's lock: syncs that together hold the whole pool would wait on each other.
+ * Counting every job at the most it holds at once and refusing
  * a pool smaller than the sum rules that out, and keeps statements from queueing behind each
  * other when 2 000 sources fire together (a /metrics family waiting for a connection misses its
  * deadline and drops out of the scrape).
@@ -22,11 +23,12 @@ import { WEBHOOK_SLOTS } from './webhooks.ts';
 export type ConcurrencyVariable = 'SCHEDULE_CONCURRENCY' | 'POLL_CONCURRENCY' | 'SINK_CONCURRENCY';
 
 /**
- * A sync: its session lock on a reserved connection, plus one statement or transaction at a time
- * (submit.ts holds no connection across the POST; credits, claims and the run's record are
- * statements or transactions in turn). Both are really held together: with 8 syncs on one tick
- * (test/integration/many-sources.test.ts) all 8 session locks stood while up to 7 transactions
- * waited on the credit guard's lock (src/pipeline/credits.ts), each on a connection of its own.
+ * A sync: one statement or transaction at a time (submit.ts holds no connection across the POST;
+ * credits, claims and the run's record are statements or transactions in turn), plus its lease's
+ * renewal, which may run beside it. Until the lease (issue #16) the first was a session lock on a
+ * reserved connection, held for the whole sync: with 8 syncs on one tick
+ * (test/integration/many-sources.test.ts) all 8 stood while up to 7 transactions waited on the
+ * credit guard's lock (src/pipeline/credits.ts), each on a connection of its own. Two is kept.
  */
 export const CONNECTIONS_PER_SYNC = 2;
 /** A poll: one landing transaction at a time; the answer is streamed between them. */

@@ -20,7 +20,7 @@ import { waitForBatches } from './wait-for-batches.ts';
 
 /**
  * Sources a backfill syncs side by side. Each sync mostly waits on the API (listing, /me, the
- * POSTs) and holds a pooled connection for its advisory lock, so a few at a time: one by one, a
+ * POSTs) and may hold two pooled connections (src/domain/connections.ts), so a few at a time: one by one, a
  * backfill of 20 sources spent ~9 s submitting at 100 ms per request. Together they still keep
  * to the credits (their reservations are in Postgres, shared with every other process: see
  * src/pipeline/credits.ts), and the shared rate limiter still paces the requests.
@@ -28,9 +28,8 @@ import { waitForBatches } from './wait-for-batches.ts';
 export const BACKFILL_SYNC_CONCURRENCY = 4;
 
 /**
- * Syncs at once for a pool of `poolMax` connections: each sync keeps one reserved for its
- * advisory lock and runs its statements on the others, so at most half the pool (with all of
- * it reserved, the syncs would wait on each other for good).
+ * Syncs at once for a pool of `poolMax` connections: each sync may hold two (a transaction and
+ * its lease's renewal beside it, src/domain/connections.ts), so at most half the pool.
  */
 export function syncConcurrency(poolMax: number): number {
   return Math.max(1, Math.min(BACKFILL_SYNC_CONCURRENCY, Math.floor(poolMax / 2)));

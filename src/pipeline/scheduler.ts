@@ -16,10 +16,12 @@
  * listing. What the adapter listed and every video it listed before (`source_videos`) are the
  * candidates, so a video that fell out of a 5000-video listing is still retried when due.
  */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { ApiError, LimitExceededError, toApiError } from '../api/errors.ts';
 import { isRecordFresh } from '../db/channels.ts';
-import { isConnectionLost, type Queryable } from '../db/connection.ts';
-import { tryLockSourceSync, unlockSourceSync } from '../db/locks.ts';
+import type { Queryable } from '../db/connection.ts';
+import { acquireSyncLease, releaseSyncLease, renewSyncLease, SYNC_LEASE_RENEW_MS, SYNC_LEASE_TTL_MS } from '../db/locks.ts';
 import { inFlightBatchKeys, markSourceError, markSourceSynced } from '../db/source-sync.ts';
 import { rememberedVideos } from '../db/source-videos.ts';
 import { getSource } from '../db/sources.ts';
@@ -71,35 +73,61 @@ export function refreshAfterOf(source: Pick<Source, 'refreshAfterMs'>, forceRefr
   return forceRefresh ? 0 : source.refreshAfterMs;
 }
 
+/**
+ * Who holds this process's sync leases: one name per process, so that a lease this process failed
+ * to release (Postgres unreachable at the end of a sync) is taken back by its own next sync of the
+ * source at once, instead of after SYNC_LEASE_TTL_MS. Two syncs of one source inside the process
+ * are kept apart by `syncingHere`.
+ */
+const SYNC_LEASE_HOLDER = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+const syncingHere = new Set<number>();
+
 export async function syncSource(deps: PipelineDeps, sourceId: number, opts: SyncOptions = {}): Promise<SyncResult> {
-  const conn = await deps.sql.reserve();
-  // A reserved connection whose server connection died must not go back to the pool: the pool
-  // has already parked it for reconnection, and release() would hand the dead one out again
-  // (porsager/postgres#1208). The session lock died with the session.
-  let lost = false;
-  const onConn = async <T>(q: Promise<T>): Promise<T> => {
-    try {
-      return await q;
-    } catch (e: unknown) {
-      if (isConnectionLost(e)) lost = true;
-      throw e;
-    }
-  };
+  const busy = (): SyncResult => ({ ...emptyResult(sourceId), outcome: 'in-flight', detail: 'another process is syncing this source' });
+  if (syncingHere.has(sourceId)) return busy();
+  syncingHere.add(sourceId);
   try {
-    if (!(await onConn(tryLockSourceSync(conn, sourceId)))) {
-      return { ...emptyResult(sourceId), outcome: 'in-flight', detail: 'another process is syncing this source' };
-    }
+    // a lease in a row, not a session lock: it holds behind a transaction-pooling PgBouncer and
+    // keeps no connection reserved for the sync's length (src/db/locks.ts)
+    if (!(await acquireSyncLease(deps.sql, sourceId, SYNC_LEASE_HOLDER, SYNC_LEASE_TTL_MS))) return busy();
+    const lease = keepLease(deps, sourceId);
     try {
       return await syncLocked(deps, sourceId, opts);
     } finally {
-      await onConn(unlockSourceSync(conn, sourceId)).catch((e: unknown) => {
-        // the sync's own outcome (or error) matters more; a lost session released its lock
-        if (!lost) throw e;
+      await lease.stop();
+      await releaseSyncLease(deps.sql, sourceId, SYNC_LEASE_HOLDER).catch((err: unknown) => {
+        // the sync's own outcome (or error) matters more; the lease lapses by itself, and this
+        // process's next sync of the source takes it back at once
+        deps.log.warn({ event: 'sync.lease_failed', sourceId, step: 'release', err }, 'could not release the sync lease; it expires by itself');
       });
     }
   } finally {
-    if (!lost) conn.release();
+    syncingHere.delete(sourceId);
   }
+}
+
+/** Renews the source's lease every SYNC_LEASE_RENEW_MS until stopped; one renewal at a time. */
+function keepLease(deps: PipelineDeps, sourceId: number): { stop(): Promise<void> } {
+  let renewing: Promise<void> = Promise.resolve();
+  const renew = async () => {
+    try {
+      if (!(await renewSyncLease(deps.sql, sourceId, SYNC_LEASE_HOLDER, SYNC_LEASE_TTL_MS))) {
+        deps.log.warn({ event: 'sync.lease_failed', sourceId, step: 'renew', lost: true }, 'the sync lease expired and was taken by another process');
+      }
+    } catch (err: unknown) {
+      deps.log.warn({ event: 'sync.lease_failed', sourceId, step: 'renew', lost: false, err }, 'could not renew the sync lease; trying again');
+    }
+  };
+  const timer = setInterval(() => {
+    renewing = renewing.then(renew);
+  }, SYNC_LEASE_RENEW_MS);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await renewing;
+    },
+  };
 }
 
 function emptyResult(sourceId: number): SyncResult {

@@ -29,6 +29,9 @@ import { listEndpoints, PENDING_COUNT_CAP } from '../db/webhooks.ts';
 import type { ItemState } from '../domain/items.ts';
 import { lostSubmissions } from '../db/submissions.ts';
 import { activeHolds, describeHold, recentHoldEvents } from '../db/upstream-holds.ts';
+import { newestBuiltMigration } from '../db/migrate.ts';
+import { migrationLabel, schemaStopReason, type SchemaVerdict } from '../domain/schema-compat.ts';
+import { readSchemaVerdict } from './schema-gate.ts';
 
 /** A source as `status` shows it (times as ISO 8601). */
 export type SourceStatus = Omit<SourceWithStats, 'lastSyncedAt' | 'lastErrorAt'> & {
@@ -165,6 +168,29 @@ export interface StatusReport extends HoldsStatus, ItemsStatus {
   lastPrune: PruneStatus | null;
   /** the webhook endpoints (README "Change events and webhooks") */
   webhooks: WebhookStatus[];
+  /** rolling upgrades: this build's newest migration and the applied ones newer than it */
+  schema: SchemaStatus;
+}
+
+export interface SchemaStatus {
+  /** the newest migration this build carries */
+  built: string;
+  /** `current`, or newer migrations that are all compatible (daemons of this build go on), or not (they schedule nothing) */
+  state: SchemaVerdict['state'];
+  /** applied migrations newer than this build, oldest first */
+  newer: { tag: string; createdAt: number; backwardCompatible: boolean }[];
+  /** why daemons of this build schedule nothing, when they do not */
+  reason: string | null;
+}
+
+export async function readSchemaStatus(sql: Queryable): Promise<SchemaStatus> {
+  const v = await readSchemaVerdict(sql);
+  return {
+    built: newestBuiltMigration().tag,
+    state: v.state,
+    newer: v.newer.map((m) => ({ tag: migrationLabel(m), createdAt: m.createdAt, backwardCompatible: m.compatible })),
+    reason: schemaStopReason(v) ?? null,
+  };
 }
 
 const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
@@ -503,6 +529,7 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
   const storage = await tableStorage(sql);
   const lastPrune = await readLastPrune(sql);
   const webhooks = await readWebhooks(sql);
+  const schema = await readSchemaStatus(sql);
   return {
     generatedAt: new Date().toISOString(),
     ...holds,
@@ -524,5 +551,6 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
     storage,
     lastPrune,
     webhooks,
+    schema,
   };
 }

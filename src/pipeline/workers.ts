@@ -7,7 +7,13 @@
  *   queue (`rateLimit`), and the job goes back without burning an attempt;
  * - a permanent error (bad payload, auth, plan, a source that no longer exists) fails the job at
  *   once (`UnrecoverableError`);
+ * - a read-only database (25006: a standby, `default_transaction_read_only`) pauses the job's queue
+ *   for READ_ONLY_RETRY_MS (`rateLimit`, every process's workers of that queue) and the job goes
+ *   back without burning an attempt, nor a poll failure; the queue resumes by itself once writes work;
  * - anything else is retried with exponential backoff (DEFAULT_JOB_OPTIONS in src/queues/queues.ts).
+ *
+ * While the schema gate (schema-gate.ts) finds a newer migration not marked backward-compatible,
+ * cron ticks queue nothing and syncs do not run: no new submission from this build.
  *
  * A poll job re-schedules itself (`moveToDelayed`) until its batch is terminal, so one job ID
  * stands for one batch for its whole life. A schedule job is either a cron tick, which only
@@ -15,7 +21,7 @@
  * window (ticks.ts), or a sync.
  */
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/connection.ts';
 import { ApiError, LimitExceededError } from '../api/errors.ts';
 import { SourceNotFoundError } from '../db/sources.ts';
 import { QUEUE_POLL, QUEUE_SCHEDULE, QUEUE_SINK } from '../queues/names.ts';
@@ -24,6 +30,8 @@ import type { PipelineDeps } from './deps.ts';
 import { PERMANENT_API_CODES } from '../domain/refusals.ts';
 import { pollBatch, recordPollFailure } from './poller.ts';
 import { isConnectionLost } from '../db/connection.ts';
+import { isReadOnlyError } from '../db/pg-errors.ts';
+import type { SchemaGate } from './schema-gate.ts';
 import { syncSource } from './scheduler.ts';
 import { sinkBatch } from './sink.ts';
 import { queueCronTick, queueTickSync } from './ticks.ts';
@@ -40,6 +48,11 @@ export const FORCE_CLOSE_WAIT_MS = 1_000;
 export const WORKER_RUN_RETRY_MS = 2_000;
 /** Times a job may lose its worker before BullMQ fails it; reconcile re-creates it then. */
 export const MAX_STALLED_COUNT = 10;
+/**
+ * How long a queue pauses after a job met a read-only database, ms. A promoted standby or a
+ * switched-back setting takes seconds; each retry costs one failed write, nothing upstream.
+ */
+export const READ_ONLY_RETRY_MS = 5_000;
 
 
 export interface WorkerSet {
@@ -51,7 +64,9 @@ export interface WorkerSet {
 export interface StartWorkersOptions {
   roles: readonly Role[];
   /** a Redis connection for the workers (BullMQ duplicates it per worker) */
-  connection: Redis;
+  connection: RedisClient;
+  /** when given, cron ticks and syncs run only while it allows scheduling (rolling upgrades) */
+  schemaGate?: SchemaGate;
 }
 
 export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): WorkerSet {
@@ -90,6 +105,23 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
     throw Worker.RateLimitError();
   };
 
+  /**
+   * The database refuses writes: pause this queue in every process (BullMQ's manual rate limit)
+   * and put the job back without an attempt. Nothing was written (the transaction rolled back),
+   * and the step runs again unchanged once writes work.
+   */
+  const readOnly = async (worker: Worker, job: Job): Promise<never> => {
+    await worker.rateLimit(READ_ONLY_RETRY_MS);
+    log.warn({ event: 'db.read_only', queue: job.queueName, bullJobId: job.id, retryInMs: READ_ONLY_RETRY_MS }, 'database is read-only: job put back, queue paused');
+    throw Worker.RateLimitError();
+  };
+
+  /** Why this daemon may not schedule now (a newer, incompatible schema), or undefined. */
+  const schemaBlocked = (): string[] | undefined => {
+    const v = opts.schemaGate?.verdict();
+    return v?.state === 'newer-incompatible' ? v.incompatible.map((m) => m.tag ?? String(m.createdAt)) : undefined;
+  };
+
   const classify = (e: unknown): never => {
     if (e instanceof PayloadError) throw new UnrecoverableError(e.message);
     if (e instanceof SourceNotFoundError) throw new UnrecoverableError(e.message);
@@ -106,9 +138,24 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
         // per-source scheduler from before schedulers were per pattern stands for its one source.
         if (job.repeatJobKey !== undefined) {
           const tick = parsePayload(QUEUE_SCHEDULE, TickJobSchema, job.data);
-          return 'cron' in tick ? queueCronTick(deps, job, tick.cron) : queueTickSync(deps, job, tick.sourceId);
+          const blocked = schemaBlocked();
+          if (blocked) {
+            log.warn({ event: 'schedule.schema_blocked', ...('cron' in tick ? { cron: tick.cron } : { sourceId: tick.sourceId }), incompatible: blocked }, 'cron tick skipped: the schema has a newer migration not marked backward-compatible');
+            return { skipped: 'schema-newer', incompatible: blocked };
+          }
+          try {
+            return await ('cron' in tick ? queueCronTick(deps, job, tick.cron) : queueTickSync(deps, job, tick.sourceId));
+          } catch (e: unknown) {
+            if (isReadOnlyError(e)) return readOnly(w, job);
+            throw e;
+          }
         }
         const data = parsePayload(QUEUE_SCHEDULE, SyncJobSchema, job.data);
+        const blocked = schemaBlocked();
+        if (blocked) {
+          log.warn({ event: 'schedule.schema_blocked', sourceId: data.sourceId, incompatible: blocked }, 'sync not run: the schema has a newer migration not marked backward-compatible');
+          return { skipped: 'schema-newer', incompatible: blocked };
+        }
         try {
           const r = await syncSource(deps, data.sourceId, { trigger: data.trigger });
           if (r.outcome === 'in-flight') {
@@ -116,6 +163,9 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
           }
           return r;
         } catch (e: unknown) {
+          // a read-only database: the same sync later is what the next scheduled run would do
+          // (it diffs again; a POST already sent is resolved from its intent row, never resent)
+          if (isReadOnlyError(e)) return readOnly(w, job);
           // a sync is never retried by the queue: a POST whose answer was lost must not be
           // repeated blindly; the next scheduled run diffs again and submits what is missing
           if (e instanceof LimitExceededError && e.retryAfterMs !== undefined && deps.limiter) {
@@ -142,6 +192,8 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
           // aborted mid-answer by a shutdown: the poll's transaction rolled back; poll again later
           if (stopping.signal.aborted) return handBack(job, token, 'poll');
           if (e instanceof LimitExceededError) return rateLimited(w, e);
+          // not the batch's fault: no poll failure counted (the count could not be written anyway)
+          if (isReadOnlyError(e)) return readOnly(w, job);
           // counted in Postgres: a poll that keeps failing ends its batch (failed, with the
           // reason) instead of being revived by reconcile forever
           if (!isConnectionLost(e) && !(e instanceof PayloadError)) {
@@ -170,6 +222,7 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
         try {
           r = await sinkBatch(deps, data.jobId, { signal: stopping.signal });
         } catch (e: unknown) {
+          if (isReadOnlyError(e)) return readOnly(w, job);
           return classify(e);
         }
         if (r.interrupted) return handBack(job, token, 'sink');

@@ -4,8 +4,8 @@
  * answers 429 with Retry-After. Every API request of every worker acquires a token first, so N
  * daemons together stay under the plan's rate, and a 429 silences all of them for its window.
  */
-import type { Redis } from 'ioredis';
 import { API_RATE_BURST, API_RATE_PER_SECOND, API_RETRY_AFTER_MAX_MS } from '../config.ts';
+import type { RedisClient } from './connection.ts';
 
 /** Longest single wait of `acquire` before it asks Redis again. */
 export const LIMITER_RECHECK_MS = 5_000;
@@ -49,9 +49,17 @@ if untilMs > cur then redis.call('SET', KEYS[1], tostring(untilMs), 'PX', tonumb
 return math.max(untilMs, cur) - now
 `;
 
+/** The pause left, read on the node that holds it (on a cluster, TIME elsewhere is another clock). */
+const PAUSED_FOR_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local untilMs = tonumber(redis.call('GET', KEYS[1]) or '0')
+return math.max(0, untilMs - now)
+`;
+
 export interface ApiLimiterOptions {
-  redis: Redis;
-  /** key prefix, e.g. the queue prefix `{vsi}` */
+  redis: RedisClient;
+  /** key prefix, e.g. the queue prefix `{vsi}`: its hash tag keeps both keys of ACQUIRE_LUA in one cluster slot */
   prefix: string;
   /** sustained requests per second across all processes; default API_RATE_PER_SECOND (5) */
   requestsPerSecond?: number;
@@ -112,9 +120,7 @@ export function createApiLimiter(opts: ApiLimiterOptions): ApiLimiter {
       return Number(await opts.redis.eval(PAUSE_LUA, 1, pausedKey, bounded));
     },
     async pausedForMs() {
-      const [until, time] = await Promise.all([opts.redis.get(pausedKey), opts.redis.time()]);
-      const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
-      return Math.max(0, Number(until ?? 0) - now);
+      return Number(await opts.redis.eval(PAUSED_FOR_LUA, 1, pausedKey));
     },
   };
 }

@@ -4,7 +4,7 @@
  * jobs are kept for inspection, and the reconcile step retries them from Postgres.
  */
 import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.ts';
 import { QUEUE_POLL, QUEUE_SCHEDULE, QUEUE_SINK } from './names.ts';
 import type { PollJob, SinkJob, SyncJob, TickJob } from './payloads.ts';
 
@@ -35,7 +35,7 @@ export interface PipelineQueues {
   close(): Promise<void>;
 }
 
-export function createQueues(connection: Redis, prefix: string): PipelineQueues {
+export function createQueues(connection: RedisClient, prefix: string): PipelineQueues {
   const opts = { connection, prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS };
   const schedule = new Queue<SyncJob | TickJob>(QUEUE_SCHEDULE, opts);
   const poll = new Queue<PollJob>(QUEUE_POLL, opts);

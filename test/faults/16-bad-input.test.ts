@@ -60,7 +60,9 @@ const BAD_VALUES: Record<string, string[]> = {
   API_PLATFORM: ['Video Site'],
   DATABASE_URL: ['mysql://localhost/db'],
   REDIS_URL: ['http://localhost:6379'],
-  QUEUE_PREFIX: ['has space'],
+  QUEUE_PREFIX: ['has space', 'vsi', '{}vsi'],
+  REDIS_CLUSTER_NODES: ['redis-1', 'redis-1:6379,,redis-2:6379', 'redis://:secret@redis-1:port'],
+  REDIS_PASSWORD: ['pass\nword'],
   LOG_LEVEL: ['loud'],
   LOG_FORMAT: ['yaml'],
   SIMULATOR_API_KEY: ['key with\ttab'],
@@ -77,6 +79,7 @@ const BAD_VALUES: Record<string, string[]> = {
   CREDIT_BUDGET_PER_DAY: ['0'],
   SOURCE_MIN_INTERVAL_MS: ['90000000', '5m'],
   VIDEO_URL_TEMPLATE: ['https://videos.example/watch?t={seconds}', 'ftp://videos.example/{id}'],
+  DATABASE_PREPARE: ['no'],
 };
 const NUMERIC = /(_MS|_ATTEMPTS|_PER_SECOND|_BURST|_SIZE|_RESERVE|_ITEMS|_CONCURRENCY|_BYTES|_MAX)$/;
 

@@ -73,6 +73,11 @@ export interface FaultProxy {
   openConnections(): number;
   /** reset every open connection now, whatever the mode */
   resetAll(): void;
+  /**
+   * send new connections to another port (a managed Redis's endpoint moved to the new primary);
+   * open connections stay with the old target, as a DNS change leaves them
+   */
+  retarget(port: number): void;
   close(): Promise<void>;
 }
 
@@ -97,6 +102,7 @@ export async function startFaultProxy(opts: {
   settings?: Partial<ProxySettings>;
 }): Promise<FaultProxy> {
   let settings: ProxySettings = { mode: 'pass', latencyMs: 0, ...opts.settings };
+  let targetAddr = { ...opts.target };
   const conns = new Set<Conn>();
   const events: ProxyEvent[] = [];
   const rules: { request: RegExp; left: number }[] = [];
@@ -166,7 +172,7 @@ export async function startFaultProxy(opts: {
       client.on('data', () => undefined);
       return;
     }
-    const target = createConnection(opts.target);
+    const target = createConnection(targetAddr);
     c.target = target;
     target.on('error', () => undefined);
     // an abortive close (reset) is passed on as one; an orderly end goes through forward()
@@ -262,6 +268,9 @@ export async function startFaultProxy(opts: {
     events: () => [...events],
     openConnections: () => conns.size,
     resetAll,
+    retarget(port) {
+      targetAddr = { ...targetAddr, port };
+    },
     async close() {
       for (const c of conns) {
         c.client.destroy();

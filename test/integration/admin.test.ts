@@ -247,7 +247,7 @@ describe('probes and access control', () => {
     expect(health.text).toBe('ok\n');
     const ready = await get('/readyz');
     expect(ready.status, ready.text).toBe(200);
-    expect(JSON.parse(ready.text)).toEqual({ ready: true, checks: { postgres: 'ok', redis: 'ok', migrations: 'ok' } });
+    expect(JSON.parse(ready.text)).toEqual({ ready: true, checks: { postgres: 'ok', redis: 'ok', migrations: 'ok', schema: 'ok' } });
   });
 
   it('the overview and the queue dashboard need the token, as bearer or basic auth', async () => {
@@ -518,7 +518,7 @@ describe('readiness follows its own Redis', () => {
         const r = await ready();
         return r.status === 503 ? r : undefined;
       }, 10_000, 'unready with its Redis down');
-      expect(down.body).toEqual({ ready: false, checks: { postgres: 'ok', redis: 'down', migrations: 'ok' } });
+      expect(down.body).toEqual({ ready: false, checks: { postgres: 'ok', redis: 'down', migrations: 'ok', schema: 'ok' } });
       const m = await fetch(`${own.url}/metrics`);
       expect(m.status).toBe(200);
       const text = await m.text();
@@ -530,7 +530,7 @@ describe('readiness follows its own Redis', () => {
         const r = await ready();
         return r.status === 200 ? r : undefined;
       }, 15_000, 'ready again with its Redis back');
-      expect(up.body.checks).toEqual({ postgres: 'ok', redis: 'ok', migrations: 'ok' });
+      expect(up.body.checks).toEqual({ postgres: 'ok', redis: 'ok', migrations: 'ok', schema: 'ok' });
     } finally {
       await own.close();
       await queues.close();
