@@ -80,6 +80,8 @@ const BAD_VALUES: Record<string, string[]> = {
   SOURCE_MIN_INTERVAL_MS: ['90000000', '5m'],
   VIDEO_URL_TEMPLATE: ['https://videos.example/watch?t={seconds}', 'ftp://videos.example/{id}'],
   DATABASE_PREPARE: ['no'],
+  MIGRATION_LOCK_TIMEOUT_MS: ['50'],
+  MIGRATION_LOCK_RETRIES: ['101'],
 };
 const NUMERIC = /(_MS|_ATTEMPTS|_PER_SECOND|_BURST|_SIZE|_RESERVE|_ITEMS|_CONCURRENCY|_BYTES|_MAX)$/;
 
