@@ -1,5 +1,5 @@
 /**
- * `node --import tsx bench/export.ts [--transcripts N] [--formats jsonl,csv,parquet] [--keep-db]`:
+ * `node --import tsx bench/export.ts [--transcripts N] [--formats jsonl,csv,parquet] [--keep-db] [--db NAME]`:
  * `export` of a large corpus (issue #15: 1 000 000 transcripts with peak RSS < 200 MB). Seeds a
  * fresh database with N synthetic transcripts (default 1 000 000) of ~2 KB of text and ~20 timed
  * chunks each, two languages per video, in SQL (generate_series; the history and event triggers
@@ -7,6 +7,10 @@
  * per format (`--chunks` for JSONL and Parquet) and prints records, MB written, MB/s (file size
  * over the process's wall time, start-up and query included) and the process's peak RSS (VmHWM,
  * written as it exits: bench/peak-rss.cjs).
+ *
+ * `--keep-db` leaves the seeded database (its name is printed); `--db NAME` runs the exports against
+ * such a database instead of seeding a new one (seeding 1 000 000 transcripts takes minutes), and
+ * leaves it.
  *
  * The CLI runs compiled, from a private build under bench/results/ (the shared dist/ is left
  * alone), with the node flags of bin/videosite-ingest.js's shebang: as an installed command runs.
@@ -32,7 +36,8 @@ const SEED_STEP = 50_000;
 /** Chunks per transcript, each three 32-character hex words (~98 characters): ~2 KB of text. */
 const CHUNKS_PER_TRANSCRIPT = 20;
 const PEAK_RSS_HOOK = join(REPO_ROOT, 'bench', 'peak-rss.cjs');
-const BUILD_DIR = join(REPO_ROOT, 'bench', 'results', 'export-build');
+/** This run's own (two runs at once must not replace each other's build); removed at the end. */
+const BUILD_DIR = join(REPO_ROOT, 'bench', 'results', `export-build-${process.pid}`);
 
 export interface ExportFigures {
   format: ExportFormat;
@@ -124,22 +129,36 @@ function runExport(entry: string, env: Record<string, string>, args: string[]): 
   });
 }
 
-export async function measureExport(opts: { transcripts?: number; formats?: readonly ExportFormat[]; keepDb?: boolean; log?: (s: string) => void }): Promise<ExportFigures[]> {
-  const n = opts.transcripts ?? EXPORT_BENCH_TRANSCRIPTS;
+export async function measureExport(opts: {
+  transcripts?: number;
+  formats?: readonly ExportFormat[];
+  keepDb?: boolean;
+  /** an already seeded database (`--keep-db` of an earlier run): not seeded, not dropped */
+  db?: string;
+  log?: (s: string) => void;
+}): Promise<ExportFigures[]> {
   const log = opts.log ?? ((s: string) => process.stderr.write(`bench:export: ${s}\n`));
   const config = loadConfig({});
-  const name = `vsi_bench_export_${randomBytes(4).toString('hex')}`;
+  const name = opts.db ?? `vsi_bench_export_${randomBytes(4).toString('hex')}`;
+  const keepDb = opts.keepDb === true || opts.db !== undefined;
   const dbUrl = withDatabase(config.databaseUrl, name);
-  const outDir = join(REPO_ROOT, 'bench', 'results', `export-${name}`);
+  const outDir = join(REPO_ROOT, 'bench', 'results', `export-${name}-${process.pid}`);
   mkdirSync(outDir, { recursive: true });
   const entry = privateBuild();
   log('built');
-  await migrateDatabase(dbUrl);
+  if (opts.db === undefined) await migrateDatabase(dbUrl);
   const sql = postgres(dbUrl, { max: 1, onnotice: () => {} });
   try {
-    const t0 = performance.now();
-    await seed(sql, n, log);
-    log(`seeding took ${round((performance.now() - t0) / 1000)} s`);
+    let n = opts.transcripts ?? EXPORT_BENCH_TRANSCRIPTS;
+    if (opts.db === undefined) {
+      const t0 = performance.now();
+      await seed(sql, n, log);
+      log(`seeding took ${round((performance.now() - t0) / 1000)} s${keepDb ? `; database ${name} kept` : ''}`);
+    } else {
+      const [row] = await sql<{ n: number }[]>`select count(*)::int as n from transcripts`;
+      n = row!.n;
+      log(`database ${name}: ${n} transcripts`);
+    }
     const figures: ExportFigures[] = [];
     for (const format of opts.formats ?? EXPORT_FORMATS) {
       const chunks = format !== 'csv';
@@ -157,7 +176,8 @@ export async function measureExport(opts: { transcripts?: number; formats?: read
   } finally {
     await sql.end({ timeout: 5 });
     rmSync(outDir, { recursive: true, force: true });
-    if (!opts.keepDb) {
+    rmSync(BUILD_DIR, { recursive: true, force: true });
+    if (!keepDb) {
       const admin = postgres(withDatabase(config.databaseUrl, 'postgres'), { max: 1, onnotice: () => {} });
       await admin.unsafe(`drop database if exists ${quoteIdentifier(name)} with (force)`).finally(() => admin.end({ timeout: 5 }));
     }
@@ -179,13 +199,14 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
       transcripts: { type: 'string', default: String(EXPORT_BENCH_TRANSCRIPTS) },
       formats: { type: 'string', default: EXPORT_FORMATS.join(',') },
       'keep-db': { type: 'boolean', default: false },
+      db: { type: 'string' },
     },
   });
   const transcripts = Number(values.transcripts);
   if (!(Number.isInteger(transcripts) && transcripts > 0)) throw new Error('--transcripts: expected a positive integer');
   const formats = values.formats.split(',') as ExportFormat[];
   for (const f of formats) if (!(EXPORT_FORMATS as readonly string[]).includes(f)) throw new Error(`--formats: "${f}" is not one of ${EXPORT_FORMATS.join(', ')}`);
-  measureExport({ transcripts, formats, keepDb: values['keep-db'] })
+  measureExport({ transcripts, formats, keepDb: values['keep-db'], db: values.db })
     .then((f) => process.stdout.write(renderExport(f)))
     .catch((e: unknown) => {
       process.stderr.write(`bench:export failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);

@@ -10,8 +10,11 @@
 import { once } from 'node:events';
 import { createWriteStream, statSync, type WriteStream } from 'node:fs';
 import { rename, unlink } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { basename, dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { Sql } from '../db/connection.ts';
 import {
   exportRecords,
@@ -35,11 +38,14 @@ export const PARQUET_ROW_GROUP_MAX_ROWS = 10_000;
 /**
  * ... or once its texts and chunks reach this many bytes (string lengths, an estimate), whichever
  * comes first: parquetjs holds a whole row group in memory several times over (values as Buffers,
- * pages, compressed pages, the body), so long transcripts must not make one grow with them; but it
- * also keeps every row group's metadata to the end and builds the footer from all of it at once,
- * so more, smaller groups cost memory too. bench/export.ts, ~5.6 KB a record with chunks: 50 000
- * records peak at 300 MB with 24 MB groups, 171 MB with 3 MB; 1 000 000 records at 295 MB with
- * 3 MB groups (1 606 of them), 237 MB with 6 MB. JSONL and CSV stay at ~115 MB.
+ * pages, compressed pages, the body), so long transcripts must not make one grow with them; but
+ * the footer costs memory per group: parquetjs serialises it through thrift's TBufferedTransport,
+ * which keeps a small Buffer for every field written until the end, so the peak of a large
+ * export is at its footer and grows with the number of groups. bench/export.ts, ~5.6 KB a record
+ * with chunks, 100 000 records: 6 MB groups peak at 182 MB RSS and use 54 s of CPU without
+ * fullCollector; 3 MB groups with it, 165 MB and 41 s. But 1 000 000 records in 3 MB groups
+ * (~1 700) peaked at 258 MB with it; in 6 MB groups, at 237 MB without it and 194 MB with it,
+ * and 176 MB once the footer was serialised into one buffer (useLeanThriftSerializer).
  */
 export const PARQUET_ROW_GROUP_MAX_BYTES = 6 * 1024 * 1024;
 /**
@@ -332,10 +338,82 @@ function compactInt64s(o: unknown): unknown {
 
 const list = <T>(xs: readonly T[] | null) => (xs === null ? null : { list: xs.map((element) => ({ element })) });
 
+/**
+ * A full garbage collection, run after each Parquet row group. Encoding one makes tens of MB of
+ * short-lived Buffers (parquetjs copies every value into its page, every page into the column
+ * chunk, and the row group's body once per column); left to V8, they are freed once external
+ * memory has grown ~64 MB past its last mark-compact (process.memoryUsage().external swung between
+ * 25 and 65 MB during an export), and the process's peak RSS is where that lands. A
+ * collection per group keeps each group's garbage from adding to the next's; 100 000 records used less
+ * CPU with it, not more (user 35 s vs 42 s, system 6 s vs 12 s: PARQUET_ROW_GROUP_MAX_BYTES).
+ * `gc` is exposed here rather than by `--expose-gc` on every command line (bin/'s shebang).
+ */
+function fullCollector(): () => void {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  return () => gc();
+}
+
+/**
+ * A thrift transport that writes into one growing Buffer. parquetjs serialises thrift structs
+ * (page headers, and the footer: every row group's metadata) through thrift's TBufferedTransport,
+ * which keeps each field's bytes as a Buffer of its own (TCompactProtocol allocates one per field)
+ * until the struct is done. For the footer of a large export that is hundreds of thousands of
+ * small Buffers alive at once: the process's peak RSS was at the footer, and grew with the number
+ * of row groups (bench/export.ts, 100 000 records: 180-260 MB at the footer against ~125 MB while
+ * streaming). Here each field's Buffer is garbage as soon as it is copied.
+ */
+class GrowingTransport {
+  private buf = Buffer.allocUnsafe(64 * 1024);
+  private len = 0;
+
+  write(b: Buffer | string): void {
+    const bytes = typeof b === 'string' ? Buffer.from(b, 'utf8') : b;
+    if (this.len + bytes.length > this.buf.length) {
+      const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.len + bytes.length));
+      this.buf.copy(next, 0, 0, this.len);
+      this.buf = next;
+    }
+    bytes.copy(this.buf, this.len);
+    this.len += bytes.length;
+  }
+
+  flush(): void {}
+
+  bytes(): Buffer {
+    return Buffer.from(this.buf.subarray(0, this.len));
+  }
+}
+
+/**
+ * parquetjs's `serializeThrift` (dist/lib/util.js, @dsnp/parquetjs 1.8.8), with GrowingTransport
+ * in place of TBufferedTransport: the same protocol (TCompactProtocol of the thrift version
+ * parquetjs depends on), so the same bytes. The writer calls it through the module's exports,
+ * which is where it is replaced, once. test/integration/export.test.ts reads the files back with
+ * DuckDB.
+ */
+let leanThrift = false;
+function useLeanThriftSerializer(): void {
+  if (leanThrift) return;
+  const require = createRequire(import.meta.url);
+  const fromParquet = createRequire(require.resolve('@dsnp/parquetjs'));
+  const util = fromParquet('./lib/util.js') as { serializeThrift: (obj: unknown) => Buffer };
+  const thrift = fromParquet('thrift') as { TCompactProtocol: new (t: GrowingTransport) => unknown };
+  const WRITE = Symbol.for('write');
+  util.serializeThrift = (obj: unknown): Buffer => {
+    const transport = new GrowingTransport();
+    (obj as Record<symbol, (p: unknown) => void>)[WRITE]!(new thrift.TCompactProtocol(transport));
+    return transport.bytes();
+  };
+  leanThrift = true;
+}
+
 async function parquetWriter(out: Output, chunks: boolean): Promise<RecordWriter> {
   const maxRows = PARQUET_ROW_GROUP_MAX_ROWS;
+  const collectGarbage = fullCollector();
   // loaded only here: it takes longer to load than the rest of the command
   const parquet = (await import('@dsnp/parquetjs')).default;
+  useLeanThriftSerializer();
   const w = await parquet.ParquetWriter.openStream(
     parquetSchema(parquet, chunks),
     // parquetjs waits for each write's callback: the Output's drain is its backpressure; the
@@ -380,6 +458,7 @@ async function parquetWriter(out: Output, chunks: boolean): Promise<RecordWriter
         rows = 0;
         bytes = 0;
         w.setRowGroupSize(maxRows);
+        collectGarbage();
       }
       const groups = w.envelopeWriter?.rowGroups ?? [];
       while (compacted < groups.length) compactInt64s(groups[compacted++]);
