@@ -1,0 +1,28 @@
+#!/usr/bin/env node
+// `npm run test:faults [-- FILE...]`: the fault suite (vitest.faults.config.ts) in two halves side
+// by side, each half one file at a time. A scenario mostly waits (an outage of 30 or 60 s, a
+// process starting, a poll interval) on servers of its own (free ports, its own redis-server and
+// Postgres cluster), so two of them fit the two cores of a CI machine: the suite took 24.5 min
+// one file at a time. With files named, or FAULTS_SHARDS=1, it runs them in one process.
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+
+const vitest = createRequire(import.meta.url).resolve('vitest/vitest.mjs');
+const args = process.argv.slice(2);
+const shards = args.some((a) => !a.startsWith('-')) ? 1 : Number(process.env.FAULTS_SHARDS ?? 2);
+if (!Number.isInteger(shards) || shards < 1 || shards > 8) {
+  process.stderr.write(`FAULTS_SHARDS: invalid value ${JSON.stringify(process.env.FAULTS_SHARDS)}: expected a whole number from 1 to 8\n`);
+  process.exit(2);
+}
+
+function run(shardArgs) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [vitest, 'run', '--config', 'vitest.faults.config.ts', ...shardArgs, ...args], { stdio: 'inherit' });
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+  });
+}
+
+const codes = await Promise.all(
+  shards === 1 ? [run([])] : Array.from({ length: shards }, (_, i) => run([`--shard=${i + 1}/${shards}`])),
+);
+process.exit(codes.find((c) => c !== 0) ?? 0);
