@@ -3,17 +3,9 @@
  * REDIS_CLUSTER_NODES is a list of host:port or redis:// items, and no password is ever echoed.
  */
 import { describe, expect, it } from 'vitest';
-import { ConfigError, hashTagOf, loadConfig } from '../../src/config.ts';
+import { hashTagOf, loadConfig } from '../../src/config.ts';
+import { configErrorOf } from '../helpers/config.ts';
 
-const errorOf = (env: Record<string, string>): string => {
-  try {
-    loadConfig(env);
-  } catch (e: unknown) {
-    if (e instanceof ConfigError) return e.message;
-    throw e;
-  }
-  throw new Error(`no error for ${JSON.stringify(env)}`);
-};
 
 describe('Redis settings', () => {
   it('reads a hash tag as Redis Cluster does: the first {...} with something inside', () => {
@@ -27,7 +19,7 @@ describe('Redis settings', () => {
 
   it('refuses a QUEUE_PREFIX without a hash tag, naming it and an example, with or without a cluster', () => {
     for (const env of [{ QUEUE_PREFIX: 'vsi' }, { QUEUE_PREFIX: '{}vsi', REDIS_CLUSTER_NODES: 'a:7000' }] as Record<string, string>[]) {
-      const m = errorOf(env);
+      const m = configErrorOf(env);
       expect(m).toMatch(/^QUEUE_PREFIX: invalid value ".*vsi"/);
       expect(m).toContain('e.g. {vsi}');
     }
@@ -56,13 +48,13 @@ describe('Redis settings', () => {
       ['rediss://c:7000', 'rediss://c:7000'],
       ['a:70000', 'a:70000'],
     ] as const) {
-      const m = errorOf({ REDIS_CLUSTER_NODES: list });
+      const m = configErrorOf({ REDIS_CLUSTER_NODES: list });
       expect(m).toMatch(/^REDIS_CLUSTER_NODES: /);
       expect(m).toContain(`invalid item ${JSON.stringify(item)}`);
       expect(m).toContain('e.g. redis-1:6379,redis-2:6379');
       expect(m).not.toContain('s3cret');
     }
-    expect(errorOf({ REDIS_CLUSTER_NODES: 'redis://:x@a:1,redis://:y@b:2' })).toMatch(/^REDIS_CLUSTER_NODES: .*different passwords/);
-    expect(errorOf({ REDIS_PASSWORD: 'pass\nword' })).toBe('REDIS_PASSWORD: invalid value (value hidden): expected no control characters (a stray newline?)');
+    expect(configErrorOf({ REDIS_CLUSTER_NODES: 'redis://:x@a:1,redis://:y@b:2' })).toMatch(/^REDIS_CLUSTER_NODES: .*different passwords/);
+    expect(configErrorOf({ REDIS_PASSWORD: 'pass\nword' })).toBe('REDIS_PASSWORD: invalid value (value hidden): expected no control characters (a stray newline?)');
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, MIGRATION_LOCK_RETRIES, MIGRATION_LOCK_TIMEOUT_MS } from '../../src/config.ts';
+import { loadConfig, MIGRATION_LOCK_RETRIES, MIGRATION_LOCK_TIMEOUT_MS } from '../../src/config.ts';
+import { configErrorOf } from '../helpers/config.ts';
 import { isMarkedBackwardCompatible, judgeSchema, schemaStopReason } from '../../src/domain/schema-compat.ts';
 
 describe('schema compatibility', () => {
@@ -24,23 +25,14 @@ describe('schema compatibility', () => {
 });
 
 describe('migration lock settings', () => {
-  const errorOf = (env: Record<string, string>): string => {
-    try {
-      loadConfig(env);
-    } catch (e: unknown) {
-      if (e instanceof ConfigError) return e.message;
-      throw e;
-    }
-    throw new Error(`no error for ${JSON.stringify(env)}`);
-  };
-
+  
   it('defaults to a 5 s lock timeout and 5 retries, and refuses a bad value naming the variable', () => {
     expect(loadConfig({}).migration).toEqual({ lockTimeoutMs: MIGRATION_LOCK_TIMEOUT_MS, lockRetries: MIGRATION_LOCK_RETRIES, prepare: true });
     expect(loadConfig({ MIGRATION_LOCK_TIMEOUT_MS: '250', MIGRATION_LOCK_RETRIES: '0' }).migration).toEqual({ lockTimeoutMs: 250, lockRetries: 0, prepare: true });
     expect(loadConfig({ DATABASE_PREPARE: 'false' }).migration.prepare).toBe(false);
-    expect(errorOf({ MIGRATION_LOCK_TIMEOUT_MS: '0' })).toMatch(/^MIGRATION_LOCK_TIMEOUT_MS: /);
-    expect(errorOf({ MIGRATION_LOCK_TIMEOUT_MS: '50' })).toMatch(/^MIGRATION_LOCK_TIMEOUT_MS: .*100/);
-    expect(errorOf({ MIGRATION_LOCK_RETRIES: '-1' })).toMatch(/^MIGRATION_LOCK_RETRIES: /);
-    expect(errorOf({ MIGRATION_LOCK_RETRIES: '101' })).toMatch(/^MIGRATION_LOCK_RETRIES: .*100/);
+    expect(configErrorOf({ MIGRATION_LOCK_TIMEOUT_MS: '0' })).toMatch(/^MIGRATION_LOCK_TIMEOUT_MS: /);
+    expect(configErrorOf({ MIGRATION_LOCK_TIMEOUT_MS: '50' })).toMatch(/^MIGRATION_LOCK_TIMEOUT_MS: .*100/);
+    expect(configErrorOf({ MIGRATION_LOCK_RETRIES: '-1' })).toMatch(/^MIGRATION_LOCK_RETRIES: /);
+    expect(configErrorOf({ MIGRATION_LOCK_RETRIES: '101' })).toMatch(/^MIGRATION_LOCK_RETRIES: .*100/);
   });
 });
