@@ -6,8 +6,11 @@
 // one file at a time. With files named, or FAULTS_SHARDS=1, it runs them in one process.
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 
-const vitest = createRequire(import.meta.url).resolve('vitest/vitest.mjs');
+// the package's bin (its exports map does not list the file itself)
+const vitestPackage = createRequire(import.meta.url).resolve('vitest/package.json');
+const vitest = join(dirname(vitestPackage), createRequire(import.meta.url)('vitest/package.json').bin.vitest);
 const args = process.argv.slice(2);
 const shards = args.some((a) => !a.startsWith('-')) ? 1 : Number(process.env.FAULTS_SHARDS ?? 2);
 if (!Number.isInteger(shards) || shards < 1 || shards > 8) {
