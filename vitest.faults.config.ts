@@ -3,10 +3,10 @@ import { defineConfig } from 'vitest/config';
 /**
  * The fault-injection suite (`npm run test:faults`): real pipeline processes against the
  * simulator, a private redis-server and a private Postgres cluster per file, with faults in
- * between. Within one vitest process files run one at a time: each starts several processes and
- * kills some of them. `npm run test:faults` (scripts/test-faults.mjs) runs two such processes
- * side by side, each with half the files (`--shard`): the scenarios mostly wait, and the
- * thresholds they assert leave room for a second one running beside them.
+ * between. Files run one at a time: each starts several processes and kills some of them, and
+ * timings (resume, shutdown) are only meaningful when the machine is not also running the rest.
+ * (`FAULTS_SHARDS=2 npm run test:faults` runs two halves side by side: faster, but timings then
+ * share the machine; scripts/test-faults.mjs.)
  */
 export default defineConfig({
   test: {

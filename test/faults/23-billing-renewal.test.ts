@@ -53,9 +53,12 @@ it('23 credits used up, then the billing period renews: the hold lifts by itself
     const [h] = await sql<{ code: string }[]>`select code from upstream_holds`;
     return h?.code;
   }, 30_000, 'a hold after the refusal');
+  // the hold is written before the refused sync records its run: wait for both
+  const refusedRunsNow = () =>
+    countOf(sql`select count(*)::int as n from sync_runs where source_id = ${sourceId} and outcome in ('refused-credits', 'refused-upstream')`);
+  await waitUntil(async () => ((await refusedRunsNow()) >= 1 ? true : undefined), 15_000, 'the refused sync run recorded').catch(() => undefined);
   const held = await sql<{ code: string; scope: string }[]>`select code, scope from upstream_holds`;
-  const refusedRuns = await countOf(sql`
-    select count(*)::int as n from sync_runs where source_id = ${sourceId} and outcome in ('refused-credits', 'refused-upstream')`);
+  const refusedRuns = await refusedRunsNow();
   const status = JSON.parse((await rig.run(['status', '--json'])).stdout) as { upstreamHolds: { code: string }[] };
 
   // while it stands: ticks make no call; the re-checks ask /me (free), nothing else
