@@ -146,6 +146,12 @@ export const LOG_EVENTS = [
   /** the delivery loop or its LISTEN failed (Postgres unreachable); the next interval tries again (warn): `err` */
   'webhook.worker_error',
 
+  // the search indexer (src/pipeline/search-index.ts)
+  /** building queued search windows failed; it tries again every SEARCH_INDEX_IDLE_MS, logged once until it works (warn): `readOnly`, `err` */
+  'search_index.failed',
+  /** the indexer works again after search_index.failed */
+  'search_index.resumed',
+
   // workers (src/pipeline/workers.ts)
   /** an attempt failed (bullmq retries it or gives up): `queue`, `bullJobId`, `attemptsMade`, `err` */
   'job.failed',

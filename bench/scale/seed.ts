@@ -611,6 +611,19 @@ export async function seedHistory(
     }),
   );
   await setHistoryTriggers(sql, true);
+  // Since migrations/0015 storing a transcript only queues it for the search indexer: a year
+  // of history has long been indexed, so the seed builds every queued transcript's windows
+  // (what search_index_pending() does, in one statement) and empties the queue.
+  const [queue] = await sql<{ exists: boolean }[]>`select to_regclass('search_index_queue') is not null as exists`;
+  if (queue!.exists) {
+    await runStep(sql, {
+      name: 'transcript_windows (the search index)',
+      sql: `insert into transcript_windows (video_id, lang, n, start_s, end_s, text, config, tsv)
+        select r.video_id, r.lang, r.n, r.start_s, r.end_s, r.text, r.config, r.tsv
+        from transcript_window_rows r join search_index_queue q on q.video_id = r.video_id and q.lang = r.lang`,
+    }, text, skipKeyChecks, figures, say);
+    await sql`truncate search_index_queue`;
+  }
   await sql.unsafe(`drop schema ${STAGE} cascade`);
   figures.totalMs = Date.now() - started;
   return figures;

@@ -14,7 +14,7 @@ import { intArg, parseDurationMs } from './args.ts';
 import { createContext, type Context } from './context.ts';
 import { UsageError } from './exit.ts';
 import { assertBackfillPool } from './pool-check.ts';
-import { createProgressView } from './progress.ts';
+import { createProgressView, drainSearchIndexShowingProgress } from './progress.ts';
 import { waitForRedis } from './redis-ready.ts';
 import { renderTable } from './table.ts';
 
@@ -173,6 +173,8 @@ export async function backfillWithContext(ctx: Context, o: BackfillCommandOption
       report.exitCode = report.exitCode === 0 ? 1 : report.exitCode;
     }
     if (!o.wait) report.batches = await batchProgress(sql, report.syncs.flatMap((s) => s.jobIds));
+    // what it stored is searchable when it returns (no daemon need run)
+    else if (!abort.signal.aborted) await drainSearchIndexShowingProgress(sql, process.stderr, abort.signal);
     return { report, exitCode: report.exitCode };
   } finally {
     process.off('SIGINT', onSignal);

@@ -7,6 +7,9 @@
  * retryable, quarantined). Items landed but not yet stored are still in progress.
  */
 import { erroredItems, isSettled, type BatchProgress } from '../db/batch-progress.ts';
+import type { Queryable } from '../db/connection.ts';
+import { isReadOnlyError, isSchemaBehind } from '../db/pg-errors.ts';
+import { drainSearchIndex } from '../pipeline/search-index.ts';
 
 /** What the view writes to: process.stderr, or anything shaped like it. */
 export interface ProgressOutput {
@@ -139,4 +142,35 @@ export function createProgressView(out: ProgressOutput, opts: ProgressViewOption
       else log(batches);
     },
   };
+}
+
+/** While a drain of the search index has transcripts left, a line on stderr this often at most. */
+const SEARCH_DRAIN_LINE_MS = 2_000;
+
+/**
+ * Builds the search windows of every transcript stored before now (src/pipeline/search-index.ts),
+ * so that what a command stored is found by `search` when it returns: a line on `out` while
+ * transcripts are left (every SEARCH_DRAIN_LINE_MS), one at the end if it built any. A database
+ * that cannot take writes (a standby) or does not have the queue yet (not migrated) leaves the
+ * index as it is, said on `out`; other errors propagate.
+ */
+export async function drainSearchIndexShowingProgress(sql: Queryable, out: ProgressOutput, signal?: AbortSignal): Promise<number> {
+  const startedAt = Date.now();
+  let lineAt = startedAt;
+  try {
+    const indexed = await drainSearchIndex({ sql }, {
+      signal,
+      onProgress: ({ indexed, pending }) => {
+        if (pending === 0 || Date.now() - lineAt < SEARCH_DRAIN_LINE_MS) return;
+        lineAt = Date.now();
+        out.write(`search index: ${indexed} transcript(s) indexed, ${pending} left\n`);
+      },
+    });
+    if (indexed > 0) out.write(`search index: ${indexed} transcript(s) indexed in ${((Date.now() - startedAt) / 1000).toFixed(1)} s\n`);
+    return indexed;
+  } catch (e: unknown) {
+    if (!isReadOnlyError(e) && !isSchemaBehind(e)) throw e;
+    out.write(`search index: not brought up to date (${isReadOnlyError(e) ? 'the database is read-only' : 'the database is not migrated: run videosite-ingest migrate'})\n`);
+    return 0;
+  }
 }

@@ -21,6 +21,7 @@ import { startWorkers } from '../pipeline/workers.ts';
 import { parseDurationMs } from './args.ts';
 import { createContext } from './context.ts';
 import { EXIT_NOT_LANDED, EXIT_USAGE, UsageError } from './exit.ts';
+import { drainSearchIndexShowingProgress } from './progress.ts';
 import { waitForRedis } from './redis-ready.ts';
 import { renderTable, shortTime } from './table.ts';
 
@@ -130,6 +131,7 @@ export function registerReplayCommand(program: Command): void {
           if (o.dryRun) {
             process.stdout.write(renderTable(['reason', 'would become', 'items'], r.transitions.map((t) => [t.reason, t.outcome, t.items])));
           }
+          if (!o.dryRun) await drainSearchIndexShowingProgress(ctx.db().sql, process.stderr);
           process.stdout.write(quarantineSummary(r));
           if (!o.dryRun && !quarantineReplayLanded(r)) process.exitCode = EXIT_NOT_LANDED;
           return;
@@ -150,6 +152,7 @@ export function registerReplayCommand(program: Command): void {
             process.exitCode = EXIT_NOT_LANDED;
             return;
           }
+          await drainSearchIndexShowingProgress(ctx.db().sql, process.stderr);
           process.stdout.write(
             `batch ${o.batch}: ${r.items} stored item(s) re-sunk from raw: ${r.inserted} row(s) inserted, ` +
               `${r.updated} updated, ${r.unchanged} unchanged${r.quarantined ? `, ${r.quarantined} quarantined` : ''}; no API call\n`,
@@ -216,6 +219,7 @@ export function registerReplayCommand(program: Command): void {
         const workers = startWorkers(deps, { roles: ['poller', 'sink'], connection: ctx.redis() });
         try {
           const { batches, timedOut } = await waitForBatches(sql, jobIds, { timeoutMs: o.timeout });
+          await drainSearchIndexShowingProgress(sql, process.stderr);
           const stored = batches.reduce((n, b) => n + b.sunk, 0);
           const left = batches.reduce((n, b) => n + b.retryable + b.processing + b.quarantined, 0);
           const bad = batches.filter((b) => b.status !== 'completed');

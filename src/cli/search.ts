@@ -96,8 +96,11 @@ export function registerSearchCommand(program: Command): void {
     .action(async (words: string, o: SearchOptions) => {
       const ctx = createContext();
       const { searchTranscripts } = await import('../db/search.ts');
+      const { drainSearchIndexShowingProgress } = await import('./progress.ts');
       const template = ctx.config.videoUrlTemplate;
       try {
+        // transcripts stored but not yet indexed (no daemon running, or it is a second behind)
+        await drainSearchIndexShowingProgress(ctx.db().sql, process.stderr);
         const hits = await searchTranscripts(ctx.db().sql, { query: words, lang: o.lang, sourceId: o.source, channelId: o.channel, limit: o.limit });
         if (hits.length === 0) {
           if (!o.json) process.stderr.write('no matches\n');

@@ -179,6 +179,12 @@ export function renderStatus(r: StatusReport): string {
       r.storage.map((t) => [t.table, t.rowsEstimate === null ? '-' : Math.round(t.rowsEstimate), compactBytes(t.totalBytes), compactBytes(t.toastBytes), compactBytes(t.indexBytes)]),
     ),
   );
+  const index = r.searchIndex;
+  out.push(
+    index.pending === 0
+      ? '  search index: up to date\n'
+      : `  search index: ${index.pending} transcript(s) waiting to be indexed${index.oldestQueuedAt ? ` (oldest stored ${shortTime(index.oldestQueuedAt)})` : ''}; daemons with the poller or sink role index them (so does: videosite-ingest search)\n`,
+  );
   const p = r.lastPrune;
   out.push(
     p === null

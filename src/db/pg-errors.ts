@@ -6,6 +6,9 @@
 
 /** SQLSTATE 25006 read_only_sql_transaction: a write on a standby or under `default_transaction_read_only`. */
 export const PG_READ_ONLY_SQL_TRANSACTION = '25006';
+/** SQLSTATE 42883 undefined_function and 42P01 undefined_table: a schema older than this build. */
+const PG_UNDEFINED_FUNCTION = '42883';
+const PG_UNDEFINED_TABLE = '42P01';
 /** SQLSTATE 55P03 lock_not_available: `lock_timeout` expired (or NOWAIT found the lock taken). */
 export const PG_LOCK_NOT_AVAILABLE = '55P03';
 
@@ -32,4 +35,10 @@ export function isReadOnlyError(e: unknown): boolean {
 /** A `lock_timeout` expired: another transaction held a lock this one needed. */
 export function isLockTimeout(e: unknown): boolean {
   return pgErrorCode(e) === PG_LOCK_NOT_AVAILABLE;
+}
+
+/** The database lacks a function or table this build uses: its schema is older (not migrated). */
+export function isSchemaBehind(e: unknown): boolean {
+  const code = pgErrorCode(e);
+  return code === PG_UNDEFINED_FUNCTION || code === PG_UNDEFINED_TABLE;
 }

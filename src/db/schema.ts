@@ -807,8 +807,8 @@ export const exportCursors = pgTable('export_cursors', {
  * The search index (issue #15): each transcript cut into windows of consecutive chunks that
  * keep their offsets (a plain-text transcript is one window at 0 s), overlapping so a phrase
  * across two chunks is in one window; `tsv` built with the language's text search configuration
- * (`config`; `simple` where Postgres has none). Kept by a trigger on `transcripts` in the
- * transaction that writes the transcript (migrations/0011).
+ * (`config`; `simple` where Postgres has none). Built from `transcripts` by the search indexer
+ * shortly after a transcript is stored (`search_index_queue`, migrations/0015); removed with it.
  */
 export const transcriptWindows = pgTable(
   'transcript_windows',
@@ -829,6 +829,23 @@ export const transcriptWindows = pgTable(
     primaryKey({ columns: [t.videoId, t.lang, t.n] }),
     index('transcript_windows_tsv_idx').using('gin', t.tsv),
   ],
+);
+
+/**
+ * Transcripts whose search windows are to be (re)built: the trigger on `transcripts` adds a key
+ * when a transcript is stored or its content changes, and the search indexer
+ * (src/pipeline/search-index.ts, `search_index_pending()` of migrations/0015) takes keys off in
+ * small transactions, after the landing transaction committed (issue #12: building the windows
+ * was ~80% of landing a transcript).
+ */
+export const searchIndexQueue = pgTable(
+  'search_index_queue',
+  {
+    videoId: text('video_id').notNull(),
+    lang: text('lang').notNull(),
+    queuedAt: tstzNow('queued_at'),
+  },
+  (t) => [primaryKey({ columns: [t.videoId, t.lang] }), index('search_index_queue_queued_at_idx').on(t.queuedAt)],
 );
 
 export type Source = typeof sources.$inferSelect;

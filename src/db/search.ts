@@ -119,3 +119,32 @@ export async function searchTranscripts(sql: Queryable, f: SearchFilter): Promis
     from shown s left join videos v on v.id = s.video_id
     order by s.rank desc, s.video_id, s.lang, s.n`;
 }
+
+/**
+ * Builds the windows of up to `max` queued transcripts, oldest first, in one transaction
+ * (`search_index_pending()`, migrations/0015; keys another indexer holds are skipped). Returns
+ * how many it took off the queue.
+ */
+export async function indexQueuedTranscripts(sql: Queryable, max: number): Promise<number> {
+  const [r] = await sql<{ n: number }[]>`select search_index_pending(${max}::int) as n`;
+  return r!.n;
+}
+
+export interface SearchBacklog {
+  /** transcripts waiting for their windows */
+  pending: number;
+  /** when the oldest of them was queued; null when none is */
+  oldestQueuedAt: Date | null;
+}
+
+/**
+ * What the search indexer has still to do; with `queuedBefore`, only keys queued before that
+ * instant (what a drain started then owes), including keys an indexer is building right now.
+ */
+export async function searchBacklog(sql: Queryable, queuedBefore?: Date): Promise<SearchBacklog> {
+  const [r] = await sql<{ pending: number; oldest: Date | null }[]>`
+    select count(*)::int as pending, min(queued_at) as oldest from search_index_queue
+    where ${queuedBefore ?? null}::timestamptz is null or queued_at <= ${queuedBefore ?? null}::timestamptz`;
+  return { pending: r!.pending, oldestQueuedAt: r!.oldest };
+}
+

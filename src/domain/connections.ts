@@ -41,6 +41,8 @@ export const RECONCILE_CONNECTIONS = 1;
 export const HOLD_RECHECK_CONNECTIONS = 1;
 /** Webhook delivery (role webhooks): WEBHOOK_SLOTS endpoints side by side, one statement each at a time. */
 export const WEBHOOK_CONNECTIONS = WEBHOOK_SLOTS;
+/** The search indexer beside the poll and sink workers (src/pipeline/search-index.ts), or a command's drain of it: one transaction at a time. */
+export const SEARCH_INDEX_CONNECTIONS = 1;
 /** The daily prune one daemon runs: one statement or transaction at a time. */
 export const PRUNE_CONNECTIONS = 1;
 /**
@@ -106,6 +108,7 @@ export function daemonPoolPlan(d: DaemonPoolInput): PoolPlan {
     { what: 'daily prune', connections: PRUNE_CONNECTIONS },
   ];
   if (d.roles.scheduler || d.roles.poller) fixed.push({ what: 'hold re-check', connections: HOLD_RECHECK_CONNECTIONS });
+  if (d.roles.poller || d.roles.sink) fixed.push({ what: 'search indexer', connections: SEARCH_INDEX_CONNECTIONS });
   if (d.roles.webhooks === true) fixed.push({ what: 'webhook delivery', connections: WEBHOOK_CONNECTIONS });
   if (d.admin) fixed.push({ what: 'admin server', connections: ADMIN_CONNECTIONS });
   return { command: 'the daemon', workers, fixed };
@@ -134,6 +137,8 @@ export function backfillPoolPlan(b: BackfillPoolInput): PoolPlan {
     fixed: [
       { what: `${b.syncs} sync${b.syncs === 1 ? '' : 's'} side by side`, connections: b.syncs * CONNECTIONS_PER_SYNC },
       { what: 'progress', connections: WAIT_CONNECTIONS },
+      // with --wait its sink workers' indexer, and the drain at the end
+      ...(b.wait ? [{ what: 'search indexer', connections: SEARCH_INDEX_CONNECTIONS }] : []),
     ],
   };
 }

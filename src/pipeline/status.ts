@@ -32,6 +32,7 @@ import { activeHolds, describeHold, recentHoldEvents } from '../db/upstream-hold
 import { newestBuiltMigration } from '../db/migrate.ts';
 import { migrationLabel, schemaStopReason, type SchemaVerdict } from '../domain/schema-compat.ts';
 import { readSchemaVerdict } from './schema-gate.ts';
+import { searchBacklog } from '../db/search.ts';
 
 /** A source as `status` shows it (times as ISO 8601). */
 export type SourceStatus = Omit<SourceWithStats, 'lastSyncedAt' | 'lastErrorAt'> & {
@@ -170,6 +171,8 @@ export interface StatusReport extends HoldsStatus, ItemsStatus {
   webhooks: WebhookStatus[];
   /** rolling upgrades: this build's newest migration and the applied ones newer than it */
   schema: SchemaStatus;
+  /** transcripts stored whose search windows the indexer has yet to build (src/pipeline/search-index.ts) */
+  searchIndex: { pending: number; oldestQueuedAt: string | null };
 }
 
 export interface SchemaStatus {
@@ -530,6 +533,7 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
   const lastPrune = await readLastPrune(sql);
   const webhooks = await readWebhooks(sql);
   const schema = await readSchemaStatus(sql);
+  const backlog = await searchBacklog(sql);
   return {
     generatedAt: new Date().toISOString(),
     ...holds,
@@ -552,5 +556,6 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
     lastPrune,
     webhooks,
     schema,
+    searchIndex: { pending: backlog.pending, oldestQueuedAt: iso(backlog.oldestQueuedAt) },
   };
 }

@@ -1,6 +1,7 @@
 /**
  * BullMQ workers for the three queue roles (the `webhooks` role is no queue:
- * src/pipeline/webhooks.ts). Each validates its payload, runs one pipeline step, and turns the
+ * src/pipeline/webhooks.ts; the poller and sink roles also run the search indexer,
+ * src/pipeline/search-index.ts). Each validates its payload, runs one pipeline step, and turns the
  * step's errors into what BullMQ should do with the job:
  *
  * - a 429 pauses every process's API calls for the Retry-After window (shared limiter) and the
@@ -35,6 +36,7 @@ import type { SchemaGate } from './schema-gate.ts';
 import { syncSource } from './scheduler.ts';
 import { sinkBatch } from './sink.ts';
 import { queueCronTick, queueTickSync } from './ticks.ts';
+import { startSearchIndexer } from './search-index.ts';
 import { startWebhookDelivery } from './webhooks.ts';
 
 export const ROLES = ['scheduler', 'poller', 'sink', 'webhooks'] as const;
@@ -235,6 +237,9 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
 
   // not a queue: webhook delivery reads Postgres only (src/pipeline/webhooks.ts)
   const webhooks = opts.roles.includes('webhooks') ? startWebhookDelivery(deps) : undefined;
+  // nor is the search indexer: it builds the windows of what the polls and sinks stored (in
+  // every process that stores transcripts, so no deployment of roles is left without one)
+  const searchIndexer = opts.roles.includes('poller') || opts.roles.includes('sink') ? startSearchIndexer(deps) : undefined;
 
   for (const w of workers) {
     w.on('failed', (job, err) => {
@@ -258,7 +263,7 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
       // locks then expire and another worker, or reconcile, takes them up again.
       stopping.abort();
       let timer: NodeJS.Timeout | undefined;
-      const graceful = Promise.allSettled([...workers.map((w) => w.close()), webhooks?.stop()]);
+      const graceful = Promise.allSettled([...workers.map((w) => w.close()), webhooks?.stop(), searchIndexer?.stop()]);
       const timedOut = new Promise<'timeout'>((resolve) => {
         timer = setTimeout(() => resolve('timeout'), timeoutMs);
       });

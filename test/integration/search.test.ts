@@ -4,8 +4,9 @@
  * searchTranscripts, by the `search` CLI as a process and by the admin server's search page.
  * A phrase said in one chunk is found at that chunk's moment; a phrase across two chunks (on a
  * window boundary) is found; accented, CJK, Arabic and Hebrew text is searchable; `-word` and
- * "quoted phrase" behave as web search; an updated transcript's old words are gone from the
- * index and its new ones found; VIDEO_URL_TEMPLATE links a hit to its second.
+ * "quoted phrase" behave as web search; a stored transcript is queued and found once the
+ * indexer ran (a daemon's, or the `search` command's own); an updated transcript's old words are
+ * gone from the index and its new ones found; VIDEO_URL_TEMPLATE links a hit to its second.
  */
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +14,7 @@ import { createMetrics } from '../../src/admin/metrics.ts';
 import { registerPageRoutes } from '../../src/admin/page-routes.ts';
 import { startAdminServer, type AdminServer } from '../../src/admin/server.ts';
 import { searchTranscripts, type SearchHit } from '../../src/db/search.ts';
+import { drainSearchIndex, startSearchIndexer } from '../../src/pipeline/search-index.ts';
 import { transcriptRowFromApi, upsertTranscripts } from '../../src/db/transcripts.ts';
 import { SNIPPET_START, SNIPPET_STOP } from '../../src/domain/search.ts';
 import { silentLogger } from '../../src/log.ts';
@@ -82,6 +84,8 @@ beforeAll(async () => {
   await store('vidJa', 'ja', chunks(3, { 1: '今日は東京タワーに行きました' }));
   await store('vidAr', 'ar', chunks(3, { 1: 'مرحبا بالعالم من القاهرة' }));
   await store('vidHe', 'he', 'שלום עולם מירושלים ומהגליל');
+  // what a daemon's indexer (or the search command) does after the landing transactions
+  await drainSearchIndex({ sql: database.sql });
 
   redis = createRedis('redis://127.0.0.1:6379');
   queues = createQueues(redis, env.QUEUE_PREFIX!);
@@ -167,31 +171,66 @@ describe('the index and the query', () => {
     expect(await search('filler', { limit: 3 })).toHaveLength(3);
   });
 
-  it('an updated transcript: its old words are no longer found, its new ones are, in the same transaction as the row', async () => {
+  it('stored, a transcript is queued; the indexer builds its windows and takes it off the queue', async () => {
+    await store('vidQueued', 'en', chunks(3, { 1: 'a lonely quokka smiles' }));
+    const queued = await database.sql<{ video_id: string }[]>`select video_id from search_index_queue`;
+    expect(queued.map((r) => r.video_id)).toEqual(['vidQueued']);
+    expect(await search('quokka')).toEqual([]);
+    expect(await drainSearchIndex({ sql: database.sql })).toBe(1);
+    expect(ids(await search('quokka'))).toEqual(['vidQueued']);
+    expect(await database.sql`select 1 from search_index_queue`).toHaveLength(0);
+    // stored again unchanged: nothing queued, nothing rebuilt
+    await store('vidQueued', 'en', chunks(3, { 1: 'a lonely quokka smiles' }));
+    expect(await database.sql`select 1 from search_index_queue`).toHaveLength(0);
+  });
+
+  it('the indexer of a daemon builds what is queued by itself, within a second or so', async () => {
+    const indexer = startSearchIndexer({ sql: database.sql, log: silentLogger() }, { idleMs: 50 });
+    try {
+      await store('vidLater', 'en', chunks(3, { 1: 'the axolotl regrows its gills' }));
+      const started = Date.now();
+      while ((await search('axolotl')).length === 0 && Date.now() - started < 10_000) await new Promise((r) => setTimeout(r, 50));
+      expect(ids(await search('axolotl'))).toEqual(['vidLater']);
+    } finally {
+      await indexer.stop();
+    }
+  });
+
+  it('an updated transcript: once indexed, its old words are no longer found and its new ones are', async () => {
     await store('vidGarden', 'en', chunks(3, { 1: 'our orchard has green plums' }));
+    // until the indexer runs, the windows are the old content's
+    expect(ids(await search('pears'))).toEqual(['vidGarden']);
+    await drainSearchIndex({ sql: database.sql });
     expect(ids(await search('pears'))).toEqual([]);
     const hits = await search('"green plums"');
     expect(ids(hits)).toEqual(['vidGarden']);
     // the windows are the new content's only
     const [n] = await database.sql<{ n: number }[]>`select count(*)::int as n from transcript_windows where video_id = 'vidGarden'`;
     expect(n!.n).toBe(1);
-    // a rolled-back write leaves the index as it was
+    // a rolled-back write queues nothing: the index stays as it was
     await database.sql
       .begin(async (tx) => {
         await upsertTranscripts(tx, [transcriptRowFromApi('vidGarden', { content: chunks(3, { 1: 'rolled back turnips' }), lang: 'en', availableLangs: ['en'] }, 'job-rb')]);
-        expect(ids(await searchTranscripts(tx, { query: 'turnips', limit: 5 }))).toEqual(['vidGarden']);
+        expect(await tx`select 1 from search_index_queue where video_id = 'vidGarden'`).toHaveLength(1);
         throw new Error('roll back');
       })
       .catch(() => undefined);
+    expect(await drainSearchIndex({ sql: database.sql })).toBe(0);
     expect(await search('turnips')).toEqual([]);
     expect(ids(await search('plums'))).toEqual(['vidGarden']);
   });
 
   it('a deleted transcript leaves no windows', async () => {
     await store('vidDel', 'en', chunks(3, { 1: 'ephemeral kumquats' }));
+    await drainSearchIndex({ sql: database.sql });
     expect(ids(await search('kumquats'))).toEqual(['vidDel']);
     await database.sql`delete from transcripts where video_id = 'vidDel'`;
+    // at once, not by the indexer
     expect(await search('kumquats')).toEqual([]);
+    // deleted before it was indexed: its key leaves the queue too
+    await store('vidDel2', 'en', chunks(3, { 1: 'fleeting rambutans' }));
+    await database.sql`delete from transcripts where video_id = 'vidDel2'`;
+    expect(await database.sql`select 1 from search_index_queue where video_id = 'vidDel2'`).toHaveLength(0);
   });
 });
 
@@ -222,6 +261,14 @@ describe('the CLI', () => {
     expect(r.stdout).toContain('«école»');
     const j = await cli(['search', 'école', '--json']);
     expect(JSON.parse(j.stdout.trim())).not.toHaveProperty('url');
+  });
+
+  it('search first indexes what is stored but not yet indexed (no daemon running)', async () => {
+    await store('vidCli', 'en', chunks(3, { 1: 'a pangolin curls into a ball' }));
+    const r = await cli(['search', 'pangolin', '--json']);
+    expectExit(r, 0);
+    expect(JSON.parse(r.stdout.trim()).video_id).toBe('vidCli');
+    expect(r.stderr).toContain('search index: 1 transcript(s) indexed');
   });
 
   it('no match exits 1 with nothing on stdout; bad input exits 2 naming it', async () => {

@@ -22,11 +22,12 @@ const daemon = (d: Partial<DaemonPoolInput> = {}) =>
 
 describe('DATABASE_POOL_MAX against the concurrency settings', () => {
   it('counts a sync at two connections (its session lock and a statement), a poll and a sink at one, and the background work', () => {
-    // 2 syncs × 2 + 4 polls + 2 sinks + reconcile, daily prune, hold re-check
-    expect(poolDemand(daemon())).toBe(13);
-    expect(poolDemand(daemon({ admin: true }))).toBe(13 + ADMIN_CONNECTIONS);
-    // only the roles it runs; a sink-only daemon makes no API call, so no hold re-check
-    expect(poolDemand(daemon({ roles: { scheduler: false, poller: false, sink: true } }))).toBe(2 + 2);
+    // 2 syncs × 2 + 4 polls + 2 sinks + reconcile, daily prune, hold re-check, search indexer
+    expect(poolDemand(daemon())).toBe(14);
+    expect(poolDemand(daemon({ admin: true }))).toBe(14 + ADMIN_CONNECTIONS);
+    // only the roles it runs; a sink-only daemon makes no API call, so no hold re-check, but it
+    // runs the search indexer
+    expect(poolDemand(daemon({ roles: { scheduler: false, poller: false, sink: true } }))).toBe(2 + 2 + 1);
     expect(poolDemand(daemon({ scheduleConcurrency: 10, roles: { scheduler: true, poller: false, sink: false } }))).toBe(20 + 3);
   });
 
@@ -42,16 +43,16 @@ describe('DATABASE_POOL_MAX against the concurrency settings', () => {
     const v = checkPool(10, () => daemon());
     expect(v.fits).toBe(false);
     if (v.fits) return;
-    expect(v.demand).toBe(13);
+    expect(v.demand).toBe(14);
     expect(v.message).toContain('10 connections per pool are too few');
-    expect(v.message).toContain('SCHEDULE_CONCURRENCY=2 POLL_CONCURRENCY=4 SINK_CONCURRENCY=2 may hold 13 at once');
-    expect(v.message).toContain('Valid: DATABASE_POOL_MAX=13 with SCHEDULE_CONCURRENCY=2 POLL_CONCURRENCY=4 SINK_CONCURRENCY=2');
+    expect(v.message).toContain('SCHEDULE_CONCURRENCY=2 POLL_CONCURRENCY=4 SINK_CONCURRENCY=2 may hold 14 at once');
+    expect(v.message).toContain('Valid: DATABASE_POOL_MAX=14 with SCHEDULE_CONCURRENCY=2 POLL_CONCURRENCY=4 SINK_CONCURRENCY=2');
     // lowered one step at a time, the biggest holder first, until it fits the pool as it is
-    expect(v.lowered).toEqual({ SCHEDULE_CONCURRENCY: 1, POLL_CONCURRENCY: 3, SINK_CONCURRENCY: 2 });
-    expect(v.message).toContain('or DATABASE_POOL_MAX=10 with SCHEDULE_CONCURRENCY=1 POLL_CONCURRENCY=3 SINK_CONCURRENCY=2');
+    expect(v.lowered).toEqual({ SCHEDULE_CONCURRENCY: 1, POLL_CONCURRENCY: 2, SINK_CONCURRENCY: 2 });
+    expect(v.message).toContain('or DATABASE_POOL_MAX=10 with SCHEDULE_CONCURRENCY=1 POLL_CONCURRENCY=2 SINK_CONCURRENCY=2');
     // both suggestions really fit
-    expect(checkPool(13, () => daemon()).fits).toBe(true);
-    expect(checkPool(10, () => daemon({ scheduleConcurrency: 1, pollConcurrency: 3, sinkConcurrency: 2 })).fits).toBe(true);
+    expect(checkPool(14, () => daemon()).fits).toBe(true);
+    expect(checkPool(10, () => daemon({ scheduleConcurrency: 1, pollConcurrency: 2, sinkConcurrency: 2 })).fits).toBe(true);
   });
 
   it('suggests only a bigger pool when even one job of each kind does not fit', () => {
@@ -59,7 +60,7 @@ describe('DATABASE_POOL_MAX against the concurrency settings', () => {
     expect(v.fits).toBe(false);
     if (v.fits) return;
     expect(v.lowered).toBeUndefined();
-    expect(v.message).toContain('Valid: DATABASE_POOL_MAX=21 with');
+    expect(v.message).toContain('Valid: DATABASE_POOL_MAX=22 with');
     expect(v.message).not.toContain(', or DATABASE_POOL_MAX=8');
   });
 
@@ -87,11 +88,11 @@ describe('DATABASE_POOL_MAX against the concurrency settings', () => {
     const v = checkPool(4, planFor);
     expect(v.fits).toBe(false);
     if (v.fits) return;
-    // 4 connections: 2 syncs × 2 + 1 poll + 1 sink + progress = 7; but a pool of 7 runs 3 syncs
-    // (9), one of 9 runs 4 (11), and 11 is enough: the cap of 4 syncs is reached
-    expect(v.demand).toBe(7);
+    // 4 connections: 2 syncs × 2 + 1 poll + 1 sink + progress + search indexer = 8; but a pool
+    // of 8 runs 3 syncs (10), one of 10 runs 4 (12), and 12 is enough: the cap of 4 syncs is reached
+    expect(v.demand).toBe(8);
     const bigger = Number(/Valid: DATABASE_POOL_MAX=(\d+)/.exec(v.message)![1]);
-    expect(bigger).toBe(11);
+    expect(bigger).toBe(12);
     expect(checkPool(bigger, planFor).fits).toBe(true);
     // without --wait it runs no workers: only its syncs and the progress read
     expect(poolDemand(backfillPoolPlan({ pollConcurrency: 50, sinkConcurrency: 50, syncs: 4, wait: false }))).toBe(9);
