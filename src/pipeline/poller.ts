@@ -203,17 +203,37 @@ export async function pollBatch(
   const rowBatch: RowBatch = { jobId, kind: batch.kind, mode: batch.mode };
   let buffer: PreparedItem[] = [];
   let bufferChars = 0;
-  const flush = async () => {
-    if (buffer.length === 0) return;
-    const items = buffer;
-    buffer = [];
-    bufferChars = 0;
+  const store = async (items: PreparedItem[]) => {
     for (const w of await storeChunk(deps, batch, items)) {
       result.changed++;
       if (isDelivered(w.state)) result.landed++;
       if (w.state === 'sunk') result.sunk++;
       if (w.state === 'quarantined') result.quarantined++;
     }
+  };
+  // One chunk is written while the next is read and parsed (issue #12: parsing and writing took
+  // about as long each, one after the other). Still one transaction at a time, on one
+  // connection, and two chunks in memory at most: a chunk starts once the one before committed.
+  let writing: Promise<void> = Promise.resolve();
+  const flush = async () => {
+    if (buffer.length === 0) return;
+    const previous = writing;
+    writing = Promise.resolve();
+    // a failed write throws here, with this chunk still in the buffer
+    await previous;
+    const items = buffer;
+    buffer = [];
+    bufferChars = 0;
+    writing = store(items);
+    // rejections are taken up by the next flush or by settle()
+    writing.catch(() => undefined);
+  };
+  /** The buffer written and every write committed. */
+  const settle = async () => {
+    await flush();
+    const last = writing;
+    writing = Promise.resolve();
+    await last;
   };
   // every poll reads the whole answer again: an item already recorded for good (most of a big
   // batch's answer, late in its life) is dropped unparsed
@@ -286,13 +306,17 @@ export async function pollBatch(
       bufferChars += (prepared.record.json ?? prepared.record.raw ?? '').length;
       if (buffer.length >= settings.landChunkSize || bufferChars >= LAND_CHUNK_MAX_CHARS) await flush();
     }
-    await flush();
+    await settle();
   } catch (e: unknown) {
-    if (isConnectionLost(e)) throw e;
+    if (isConnectionLost(e)) {
+      // no transaction of this poll left running behind its caller
+      await writing.catch(() => undefined);
+      throw e;
+    }
     readError = e;
     stream.body.destroy();
     // the items read whole before the break are as good as any: keep them
-    await flush();
+    await settle();
   }
 
   if (opts.signal?.aborted) throw readError ?? new Error('poll aborted by shutdown');
