@@ -16,7 +16,7 @@
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { syncSchedulers } from '../../src/pipeline/reconcile.ts';
-import { WEBHOOK_CONNECTIONS } from '../../src/domain/connections.ts';
+import { SEARCH_INDEX_CONNECTIONS, WEBHOOK_CONNECTIONS } from '../../src/domain/connections.ts';
 import { jitterWindowMs, syncOffsetMs } from '../../src/domain/schedule.ts';
 import { cronSchedulerId } from '../../src/queues/names.ts';
 import { expectCleanError } from '../helpers/cli.ts';
@@ -30,8 +30,8 @@ const JITTER_MS = 15_000;
 const SCHEDULE_CONCURRENCY = 8;
 const POLL_CONCURRENCY = 4;
 const SINK_CONCURRENCY = 2;
-/** 8 syncs × 2 + 4 polls + 2 sinks + reconcile, daily prune, hold re-check, webhook delivery: not one more */
-const POOL_NEEDED = SCHEDULE_CONCURRENCY * 2 + POLL_CONCURRENCY + SINK_CONCURRENCY + 3 + WEBHOOK_CONNECTIONS;
+/** 8 syncs × 2 + 4 polls + 2 sinks + reconcile, daily prune, hold re-check, search indexer, webhook delivery: not one more */
+const POOL_NEEDED = SCHEDULE_CONCURRENCY * 2 + POLL_CONCURRENCY + SINK_CONCURRENCY + 3 + SEARCH_INDEX_CONNECTIONS + WEBHOOK_CONNECTIONS;
 /** the tick fires this long after the schedulers are written: time for the daemon to start */
 const TICK_LEAD_MS = 12_000;
 /** a DB clock and this process's clock on one machine agree within this */
@@ -93,7 +93,7 @@ describe('pool size against the concurrency settings at startup', () => {
       `or DATABASE_POOL_MAX=${POOL_NEEDED - 1} with SCHEDULE_CONCURRENCY=7 POLL_CONCURRENCY=${POLL_CONCURRENCY} SINK_CONCURRENCY=${SINK_CONCURRENCY}`,
     );
     // backfill: 4 syncs side by side × 2 + 30 polls + 2 sinks + its progress read
-    expectCleanError(b, 2, `DATABASE_POOL_MAX: ${POOL_NEEDED - 1} connections per pool are too few`, 'POLL_CONCURRENCY=30', 'may hold 41 at once', 'Valid: DATABASE_POOL_MAX=41');
+    expectCleanError(b, 2, `DATABASE_POOL_MAX: ${POOL_NEEDED - 1} connections per pool are too few`, 'POLL_CONCURRENCY=30', 'may hold 42 at once', 'Valid: DATABASE_POOL_MAX=42');
     // refused before connecting: no source was touched, no scheduler written
     expect(await h.queues.schedule.getJobSchedulers(0, -1)).toHaveLength(0);
   });
