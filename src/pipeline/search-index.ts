@@ -12,7 +12,7 @@
 import { sleepMs } from '../api/retry.ts';
 import { databaseNow, type Queryable } from '../db/connection.ts';
 import { isReadOnlyError } from '../db/pg-errors.ts';
-import { indexQueuedTranscripts, searchBacklog } from '../db/search.ts';
+import { anyBatchInFlight, indexQueuedTranscripts, searchBacklog } from '../db/search.ts';
 import type { Logger } from '../log.ts';
 
 /**
@@ -22,12 +22,13 @@ import type { Logger } from '../log.ts';
  */
 export const SEARCH_INDEX_CHUNK = 25;
 /**
- * While its process lands items (a poll or sink job running), an indexer builds for at most this
- * share of the time: after a transaction of t ms it pauses 4t. Building windows is Postgres CPU
- * the landing transactions need too: in the benchmark (2 cores), two indexers at half time beside
- * W1's and W2's landings left their items 12.5 and 10.9 s to land. Otherwise (its process idle,
- * or a daemon without poll or sink work) it builds at full speed, and the index catches up in the
- * gaps. Drains (backfill, replay, search) always run at full speed: someone waits for them.
+ * While items may be landing (a batch in flight anywhere, or a poll or sink job running in its
+ * process), an indexer builds for at most this share of the time: after a transaction of t ms
+ * it pauses 4t. Building windows is Postgres CPU the landing transactions need too: in the
+ * benchmark (2 cores), with two indexers at half time beside the landings, W1's and W2's items
+ * waited up to 12.5 and 10.9 s to land; at a fifth of the time while a batch is in flight, about
+ * 10 and 9 s. Otherwise it builds at full speed, and the index catches up in the gaps. Drains
+ * (backfill, replay, search) always run at full speed: someone waits for them.
  */
 export const SEARCH_INDEX_DUTY_WHILE_LANDING = 0.2;
 /** An indexer that found the queue empty (or failed) looks again after this long. */
@@ -53,7 +54,7 @@ export function startSearchIndexer(
   deps: SearchIndexDeps,
   opts: {
     idleMs?: number;
-    /** whether this process is landing items right now (default: never) */
+    /** whether this process is landing items right now (besides: any batch in flight) */
     landing?: () => boolean;
   } = {},
 ): SearchIndexer {
@@ -77,7 +78,8 @@ export function startSearchIndexer(
         failing = true;
       }
       const tookMs = performance.now() - startedAt;
-      const duty = opts.landing?.() === true ? SEARCH_INDEX_DUTY_WHILE_LANDING : 1;
+      const landing = built > 0 && (opts.landing?.() === true || (await anyBatchInFlight(deps.sql).catch(() => false)));
+      const duty = landing ? SEARCH_INDEX_DUTY_WHILE_LANDING : 1;
       await pause(built === 0 ? idleMs : (tookMs * (1 - duty)) / duty, stopping.signal);
     }
   };
