@@ -76,7 +76,14 @@ export function createRedisCluster(nodes: { host: string; port: number }[], opts
     clusterRetryStrategy: reconnectDelay,
     // commands wait while no node is reachable (a failover), as a single node's do
     enableOfflineQueue: true,
-    enableReadyCheck: true,
+    // No ready check (CLUSTER INFO): while a failover is under way it says cluster_state:fail,
+    // and ioredis then drops every node connection and reconnects the whole client, again at
+    // each failed check. Commands caught in those resets could be left unanswered for good: in
+    // fault scenario 27 under load a poll job's Redis call never returned, its worker kept the
+    // job's lock alive, and nothing was polled again (no item landed in the 60 s after the
+    // SIGKILL). Without the check the client stays up and each command is retried on its own
+    // (CLUSTERDOWN, a closed connection: the retry delays below) until the replica serves the slot.
+    enableReadyCheck: false,
     slotsRefreshTimeout: REDIS_CLUSTER_SLOTS_REFRESH_TIMEOUT_MS,
     retryDelayOnFailover: REDIS_CLUSTER_FAILOVER_RETRY_MS,
     redisOptions: {
