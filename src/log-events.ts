@@ -85,7 +85,7 @@ export const LOG_EVENTS = [
   'hold.needs_person',
 
   // polls (src/pipeline/poller.ts)
-  /** a poll committed: `jobId`, `status`, `landed`, `changed`, `polls`, `quarantined`, `duplicates`, `total`, `finished` */
+  /** a poll committed: `jobId`, `status`, `landed`, `changed`, `polls`, `quarantined`, `duplicates`, `total`, `finished`, `ms` (since the poll began) */
   'poll.landed',
   /** a poll's answer was cut short; what landed is kept: `jobId`, `landed`, `changed`, `polls`, `reason` */
   'poll.incomplete',

@@ -405,6 +405,8 @@ export async function pollBatch(
       jobId, status: result.status, landed: result.landed, sunk: result.sunk, changed: result.changed, polls, quarantined: result.quarantined, duplicates: result.duplicates,
       // what the answer said: how far the batch is (the benchmark's landing-lag figure reads these)
       total: stats.total, finished: (stats.succeeded ?? 0) + (stats.failed ?? 0),
+      // how long the poll took, from its start (the fault scenarios tell a poll begun after a fault by it)
+      ms: Date.now() - startedAt,
     },
     'batch polled',
   );

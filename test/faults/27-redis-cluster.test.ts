@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { expectedTranscripts, settle } from '../helpers/fault-checks.ts';
-import { countOf, figures, publicVideoIds, requestsTo, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
+import { countOf, figures, landedByNewPoll, publicVideoIds, requestsTo, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
 import { postsPerVideoMax, videosPaidTwice } from '../helpers/posts.ts';
 import { freePort, waitUntil } from '../helpers/proc.ts';
 import { startRedisCluster, type RedisCluster } from '../helpers/redis-cluster.ts';
@@ -93,19 +93,8 @@ it('27 a channel and a playlist through a 3-master Redis Cluster, then the prefi
   const victim = await cluster.masterOfKey(rig.prefix);
   await cluster.kill(victim);
   const killedAt = Date.now();
-  // Resumed: items landed by a poll that started after the kill, so went through Redis (the
-  // failed-over slot) to be run. A poll that was running at the kill can still land its items
-  // (that needs Postgres only), so an item landed after the kill proves nothing by itself: in
-  // one run the first came 0.2 s after it, and then nothing for 60 s. Polls of one batch run one
-  // at a time and each is counted (batches.polls) when it commits, so with N counted now, the
-  // one running (at most N + 1) started before the kill and N + 2 after it.
-  const pollsAtKill = new Map(
-    (await sql<{ job_id: string; polls: number }[]>`select job_id, polls from batches where source_id = ${bigSource.id}`).map((r) => [r.job_id, r.polls]),
-  );
-  const resumedAt = await waitUntil(() => {
-    const l = daemon.logs().find((x) => x.event === 'poll.landed' && Number(x.landed) > 0 && Number(x.polls) >= (pollsAtKill.get(String(x.jobId)) ?? 0) + 2);
-    return l?.time;
-  }, 60_000, 'items landed by a poll started after the master was killed');
+  // resumed: items landed by a poll started after the kill (fault-rig.ts landedByNewPoll)
+  const resumedAt = await waitUntil(() => landedByNewPoll(daemon, killedAt), 60_000, 'items landed by a poll started after the master was killed');
   // the replica took over the slot (CLUSTER NODES says so once the master is flagged failed)
   const newMaster = await waitUntil(() => cluster.masterOfKey(rig.prefix).then((p) => (p === victim ? undefined : p), () => undefined), 30_000, 'a new master for the prefix');
   await cluster.waitHealthy(30_000);

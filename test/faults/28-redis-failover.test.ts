@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { expectedTranscripts, settle } from '../helpers/fault-checks.ts';
-import { countOf, figures, publicVideoIds, requestsTo, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
+import { countOf, figures, landedByNewPoll, publicVideoIds, requestsTo, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
 import { videosPaidTwice } from '../helpers/posts.ts';
 import { waitUntil } from '../helpers/proc.ts';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.ts';
@@ -54,17 +54,8 @@ it('28 primary demoted with REPLICAOF, replica promoted, endpoint moved: the dae
   rig.redisProxy.retarget(replica.port);
   const failedOverAt = Date.now();
 
-  // Resumed: items landed by a poll that started after the failover, so went through Redis (B)
-  // to be run; a poll running at the failover can still land its items (Postgres only). Polls
-  // of one batch run one at a time and each is counted when it commits (batches.polls): with N
-  // counted now, the one running is at most N + 1, and N + 2 started after the failover.
-  const pollsAtFailover = new Map(
-    (await sql<{ job_id: string; polls: number }[]>`select job_id, polls from batches where source_id = ${source.id}`).map((r) => [r.job_id, r.polls]),
-  );
-  const resumedAt = await waitUntil(() => {
-    const l = daemon.logs().find((x) => x.event === 'poll.landed' && Number(x.landed) > 0 && Number(x.polls) >= (pollsAtFailover.get(String(x.jobId)) ?? 0) + 2);
-    return l?.time;
-  }, 60_000, 'items landed by a poll started after the failover');
+  // resumed: items landed by a poll started after the failover (fault-rig.ts landedByNewPoll)
+  const resumedAt = await waitUntil(() => landedByNewPoll(daemon, failedOverAt), 60_000, 'items landed by a poll started after the failover');
   await daemon.waitForLog((l) => l.event === 'redis.readonly_reconnect', 30_000, 'the READONLY reconnect');
 
   const s = await settle(rig, [source.id], 120_000);

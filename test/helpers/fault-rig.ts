@@ -194,3 +194,15 @@ export function publicVideoIds(sim: Simulator, channelId: string): string[] {
 export function requestsTo(sim: Simulator, endpoint: string): number {
   return sim.stats().byEndpoint[endpoint]?.total ?? 0;
 }
+
+/**
+ * When the daemon first logged items landed by a poll that began after `faultAt` (epoch ms), so
+ * was run through Redis after the fault; undefined until then. A poll already running at the
+ * fault can still land its items (that needs Postgres only), so an item landed after the fault
+ * proves nothing by itself: in one run of scenario 27 the first came 0.2 s after the fault, then
+ * nothing for 60 s. `poll.landed` says how long its poll took (`ms`), so when it began.
+ */
+export function landedByNewPoll(daemon: CliProcess, faultAt: number): number | undefined {
+  const l = daemon.logs().find((x) => x.event === 'poll.landed' && Number(x.landed) > 0 && x.time - Number(x.ms) > faultAt);
+  return l?.time;
+}
