@@ -5,9 +5,10 @@
  * ~3.5 ms of Postgres CPU, and was ~80% of landing it while it ran in the landing transaction.
  *
  * It runs beside the poll and sink workers (every daemon with the poller or sink role, and
- * backfill and replay while they wait), in transactions of SEARCH_INDEX_CHUNK transcripts; indexers of several processes
- * share the queue (SKIP LOCKED). Backfill and replay drain what they stored before they exit,
- * and `search` drains before it searches, so what a command stored is found when it returns.
+ * backfill and replay while they wait), in transactions of SEARCH_INDEX_CHUNK transcripts;
+ * indexers of several processes share the queue (SKIP LOCKED). Backfill and replay drain what
+ * they stored before they exit, and `search` drains before it searches, so what a command stored
+ * is found when it returns.
  */
 import { sleepMs } from '../api/retry.ts';
 import { databaseNow, type Queryable } from '../db/connection.ts';
@@ -26,9 +27,10 @@ export const SEARCH_INDEX_CHUNK = 25;
  * process), an indexer builds for at most this share of the time: after a transaction of t ms
  * it pauses 4t. Building windows is Postgres CPU the landing transactions need too: in the
  * benchmark (2 cores), with two indexers at half time beside the landings, W1's and W2's items
- * waited up to 12.5 and 10.9 s to land; at a fifth of the time while a batch is in flight, about
- * 10 and 9 s. Otherwise it builds at full speed, and the index catches up in the gaps. Drains
- * (backfill, replay, search) always run at full speed: someone waits for them.
+ * waited up to 12.5 and 10.9 s to land; at a fifth of the time while a batch is in flight,
+ * 10.7-10.9 and 8.2-8.8 s (a tenth: 11.5 s for W1, within the noise between runs). Otherwise it
+ * builds at full speed, and the index catches up in the gaps. Drains (backfill, replay, search)
+ * always run at full speed: someone waits for them.
  */
 export const SEARCH_INDEX_DUTY_WHILE_LANDING = 0.2;
 /** An indexer that found the queue empty (or failed) looks again after this long. */
@@ -47,8 +49,8 @@ export interface SearchIndexer {
 }
 
 /**
- * Builds queued windows until stopped: while keys wait, continuously (or SEARCH_INDEX_DUTY_WHILE_LANDING
- * of the time while `landing()`), every SEARCH_INDEX_IDLE_MS otherwise.
+ * Builds queued windows until stopped: while keys wait, continuously (SEARCH_INDEX_DUTY_WHILE_LANDING
+ * of the time while items may be landing), and every SEARCH_INDEX_IDLE_MS otherwise.
  */
 export function startSearchIndexer(
   deps: SearchIndexDeps,
