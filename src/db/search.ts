@@ -10,7 +10,6 @@
  * to check without losing any (EXPLAIN: a Bitmap Index Scan on transcript_windows_tsv_idx).
  */
 import { prepareSearchQuery, SEARCH_WINDOW_STEP, SNIPPET_START, SNIPPET_STOP } from '../domain/search.ts';
-import { BATCH_IN_FLIGHT_STATUSES } from '../domain/batches.ts';
 import type { Queryable } from './connection.ts';
 
 /**
@@ -129,13 +128,6 @@ export async function searchTranscripts(sql: Queryable, f: SearchFilter): Promis
 export async function indexQueuedTranscripts(sql: Queryable, max: number): Promise<number> {
   const [r] = await sql<{ n: number }[]>`select search_index_pending(${max}::int) as n`;
   return r!.n;
-}
-
-/** Whether any batch is in flight (its items may be landing, in any process). */
-export async function anyBatchInFlight(sql: Queryable): Promise<boolean> {
-  const [r] = await sql<{ any: boolean }[]>`
-    select exists (select 1 from batches where status = any(${[...BATCH_IN_FLIGHT_STATUSES]}::text[])) as any`;
-  return r!.any;
 }
 
 export interface SearchBacklog {

@@ -13,7 +13,8 @@
 import { sleepMs } from '../api/retry.ts';
 import { databaseNow, type Queryable } from '../db/connection.ts';
 import { isReadOnlyError } from '../db/pg-errors.ts';
-import { anyBatchInFlight, indexQueuedTranscripts, searchBacklog } from '../db/search.ts';
+import { anyBatchInFlight } from '../db/batches.ts';
+import { indexQueuedTranscripts, searchBacklog } from '../db/search.ts';
 import type { Logger } from '../log.ts';
 
 /**
@@ -23,9 +24,8 @@ import type { Logger } from '../log.ts';
  */
 export const SEARCH_INDEX_CHUNK = 25;
 /**
- * While items may be landing (a batch in flight anywhere, or a poll or sink job running in its
- * process), an indexer builds for at most this share of the time: after a transaction of t ms
- * it pauses 4t. Building windows is Postgres CPU the landing transactions need too: in the
+ * While items may be landing (a batch in flight, polled by any process), an indexer builds for
+ * at most this share of the time: after a transaction of t ms it pauses 4t. Building windows is Postgres CPU the landing transactions need too: in the
  * benchmark (2 cores), with two indexers at half time beside the landings, W1's and W2's items
  * waited up to 12.5 and 10.9 s to land; at a fifth of the time while a batch is in flight,
  * 10.7-10.9 and 8.2-8.8 s (a tenth: 11.5 s for W1, within the noise between runs). Otherwise it
@@ -52,14 +52,7 @@ export interface SearchIndexer {
  * Builds queued windows until stopped: while keys wait, continuously (SEARCH_INDEX_DUTY_WHILE_LANDING
  * of the time while items may be landing), and every SEARCH_INDEX_IDLE_MS otherwise.
  */
-export function startSearchIndexer(
-  deps: SearchIndexDeps,
-  opts: {
-    idleMs?: number;
-    /** whether this process is landing items right now (besides: any batch in flight) */
-    landing?: () => boolean;
-  } = {},
-): SearchIndexer {
+export function startSearchIndexer(deps: SearchIndexDeps, opts: { idleMs?: number } = {}): SearchIndexer {
   const idleMs = opts.idleMs ?? SEARCH_INDEX_IDLE_MS;
   const stopping = new AbortController();
   let failing = false;
@@ -80,7 +73,8 @@ export function startSearchIndexer(
         failing = true;
       }
       const tookMs = performance.now() - startedAt;
-      const landing = built > 0 && (opts.landing?.() === true || (await anyBatchInFlight(deps.sql).catch(() => false)));
+      // a poll runs only for a batch in flight, in whichever process
+      const landing = built > 0 && (await anyBatchInFlight(deps.sql).catch(() => false));
       const duty = landing ? SEARCH_INDEX_DUTY_WHILE_LANDING : 1;
       await pause(built === 0 ? idleMs : (tookMs * (1 - duty)) / duty, stopping.signal);
     }

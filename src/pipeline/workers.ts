@@ -182,17 +182,6 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
     workers.push(w);
   }
 
-  // polls and sinks running in this process: the search indexer yields to them
-  let landing = 0;
-  const whileLanding = async <T>(step: () => Promise<T>): Promise<T> => {
-    landing++;
-    try {
-      return await step();
-    } finally {
-      landing--;
-    }
-  };
-
   if (opts.roles.includes('poller')) {
     const w: Worker = new Worker(
       QUEUE_POLL,
@@ -200,7 +189,7 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
         const data = parsePayload(QUEUE_POLL, PollJobSchema, job.data);
         let r;
         try {
-          r = await whileLanding(() => pollBatch(deps, data.jobId, { previousDelayMs: data.delayMs, signal: stopping.signal }));
+          r = await pollBatch(deps, data.jobId, { previousDelayMs: data.delayMs, signal: stopping.signal });
         } catch (e: unknown) {
           // aborted mid-answer by a shutdown: the poll's transaction rolled back; poll again later
           if (stopping.signal.aborted) return handBack(job, token, 'poll');
@@ -233,7 +222,7 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
         const data = parsePayload(QUEUE_SINK, SinkJobSchema, job.data);
         let r;
         try {
-          r = await whileLanding(() => sinkBatch(deps, data.jobId, { signal: stopping.signal }));
+          r = await sinkBatch(deps, data.jobId, { signal: stopping.signal });
         } catch (e: unknown) {
           if (isReadOnlyError(e)) return readOnly(w, job);
           return classify(e);
@@ -250,8 +239,7 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
   const webhooks = opts.roles.includes('webhooks') ? startWebhookDelivery(deps) : undefined;
   // nor is the search indexer: it builds the windows of what the polls and sinks stored (in
   // every process that stores transcripts, so no deployment of roles is left without one)
-  const searchIndexer =
-    opts.roles.includes('poller') || opts.roles.includes('sink') ? startSearchIndexer(deps, { landing: () => landing > 0 }) : undefined;
+  const searchIndexer = opts.roles.includes('poller') || opts.roles.includes('sink') ? startSearchIndexer(deps) : undefined;
 
   for (const w of workers) {
     w.on('failed', (job, err) => {
