@@ -71,6 +71,11 @@ export interface PollResult {
   quarantined: number;
   /** the delay before the next poll, when not terminal */
   nextDelayMs?: number;
+  /**
+   * Not terminal, but the batch should be complete by now (`dueAgainNow`): read it again at once,
+   * in the same turn, rather than after the delay and a wait behind polls queued meanwhile
+   */
+  readAgainNow?: boolean;
 }
 
 /**
@@ -129,15 +134,35 @@ export function planNextPollMs(
   const bounded = (ms: number) => Math.round(Math.min(settings.pollMaxDelayMs, Math.max(settings.pollMinDelayMs, ms)));
   if (p.finished === 0 && p.status !== 'active') return bounded(previousDelayMs * 2);
   let next = Math.min(settings.pollLandWithinMs / 2 - p.pollMs, settings.pollLandWithinMs - 3 * p.pollMs) - POLL_LAND_MARGIN_MS;
-  const newlyFinished = p.finished - p.finishedBefore;
-  if (newlyFinished > 0 && p.sinceBeforeMs > 0) {
-    const etaMs = ((p.total - p.finished) * p.sinceBeforeMs) / newlyFinished;
+  const etaMs = etaFromAnswerMs(p);
+  if (etaMs !== undefined) {
     next = Math.min(next, etaMs - p.sinceAnswerMs + POLL_ETA_MARGIN_MS);
   } else {
     // running but no progress seen since the previous answer: back off, within the budget
     next = Math.min(next, previousDelayMs * 2);
   }
   return bounded(next);
+}
+
+/**
+ * Read the batch again at once, in the same turn? Yes when the rate of finishing says it was
+ * complete before now (plus the margin) and the answer is at least `pollMinDelayMs` old: a poll
+ * that took longer than the batch had left (landing many items, on a busy machine). The items it
+ * left finished before those of the polls that became due while it ran, so they go first instead
+ * of waiting behind them (measured: a W1 batch's last 20 items waited 5 s for a poll slot, 10 s in
+ * all). Not while the batch shows no progress, so a batch stuck short of its end is not re-read.
+ */
+export function dueAgainNow(p: PollProgress, settings: { pollMinDelayMs: number }): boolean {
+  if (p.status !== 'active' || p.sinceAnswerMs < settings.pollMinDelayMs) return false;
+  const etaMs = etaFromAnswerMs(p);
+  return etaMs !== undefined && etaMs + POLL_ETA_MARGIN_MS <= p.sinceAnswerMs;
+}
+
+/** From the answer, how long the rest of the batch takes at the rate seen since the previous one. */
+function etaFromAnswerMs(p: PollProgress): number | undefined {
+  const newlyFinished = p.finished - p.finishedBefore;
+  if (newlyFinished <= 0 || p.sinceBeforeMs <= 0) return undefined;
+  return ((p.total - p.finished) * p.sinceBeforeMs) / newlyFinished;
 }
 
 /** Adaptive backoff: quicker while items finish, slower while nothing moves, within bounds. */
@@ -377,23 +402,22 @@ export async function pollBatch(
     );
   } else {
     const now = Date.now();
-    const finished = (stats.succeeded ?? 0) + (stats.failed ?? 0);
-    result.nextDelayMs =
+    const progress: PollProgress | undefined =
       reading.unknownStatus === null && stats.total !== undefined
-        ? planNextPollMs(
-            previousDelayMs,
-            {
-              status,
-              total: stats.total,
-              finished,
-              finishedBefore: batch.finishedBefore,
-              sinceBeforeMs: batch.sincePreviousMs + (answeredAt - startedAt),
-              sinceAnswerMs: now - answeredAt,
-              pollMs: now - startedAt,
-            },
-            settings,
-          )
-        : nextPollDelayMs(previousDelayMs, result.changed > 0, settings);
+        ? {
+            status,
+            total: stats.total,
+            finished: (stats.succeeded ?? 0) + (stats.failed ?? 0),
+            finishedBefore: batch.finishedBefore,
+            sinceBeforeMs: batch.sincePreviousMs + (answeredAt - startedAt),
+            sinceAnswerMs: now - answeredAt,
+            pollMs: now - startedAt,
+          }
+        : undefined;
+    result.nextDelayMs = progress
+      ? planNextPollMs(previousDelayMs, progress, settings)
+      : nextPollDelayMs(previousDelayMs, result.changed > 0, settings);
+    result.readAgainNow = progress !== undefined && dueAgainNow(progress, settings);
     await scheduleNextPoll(sql, jobId, result.nextDelayMs);
     if (reading.unknownStatus !== null) {
       log.warn({ event: 'poll.unknown_status', jobId, upstreamStatus: reading.unknownStatus, landed: result.landed }, 'batch status unknown to this interface version: still polled');

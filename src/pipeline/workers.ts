@@ -17,7 +17,8 @@
  * cron ticks queue nothing and syncs do not run: no new submission from this build.
  *
  * A poll job re-schedules itself (`moveToDelayed`) until its batch is terminal, so one job ID
- * stands for one batch for its whole life. A schedule job is either a cron tick, which only
+ * stands for one batch for its whole life; a poll that ran past its batch's expected end reads it
+ * once more in the same turn (poller.ts `dueAgainNow`). A schedule job is either a cron tick, which only
  * queues the syncs of the sources on its cron pattern, each at the source's offset in the jitter
  * window (ticks.ts), or a sync.
  */
@@ -190,6 +191,10 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
         let r;
         try {
           r = await pollBatch(deps, data.jobId, { previousDelayMs: data.delayMs, signal: stopping.signal });
+          // past its expected end: once more now, before the polls that became due meanwhile
+          if (!r.terminal && r.readAgainNow && !stopping.signal.aborted) {
+            r = await pollBatch(deps, data.jobId, { previousDelayMs: r.nextDelayMs, signal: stopping.signal });
+          }
         } catch (e: unknown) {
           // aborted mid-answer by a shutdown: the poll's transaction rolled back; poll again later
           if (stopping.signal.aborted) return handBack(job, token, 'poll');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { planNextPollMs, POLL_ETA_MARGIN_MS, POLL_LAND_MARGIN_MS, type PollProgress } from '../../src/pipeline/poller.ts';
+import { dueAgainNow, planNextPollMs, POLL_ETA_MARGIN_MS, POLL_LAND_MARGIN_MS, type PollProgress } from '../../src/pipeline/poller.ts';
 
 const settings = { pollMinDelayMs: 1_000, pollMaxDelayMs: 60_000, pollLandWithinMs: 10_000 };
 
@@ -58,5 +58,27 @@ describe('planNextPollMs', () => {
     expect(planNextPollMs(100, progress({ finished: 4999, finishedBefore: 4000, sinceBeforeMs: 1_000 }), tight)).toBe(
       Math.round(1_000 / 999 + POLL_ETA_MARGIN_MS),
     );
+  });
+});
+
+describe('dueAgainNow', () => {
+  it('reads again at once a batch that should have completed while this poll landed its items', () => {
+    // 230 of 250 finished in 2 s: the last 20 take ~0.17 s; landing the 230 took 4.3 s
+    const late = progress({ total: 250, finished: 230, sinceBeforeMs: 2_000, sinceAnswerMs: 4_300, pollMs: 4_400 });
+    expect(dueAgainNow(late, settings)).toBe(true);
+    // the same answer landed quickly: the delay (at least pollMinDelayMs) comes first
+    expect(dueAgainNow({ ...late, sinceAnswerMs: 600, pollMs: 700 }, settings)).toBe(false);
+  });
+
+  it('not while the rest is still expected to take longer than the poll took', () => {
+    // 1000 of 5000 in 5 s: 20 s left, the poll took 3 s
+    expect(dueAgainNow(progress({ finished: 1000, sinceBeforeMs: 5_000, sinceAnswerMs: 3_000, pollMs: 3_100 }), settings)).toBe(false);
+    // 4990 of 5000 at 200/s: 50 ms left, plus the margin, within the 1.2 s the poll took
+    expect(dueAgainNow(progress({ finished: 4990, finishedBefore: 3990, sinceBeforeMs: 5_000, sinceAnswerMs: 1_200 }), settings)).toBe(true);
+  });
+
+  it('not for a batch that shows no progress, nor one not running', () => {
+    expect(dueAgainNow(progress({ total: 250, finished: 249, finishedBefore: 249, sinceBeforeMs: 2_000, sinceAnswerMs: 5_000 }), settings)).toBe(false);
+    expect(dueAgainNow(progress({ status: 'queued', total: 250, sinceBeforeMs: 2_000, sinceAnswerMs: 5_000 }), settings)).toBe(false);
   });
 });
