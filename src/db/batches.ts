@@ -14,13 +14,6 @@ export async function batchExists(sql: Queryable, jobId: string): Promise<boolea
 }
 
 /** Job IDs of the batches in flight (of `sourceIds`, when given), oldest submission first. */
-/** Whether any batch is in flight (its items may be landing, in any process). */
-export async function anyBatchInFlight(sql: Queryable): Promise<boolean> {
-  const [r] = await sql<{ any: boolean }[]>`
-    select exists (select 1 from batches where status = any(${[...BATCH_IN_FLIGHT_STATUSES]}::text[])) as any`;
-  return r!.any;
-}
-
 export async function inFlightJobIds(sql: Queryable, sourceIds?: readonly number[]): Promise<string[]> {
   const only = sourceIds === undefined ? null : [...sourceIds];
   const rows = await sql<Pick<Batch, 'jobId'>[]>`

@@ -9,6 +9,7 @@
  * window matching its own configuration's query matches that one too, so it narrows the rows
  * to check without losing any (EXPLAIN: a Bitmap Index Scan on transcript_windows_tsv_idx).
  */
+import { BATCH_IN_FLIGHT_STATUSES } from '../domain/batches.ts';
 import { prepareSearchQuery, SEARCH_WINDOW_STEP, SNIPPET_START, SNIPPET_STOP } from '../domain/search.ts';
 import type { Queryable } from './connection.ts';
 
@@ -128,6 +129,22 @@ export async function searchTranscripts(sql: Queryable, f: SearchFilter): Promis
 export async function indexQueuedTranscripts(sql: Queryable, max: number): Promise<number> {
   const [r] = await sql<{ n: number }[]>`select search_index_pending(${max}::int) as n`;
   return r!.n;
+}
+
+/**
+ * When the indexer should build next, ms from now: null when nothing is queued; 0 when keys wait
+ * and no batch is in flight, or the oldest has waited `deferWhileLandingMs`; otherwise what is
+ * left of that wait (items may be landing: their transactions get the CPU first).
+ */
+export async function searchIndexDueInMs(sql: Queryable, deferWhileLandingMs: number): Promise<number | null> {
+  const [r] = await sql<{ due_ms: number | null }[]>`
+    select case
+        when min(q.queued_at) is null then null
+        when not exists (select 1 from batches where status = any(${[...BATCH_IN_FLIGHT_STATUSES]}::text[])) then 0
+        else greatest(0, ${deferWhileLandingMs}::float8 - extract(epoch from clock_timestamp() - min(q.queued_at)) * 1000)
+      end as due_ms
+    from search_index_queue q`;
+  return r!.due_ms === null ? null : Math.ceil(r!.due_ms);
 }
 
 export interface SearchBacklog {

@@ -13,8 +13,7 @@
 import { sleepMs } from '../api/retry.ts';
 import { databaseNow, type Queryable } from '../db/connection.ts';
 import { isReadOnlyError } from '../db/pg-errors.ts';
-import { anyBatchInFlight } from '../db/batches.ts';
-import { indexQueuedTranscripts, searchBacklog } from '../db/search.ts';
+import { indexQueuedTranscripts, searchBacklog, searchIndexDueInMs } from '../db/search.ts';
 import type { Logger } from '../log.ts';
 
 /**
@@ -24,15 +23,17 @@ import type { Logger } from '../log.ts';
  */
 export const SEARCH_INDEX_CHUNK = 25;
 /**
- * While items may be landing (a batch in flight, polled by any process), an indexer builds for
- * at most this share of the time: after a transaction of t ms it pauses 4t. Building windows is Postgres CPU the landing transactions need too: in the
- * benchmark (2 cores), with two indexers at half time beside the landings, W1's and W2's items
- * waited up to 12.5 and 10.9 s to land; at a fifth of the time while a batch is in flight,
- * 10.7-10.9 and 8.2-8.8 s (a tenth: 11.5 s for W1, within the noise between runs). Otherwise it
- * builds at full speed, and the index catches up in the gaps. Drains (backfill, replay, search)
- * always run at full speed: someone waits for them.
+ * While items may be landing (a batch in flight, polled by any process), the indexers leave
+ * Postgres's CPU to the landings: they build only once the oldest waiting transcript has waited
+ * this long, and then at full speed until what waits is younger again. Building windows is
+ * Postgres CPU the landing transactions need too: in the benchmark (2 cores), W1's items waited
+ * up to 8.6-10.2 s to land with the two processes' indexers each building a fifth of the time
+ * while a batch was in flight, 7.8-8.2 s with neither building then. A daemon that always has a
+ * batch in flight still makes what it stores searchable within about this long (plus the
+ * building). Otherwise they build at full speed. Drains (backfill, replay, search) always run at
+ * full speed: someone waits for them.
  */
-export const SEARCH_INDEX_DUTY_WHILE_LANDING = 0.2;
+export const SEARCH_INDEX_DEFER_WHILE_LANDING_MS = 30_000;
 /** An indexer that found the queue empty (or failed) looks again after this long. */
 export const SEARCH_INDEX_IDLE_MS = 1_000;
 /** While a drain waits for keys another indexer is building, it looks again after this long. */
@@ -49,19 +50,27 @@ export interface SearchIndexer {
 }
 
 /**
- * Builds queued windows until stopped: while keys wait, continuously (SEARCH_INDEX_DUTY_WHILE_LANDING
- * of the time while items may be landing), and every SEARCH_INDEX_IDLE_MS otherwise.
+ * Builds queued windows until stopped: at full speed while keys wait (while items may be landing,
+ * only once the oldest has waited `deferWhileLandingMs`), and looks again every `idleMs` otherwise.
  */
-export function startSearchIndexer(deps: SearchIndexDeps, opts: { idleMs?: number } = {}): SearchIndexer {
+export function startSearchIndexer(
+  deps: SearchIndexDeps,
+  opts: { idleMs?: number; deferWhileLandingMs?: number } = {},
+): SearchIndexer {
   const idleMs = opts.idleMs ?? SEARCH_INDEX_IDLE_MS;
+  const deferMs = opts.deferWhileLandingMs ?? SEARCH_INDEX_DEFER_WHILE_LANDING_MS;
   const stopping = new AbortController();
   let failing = false;
   const loop = async (): Promise<void> => {
     while (!stopping.signal.aborted) {
-      let built = 0;
-      const startedAt = performance.now();
+      let waitMs = idleMs;
       try {
-        built = await indexQueuedTranscripts(deps.sql, SEARCH_INDEX_CHUNK);
+        const due = await searchIndexDueInMs(deps.sql, deferMs);
+        // nothing queued: look again later; deferred: look again when due, or sooner (the
+        // landings may end before)
+        if (due !== null) waitMs = Math.min(due, idleMs);
+        // every key queued may be in another indexer's hands (0 built): look again later
+        if (due === 0 && (await indexQueuedTranscripts(deps.sql, SEARCH_INDEX_CHUNK)) > 0) waitMs = 0;
         if (failing) deps.log.info({ event: 'search_index.resumed' }, 'search indexer working again');
         failing = false;
       } catch (err: unknown) {
@@ -72,11 +81,7 @@ export function startSearchIndexer(deps: SearchIndexDeps, opts: { idleMs?: numbe
         }
         failing = true;
       }
-      const tookMs = performance.now() - startedAt;
-      // a poll runs only for a batch in flight, in whichever process
-      const landing = built > 0 && (await anyBatchInFlight(deps.sql).catch(() => false));
-      const duty = landing ? SEARCH_INDEX_DUTY_WHILE_LANDING : 1;
-      await pause(built === 0 ? idleMs : (tookMs * (1 - duty)) / duty, stopping.signal);
+      if (waitMs > 0) await pause(waitMs, stopping.signal);
     }
   };
   const running = loop();

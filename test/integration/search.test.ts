@@ -6,7 +6,8 @@
  * window boundary) is found; accented, CJK, Arabic and Hebrew text is searchable; `-word` and
  * "quoted phrase" behave as web search; a stored transcript is queued and found once the
  * indexer ran (a daemon's, or the `search` command's own); an updated transcript's old words are
- * gone from the index and its new ones found; VIDEO_URL_TEMPLATE links a hit to its second.
+ * gone from the index and its new ones found; while a batch is in flight the indexer defers what
+ * waits (the landings get the CPU first) until the oldest has waited its deferral; VIDEO_URL_TEMPLATE links a hit to its second.
  */
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -193,6 +194,24 @@ describe('the index and the query', () => {
       expect(ids(await search('axolotl'))).toEqual(['vidLater']);
     } finally {
       await indexer.stop();
+    }
+  });
+
+  it('while a batch is in flight, the indexer leaves what waits until the oldest has waited its deferral', async () => {
+    await database.sql`
+      insert into batches (job_id, kind, status, credits_estimated, request)
+      values ('job-search-in-flight', 'transcript', 'active', 2, ${database.sql.json({ videoIds: ['vidWait'] })})`;
+    const indexer = startSearchIndexer({ sql: database.sql, log: silentLogger() }, { idleMs: 50, deferWhileLandingMs: 2_000 });
+    try {
+      await store('vidWait', 'en', chunks(3, { 1: 'the narwhal dives under the ice' }));
+      const stored = Date.now();
+      while ((await search('narwhal')).length === 0 && Date.now() - stored < 10_000) await new Promise((r) => setTimeout(r, 50));
+      const foundAfterMs = Date.now() - stored;
+      expect(ids(await search('narwhal'))).toEqual(['vidWait']);
+      expect(foundAfterMs).toBeGreaterThanOrEqual(1_900);
+    } finally {
+      await indexer.stop();
+      await database.sql`delete from batches where job_id = 'job-search-in-flight'`;
     }
   });
 
