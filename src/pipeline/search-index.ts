@@ -66,11 +66,13 @@ export function startSearchIndexer(
       let waitMs = idleMs;
       try {
         const due = await searchIndexDueInMs(deps.sql, deferMs);
-        // nothing queued: look again later; deferred: look again when due, or sooner (the
-        // landings may end before)
-        if (due !== null) waitMs = Math.min(due, idleMs);
-        // every key queued may be in another indexer's hands (0 built): look again later
-        if (due === 0 && (await indexQueuedTranscripts(deps.sql, SEARCH_INDEX_CHUNK)) > 0) waitMs = 0;
+        if (due === 0) {
+          // none built: every key queued is in another indexer's hands; look again later
+          if ((await indexQueuedTranscripts(deps.sql, SEARCH_INDEX_CHUNK)) > 0) waitMs = 0;
+        } else if (due !== null) {
+          // deferred: look again when due, or sooner (the landings may end before)
+          waitMs = Math.min(due, idleMs);
+        }
         if (failing) deps.log.info({ event: 'search_index.resumed' }, 'search indexer working again');
         failing = false;
       } catch (err: unknown) {

@@ -18,9 +18,9 @@
  *
  * A poll job re-schedules itself (`moveToDelayed`) until its batch is terminal, so one job ID
  * stands for one batch for its whole life; a poll that ran past its batch's expected end reads it
- * once more in the same turn (poller.ts `dueAgainNow`). A schedule job is either a cron tick, which only
- * queues the syncs of the sources on its cron pattern, each at the source's offset in the jitter
- * window (ticks.ts), or a sync.
+ * once more in the same turn (poller.ts `dueAgainNow`). A schedule job is either a cron tick,
+ * which only queues the syncs of the sources on its cron pattern, each at the source's offset in
+ * the jitter window (ticks.ts), or a sync.
  */
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { RedisClient } from '../queues/connection.ts';
