@@ -2,7 +2,7 @@
  * A poll that ran past its batch's expected end reads the batch again at once, in the same turn
  * (poller.ts `dueAgainNow`), instead of after POLL_MIN_DELAY_MS and a wait behind other polls.
  * Real simulator (a batch finishing 10 items a second), Postgres and Redis; the first poll is
- * made slow by holding the tables it writes locked while the batch completes.
+ * made slow by holding the tables it writes locked until well after the batch completed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { syncSource } from '../../src/pipeline/scheduler.ts';
@@ -14,8 +14,11 @@ const VIDEOS = 30;
 const ITEMS_PER_SECOND = 10;
 /** the next poll after a slow one would come at least this long after it */
 const MIN_DELAY_MS = 4_000;
-/** how long the first poll's landing is held up: longer than the batch has left, and than MIN_DELAY_MS */
-const HOLD_MS = 5_000;
+/**
+ * How long the first poll's landing is held up: its answer (read while the batch runs, within
+ * its first 3 s) is then more than MIN_DELAY_MS old when the poll ends, and the batch complete
+ */
+const HOLD_MS = 7_000;
 
 let h: PipelineHarness;
 let workers: WorkerSet | undefined;
@@ -34,16 +37,18 @@ describe('a poll that ran past its batch\'s expected end', () => {
   it('reads the batch again at once and lands the rest, not after the minimum delay', async () => {
     const ch = h.sim.catalog.channels()[0]!;
     const s = await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: VIDEOS, langs: ['en'], textOnly: false, cron: null });
-    const settings = { ...FAST_PIPELINE, pollInitialDelayMs: 500, pollMinDelayMs: MIN_DELAY_MS, pollMaxDelayMs: 2 * MIN_DELAY_MS };
+    const settings = { ...FAST_PIPELINE, pollInitialDelayMs: 1_000, pollMinDelayMs: MIN_DELAY_MS, pollMaxDelayMs: 2 * MIN_DELAY_MS };
     const { sql } = h.database;
-    const submitted = await syncSource(h.deps, s.id);
+    const deps = { ...h.deps, settings };
+    const submitted = await syncSource(deps, s.id);
     expect(submitted.jobIds).toHaveLength(2);
 
-    // the first polls (0.5 s in, a sixth of each batch finished) cannot write until released
+    // the first polls (1 s in, a third of each batch finished: enough for a steady rate) cannot
+    // write until released
     let released = 0;
     const holding = sql.begin(async (tx) => {
       await tx`lock table videos, transcripts in exclusive mode`;
-      workers = startWorkers({ ...h.deps, settings }, { roles: ['poller'], connection: h.redis });
+      workers = startWorkers(deps, { roles: ['poller'], connection: h.redis });
       await new Promise((r) => setTimeout(r, HOLD_MS));
       released = Date.now();
     });
