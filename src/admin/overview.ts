@@ -18,7 +18,7 @@ import { batchProgress, type BatchProgress } from '../db/batch-progress.ts';
 import { batchCountsByStatus, inFlightJobIds } from '../db/batches.ts';
 import { databaseNow, type Queryable } from '../db/connection.ts';
 import { creditUsage } from '../db/credit-snapshots.ts';
-import { sourceLanguageCoverage, sourceOutcomeErrors, type SourceLanguageCoverage, type SourceOutcomeError } from '../db/video-outcomes.ts';
+import { sourceOutcomes, type SourceLanguageCoverage, type SourceOutcomeError } from '../db/video-outcomes.ts';
 import { sourcesWithStatsByIds } from '../db/source-stats.ts';
 import { isQueryCanceled, readSections, type Pool } from '../db/statement-timeout.ts';
 import { tableStorage, type TableStorage } from '../db/storage.ts';
@@ -114,9 +114,8 @@ export interface LoadOverviewOptions {
 async function loadSources(q: Queryable, now: Date, page: number): Promise<OverviewSources> {
   const sources = await readSourcesPage(q, now, { page, perPage: OVERVIEW_SOURCES_PER_PAGE });
   // the page's sources only: one probe per video of theirs, whatever the installation's size
-  const errorsBySource = await sourceOutcomeErrors(q, sources.rows.map((s) => s.id));
-  const coverageBySource = await sourceLanguageCoverage(q, sources.rows.filter((s) => s.langs.length > 0).map((s) => s.id));
-  return { ...sources, errorsBySource, coverageBySource };
+  const { errors, coverage } = await sourceOutcomes(q, sources.rows.map((s) => s.id));
+  return { ...sources, errorsBySource: errors, coverageBySource: coverage };
 }
 
 async function loadInFlight(q: Queryable): Promise<{ total: number; shown: BatchProgress[] }> {

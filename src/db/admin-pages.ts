@@ -117,7 +117,7 @@ export interface SourceLatestErrorCode {
  * code and state, the most first, each with up to `videosPerCode` videos. What holds now: a video
  * re-submitted and stored since is not counted (every item ever received stays counted in
  * `item_counts`: history). The source's `source_videos` rows and a primary-key probe into
- * `video_sync` each, as `sourceOutcomeErrors` (src/db/video-outcomes.ts): the cost follows the
+ * `video_sync` each, as `sourceOutcomes` (src/db/video-outcomes.ts): the cost follows the
  * source's size, not the history.
  */
 export async function sourceLatestErrorCodes(

@@ -26,7 +26,7 @@ import { committedMigrations, ensureDatabase, MIGRATIONS_FOLDER, migrateDatabase
 import { quarantineCounts, requalifyQuarantined } from '../../src/db/quarantine.ts';
 import { addSourceVideos, rememberVideos } from '../../src/db/source-videos.ts';
 import { sourcesWithStats } from '../../src/db/source-stats.ts';
-import { languageCoverage, outcomeCounts, outcomeErrorCounts, sourceLanguageCoverage } from '../../src/db/video-outcomes.ts';
+import { languageCoverage, outcomeCounts, outcomeErrorCounts, sourceLanguageCoverage, sourceOutcomes } from '../../src/db/video-outcomes.ts';
 import { claimVideos, markSinkOutcome, pointClaimsAt, recordOutcomes, releaseClaims } from '../../src/db/video-sync.ts';
 import { BATCH_COUNT_SHARDS, ITEM_COUNT_SHARDS } from '../../src/domain/items.ts';
 import { createTestDatabase, dropDatabase, testDatabaseName, testServerUrl, type TestDatabase } from '../helpers/db.ts';
@@ -552,6 +552,17 @@ describe('video outcome counters (migrations/0008)', () => {
     expect(await sourceLanguageCoverage(sql, [src!.id])).toEqual([
       { sourceId: src!.id, lang: 'de', asked: 2, fellBack: { en: 5 }, none: 1, pending: 1 },
     ]);
+    // the overview's read of a page: the same coverage, and each source's errors in what it buys
+    // (another source's language is not its error)
+    const [other] = await sql<{ id: number }[]>`insert into sources (kind, ref, external_id, max_videos, langs) values ('playlist', 'q', 'q', 100, '{en}') returning id`;
+    await sql`insert into source_videos (source_id, video_id) select ${other!.id}, v from unnest(${vids.slice(14, 20)}::text[]) as v`;
+    expect(await sourceOutcomes(sql, [src!.id, other!.id])).toEqual({
+      coverage: [
+        { sourceId: src!.id, lang: 'de', asked: 2, fellBack: { en: 5 }, none: 1, pending: 1 },
+        { sourceId: other!.id, lang: 'en', asked: 0, fellBack: {}, none: 0, pending: 6 },
+      ],
+      errors: [{ sourceId: src!.id, kind: 'transcript', lang: 'de', errorCode: 'transcript-unavailable', state: 'failed', videos: 1 }],
+    });
     await sql`delete from video_sync where video_id in ('v0001', 'v0012')`;
     await expectOutcomeCountersExact();
     await sql`truncate video_sync`;
