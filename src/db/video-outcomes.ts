@@ -97,7 +97,7 @@ export async function sourceLanguageCoverage(sql: Queryable, sourceIds: readonly
   const rows = await probing(sql, (q) => q<CoverageRow[]>`
     select src.id as source_id, l.lang, s.last_state as state, coalesce(s.delivered_lang, '') as delivered_lang, count(*)::float8 as n
     from sources src
-    cross join lateral unnest(src.langs) as l(lang)
+    cross join lateral (select distinct unnest(src.langs)) as l(lang)
     join source_videos sv on sv.source_id = src.id
     -- a probe per video (the limit keeps the planner from turning it into a join: see probing())
     left join lateral (
