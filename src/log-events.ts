@@ -105,6 +105,10 @@ export const LOG_EVENTS = [
   'credits.reservation_lapsed',
   /** releasing a credit reservation failed; it counts until it expires: `sourceId`, `err` */
   'credits.release_failed',
+  /** billed credits could not be written to `credit_charges` (kept in memory and tried again; warn): `charges`, `err` */
+  'charges.write_failed',
+  /** the credits billed since a /me reading differ from what /me says was used (warn): `billed`, `usedDelta`, `since` */
+  'charges.differ_from_me',
 
   // generated transcripts (src/pipeline/generate.ts; their jobs' polls log the poll.* events with `mode: 'generate'`)
   /** generations requested for a source: `sourceId`, `jobIds`, `videos`, `minutes`, `credits` */

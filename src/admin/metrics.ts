@@ -22,7 +22,9 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { RequestEvent } from '../api/client.ts';
 import { batchCountsByStatus } from '../db/batches.ts';
 import type { Queryable } from '../db/connection.ts';
+import { billedByDay } from '../db/credit-charges.ts';
 import { latestCreditSnapshot } from '../db/credit-snapshots.ts';
+import { chargeOf } from '../domain/charges.ts';
 import { itemErrorCodeCounts } from '../db/item-counts.ts';
 import { languageCoverage, outcomeCounts, outcomeErrorCounts } from '../db/video-outcomes.ts';
 import { quarantineCounts } from '../db/quarantine.ts';
@@ -109,6 +111,12 @@ export function createMetrics(opts: CreateMetricsOptions = {}): AdminMetrics {
     buckets: API_LATENCY_BUCKETS_S,
     registers: [registry],
   });
+  const billed = new Counter({
+    name: `${METRIC_PREFIX}credits_billed_total`,
+    help: 'API credits billed to the requests of this process, by endpoint template and basis (header: x-billable-requests; price: no header, the published price; unanswered: no answer, possibly charged).',
+    labelNames: ['endpoint', 'basis'] as const,
+    registers: [registry],
+  });
   const rows = new Counter({
     name: `${METRIC_PREFIX}rows_upserted_total`,
     help: 'Rows the sink upserted into a table, by outcome (inserted, updated, unchanged: an identical row left untouched).',
@@ -122,6 +130,8 @@ export function createMetrics(opts: CreateMetricsOptions = {}): AdminMetrics {
       const labels = { endpoint: e.endpoint, status: statusLabel(e) };
       requests.inc(labels);
       latency.observe(labels, e.durationMs / 1000);
+      const charge = chargeOf(e);
+      if (charge !== null) billed.inc({ endpoint: e.endpoint, basis: charge.basis }, charge.credits);
     },
     rowsUpserted(table: 'videos' | 'transcripts', counts: UpsertCounts) {
       rows.inc({ table, outcome: 'inserted' }, counts.inserted);
@@ -236,6 +246,26 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
       this.reset();
       const r = await credits();
       if (r) this.set(r.takenAt.getTime() / 1000);
+    },
+  });
+
+  const billedToday = pgFamily('credits_billed', (q) => billedByDay(q, 1));
+  new Gauge({
+    name: `${METRIC_PREFIX}credits_billed_today`,
+    help: 'API credits billed so far this UTC day by every process (credit_charges: x-billable-requests of each answer, the published price where one had none), by basis (header, price, unanswered).',
+    labelNames: ['basis'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const days = await billedToday();
+      const d = days?.[0];
+      if (days === undefined) return;
+      const today = d?.day === new Date().toISOString().slice(0, 10) ? d : undefined;
+      const priced = today?.priced ?? 0;
+      const unanswered = today?.unanswered ?? 0;
+      this.set({ basis: 'header' }, (today?.credits ?? 0) - priced - unanswered);
+      this.set({ basis: 'price' }, priced);
+      this.set({ basis: 'unanswered' }, unanswered);
     },
   });
 

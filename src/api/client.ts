@@ -146,6 +146,11 @@ export interface ApiClientOptions {
 /** Every method takes this as its last argument. */
 export interface CallOptions {
   signal?: AbortSignal | undefined;
+  /**
+   * what the caller expects the request to cost at the published prices (src/domain/prices.ts),
+   * passed on to `onRequest`: the price recorded when an answer carries no `x-billable-requests`
+   */
+  expectedCredits?: number | undefined;
 }
 
 /** `GET /transcript` answers either at once (200) or with a job to poll (202). */
@@ -334,12 +339,13 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
       query: query === undefined ? undefined : toQuery(query),
       kind,
       signal: o?.signal,
+      expectedCredits: o?.expectedCredits,
     };
     return (await http.requestJson(spec, schema)).data;
   }
 
   async function createJob(endpoint: string, path: string, body: unknown, o: CallOptions | undefined): Promise<JobId> {
-    const spec: RequestSpec = { method: 'POST', endpoint, path, body, kind: 'create', signal: o?.signal };
+    const spec: RequestSpec = { method: 'POST', endpoint, path, body, kind: 'create', signal: o?.signal, expectedCredits: o?.expectedCredits };
     return (await http.requestJson(spec, JobIdSchema)).data;
   }
 
@@ -365,6 +371,7 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
         rawSearch: current.search,
         kind: 'idempotent',
         signal: o?.signal,
+      expectedCredits: o?.expectedCredits,
       };
       const { data } = await http.requestJson(spec, CrawlJobSchema);
       for (const page of data.pages ?? []) yield page;
@@ -387,7 +394,7 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
     const query = validate(MediaTranscriptQuerySchema, q, endpoint);
     // anything but `native` may start a paid job: like a batch POST, never repeated once it may have arrived
     const kind = query.mode === 'native' ? 'idempotent' : 'create';
-    const spec: RequestSpec = { method: 'GET', endpoint, path: '/transcript', query: toQuery(query), kind, signal: o?.signal };
+    const spec: RequestSpec = { method: 'GET', endpoint, path: '/transcript', query: toQuery(query), kind, signal: o?.signal, expectedCredits: o?.expectedCredits };
     const { data, raw } = await http.requestJson(spec, TranscriptOrJobIdSchema);
     return { result: 'jobId' in data ? { kind: 'job', jobId: data.jobId } : { kind: 'transcript', transcript: data }, raw };
   }
@@ -410,7 +417,7 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
     openBatch: async (jobId, o) => {
       const endpoint = `GET ${p}/batch/{jobId}`;
       const path = `${p}/batch/${jobIdSegment(jobId, endpoint)}`;
-      return http.openStream({ method: 'GET', endpoint, path, kind: 'idempotent', signal: o?.signal });
+      return http.openStream({ method: 'GET', endpoint, path, kind: 'idempotent', signal: o?.signal, expectedCredits: o?.expectedCredits });
     },
     getPlaylistVideos: async (q, o) => {
       const endpoint = `GET ${p}/playlist/videos`;
@@ -449,7 +456,7 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
     },
     readTranscriptJob: async (jobId, o) => {
       const endpoint = 'GET /transcript/{jobId}';
-      const spec: RequestSpec = { method: 'GET', endpoint, path: `/transcript/${jobIdSegment(jobId, endpoint)}`, kind: 'idempotent', signal: o?.signal };
+      const spec: RequestSpec = { method: 'GET', endpoint, path: `/transcript/${jobIdSegment(jobId, endpoint)}`, kind: 'idempotent', signal: o?.signal, expectedCredits: o?.expectedCredits };
       const { data, raw } = await http.requestJson(spec, JobResultSchema);
       return { result: data, raw };
     },

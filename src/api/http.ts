@@ -29,6 +29,9 @@ import { capRetryAfterMs, decideRetry, type AttemptOutcome, type RequestKind, ty
 import { ErrorBodySchema } from './schemas.ts';
 import type { Logger } from '../log.ts';
 
+/** The answer header that says how many credits the request consumed (UPSTREAM.md, "Credits"). */
+export const BILLING_HEADER = 'x-billable-requests';
+
 /** Answer headers as undici gives them. */
 export type IncomingHttpHeaders = Dispatcher.ResponseData['headers'];
 
@@ -49,6 +52,15 @@ export interface RequestEvent {
    * bounded by `retryAfterMaxMs`
    */
   retryAfterMs?: number | undefined;
+  /** the credits the answer's `x-billable-requests` header says this attempt consumed; undefined: no answer, or no (valid) header */
+  billedCredits?: number | undefined;
+  /** what the caller expected this request to cost at the published prices (`CallOptions.expectedCredits`) */
+  expectedCredits?: number | undefined;
+  /**
+   * how the attempt ended when no answer arrived: `not-sent` (it never reached the server: not
+   * charged) or what may have been charged all the same (`timeout`, `network`, `truncated`)
+   */
+  failure?: AttemptOutcome['kind'] | undefined;
 }
 
 export interface HttpOptions {
@@ -88,10 +100,14 @@ export interface RequestSpec {
   body?: unknown;
   kind: RequestKind;
   signal?: AbortSignal | undefined;
+  /** the request's price at the published prices, passed on to `onRequest` */
+  expectedCredits?: number | undefined;
 }
 
 export interface JsonAnswer<T> {
   status: number;
+  /** the answer's `x-billable-requests` */
+  billedCredits?: number | undefined;
   data: T;
   /** the body as received (JSON-parsed, before the schema dropped or coerced anything): what is landed raw */
   raw: unknown;
@@ -99,6 +115,8 @@ export interface JsonAnswer<T> {
 
 export interface StreamAnswer {
   status: number;
+  /** the answer's `x-billable-requests` */
+  billedCredits?: number | undefined;
   headers: IncomingHttpHeaders;
   /** the undici body stream; the caller must consume or destroy it */
   body: Readable;
@@ -131,9 +149,23 @@ class AttemptFailure extends Error {
   constructor(
     readonly error: ApiError,
     readonly outcome: AttemptOutcome,
+    /** the error answer's `x-billable-requests` (a 206 is charged) */
+    readonly billedCredits?: number,
   ) {
     super(error.message);
   }
+}
+
+/**
+ * The credits an answer's `x-billable-requests` header states: a non-negative integer, or
+ * undefined when the header is missing or holds anything else (the caller then prices the
+ * request itself).
+ */
+export function billedCreditsOf(headers: IncomingHttpHeaders): number | undefined {
+  const v = headers[BILLING_HEADER];
+  const text = (Array.isArray(v) ? v[0] : v)?.trim();
+  if (text === undefined || !/^\d{1,9}$/.test(text)) return undefined;
+  return Number(text);
 }
 
 function errorCodeOf(e: unknown): string | undefined {
@@ -348,12 +380,11 @@ export function createHttp(opts: HttpOptions): Http {
     const retryAfterMs = retryAfterOf(res, spec);
     const body = await readBounded(res, spec, ERROR_BODY_MAX_BYTES);
     const error = errorFromResponse({ status: res.statusCode, body: redactBody(body), endpoint: spec.endpoint, retryAfterMs });
-    return new AttemptFailure(error, {
-      kind: 'answered',
-      status: res.statusCode,
-      errorBody: error.errorBody,
-      retryAfterMs,
-    });
+    return new AttemptFailure(
+      error,
+      { kind: 'answered', status: res.statusCode, errorBody: error.errorBody, retryAfterMs },
+      billedCreditsOf(res.headers),
+    );
   }
 
   function isSuccess(status: number): boolean {
@@ -371,7 +402,7 @@ export function createHttp(opts: HttpOptions): Http {
     }
   }
 
-  async function withRetries<T extends { status: number }>(spec: RequestSpec, attemptOnce: () => Promise<T>): Promise<T> {
+  async function withRetries<T extends { status: number; billedCredits?: number | undefined }>(spec: RequestSpec, attemptOnce: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       if (opts.beforeRequest !== undefined) {
         try {
@@ -389,7 +420,15 @@ export function createHttp(opts: HttpOptions): Http {
       try {
         const answer = await attemptOnce();
         const durationMs = performance.now() - started;
-        emit({ endpoint: spec.endpoint, method: spec.method, status: answer.status, attempt, durationMs });
+        emit({
+          endpoint: spec.endpoint,
+          method: spec.method,
+          status: answer.status,
+          attempt,
+          durationMs,
+          billedCredits: answer.billedCredits,
+          expectedCredits: spec.expectedCredits,
+        });
         opts.log.debug({ event: 'upstream.request', endpoint: spec.endpoint, status: answer.status, attempt, durationMs }, 'upstream request');
         return answer;
       } catch (e: unknown) {
@@ -405,6 +444,9 @@ export function createHttp(opts: HttpOptions): Http {
         durationMs,
         errorCode: error.code,
         retryAfterMs: error.retryAfterMs,
+        billedCredits: failure.billedCredits,
+        expectedCredits: spec.expectedCredits,
+        failure: outcome.kind === 'answered' ? undefined : outcome.kind,
       });
       const decision = decideRetry(spec.kind, outcome, attempt, opts.retry, opts.random);
       if (!decision.retry) {
@@ -433,14 +475,22 @@ export function createHttp(opts: HttpOptions): Http {
     return withRetries(spec, async () => {
       const res = await send(spec);
       if (!isSuccess(res.statusCode)) throw await errorAnswer(res, spec);
+      // a 2xx was charged whatever its body holds: every failure below carries what it cost
+      const billed = billedCreditsOf(res.headers);
+      const failed = (f: AttemptFailure) => new AttemptFailure(f.error, f.outcome, billed);
       const declared = declaredLength(res.headers);
       if (declared !== undefined && declared > opts.maxBodyBytes) {
         // said up front: nothing of it is read
         discard(res.body);
-        throw tooLarge(res, spec, `content-length ${declared}`, undefined);
+        throw failed(tooLarge(res, spec, `content-length ${declared}`, undefined));
       }
-      const body = await readBounded(res, spec, opts.maxBodyBytes);
-      if (body.cut) throw tooLarge(res, spec, `more than ${opts.maxBodyBytes} bytes`, redactBody(body));
+      let body: BoundedBody;
+      try {
+        body = await readBounded(res, spec, opts.maxBodyBytes);
+      } catch (e: unknown) {
+        throw e instanceof AttemptFailure ? failed(e) : e;
+      }
+      if (body.cut) throw failed(tooLarge(res, spec, `more than ${opts.maxBodyBytes} bytes`, redactBody(body)));
       const text = body.text;
       let json: unknown;
       try {
@@ -457,20 +507,19 @@ export function createHttp(opts: HttpOptions): Http {
             rawBody: safe,
           }),
           { kind: 'invalid-answer' },
+          billed,
         );
       }
       if (ErrorBodySchema.safeParse(json).success) {
         // Some other 2xx carrying an Error object: an error all the same.
         const error = errorFromResponse({ status: res.statusCode, body: redactBody(body), endpoint: spec.endpoint });
-        throw new AttemptFailure(error, { kind: 'answered', status: res.statusCode, errorBody: true });
+        throw new AttemptFailure(error, { kind: 'answered', status: res.statusCode, errorBody: true }, billed);
       }
       const parsed = schema.safeParse(json);
       if (!parsed.success) {
-        throw new AttemptFailure(schemaMismatchFromZod(spec.endpoint, parsed.error, redactBody(body), res.statusCode), {
-          kind: 'invalid-answer',
-        });
+        throw new AttemptFailure(schemaMismatchFromZod(spec.endpoint, parsed.error, redactBody(body), res.statusCode), { kind: 'invalid-answer' }, billed);
       }
-      return { status: res.statusCode, data: parsed.data as z.output<S>, raw: json };
+      return { status: res.statusCode, billedCredits: billed, data: parsed.data as z.output<S>, raw: json };
     });
   }
 
@@ -478,7 +527,7 @@ export function createHttp(opts: HttpOptions): Http {
     return withRetries(spec, async () => {
       const res = await send(spec);
       if (!isSuccess(res.statusCode)) throw await errorAnswer(res, spec);
-      return { status: res.statusCode, headers: res.headers, body: res.body };
+      return { status: res.statusCode, billedCredits: billedCreditsOf(res.headers), headers: res.headers, body: res.body };
     });
   }
 

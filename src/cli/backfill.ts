@@ -49,6 +49,7 @@ export function renderBackfillReport(r: BackfillReport): string {
         (s.listed ? `, ${s.listed} listed` : '') +
         (s.listingCredits ? ` (listing: ${s.listingCredits} credit${s.listingCredits === 1 ? '' : 's'})` : '') +
         (s.jobIds.length ? `, ${s.submitted} video(s) submitted in ${s.jobIds.length} batch(es), ~${s.creditsEstimated} credits` : '') +
+        (s.creditsBilled !== undefined ? `; billed ${plural(s.creditsBilled, 'credit')}` : '') +
         (s.detail ? ` (${s.detail})` : '') +
         '\n',
     );
@@ -64,6 +65,14 @@ export function renderBackfillReport(r: BackfillReport): string {
           Object.entries(b.errors).map(([k, v]) => `${k}:${v}`).join(' ') || '-',
         ]),
       ),
+    );
+  }
+  if (r.credits?.billed != null) {
+    const { billed, used } = r.credits;
+    out.push(
+      `credits: ${billed} billed (x-billable-requests of every answer)` +
+        (used === null ? '' : used === billed ? `, as /me says` : `; /me says ${used} used meanwhile (a difference of ${Math.abs(used - billed)}: another client of the key, or answers without the header)`) +
+        '\n',
     );
   }
   if (r.problems.length > 0) {

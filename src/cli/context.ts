@@ -9,6 +9,8 @@ import { createLogger, loggingFor, type Logger } from '../log.ts';
 import { closeRedis, createRedisFromConfig, type RedisClient } from '../queues/connection.ts';
 import { createApiLimiter, type ApiLimiter } from '../queues/limiter.ts';
 import { createQueues, type PipelineQueues } from '../queues/queues.ts';
+import { keyFingerprint } from '../api/key-fingerprint.ts';
+import { createChargeRecorder, type ChargeRecorder } from '../pipeline/charges.ts';
 import type { PipelineDeps, PipelineMetrics } from '../pipeline/deps.ts';
 
 /** What a command with metrics (the daemon's admin server) observes: every API attempt, and the pipeline's outcomes. */
@@ -25,6 +27,8 @@ export interface Context {
   queues(): PipelineQueues;
   limiter(): ApiLimiter;
   api(): ApiClient;
+  /** what each API request was billed, written to `credit_charges` (fed by the client) */
+  charges(): ChargeRecorder;
   /** Everything the pipeline steps take. Opens the database, Redis and the API client. */
   deps(): PipelineDeps;
   close(): Promise<void>;
@@ -50,6 +54,7 @@ export function createContext(opts: ContextOptions = {}): Context {
   let queues: PipelineQueues | undefined;
   let limiter: ApiLimiter | undefined;
   let api: ApiClient | undefined;
+  let charges: ChargeRecorder | undefined;
 
   const ctx: Context = {
     config,
@@ -90,9 +95,11 @@ export function createContext(opts: ContextOptions = {}): Context {
         }
         const l = ctx.limiter();
         const m = opts.metrics;
+        const c = ctx.charges();
         api = createApiClientFromConfig(config.api, log, {
           beforeRequest: (signal) => l.acquire(signal),
           onRequest: (e) => {
+            c.record(e);
             m?.apiRequest(e);
             // a rate limit seen by one request silences every process until it passes, even
             // when this request retries it by itself
@@ -103,6 +110,14 @@ export function createContext(opts: ContextOptions = {}): Context {
         });
       }
       return api;
+    },
+    charges() {
+      charges ??= createChargeRecorder({
+        sql: ctx.db().sql,
+        log,
+        keyFingerprint: config.api.apiKey === undefined ? null : keyFingerprint(config.api.apiKey),
+      });
+      return charges;
     },
     deps() {
       const handle = ctx.db();
@@ -115,9 +130,12 @@ export function createContext(opts: ContextOptions = {}): Context {
         limiter: ctx.limiter(),
         settings: config.pipeline,
         metrics: opts.metrics,
+        charges: ctx.charges(),
       };
     },
     async close() {
+      // what was billed is written before the database closes
+      await charges?.close().catch((err: unknown) => log.warn({ event: 'charges.write_failed', err }, 'could not record billed credits'));
       await Promise.allSettled([
         api?.close(),
         queues?.close(),

@@ -147,6 +147,32 @@ export function renderStatus(r: StatusReport): string {
         `${c.usedLast24h !== null ? `; ${c.usedLast24h} in the last 24 h` : ''}\n` +
         `  estimated cost of all recorded batches: ${c.estimatedAllTime}\n`,
     );
+  if (c.billedLast24h !== null && c.usedLast24h !== null) {
+    const diff = c.usedLast24h - c.billedLast24h;
+    out.push(
+      `  billed between the same /me readings: ${c.billedLast24h}` +
+        (diff === 0 ? ' (matches /me)\n' : ` (/me says ${c.usedLast24h}: ${Math.abs(diff)} ${diff > 0 ? 'more used than billed here: another client, or answers without x-billable-requests' : 'less used than billed here'})\n`),
+    );
+  }
+  if (c.billedByDay.length === 0) out.push('  billed (x-billable-requests): nothing recorded yet\n');
+  else {
+    out.push('  billed per UTC day (x-billable-requests of each answer; the published price where an answer had none):\n');
+    out.push(
+      renderTable(
+        ['day', 'billed', 'estimated', 'requests', 'priced, no header', 'unanswered, maybe'],
+        c.billedByDay.map((d) => [d.day, d.credits, d.estimated, d.requests, d.priced, d.unanswered]),
+      ),
+    );
+    if (c.billedTodayBySource.length > 0) {
+      out.push('  billed today by source:\n');
+      out.push(
+        renderTable(
+          ['source', 'billed', 'estimated', 'requests'],
+          c.billedTodayBySource.map((b) => [b.sourceId ?? '(none)', b.credits, b.estimated, b.requests]),
+        ),
+      );
+    }
+  }
 
   const hooks = r.webhooks ?? [];
   if (hooks.length > 0) {

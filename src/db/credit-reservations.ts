@@ -132,12 +132,18 @@ export interface SpentToday {
   pending: number;
   /** reservations still open: passed the guard, not spent yet */
   reserved: number;
+  /**
+   * what was billed beyond those estimates (`credit_charges.budget_delta`): billed - estimated of
+   * each answered paid request, and charges nobody estimated; negative when billed less
+   */
+  billedOver: number;
 }
 
 /**
  * Credits spent since `dayStart` (all sources, or one), counting every paid request that may
  * have been charged, and what is reserved for requests about to be sent. A batch submitted
- * while its reservation is still open is counted once (spendReservation).
+ * while its reservation is still open is counted once (spendReservation). Batches and listings
+ * count at their estimate, corrected by what their answers say they were billed (`billedOver`).
  */
 export async function spentSince(tx: Queryable, dayStart: Date, now: DbInstant, sourceId: number | null): Promise<SpentToday> {
   // two statements' worth of text rather than `($1 is null or source_id = $1)`, so that a
@@ -155,6 +161,8 @@ export async function spentSince(tx: Queryable, dayStart: Date, now: DbInstant, 
         where state in (${pendingStates}) and job_id is null
           and created_at >= ${dayStart} ${ofSource}) as pending,
       (select coalesce(sum(credits), 0)::float8 from credit_reservations
-        where released_at is null and expires_at > ${now}::text::timestamptz ${ofSource}) as reserved`;
+        where released_at is null and expires_at > ${now}::text::timestamptz ${ofSource}) as reserved,
+      (select coalesce(sum(budget_delta), 0)::float8 from credit_charges
+        where charged_at >= ${dayStart} ${ofSource}) as "billedOver"`;
   return row!;
 }

@@ -29,6 +29,7 @@ import { PRUNABLE_ITEM_STATES } from '../domain/retention.ts';
 import { SYNC_RUN_OUTCOMES, type SyncRunOutcome } from '../domain/syncs.ts';
 import { CLAIM_STANDING_SUBMISSIONS, SUBMISSION_STATES, type SubmissionState } from '../domain/submissions.ts';
 import { EVENT_TYPES, type EventType } from '../domain/events.ts';
+import { CHARGE_BASES, type ChargeBasis } from '../domain/charges.ts';
 import { WEBHOOK_DELIVERY_STATUSES, type WebhookDeliveryStatus } from '../domain/webhooks.ts';
 import { HOLD_CODES, HOLD_SCOPES, type HoldCode, type HoldEvent, type HoldScope } from '../domain/refusals.ts';
 import {
@@ -458,6 +459,8 @@ export const syncRuns = pgTable(
     jobIds: text('job_ids').array(),
     /** what listing the source cost this run (1 per ID listing, 1 per search page), spent before the guard */
     listingCredits: integer('listing_credits'),
+    /** what the run's requests were billed in all (`credit_charges`); null: runs of older releases */
+    creditsBilled: integer('credits_billed'),
   },
   (t) => [
     index('sync_runs_source_started_idx').on(t.sourceId, t.startedAt),
@@ -669,6 +672,41 @@ export const creditReservations = pgTable(
   ],
 );
 
+/**
+ * What each paid API request was billed (its answer's `x-billable-requests`, or the published
+ * price where it carried none), beside what was estimated: the exact cost per request, sync run,
+ * source and day (src/pipeline/charges.ts).
+ */
+export const creditCharges = pgTable(
+  'credit_charges',
+  {
+    id: bigNumber('id').primaryKey().generatedAlwaysAsIdentity(),
+    chargedAt: tstzNow('charged_at'),
+    /** the source whose sync (or other work) made the request; null: none (e.g. `sources add`) */
+    sourceId: integer('source_id').references(() => sources.id, { onDelete: 'set null' }),
+    syncRunId: bigNumber('sync_run_id').references(() => syncRuns.id, { onDelete: 'set null' }),
+    /** the endpoint template, e.g. `POST /videosite/video/batch` */
+    endpoint: text('endpoint').notNull(),
+    /** the answer's HTTP status; null: no answer arrived */
+    status: integer('status'),
+    credits: integer('credits').notNull(),
+    /** the published price the request was expected to cost; null: not estimated */
+    estimated: integer('estimated'),
+    basis: text('basis').$type<ChargeBasis>().notNull(),
+    /** what this charge adds to the daily budgets beyond the estimates they count (src/domain/charges.ts `budgetDelta`) */
+    budgetDelta: integer('budget_delta').notNull().default(0),
+    /** which API key paid (src/api/key-fingerprint.ts) */
+    keyFingerprint: text('key_fingerprint'),
+  },
+  (t) => [
+    index('credit_charges_charged_at_idx').on(t.chargedAt),
+    index('credit_charges_source_idx').on(t.sourceId, t.chargedAt),
+    index('credit_charges_sync_run_idx').on(t.syncRunId).where(sql`${t.syncRunId} is not null`),
+    check('credit_charges_credits_ck', sql`${t.credits} >= 0`),
+    check('credit_charges_basis_ck', sql`${t.basis} in (${sqlList(CHARGE_BASES)})`),
+  ],
+);
+
 /** Every `prune` run (by a person or the daily job): what it freed, per table. */
 export const pruneRuns = pgTable(
   'prune_runs',
@@ -876,6 +914,7 @@ export type BatchItemCount = typeof batchItemCounts.$inferSelect;
 export type SourceStats = typeof sourceStats.$inferSelect;
 export type VideoOutcomeCount = typeof videoOutcomeCounts.$inferSelect;
 export type CreditReservation = typeof creditReservations.$inferSelect;
+export type CreditCharge = typeof creditCharges.$inferSelect;
 export type PruneRun = typeof pruneRuns.$inferSelect;
 export type EventRecord = typeof events.$inferSelect;
 export type WebhookEndpoint = typeof webhookEndpoints.$inferSelect;

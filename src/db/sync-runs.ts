@@ -13,6 +13,8 @@ export async function startSyncRun(sql: Queryable, sourceId: number): Promise<nu
 /** What a finished run did. */
 export type SyncRunFigures = Pick<SyncRun, 'videosListed' | 'videosSubmitted' | 'creditsEstimated' | 'listingCredits' | 'detail'> & {
   jobIds: string[];
+  /** the run's charges are recorded in `credit_charges` (a charge recorder ran): its billed total is their sum; else null */
+  chargesRecorded?: boolean | undefined;
 };
 
 /** Records how the run ended, with its `source.synced` / `source.failed` event in the same statement. */
@@ -21,7 +23,9 @@ export async function finishSyncRun(sql: Queryable, runId: number, outcome: NonN
     with run as (
       update sync_runs set finished_at = now(), outcome = ${outcome}, detail = ${r.detail},
         videos_listed = ${r.videosListed}, videos_submitted = ${r.videosSubmitted},
-        credits_estimated = ${r.creditsEstimated}, listing_credits = ${r.listingCredits}, job_ids = ${r.jobIds}
+        credits_estimated = ${r.creditsEstimated}, listing_credits = ${r.listingCredits}, job_ids = ${r.jobIds},
+        credits_billed = case when ${r.chargesRecorded ?? false}::boolean
+          then (select coalesce(sum(credits), 0) from credit_charges where sync_run_id = ${runId}) end
       where id = ${runId}
       returning ${SYNC_RUN_EVENT_COLUMNS(sql)}
     )
@@ -29,7 +33,7 @@ export async function finishSyncRun(sql: Queryable, runId: number, outcome: NonN
 }
 
 const SYNC_RUN_EVENT_COLUMNS = (sql: Queryable) =>
-  sql`id, source_id, outcome, detail, videos_listed, videos_submitted, credits_estimated, listing_credits, job_ids`;
+  sql`id, source_id, outcome, detail, videos_listed, videos_submitted, credits_estimated, listing_credits, credits_billed, job_ids`;
 
 /** The event of a finished run (src/domain/events.ts SYNC_RUN_EVENT), from the CTE `run`. */
 const insertSyncRunEvent = (sql: Queryable, outcome: SyncRunOutcome) => sql`
@@ -37,7 +41,8 @@ const insertSyncRunEvent = (sql: Queryable, outcome: SyncRunOutcome) => sql`
     select ${SYNC_RUN_EVENT[outcome]}::text, run.source_id, jsonb_build_object(
         'sourceId', run.source_id, 'runId', run.id, 'outcome', run.outcome, 'detail', run.detail,
         'videosListed', run.videos_listed, 'videosSubmitted', run.videos_submitted,
-        'creditsEstimated', run.credits_estimated, 'listingCredits', run.listing_credits, 'jobIds', to_jsonb(run.job_ids))
+        'creditsEstimated', run.credits_estimated, 'listingCredits', run.listing_credits, 'creditsBilled', run.credits_billed,
+        'jobIds', to_jsonb(run.job_ids))
     from run`;
 
 /**

@@ -3,6 +3,7 @@
  * lives in the adapters of src/pipeline/kinds/ (a `Record<SourceKind, SourceAdapter>`, so a kind
  * added here fails to compile until it has one).
  */
+import { PRICES } from './prices.ts';
 
 /** `playlist`, `channel`: listed through the API; `videos`: IDs a person gave; `search`: a saved search. */
 export const SOURCE_KINDS = ['playlist', 'channel', 'videos', 'search'] as const;
@@ -46,33 +47,20 @@ export type TranscriptOrigin = (typeof TRANSCRIPT_ORIGINS)[number];
 export const BATCH_MODES = ['batch', 'generate'] as const;
 export type BatchMode = (typeof BATCH_MODES)[number];
 
-/** A generated transcript costs this many credits per started minute of the media (UPSTREAM.md). */
-export const GENERATE_CREDITS_PER_MINUTE = 2;
-
-/** Started minutes of a duration in seconds (what a generated transcript is priced by). */
-export function startedMinutes(durationS: number): number {
-  return Math.max(1, Math.ceil(durationS / 60));
-}
-
-/** Credits of one generated transcript of a video of `durationS` seconds. */
-export function generateCredits(durationS: number): number {
-  return GENERATE_CREDITS_PER_MINUTE * startedMinutes(durationS);
-}
-
 /** A channel's or playlist's metadata record is re-fetched (1 credit) when older than this. */
 export const SOURCE_METADATA_REFRESH_MS = 24 * 3_600_000;
 
 /**
- * What a sync pays before any batch, per kind (UPSTREAM.md: every answered request but `/me` and
- * polls costs 1 credit): `listing` credits for the ID listing, or that much per page
+ * What a sync pays before any batch, per kind (src/domain/prices.ts): `listing` credits for the
+ * ID listing, or that much per page
  * (`perPage`: a search follows its pages, and how many only the search knows), plus 1 to re-read
  * the source's own record (`record`) when it is older than SOURCE_METADATA_REFRESH_MS.
  */
 export const LISTING_PRICE: Readonly<
   Record<SourceKind, { listing: number; perPage: boolean; record: 'channels' | 'playlists' | null }>
 > = {
-  channel: { listing: 1, perPage: false, record: 'channels' },
-  playlist: { listing: 1, perPage: false, record: 'playlists' },
+  channel: { listing: PRICES.listing, perPage: false, record: 'channels' },
+  playlist: { listing: PRICES.listing, perPage: false, record: 'playlists' },
   videos: { listing: 0, perPage: false, record: null },
-  search: { listing: 1, perPage: true, record: null },
+  search: { listing: PRICES.searchPage, perPage: true, record: null },
 };

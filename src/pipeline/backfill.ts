@@ -6,11 +6,14 @@
 import { ApiError } from '../api/errors.ts';
 import type { BatchProgress } from '../db/batch-progress.ts';
 import { inFlightJobIds } from '../db/batches.ts';
+import { databaseNow } from '../db/connection.ts';
+import { billedBetween } from '../db/credit-charges.ts';
 import type { Source } from '../db/schema.ts';
 import { getSource } from '../db/sources.ts';
 import { isTerminalStatus, type BatchKind } from '../domain/batches.ts';
 import { REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
-import { GENERATE_CREDITS_PER_MINUTE, generateCredits, LISTING_PRICE } from '../domain/sources.ts';
+import { generateCredits, PRICES } from '../domain/prices.ts';
+import { LISTING_PRICE } from '../domain/sources.ts';
 import { budgetsLeft, creditsLeft, takeCreditSnapshot } from './credits.ts';
 import type { PipelineDeps } from './deps.ts';
 import { planGenerations, submitGenerations } from './generate.ts';
@@ -61,6 +64,12 @@ export interface BackfillReport {
   exitCode: 0 | 1 | 3;
   /** one line per reason the exit code is not 0 */
   problems: string[];
+  /**
+   * what was spent while it ran, by every process on the account: `billed` is the sum of the
+   * answers' `x-billable-requests` (the published price where one had none; null: no charge
+   * recorder ran), `used` what `/me` says was used over the same span (null: unread)
+   */
+  credits?: { billed: number | null; used: number | null };
 }
 
 export interface BackfillOptions {
@@ -81,6 +90,12 @@ export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Pr
   // a person's run re-checks the account first (a free /me): a key fixed since, or credits back,
   // lift their holds, so batches in flight are polled again even when no source submits
   await recheckHolds(deps).catch((e: unknown) => deps.log.warn({ event: 'hold.recheck_failed', err: e }, 'could not re-check upstream holds'));
+  // what the account had used before (free): set beside what the answers say was billed, at the end
+  const since = await databaseNow(deps.sql);
+  const usedBefore = await deps.api.me().then(
+    (me) => me.usedCredits,
+    () => undefined,
+  );
   // side by side (each sync is mostly waiting on the API); reported in the order given
   const outcomes = await mapConcurrent(opts.sourceIds, syncConcurrency(deps.sql.options.max), async (sourceId) => {
     try {
@@ -126,11 +141,33 @@ export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Pr
   report.batches = waited.batches;
   report.timedOut = waited.timedOut;
   // a fresh reading of what the account has spent, for status (reading /me is free)
-  await takeCreditSnapshot(deps, null, 'after-backfill').catch((err: unknown) =>
-    deps.log.warn({ event: 'credits.read_failed', reason: err instanceof Error ? err.message : String(err) }, 'could not read /me after the backfill'),
-  );
+  const after = await takeCreditSnapshot(deps, null, 'after-backfill').catch((err: unknown) => {
+    deps.log.warn({ event: 'credits.read_failed', reason: err instanceof Error ? err.message : String(err) }, 'could not read /me after the backfill');
+    return undefined;
+  });
+  report.credits = await spentDuring(deps, since, usedBefore, after?.usedCredits);
   judge(report, opts.wait);
   return report;
+}
+
+/** Billed (the answers' headers) and used (`/me`) since `since`; a difference is logged. */
+async function spentDuring(
+  deps: PipelineDeps,
+  since: Date,
+  usedBefore: number | undefined,
+  usedAfter: number | undefined,
+): Promise<{ billed: number | null; used: number | null }> {
+  const used = usedBefore !== undefined && usedAfter !== undefined && usedAfter >= usedBefore ? usedAfter - usedBefore : null;
+  if (deps.charges === undefined) return { billed: null, used };
+  await deps.charges.flush();
+  const billed = await billedBetween(deps.sql, since);
+  if (used !== null && used !== billed) {
+    deps.log.warn(
+      { event: 'charges.differ_from_me', billed, usedDelta: used, since: since.toISOString() },
+      'credits billed (x-billable-requests) differ from what /me says was used meanwhile',
+    );
+  }
+  return { billed, used };
 }
 
 function judge(report: BackfillReport, waited: boolean): void {
@@ -309,7 +346,7 @@ async function planSourceSync(
   }
   if (source.generateMissing) {
     out.unknowns.push(
-      `videos of these batches that come back without captions: a generated transcript costs ${GENERATE_CREDITS_PER_MINUTE} credits per started minute` +
+      `videos of these batches that come back without captions: a generated transcript costs ${PRICES.generatedPerMinute} credits per started minute` +
         (source.maxGenerateMinutes !== null ? `, within --max-generate-minutes ${source.maxGenerateMinutes}` : ''),
     );
   }

@@ -233,7 +233,7 @@ async function checkBudgets(
 }
 
 function total(s: SpentToday): number {
-  return s.batches + s.listings + s.pending + s.reserved;
+  return Math.max(0, s.batches + s.listings + s.pending + s.reserved + s.billedOver);
 }
 
 /** What the daily budgets have left now (for `backfill --dry-run`); undefined where there is no budget. */

@@ -28,7 +28,7 @@ import type { Source } from '../db/schema.ts';
 import { markSubmission, recordSending } from '../db/submissions.ts';
 import { recordOutcomes } from '../db/video-sync.ts';
 import { NO_CAPTIONS_CODE } from '../domain/items.ts';
-import { generateCredits, startedMinutes } from '../domain/sources.ts';
+import { generateCredits, startedMinutes } from '../domain/prices.ts';
 import { pollJobId, sinkJobId } from '../queues/names.ts';
 import { reserveCredits, type CreditHold, type CreditsRefusedError } from './credits.ts';
 import type { PipelineDeps } from './deps.ts';
@@ -191,7 +191,7 @@ async function generate(
 
   let answer;
   try {
-    answer = await api.readMediaTranscript(query);
+    answer = await api.readMediaTranscript(query, { expectedCredits: credits });
   } catch (e: unknown) {
     const detail = e instanceof Error ? e.message : String(e);
     const at = { sourceId: source.id, videoId: p.videoId, lang: p.lang, submission };

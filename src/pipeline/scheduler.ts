@@ -20,6 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ApiError, LimitExceededError, toApiError } from '../api/errors.ts';
 import { isRecordFresh } from '../db/channels.ts';
+import { billedOfRun } from '../db/credit-charges.ts';
 import type { Queryable } from '../db/connection.ts';
 import { acquireSyncLease, releaseSyncLease, renewSyncLease, SYNC_LEASE_RENEW_MS, SYNC_LEASE_TTL_MS } from '../db/locks.ts';
 import { inFlightBatchKeys, markSourceError, markSourceSynced } from '../db/source-sync.ts';
@@ -35,6 +36,7 @@ import type { BatchKind } from '../domain/batches.ts';
 import { CREDIT_LIMIT_ERROR_CODE, CREDIT_LIMIT_HOLD, REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
 import { LISTING_PRICE, SOURCE_METADATA_REFRESH_MS } from '../domain/sources.ts';
 import type { SyncOutcome, SyncRunOutcome } from '../domain/syncs.ts';
+import { withBillingScope, type BillingScope } from './charges.ts';
 import { BudgetRefusedError, reserveCredits, type CreditHold, type CreditsRefusedError } from './credits.ts';
 import type { PipelineDeps } from './deps.ts';
 import type { Listing, PlannedBatch } from './kinds/adapter.ts';
@@ -59,6 +61,8 @@ export interface SyncResult {
   creditsEstimated: number;
   /** what listing the source cost (spent before the guard, which then reads /me after it) */
   listingCredits: number;
+  /** what the run's requests were billed (`x-billable-requests`), when a charge recorder ran; else undefined */
+  creditsBilled?: number;
   detail?: string;
 }
 
@@ -92,7 +96,9 @@ export async function syncSource(deps: PipelineDeps, sourceId: number, opts: Syn
     if (!(await acquireSyncLease(deps.sql, sourceId, SYNC_LEASE_HOLDER, SYNC_LEASE_TTL_MS))) return busy();
     const lease = keepLease(deps, sourceId);
     try {
-      return await syncLocked(deps, sourceId, opts);
+      // every request of the sync is billed to the source, and to its run once it has one
+      const scope: BillingScope = { sourceId, syncRunId: null };
+      return await withBillingScope(scope, () => syncLocked(deps, sourceId, opts, scope));
     } finally {
       await lease.stop();
       await releaseSyncLease(deps.sql, sourceId, SYNC_LEASE_HOLDER).catch((err: unknown) => {
@@ -134,7 +140,7 @@ function emptyResult(sourceId: number): SyncResult {
   return { sourceId, outcome: 'up-to-date', jobIds: [], listed: 0, submitted: 0, creditsEstimated: 0, listingCredits: 0 };
 }
 
-async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOptions): Promise<SyncResult> {
+async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOptions, billing: BillingScope): Promise<SyncResult> {
   const { sql, log, settings } = deps;
   const source = await getSource(deps.db, sourceId);
   const result = emptyResult(sourceId);
@@ -149,15 +155,21 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
 
   const refreshAfter = refreshAfterOf(source, opts.refresh);
   const runId = await startSyncRun(sql, sourceId);
-  const finish = (outcome: SyncRunOutcome) =>
-    finishSyncRun(sql, runId, outcome, {
+  billing.syncRunId = runId;
+  const finish = async (outcome: SyncRunOutcome) => {
+    // the run's billed total is the sum of its charges: every one recorded so far is written first
+    await deps.charges?.flush();
+    await finishSyncRun(sql, runId, outcome, {
       detail: result.detail ?? null,
       videosListed: result.listed,
       videosSubmitted: result.submitted,
       creditsEstimated: result.creditsEstimated,
       listingCredits: result.listingCredits,
       jobIds: result.jobIds,
+      chargesRecorded: deps.charges !== undefined,
     });
+    if (deps.charges !== undefined) result.creditsBilled = await billedOfRun(sql, runId);
+  };
   const refusedCredits = async (refusal: CreditsRefusedError, accountLeft: number | undefined): Promise<SyncResult> => {
     result.outcome = 'refused-credits';
     result.detail = refusal.message;

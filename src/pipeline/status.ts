@@ -13,6 +13,7 @@ import { CronExpressionParser } from 'cron-parser';
 import { batchProgress, retryablePendingByBatch, type BatchProgress } from '../db/batch-progress.ts';
 import { batchCountsByStatus, creditsEstimatedTotal, inFlightJobIds, recentlyEndedJobIds } from '../db/batches.ts';
 import { databaseNow, type Queryable } from '../db/connection.ts';
+import { billedBetween, billedByDay, billedBySource, type BilledDay, type BilledSource } from '../db/credit-charges.ts';
 import { firstCreditSnapshotWithin, latestCreditSnapshot } from '../db/credit-snapshots.ts';
 import { itemErrorCodeCounts, itemStateCounts, type ItemErrorCount } from '../db/item-counts.ts';
 import {
@@ -110,7 +111,22 @@ export interface CreditsStatus {
   estimatedAllTime: number;
   /** used credits when the first snapshot of the last 24 h was taken, for a daily rate */
   usedLast24h: number | null;
+  /**
+   * credits billed (`x-billable-requests` of each answer, `credit_charges`) between the same two
+   * /me readings as `usedLast24h`: the two agree when every charge of the account went through
+   * this installation and every answer carried the header
+   */
+  billedLast24h: number | null;
+  /** what was billed per UTC day, newest first (the last BILLED_DAYS_SHOWN days with charges) */
+  billedByDay: BilledDay[];
+  /** what was billed per source today (UTC), most first; `sourceId` null: requests of no source */
+  billedTodayBySource: BilledSource[];
 }
+
+/** Days of billed credits `status` shows. */
+export const BILLED_DAYS_SHOWN = 7;
+/** Sources `status` lists by billed credits today. */
+export const BILLED_SOURCES_SHOWN = 10;
 
 /** The latest prune that could free anything (not a dry run). */
 export interface PruneStatus {
@@ -457,6 +473,12 @@ export async function readCredits(sql: Queryable): Promise<CreditsStatus> {
   const snap = await latestCreditSnapshot(sql);
   const dayAgo = await firstCreditSnapshotWithin(sql, DAY_MS);
   const estimatedAllTime = await creditsEstimatedTotal(sql);
+  const usedLast24h =
+    snap && dayAgo && snap.usedCredits !== null && dayAgo.usedCredits !== null && snap.usedCredits >= dayAgo.usedCredits
+      ? snap.usedCredits - dayAgo.usedCredits
+      : null;
+  const byDay = await billedByDay(sql, BILLED_DAYS_SHOWN);
+  const today = new Date().toISOString().slice(0, 10);
   return {
     plan: snap?.plan ?? null,
     organizationId: snap?.organizationId ?? null,
@@ -466,10 +488,10 @@ export async function readCredits(sql: Queryable): Promise<CreditsStatus> {
     takenAt: iso(snap?.takenAt),
     estimatedAllTime,
     // negative when a new billing period started in between: unknown then
-    usedLast24h:
-      snap && dayAgo && snap.usedCredits !== null && dayAgo.usedCredits !== null && snap.usedCredits >= dayAgo.usedCredits
-        ? snap.usedCredits - dayAgo.usedCredits
-        : null,
+    usedLast24h,
+    billedLast24h: usedLast24h !== null && dayAgo && snap ? await billedBetween(sql, dayAgo.takenAt, snap.takenAt) : null,
+    billedByDay: byDay,
+    billedTodayBySource: await billedBySource(sql, new Date(`${today}T00:00:00Z`), BILLED_SOURCES_SHOWN),
   };
 }
 

@@ -104,8 +104,8 @@ export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): 
   try {
     ({ jobId } =
       input.kind === 'video'
-        ? await api.createVideoBatch(request as VideoBatchRequest)
-        : await api.createTranscriptBatch(request as TranscriptBatchRequest));
+        ? await api.createVideoBatch(request as VideoBatchRequest, { expectedCredits: credits })
+        : await api.createTranscriptBatch(request as TranscriptBatchRequest, { expectedCredits: credits }));
   } catch (e: unknown) {
     const lost = answerMayBeLost(e);
     const detail = e instanceof Error ? e.message : String(e);

@@ -11,6 +11,7 @@ import {
   type BatchItem,
   type Transcript,
 } from '../api/schemas.ts';
+import { batchCredits } from '../domain/prices.ts';
 import { FREE_PLAN } from './accounts.ts';
 import { creditsExhausted, notFound, parseBody, parseWith, type ApiDeps, type Handler } from './handler.ts';
 import { parseVideoRef } from './ids.ts';
@@ -75,7 +76,7 @@ function createBatch(deps: ApiDeps, kind: BatchKind): Handler {
     const body = parsed.value as Source & { lang?: string | undefined; text?: boolean | undefined };
     const expanded = expand(deps, body);
     if ('reply' in expanded) return expanded.reply;
-    if (!req.charge(1 + expanded.entries.length)) return creditsExhausted();
+    if (!req.charge(batchCredits(expanded.entries.length))) return creditsExhausted();
     const job = deps.batches.create({
       kind,
       apiKey: req.apiKey,

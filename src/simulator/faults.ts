@@ -27,6 +27,8 @@ export const FaultsSchema = z.object({
   schemaViolationRate: rate,
   /** extra delay before every answer, real ms; default 0 */
   latencyMs: z.number().int().min(0).max(600_000),
+  /** answers carry no `x-billable-requests` header (an upstream or proxy that drops it); default false */
+  dropBillingHeader: z.boolean(),
 });
 export type Faults = z.infer<typeof FaultsSchema>;
 export const FaultsPatchSchema = FaultsSchema.partial().strict();
@@ -39,6 +41,7 @@ export const NO_FAULTS: Faults = {
   truncateRate: 0,
   schemaViolationRate: 0,
   latencyMs: 0,
+  dropBillingHeader: false,
 };
 
 export const ScriptStepSchema = z

@@ -13,7 +13,7 @@ import {
   type Metadata,
   type Transcript,
 } from '../api/schemas.ts';
-import { generateCredits } from '../domain/sources.ts';
+import { generateCredits } from '../domain/prices.ts';
 import { creditsExhausted, notFound, parseBody, parseWith, type ApiDeps, type Handler } from './handler.ts';
 import { parseVideoRef } from './ids.ts';
 import { hash32 } from './prng.ts';

@@ -17,6 +17,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from '../log.ts';
 import { silentLogger } from '../log.ts';
 import { BATCH_LIMIT_DEFAULT, type Video } from '../api/schemas.ts';
+import { BILLING_HEADER } from '../api/http.ts';
 import { Accounts, type AccountPatch, type AccountSettings } from './accounts.ts';
 import { buildAdminRouter } from './admin.ts';
 import { registerBatchEndpoints } from './batch-endpoints.ts';
@@ -183,6 +184,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     rel: string,
     match: ReturnType<Router<Handler>['match']>,
     body: string | undefined,
+    billed: (credits: number) => void,
   ): Promise<Reply> {
     if (match === undefined || match === 'method') {
       return errorReply('not-found', 'No such endpoint.', `${req.method} /v1${rel} is not an endpoint of this API`);
@@ -212,6 +214,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       charge: (cost) => {
         if (!accounts.charge(apiKey, cost)) return false;
         stats.addCredits(cost);
+        billed(cost);
         return true;
       },
     });
@@ -253,6 +256,11 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     // read before any scripted answer: what the client asked to buy counts whatever the answer
     const body = await readBody(req, settings.maxBodyBytes);
     if (body !== undefined) recordBatchPost(endpoint, body);
+    // what this request was charged, sent back in `x-billable-requests` as the API does on every
+    // answer (a step's own headers win; a gateway's page carries none)
+    let billed = 0;
+    const withBilling = (reply: Reply, own: Record<string, string> = {}): Reply =>
+      faults.current().dropBillingHeader ? reply : { ...reply, headers: { [BILLING_HEADER]: String(billed), ...(reply.headers ?? {}), ...own } };
     const done = (status: number | 'reset' | 'hang') => {
       stats.record(endpoint, status);
       log.debug({ event: 'simulator.request', method, endpoint, status, ms: Date.now() - started, scripted: step !== undefined }, 'simulator request');
@@ -269,7 +277,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       }
       if (step.hang) return done('hang');
       if (step.status !== undefined) {
-        const reply = scriptedReply(step);
+        const reply = withBilling(scriptedReply(step));
         done(reply.status);
         return writeReply(res, reply, { stall: step.stallBody, truncateAt: step.truncateAt, cutAfterMs: step.cutAfterMs, trickle: step.trickle });
       }
@@ -278,7 +286,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       const pre = faults.rollPre();
       if (pre === 'error') {
         done(500);
-        return writeReply(res, errorReply('internal-error', 'Internal server error.', 'injected fault'));
+        return writeReply(res, withBilling(errorReply('internal-error', 'Internal server error.', 'injected fault')));
       }
       if (pre === 'bad-gateway') {
         done(502);
@@ -288,7 +296,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
 
     let reply: Reply;
     try {
-      reply = await answer(req, u, rel, match, body);
+      reply = await answer(req, u, rel, match, body, (n) => {
+        billed += n;
+      });
     } catch (e: unknown) {
       log.error({ event: 'simulator.handler_failed', err: e, endpoint }, 'simulator handler failed');
       reply = errorReply('internal-error', 'Internal server error.', 'the simulator failed to answer');
@@ -303,6 +313,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       }
       if (step.hang) return done('hang');
       if (step.status !== undefined) reply = scriptedReply(step);
+      reply = withBilling(reply, step.headers);
       damage.stall = step.stallBody;
       damage.truncateAt = step.truncateAt;
       damage.cutAfterMs = step.cutAfterMs;
@@ -310,6 +321,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       // a cut at a share of the whole body, or a trickle, needs the body's length
       if (step.truncateAt !== undefined || step.trickle) reply = materialize(reply);
     } else {
+      reply = withBilling(reply);
       const post = faults.rollPost();
       if (post === 'reset') {
         req.socket.destroy();

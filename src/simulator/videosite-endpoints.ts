@@ -1,6 +1,7 @@
 /**
  * The platform's resource endpoints: video, playlist, channel, their ID listings, transcripts,
- * translation and search. Each accepted answer costs 1 credit.
+ * translation and search, at the published prices (src/domain/prices.ts): 1 credit an accepted
+ * answer, a translation per minute of transcript, a search per page of results.
  */
 import {
   CHANNEL_VIDEOS_LIMIT_DEFAULT,
@@ -18,6 +19,7 @@ import {
   type VideoIds,
 } from '../api/schemas.ts';
 import type { VideoFacts, VideoKind, VideoRef } from './catalog.ts';
+import { PRICES, searchCredits, translationCredits } from '../domain/prices.ts';
 import { creditsExhausted, notFound, parseWith, type ApiDeps, type ApiRequest, type Handler } from './handler.ts';
 import { rngFor } from './prng.ts';
 import { errorReply, json, type Reply } from './respond.ts';
@@ -25,9 +27,14 @@ import type { Router } from './router.ts';
 import { captionText, LANGS, type Lang } from './text.ts';
 import { chooseLang, shapeContent } from './transcripts.ts';
 
-/** Answer `body` if the key can pay 1 credit. */
-function paid(req: ApiRequest, body: unknown, status = 200): Reply {
-  return req.charge(1) ? json(body, status) : creditsExhausted();
+/** Answer `body` if the key can pay `credits` (1: a record, a listing, a native transcript). */
+function paid(req: ApiRequest, body: unknown, status = 200, credits = 1): Reply {
+  return req.charge(credits) ? json(body, status) : creditsExhausted();
+}
+
+/** How long a transcript runs, in seconds: to the end of its last chunk (chunk times are in ms). */
+function transcriptSeconds(chunks: readonly { offset: number; duration: number }[]): number {
+  return chunks.reduce((end, c) => Math.max(end, c.offset + c.duration), 0) / 1000;
 }
 
 /** The public video behind `ref`, or the 404/403 answer. */
@@ -196,13 +203,15 @@ export function registerVideositeEndpoints(router: Router<Handler>, deps: ApiDep
       chunks = chunks.map((c) => ({ ...c, text: captionText(r, script), ...(c.lang !== undefined ? { lang: target } : {}) }));
     }
     const body: TranslatedTranscript = { content: shapeContent(chunks, q.value), lang: target };
-    return paid(req, body);
+    // priced per started minute of the transcript (UPSTREAM.md, "Credits")
+    return paid(req, body, 200, translationCredits(transcriptSeconds(chunks)));
   });
 
   router.add('GET', `${p}/search`, (req) => {
     const q = parseWith(SearchQuerySchema, req.query, 'query');
     if (!q.ok) return q.reply;
     const out = search(deps, q.value);
-    return 'kind' in out ? out : paid(req, out);
+    // one credit a page; with `limit` the API pages for the caller and charges each page
+    return 'kind' in out ? out : paid(req, out, 200, q.value.limit !== undefined ? searchCredits(out.results.length) : PRICES.searchPage);
   });
 }

@@ -6,6 +6,7 @@
 import type { TranscriptBatchRequest, VideoBatchRequest } from '../../api/schemas.ts';
 import type { Source } from '../../db/schema.ts';
 import type { BatchKind } from '../../domain/batches.ts';
+import { batchCredits } from '../../domain/prices.ts';
 import type { SearchFilter, SourceInclude, SourceKind } from '../../domain/sources.ts';
 import type { PipelineDeps } from '../deps.ts';
 
@@ -106,7 +107,7 @@ export function videoIdBatches(
       kind === 'video'
         ? { videoIds }
         : { videoIds, ...(lang !== null ? { lang } : {}), ...(source.textOnly ? { text: true } : {}) };
-    planned.push({ kind, lang, request, videos: videoIds.length, credits: 1 + videoIds.length });
+    planned.push({ kind, lang, request, videos: videoIds.length, credits: batchCredits(videoIds.length) });
   }
   return planned;
 }

@@ -6,6 +6,7 @@
 import { ApiError } from '../../api/errors.ts';
 import { parseChannelRef } from '../../api/ids.ts';
 import { isRecordFresh, upsertChannel } from '../../db/channels.ts';
+import { PRICES } from '../../domain/prices.ts';
 import { rememberVideos } from '../../db/source-videos.ts';
 import type { Source } from '../../db/schema.ts';
 import { SOURCE_METADATA_REFRESH_MS } from '../../domain/sources.ts';
@@ -36,7 +37,7 @@ export const channelAdapter: SourceAdapter = {
 
   async refresh({ sql, api }, source: Source) {
     if (await isRecordFresh(sql, 'channels', source.externalId, SOURCE_METADATA_REFRESH_MS)) return;
-    await upsertChannel(sql, await api.getChannel({ id: source.externalId }));
+    await upsertChannel(sql, await api.getChannel({ id: source.externalId }, { expectedCredits: PRICES.record }));
   },
 
   async list({ sql, api }, source) {
@@ -44,10 +45,10 @@ export const channelAdapter: SourceAdapter = {
       id: source.externalId,
       limit: source.maxVideos,
       type: source.include.length > 0 ? 'all' : 'video',
-    });
+    }, { expectedCredits: PRICES.listing });
     const videoIds = listedIds(listing, source.include);
     await rememberVideos(sql, source.id, videoIds);
-    return { videoIds, credits: 1 };
+    return { videoIds, credits: PRICES.listing };
   },
 
   buildBatches: videoIdBatches,

@@ -5,6 +5,7 @@
 import { ApiError } from '../../api/errors.ts';
 import { parsePlaylistId } from '../../api/ids.ts';
 import { isRecordFresh, upsertPlaylist } from '../../db/channels.ts';
+import { PRICES } from '../../domain/prices.ts';
 import { rememberVideos } from '../../db/source-videos.ts';
 import { SOURCE_METADATA_REFRESH_MS } from '../../domain/sources.ts';
 import { refuseOptions, SourceNotFoundUpstreamError, videoIdBatches, type SourceAdapter } from './adapter.ts';
@@ -34,14 +35,14 @@ export const playlistAdapter: SourceAdapter = {
 
   async refresh({ sql, api }, source) {
     if (await isRecordFresh(sql, 'playlists', source.externalId, SOURCE_METADATA_REFRESH_MS)) return;
-    await upsertPlaylist(sql, await api.getPlaylist({ id: source.externalId }));
+    await upsertPlaylist(sql, await api.getPlaylist({ id: source.externalId }, { expectedCredits: PRICES.record }));
   },
 
   async list({ sql, api }, source) {
-    const listing = await api.getPlaylistVideos({ id: source.externalId, limit: source.maxVideos });
+    const listing = await api.getPlaylistVideos({ id: source.externalId, limit: source.maxVideos }, { expectedCredits: PRICES.listing });
     const videoIds = listedIds(listing, source.include);
     await rememberVideos(sql, source.id, videoIds);
-    return { videoIds, credits: 1 };
+    return { videoIds, credits: PRICES.listing };
   },
 
   buildBatches: videoIdBatches,

@@ -5,6 +5,7 @@
  * playlist results are not videos and are skipped.
  */
 import { LIMIT_MAX, type SearchQuery } from '../../api/schemas.ts';
+import { PRICES } from '../../domain/prices.ts';
 import { rememberVideos } from '../../db/source-videos.ts';
 import { SEARCH_FILTER_VALUES, SEARCH_FILTERS, SEARCH_LIMIT_DEFAULT, type SearchFilter } from '../../domain/sources.ts';
 import { kebab, refuseOptions, SourceSpecError, videoIdBatches, type SourceAdapter } from './adapter.ts';
@@ -58,7 +59,7 @@ export const searchAdapter: SourceAdapter = {
     let nextPageToken: string | undefined;
     do {
       const q: SearchQuery = { ...search, ...(nextPageToken !== undefined ? { nextPageToken } : {}) };
-      const page = await api.search(q);
+      const page = await api.search(q, { expectedCredits: PRICES.searchPage });
       pages += 1;
       const before = ids.size;
       for (const r of page.results) {
@@ -70,7 +71,7 @@ export const searchAdapter: SourceAdapter = {
     } while (nextPageToken !== undefined && ids.size < source.maxVideos);
     const videoIds = [...ids];
     await rememberVideos(sql, source.id, videoIds);
-    return { videoIds, credits: pages };
+    return { videoIds, credits: pages * PRICES.searchPage };
   },
 
   buildBatches: videoIdBatches,
