@@ -98,7 +98,7 @@ export const MIGRATION_LOCK_TIMEOUT_MS = 5_000;
 export const MIGRATION_LOCK_RETRIES = 5;
 /** Raw payloads of items settled longer ago than this are pruned, days (0: kept forever). */
 export const RAW_RETENTION_DAYS = 90;
-/** `sync_runs` older than this are pruned, days (0: kept forever). */
+/** `sync_runs` and `credit_charges` older than this are pruned, days (0: kept forever). */
 export const HISTORY_RETENTION_DAYS = 180;
 /**
  * Syncs that fire on the same cron tick start spread over up to this, ms (each source at its own

@@ -67,7 +67,7 @@ export function renderBackfillReport(r: BackfillReport): string {
       ),
     );
   }
-  if (r.credits?.billed != null) {
+  if (r.credits?.billed != null && (r.syncs.length > 0 || r.credits.billed > 0)) {
     const { billed, used } = r.credits;
     out.push(
       `credits: ${billed} billed (x-billable-requests of every answer)` +

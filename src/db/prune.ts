@@ -106,28 +106,33 @@ export async function prunableItemPayloads(sql: Queryable, before: Date): Promis
   return row!;
 }
 
-/** Deletes up to `limit` sync runs started before `before` (oldest first); rows another transaction holds are skipped. */
-export async function deleteSyncRuns(sql: Queryable, before: Date, limit: number): Promise<Freed> {
+/** The history tables kept HISTORY_RETENTION_DAYS, by the column that dates a row. */
+const HISTORY_TIME_COLUMN = { sync_runs: 'started_at', credit_charges: 'charged_at' } as const;
+export type HistoryTable = keyof typeof HISTORY_TIME_COLUMN;
+
+/** Deletes up to `limit` rows of `table` dated before `before` (oldest first); rows another transaction holds are skipped. */
+export async function deleteHistoryRows(sql: Queryable, table: HistoryTable, before: Date, limit: number): Promise<Freed> {
+  const at = sql(HISTORY_TIME_COLUMN[table]);
   const [row] = await sql<Freed[]>`
     with picked as (
-      select id, pg_column_size(s.*) as size from sync_runs s
-      where started_at < ${before} order by started_at limit ${limit} for update skip locked
+      select id, pg_column_size(s.*) as size from ${sql(table)} s
+      where ${at} < ${before} order by ${at} limit ${limit} for update skip locked
     ), gone as (
-      delete from sync_runs s using picked p where s.id = p.id returning p.size
+      delete from ${sql(table)} s using picked p where s.id = p.id returning p.size
     )
     select count(*)::int as rows, coalesce(sum(size), 0)::float8 as bytes from gone`;
   return row!;
 }
 
 /**
- * What `deleteSyncRuns` would delete, all of it, changing nothing. The row size is taken in a
+ * What `deleteHistoryRows` would delete, all of it, changing nothing. The row size is taken in a
  * CTE of the same shape as there: `pg_column_size(s.*)` of a scan that outputs only the whole row
  * measures it 1 byte smaller, and the dry run must print what the run then frees.
  */
-export async function expiredSyncRuns(sql: Queryable, before: Date): Promise<Freed> {
+export async function expiredHistoryRows(sql: Queryable, table: HistoryTable, before: Date): Promise<Freed> {
   const [row] = await sql<Freed[]>`
     with expired as materialized (
-      select id, pg_column_size(s.*) as size from sync_runs s where started_at < ${before}
+      select id, pg_column_size(s.*) as size from ${sql(table)} s where ${sql(HISTORY_TIME_COLUMN[table])} < ${before}
     )
     select count(*)::int as rows, coalesce(sum(size), 0)::float8 as bytes from expired`;
   return row!;
@@ -158,7 +163,7 @@ export async function deleteEvents(sql: Queryable, before: Date, limit: number):
   return row!;
 }
 
-/** What `deleteEvents` would delete, all of it, changing nothing (sized as there: see `expiredSyncRuns`). */
+/** What `deleteEvents` would delete, all of it, changing nothing (sized as there: see `expiredHistoryRows`). */
 export async function expiredEvents(sql: Queryable, before: Date): Promise<Freed> {
   const [row] = await sql<Freed[]>`
     with expired as materialized (

@@ -1,6 +1,6 @@
 /**
  * Retention (issue #12): the raw payloads of items settled longer ago than RAW_RETENTION_DAYS,
- * `sync_runs` older than HISTORY_RETENTION_DAYS, and `credit_snapshots` older than a week thinned
+ * `sync_runs` and `credit_charges` older than HISTORY_RETENTION_DAYS, and `credit_snapshots` older than a week thinned
  * to one an hour, and change events older than EVENTS_RETENTION_DAYS that no webhook endpoint
  * still needs. `prune` runs it once (the CLI, or a dry run that counts the same without
  * changing anything); `startDailyPrune` runs it once a day in whichever daemon claims the day.
@@ -9,9 +9,9 @@
 import {
   claimDailyPrune,
   deleteEvents,
-  deleteSyncRuns,
+  deleteHistoryRows,
   expiredEvents,
-  expiredSyncRuns,
+  expiredHistoryRows,
   finishPruneRun,
   prunableItemPayloads,
   pruneCutoffs,
@@ -24,6 +24,7 @@ import {
 } from '../db/prune.ts';
 import {
   CREDIT_SNAPSHOT_THIN_AFTER_DAYS,
+  HISTORY_TABLES,
   PRUNE_CHECK_INTERVAL_MS,
   PRUNE_CHUNK_ROWS,
   PRUNE_PERIOD_MS,
@@ -147,11 +148,13 @@ export async function prune(deps: PruneDeps, o: PruneOptions): Promise<PruneRepo
       });
     }
     if (historyBefore !== null) {
-      await drain('sync_runs', async () => {
-        if (o.dryRun) return { freed: await expiredSyncRuns(sql, historyBefore), more: false };
-        const f = await deleteSyncRuns(sql, historyBefore, chunkRows);
-        return { freed: f, more: f.rows > 0 };
-      });
+      for (const table of HISTORY_TABLES) {
+        await drain(table, async () => {
+          if (o.dryRun) return { freed: await expiredHistoryRows(sql, table, historyBefore), more: false };
+          const f = await deleteHistoryRows(sql, table, historyBefore, chunkRows);
+          return { freed: f, more: f.rows > 0 };
+        });
+      }
     }
     let after: ThinCursor | null = null;
     await drain('credit_snapshots', async () => {
