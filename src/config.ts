@@ -20,6 +20,8 @@ export const DEFAULT_PLATFORM = 'videosite';
 export const API_CONNECT_TIMEOUT_MS = 10_000;
 export const API_HEADERS_TIMEOUT_MS = 30_000;
 export const API_BODY_TIMEOUT_MS = 60_000;
+/** The most one attempt may take from sending to its whole answer (to the head of a streamed batch), ms. */
+export const API_REQUEST_TIMEOUT_MS = 120_000;
 export const API_RETRY_MAX_ATTEMPTS = 5;
 export const API_RETRY_BASE_DELAY_MS = 500;
 export const API_RETRY_MAX_DELAY_MS = 30_000;
@@ -289,6 +291,7 @@ const EnvSchema = z.object({
   API_CONNECT_TIMEOUT_MS: positiveInt(600_000).default(API_CONNECT_TIMEOUT_MS),
   API_HEADERS_TIMEOUT_MS: positiveInt(600_000).default(API_HEADERS_TIMEOUT_MS),
   API_BODY_TIMEOUT_MS: positiveInt(600_000).default(API_BODY_TIMEOUT_MS),
+  API_REQUEST_TIMEOUT_MS: positiveInt(3_600_000).default(API_REQUEST_TIMEOUT_MS),
   API_RETRY_MAX_ATTEMPTS: positiveInt(20).default(API_RETRY_MAX_ATTEMPTS),
   API_RETRY_BASE_DELAY_MS: positiveInt(600_000).default(API_RETRY_BASE_DELAY_MS),
   API_RETRY_MAX_DELAY_MS: positiveInt(3_600_000).default(API_RETRY_MAX_DELAY_MS),
@@ -368,6 +371,8 @@ export interface Config {
     connectTimeoutMs: number;
     headersTimeoutMs: number;
     bodyTimeoutMs: number;
+    /** the most one attempt may take, sending to whole answer, ms; default 120 000 */
+    requestTimeoutMs: number;
     retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
     /** longest `Retry-After` honoured, ms (a longer one is used as this); default 3 600 000 */
     retryAfterMaxMs: number;
@@ -513,6 +518,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       connectTimeoutMs: e.API_CONNECT_TIMEOUT_MS,
       headersTimeoutMs: e.API_HEADERS_TIMEOUT_MS,
       bodyTimeoutMs: e.API_BODY_TIMEOUT_MS,
+      requestTimeoutMs: e.API_REQUEST_TIMEOUT_MS,
       retry: {
         maxAttempts: e.API_RETRY_MAX_ATTEMPTS,
         baseDelayMs: e.API_RETRY_BASE_DELAY_MS,

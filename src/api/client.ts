@@ -16,6 +16,7 @@ import {
   API_CONNECT_TIMEOUT_MS,
   API_HEADERS_TIMEOUT_MS,
   API_MAX_BODY_BYTES,
+  API_REQUEST_TIMEOUT_MS,
   API_RETRY_AFTER_MAX_MS,
   API_RETRY_BASE_DELAY_MS,
   API_RETRY_MAX_ATTEMPTS,
@@ -111,6 +112,11 @@ export interface ApiClientOptions {
   headersTimeoutMs?: number | undefined;
   /** longest silence while a body arrives, in milliseconds; default 60 000 */
   bodyTimeoutMs?: number | undefined;
+  /**
+   * the most one attempt may take from sending to its whole answer (to the head of a streamed
+   * batch), in milliseconds: a trickling answer ends here; default 120 000
+   */
+  requestTimeoutMs?: number | undefined;
   /** retries; default 5 attempts, 500 ms base, 30 000 ms cap */
   retry?: Partial<RetryPolicy> | undefined;
   /**
@@ -274,7 +280,7 @@ function checkOptions(opts: ApiClientOptions): void {
   if (!/^[a-z0-9][a-z0-9-]*$/.test(platform)) {
     throw new TypeError('createApiClient: platform must be a path segment of lowercase letters, digits and dashes');
   }
-  for (const name of ['retryAfterMaxMs', 'maxBodyBytes'] as const) {
+  for (const name of ['retryAfterMaxMs', 'maxBodyBytes', 'requestTimeoutMs'] as const) {
     const v = opts[name];
     if (v !== undefined && !(Number.isFinite(v) && v > 0)) {
       throw new TypeError(`createApiClient: ${name} must be a positive number`);
@@ -313,6 +319,7 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
     dispatcher,
     headersTimeoutMs,
     bodyTimeoutMs,
+    requestTimeoutMs: opts.requestTimeoutMs ?? API_REQUEST_TIMEOUT_MS,
     retry,
     retryAfterMaxMs,
     maxBodyBytes,
@@ -519,7 +526,7 @@ export function createApiClientFromConfig(
   log?: Logger,
   extra: Omit<
     ApiClientOptions,
-    'baseUrl' | 'apiKey' | 'platform' | 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs' | 'retry' | 'retryAfterMaxMs' | 'maxBodyBytes' | 'log'
+    'baseUrl' | 'apiKey' | 'platform' | 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs' | 'requestTimeoutMs' | 'retry' | 'retryAfterMaxMs' | 'maxBodyBytes' | 'log'
   > = {},
 ): ApiClient {
   if (api.baseUrl === undefined) throw new ConfigError('API_BASE_URL', 'is required (a base URL ending in /v1)');
@@ -532,6 +539,7 @@ export function createApiClientFromConfig(
     connectTimeoutMs: api.connectTimeoutMs,
     headersTimeoutMs: api.headersTimeoutMs,
     bodyTimeoutMs: api.bodyTimeoutMs,
+    requestTimeoutMs: api.requestTimeoutMs,
     retry: api.retry,
     retryAfterMaxMs: api.retryAfterMaxMs,
     maxBodyBytes: api.maxBodyBytes,

@@ -19,6 +19,7 @@ import type { z } from 'zod';
 import {
   AbortedError,
   ApiError,
+  TimeoutError,
   errorFromResponse,
   parseRetryAfter,
   SchemaMismatchError,
@@ -72,6 +73,12 @@ export interface HttpOptions {
   headersTimeoutMs: number;
   /** per request: longest silence while the body arrives, in milliseconds */
   bodyTimeoutMs: number;
+  /**
+   * per attempt: the most one request may take from sending to its whole answer read (to the
+   * answer's head for `openStream`), in milliseconds: a server that trickles a byte at a time
+   * never trips the silence timeout, and would otherwise hold the caller for good
+   */
+  requestTimeoutMs: number;
   retry: RetryPolicy;
   /** longest `Retry-After` honoured, ms: a longer one counts as this (and is logged) */
   retryAfterMaxMs: number;
@@ -269,6 +276,33 @@ export function createHttp(opts: HttpOptions): Http {
   function pathWithQuery(spec: RequestSpec): string {
     const search = buildSearch(spec.query, spec.rawSearch);
     return `${basePath}${spec.path}${search === '' ? '' : `?${search}`}`;
+  }
+
+  /**
+   * One attempt under the overall deadline (`requestTimeoutMs`): `run` gets the spec with a
+   * signal that aborts at the deadline or when the caller's does, and may stop the clock early
+   * (`stopClock`: a stream's head arrived, its body is the caller's to bound). A deadline that
+   * passes is a timeout (retried like one); the caller's abort stays an abort.
+   */
+  async function withDeadline<T>(spec: RequestSpec, run: (s: RequestSpec, stopClock: () => void) => Promise<T>): Promise<T> {
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), opts.requestTimeoutMs);
+    timer.unref();
+    const stopClock = () => clearTimeout(timer);
+    const signal = spec.signal === undefined ? deadline.signal : AbortSignal.any([spec.signal, deadline.signal]);
+    try {
+      return await run({ ...spec, signal }, stopClock);
+    } catch (e: unknown) {
+      if (!deadline.signal.aborted || spec.signal?.aborted) throw e;
+      const billed = e instanceof AttemptFailure ? e.billedCredits : undefined;
+      throw new AttemptFailure(
+        new TimeoutError({ message: `${spec.endpoint}: no whole answer within API_REQUEST_TIMEOUT_MS (${opts.requestTimeoutMs} ms)`, endpoint: spec.endpoint, cause: e }),
+        { kind: 'timeout' },
+        billed,
+      );
+    } finally {
+      stopClock();
+    }
   }
 
   /** Send one attempt and return the answer head; transport errors become AttemptFailures. */
@@ -472,60 +506,67 @@ export function createHttp(opts: HttpOptions): Http {
   }
 
   async function requestJson<S extends z.ZodType>(spec: RequestSpec, schema: S): Promise<JsonAnswer<z.output<S>>> {
-    return withRetries(spec, async () => {
-      const res = await send(spec);
-      if (!isSuccess(res.statusCode)) throw await errorAnswer(res, spec);
-      // a 2xx was charged whatever its body holds: every failure below carries what it cost
-      const billed = billedCreditsOf(res.headers);
-      const failed = (f: AttemptFailure) => new AttemptFailure(f.error, f.outcome, billed);
-      const declared = declaredLength(res.headers);
-      if (declared !== undefined && declared > opts.maxBodyBytes) {
-        // said up front: nothing of it is read
-        discard(res.body);
-        throw failed(tooLarge(res, spec, `content-length ${declared}`, undefined));
-      }
-      let body: BoundedBody;
-      try {
-        body = await readBounded(res, spec, opts.maxBodyBytes);
-      } catch (e: unknown) {
-        throw e instanceof AttemptFailure ? failed(e) : e;
-      }
-      if (body.cut) throw failed(tooLarge(res, spec, `more than ${opts.maxBodyBytes} bytes`, redactBody(body)));
-      const text = body.text;
-      let json: unknown;
-      try {
-        json = JSON.parse(text);
-      } catch (e: unknown) {
-        const safe = redactBody(body);
-        throw new AttemptFailure(
-          new SchemaMismatchError({
-            message: `${spec.endpoint}: answer is not JSON: ${JSON.stringify(excerpt(safe))}`,
-            details: e instanceof Error ? e.message : String(e),
-            endpoint: spec.endpoint,
-            path: '(root)',
-            status: res.statusCode,
-            rawBody: safe,
-          }),
-          { kind: 'invalid-answer' },
-          billed,
-        );
-      }
-      if (ErrorBodySchema.safeParse(json).success) {
-        // Some other 2xx carrying an Error object: an error all the same.
-        const error = errorFromResponse({ status: res.statusCode, body: redactBody(body), endpoint: spec.endpoint });
-        throw new AttemptFailure(error, { kind: 'answered', status: res.statusCode, errorBody: true }, billed);
-      }
-      const parsed = schema.safeParse(json);
-      if (!parsed.success) {
-        throw new AttemptFailure(schemaMismatchFromZod(spec.endpoint, parsed.error, redactBody(body), res.statusCode), { kind: 'invalid-answer' }, billed);
-      }
-      return { status: res.statusCode, billedCredits: billed, data: parsed.data as z.output<S>, raw: json };
-    });
+    return withRetries(spec, () => withDeadline(spec, (spec) => attemptJson(spec, schema)));
+  }
+
+  async function attemptJson<S extends z.ZodType>(spec: RequestSpec, schema: S): Promise<JsonAnswer<z.output<S>>> {
+    const res = await send(spec);
+    if (!isSuccess(res.statusCode)) throw await errorAnswer(res, spec);
+    // a 2xx was charged whatever its body holds: every failure below carries what it cost
+    const billed = billedCreditsOf(res.headers);
+    const failed = (f: AttemptFailure) => new AttemptFailure(f.error, f.outcome, billed);
+    const declared = declaredLength(res.headers);
+    if (declared !== undefined && declared > opts.maxBodyBytes) {
+      // said up front: nothing of it is read
+      discard(res.body);
+      throw failed(tooLarge(res, spec, `content-length ${declared}`, undefined));
+    }
+    let body: BoundedBody;
+    try {
+      body = await readBounded(res, spec, opts.maxBodyBytes);
+    } catch (e: unknown) {
+      throw e instanceof AttemptFailure ? failed(e) : e;
+    }
+    if (body.cut) throw failed(tooLarge(res, spec, `more than ${opts.maxBodyBytes} bytes`, redactBody(body)));
+    const text = body.text;
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (e: unknown) {
+      const safe = redactBody(body);
+      throw new AttemptFailure(
+        new SchemaMismatchError({
+          message: `${spec.endpoint}: answer is not JSON: ${JSON.stringify(excerpt(safe))}`,
+          details: e instanceof Error ? e.message : String(e),
+          endpoint: spec.endpoint,
+          path: '(root)',
+          status: res.statusCode,
+          rawBody: safe,
+        }),
+        { kind: 'invalid-answer' },
+        billed,
+      );
+    }
+    if (ErrorBodySchema.safeParse(json).success) {
+      // Some other 2xx carrying an Error object: an error all the same.
+      const error = errorFromResponse({ status: res.statusCode, body: redactBody(body), endpoint: spec.endpoint });
+      throw new AttemptFailure(error, { kind: 'answered', status: res.statusCode, errorBody: true }, billed);
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) {
+      throw new AttemptFailure(schemaMismatchFromZod(spec.endpoint, parsed.error, redactBody(body), res.statusCode), { kind: 'invalid-answer' }, billed);
+    }
+    return { status: res.statusCode, billedCredits: billed, data: parsed.data as z.output<S>, raw: json };
   }
 
   async function openStream(spec: RequestSpec): Promise<StreamAnswer> {
+    // the deadline covers the head only: the body is the caller's to read (the poller bounds it)
     return withRetries(spec, async () => {
-      const res = await send(spec);
+      const res = await withDeadline(spec, async (s, stopClock) => {
+        const head = await send(s);
+        stopClock();
+        return head;
+      });
       if (!isSuccess(res.statusCode)) throw await errorAnswer(res, spec);
       return { status: res.statusCode, billedCredits: billedCreditsOf(res.headers), headers: res.headers, body: res.body };
     });

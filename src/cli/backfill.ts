@@ -166,6 +166,16 @@ export async function backfillWithContext(ctx: Context, o: BackfillCommandOption
   const onSignal = () => abort.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  // --timeout bounds the whole run, syncs too (a listing that trickles, a /me that hangs), not
+  // only the wait for the batches
+  let deadlinePassed = false;
+  const deadline =
+    o.timeout === undefined
+      ? undefined
+      : setTimeout(() => {
+          deadlinePassed = true;
+          abort.abort();
+        }, o.timeout);
   try {
     const report = await runBackfill(deps, {
       sourceIds: ids,
@@ -177,7 +187,11 @@ export async function backfillWithContext(ctx: Context, o: BackfillCommandOption
         if (o.wait) progress.update(batches);
       },
     });
-    if (abort.signal.aborted) {
+    if (deadlinePassed && !report.timedOut) {
+      report.timedOut = true;
+      report.problems.push(`timed out (--timeout ${o.timeout} ms) before the syncs ended: what was submitted goes on upstream; a daemon or the next backfill picks it up`);
+      report.exitCode = report.exitCode === 0 ? 1 : report.exitCode;
+    } else if (abort.signal.aborted && !deadlinePassed) {
       report.problems.push('interrupted: the batches go on upstream; a daemon or the next backfill picks them up');
       report.exitCode = report.exitCode === 0 ? 1 : report.exitCode;
     }
@@ -186,6 +200,7 @@ export async function backfillWithContext(ctx: Context, o: BackfillCommandOption
     else if (!abort.signal.aborted) await drainSearchIndexShowingProgress(sql, process.stderr, abort.signal);
     return { report, exitCode: report.exitCode };
   } finally {
+    if (deadline !== undefined) clearTimeout(deadline);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await workers?.close();

@@ -92,14 +92,14 @@ export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Pr
   await recheckHolds(deps).catch((e: unknown) => deps.log.warn({ event: 'hold.recheck_failed', err: e }, 'could not re-check upstream holds'));
   // what the account had used before (free): set beside what the answers say was billed, at the end
   const since = await databaseNow(deps.sql);
-  const usedBefore = await deps.api.me().then(
+  const usedBefore = await deps.api.me({ signal: opts.signal }).then(
     (me) => me.usedCredits,
     () => undefined,
   );
   // side by side (each sync is mostly waiting on the API); reported in the order given
   const outcomes = await mapConcurrent(opts.sourceIds, syncConcurrency(deps.sql.options.max), async (sourceId) => {
     try {
-      return { sourceId, result: await syncSource(deps, sourceId, { trigger: 'backfill', refresh: opts.refresh === true }) };
+      return { sourceId, result: await syncSource(deps, sourceId, { trigger: 'backfill', refresh: opts.refresh === true, signal: opts.signal }) };
     } catch (e: unknown) {
       return { sourceId, error: e };
     }
@@ -132,7 +132,7 @@ export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Pr
   // Captions a finished batch reported missing are generated now (sources with
   // --generate-missing), so one backfill ends with them stored rather than at the next sync.
   if (opts.wait && !waited.timedOut && !opts.signal?.aborted) {
-    const generated = await generateMissing(deps, report);
+    const generated = await generateMissing(deps, report, opts.signal);
     if (generated.length > 0) {
       const left = opts.timeoutMs === undefined ? undefined : Math.max(0, opts.timeoutMs - (Date.now() - startedMs));
       waited = await waitFor([...jobIds, ...generated], left);
@@ -141,7 +141,9 @@ export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Pr
   report.batches = waited.batches;
   report.timedOut = waited.timedOut;
   // a fresh reading of what the account has spent, for status (reading /me is free)
-  const after = await takeCreditSnapshot(deps, null, 'after-backfill').catch((err: unknown) => {
+  // (not when the run was given up: an upstream that hangs would hold it again)
+  const reading = opts.signal?.aborted ? Promise.resolve(undefined) : takeCreditSnapshot(deps, null, 'after-backfill');
+  const after = await reading.catch((err: unknown) => {
     deps.log.warn({ event: 'credits.read_failed', reason: err instanceof Error ? err.message : String(err) }, 'could not read /me after the backfill');
     return undefined;
   });
@@ -200,13 +202,13 @@ function judge(report: BackfillReport, waited: boolean): void {
  * Generated transcripts for the synced sources that want them, now that their batches ended;
  * each source's sync result counts them. Returns the transcript jobs' IDs.
  */
-async function generateMissing(deps: PipelineDeps, report: BackfillReport): Promise<string[]> {
+async function generateMissing(deps: PipelineDeps, report: BackfillReport, signal: AbortSignal | undefined): Promise<string[]> {
   const jobIds: string[] = [];
   for (const sync of report.syncs) {
     const source = await getSource(deps.db, sync.sourceId).catch(() => null);
     if (!source?.generateMissing) continue;
     try {
-      const g = await submitGenerations(deps, source, { platform: deps.api.platform });
+      const g = await submitGenerations(deps, source, { platform: deps.api.platform, signal });
       sync.jobIds.push(...g.jobIds);
       sync.submitted += g.videos;
       sync.creditsEstimated += g.credits;

@@ -142,6 +142,8 @@ export interface CreditRequest {
    * so that in the common case its batches need no second check (see HEADROOM_FACTOR).
    */
   headroom?: number;
+  /** ends the `/me` read (held under the lock every check takes) when the caller gives up */
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -168,7 +170,7 @@ export async function reserveCredits(deps: Pick<PipelineDeps, 'sql' | 'api' | 's
     const overBudget = await checkBudgets(tx, settings.creditBudgetPerDay, req, what);
     if (overBudget) return { refused: overBudget };
     const readFrom = await databaseClock(tx);
-    const me = await api.me();
+    const me = await api.me({ signal: req.signal });
     await insertCreditSnapshot(tx, me, req.reason ?? 'before-submit', req.sourceId);
     const accountLeft = me.maxCredits - me.usedCredits - settings.creditReserve;
     const available = accountLeft - (await heldCredits(tx, readFrom));

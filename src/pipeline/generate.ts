@@ -40,6 +40,8 @@ export const SYNC_JOB_ID_PREFIX = 'gen-sync';
 export interface GenerateOptions {
   /** the platform path segment, for the video's URL; default DEFAULT_PLATFORM */
   platform?: string;
+  /** the caller gives up: no more requests are sent, the one under way ends (a lost answer) */
+  signal?: AbortSignal | undefined;
 }
 
 export interface GenerateResult {
@@ -127,6 +129,7 @@ export async function submitGenerations(
     sourceBudget: source.maxCreditsPerDay,
     what: 'these generated transcripts',
     reason: 'before-generate',
+    signal: opts.signal,
   });
   if (check.refused) {
     const refused = check.refused;
@@ -136,11 +139,12 @@ export async function submitGenerations(
   const { hold } = check;
   try {
     for (const p of planned) {
+      if (opts.signal?.aborted) break;
       if (!(await hold.renew())) {
         log.warn({ event: 'credits.reservation_lapsed', sourceId: source.id, sent: result.videos, planned: planned.length }, 'credit reservation expired: requesting no more generated transcripts this sync');
         break;
       }
-      const sent = await generate(deps, source, p, opts.platform ?? DEFAULT_PLATFORM, hold);
+      const sent = await generate(deps, source, p, opts.platform ?? DEFAULT_PLATFORM, hold, opts.signal);
       if (sent === null) continue;
       result.jobIds.push(sent.jobId);
       result.videos++;
@@ -170,6 +174,7 @@ async function generate(
   p: PlannedGeneration,
   platform: string,
   hold: CreditHold,
+  signal: AbortSignal | undefined,
 ): Promise<{ jobId: string; credits: number } | null> {
   const { sql, api, log, settings, queues } = deps;
   const credits = generateCredits(p.durationS);
@@ -181,7 +186,7 @@ async function generate(
   };
   const request: GenerateRequest = { ...query, videoId: p.videoId, durationS: p.durationS };
   // the account's usage just before the request (/me is free): how a lost answer is judged later
-  const before = await api.me();
+  const before = await api.me({ signal });
   const submission = await sql.begin(async (tx) => {
     await lockClaims(tx, 'transcript', p.lang);
     if (await generationAttempted(tx, p.videoId, p.lang)) return null;
@@ -191,7 +196,7 @@ async function generate(
 
   let answer;
   try {
-    answer = await api.readMediaTranscript(query, { expectedCredits: credits });
+    answer = await api.readMediaTranscript(query, { expectedCredits: credits, signal });
   } catch (e: unknown) {
     const detail = e instanceof Error ? e.message : String(e);
     const at = { sourceId: source.id, videoId: p.videoId, lang: p.lang, submission };

@@ -18,7 +18,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { ApiError, LimitExceededError, toApiError } from '../api/errors.ts';
+import { AbortedError, ApiError, LimitExceededError, toApiError } from '../api/errors.ts';
 import { isRecordFresh } from '../db/channels.ts';
 import { billedOfRun } from '../db/credit-charges.ts';
 import type { Queryable } from '../db/connection.ts';
@@ -70,6 +70,11 @@ export interface SyncOptions {
   trigger?: 'cron' | 'backfill' | 'manual';
   /** `backfill --refresh`: every stored or gone video of the source is fetched again now */
   refresh?: boolean;
+  /**
+   * the caller gives up (a deadline, Ctrl-C): the request under way ends, nothing more is sent,
+   * and the sync ends `error` (aborted) with its lease released; what was submitted stays recorded
+   */
+  signal?: AbortSignal | undefined;
 }
 
 /** After how long a stored video is fetched again in this sync (src/domain/attempts.ts); null: never. */
@@ -201,7 +206,12 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
   };
 
   try {
-    await resolveSubmissions(deps, sourceId);
+    const signal = opts.signal;
+    const stopIfAborted = () => {
+      if (signal?.aborted) throw new AbortedError({ message: `sync of source ${sourceId}: aborted`, cause: signal.reason });
+    };
+    await resolveSubmissions(deps, sourceId, signal);
+    stopIfAborted();
     const wanted = await wantedNow(deps, source);
     if (wanted.length === 0) {
       result.outcome = 'in-flight';
@@ -226,6 +236,7 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
             what: 'listing this source',
             reason: 'before-listing',
             headroom: batchesCostBound(source, wanted, settings.batchSize),
+            signal,
           })
         : undefined;
     if (listingCheck?.refused) return await refusedCredits(listingCheck.refused, listingCheck.accountLeft);
@@ -235,9 +246,9 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
     let estimate: number;
     try {
       try {
-        await adapter.refresh(deps, source);
+        await adapter.refresh(deps, source, { signal });
         result.listingCredits = cost.refresh;
-        listing = await adapter.list(deps, source);
+        listing = await adapter.list(deps, source, { signal });
         result.listingCredits += listing.credits;
         // spent: recorded on the run now (the budgets count it) and no longer reserved
         await sql.begin(async (tx) => {
@@ -258,11 +269,12 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
         if (hold === undefined || hold.left() < estimate) {
           await releaseHold(deps, hold, sourceId);
           hold = undefined;
-          const check = await reserveCredits(deps, { sourceId, estimate, sourceBudget: source.maxCreditsPerDay });
+          const check = await reserveCredits(deps, { sourceId, estimate, sourceBudget: source.maxCreditsPerDay, signal });
           if (check.refused) return await refusedCredits(check.refused, check.accountLeft);
           hold = check.hold;
         }
         for (const batch of planned) {
+          stopIfAborted();
           if (!(await hold.renew())) {
             // stalled past CREDIT_RESERVATION_TTL_MS: others no longer count these credits
             result.detail = 'the credit reservation expired before every batch was sent; the rest is due at the next sync';
@@ -279,6 +291,7 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
             textOnly: source.textOnly,
             claimDue: (tx, ids) => dueVideoIds(tx, settings, batch.kind, batch.lang, ids, !source.textOnly, refreshAfter),
             hold,
+            signal,
           });
           if (submitted === null) continue;
           result.jobIds.push(submitted.jobId);
@@ -289,7 +302,8 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
       await releaseHold(deps, hold, sourceId);
     }
     // transcripts generated for videos whose captions a finished batch reported missing
-    const generated = await submitGenerations(deps, source, { platform: deps.api.platform });
+    stopIfAborted();
+    const generated = await submitGenerations(deps, source, { platform: deps.api.platform, signal });
     result.jobIds.push(...generated.jobIds);
     result.submitted += generated.videos;
     if (generated.refused && result.jobIds.length === 0) {
@@ -462,11 +476,11 @@ export async function dueVideoIds(
  * POST, nothing was created (this sync submits again); if they moved, it probably was created
  * and cannot be read without its job ID: `lost`, not re-submitted automatically.
  */
-async function resolveSubmissions(deps: PipelineDeps, sourceId: number): Promise<void> {
+async function resolveSubmissions(deps: PipelineDeps, sourceId: number, signal: AbortSignal | undefined): Promise<void> {
   const { sql, api, log } = deps;
   const pending = await unresolvedSubmissions(sql, sourceId, SUBMISSION_STALE_SENDING_MS);
   if (pending.length === 0) return;
-  const me = await api.me();
+  const me = await api.me({ signal });
   for (const p of pending) {
     const when = p.createdAt.toISOString();
     if (p.usedCreditsBefore !== null && me.usedCredits === p.usedCreditsBefore) {

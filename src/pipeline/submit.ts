@@ -34,6 +34,8 @@ export interface SubmitBatchInput {
    * records the batch, so the daily budgets count it once. Omitted: nothing reserved (replay).
    */
   hold?: CreditHold | undefined;
+  /** ends the request when the caller gives up (an answer cut off this way is a lost answer) */
+  signal?: AbortSignal | undefined;
 }
 
 export interface SubmittedBatch {
@@ -70,7 +72,7 @@ export function answerMayBeLost(e: unknown): boolean {
 export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): Promise<SubmittedBatch | null> {
   const { sql, api, queues, settings } = deps;
   // the account's usage just before the POST (/me is free): how a lost answer is judged later
-  const before = await api.me();
+  const before = await api.me({ signal: input.signal });
   const claim = await sql.begin(async (tx) => {
     await lockClaims(tx, input.kind, input.lang);
     let request = input.request;
@@ -104,8 +106,8 @@ export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): 
   try {
     ({ jobId } =
       input.kind === 'video'
-        ? await api.createVideoBatch(request as VideoBatchRequest, { expectedCredits: credits })
-        : await api.createTranscriptBatch(request as TranscriptBatchRequest, { expectedCredits: credits }));
+        ? await api.createVideoBatch(request as VideoBatchRequest, { expectedCredits: credits, signal: input.signal })
+        : await api.createTranscriptBatch(request as TranscriptBatchRequest, { expectedCredits: credits, signal: input.signal }));
   } catch (e: unknown) {
     const lost = answerMayBeLost(e);
     const detail = e instanceof Error ? e.message : String(e);

@@ -3,6 +3,7 @@
  * nothing else that depends on the kind; src/pipeline/kinds/index.ts registers one adapter per
  * kind in a `Record<SourceKind, SourceAdapter>`, so a kind without an adapter does not compile.
  */
+import type { CallOptions } from '../../api/client.ts';
 import type { TranscriptBatchRequest, VideoBatchRequest } from '../../api/schemas.ts';
 import type { Source } from '../../db/schema.ts';
 import type { BatchKind } from '../../domain/batches.ts';
@@ -74,9 +75,9 @@ export interface SourceAdapter {
   /** Resolve the parsed reference to its canonical ID (through the API where the kind needs it). */
   resolve(deps: AdapterDeps, spec: SourceSpec): Promise<ResolvedSource>;
   /** Keep the source's own metadata record current (channels, playlists; 1 credit when stale). */
-  refresh(deps: AdapterDeps, source: Source): Promise<void>;
+  refresh(deps: AdapterDeps, source: Source, o?: CallOptions): Promise<void>;
   /** The video IDs to consider now, remembered in `source_videos`, and what listing them cost. */
-  list(deps: AdapterDeps, source: Source): Promise<Listing>;
+  list(deps: AdapterDeps, source: Source, o?: CallOptions): Promise<Listing>;
   /** The batches that buy `due` (videos due for `kind`/`lang`), each within `batchSize`. */
   buildBatches(source: Source, kind: BatchKind, lang: string | null, due: readonly string[], batchSize: number): PlannedBatch[];
 }

@@ -35,17 +35,17 @@ export const channelAdapter: SourceAdapter = {
     }
   },
 
-  async refresh({ sql, api }, source: Source) {
+  async refresh({ sql, api }, source: Source, o) {
     if (await isRecordFresh(sql, 'channels', source.externalId, SOURCE_METADATA_REFRESH_MS)) return;
-    await upsertChannel(sql, await api.getChannel({ id: source.externalId }, { expectedCredits: PRICES.record }));
+    await upsertChannel(sql, await api.getChannel({ id: source.externalId }, { expectedCredits: PRICES.record, signal: o?.signal }));
   },
 
-  async list({ sql, api }, source) {
+  async list({ sql, api }, source, o) {
     const listing = await api.getChannelVideos({
       id: source.externalId,
       limit: source.maxVideos,
       type: source.include.length > 0 ? 'all' : 'video',
-    }, { expectedCredits: PRICES.listing });
+    }, { expectedCredits: PRICES.listing, signal: o?.signal });
     const videoIds = listedIds(listing, source.include);
     await rememberVideos(sql, source.id, videoIds);
     return { videoIds, credits: PRICES.listing };

@@ -33,13 +33,13 @@ export const playlistAdapter: SourceAdapter = {
     }
   },
 
-  async refresh({ sql, api }, source) {
+  async refresh({ sql, api }, source, o) {
     if (await isRecordFresh(sql, 'playlists', source.externalId, SOURCE_METADATA_REFRESH_MS)) return;
-    await upsertPlaylist(sql, await api.getPlaylist({ id: source.externalId }, { expectedCredits: PRICES.record }));
+    await upsertPlaylist(sql, await api.getPlaylist({ id: source.externalId }, { expectedCredits: PRICES.record, signal: o?.signal }));
   },
 
-  async list({ sql, api }, source) {
-    const listing = await api.getPlaylistVideos({ id: source.externalId, limit: source.maxVideos }, { expectedCredits: PRICES.listing });
+  async list({ sql, api }, source, o) {
+    const listing = await api.getPlaylistVideos({ id: source.externalId, limit: source.maxVideos }, { expectedCredits: PRICES.listing, signal: o?.signal });
     const videoIds = listedIds(listing, source.include);
     await rememberVideos(sql, source.id, videoIds);
     return { videoIds, credits: PRICES.listing };

@@ -52,14 +52,14 @@ export const searchAdapter: SourceAdapter = {
     // a search has no record of its own to keep current
   },
 
-  async list({ sql, api }, source) {
+  async list({ sql, api }, source, o) {
     const search = searchOf(source);
     const ids = new Set<string>();
     let pages = 0;
     let nextPageToken: string | undefined;
     do {
       const q: SearchQuery = { ...search, ...(nextPageToken !== undefined ? { nextPageToken } : {}) };
-      const page = await api.search(q, { expectedCredits: PRICES.searchPage });
+      const page = await api.search(q, { expectedCredits: PRICES.searchPage, signal: o?.signal });
       pages += 1;
       const before = ids.size;
       for (const r of page.results) {
