@@ -158,8 +158,9 @@ describe('one success per endpoint', () => {
     const page2 = await c.search({ query: 'cooking', nextPageToken: paged.nextPageToken });
     expect(page2.results[0]?.id).not.toBe(paged.results[0]?.id);
 
+    // `photos.*` stands for a social platform, answered by its published identifier
     const meta = await c.getMetadata({ url: 'https://photos.test/p/1' });
-    expect(meta.platform).toBe('photosite');
+    expect(meta.platform).toBe('instagram');
 
     const scraped = await c.scrape({ url: 'https://docs.test/', noLinks: true });
     expect(scraped.countCharacters).toBe(scraped.content.length);
