@@ -42,6 +42,7 @@ import {
   JobIdSchema,
   JobResultSchema,
   MediaTranscriptQuerySchema,
+  MetadataQuerySchema,
   MetadataSchema,
   PlaylistSchema,
   PlaylistVideosQuerySchema,
@@ -55,7 +56,6 @@ import {
   TranscriptSchema,
   TranslatedTranscriptSchema,
   TranslateQuerySchema,
-  UrlQuerySchema,
   VideoBatchRequestSchema,
   VideoIdsSchema,
   VideoSchema,
@@ -72,6 +72,7 @@ import {
   type JobResult,
   type MediaTranscriptQuery,
   type Metadata,
+  type MetadataQuery,
   type Playlist,
   type PlaylistVideosQuery,
   type Scrape,
@@ -83,7 +84,6 @@ import {
   type TranscriptQuery,
   type TranslatedTranscript,
   type TranslateQuery,
-  type UrlQuery,
   type Video,
   type VideoBatchRequest,
   type VideoIds,
@@ -215,8 +215,8 @@ export interface ApiClient {
   crawlPages(jobId: string, o?: CallOptions): AsyncIterable<CrawledPage>;
   /** `GET /{platform}/search` */
   search(q: SearchQuery, o?: CallOptions): Promise<SearchResults>;
-  /** `GET /metadata` */
-  getMetadata(q: UrlQuery, o?: CallOptions): Promise<Metadata>;
+  /** `GET /metadata`: any supported platform's media item (1 credit) */
+  getMetadata(q: MetadataQuery, o?: CallOptions): Promise<Metadata>;
   /** `GET /me`: plan and credits (free) */
   me(o?: CallOptions): Promise<Account>;
   /** Close the owned connection pool (a given dispatcher is left open). */
@@ -473,7 +473,7 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
     },
     getMetadata: async (q, o) => {
       const endpoint = 'GET /metadata';
-      return get(endpoint, '/metadata', validate(UrlQuerySchema, q, endpoint), MetadataSchema, o);
+      return get(endpoint, '/metadata', validate(MetadataQuerySchema, q, endpoint), MetadataSchema, o);
     },
     me: async (o) => get('GET /me', '/me', undefined, AccountSchema, o),
     close: async () => {

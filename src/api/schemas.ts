@@ -371,6 +371,13 @@ const boolFromQuery = z.union([
   z.enum(['true', 'false']).transform((s) => s === 'true'),
 ]);
 const nonEmpty = z.string().trim().min(1, 'must not be empty');
+/**
+ * A parameter the published document declares `format: uri`: an absolute URL, so a bare ID, a
+ * relative path or a blank is refused here instead of upstream.
+ */
+const uri = nonEmpty
+  .pipe(z.url({ message: 'expected an absolute URL' }))
+  .refine((s) => !/\s/.test(s), 'expected a URL without blanks (percent-encode them)');
 
 export const LimitSchema = int(LIMIT_MIN, LIMIT_MAX);
 export const ChunkSizeSchema = int(CHUNK_SIZE_MIN, CHUNK_SIZE_MAX);
@@ -460,7 +467,7 @@ function urlOrVideoId(
 }
 
 const transcriptShape = {
-  url: nonEmpty.optional(),
+  url: uri.optional(),
   videoId: nonEmpty.optional(),
   lang: nonEmpty.optional(),
   text: boolFromQuery.optional(),
@@ -484,7 +491,7 @@ export type TranslateQuery = z.infer<typeof TranslateQuerySchema>;
 /** Query of `GET /transcript` (any media URL). */
 export const MediaTranscriptQuerySchema = z
   .object({
-    url: nonEmpty,
+    url: uri,
     lang: nonEmpty.optional(),
     text: boolFromQuery.optional(),
     chunkSize: ChunkSizeSchema.optional(),
@@ -503,7 +510,7 @@ export type WebPageQuery = z.infer<typeof WebPageQuerySchema>;
 
 /** Body of `POST /web/crawl`. */
 export const CrawlRequestSchema = z
-  .object({ url: nonEmpty, limit: LimitSchema.optional() })
+  .object({ url: uri, limit: LimitSchema.optional() })
   .strict();
 export type CrawlRequest = z.infer<typeof CrawlRequestSchema>;
 
@@ -523,8 +530,9 @@ export const SearchQuerySchema = z.object({
 });
 export type SearchQuery = z.infer<typeof SearchQuerySchema>;
 
-export const UrlQuerySchema = z.object({ url: nonEmpty });
-export type UrlQuery = z.infer<typeof UrlQuerySchema>;
+/** Query of `GET /metadata`: the URL of a media item of any supported platform. */
+export const MetadataQuerySchema = z.object({ url: uri });
+export type MetadataQuery = z.infer<typeof MetadataQuerySchema>;
 
 /** A job ID in a path: non-empty, no slash. */
 export const JobIdParamSchema = z.string().regex(/^[^/\s]+$/, 'expected a job ID (no slash, no blank)');

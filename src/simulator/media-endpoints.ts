@@ -8,7 +8,7 @@ import {
   CrawlRequestSchema,
   JobIdParamSchema,
   MediaTranscriptQuerySchema,
-  UrlQuerySchema,
+  MetadataQuerySchema,
   WebPageQuerySchema,
   type Metadata,
   type Transcript,
@@ -82,7 +82,7 @@ export function registerMediaEndpoints(router: Router<Handler>, deps: ApiDeps): 
   });
 
   router.add('GET', '/metadata', (req) => {
-    const q = parseWith(UrlQuerySchema, req.query, 'query');
+    const q = parseWith(MetadataQuerySchema, req.query, 'query');
     if (!q.ok) return q.reply;
     const ref = catalog.findVideo(q.value.url);
     if (ref) {

@@ -143,7 +143,7 @@ describe('one success per endpoint', () => {
     expect(tr.lang).toBe('de');
     expect(typeof tr.content).toBe('string');
 
-    const media = await c.getMediaTranscript({ url: v.id, lang: v.transcriptLanguages[0] });
+    const media = await c.getMediaTranscript({ url: `https://www.${sim.platform}.com/watch?v=${v.id}`, lang: v.transcriptLanguages[0] });
     expect(media.kind).toBe('transcript');
     if (media.kind === 'transcript') expect(media.transcript.lang).toBe(v.transcriptLanguages[0]);
   });
@@ -308,7 +308,7 @@ describe('every error code with its HTTP status', () => {
 
   it('400 when the server refuses what local validation lets through', async () => {
     const c = makeClient();
-    const e = await caught(c.getMetadata({ url: 'not a url at all' }));
+    const e = await caught(c.getMetadata({ url: 'https://unknown.test/p/1' }));
     expect(e).toBeInstanceOf(InvalidRequestError);
     expect(e.status).toBe(400);
     expect(e.message).toContain('url');

@@ -103,6 +103,14 @@ describe('transcript queries', () => {
     await rejectsOn(() => client.getChannelVideos({ id: 'UC1', type: 'reels' as never }), 'type');
     await rejectsOn(() => client.search({ query: 'cats', limit: 5001 }), 'limit');
   });
+
+  it('sends only absolute URLs where the published document declares a URI', async () => {
+    await rejectsOn(() => client.getMediaTranscript({ url: 'dQw4w9WgXcQ' }), 'url');
+    await rejectsOn(() => client.getMetadata({ url: 'not a url at all' }), 'url');
+    await rejectsOn(() => client.getTranscript({ url: '/watch?v=dQw4w9WgXcQ' }), 'url');
+    await rejectsOn(() => client.translateTranscript({ url: 'https://x.test/a b', lang: 'de' }), 'url');
+    await rejectsOn(() => client.startCrawl({ url: 'docs.test/guide' }), 'url');
+  });
 });
 
 describe('job IDs and crawls', () => {
