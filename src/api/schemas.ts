@@ -356,6 +356,7 @@ export const CHUNK_SIZE_MAX = 10_000;
 /** `limit` defaults that bite (UPSTREAM.md): a playlist/channel batch without `limit` gets 10. */
 export const BATCH_LIMIT_DEFAULT = 10;
 export const CHANNEL_VIDEOS_LIMIT_DEFAULT = 30;
+export const PLAYLIST_VIDEOS_LIMIT_DEFAULT = 100;
 export const CRAWL_LIMIT_DEFAULT = 100;
 
 const intFromQuery = z.union([

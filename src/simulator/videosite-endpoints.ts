@@ -6,7 +6,7 @@ import {
   CHANNEL_VIDEOS_LIMIT_DEFAULT,
   ChannelVideosQuerySchema,
   IdQuerySchema,
-  LIMIT_MAX,
+  PLAYLIST_VIDEOS_LIMIT_DEFAULT,
   PlaylistVideosQuerySchema,
   SearchQuerySchema,
   TranscriptQuerySchema,
@@ -148,7 +148,7 @@ export function registerVideositeEndpoints(router: Router<Handler>, deps: ApiDep
     const id = catalog.findPlaylist(q.value.id);
     if (id === undefined) return notFound('Playlist');
     const ids = (kind: VideoKind, limit: number) => catalog.playlistVideoIds(id, kind, limit);
-    return paid(req, listing(ids, q.value.limit ?? LIMIT_MAX, ['video', 'short', 'live']));
+    return paid(req, listing(ids, q.value.limit ?? PLAYLIST_VIDEOS_LIMIT_DEFAULT, ['video', 'short', 'live']));
   });
 
   router.add('GET', `${p}/channel/videos`, (req) => {
