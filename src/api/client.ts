@@ -1,6 +1,7 @@
 /**
  * The typed client of the upstream interface v1.3.0: one method per endpoint (the twelve of the
- * interface and the seven gap endpoints of UPSTREAM.md, deprecated ones included).
+ * interface, the seven gap endpoints of UPSTREAM.md and the extract jobs of the published
+ * document `upstream/openapi-v1.json`, deprecated ones included).
  *
  * Every method validates its parameters with the request schema before anything is sent (a
  * violation is a local `invalid-request` naming the field), and parses the answer with the
@@ -37,6 +38,8 @@ import {
   CrawlJobSchema,
   CrawlQuerySchema,
   CrawlRequestSchema,
+  ExtractJobResultSchema,
+  ExtractRequestSchema,
   IdQuerySchema,
   JobIdParamSchema,
   JobIdSchema,
@@ -67,6 +70,8 @@ import {
   type CrawledPage,
   type CrawlJob,
   type CrawlRequest,
+  type ExtractJobResult,
+  type ExtractRequest,
   type IdQuery,
   type JobId,
   type JobResult,
@@ -217,6 +222,15 @@ export interface ApiClient {
   search(q: SearchQuery, o?: CallOptions): Promise<SearchResults>;
   /** `GET /metadata`: any supported platform's media item (1 credit) */
   getMetadata(q: MetadataQuery, o?: CallOptions): Promise<Metadata>;
+  /**
+   * `POST /extract`: start extracting structured data from a video, by `prompt`, JSON `schema`
+   * or both; always a job (202 `{jobId}`), read with `getExtractJob`. Costs 5 credits per
+   * started minute of the media, at least 5; like a batch POST, never repeated once it may have
+   * arrived.
+   */
+  startExtract(body: ExtractRequest, o?: CallOptions): Promise<JobId>;
+  /** `GET /extract/{jobId}` (free); a result is kept 1 hour after the job completes, then 404 */
+  getExtractJob(jobId: string, o?: CallOptions): Promise<ExtractJobResult>;
   /** `GET /me`: plan and credits (free) */
   me(o?: CallOptions): Promise<Account>;
   /** Close the owned connection pool (a given dispatcher is left open). */
@@ -474,6 +488,14 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
     getMetadata: async (q, o) => {
       const endpoint = 'GET /metadata';
       return get(endpoint, '/metadata', validate(MetadataQuerySchema, q, endpoint), MetadataSchema, o);
+    },
+    startExtract: async (body, o) => {
+      const endpoint = 'POST /extract';
+      return createJob(endpoint, '/extract', validate(ExtractRequestSchema, body, endpoint), o);
+    },
+    getExtractJob: async (jobId, o) => {
+      const endpoint = 'GET /extract/{jobId}';
+      return get(endpoint, `/extract/${jobIdSegment(jobId, endpoint)}`, undefined, ExtractJobResultSchema, o);
     },
     me: async (o) => get('GET /me', '/me', undefined, AccountSchema, o),
     close: async () => {

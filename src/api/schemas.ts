@@ -334,6 +334,17 @@ export const MetadataSchema = z.object({
 });
 export type Metadata = z.infer<typeof MetadataSchema>;
 
+/** A job of `POST /extract`, read at `GET /extract/{jobId}`. */
+export const ExtractJobResultSchema = z.object({
+  status: openEnum(JOB_STATUSES),
+  error: ErrorBodySchema.nullable().optional(),
+  /** the extracted data, shaped by the request's schema (or by `schema` below) */
+  data: JsonObjectSchema.optional(),
+  /** the JSON Schema the upstream wrote itself; only when the request gave none */
+  schema: JsonObjectSchema.optional(),
+});
+export type ExtractJobResult = z.infer<typeof ExtractJobResultSchema>;
+
 export const AccountSchema = z.object({
   organizationId: z.string(),
   plan: z.string(),
@@ -534,6 +545,20 @@ export type SearchQuery = z.infer<typeof SearchQuerySchema>;
 /** Query of `GET /metadata`: the URL of a media item of any supported platform. */
 export const MetadataQuerySchema = z.object({ url: uri });
 export type MetadataQuery = z.infer<typeof MetadataQuerySchema>;
+
+/**
+ * Body of `POST /extract`: what to extract from the video at `url`, as a `prompt`, a JSON
+ * Schema `schema` the data must follow, or both; at least one of the two.
+ */
+export const ExtractRequestSchema = z
+  .object({ url: uri, prompt: nonEmpty.optional(), schema: JsonObjectSchema.optional() })
+  .strict()
+  .superRefine((b, ctx) => {
+    if (b.prompt === undefined && b.schema === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['prompt'], message: 'at least one of prompt, schema is required' });
+    }
+  });
+export type ExtractRequest = z.infer<typeof ExtractRequestSchema>;
 
 /** A job ID in a path: non-empty, no slash. */
 export const JobIdParamSchema = z.string().regex(/^[^/\s]+$/, 'expected a job ID (no slash, no blank)');

@@ -59,6 +59,14 @@ export function generateCredits(durationS: number): number {
   return GENERATE_CREDITS_PER_MINUTE * startedMinutes(durationS);
 }
 
+/** An extract job (`POST /extract`) costs this many credits per started minute of the media (UPSTREAM.md). */
+export const EXTRACT_CREDITS_PER_MINUTE = 5;
+
+/** Credits of one extract job of media of `durationS` seconds: at least one minute's worth. */
+export function extractCredits(durationS: number): number {
+  return EXTRACT_CREDITS_PER_MINUTE * startedMinutes(durationS);
+}
+
 /** A channel's or playlist's metadata record is re-fetched (1 credit) when older than this. */
 export const SOURCE_METADATA_REFRESH_MS = 24 * 3_600_000;
 

@@ -22,7 +22,7 @@ import type { Router } from './router.ts';
 import { LANGS, type Lang } from './text.ts';
 import { chooseLang, shapeContent } from './transcripts.ts';
 import { socialMetadata, socialPlatformOf } from './social.ts';
-import { publicVideo } from './videosite-endpoints.ts';
+import { isPlatformHost, publicVideo } from './videosite-endpoints.ts';
 import { httpUrl } from './web.ts';
 
 function pageLang(lang: string | undefined): Lang {
@@ -31,7 +31,7 @@ function pageLang(lang: string | undefined): Lang {
 
 export function registerMediaEndpoints(router: Router<Handler>, deps: ApiDeps): void {
   const { catalog } = deps;
-  const ownHost = (u: URL) => u.hostname === `${deps.platform}.com` || u.hostname.endsWith(`.${deps.platform}.com`);
+  const ownHost = (u: URL) => isPlatformHost(deps.platform, u);
 
   router.add('GET', '/transcript', (req) => {
     const q = parseWith(MediaTranscriptQuerySchema, req.query, 'query');

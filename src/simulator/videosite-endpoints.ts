@@ -42,6 +42,11 @@ export function publicVideo(deps: ApiDeps, idOrUrl: string): { ref: VideoRef; fa
   return { ref, facts };
 }
 
+/** A URL on the video platform's own host (`<platform>.com` or a subdomain of it). */
+export function isPlatformHost(platform: string, url: URL): boolean {
+  return url.hostname === `${platform}.com` || url.hostname.endsWith(`.${platform}.com`);
+}
+
 /** 206 with an Error body: a 2xx that still costs a credit. */
 function transcriptUnavailable(req: ApiRequest, videoId: string): Reply {
   if (!req.charge(1)) return creditsExhausted();

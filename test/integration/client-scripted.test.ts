@@ -193,6 +193,14 @@ describe('wire format', () => {
         () => c.getMetadata({ url: 'https://v.test/v' }),
         { platform: 'videosite', type: 'video', id: 'v', title: null },
       ],
+      ['POST', '/extract', { jobId: 'e1' }, () => c.startExtract({ url: 'https://v.test/v', prompt: 'topics' }), { jobId: 'e1' }],
+      [
+        'GET',
+        '/extract/e1',
+        { status: 'completed', error: null, data: { topics: ['a'] } },
+        () => c.getExtractJob('e1'),
+        { status: 'completed', error: null, data: { topics: ['a'] } },
+      ],
       [
         'GET',
         '/me',

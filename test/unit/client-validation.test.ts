@@ -110,6 +110,17 @@ describe('transcript queries', () => {
     await rejectsOn(() => client.getTranscript({ url: '/watch?v=dQw4w9WgXcQ' }), 'url');
     await rejectsOn(() => client.translateTranscript({ url: 'https://x.test/a b', lang: 'de' }), 'url');
     await rejectsOn(() => client.startCrawl({ url: 'docs.test/guide' }), 'url');
+    await rejectsOn(() => client.startExtract({ url: 'x.test/v', prompt: 'topics' }), 'url');
+  });
+});
+
+describe('extract requests', () => {
+  it('needs a prompt, a schema or both, and nothing else', async () => {
+    await rejectsOn(() => client.startExtract({ url: 'https://x.test/v' }), 'prompt');
+    await rejectsOn(() => client.startExtract({ url: 'https://x.test/v', prompt: '  ' }), 'prompt');
+    await rejectsOn(() => client.startExtract({ url: 'https://x.test/v', schema: [] as never }), 'schema');
+    await rejectsOn(() => client.startExtract({ url: 'https://x.test/v', prompt: 'x', lang: 'en' } as never), '(root)');
+    await rejectsOn(() => client.getExtractJob('a/b'), 'jobId');
   });
 });
 
