@@ -186,13 +186,23 @@ export interface ApiClient {
   getPlaylistVideos(q: PlaylistVideosQuery, o?: CallOptions): Promise<VideoIds>;
   /** `GET /{platform}/channel/videos` */
   getChannelVideos(q: ChannelVideosQuery, o?: CallOptions): Promise<VideoIds>;
-  /** `GET /{platform}/video` (deprecated upstream, still available) */
+  /**
+   * `GET /{platform}/video`
+   * @deprecated in the provider's published document: use `getMetadata` (`GET /metadata` with
+   * the video's URL) instead (UPSTREAM.md). It still answers; its answer has
+   * `transcriptLanguages`, which `Metadata` has not.
+   */
   getVideo(q: IdQuery, o?: CallOptions): Promise<Video>;
   /** `GET /{platform}/playlist` */
   getPlaylist(q: IdQuery, o?: CallOptions): Promise<Playlist>;
   /** `GET /{platform}/channel` */
   getChannel(q: IdQuery, o?: CallOptions): Promise<Channel>;
-  /** `GET /{platform}/transcript` (deprecated upstream, still available) */
+  /**
+   * `GET /{platform}/transcript`
+   * @deprecated in the provider's published document: use `getMediaTranscript`
+   * (`GET /transcript` with the video's URL; `mode: 'native'` for the same captions only)
+   * instead (UPSTREAM.md). It still answers.
+   */
   getTranscript(q: TranscriptQuery, o?: CallOptions): Promise<Transcript>;
   /** `GET /{platform}/transcript/translate`: `lang` is the target language */
   translateTranscript(q: TranslateQuery, o?: CallOptions): Promise<TranslatedTranscript>;
