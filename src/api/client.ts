@@ -1,6 +1,7 @@
 /**
  * The typed client of the upstream interface v1.3.0: one method per endpoint (the twelve of the
- * interface and the seven gap endpoints of UPSTREAM.md, deprecated ones included).
+ * interface, the seven gap endpoints of UPSTREAM.md and the extract jobs of the published
+ * document `upstream/openapi-v1.json`, deprecated ones included).
  *
  * Every method validates its parameters with the request schema before anything is sent (a
  * violation is a local `invalid-request` naming the field), and parses the answer with the
@@ -38,11 +39,14 @@ import {
   CrawlJobSchema,
   CrawlQuerySchema,
   CrawlRequestSchema,
+  ExtractJobResultSchema,
+  ExtractRequestSchema,
   IdQuerySchema,
   JobIdParamSchema,
   JobIdSchema,
   JobResultSchema,
   MediaTranscriptQuerySchema,
+  MetadataQuerySchema,
   MetadataSchema,
   PlaylistSchema,
   PlaylistVideosQuerySchema,
@@ -56,7 +60,6 @@ import {
   TranscriptSchema,
   TranslatedTranscriptSchema,
   TranslateQuerySchema,
-  UrlQuerySchema,
   VideoBatchRequestSchema,
   VideoIdsSchema,
   VideoSchema,
@@ -68,11 +71,14 @@ import {
   type CrawledPage,
   type CrawlJob,
   type CrawlRequest,
+  type ExtractJobResult,
+  type ExtractRequest,
   type IdQuery,
   type JobId,
   type JobResult,
   type MediaTranscriptQuery,
   type Metadata,
+  type MetadataQuery,
   type Playlist,
   type PlaylistVideosQuery,
   type Scrape,
@@ -84,7 +90,6 @@ import {
   type TranscriptQuery,
   type TranslatedTranscript,
   type TranslateQuery,
-  type UrlQuery,
   type Video,
   type VideoBatchRequest,
   type VideoIds,
@@ -192,13 +197,23 @@ export interface ApiClient {
   getPlaylistVideos(q: PlaylistVideosQuery, o?: CallOptions): Promise<VideoIds>;
   /** `GET /{platform}/channel/videos` */
   getChannelVideos(q: ChannelVideosQuery, o?: CallOptions): Promise<VideoIds>;
-  /** `GET /{platform}/video` (deprecated upstream, still available) */
+  /**
+   * `GET /{platform}/video`
+   * @deprecated in the provider's published document: use `getMetadata` (`GET /metadata` with
+   * the video's URL) instead (UPSTREAM.md). It still answers; its answer has
+   * `transcriptLanguages`, which `Metadata` has not.
+   */
   getVideo(q: IdQuery, o?: CallOptions): Promise<Video>;
   /** `GET /{platform}/playlist` */
   getPlaylist(q: IdQuery, o?: CallOptions): Promise<Playlist>;
   /** `GET /{platform}/channel` */
   getChannel(q: IdQuery, o?: CallOptions): Promise<Channel>;
-  /** `GET /{platform}/transcript` (deprecated upstream, still available) */
+  /**
+   * `GET /{platform}/transcript`
+   * @deprecated in the provider's published document: use `getMediaTranscript`
+   * (`GET /transcript` with the video's URL; `mode: 'native'` for the same captions only)
+   * instead (UPSTREAM.md). It still answers.
+   */
   getTranscript(q: TranscriptQuery, o?: CallOptions): Promise<Transcript>;
   /** `GET /{platform}/transcript/translate`: `lang` is the target language */
   translateTranscript(q: TranslateQuery, o?: CallOptions): Promise<TranslatedTranscript>;
@@ -226,8 +241,17 @@ export interface ApiClient {
   crawlPages(jobId: string, o?: CallOptions): AsyncIterable<CrawledPage>;
   /** `GET /{platform}/search` */
   search(q: SearchQuery, o?: CallOptions): Promise<SearchResults>;
-  /** `GET /metadata` */
-  getMetadata(q: UrlQuery, o?: CallOptions): Promise<Metadata>;
+  /** `GET /metadata`: any supported platform's media item (1 credit) */
+  getMetadata(q: MetadataQuery, o?: CallOptions): Promise<Metadata>;
+  /**
+   * `POST /extract`: start extracting structured data from a video, by `prompt`, JSON `schema`
+   * or both; always a job (202 `{jobId}`), read with `getExtractJob`. Costs 5 credits per
+   * started minute of the media, at least 5; like a batch POST, never repeated once it may have
+   * arrived.
+   */
+  startExtract(body: ExtractRequest, o?: CallOptions): Promise<JobId>;
+  /** `GET /extract/{jobId}` (free); a result is kept 1 hour after the job completes, then 404 */
+  getExtractJob(jobId: string, o?: CallOptions): Promise<ExtractJobResult>;
   /** `GET /me`: plan and credits (free) */
   me(o?: CallOptions): Promise<Account>;
   /** Close the owned connection pool (a given dispatcher is left open). */
@@ -487,7 +511,15 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
     },
     getMetadata: async (q, o) => {
       const endpoint = 'GET /metadata';
-      return get(endpoint, '/metadata', validate(UrlQuerySchema, q, endpoint), MetadataSchema, o);
+      return get(endpoint, '/metadata', validate(MetadataQuerySchema, q, endpoint), MetadataSchema, o);
+    },
+    startExtract: async (body, o) => {
+      const endpoint = 'POST /extract';
+      return createJob(endpoint, '/extract', validate(ExtractRequestSchema, body, endpoint), o);
+    },
+    getExtractJob: async (jobId, o) => {
+      const endpoint = 'GET /extract/{jobId}';
+      return get(endpoint, `/extract/${jobIdSegment(jobId, endpoint)}`, undefined, ExtractJobResultSchema, o);
     },
     me: async (o) => get('GET /me', '/me', undefined, AccountSchema, o),
     close: async () => {

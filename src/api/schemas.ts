@@ -1,6 +1,7 @@
 /**
  * zod schemas for every resource and request of the upstream interface v1.3.0
- * (`shared/seed/000_84d3d256e7e95224.txt`) and the gap endpoints of `shared/UPSTREAM.md`.
+ * (`shared/seed/000_84d3d256e7e95224.txt`), the gap endpoints of `shared/UPSTREAM.md`, and what
+ * the provider's published OpenAPI document (`upstream/openapi-v1.json`) pins beyond them.
  *
  * Field by field as the interface says: "Req: yes" is required, anything else `.optional()`,
  * `T|null` is `.nullable()`. Types are inferred from here and never written twice. The client
@@ -49,6 +50,10 @@ export const CrawlStatusSchema = z.enum(CRAWL_STATUSES);
 export type CrawlStatus = z.infer<typeof CrawlStatusSchema>;
 
 export const SEARCH_ITEM_TYPES = ['video', 'channel', 'playlist'] as const;
+/** `Metadata.platform`: the video platform's production identifier and the four social platforms. */
+export const METADATA_PLATFORMS = ['youtube', 'tiktok', 'instagram', 'twitter', 'facebook'] as const;
+/** `MediaType`: what a `Metadata` describes, and the discriminator of its `media`. */
+export const MEDIA_TYPES = ['video', 'image', 'carousel', 'post'] as const;
 export const CHANNEL_VIDEO_TYPES = ['all', 'video', 'short', 'live'] as const;
 export const TRANSCRIPT_MODES = ['native', 'auto', 'generate'] as const;
 
@@ -57,6 +62,20 @@ export const TRANSCRIPT_MODES = ['native', 'auto', 'generate'] as const;
 
 /** "string (date-time)": ISO 8601 with a zone (`Z` or an offset). */
 export const DateTimeSchema = z.iso.datetime({ offset: true });
+
+/**
+ * A value of a published enum, read liberally: one of `known`, or any other string, kept as
+ * received (the upstream adds values before a document lists them). The type still names the
+ * known values.
+ */
+function openEnum<const T extends readonly string[]>(known: T) {
+  return z.custom<T[number] | (string & {})>((v) => typeof v === 'string', {
+    message: `expected a string (known values: ${known.join(', ')})`,
+  });
+}
+
+/** A JSON object whose keys and values are not pinned (`additionalProperties: {}`). */
+const JsonObjectSchema = z.record(z.string(), z.unknown());
 
 // ---------------------------------------------------------------------------------------------
 // Resources
@@ -242,6 +261,7 @@ export const CrawledPageSchema = z.object({
   url: z.string(),
   content: z.string(),
   name: z.string().optional(),
+  description: z.string().optional(),
   ogUrl: z.string().optional(),
   countCharacters: z.number(),
 });
@@ -256,15 +276,35 @@ export const CrawlJobSchema = z.object({
 });
 export type CrawlJob = z.infer<typeof CrawlJobSchema>;
 
+/** `media` of a video: its length and best thumbnail. */
+export const VideoMediaSchema = z.object({
+  type: z.literal('video'),
+  /** seconds */
+  duration: z.number().optional(),
+  thumbnailUrl: z.string().optional(),
+});
+export const ImageMediaSchema = z.object({ type: z.literal('image'), url: z.string() });
 /**
- * Metadata of a media URL. The platform identifiers and MediaType values are not shown in the
- * interface, so they are plain strings; stats fields after `likes` are not shown either, so the
- * stats object keeps whatever else arrives.
+ * A `media` (or carousel item) of a type this interface version does not list, kept with all its
+ * fields; a listed type must have its listed shape.
  */
+const OtherMediaSchema = z.looseObject({
+  type: z.string().refine((t) => !(MEDIA_TYPES as readonly string[]).includes(t), 'a listed media type without its listed fields'),
+});
+export const CarouselMediaSchema = z.object({
+  type: z.literal('carousel'),
+  items: z.array(z.union([VideoMediaSchema, ImageMediaSchema, OtherMediaSchema])),
+});
+export const PostMediaSchema = z.object({ type: z.literal('post') });
+/** `Metadata.media`, by `type`. */
+export const MediaSchema = z.union([VideoMediaSchema, ImageMediaSchema, CarouselMediaSchema, PostMediaSchema, OtherMediaSchema]);
+export type Media = z.infer<typeof MediaSchema>;
+
+/** Metadata of a media URL of any supported platform (`GET /metadata`). */
 export const MetadataSchema = z.object({
-  platform: z.string().optional(),
-  type: z.string().optional(),
-  id: z.string().optional(),
+  platform: openEnum(METADATA_PLATFORMS),
+  type: openEnum(MEDIA_TYPES),
+  id: z.string(),
   url: z.string().optional(),
   title: z.string().nullable().optional(),
   description: z.string().nullable().optional(),
@@ -276,14 +316,34 @@ export const MetadataSchema = z.object({
       verified: z.boolean().optional(),
     })
     .optional(),
+  /** null: the platform does not have or show that count */
   stats: z
-    .looseObject({
+    .object({
       views: z.number().nullable().optional(),
-      likes: z.number().nullable().optional(),
+      likes: z.number().nullable(),
+      comments: z.number().nullable(),
+      shares: z.number().nullable(),
     })
     .optional(),
+  media: MediaSchema.optional(),
+  tags: z.array(z.string()).optional(),
+  /** ISO 8601 as the platform gives it (not checked: a platform's odd date must not fail the answer) */
+  createdAt: z.string().optional(),
+  /** platform-specific fields */
+  additionalData: JsonObjectSchema.optional(),
 });
 export type Metadata = z.infer<typeof MetadataSchema>;
+
+/** A job of `POST /extract`, read at `GET /extract/{jobId}`. */
+export const ExtractJobResultSchema = z.object({
+  status: openEnum(JOB_STATUSES),
+  error: ErrorBodySchema.nullable().optional(),
+  /** the extracted data, shaped by the request's schema (or by `schema` below) */
+  data: JsonObjectSchema.optional(),
+  /** the JSON Schema the upstream wrote itself; only when the request gave none */
+  schema: JsonObjectSchema.optional(),
+});
+export type ExtractJobResult = z.infer<typeof ExtractJobResultSchema>;
 
 export const AccountSchema = z.object({
   organizationId: z.string(),
@@ -307,6 +367,7 @@ export const CHUNK_SIZE_MAX = 10_000;
 /** `limit` defaults that bite (UPSTREAM.md): a playlist/channel batch without `limit` gets 10. */
 export const BATCH_LIMIT_DEFAULT = 10;
 export const CHANNEL_VIDEOS_LIMIT_DEFAULT = 30;
+export const PLAYLIST_VIDEOS_LIMIT_DEFAULT = 100;
 export const CRAWL_LIMIT_DEFAULT = 100;
 
 const intFromQuery = z.union([
@@ -322,6 +383,13 @@ const boolFromQuery = z.union([
   z.enum(['true', 'false']).transform((s) => s === 'true'),
 ]);
 const nonEmpty = z.string().trim().min(1, 'must not be empty');
+/**
+ * A parameter the published document declares `format: uri`: an absolute URL, so a bare ID, a
+ * relative path or a blank is refused here instead of upstream.
+ */
+const uri = nonEmpty
+  .pipe(z.url({ message: 'expected an absolute URL' }))
+  .refine((s) => !/\s/.test(s), 'expected a URL without blanks (percent-encode them)');
 
 export const LimitSchema = int(LIMIT_MIN, LIMIT_MAX);
 export const ChunkSizeSchema = int(CHUNK_SIZE_MIN, CHUNK_SIZE_MAX);
@@ -411,7 +479,7 @@ function urlOrVideoId(
 }
 
 const transcriptShape = {
-  url: nonEmpty.optional(),
+  url: uri.optional(),
   videoId: nonEmpty.optional(),
   lang: nonEmpty.optional(),
   text: boolFromQuery.optional(),
@@ -435,7 +503,7 @@ export type TranslateQuery = z.infer<typeof TranslateQuerySchema>;
 /** Query of `GET /transcript` (any media URL). */
 export const MediaTranscriptQuerySchema = z
   .object({
-    url: nonEmpty,
+    url: uri,
     lang: nonEmpty.optional(),
     text: boolFromQuery.optional(),
     chunkSize: ChunkSizeSchema.optional(),
@@ -454,7 +522,7 @@ export type WebPageQuery = z.infer<typeof WebPageQuerySchema>;
 
 /** Body of `POST /web/crawl`. */
 export const CrawlRequestSchema = z
-  .object({ url: nonEmpty, limit: LimitSchema.optional() })
+  .object({ url: uri, limit: LimitSchema.optional() })
   .strict();
 export type CrawlRequest = z.infer<typeof CrawlRequestSchema>;
 
@@ -474,8 +542,23 @@ export const SearchQuerySchema = z.object({
 });
 export type SearchQuery = z.infer<typeof SearchQuerySchema>;
 
-export const UrlQuerySchema = z.object({ url: nonEmpty });
-export type UrlQuery = z.infer<typeof UrlQuerySchema>;
+/** Query of `GET /metadata`: the URL of a media item of any supported platform. */
+export const MetadataQuerySchema = z.object({ url: uri });
+export type MetadataQuery = z.infer<typeof MetadataQuerySchema>;
+
+/**
+ * Body of `POST /extract`: what to extract from the video at `url`, as a `prompt`, a JSON
+ * Schema `schema` the data must follow, or both; at least one of the two.
+ */
+export const ExtractRequestSchema = z
+  .object({ url: uri, prompt: nonEmpty.optional(), schema: JsonObjectSchema.optional() })
+  .strict()
+  .superRefine((b, ctx) => {
+    if (b.prompt === undefined && b.schema === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['prompt'], message: 'at least one of prompt, schema is required' });
+    }
+  });
+export type ExtractRequest = z.infer<typeof ExtractRequestSchema>;
 
 /** A job ID in a path: non-empty, no slash. */
 export const JobIdParamSchema = z.string().regex(/^[^/\s]+$/, 'expected a job ID (no slash, no blank)');

@@ -8,6 +8,7 @@ import type { Accounts } from './accounts.ts';
 import type { Catalog } from './catalog.ts';
 import type { Clock } from './clock.ts';
 import type { CrawlJobs } from './crawl-jobs.ts';
+import type { ExtractJobs } from './extract-jobs.ts';
 import type { ItemCache } from './item-cache.ts';
 import type { BatchJobs } from './jobs.ts';
 import type { JobSettings } from './options.ts';
@@ -42,6 +43,7 @@ export interface ApiDeps {
   batches: BatchJobs;
   transcriptJobs: TranscriptJobs;
   crawls: CrawlJobs;
+  extracts: ExtractJobs;
   web: SyntheticWeb;
   clock: Clock;
   /** the job settings in effect now (they can change at runtime) */

@@ -8,7 +8,7 @@ import {
   CrawlRequestSchema,
   JobIdParamSchema,
   MediaTranscriptQuerySchema,
-  UrlQuerySchema,
+  MetadataQuerySchema,
   WebPageQuerySchema,
   type Metadata,
   type Transcript,
@@ -21,16 +21,9 @@ import { errorReply, json } from './respond.ts';
 import type { Router } from './router.ts';
 import { LANGS, type Lang } from './text.ts';
 import { chooseLang, shapeContent } from './transcripts.ts';
-import { publicVideo } from './videosite-endpoints.ts';
+import { socialMetadata, socialPlatformOf } from './social.ts';
+import { isPlatformHost, publicVideo } from './videosite-endpoints.ts';
 import { httpUrl } from './web.ts';
-
-/** The other platforms `/metadata` knows, by host fragment (neutral names). */
-const OTHER_PLATFORMS: ReadonlyArray<[string, string]> = [
-  ['photos', 'photosite'],
-  ['micro', 'microsite'],
-  ['clips', 'clipsite'],
-  ['social', 'socialsite'],
-];
 
 function pageLang(lang: string | undefined): Lang {
   return lang !== undefined && (LANGS as readonly string[]).includes(lang) ? (lang as Lang) : 'en';
@@ -38,7 +31,7 @@ function pageLang(lang: string | undefined): Lang {
 
 export function registerMediaEndpoints(router: Router<Handler>, deps: ApiDeps): void {
   const { catalog } = deps;
-  const ownHost = (u: URL) => u.hostname === `${deps.platform}.com` || u.hostname.endsWith(`.${deps.platform}.com`);
+  const ownHost = (u: URL) => isPlatformHost(deps.platform, u);
 
   router.add('GET', '/transcript', (req) => {
     const q = parseWith(MediaTranscriptQuerySchema, req.query, 'query');
@@ -89,7 +82,7 @@ export function registerMediaEndpoints(router: Router<Handler>, deps: ApiDeps): 
   });
 
   router.add('GET', '/metadata', (req) => {
-    const q = parseWith(UrlQuerySchema, req.query, 'query');
+    const q = parseWith(MetadataQuerySchema, req.query, 'query');
     if (!q.ok) return q.reply;
     const ref = catalog.findVideo(q.value.url);
     if (ref) {
@@ -97,35 +90,31 @@ export function registerMediaEndpoints(router: Router<Handler>, deps: ApiDeps): 
       if ('reply' in v) return v.reply;
       const video = catalog.video(v.ref);
       const ch = catalog.channel(ref.channel);
+      // shorts and live streams are videos too: the published MediaType has no kind for them
       const body: Metadata = {
         platform: deps.platform,
-        type: ref.kind,
+        type: 'video',
         id: video.id,
         url: catalog.videoUrl(video.id),
         title: video.title,
         description: video.description === '' ? null : video.description,
         author: { username: ch.handle, displayName: ch.name, verified: (ch.subscriberCount ?? 0) > 100_000 },
-        stats: { views: video.viewCount ?? null, likes: video.likeCount ?? null, comments: hash32(video.id) % 5000 },
+        // the published document gives the video platform's share count as null
+        stats: { views: video.viewCount ?? null, likes: video.likeCount ?? null, comments: hash32(video.id) % 5000, shares: null },
+        media: { type: 'video', duration: video.duration, ...(video.thumbnail === undefined ? {} : { thumbnailUrl: video.thumbnail }) },
+        tags: [...video.tags],
+        additionalData: { channelId: ch.id, videoKind: ref.kind, transcriptLanguages: [...video.transcriptLanguages] },
       };
       if (ch.thumbnail !== undefined) body.author!.avatarUrl = ch.thumbnail;
+      if (typeof video.uploadDate === 'string') body.createdAt = video.uploadDate;
       return req.charge(1) ? json(body) : creditsExhausted();
     }
     const url = httpUrl(q.value.url);
     if (!url) return errorReply('invalid-request', 'Invalid query: url: expected an http(s) media URL');
     if (ownHost(url)) return notFound('Media');
-    const other = OTHER_PLATFORMS.find(([frag]) => url.hostname.includes(frag));
-    if (!other) return errorReply('invalid-request', 'Invalid query: url: not a URL of a supported platform');
-    const h = hash32(`${deps.seed}|meta|${url.href}`);
-    const body: Metadata = {
-      platform: other[1],
-      type: h % 3 === 0 ? 'image' : 'video',
-      id: h.toString(36),
-      url: url.href,
-      title: h % 4 === 0 ? null : `Post ${h.toString(36)}`,
-      description: h % 5 === 0 ? null : `Caption of post ${h.toString(36)} ✨`,
-      author: { displayName: `User ${h % 1000}`, username: `user${h % 1000}` },
-      stats: { views: h % 3 === 0 ? null : h % 100_000, likes: h % 7 === 0 ? null : h % 10_000 },
-    };
+    const platform = socialPlatformOf(url);
+    if (!platform) return errorReply('invalid-request', 'Invalid query: url: not a URL of a supported platform');
+    const body = socialMetadata(deps.seed, platform, url, deps.transcriptJobs.mediaDurationS(undefined, url.href, undefined));
     return req.charge(1) ? json(body) : creditsExhausted();
   });
 

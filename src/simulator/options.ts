@@ -85,6 +85,8 @@ export const JobSettingsSchema = z
     transcriptJobMs: ms,
     /** crawl time per page, simulated ms; default 100 */
     crawlPageMs: ms,
+    /** time an extract job of `POST /extract` stays `active`, simulated ms; default 5000 */
+    extractJobMs: ms,
   })
   .strict();
 export type JobSettings = z.infer<typeof JobSettingsSchema>;
@@ -101,6 +103,7 @@ export const JOB_DEFAULTS: JobSettings = {
   itemErrorRate: 0,
   transcriptJobMs: 3000,
   crawlPageMs: 100,
+  extractJobMs: 5000,
 };
 
 export const SimulatorOptionsSchema = z

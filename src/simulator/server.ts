@@ -24,6 +24,8 @@ import { registerBatchEndpoints } from './batch-endpoints.ts';
 import { Catalog, type ChannelInfo, type VideoEdit, type VideoFate, type VideoKind } from './catalog.ts';
 import { createClock, type Clock } from './clock.ts';
 import { CrawlJobs } from './crawl-jobs.ts';
+import { registerExtractEndpoints } from './extract-endpoints.ts';
+import { ExtractJobs } from './extract-jobs.ts';
 import { FaultInjector, type Faults, type FaultsPatch, type ScriptStep } from './faults.ts';
 import { parseVideoRef } from './ids.ts';
 import type { ApiDeps, Handler } from './handler.ts';
@@ -163,6 +165,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     batches: new BatchJobs(settings.seed, catalog),
     transcriptJobs: new TranscriptJobs(settings.seed, catalog),
     crawls: new CrawlJobs(web),
+    extracts: new ExtractJobs(settings.seed),
     web,
     clock,
     jobSettings: () => jobs,
@@ -173,6 +176,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   registerBatchEndpoints(router, deps);
   registerVideositeEndpoints(router, deps);
   registerMediaEndpoints(router, deps);
+  registerExtractEndpoints(router, deps);
 
   const sockets = new Set<Socket>();
   let url = '';

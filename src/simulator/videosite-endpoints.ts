@@ -7,7 +7,7 @@ import {
   CHANNEL_VIDEOS_LIMIT_DEFAULT,
   ChannelVideosQuerySchema,
   IdQuerySchema,
-  LIMIT_MAX,
+  PLAYLIST_VIDEOS_LIMIT_DEFAULT,
   PlaylistVideosQuerySchema,
   SearchQuerySchema,
   TranscriptQuerySchema,
@@ -47,6 +47,11 @@ export function publicVideo(deps: ApiDeps, idOrUrl: string): { ref: VideoRef; fa
     return { reply: errorReply('forbidden', 'The video is private.', `video ${facts.id} is private`) };
   }
   return { ref, facts };
+}
+
+/** A URL on the video platform's own host (`<platform>.com` or a subdomain of it). */
+export function isPlatformHost(platform: string, url: URL): boolean {
+  return url.hostname === `${platform}.com` || url.hostname.endsWith(`.${platform}.com`);
 }
 
 /** 206 with an Error body: a 2xx that still costs a credit. */
@@ -155,7 +160,7 @@ export function registerVideositeEndpoints(router: Router<Handler>, deps: ApiDep
     const id = catalog.findPlaylist(q.value.id);
     if (id === undefined) return notFound('Playlist');
     const ids = (kind: VideoKind, limit: number) => catalog.playlistVideoIds(id, kind, limit);
-    return paid(req, listing(ids, q.value.limit ?? LIMIT_MAX, ['video', 'short', 'live']));
+    return paid(req, listing(ids, q.value.limit ?? PLAYLIST_VIDEOS_LIMIT_DEFAULT, ['video', 'short', 'live']));
   });
 
   router.add('GET', `${p}/channel/videos`, (req) => {

@@ -83,6 +83,7 @@ export class SyntheticWeb {
     const p = this.page(url, false, 'en');
     const out: CrawledPage = { url: url.href, content: p.content, countCharacters: p.content.length };
     if (i % 7 !== 3) out.name = p.name;
+    if (i % 3 !== 1) out.description = p.description;
     if (i % 5 !== 2) out.ogUrl = url.href;
     return out;
   }

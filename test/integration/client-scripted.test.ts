@@ -186,7 +186,21 @@ describe('wire format', () => {
       ['POST', '/web/crawl', { jobId: 'c1' }, () => c.startCrawl({ url: 'https://w.test', limit: 5 }), { jobId: 'c1' }],
       ['GET', '/web/crawl/c1', { status: 'scraping' }, () => c.getCrawl('c1', { skip: 10 }), { status: 'scraping' }],
       ['GET', '/vs2/search', { query: 'q', results: [] }, () => c.search({ query: 'q', limit: 3 }), { query: 'q', results: [] }],
-      ['GET', '/metadata', { platform: 'videosite', title: null }, () => c.getMetadata({ url: 'https://v.test/v' }), { platform: 'videosite', title: null }],
+      [
+        'GET',
+        '/metadata',
+        { platform: 'videosite', type: 'video', id: 'v', title: null },
+        () => c.getMetadata({ url: 'https://v.test/v' }),
+        { platform: 'videosite', type: 'video', id: 'v', title: null },
+      ],
+      ['POST', '/extract', { jobId: 'e1' }, () => c.startExtract({ url: 'https://v.test/v', prompt: 'topics' }), { jobId: 'e1' }],
+      [
+        'GET',
+        '/extract/e1',
+        { status: 'completed', error: null, data: { topics: ['a'] } },
+        () => c.getExtractJob('e1'),
+        { status: 'completed', error: null, data: { topics: ['a'] } },
+      ],
       [
         'GET',
         '/me',

@@ -29,6 +29,7 @@ const ITEMS_PER_SECOND = 100;
 const TRANSCRIPT_JOB_MS = 3_000;
 const CRAWL_PAGE_MS = 100;
 const CRAWL_PAGE_SIZE = 10;
+const EXTRACT_JOB_MS = 5_000;
 
 let sim: Simulator;
 let clients: ApiClient[] = [];
@@ -81,7 +82,7 @@ beforeAll(async () => {
     // frozen: only the tests move time
     clockSpeed: 0,
     catalog: { privateShare: 0.1, goneShare: 0.05, noTranscriptShare: 0.15 },
-    jobs: { queuedMs: QUEUED_MS, itemsPerSecond: ITEMS_PER_SECOND, transcriptJobMs: TRANSCRIPT_JOB_MS, crawlPageMs: CRAWL_PAGE_MS },
+    jobs: { queuedMs: QUEUED_MS, itemsPerSecond: ITEMS_PER_SECOND, transcriptJobMs: TRANSCRIPT_JOB_MS, crawlPageMs: CRAWL_PAGE_MS, extractJobMs: EXTRACT_JOB_MS },
   });
 });
 afterAll(async () => {
@@ -143,7 +144,7 @@ describe('one success per endpoint', () => {
     expect(tr.lang).toBe('de');
     expect(typeof tr.content).toBe('string');
 
-    const media = await c.getMediaTranscript({ url: v.id, lang: v.transcriptLanguages[0] });
+    const media = await c.getMediaTranscript({ url: `https://www.${sim.platform}.com/watch?v=${v.id}`, lang: v.transcriptLanguages[0] });
     expect(media.kind).toBe('transcript');
     if (media.kind === 'transcript') expect(media.transcript.lang).toBe(v.transcriptLanguages[0]);
   });
@@ -158,8 +159,9 @@ describe('one success per endpoint', () => {
     const page2 = await c.search({ query: 'cooking', nextPageToken: paged.nextPageToken });
     expect(page2.results[0]?.id).not.toBe(paged.results[0]?.id);
 
+    // `photos.*` stands for a social platform, answered by its published identifier
     const meta = await c.getMetadata({ url: 'https://photos.test/p/1' });
-    expect(meta.platform).toBe('photosite');
+    expect(meta.platform).toBe('instagram');
 
     const scraped = await c.scrape({ url: 'https://docs.test/', noLinks: true });
     expect(scraped.countCharacters).toBe(scraped.content.length);
@@ -181,6 +183,47 @@ describe('one success per endpoint', () => {
     expect(done.status).toBe('completed');
     expect(done.lang).toBe('en');
     expect(Array.isArray(done.content) && done.content.length > 0).toBe(true);
+  });
+
+  it('follows an extract job to completion: data by the schema given, 5 credits a started minute, kept an hour', async () => {
+    const c = makeClient();
+    const long = allVideos().find((v) => v.fate === 'public' && v.durationS > 600)!;
+    const schema = {
+      type: 'object',
+      properties: { topics: { type: 'array', items: { type: 'string' } }, rating: { type: 'integer', minimum: 1, maximum: 5 } },
+      required: ['topics', 'rating'],
+    };
+    const before = sim.stats().creditsCharged;
+    const bySchema = await c.startExtract({ url: `https://www.${sim.platform}.com/watch?v=${long.id}`, schema });
+    expect(sim.stats().creditsCharged - before).toBe(5 * Math.ceil(long.durationS / 60));
+    const short = sim.catalog
+      .channels()
+      .flatMap((ch) => sim.catalog.videoIds(ch.id, 'short')!.map((id) => sim.catalog.videoInfo(id)!))
+      .find((v) => v.fate === 'public')!;
+    expect(short.durationS).toBeLessThanOrEqual(60);
+    const byPrompt = await c.startExtract({ url: `https://www.${sim.platform}.com/shorts/${short.id}`, prompt: 'the main topics' });
+    // a short of under a minute costs a minute's worth
+    expect(sim.stats().creditsCharged - before).toBe(5 * Math.ceil(long.durationS / 60) + 5);
+    expect(seen('POST /extract')).toEqual({ '202': 2 });
+
+    expect(await c.getExtractJob(bySchema.jobId)).toEqual({ status: 'queued', error: null });
+    sim.clock.advance(QUEUED_MS);
+    expect((await c.getExtractJob(bySchema.jobId)).status).toBe('active');
+    sim.clock.advance(EXTRACT_JOB_MS);
+    const done = await c.getExtractJob(bySchema.jobId);
+    expect(done.status).toBe('completed');
+    expect(Array.isArray(done.data?.topics)).toBe(true);
+    expect(done.data?.rating).toSatisfy((r: unknown) => Number.isInteger(r) && (r as number) >= 1 && (r as number) <= 5);
+    // the job wrote no schema of its own: the request had one
+    expect(done.schema).toBeUndefined();
+    const prompted = await c.getExtractJob(byPrompt.jobId);
+    expect(prompted.schema).toMatchObject({ type: 'object' });
+    expect(Object.keys(prompted.data ?? {})).toEqual(expect.arrayContaining(['summary', 'topics']));
+
+    sim.clock.advance(3_600_000 - 1);
+    expect((await c.getExtractJob(bySchema.jobId)).status).toBe('completed');
+    sim.clock.advance(1);
+    expect(await caught(c.getExtractJob(bySchema.jobId))).toBeInstanceOf(NotFoundError);
   });
 
   it('crawls a site and reads every page through next', async () => {
@@ -307,7 +350,7 @@ describe('every error code with its HTTP status', () => {
 
   it('400 when the server refuses what local validation lets through', async () => {
     const c = makeClient();
-    const e = await caught(c.getMetadata({ url: 'not a url at all' }));
+    const e = await caught(c.getMetadata({ url: 'https://unknown.test/p/1' }));
     expect(e).toBeInstanceOf(InvalidRequestError);
     expect(e.status).toBe(400);
     expect(e.message).toContain('url');

@@ -103,6 +103,25 @@ describe('transcript queries', () => {
     await rejectsOn(() => client.getChannelVideos({ id: 'UC1', type: 'reels' as never }), 'type');
     await rejectsOn(() => client.search({ query: 'cats', limit: 5001 }), 'limit');
   });
+
+  it('sends only absolute URLs where the published document declares a URI', async () => {
+    await rejectsOn(() => client.getMediaTranscript({ url: 'dQw4w9WgXcQ' }), 'url');
+    await rejectsOn(() => client.getMetadata({ url: 'not a url at all' }), 'url');
+    await rejectsOn(() => client.getTranscript({ url: '/watch?v=dQw4w9WgXcQ' }), 'url');
+    await rejectsOn(() => client.translateTranscript({ url: 'https://x.test/a b', lang: 'de' }), 'url');
+    await rejectsOn(() => client.startCrawl({ url: 'docs.test/guide' }), 'url');
+    await rejectsOn(() => client.startExtract({ url: 'x.test/v', prompt: 'topics' }), 'url');
+  });
+});
+
+describe('extract requests', () => {
+  it('needs a prompt, a schema or both, and nothing else', async () => {
+    await rejectsOn(() => client.startExtract({ url: 'https://x.test/v' }), 'prompt');
+    await rejectsOn(() => client.startExtract({ url: 'https://x.test/v', prompt: '  ' }), 'prompt');
+    await rejectsOn(() => client.startExtract({ url: 'https://x.test/v', schema: [] as never }), 'schema');
+    await rejectsOn(() => client.startExtract({ url: 'https://x.test/v', prompt: 'x', lang: 'en' } as never), '(root)');
+    await rejectsOn(() => client.getExtractJob('a/b'), 'jobId');
+  });
 });
 
 describe('job IDs and crawls', () => {
