@@ -5,6 +5,7 @@
 import postgres from 'postgres';
 import { ApiError } from '../api/errors.ts';
 import { ConfigError } from '../config.ts';
+import { DriverUnguardedError } from '../db/driver-guard.ts';
 import { MigrationError } from '../db/migrate.ts';
 import { SourceExistsError, SourceNotFoundError } from '../db/sources.ts';
 import { REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
@@ -35,6 +36,7 @@ function isUsage(e: unknown): boolean {
   return (
     e instanceof UsageError ||
     e instanceof ConfigError ||
+    e instanceof DriverUnguardedError ||
     e instanceof MigrationError ||
     e instanceof SourceExistsError ||
     e instanceof SourceNotFoundError ||

@@ -9,6 +9,7 @@
  * (`sql.begin(tx => ...)`, the repositories accept `tx`) or drizzle (`db.transaction`), not both.
  */
 import postgres from 'postgres';
+import { assertDriverGuarded } from './driver-guard.ts';
 import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import { DATABASE_POOL_MAX } from '../config.ts';
 import type { Logger } from '../log.ts';
@@ -74,6 +75,9 @@ export interface DbHandle {
 
 /** postgres.js options shared by every client we open. */
 export function clientOptions(opts: CreateDbOptions = {}) {
+  // every client is built from these: a driver without the crash guard would die at the first
+  // Postgres restart, so it is refused before any connection
+  assertDriverGuarded();
   const log = opts.log;
   const onnotice =
     opts.onnotice ??

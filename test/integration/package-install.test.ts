@@ -19,6 +19,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { COMMANDS, VERSION } from '../../src/cli/main.ts';
+import { DRIVER_GUARD_MARK } from '../../src/db/driver-guard.ts';
 import { DEMO_QUEUE_PREFIX } from '../../src/cli/demo.ts';
 import { loadConfig } from '../../src/config.ts';
 import { closeRedis, createRedis, deletePrefixKeys } from '../../src/queues/connection.ts';
@@ -88,6 +89,7 @@ describe('the packed package installs into an empty prefix and runs there', () =
   const home = process.env.HOME ?? work;
   const databases: string[] = [];
   let installed = false;
+  let tarballPath = '';
 
   const runInstalled = (args: string[], env: Record<string, string> = {}) =>
     run([installedBin, ...args], elsewhere, { PATH, HOME: home, ...env }, RUN_TIMEOUT_MS);
@@ -118,7 +120,10 @@ describe('the packed package installs into an empty prefix and runs there', () =
       const migrations = readdirSync(join(CHECKOUT, 'migrations')).filter((f) => f.endsWith('.sql'));
       expect(files).toEqual(expect.arrayContaining(migrations.map((f) => `migrations/${f}`)));
       // the sources, tests and benchmark stay home
-      expect(files.filter((f) => /^(src|test|bench)\//.test(f) || f.endsWith('.ts'))).toEqual([]);
+      expect(files.filter((f) => !f.startsWith('node_modules/') && (/^(src|test|bench)\//.test(f) || f.endsWith('.ts')))).toEqual([]);
+      // the one dependency it carries: the driver, patched (bundleDependencies)
+      expect(files).toEqual(expect.arrayContaining(['node_modules/postgres/src/connection.js', 'node_modules/postgres/cjs/src/connection.js']));
+      expect(files.filter((f) => f.startsWith('node_modules/') && !f.startsWith('node_modules/postgres/'))).toEqual([]);
 
       mkdirSync(elsewhere);
       const install = await run(
@@ -130,6 +135,7 @@ describe('the packed package installs into an empty prefix and runs there', () =
       expect(install.code, show(install)).toBe(0);
       expect(existsSync(installedBin), `${installedBin} after the install\n${show(install)}`).toBe(true);
       installed = true;
+      tarballPath = join(packDir, tarball!.filename);
       // what the installed package runs on: its production dependencies, patched, and no compiler
       expect(existsSync(join(installedPackage, 'src'))).toBe(false);
       for (const dev of ['tsx', 'typescript', 'vitest']) expect(existsSync(join(installedPackage, 'node_modules', dev)), dev).toBe(false);
@@ -137,6 +143,43 @@ describe('the packed package installs into an empty prefix and runs there', () =
         readFileSync(join(installedPackage, 'node_modules', 'postgres', 'src', 'connection.js'), 'utf8'),
         'postinstall (scripts/patch-postgres.mjs) ran in the installed package',
       ).toContain('patched by videosite-ingest scripts/patch-postgres.mjs');
+    },
+    2 * NPM_TIMEOUT_MS,
+  );
+
+  it(
+    'as a dependency installed without install scripts, beside an unpatched postgres at the top, it runs the patched driver it carries; an unguarded one is refused',
+    async () => {
+      expect(installed, 'the package did not install (see the test above)').toBe(true);
+      const app = join(work, 'app');
+      mkdirSync(app);
+      writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true }));
+      const install = await run(
+        ['npm', 'install', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', 'postgres@3.4.9', tarballPath],
+        app,
+        npmEnv(home),
+        NPM_TIMEOUT_MS,
+      );
+      expect(install.code, show(install)).toBe(0);
+      const mark = DRIVER_GUARD_MARK;
+      // the application's own postgres, from the registry: no script ran to patch it
+      expect(readFileSync(join(app, 'node_modules', 'postgres', 'src', 'connection.js'), 'utf8')).not.toContain(mark);
+      // the package's copy came patched inside the tarball
+      const own = join(app, 'node_modules', 'videosite-ingest', 'node_modules', 'postgres', 'src', 'connection.js');
+      expect(readFileSync(own, 'utf8')).toContain(mark);
+
+      const bin = join(app, 'node_modules', '.bin', 'videosite-ingest');
+      const name = testDatabaseName('pkg_dep');
+      databases.push(name);
+      const migrate = () => run([bin, 'migrate'], elsewhere, { PATH, HOME: home, DATABASE_URL: testServerUrl(name) }, RUN_TIMEOUT_MS);
+      const ok = await migrate();
+      expect(ok.code, show(ok)).toBe(0);
+
+      // the copy it loads, without the guard: refused at start-up, before any connection
+      writeFileSync(own, readFileSync(own, 'utf8').split(mark).join(''));
+      const refused = await migrate();
+      expect(refused.code, show(refused)).toBe(2);
+      expect(refused.stderr).toContain('lacks the crash guard');
     },
     2 * NPM_TIMEOUT_MS,
   );
