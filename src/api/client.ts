@@ -41,7 +41,7 @@ import {
   JobIdParamSchema,
   JobIdSchema,
   JobResultSchema,
-  MediaTranscriptQuerySchema,
+  MediaTranscriptRequestSchema,
   MetadataSchema,
   PlaylistSchema,
   PlaylistVideosQuerySchema,
@@ -191,7 +191,11 @@ export interface ApiClient {
   getTranscript(q: TranscriptQuery, o?: CallOptions): Promise<Transcript>;
   /** `GET /{platform}/transcript/translate`: `lang` is the target language */
   translateTranscript(q: TranslateQuery, o?: CallOptions): Promise<TranslatedTranscript>;
-  /** `GET /transcript`: a transcript now (200) or a job to poll with `getTranscriptJob` (202) */
+  /**
+   * `GET /transcript`: a transcript now (200) or a job to poll with `getTranscriptJob` (202).
+   * `mode` is always sent, `native` unless given: the interface's default (`auto`) may buy a
+   * generated transcript.
+   */
   getMediaTranscript(q: MediaTranscriptQuery, o?: CallOptions): Promise<MediaTranscriptResult>;
   /** `GET /transcript`, with the answer as received (what the pipeline lands raw) */
   readMediaTranscript(q: MediaTranscriptQuery, o?: CallOptions): Promise<{ result: MediaTranscriptResult; raw: unknown }>;
@@ -384,7 +388,7 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
 
   async function readMediaTranscript(q: MediaTranscriptQuery, o?: CallOptions): Promise<{ result: MediaTranscriptResult; raw: unknown }> {
     const endpoint = 'GET /transcript';
-    const query = validate(MediaTranscriptQuerySchema, q, endpoint);
+    const query = validate(MediaTranscriptRequestSchema, q, endpoint);
     // anything but `native` may start a paid job: like a batch POST, never repeated once it may have arrived
     const kind = query.mode === 'native' ? 'idempotent' : 'create';
     const spec: RequestSpec = { method: 'GET', endpoint, path: '/transcript', query: toQuery(query), kind, signal: o?.signal };

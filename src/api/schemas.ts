@@ -432,16 +432,32 @@ export const TranslateQuerySchema = z
   .superRefine(chunkSizeOnlyWithoutText);
 export type TranslateQuery = z.infer<typeof TranslateQuerySchema>;
 
-/** Query of `GET /transcript` (any media URL). */
+const mediaTranscriptShape = {
+  url: nonEmpty,
+  lang: nonEmpty.optional(),
+  text: boolFromQuery.optional(),
+  chunkSize: ChunkSizeSchema.optional(),
+};
+
+/**
+ * Query of `GET /transcript` (any media URL) as the interface takes it: a request without `mode`
+ * means `auto`, which may buy a generated transcript. The simulator reads requests with this.
+ */
 export const MediaTranscriptQuerySchema = z
-  .object({
-    url: nonEmpty,
-    lang: nonEmpty.optional(),
-    text: boolFromQuery.optional(),
-    chunkSize: ChunkSizeSchema.optional(),
-    mode: z.enum(TRANSCRIPT_MODES).optional(),
-  })
+  .object({ ...mediaTranscriptShape, mode: z.enum(TRANSCRIPT_MODES).optional() })
   .superRefine(chunkSizeOnlyWithoutText);
+
+/** The `mode` this client sends when the caller names none: existing captions only, never a generation. */
+export const MEDIA_TRANSCRIPT_MODE_DEFAULT = 'native' satisfies (typeof TRANSCRIPT_MODES)[number];
+
+/**
+ * Query of `GET /transcript` as this client sends it: `mode` always on the wire (the interface's
+ * own default, `auto`, can buy a generated transcript), `native` unless the caller asks for more.
+ */
+export const MediaTranscriptRequestSchema = z
+  .object({ ...mediaTranscriptShape, mode: z.enum(TRANSCRIPT_MODES).default(MEDIA_TRANSCRIPT_MODE_DEFAULT) })
+  .superRefine(chunkSizeOnlyWithoutText);
+/** What a caller passes (`mode` optional: the client sends `native` when it is left out). */
 export type MediaTranscriptQuery = z.infer<typeof MediaTranscriptQuerySchema>;
 
 /** Query of `GET /web/scrape` and `GET /web/map`. */

@@ -212,6 +212,19 @@ describe('wire format', () => {
     server.script('GET', '/transcript', { status: 202, body: { jobId: 'tj-9' } });
     await expect(c.getMediaTranscript({ url: 'https://v.test/x' })).resolves.toEqual({ kind: 'job', jobId: 'tj-9' });
   });
+
+  it('always sends mode on GET /transcript: native unless asked (the interface defaults to auto, which may buy a generation)', async () => {
+    const c = makeClient();
+    server.script('GET', '/transcript', { status: 200, body: transcript }, { status: 200, body: transcript }, { status: 202, body: { jobId: 'tj-1' } });
+    await c.getMediaTranscript({ url: 'https://v.test/a' });
+    await c.readMediaTranscript({ url: 'https://v.test/b', lang: 'en' });
+    await c.getMediaTranscript({ url: 'https://v.test/c', mode: 'generate' });
+    expect(server.requests.map((r) => [r.query.get('url'), r.query.get('mode')])).toEqual([
+      ['https://v.test/a', 'native'],
+      ['https://v.test/b', 'native'],
+      ['https://v.test/c', 'generate'],
+    ]);
+  });
 });
 
 describe('error answers', () => {
