@@ -245,6 +245,7 @@ function toQuery(q: object): Record<string, QueryValue> {
   const out: Record<string, QueryValue> = {};
   for (const [k, v] of Object.entries(q)) {
     if (v === undefined || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') out[k] = v;
+    else if (Array.isArray(v) && v.every((x) => typeof x === 'string')) out[k] = v as string[];
   }
   return out;
 }

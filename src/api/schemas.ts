@@ -52,6 +52,15 @@ export const SEARCH_ITEM_TYPES = ['video', 'channel', 'playlist'] as const;
 export const CHANNEL_VIDEO_TYPES = ['all', 'video', 'short', 'live'] as const;
 export const TRANSCRIPT_MODES = ['native', 'auto', 'generate'] as const;
 
+/** Search filters (`GET /videosite/search`), each the interface's enum. */
+export const SEARCH_UPLOAD_DATES = ['all', 'hour', 'today', 'week', 'month', 'year'] as const;
+export const SEARCH_TYPES = ['all', 'video', 'channel', 'playlist', 'movie'] as const;
+export const SEARCH_DURATIONS = ['all', 'short', 'medium', 'long'] as const;
+export const SEARCH_SORTS = ['relevance', 'rating', 'date', 'views'] as const;
+/** `features` is an array, sent as repeated `features=` keys. */
+export const SEARCH_FEATURES = ['hd', 'subtitles', 'creative-commons', '3d', 'live', '4k', '360', 'location', 'hdr', 'vr180'] as const;
+export type SearchFeature = (typeof SEARCH_FEATURES)[number];
+
 // ---------------------------------------------------------------------------------------------
 // Scalars
 
@@ -477,14 +486,17 @@ export type CrawlRequest = z.infer<typeof CrawlRequestSchema>;
 export const CrawlQuerySchema = z.object({ skip: intFromQuery.pipe(z.number().int().min(0)).optional() });
 export type CrawlQuery = z.infer<typeof CrawlQuerySchema>;
 
-/** Query of `GET /videosite/search`. Filter values are not enumerated by the interface. */
+/**
+ * Query of `GET /videosite/search`. `features` is a list on the wire (repeated keys); a key given
+ * once arrives as one string, read as a list of one.
+ */
 export const SearchQuerySchema = z.object({
   query: nonEmpty,
-  uploadDate: nonEmpty.optional(),
-  type: nonEmpty.optional(),
-  duration: nonEmpty.optional(),
-  sortBy: nonEmpty.optional(),
-  features: nonEmpty.optional(),
+  uploadDate: z.enum(SEARCH_UPLOAD_DATES).optional(),
+  type: z.enum(SEARCH_TYPES).optional(),
+  duration: z.enum(SEARCH_DURATIONS).optional(),
+  sortBy: z.enum(SEARCH_SORTS).optional(),
+  features: z.preprocess((v) => (typeof v === 'string' ? [v] : v), z.array(z.enum(SEARCH_FEATURES)).min(1)).optional(),
   limit: LimitSchema.optional(),
   nextPageToken: nonEmpty.optional(),
 });

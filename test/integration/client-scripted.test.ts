@@ -207,6 +207,20 @@ describe('wire format', () => {
     expect(channelVideos?.query.get('type')).toBe('short');
   });
 
+  it('sends search features as repeated keys, and refuses a value the interface does not list before sending', async () => {
+    const c = makeClient();
+    server.script('GET', '/videosite/search', { status: 200, body: { query: 'q', results: [] } });
+    await c.search({ query: 'q', features: ['hd', 'creative-commons', '360'], uploadDate: 'week', sortBy: 'views' });
+    const [sent] = server.requests;
+    expect(sent?.query.getAll('features')).toEqual(['hd', 'creative-commons', '360']);
+    expect(sent?.query.get('uploadDate')).toBe('week');
+    expect(sent?.query.get('sortBy')).toBe('views');
+    const e = await caught(c.search({ query: 'q', features: ['hd', 'creative_commons' as 'hd'] }));
+    expect(e).toBeInstanceOf(InvalidRequestError);
+    expect(e.path).toBe('features[1]');
+    expect(server.requests).toHaveLength(1);
+  });
+
   it('returns the 202 answer of GET /transcript as a job to poll', async () => {
     const c = makeClient();
     server.script('GET', '/transcript', { status: 202, body: { jobId: 'tj-9' } });
