@@ -45,7 +45,7 @@ import {
   JobIdParamSchema,
   JobIdSchema,
   JobResultSchema,
-  MediaTranscriptQuerySchema,
+  MediaTranscriptRequestSchema,
   MetadataQuerySchema,
   MetadataSchema,
   PlaylistSchema,
@@ -217,7 +217,11 @@ export interface ApiClient {
   getTranscript(q: TranscriptQuery, o?: CallOptions): Promise<Transcript>;
   /** `GET /{platform}/transcript/translate`: `lang` is the target language */
   translateTranscript(q: TranslateQuery, o?: CallOptions): Promise<TranslatedTranscript>;
-  /** `GET /transcript`: a transcript now (200) or a job to poll with `getTranscriptJob` (202) */
+  /**
+   * `GET /transcript`: a transcript now (200) or a job to poll with `getTranscriptJob` (202).
+   * `mode` is always sent, `native` unless given: the interface's default (`auto`) may buy a
+   * generated transcript.
+   */
   getMediaTranscript(q: MediaTranscriptQuery, o?: CallOptions): Promise<MediaTranscriptResult>;
   /** `GET /transcript`, with the answer as received (what the pipeline lands raw) */
   readMediaTranscript(q: MediaTranscriptQuery, o?: CallOptions): Promise<{ result: MediaTranscriptResult; raw: unknown }>;
@@ -234,9 +238,11 @@ export interface ApiClient {
   /** `GET /web/crawl/{jobId}`, one page of pages from `skip` */
   getCrawl(jobId: string, o?: CallOptions & { skip?: number | undefined }): Promise<CrawlJob>;
   /**
-   * Every page of a crawl, following `next` (which must stay on the API's own endpoint: the key
-   * is never sent elsewhere). A crawl that is not `completed` has no pages and yields nothing;
-   * wait for `getCrawl(...).status === 'completed'` first.
+   * Every page of a crawl, following `next` by its `skip` offset whatever its shape, always asked
+   * on this client's own `/web/crawl/{jobId}` and origin (the key is never sent where `next`
+   * points). An offset that does not move forward stops it (SchemaMismatchError at `next`). A
+   * crawl that is not `completed` has no pages and yields nothing; wait for
+   * `getCrawl(...).status === 'completed'` first.
    */
   crawlPages(jobId: string, o?: CallOptions): AsyncIterable<CrawledPage>;
   /** `GET /{platform}/search` */
@@ -276,6 +282,7 @@ function toQuery(q: object): Record<string, QueryValue> {
   const out: Record<string, QueryValue> = {};
   for (const [k, v] of Object.entries(q)) {
     if (v === undefined || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') out[k] = v;
+    else if (Array.isArray(v) && v.every((x) => typeof x === 'string')) out[k] = v as string[];
   }
   return out;
 }
@@ -390,16 +397,14 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
   async function* crawlPages(jobId: string, o?: CallOptions): AsyncGenerator<CrawledPage> {
     const endpoint = 'GET /web/crawl/{jobId}';
     const seg = jobIdSegment(jobId, endpoint);
-    const own = http.urlOf(`/web/crawl/${seg}`);
-    const seen = new Set<string>();
-    let current = new URL(own);
+    let skip: number | undefined;
     for (;;) {
-      seen.add(current.search);
+      // always our own path on our own origin: whatever `next` looked like, only its offset is used
       const spec: RequestSpec = {
         method: 'GET',
         endpoint,
         path: `/web/crawl/${seg}`,
-        rawSearch: current.search,
+        query: { skip },
         kind: 'idempotent',
         signal: o?.signal,
       expectedCredits: o?.expectedCredits,
@@ -407,22 +412,13 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
       const { data } = await http.requestJson(spec, CrawlJobSchema);
       for (const page of data.pages ?? []) yield page;
       if (data.next === undefined) return;
-      const next = resolveNext(data.next, current, own, endpoint);
-      if (seen.has(next.search)) {
-        throw new SchemaMismatchError({
-          message: `${endpoint}: next points back to a page already read; stopping`,
-          endpoint,
-          path: 'next',
-          rawBody: JSON.stringify({ next: data.next }),
-        });
-      }
-      current = next;
+      skip = skipOfNext(data.next, jobId, skip ?? 0, endpoint);
     }
   }
 
   async function readMediaTranscript(q: MediaTranscriptQuery, o?: CallOptions): Promise<{ result: MediaTranscriptResult; raw: unknown }> {
     const endpoint = 'GET /transcript';
-    const query = validate(MediaTranscriptQuerySchema, q, endpoint);
+    const query = validate(MediaTranscriptRequestSchema, q, endpoint);
     // anything but `native` may start a paid job: like a batch POST, never repeated once it may have arrived
     const kind = query.mode === 'native' ? 'idempotent' : 'create';
     const spec: RequestSpec = { method: 'GET', endpoint, path: '/transcript', query: toQuery(query), kind, signal: o?.signal, expectedCredits: o?.expectedCredits };
@@ -531,25 +527,57 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
 }
 
 /**
- * The `next` of a crawl answer, checked: it must be this crawl's own endpoint on the API's
- * origin, so following it can never send the key to another host or another resource.
+ * The offset a crawl answer's `next` asks for. Its shape is not fixed (UPSTREAM.md): the published
+ * example is an absolute URL on another path (`https://<host>/v1/crawl/<jobId>?skip=1`), one SDK
+ * follows it as a URL, another hands it back as an opaque value. So every shape gives only its
+ * `skip`: an absolute or relative URL (of this crawl: a path naming another job is refused), a
+ * bare `skip=N` or `N`. The next page is then asked on the client's own path and origin, never at
+ * the URL given, so the key never goes to a host `next` names (an absolute URL on another origin
+ * is how an API behind a proxy or gateway names itself; it is read, not requested). An offset that
+ * does not move forward would loop: it stops the crawl with a SchemaMismatchError at `next`.
  */
-function resolveNext(next: string, current: URL, own: URL, endpoint: string): URL {
-  let u: URL;
-  try {
-    u = new URL(next, current);
-  } catch {
-    u = new URL('invalid:');
-  }
-  if (u.origin !== own.origin || u.pathname !== own.pathname || u.username !== '' || u.password !== '') {
-    throw new SchemaMismatchError({
-      message: `${endpoint}: next does not point to this crawl on the API's origin; not followed`,
+function skipOfNext(next: string, jobId: string, previousSkip: number, endpoint: string): number {
+  const refuse = (why: string): SchemaMismatchError =>
+    new SchemaMismatchError({
+      message: `${endpoint}: next ${JSON.stringify(next)} ${why}; stopping`,
       endpoint,
       path: 'next',
       rawBody: JSON.stringify({ next }),
     });
+  const text = next.trim();
+  let skipText: string | null;
+  if (/^\d+$/.test(text)) skipText = text;
+  else if (text.startsWith('?') || (!/[/:]/.test(text) && text.includes('='))) {
+    // a query string alone: `?skip=20`, `skip=20`
+    skipText = new URLSearchParams(text.replace(/^[?&]/, '')).get('skip');
+  } else {
+    let u: URL;
+    try {
+      // a relative `next` is read against a stand-in origin: only its path and query matter
+      u = new URL(text, 'http://next.invalid/');
+    } catch {
+      throw refuse('is neither a URL nor an offset');
+    }
+    const named = u.pathname.split('/').filter((p) => p !== '').at(-1);
+    if (named !== undefined && safeDecodeSegment(named) !== jobId) throw refuse('names another crawl');
+    skipText = u.searchParams.get('skip');
   }
-  return u;
+  if (skipText === null || !/^\d+$/.test(skipText) || !Number.isSafeInteger(Number(skipText))) {
+    throw refuse('carries no skip offset');
+  }
+  const skip = Number(skipText);
+  if (skip <= previousSkip) {
+    throw refuse(skip === previousSkip ? `asks for skip=${skip} again (a loop)` : `goes back from skip=${previousSkip} to skip=${skip}`);
+  }
+  return skip;
+}
+
+function safeDecodeSegment(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
 }
 
 /** The client from `config.api`; a missing base URL or key is a ConfigError naming the variable. */

@@ -91,7 +91,8 @@ export interface HttpOptions {
   beforeRequest?: ((signal?: AbortSignal) => Promise<void>) | undefined;
 }
 
-export type QueryValue = string | number | boolean | undefined;
+/** A query parameter's value; a list is sent as one key per element (`features=hd&features=4k`). */
+export type QueryValue = string | number | boolean | readonly string[] | undefined;
 
 export interface RequestSpec {
   method: 'GET' | 'POST';
@@ -259,7 +260,9 @@ function buildSearch(query: RequestSpec['query'], rawSearch: string | undefined)
   if (query === undefined) return '';
   const params = new URLSearchParams();
   for (const [k, v] of Object.entries(query)) {
-    if (v !== undefined) params.append(k, String(v));
+    if (v === undefined) continue;
+    if (typeof v === 'object') for (const item of v) params.append(k, item);
+    else params.append(k, String(v));
   }
   return params.toString();
 }

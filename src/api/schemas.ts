@@ -57,6 +57,15 @@ export const MEDIA_TYPES = ['video', 'image', 'carousel', 'post'] as const;
 export const CHANNEL_VIDEO_TYPES = ['all', 'video', 'short', 'live'] as const;
 export const TRANSCRIPT_MODES = ['native', 'auto', 'generate'] as const;
 
+/** Search filters (`GET /videosite/search`), each the interface's enum. */
+export const SEARCH_UPLOAD_DATES = ['all', 'hour', 'today', 'week', 'month', 'year'] as const;
+export const SEARCH_TYPES = ['all', 'video', 'channel', 'playlist', 'movie'] as const;
+export const SEARCH_DURATIONS = ['all', 'short', 'medium', 'long'] as const;
+export const SEARCH_SORTS = ['relevance', 'rating', 'date', 'views'] as const;
+/** `features` is an array, sent as repeated `features=` keys. */
+export const SEARCH_FEATURES = ['hd', 'subtitles', 'creative-commons', '3d', 'live', '4k', '360', 'location', 'hdr', 'vr180'] as const;
+export type SearchFeature = (typeof SEARCH_FEATURES)[number];
+
 // ---------------------------------------------------------------------------------------------
 // Scalars
 
@@ -500,16 +509,32 @@ export const TranslateQuerySchema = z
   .superRefine(chunkSizeOnlyWithoutText);
 export type TranslateQuery = z.infer<typeof TranslateQuerySchema>;
 
-/** Query of `GET /transcript` (any media URL). */
+const mediaTranscriptShape = {
+  url: uri,
+  lang: nonEmpty.optional(),
+  text: boolFromQuery.optional(),
+  chunkSize: ChunkSizeSchema.optional(),
+};
+
+/**
+ * Query of `GET /transcript` (any media URL) as the interface takes it: a request without `mode`
+ * means `auto`, which may buy a generated transcript. The simulator reads requests with this.
+ */
 export const MediaTranscriptQuerySchema = z
-  .object({
-    url: uri,
-    lang: nonEmpty.optional(),
-    text: boolFromQuery.optional(),
-    chunkSize: ChunkSizeSchema.optional(),
-    mode: z.enum(TRANSCRIPT_MODES).optional(),
-  })
+  .object({ ...mediaTranscriptShape, mode: z.enum(TRANSCRIPT_MODES).optional() })
   .superRefine(chunkSizeOnlyWithoutText);
+
+/** The `mode` this client sends when the caller names none: existing captions only, never a generation. */
+export const MEDIA_TRANSCRIPT_MODE_DEFAULT = 'native' satisfies (typeof TRANSCRIPT_MODES)[number];
+
+/**
+ * Query of `GET /transcript` as this client sends it: `mode` always on the wire (the interface's
+ * own default, `auto`, can buy a generated transcript), `native` unless the caller asks for more.
+ */
+export const MediaTranscriptRequestSchema = z
+  .object({ ...mediaTranscriptShape, mode: z.enum(TRANSCRIPT_MODES).default(MEDIA_TRANSCRIPT_MODE_DEFAULT) })
+  .superRefine(chunkSizeOnlyWithoutText);
+/** What a caller passes (`mode` optional: the client sends `native` when it is left out). */
 export type MediaTranscriptQuery = z.infer<typeof MediaTranscriptQuerySchema>;
 
 /** Query of `GET /web/scrape` and `GET /web/map`. */
@@ -529,14 +554,17 @@ export type CrawlRequest = z.infer<typeof CrawlRequestSchema>;
 export const CrawlQuerySchema = z.object({ skip: intFromQuery.pipe(z.number().int().min(0)).optional() });
 export type CrawlQuery = z.infer<typeof CrawlQuerySchema>;
 
-/** Query of `GET /videosite/search`. Filter values are not enumerated by the interface. */
+/**
+ * Query of `GET /videosite/search`. `features` is a list on the wire (repeated keys); a key given
+ * once arrives as one string, read as a list of one.
+ */
 export const SearchQuerySchema = z.object({
   query: nonEmpty,
-  uploadDate: nonEmpty.optional(),
-  type: nonEmpty.optional(),
-  duration: nonEmpty.optional(),
-  sortBy: nonEmpty.optional(),
-  features: nonEmpty.optional(),
+  uploadDate: z.enum(SEARCH_UPLOAD_DATES).optional(),
+  type: z.enum(SEARCH_TYPES).optional(),
+  duration: z.enum(SEARCH_DURATIONS).optional(),
+  sortBy: z.enum(SEARCH_SORTS).optional(),
+  features: z.preprocess((v) => (typeof v === 'string' ? [v] : v), z.array(z.enum(SEARCH_FEATURES)).min(1)).optional(),
   limit: LimitSchema.optional(),
   nextPageToken: nonEmpty.optional(),
 });

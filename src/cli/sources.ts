@@ -12,11 +12,14 @@ import type { SourceMatch, SourceSettings } from '../db/sources.ts';
 import { REFRESH_MIN_MS } from '../domain/attempts.ts';
 import { checkCronSyntax, checkSourceCron, CronError, type CronPlan } from '../domain/cron.ts';
 import {
+  SEARCH_FEATURE_ALIASES,
   SEARCH_FILTER_VALUES,
   SEARCH_LIMIT_DEFAULT,
+  SEARCH_SOURCE_TYPE,
   SOURCE_INCLUDES,
   SOURCE_KINDS,
   type SearchFilter,
+  type SearchFilterValues,
   type SourceInclude,
   type SourceKind,
 } from '../domain/sources.ts';
@@ -106,6 +109,20 @@ function includeArg(value: string): SourceInclude[] {
   return [...new Set(parts)] as SourceInclude[];
 }
 
+/** `--features hd,4k` and `--features hd --features 4k` alike: every value given, in order (checked when the source is parsed). */
+function featuresArg(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), ...value.split(',').map((f) => f.trim()).filter((f) => f !== '')];
+}
+
+/** What `--help` says each search filter takes. */
+function searchFilterHelp(f: SearchFilter): string {
+  if (f === 'type') return `search filter: ${SEARCH_SOURCE_TYPE} (a search source keeps videos)`;
+  if (f === 'features') {
+    return `search filter, one or more (comma-separated or repeated): ${SEARCH_FILTER_VALUES.features.join(' | ')} (${Object.keys(SEARCH_FEATURE_ALIASES).join(', ')} taken too)`;
+  }
+  return `search filter: ${SEARCH_FILTER_VALUES[f].join(' | ')}`;
+}
+
 /** Option flag of each search filter (`sortBy` is `--sort-by`). */
 const SEARCH_FILTER_FLAGS: Record<SearchFilter, string> = {
   uploadDate: '--upload-date',
@@ -162,7 +179,8 @@ const KIND_CLI: Record<SourceKind, KindCli> = {
     options: (cmd) => {
       cmd.option('--limit <n>', `most video results kept per sync, 1..${LIMIT_MAX} (default ${SEARCH_LIMIT_DEFAULT})`, intArg(1, LIMIT_MAX));
       for (const f of Object.keys(SEARCH_FILTER_FLAGS) as SearchFilter[]) {
-        cmd.option(`${SEARCH_FILTER_FLAGS[f]} <value>`, `search filter: ${SEARCH_FILTER_VALUES[f].join(' | ')}`);
+        if (f === 'features') cmd.option(`${SEARCH_FILTER_FLAGS[f]} <list>`, searchFilterHelp(f), featuresArg);
+        else cmd.option(`${SEARCH_FILTER_FLAGS[f]} <value>`, searchFilterHelp(f));
       }
     },
     size: (s) => `limit ${s.maxVideos}`,
@@ -204,7 +222,7 @@ interface AddOptions {
   type?: string;
   duration?: string;
   sortBy?: string;
-  features?: string;
+  features?: string[];
 }
 
 function addKindCommand(add: Command, kind: SourceKind): void {
@@ -232,10 +250,11 @@ function addKindCommand(add: Command, kind: SourceKind): void {
         refs.push(...fromFile.refs);
         origin = fromFile.origin;
       }
-      const filters: Partial<Record<SearchFilter, string>> = {};
+      const filters: SearchFilterValues = {};
       for (const f of Object.keys(SEARCH_FILTER_FLAGS) as SearchFilter[]) {
-        const v = o[f];
-        if (v !== undefined) filters[f] = v;
+        if (f === 'features') {
+          if (o.features !== undefined) filters.features = o.features;
+        } else if (o[f] !== undefined) filters[f] = o[f];
       }
       const input: NewSourceInput = {
         kind,

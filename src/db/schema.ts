@@ -38,7 +38,7 @@ import {
   SOURCE_KINDS,
   TRANSCRIPT_ORIGINS,
   type BatchMode,
-  type SearchFilter,
+  type SearchFilterValues,
   type SourceInclude,
   type SourceKind,
   type TranscriptOrigin,
@@ -105,8 +105,11 @@ export const sources = pgTable(
     initialSyncDone: boolean('initial_sync_done').notNull().default(false),
     /** `--include` of a channel or playlist: listed shorts and live videos are submitted too */
     include: text('include').array().$type<SourceInclude[]>().notNull().default(sql`'{}'::text[]`),
-    /** a `search` source's query (the `ref`) and filters, as sent to the search endpoint */
-    search: jsonb('search').$type<{ query: string } & Partial<Record<SearchFilter, string>>>(),
+    /**
+     * a `search` source's query (the `ref`) and filters, as sent to the search endpoint (`features`
+     * a list; a row of an older release may hold one feature as a string)
+     */
+    search: jsonb('search').$type<{ query: string } & SearchFilterValues>(),
     /** `--generate-missing`: a video without captions gets a generated transcript (priced per minute) */
     generateMissing: boolean('generate_missing').notNull().default(false),
     /** `--max-generate-minutes`: the most media minutes this source may have generated, ever; null: no cap */

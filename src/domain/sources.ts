@@ -4,6 +4,14 @@
  * added here fails to compile until it has one).
  */
 import { PRICES } from './prices.ts';
+import {
+  SEARCH_DURATIONS,
+  SEARCH_FEATURES,
+  SEARCH_SORTS,
+  SEARCH_TYPES,
+  SEARCH_UPLOAD_DATES,
+  type SearchFeature,
+} from '../api/schemas.ts';
 
 /** `playlist`, `channel`: listed through the API; `videos`: IDs a person gave; `search`: a saved search. */
 export const SOURCE_KINDS = ['playlist', 'channel', 'videos', 'search'] as const;
@@ -16,18 +24,43 @@ export type SourceKind = (typeof SOURCE_KINDS)[number];
 export const SOURCE_INCLUDES = ['shorts', 'live'] as const;
 export type SourceInclude = (typeof SOURCE_INCLUDES)[number];
 
-/** The search endpoint's filters a `search` source keeps (sent as given; the upstream judges them). */
+/** The search endpoint's filters a `search` source keeps (checked when it is added, sent as kept). */
 export const SEARCH_FILTERS = ['uploadDate', 'type', 'duration', 'sortBy', 'features'] as const;
 export type SearchFilter = (typeof SEARCH_FILTERS)[number];
 
-/** Values the public documentation lists for each filter; the CLI names them when one is wrong. */
-export const SEARCH_FILTER_VALUES: Record<SearchFilter, readonly string[]> = {
-  uploadDate: ['hour', 'today', 'week', 'month', 'year'],
-  type: ['video'],
-  duration: ['short', 'medium', 'long'],
-  sortBy: ['relevance', 'rating', 'date', 'views'],
-  features: ['hd', 'subtitles', 'creative_commons', '3d', 'live', '4k', '360', 'location', 'hdr', 'vr180'],
+/** Values the interface takes for each filter; `sources add search` names them when one is wrong. */
+export const SEARCH_FILTER_VALUES: Readonly<Record<SearchFilter, readonly string[]>> = {
+  uploadDate: SEARCH_UPLOAD_DATES,
+  type: SEARCH_TYPES,
+  duration: SEARCH_DURATIONS,
+  sortBy: SEARCH_SORTS,
+  features: SEARCH_FEATURES,
 };
+
+/** A search source keeps videos: it always searches with this `type` (the only one `--type` takes). */
+export const SEARCH_SOURCE_TYPE = 'video' satisfies (typeof SEARCH_TYPES)[number];
+
+/**
+ * Spellings of a feature taken for the interface's own: the underscore form is what this project
+ * documented before the interface was pinned, and what a search source added then may hold.
+ */
+export const SEARCH_FEATURE_ALIASES: Readonly<Record<string, SearchFeature>> = { creative_commons: 'creative-commons' };
+
+/** A search source's filters: one value each, `features` a list. */
+export type SearchFilterValues = Partial<Record<Exclude<SearchFilter, 'features'>, string>> & { features?: string[] };
+
+/**
+ * Features as given or stored (a list, or one string as rows of an older release hold), aliases
+ * replaced, each once, in the interface's order; values it does not list are kept, last, for the
+ * caller to refuse by name. Undefined when there are none.
+ */
+export function normalizeFeatures(value: unknown): string[] | undefined {
+  const given = (Array.isArray(value) ? value : typeof value === 'string' ? [value] : []).filter((v): v is string => typeof v === 'string');
+  const named = new Set(given.map((v) => SEARCH_FEATURE_ALIASES[v] ?? v));
+  if (named.size === 0) return undefined;
+  const known = (SEARCH_FEATURES as readonly string[]).filter((f) => named.has(f));
+  return [...known, ...[...named].filter((f) => !known.includes(f))];
+}
 
 /** `--limit` of a search source when not given: results kept per sync. */
 export const SEARCH_LIMIT_DEFAULT = 100;

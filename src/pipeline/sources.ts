@@ -6,7 +6,7 @@
 import { deleteSource, insertSource } from '../db/sources.ts';
 import { rememberVideos } from '../db/source-videos.ts';
 import type { Source } from '../db/schema.ts';
-import type { SearchFilter, SourceInclude, SourceKind } from '../domain/sources.ts';
+import type { SearchFilterValues, SourceInclude, SourceKind } from '../domain/sources.ts';
 import type { PipelineDeps } from './deps.ts';
 import type { SourceRef, SourceSpec } from './kinds/adapter.ts';
 import { adapterFor } from './kinds/index.ts';
@@ -23,7 +23,7 @@ export interface NewSourceInput {
   textOnly: boolean;
   cron: string | null;
   include?: SourceInclude[];
-  filters?: Partial<Record<SearchFilter, string>>;
+  filters?: SearchFilterValues;
   generateMissing?: boolean;
   maxGenerateMinutes?: number | null;
   /** where a list of IDs came from (a file name, `stdin`), for the source's title */

@@ -1,7 +1,7 @@
 /**
  * Crawl jobs of `POST /web/crawl`: `scraping` while pages are fetched at a simulated pace, then
- * `completed` with the pages, paged through `skip` (the answer's `next` is the absolute URL of
- * the same endpoint with the next offset, present only when more pages exist).
+ * `completed` with the pages, paged through `skip` (the answer's `next` names the next offset in
+ * the shape the job settings ask for, `crawlNext`; present only when more pages exist).
  */
 import { randomUUID } from 'node:crypto';
 import type { CrawlJob } from '../api/schemas.ts';
@@ -9,6 +9,32 @@ import type { SyntheticWeb } from './web.ts';
 
 /** Pages per crawl answer. */
 export const CRAWL_PAGE_SIZE = 10;
+
+/**
+ * How an answer's `next` names the following page (the interface leaves it open, UPSTREAM.md):
+ * `absolute` this endpoint's own URL, `published` the provider's documented example (absolute,
+ * `/v1/crawl/{jobId}`, no `/web`), `relative` an absolute path, `token` a bare `skip=N`, `offset`
+ * a bare `N`.
+ */
+export const CRAWL_NEXT_SHAPES = ['absolute', 'published', 'relative', 'token', 'offset'] as const;
+export type CrawlNextShape = (typeof CRAWL_NEXT_SHAPES)[number];
+
+/** The `next` of a crawl answer in `shape`; `origin` is `http://host:port` as the client addressed the simulator. */
+export function crawlNext(shape: CrawlNextShape, origin: string, jobId: string, skip: number): string {
+  const id = encodeURIComponent(jobId);
+  switch (shape) {
+    case 'absolute':
+      return `${origin}/v1/web/crawl/${id}?skip=${skip}`;
+    case 'published':
+      return `${origin}/v1/crawl/${id}?skip=${skip}`;
+    case 'relative':
+      return `/v1/web/crawl/${id}?skip=${skip}`;
+    case 'token':
+      return `skip=${skip}`;
+    case 'offset':
+      return String(skip);
+  }
+}
 
 interface Crawl {
   id: string;

@@ -18,8 +18,11 @@ import type { SyntheticWeb } from './web.ts';
 
 export interface ApiRequest {
   params: Record<string, string>;
-  /** query parameters (the last value of a repeated one) */
-  query: Record<string, string>;
+  /**
+   * query parameters: a key given once as its string, a repeated key as every value in order
+   * (the request schemas say which parameters take a list; `features` does)
+   */
+  query: Record<string, string | string[]>;
   /** the raw body text, or undefined when there was none */
   body: string | undefined;
   /** the authenticated key */

@@ -14,6 +14,7 @@ import {
   type Transcript,
 } from '../api/schemas.ts';
 import { generateCredits } from '../domain/prices.ts';
+import { crawlNext } from './crawl-jobs.ts';
 import { creditsExhausted, notFound, parseBody, parseWith, type ApiDeps, type Handler } from './handler.ts';
 import { parseVideoRef } from './ids.ts';
 import { hash32 } from './prng.ts';
@@ -154,7 +155,8 @@ export function registerMediaEndpoints(router: Router<Handler>, deps: ApiDeps): 
     if (!id.ok) return id.reply;
     const q = parseWith(CrawlQuerySchema, req.query, 'query');
     if (!q.ok) return q.reply;
-    const next = (skip: number) => `${req.origin}/v1/web/crawl/${encodeURIComponent(id.value)}?skip=${skip}`;
+    const shape = deps.jobSettings().crawlNext;
+    const next = (skip: number) => crawlNext(shape, req.origin, id.value, skip);
     const job = deps.crawls.view(id.value, req.apiKey, q.value.skip ?? 0, deps.clock.now(), next);
     return job ? json(job) : notFound('Crawl job');
   });

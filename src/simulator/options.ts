@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { DEFAULT_PLATFORM, SIMULATOR_DEV_API_KEY } from '../config.ts';
 import { LIMIT_MAX } from '../api/schemas.ts';
 import { AccountPatchSchema, RateLimitSchema, type RateLimit } from './accounts.ts';
+import { CRAWL_NEXT_SHAPES } from './crawl-jobs.ts';
 import { FaultsPatchSchema, NO_FAULTS, type Faults } from './faults.ts';
 
 export const DEFAULT_SIMULATOR_PORT = 8787;
@@ -87,6 +88,8 @@ export const JobSettingsSchema = z
     crawlPageMs: ms,
     /** time an extract job of `POST /extract` stays `active`, simulated ms; default 5000 */
     extractJobMs: ms,
+    /** how a crawl answer's `next` names the next page (crawl-jobs.ts CRAWL_NEXT_SHAPES), for answers from now on; default `absolute` */
+    crawlNext: z.enum(CRAWL_NEXT_SHAPES),
   })
   .strict();
 export type JobSettings = z.infer<typeof JobSettingsSchema>;
@@ -104,6 +107,7 @@ export const JOB_DEFAULTS: JobSettings = {
   transcriptJobMs: 3000,
   crawlPageMs: 100,
   extractJobMs: 5000,
+  crawlNext: 'absolute',
 };
 
 export const SimulatorOptionsSchema = z

@@ -120,6 +120,16 @@ function queryOf(url: URL): Record<string, string> {
   return q;
 }
 
+/** An API request's query: a repeated key keeps every value (a list parameter such as `features`). */
+function apiQueryOf(url: URL): Record<string, string | string[]> {
+  const q: Record<string, string | string[]> = {};
+  for (const k of new Set(url.searchParams.keys())) {
+    const all = url.searchParams.getAll(k);
+    q[k] = all.length === 1 ? all[0]! : all;
+  }
+  return q;
+}
+
 const BAD_GATEWAY_HTML =
   '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n';
 
@@ -211,7 +221,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     }
     return match.handler({
       params: match.params,
-      query: queryOf(u),
+      query: apiQueryOf(u),
       body: body === '' ? undefined : body,
       apiKey,
       origin: `http://${req.headers.host ?? new URL(url).host}`,

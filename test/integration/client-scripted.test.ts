@@ -221,10 +221,37 @@ describe('wire format', () => {
     expect(channelVideos?.query.get('type')).toBe('short');
   });
 
+  it('sends search features as repeated keys, and refuses a value the interface does not list before sending', async () => {
+    const c = makeClient();
+    server.script('GET', '/videosite/search', { status: 200, body: { query: 'q', results: [] } });
+    await c.search({ query: 'q', features: ['hd', 'creative-commons', '360'], uploadDate: 'week', sortBy: 'views' });
+    const [sent] = server.requests;
+    expect(sent?.query.getAll('features')).toEqual(['hd', 'creative-commons', '360']);
+    expect(sent?.query.get('uploadDate')).toBe('week');
+    expect(sent?.query.get('sortBy')).toBe('views');
+    const e = await caught(c.search({ query: 'q', features: ['hd', 'creative_commons' as 'hd'] }));
+    expect(e).toBeInstanceOf(InvalidRequestError);
+    expect(e.path).toBe('features[1]');
+    expect(server.requests).toHaveLength(1);
+  });
+
   it('returns the 202 answer of GET /transcript as a job to poll', async () => {
     const c = makeClient();
     server.script('GET', '/transcript', { status: 202, body: { jobId: 'tj-9' } });
     await expect(c.getMediaTranscript({ url: 'https://v.test/x' })).resolves.toEqual({ kind: 'job', jobId: 'tj-9' });
+  });
+
+  it('always sends mode on GET /transcript: native unless asked (the interface defaults to auto, which may buy a generation)', async () => {
+    const c = makeClient();
+    server.script('GET', '/transcript', { status: 200, body: transcript }, { status: 200, body: transcript }, { status: 202, body: { jobId: 'tj-1' } });
+    await c.getMediaTranscript({ url: 'https://v.test/a' });
+    await c.readMediaTranscript({ url: 'https://v.test/b', lang: 'en' });
+    await c.getMediaTranscript({ url: 'https://v.test/c', mode: 'generate' });
+    expect(server.requests.map((r) => [r.query.get('url'), r.query.get('mode')])).toEqual([
+      ['https://v.test/a', 'native'],
+      ['https://v.test/b', 'native'],
+      ['https://v.test/c', 'generate'],
+    ]);
   });
 });
 
@@ -696,44 +723,49 @@ describe('crawl pagination', () => {
     expect(server.requests.map((r) => r.query.get('skip'))).toEqual([null, '2', '3']);
   });
 
-  it('never follows next to another host (the key would go with it)', async () => {
+  it('never sends a request where next points: another origin gives only its offset, asked on our own path', async () => {
     const other = await startScriptedServer();
     try {
       const c = makeClient();
-      server.script('GET', '/web/crawl/cr2', {
-        status: 200,
-        body: { status: 'completed', pages: [page(1)], next: `${other.baseUrl}/web/crawl/cr2?skip=1` },
-      });
-      const seen: string[] = [];
-      const e = await caught(
-        (async () => {
-          for await (const p of c.crawlPages('cr2')) seen.push(p.url);
-        })(),
+      server.script(
+        'GET',
+        '/web/crawl/cr2',
+        { status: 200, body: { status: 'completed', pages: [page(1)], next: `${other.baseUrl}/crawl/cr2?skip=1` } },
+        { status: 200, body: { status: 'completed', pages: [page(2)] } },
       );
-      expect(e).toBeInstanceOf(SchemaMismatchError);
-      expect(e.path).toBe('next');
-      expect(seen).toEqual(['https://w.test/1']);
+      const seen: string[] = [];
+      for await (const p of c.crawlPages('cr2')) seen.push(p.url);
+      expect(seen).toEqual(['https://w.test/1', 'https://w.test/2']);
       expect(other.requests).toEqual([]);
+      expect(server.requests.map((r) => `${r.path}?${r.query.toString()}`)).toEqual(['/web/crawl/cr2?', '/web/crawl/cr2?skip=1']);
     } finally {
       await other.close();
     }
   });
 
-  it('stops when next points back to a page already read', async () => {
+  it.each([
+    ['the same skip twice', ['?skip=1', 'skip=1'], 2, 'asks for skip=1 again'],
+    ['a skip going backwards', ['5', '/v1/crawl/cr3?skip=3'], 2, 'goes back from skip=5 to skip=3'],
+    ['a skip of 0 (the first page again)', ['0'], 1, 'asks for skip=0 again'],
+    ['another crawl', ['/v1/crawl/other-job?skip=1'], 1, 'names another crawl'],
+    ['no offset at all', ['https://w.test/v1/crawl/cr3'], 1, 'carries no skip offset'],
+    ['an offset that is not a number', ['skip=ten'], 1, 'carries no skip offset'],
+  ])('stops with a clear error at next: %s', async (_what, nexts, requests, words) => {
     const c = makeClient();
     server.script(
       'GET',
       '/web/crawl/cr3',
-      { status: 200, body: { status: 'completed', pages: [page(1)], next: '?skip=1' } },
-      { status: 200, body: { status: 'completed', pages: [page(2)], next: '?skip=1' } },
+      ...nexts.map((next, i) => ({ status: 200, body: { status: 'completed', pages: [page(i + 1)], next } })),
     );
     const e = await caught(
       (async () => {
         for await (const _ of c.crawlPages('cr3'));
       })(),
     );
+    expect(e).toBeInstanceOf(SchemaMismatchError);
     expect(e.path).toBe('next');
-    expect(server.count('GET', '/web/crawl/cr3')).toBe(2);
+    expect(e.message).toContain(words);
+    expect(server.count('GET', '/web/crawl/cr3')).toBe(requests);
   });
 });
 

@@ -248,6 +248,34 @@ describe('one success per endpoint', () => {
     expect(urls).toEqual(map.urls);
     expect(seen('GET /web/crawl/{jobId}')['200']).toBe(Math.ceil(map.urls.length / CRAWL_PAGE_SIZE));
   });
+
+  it.each(['absolute', 'published', 'relative', 'token', 'offset'] as const)(
+    'reads every page of a crawl whose next is given %s, always asking its own path',
+    async (shape) => {
+      const c = makeClient();
+      const site = 'https://b.test/';
+      const map = await c.mapSite({ url: site });
+      expect(map.urls.length).toBeGreaterThan(2 * CRAWL_PAGE_SIZE);
+      const { jobId } = await c.startCrawl({ url: site, limit: 5000 });
+      sim.clock.advance(map.urls.length * CRAWL_PAGE_MS);
+      sim.setJobSettings({ crawlNext: shape });
+      try {
+        const first = await c.getCrawl(jobId);
+        // the premise: the simulator gives next in that shape
+        const expected = { absolute: `${sim.baseUrl}/web/crawl/${jobId}?skip=10`, published: `${sim.baseUrl.replace(/\/v1$/, '')}/v1/crawl/${jobId}?skip=10`, relative: `/v1/web/crawl/${jobId}?skip=10`, token: 'skip=10', offset: '10' };
+        expect(first.next).toBe(expected[shape]);
+        sim.resetStats();
+        const urls: string[] = [];
+        for await (const p of c.crawlPages(jobId)) urls.push(p.url);
+        expect(urls).toEqual(map.urls);
+        // every page asked on the crawl's own endpoint (the published shape's /v1/crawl/... is not one)
+        expect(sim.stats().byEndpoint['GET /web/crawl/{jobId}']?.byStatus).toEqual({ '200': Math.ceil(map.urls.length / CRAWL_PAGE_SIZE) });
+        expect(sim.stats().total).toBe(Math.ceil(map.urls.length / CRAWL_PAGE_SIZE));
+      } finally {
+        sim.setJobSettings({ crawlNext: 'absolute' });
+      }
+    },
+  );
 });
 
 describe('a batch through the client', () => {

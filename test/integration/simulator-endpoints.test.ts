@@ -282,6 +282,24 @@ describe('web, search, metadata, me', () => {
     expect(limited.nextPageToken).toBeUndefined();
   });
 
+  it('search takes the interface filter values, features as repeated keys (one key is a list of one)', async () => {
+    const search = (qs: string) => call(sim, 'GET', `${sim.baseUrl}/videosite/search?query=coffee&limit=3&${qs}`);
+    for (const qs of ['features=hd&features=creative-commons&features=4k', 'features=vr180', 'uploadDate=week&type=movie&duration=long&sortBy=views']) {
+      const r = await search(qs);
+      expect(r.status, qs).toBe(200);
+      expect(SearchResultsSchema.parse(r.json).results).toHaveLength(3);
+    }
+    // one bad element of the list is named by its place; the old underscore spelling is not the interface's
+    const bad = await search('features=hd&features=creative_commons');
+    expect(bad.status).toBe(400);
+    expect(ErrorBodySchema.parse(bad.json).message).toContain('features[1]');
+    for (const qs of ['uploadDate=yesterday', 'type=short', 'duration=forever', 'sortBy=likes']) {
+      const r = await search(qs);
+      expect(r.status, qs).toBe(400);
+      expect(ErrorBodySchema.parse(r.json).message, qs).toContain(qs.split('=')[0]!);
+    }
+  });
+
   it('metadata and me', async () => {
     const m = MetadataSchema.parse((await call(sim, 'GET', '/metadata', { query: { url: `https://www.videosite.com/watch?v=${pub[0]}` } })).json);
     expect(m).toMatchObject({ platform: 'videosite', id: pub[0] });

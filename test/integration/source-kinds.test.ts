@@ -11,6 +11,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SearchQuery } from '../../src/api/schemas.ts';
 import type { BatchKind } from '../../src/domain/batches.ts';
 import { runBackfill, type BackfillReport } from '../../src/pipeline/backfill.ts';
 import { registerSource } from '../../src/pipeline/sources.ts';
@@ -95,7 +96,7 @@ const without = (ids: readonly string[], known: ReadonlyMap<string, number> | Re
  * The first `n` distinct video results of a search, paged as a person would read them, and how
  * many pages that took: the expectation a search source's sync is held to. Costs 1 credit a page.
  */
-async function firstResults(query: { query: string; sortBy?: string }, n: number): Promise<{ ids: string[]; pages: number }> {
+async function firstResults(query: Pick<SearchQuery, 'query' | 'sortBy'>, n: number): Promise<{ ids: string[]; pages: number }> {
   const ids: string[] = [];
   let pages = 0;
   let nextPageToken: string | undefined;
@@ -326,6 +327,56 @@ describe('a saved search', () => {
     }
     expect(await remembered(sourceId)).toEqual(sorted(second.ids));
     expect(await storedVideos(second.ids)).toEqual(sorted(second.ids.filter((id) => h.sim.catalog.videoInfo(id)!.fate === 'public')));
+  });
+});
+
+describe('search filters', () => {
+  it('sources add search keeps features as a list in the interface spelling and order; a sync sends them as the simulator takes them', async () => {
+    const r = await cli([
+      'sources', 'add', 'search', 'filtered cooking', '--limit', '5',
+      '--features', '4k,creative_commons', '--features', 'hd', '--features', 'hd', '--upload-date', 'week', '--duration', 'medium',
+    ]);
+    const id = addedSourceId(r, 'search');
+    const [src] = await h.database.sql<{ external_id: string; search: unknown }[]>`select external_id, search from sources where id = ${id}`;
+    expect(src!.search).toEqual({ query: 'filtered cooking', features: ['hd', 'creative-commons', '4k'], uploadDate: 'week', duration: 'medium', type: 'video' });
+    expect(src!.external_id).toBe('filtered cooking?uploadDate=week&type=video&duration=medium&features=hd,creative-commons,4k');
+    // the simulator answers 400 to a feature it does not list or to one comma-joined value
+    const searches = requestsTo(SEARCH_ENDPOINT);
+    const report = await backfill([id]);
+    expect(report.syncErrors).toEqual([]);
+    expect(report.syncs[0]!.outcome).toBe('submitted');
+    expect(requestsTo(SEARCH_ENDPOINT) - searches).toBe(1);
+  });
+
+  it('a search source of an older release, one feature kept as a string in the old spelling, still syncs', async () => {
+    const [row] = await h.database.sql<{ id: number }[]>`
+      insert into sources (kind, ref, external_id, title, max_videos, langs, search)
+      values ('search', 'legacy search', 'legacy search?type=video&features=creative_commons', 'legacy search', 3, '{}',
+        ${h.database.sql.json({ query: 'legacy search', type: 'video', features: 'creative_commons' })})
+      returning id`;
+    const report = await backfill([row!.id]);
+    expect(report.syncErrors).toEqual([]);
+    expect(report.syncs[0]!.outcome).toBe('submitted');
+  });
+
+  it('a value the interface does not list is refused (exit 2) naming the flag, the field, the value and the valid values', async () => {
+    const sources = await sourceCount();
+    const requests = h.sim.stats().total;
+    const [uploadDate, type, duration, features, channelType] = await Promise.all([
+      cli(['sources', 'add', 'search', 'q', '--upload-date', 'yesterday']),
+      cli(['sources', 'add', 'search', 'q', '--type', 'short']),
+      cli(['sources', 'add', 'search', 'q', '--duration', 'forever']),
+      cli(['sources', 'add', 'search', 'q', '--features', 'hd,creative-comons']),
+      cli(['sources', 'add', 'search', 'q', '--type', 'channel']),
+    ]);
+    expectCleanError(uploadDate!, 2, '--upload-date "yesterday" is not a valid uploadDate', 'all, hour, today, week, month, year');
+    expectCleanError(type!, 2, '--type "short" is not a valid type', 'all, video, channel, playlist, movie');
+    expectCleanError(duration!, 2, '--duration "forever" is not a valid duration', 'all, short, medium, long');
+    expectCleanError(features!, 2, '--features "creative-comons" is not a valid features', 'hd, subtitles, creative-commons, 3d, live, 4k, 360, location, hdr, vr180');
+    // a value the interface takes, but not what a search source keeps
+    expectCleanError(channelType!, 2, '--type "channel": a search source keeps videos');
+    expect(await sourceCount()).toBe(sources);
+    expect(h.sim.stats().total).toBe(requests);
   });
 });
 

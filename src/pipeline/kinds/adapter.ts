@@ -8,7 +8,7 @@ import type { TranscriptBatchRequest, VideoBatchRequest } from '../../api/schema
 import type { Source } from '../../db/schema.ts';
 import type { BatchKind } from '../../domain/batches.ts';
 import { batchCredits } from '../../domain/prices.ts';
-import type { SearchFilter, SourceInclude, SourceKind } from '../../domain/sources.ts';
+import type { SearchFilterValues, SourceInclude, SourceKind } from '../../domain/sources.ts';
 import type { PipelineDeps } from '../deps.ts';
 
 /** One reference as the user gave it, and where it came from (for error messages). */
@@ -29,8 +29,8 @@ export interface SourceSpec {
   textOnly: boolean;
   cron: string | null;
   include: SourceInclude[];
-  /** search filters given on the command line */
-  filters: Partial<Record<SearchFilter, string>>;
+  /** search filters given on the command line, as given (the search adapter checks them) */
+  filters: SearchFilterValues;
   generateMissing: boolean;
   maxGenerateMinutes: number | null;
   /** a label for the list's origin (`ids.txt`, `stdin`), for the source's title */
