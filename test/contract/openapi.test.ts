@@ -239,7 +239,7 @@ async function driveEverything(): Promise<void> {
   const page1 = await drive('search', 200, () => c.search({ query: 'cooking' }));
   await drive('search, next page', 200, () => c.search({ query: 'cooking', nextPageToken: page1.nextPageToken }));
   await drive('search with filters', 200, () =>
-    c.search({ query: 'guitar', type: 'video', uploadDate: 'month', duration: 'medium', sortBy: 'views', limit: 25 }),
+    c.search({ query: 'guitar', type: 'video', uploadDate: 'month', duration: 'medium', sortBy: 'views', features: ['creative-commons', 'hd'], limit: 25 }),
   );
   await drive('search of channels', 200, () => c.search({ query: 'guitar', type: 'channel', limit: 3 }));
   await drive('search with a token of no search', 400, () => c.search({ query: 'cooking', nextPageToken: 'bm90LWEtdG9rZW4' }));
@@ -404,7 +404,11 @@ describe('the published interface document (upstream/openapi-v1.json)', () => {
     for (const e of ERRATA) expect(getAt(DOCUMENT, e.pointer)).toEqual(e.expected);
   });
 
-  it.todo('search `features` goes out as repeated keys with hyphenated values (issue #26, inputs: the features array), checked like every other query');
+  it('search `features` goes out as repeated keys with hyphenated values, checked like every other query', () => {
+    const withFeatures = exchanges.filter((x) => x.request.path.endsWith('/search') && (x.request.query.features?.length ?? 0) > 0);
+    expect(withFeatures.length).toBeGreaterThan(0);
+    for (const x of withFeatures) expect(x.request.query.features).toEqual(['creative-commons', 'hd']);
+  });
 });
 
 /** Copies of the document broken on purpose, each with the exchanges it must then fail. */
