@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { CrawlJob } from '../api/schemas.ts';
+import { PRICES } from '../domain/prices.ts';
 import type { SyntheticWeb } from './web.ts';
 
 /** Pages per crawl answer. */
@@ -44,12 +45,22 @@ interface Crawl {
   createdMs: number;
   doneMs: number;
   purgeMs: number;
+  /** its pages are charged (1 credit each, UPSTREAM.md), once, when it is first seen completed */
+  charged: boolean;
 }
 
 export class CrawlJobs {
   private readonly crawls = new Map<string, Crawl>();
 
-  constructor(private readonly web: SyntheticWeb) {}
+  /**
+   * `chargePages(apiKey, credits)` bills a crawl's pages: the POST's answer bills only the
+   * request; the pages are crawled, and charged, after it (polling stays free, so no answer's
+   * `x-billable-requests` carries them: only `/me` shows them)
+   */
+  constructor(
+    private readonly web: SyntheticWeb,
+    private readonly chargePages: (apiKey: string, credits: number) => void = () => {},
+  ) {}
 
   create(apiKey: string, url: URL, limit: number, nowMs: number, t: { pageMs: number; purgeMs: number }): string {
     for (const [id, c] of this.crawls) if (nowMs >= c.doneMs + c.purgeMs) this.crawls.delete(id);
@@ -63,6 +74,7 @@ export class CrawlJobs {
       createdMs: nowMs,
       doneMs: nowMs + pages * t.pageMs,
       purgeMs: t.purgeMs,
+      charged: false,
     });
     return id;
   }
@@ -79,6 +91,10 @@ export class CrawlJobs {
       return undefined;
     }
     if (nowMs < c.doneMs) return { status: 'scraping' };
+    if (!c.charged) {
+      c.charged = true;
+      this.chargePages(c.apiKey, c.pages * PRICES.crawlPage);
+    }
     const pages = [];
     const end = Math.min(c.pages, skip + CRAWL_PAGE_SIZE);
     for (let i = skip; i < end; i++) pages.push(this.web.crawledPage(c.origin, i));

@@ -174,7 +174,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     accounts,
     batches: new BatchJobs(settings.seed, catalog),
     transcriptJobs: new TranscriptJobs(settings.seed, catalog),
-    crawls: new CrawlJobs(web),
+    crawls: new CrawlJobs(web, (key, credits) => {
+      if (accounts.charge(key, credits)) stats.addCredits(credits);
+    }),
     extracts: new ExtractJobs(settings.seed),
     web,
     clock,

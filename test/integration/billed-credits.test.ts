@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient, type RequestEvent } from '../../src/api/client.ts';
 import { chargeOf } from '../../src/domain/charges.ts';
+import { crawlCredits } from '../../src/domain/prices.ts';
 import { expectExit } from '../helpers/cli.ts';
 import { createPipelineHarness, runCli, waitFor, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
 
@@ -210,5 +211,26 @@ describe('a request the client gave up on', () => {
     expect(chargeOf(events[0]!)).toEqual({ credits: 1, basis: 'unanswered', estimated: 1 });
     // the server went on and completed it: charged all the same
     await waitFor(async () => ((await used()) === before + 1 ? true : undefined), 10_000, 'the timed-out request charged');
+  });
+});
+
+describe('a crawl', () => {
+  it('bills 1 for the request in its answer, and 1 per page crawled after it: /me = crawlCredits(pages)', async () => {
+    const events: RequestEvent[] = [];
+    const client = createApiClient({ baseUrl: h.sim.baseUrl, apiKey: h.sim.apiKey, platform: h.sim.platform, onRequest: (e) => events.push(e) });
+    try {
+      const before = await used();
+      const { jobId } = await client.startCrawl({ url: 'https://docs.example.com/guide', limit: 12 });
+      expect(events.at(-1)).toMatchObject({ endpoint: 'POST /web/crawl', billedCredits: 1 });
+      await waitFor(async () => ((await client.getCrawl(jobId)).status === 'completed' ? true : undefined), 30_000, 'the crawl completed');
+      let pages = 0;
+      for await (const _ of client.crawlPages(jobId)) pages++;
+      expect(pages).toBeGreaterThan(0);
+      // polls are free: no answer after the POST billed anything
+      expect(events.filter((e) => e.endpoint !== 'POST /web/crawl').every((e) => e.billedCredits === 0)).toBe(true);
+      expect((await used()) - before).toBe(crawlCredits(pages));
+    } finally {
+      await client.close();
+    }
   });
 });
