@@ -97,7 +97,7 @@ export const LOG_EVENTS = [
   'poll.refused',
   /** a poll job for a batch Postgres does not know; dropped: `jobId` */
   'poll.unknown_batch',
-  /** a batch ended without the upstream saying so (expired, not found): `jobId`, `status`, `errorCode`, `retryable`, `reason` */
+  /** a batch ended without the upstream saying so (expired, not found): `jobId`, `status`, `errorCode`, `retryable`, `reason`; a transcript job whose result expired: `failed` too */
   'batch.ended',
   /** the credit reading after a batch or a backfill failed: `jobId` or nothing, `err` or `reason` */
   'credits.read_failed',
