@@ -71,6 +71,8 @@ export const LOG_EVENTS = [
   'hold.set',
   /** recording a refusal as a hold failed: `err` */
   'hold.record_failed',
+  /** a 403 that is not the API's own answer, judged by /me (warn): `endpoint`, `keyRefused`, `meCode` */
+  'hold.gateway_forbidden',
   /** a sync a person started got through and lifted its key's holds: `cleared`, `keyFingerprint` */
   'hold.cleared',
   /** a /me re-check lifted holds: `cleared`, `usedCredits`, `maxCredits`, `creditReserve` */
