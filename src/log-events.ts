@@ -71,6 +71,8 @@ export const LOG_EVENTS = [
   'hold.set',
   /** recording a refusal as a hold failed: `err` */
   'hold.record_failed',
+  /** a 403 that is not the API's own answer, judged by /me (warn): `endpoint`, `keyRefused`, `meCode` */
+  'hold.gateway_forbidden',
   /** a sync a person started got through and lifted its key's holds: `cleared`, `keyFingerprint` */
   'hold.cleared',
   /** a /me re-check lifted holds: `cleared`, `usedCredits`, `maxCredits`, `creditReserve` */
@@ -97,7 +99,7 @@ export const LOG_EVENTS = [
   'poll.refused',
   /** a poll job for a batch Postgres does not know; dropped: `jobId` */
   'poll.unknown_batch',
-  /** a batch ended without the upstream saying so (expired, not found): `jobId`, `status`, `errorCode`, `retryable`, `reason` */
+  /** a batch ended without the upstream saying so (expired, not found): `jobId`, `status`, `errorCode`, `retryable`, `reason`; a transcript job whose result expired: `failed` too */
   'batch.ended',
   /** the credit reading after a batch or a backfill failed: `jobId` or nothing, `err` or `reason` */
   'credits.read_failed',

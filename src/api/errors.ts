@@ -14,8 +14,11 @@ import {
   type ApiErrorCode,
 } from './schemas.ts';
 
-/** Codes raised locally, beside the interface's own. */
-export const LOCAL_ERROR_CODES = ['schema-mismatch', 'timeout', 'network', 'aborted'] as const;
+/**
+ * Codes raised locally, beside the interface's own. `gateway-forbidden`: a 403 whose body is not
+ * the interface's Error object (see GatewayForbiddenError).
+ */
+export const LOCAL_ERROR_CODES = ['schema-mismatch', 'timeout', 'network', 'aborted', 'gateway-forbidden'] as const;
 export type LocalErrorCode = (typeof LOCAL_ERROR_CODES)[number];
 export type ErrorCode = ApiErrorCode | LocalErrorCode;
 
@@ -145,6 +148,18 @@ export class ForbiddenError extends ApiError {
     super('forbidden', init);
   }
 }
+/**
+ * A 403 whose body is not the interface's Error object: a gateway in front of the API refusing
+ * the request (it has been seen answering a bad key so, with an HTML page), not the API saying a
+ * video is restricted. Not a ForbiddenError on purpose: what it means is for a free `GET /me` to
+ * tell (refused: the key is bad, `unauthorized`; answered: a passing upstream fault), so nothing
+ * is marked forbidden and no key is held on its word alone. `rawBody` holds the body.
+ */
+export class GatewayForbiddenError extends ApiError {
+  constructor(init: Init) {
+    super('gateway-forbidden', init);
+  }
+}
 export class NotFoundError extends ApiError {
   constructor(init: Init) {
     super('not-found', init);
@@ -239,7 +254,8 @@ export interface ResponseFacts {
  *
  * `errorBody` is true and `rawBody` undefined exactly when the body was a valid Error object; so
  * a JSON `not-found` (the API does not know the job) and a gateway's bare 404 are both
- * NotFoundErrors, told apart by `errorBody`.
+ * NotFoundErrors, told apart by `errorBody`. A 403 without an Error object is the one status read
+ * otherwise: a GatewayForbiddenError, never a ForbiddenError (a restricted video).
  */
 export function errorFromResponse(facts: ResponseFacts): ApiError {
   let parsed: z.infer<typeof ErrorBodySchema> | undefined;
@@ -250,14 +266,15 @@ export function errorFromResponse(facts: ResponseFacts): ApiError {
     parsed = undefined;
   }
   const code = parsed?.error ?? codeOfStatus(facts.status);
-  const Cls = CLASS_OF_CODE[code];
+  const gateway = parsed === undefined && facts.status === STATUS_OF_CODE.forbidden;
+  const Cls = gateway ? GatewayForbiddenError : CLASS_OF_CODE[code];
   const what = parsed
     ? `${parsed.message}`
     : facts.body.trim() === ''
       ? 'empty body'
       : 'body is not an Error object';
   return new Cls({
-    message: `${facts.endpoint}: ${facts.status} ${code}: ${what}`,
+    message: `${facts.endpoint}: ${facts.status} ${gateway ? 'gateway-forbidden' : code}: ${what}`,
     status: facts.status,
     details: parsed?.details,
     documentationUrl: parsed?.documentationUrl,

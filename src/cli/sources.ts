@@ -281,7 +281,7 @@ function addKindCommand(add: Command, kind: SourceKind): void {
         // the API client takes its rate-limit tokens from Redis: fail now rather than hang there
         await waitForRedis(ctx.redis());
         const { sql, db } = ctx.db();
-        let s = await registerSource({ sql, db, api: ctx.api() }, input);
+        let s = await registerSource({ sql, db, api: ctx.api(), log: ctx.log }, input);
         if (o.maxCreditsPerDay !== undefined || o.refresh !== undefined) {
           // set before the schedulers know the source, so no sync of it runs without its cap
           const id = s.id;

@@ -343,6 +343,18 @@ export async function markUnfinishedRetryable(sql: Queryable, jobId: string, err
   return rows.map((r) => r.video_id);
 }
 
+/**
+ * At a transcript job's expiry after its result's hour: its item, still `processing`, ends
+ * `failed` with `errorCode` (nothing re-submits it). Returns the videoIds moved.
+ */
+export async function markUnfinishedFailed(sql: Queryable, jobId: string, errorCode: string): Promise<string[]> {
+  const rows = await sql<{ video_id: string }[]>`
+    update batch_items set state = 'failed', error_code = ${errorCode}, updated_at = now()
+    where job_id = ${jobId} and state = 'processing'
+    returning video_id`;
+  return rows.map((r) => r.video_id);
+}
+
 /** The state and errorCode of every item recorded for a batch. */
 export function itemStates(sql: Queryable, jobId: string): Promise<Pick<BatchItemRecord, 'videoId' | 'state' | 'errorCode'>[]> {
   return sql<Pick<BatchItemRecord, 'videoId' | 'state' | 'errorCode'>[]>`

@@ -29,6 +29,12 @@ export const LOCAL_BATCH_END_CODES = {
   maxAge: 'max-age',
   /** polling failed for a reason retrying cannot fix (the reason is in `batches.reason`) */
   pollFailed: 'poll-failed',
+  /**
+   * a transcript job answered 404 `not-found`, confirmed over BATCH_NOT_FOUND_CONFIRM_MS: the API
+   * gave its job ID, and keeps a job's result 1 hour after the job ends, then forgets it; this
+   * one's result was not read within its hour
+   */
+  resultExpired: 'result-expired',
 } as const;
 
 /**

@@ -60,6 +60,15 @@ export const KNOWN_ITEM_CODES: readonly string[] = ['processing', ...RETRYABLE_I
 /** An item left unfinished when its batch ended (expired, failed, or lost upstream). */
 export const UNFINISHED_AT_END_CODE = 'processing';
 
+/**
+ * The item of a transcript job (`--generate-missing`) whose result expired unread (the batch's
+ * end code LOCAL_BATCH_END_CODES.resultExpired): the interface's code for a result that is gone,
+ * and `failed`, not `retryable`: the generation was paid, and buying it again is a person's
+ * decision, never a sync's (a generation is requested once per video and language,
+ * src/db/generations.ts; `replay` re-submits batch items only).
+ */
+export const EXPIRED_RESULT_OUTCOME = { state: 'failed', errorCode: 'result-unavailable' } as const satisfies ItemOutcome;
+
 /** The stable categories of `batch_items.reason_code` for a quarantined item (status, metrics). */
 export const QUARANTINE_REASONS = [
   /** fails the interface's schema */

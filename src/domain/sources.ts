@@ -41,8 +41,8 @@ export const SEARCH_FILTER_VALUES: Readonly<Record<SearchFilter, readonly string
 export const SEARCH_SOURCE_TYPE = 'video' satisfies (typeof SEARCH_TYPES)[number];
 
 /**
- * Spellings of a feature taken for the interface's own: the underscore form is what this project
- * documented before the interface was pinned, and what a search source added then may hold.
+ * Spellings taken for a feature besides the interface's own, so that a search source stored with
+ * one keeps syncing and a person who types one is not refused over a dash.
  */
 export const SEARCH_FEATURE_ALIASES: Readonly<Record<string, SearchFeature>> = { creative_commons: 'creative-commons' };
 

@@ -15,7 +15,7 @@
  * BATCH_NOT_FOUND_CONFIRM_MS, a gateway's 404 is retried, a 401 is confirmed with a free `/me`
  * before any hold. A batch in flight longer than BATCH_MAX_AGE_MS is expired locally.
  */
-import { ApiError, LimitExceededError, NotFoundError, UnauthorizedError } from '../api/errors.ts';
+import { ApiError, GatewayForbiddenError, LimitExceededError, NotFoundError, UnauthorizedError } from '../api/errors.ts';
 import {
   batchForPoll,
   countPollFailure,
@@ -49,7 +49,7 @@ import { prepareItem, storeChunk, type PreparedItem } from './store-items.ts';
 import type { PipelineDeps } from './deps.ts';
 import { takeCreditSnapshot } from './credits.ts';
 import { pollTranscriptJob } from './transcript-job.ts';
-import { holdsApplying, recordHold } from './upstream-holds.ts';
+import { holdsApplying, meRefusesKey, recordHold } from './upstream-holds.ts';
 
 /** Consecutive poll attempts that threw (not an answer we understood) before the batch is failed. */
 export const POLL_FAILURES_MAX = 20;
@@ -443,9 +443,9 @@ function clip(s: string): string {
 
 /**
  * The poll was answered with an error. Nothing here pays again on a moment's trouble: a JSON
- * `not-found` expires the batch only when such answers span BATCH_NOT_FOUND_CONFIRM_MS; a 401 is
- * a hold only when a free `/me` is refused too; anything else is polled again later (the batch
- * ends at BATCH_MAX_AGE_MS at worst).
+ * `not-found` expires the batch only when such answers span BATCH_NOT_FOUND_CONFIRM_MS; a 401, or
+ * a 403 that is not the API's own answer (a gateway's), is a hold only when a free `/me` is
+ * refused too; anything else is polled again later (the batch ends at BATCH_MAX_AGE_MS at worst).
  */
 async function refusedAnswer(deps: PipelineDeps, batch: PolledBatch, e: ApiError, later: PollResult): Promise<PollResult> {
   const { sql, api, log, settings } = deps;
@@ -461,12 +461,12 @@ async function refusedAnswer(deps: PipelineDeps, batch: PolledBatch, e: ApiError
     const untilConfirmedMs = Math.ceil(settings.batchNotFoundConfirmMs - spanMs);
     return { ...later, nextDelayMs: Math.min(later.nextDelayMs ?? settings.pollMaxDelayMs, Math.max(settings.pollMinDelayMs, untilConfirmedMs)) };
   }
-  if (e instanceof UnauthorizedError) {
+  if (e instanceof UnauthorizedError || e instanceof GatewayForbiddenError) {
     let confirmed = false;
     try {
       await api.me();
     } catch (meErr: unknown) {
-      confirmed = meErr instanceof UnauthorizedError;
+      confirmed = meRefusesKey(meErr);
     }
     if (confirmed) {
       await recordHold(deps, 'unauthorized', e.message, { jobId });

@@ -43,7 +43,7 @@ import type { Listing, PlannedBatch } from './kinds/adapter.ts';
 import { adapterFor } from './kinds/index.ts';
 import { submitGenerations } from './generate.ts';
 import { submitBatch } from './submit.ts';
-import { holdsApplying, liftHolds, recordHold } from './upstream-holds.ts';
+import { holdsApplying, judgeGatewayForbidden, liftHolds, recordHold } from './upstream-holds.ts';
 
 /** A submission still `sending` after this long was left by a process that died. */
 export const SUBMISSION_STALE_SENDING_MS = 10 * 60_000;
@@ -324,7 +324,9 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
     );
     if (upstreamHolds.length > 0) await liftHolds(deps);
     return result;
-  } catch (e: unknown) {
+  } catch (caught: unknown) {
+    // a gateway's 403 is a bad key only when /me says so too; else a passing fault
+    const e = await judgeGatewayForbidden(deps, caught);
     const err = e instanceof ApiError ? e : e instanceof Error ? e : toApiError(e);
     const code = err instanceof ApiError ? err.code : 'error';
     await holdOnRefusal(deps, err).catch((holdErr: unknown) =>

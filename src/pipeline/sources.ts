@@ -7,9 +7,11 @@ import { deleteSource, insertSource } from '../db/sources.ts';
 import { rememberVideos } from '../db/source-videos.ts';
 import type { Source } from '../db/schema.ts';
 import type { SearchFilterValues, SourceInclude, SourceKind } from '../domain/sources.ts';
+import { silentLogger } from '../log.ts';
 import type { PipelineDeps } from './deps.ts';
 import type { SourceRef, SourceSpec } from './kinds/adapter.ts';
 import { adapterFor } from './kinds/index.ts';
+import { judgeGatewayForbidden } from './upstream-holds.ts';
 
 export interface NewSourceInput {
   kind: SourceKind;
@@ -52,9 +54,14 @@ export function parseSource(input: NewSourceInput): SourceSpec {
   return adapterFor(spec.kind).parse(spec);
 }
 
-export async function registerSource(deps: Pick<PipelineDeps, 'sql' | 'db' | 'api'>, input: NewSourceInput): Promise<Source> {
+export async function registerSource(deps: Pick<PipelineDeps, 'sql' | 'db' | 'api'> & Partial<Pick<PipelineDeps, 'log'>>, input: NewSourceInput): Promise<Source> {
   const spec = parseSource(input);
-  const resolved = await adapterFor(spec.kind).resolve(deps, spec);
+  const resolved = await adapterFor(spec.kind)
+    .resolve(deps, spec)
+    // a gateway's 403 is a refused key (exit 3) only when /me says so too
+    .catch(async (e: unknown) => {
+      throw await judgeGatewayForbidden({ api: deps.api, log: deps.log ?? silentLogger() }, e);
+    });
   const source = await insertSource(deps.db, {
     kind: spec.kind,
     ref: resolved.ref,

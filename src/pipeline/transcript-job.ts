@@ -7,17 +7,19 @@
  * lands its one item with the JobResult as the payload and writes its transcript (origin
  * `generated`) in the same transaction; `failed` records the item's error code
  * with the policy of src/domain/items.ts; a status this interface version does not list keeps it
- * in flight. A JSON `not-found` expires it only when confirmed over BATCH_NOT_FOUND_CONFIRM_MS
- * (the item becomes retryable); any other refused answer is polled again.
+ * in flight. A JSON `not-found` expires it only when confirmed over BATCH_NOT_FOUND_CONFIRM_MS:
+ * the API gave the job's ID, and answers 404 once the job's result has been kept its hour, so the
+ * result expired unread (`result-expired`); the generation was paid and is not bought again by
+ * any sync. Any other refused answer is polled again.
  */
 import { z } from 'zod';
 import { ApiError, LimitExceededError, NotFoundError, SchemaMismatchError } from '../api/errors.ts';
 import { endBatchLocally, recordNotFound, recordPollAnswer, recordRefusedPoll, scheduleNextPoll, type PolledBatch } from '../db/batch-polls.ts';
-import { markUnfinishedRetryable, type LandItem } from '../db/items.ts';
+import { markUnfinishedFailed, type LandItem } from '../db/items.ts';
 import { DeliveredTranscriptSchema } from '../db/transcripts.ts';
 import { recordOutcomes } from '../db/video-sync.ts';
 import { LOCAL_BATCH_END_CODES, readHead, type BatchStatus } from '../domain/batches.ts';
-import { classifyItem, UNFINISHED_AT_END_CODE } from '../domain/items.ts';
+import { classifyItem, EXPIRED_RESULT_OUTCOME, UNFINISHED_AT_END_CODE } from '../domain/items.ts';
 import { formatIssuePath } from '../api/schemas.ts';
 import { takeCreditSnapshot } from './credits.ts';
 import type { PipelineDeps } from './deps.ts';
@@ -186,7 +188,8 @@ function readBody(rawBody: string | undefined): unknown {
 
 /**
  * A JSON `not-found`: the job is expired only when such answers span BATCH_NOT_FOUND_CONFIRM_MS
- * (a moment's trouble upstream must not end it); its video's item becomes retryable.
+ * (a moment's trouble upstream must not end it). Then its result is gone for good: the batch
+ * ends `expired` with `result-expired`, its item `failed` (EXPIRED_RESULT_OUTCOME).
  */
 async function notFound(deps: PipelineDeps, batch: PolledBatch, message: string, later: PollResult): Promise<PollResult> {
   const { sql, log, settings } = deps;
@@ -197,13 +200,18 @@ async function notFound(deps: PipelineDeps, batch: PolledBatch, message: string,
     const untilConfirmedMs = Math.ceil(settings.batchNotFoundConfirmMs - spanMs);
     return { ...later, nextDelayMs: Math.min(later.nextDelayMs ?? settings.pollMaxDelayMs, Math.max(settings.pollMinDelayMs, untilConfirmedMs)) };
   }
-  const reason = `the API answered not-found on every poll for ${Math.round(spanMs / 1000)} s (BATCH_NOT_FOUND_CONFIRM_MS ${settings.batchNotFoundConfirmMs} ms): it no longer knows the job`;
+  const errorCode = LOCAL_BATCH_END_CODES.resultExpired;
+  const reason =
+    `the API answered not-found on every poll for ${Math.round(spanMs / 1000)} s (BATCH_NOT_FOUND_CONFIRM_MS ${settings.batchNotFoundConfirmMs} ms): ` +
+    "a transcript job's result is kept 1 hour after the job ends, and this one's was not read in time; " +
+    'the generation was paid and is not requested again automatically';
+  const { state, errorCode: itemCode } = EXPIRED_RESULT_OUTCOME;
   const marked = await sql.begin(async (tx) => {
-    const ids = await markUnfinishedRetryable(tx, jobId, UNFINISHED_AT_END_CODE);
-    await recordOutcomes(tx, { jobId, kind: batch.kind, lang: batch.lang }, ids.map((videoId) => ({ videoId, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE })), settings.transcriptRecheckMs);
-    await endBatchLocally(tx, jobId, { status: 'expired', errorCode: LOCAL_BATCH_END_CODES.notFound, reason });
+    const ids = await markUnfinishedFailed(tx, jobId, itemCode);
+    await recordOutcomes(tx, { jobId, kind: batch.kind, lang: batch.lang }, ids.map((videoId) => ({ videoId, state, errorCode: itemCode })), settings.transcriptRecheckMs);
+    await endBatchLocally(tx, jobId, { status: 'expired', errorCode, reason });
     return ids;
   });
-  log.warn({ event: 'batch.ended', mode: 'generate', jobId, status: 'expired', errorCode: LOCAL_BATCH_END_CODES.notFound, retryable: marked.length, reason }, 'transcript job ended locally');
+  log.warn({ event: 'batch.ended', mode: 'generate', jobId, status: 'expired', errorCode, retryable: 0, failed: marked.length, reason }, 'transcript job ended locally');
   return { jobId, status: 'expired', terminal: true, landed: 0, sunk: 0, changed: marked.length, duplicates: 0, quarantined: 0 };
 }

@@ -13,13 +13,52 @@
  * apply to every key), never another key's.
  */
 import type { Account } from '../api/schemas.ts';
-import { ApiError, UnauthorizedError } from '../api/errors.ts';
+import { ApiError, ForbiddenError, GatewayForbiddenError, UnauthorizedError } from '../api/errors.ts';
 import { insertCreditSnapshot } from '../db/credit-snapshots.ts';
 import { clearHolds, describeHold, describeHoldKey, holdsForKey, LIFTED_BY_SYNC, setHold, type UpstreamHoldRow } from '../db/upstream-holds.ts';
 import { HOLD_CODES_JUDGED_BY_ME, type HoldCode } from '../domain/refusals.ts';
 import type { PipelineDeps } from './deps.ts';
 
 type HoldDeps = Pick<PipelineDeps, 'sql' | 'api' | 'log'>;
+
+/**
+ * Whether an error of `GET /me` says the key itself is refused: a 401, or a 403 with any body
+ * (`/me` names no video, so its 403 cannot mean a restricted one).
+ */
+export function meRefusesKey(e: unknown): boolean {
+  return e instanceof UnauthorizedError || e instanceof ForbiddenError || e instanceof GatewayForbiddenError;
+}
+
+/**
+ * A 403 that is not the API's own answer (GatewayForbiddenError: a gateway's page, say for a bad
+ * key) is judged by a free `GET /me` before anything is marked forbidden or held: `/me` refused
+ * too (meRefusesKey) means the key is bad, and an UnauthorizedError is returned for the callers'
+ * hold-by-key path; `/me` answered, or failed otherwise, means a passing upstream fault, and the
+ * error is returned as it is (retryable: no refusal code takes it). Any other error is returned
+ * unchanged, without asking.
+ */
+export async function judgeGatewayForbidden(deps: Pick<PipelineDeps, 'api' | 'log'>, e: unknown, signal?: AbortSignal): Promise<unknown> {
+  if (!(e instanceof GatewayForbiddenError)) return e;
+  let meError: unknown;
+  try {
+    await deps.api.me({ signal });
+  } catch (err: unknown) {
+    meError = err;
+  }
+  const keyRefused = meRefusesKey(meError);
+  deps.log.warn(
+    { event: 'hold.gateway_forbidden', endpoint: e.endpoint, keyRefused, meCode: meError instanceof ApiError ? meError.code : meError === undefined ? null : 'error' },
+    keyRefused ? 'a 403 from a gateway, and /me refuses the key too: the key is refused' : 'a 403 from a gateway while /me answers: a passing upstream fault, nothing marked',
+  );
+  if (!keyRefused) return e;
+  return new UnauthorizedError({
+    message: `${e.message}; GET /me refused the key too (${(meError as ApiError).status ?? ''} ${(meError as ApiError).code}): the key is refused`,
+    status: e.status,
+    endpoint: e.endpoint,
+    rawBody: e.rawBody,
+    cause: e,
+  });
+}
 
 /** The holds that apply to this process: those of its key (and any from before holds were per key). */
 export async function holdsApplying(deps: Pick<PipelineDeps, 'sql' | 'api'>): Promise<UpstreamHoldRow[]> {

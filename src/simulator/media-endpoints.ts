@@ -70,7 +70,7 @@ export function registerMediaEndpoints(router: Router<Handler>, deps: ApiDeps): 
       req.apiKey,
       { ref, url, lang: q.value.lang, text: q.value.text, chunkSize: q.value.chunkSize, mode },
       deps.clock.now(),
-      { queuedMs: s.queuedMs, runMs: s.transcriptJobMs, purgeMs: s.purgeMs },
+      { queuedMs: s.queuedMs, runMs: s.transcriptJobMs, resultMs: s.transcriptResultMs },
     );
     return json({ jobId }, 202);
   });

@@ -76,7 +76,7 @@ export const JobSettingsSchema = z
     lifetimeMs: ms,
     /** results are kept this long after a batch ends, then `result-unavailable`, simulated ms; default 86_400_000 (24 h) */
     retentionMs: ms,
-    /** a job is forgotten (404) this long after it ends, simulated ms; default 604_800_000 (7 days) */
+    /** a batch or crawl job is forgotten (404) this long after it ends, simulated ms; default 604_800_000 (7 days) */
     purgeMs: ms,
     /** share of batches that fail partway (status `failed`, unfinished items `internal-error`), 0..1; default 0 */
     failRate: share,
@@ -84,6 +84,11 @@ export const JobSettingsSchema = z
     itemErrorRate: share,
     /** time a transcript job of `GET /transcript` stays `active`, simulated ms; default 3000 */
     transcriptJobMs: ms,
+    /**
+     * a transcript job's result is kept this long after the job ends, then it answers 404
+     * (UPSTREAM.md: 1 hour), simulated ms; default 3_600_000
+     */
+    transcriptResultMs: ms,
     /** crawl time per page, simulated ms; default 100 */
     crawlPageMs: ms,
     /** time an extract job of `POST /extract` stays `active`, simulated ms; default 5000 */
@@ -105,6 +110,7 @@ export const JOB_DEFAULTS: JobSettings = {
   failRate: 0,
   itemErrorRate: 0,
   transcriptJobMs: 3000,
+  transcriptResultMs: 3_600_000,
   crawlPageMs: 100,
   extractJobMs: 5000,
   crawlNext: 'absolute',

@@ -1,7 +1,8 @@
 /**
  * Transcript jobs of `GET /transcript` (answer 202 `{jobId}`), read at `GET /transcript/{jobId}`:
  * `queued`, then `active`, then `completed` with the transcript (or `failed` with an Error
- * object), forgotten after the purge period. Like batches, the state is computed from the clock.
+ * object), forgotten (404) once its result has been kept `resultMs` after the end (the interface:
+ * 1 hour). Like batches, the state is computed from the clock.
  * A `generate` job always transcribes the audio; an `auto` one uses captions when the video has
  * them in the language asked for.
  */
@@ -29,14 +30,15 @@ interface TranscriptJob extends TranscriptJobRequest {
   createdMs: number;
   queuedMs: number;
   runMs: number;
-  purgeMs: number;
+  resultMs: number;
 }
 
 export interface TranscriptJobTimings {
   queuedMs: number;
   /** simulated ms a transcript job stays `active` */
   runMs: number;
-  purgeMs: number;
+  /** simulated ms the result is kept after the job ends; then the job answers 404 */
+  resultMs: number;
 }
 
 /** Chunks "generated from the audio": deterministic per URL and language. */
@@ -79,19 +81,19 @@ export class TranscriptJobs {
 
   create(apiKey: string, req: TranscriptJobRequest, nowMs: number, t: TranscriptJobTimings): string {
     for (const [id, job] of this.jobs) {
-      if (nowMs >= job.createdMs + job.queuedMs + job.runMs + job.purgeMs) this.jobs.delete(id);
+      if (nowMs >= job.createdMs + job.queuedMs + job.runMs + job.resultMs) this.jobs.delete(id);
     }
     const id = `tj_${randomUUID()}`;
-    this.jobs.set(id, { ...req, id, apiKey, createdMs: nowMs, queuedMs: t.queuedMs, runMs: t.runMs, purgeMs: t.purgeMs });
+    this.jobs.set(id, { ...req, id, apiKey, createdMs: nowMs, queuedMs: t.queuedMs, runMs: t.runMs, resultMs: t.resultMs });
     return id;
   }
 
-  /** The JobResult at `nowMs`, or undefined when the job is unknown, purged or another key's. */
+  /** The JobResult at `nowMs`, or undefined when the job is unknown, its result expired, or another key's. */
   view(id: string, apiKey: string, nowMs: number): JobResult | undefined {
     const job = this.jobs.get(id);
     if (!job || job.apiKey !== apiKey) return undefined;
     const endMs = job.createdMs + job.queuedMs + job.runMs;
-    if (nowMs >= endMs + job.purgeMs) {
+    if (nowMs >= endMs + job.resultMs) {
       this.jobs.delete(id);
       return undefined;
     }

@@ -226,6 +226,21 @@ describe('one success per endpoint', () => {
     expect(await caught(c.getExtractJob(bySchema.jobId))).toBeInstanceOf(NotFoundError);
   });
 
+  it('keeps a transcript job result 1 hour after the job ends, then answers 404', async () => {
+    const c = makeClient();
+    const started = await c.getMediaTranscript({ url: 'https://clips.test/v/43', lang: 'en', mode: 'generate' });
+    if (started.kind !== 'job') throw new Error('expected a job');
+    sim.clock.advance(QUEUED_MS + TRANSCRIPT_JOB_MS);
+    expect((await c.getTranscriptJob(started.jobId)).status).toBe('completed');
+    sim.clock.advance(3_600_000 - 1);
+    expect((await c.getTranscriptJob(started.jobId)).status).toBe('completed');
+    sim.clock.advance(1);
+    const gone = await caught(c.getTranscriptJob(started.jobId));
+    expect(gone).toBeInstanceOf(NotFoundError);
+    // the API's own Error object, not a gateway's page
+    expect(gone.errorBody).toBe(true);
+  });
+
   it('crawls a site and reads every page through next', async () => {
     const c = makeClient();
     const site = 'https://b.test/';

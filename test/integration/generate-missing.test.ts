@@ -276,12 +276,12 @@ describe('a transcript job answered otherwise', () => {
     expect(requests() - before).toBe(2);
   });
 
-  it('a job the API no longer knows expires once confirmed, its item retryable', async () => {
+  it('a job the API no longer knows expires once confirmed: its result expired, its item failed (paid, not bought again)', async () => {
     await jobFor('tj_scripted_unknown', 'scriptedCCC');
     const deps = { ...h.deps, settings: { ...h.deps.settings, batchNotFoundConfirmMs: 0 } };
     // no job of that ID upstream: the simulator answers a JSON not-found
     expect(await pollBatch(deps, 'tj_scripted_unknown')).toMatchObject({ terminal: true, status: 'expired' });
-    expect(await row('tj_scripted_unknown')).toMatchObject({ status: 'expired', error_code: 'not-found', state: 'retryable' });
+    expect(await row('tj_scripted_unknown')).toMatchObject({ status: 'expired', error_code: 'result-expired', state: 'failed', item_code: 'result-unavailable' });
   });
 });
 

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import {
   ApiError,
   errorFromResponse,
+  ForbiddenError,
+  GatewayForbiddenError,
   InternalError,
   NotFoundError,
   RAW_BODY_PREFIX_CHARS,
@@ -39,6 +41,28 @@ describe('errorFromResponse: a JSON not-found and a gateway 404', () => {
 
   it('local errors never claim an Error body', () => {
     expect(new TimeoutError({ message: 'x' }).errorBody).toBe(false);
+  });
+});
+
+describe('errorFromResponse: a 403 is a restricted video only when the API says so', () => {
+  it('the interface Error object: ForbiddenError', () => {
+    const e = errorFromResponse({ status: 403, body: JSON.stringify({ error: 'forbidden', message: 'The video is private.', details: 'x' }), endpoint });
+    expect(e).toBeInstanceOf(ForbiddenError);
+    expect(e.code).toBe('forbidden');
+  });
+
+  it.each([
+    ['a gateway page', '<html><body><h1>403 Forbidden</h1></body></html>'],
+    ['an empty body', ''],
+    ['JSON that is not an Error object', '{"message":"Forbidden"}'],
+  ])('%s: GatewayForbiddenError (code gateway-forbidden), not a ForbiddenError, the body kept', (_, body) => {
+    const e = errorFromResponse({ status: 403, body, endpoint });
+    expect(e).toBeInstanceOf(GatewayForbiddenError);
+    expect(e).not.toBeInstanceOf(ForbiddenError);
+    expect(e.code).toBe('gateway-forbidden');
+    expect(e.status).toBe(403);
+    expect(e.errorBody).toBe(false);
+    expect(e.rawBody).toBe(body);
   });
 });
 
