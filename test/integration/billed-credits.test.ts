@@ -195,16 +195,17 @@ describe('a request the client gave up on', () => {
       baseUrl: h.sim.baseUrl,
       apiKey: h.sim.apiKey,
       platform: h.sim.platform,
-      headersTimeoutMs: 200,
+      headersTimeoutMs: 500,
       retry: { maxAttempts: 1 },
       onRequest: (e) => events.push(e),
     });
-    h.sim.setFaults({ latencyMs: 1_000 });
+    // the API does the work (and charges it), then no answer comes: the client stops waiting
+    h.sim.script([{ match: 'GET /videosite/channel', process: true, hang: true }]);
     const before = await used();
     try {
       await expect(client.getChannel({ id: h.sim.catalog.channels()[1]!.id }, { expectedCredits: 1 })).rejects.toMatchObject({ code: 'timeout' });
     } finally {
-      h.sim.setFaults({ latencyMs: 0 });
+      h.sim.clearScript();
       await client.close();
     }
     expect(events).toHaveLength(1);
