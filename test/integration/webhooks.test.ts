@@ -1,20 +1,29 @@
 /**
- * Webhook delivery (issue #14) against real HTTP receivers: every event delivered in order with a
- * signature the receiver verifies; a receiver that answers 500, then times out, then refuses
- * connections, then recovers gets every event (duplicates counted, none lost); a redirect is not
- * followed; an endpoint failing past WEBHOOK_DISABLE_AFTER_MS is disabled and `webhooks list`
- * says so; two workers on separate pools never deliver one endpoint at once; the secret appears
- * in no log line and not in `webhooks list`; a daemon SIGKILLed mid-delivery loses nothing.
+ * Webhook delivery (issues #14, #27) against real HTTP receivers: every event delivered in order
+ * with a Standard Webhooks signature the receiver verifies with the `standardwebhooks` package; a
+ * receiver that answers 500, then times out, then refuses connections, then recovers gets every
+ * event (duplicates counted, none lost); a redirect is not followed; an endpoint failing past
+ * WEBHOOK_DISABLE_AFTER_MS is disabled and `webhooks list` says so; two workers on separate pools
+ * never deliver one endpoint at once; two slow receivers do not hold back a fast one; a secret
+ * rotation signs with both secrets during its grace, then with the new one only; secrets are
+ * encrypted at rest under WEBHOOK_SECRETS_KEY; secrets never travel in the arguments and appear
+ * in no log line and not in `webhooks list`; URLs with credentials are refused and private
+ * addresses are reached only with --allow-private (also a host name resolving to one); a daemon
+ * SIGKILLed mid-delivery loses nothing.
  */
-import { createHmac } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { createDb, type DbHandle } from '../../src/db/connection.ts';
 import { recordEvent } from '../../src/db/events.ts';
 import { addEndpoint } from '../../src/db/webhooks.ts';
 import type { EventType } from '../../src/domain/events.ts';
+import { generateSecret, parseSecret } from '../../src/domain/webhook-secrets.ts';
 import { silentLogger } from '../../src/log.ts';
 import type { PipelineSettings } from '../../src/pipeline/deps.ts';
 import type { StatusReport } from '../../src/pipeline/status.ts';
@@ -24,7 +33,10 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { runCli, waitFor, type CliResult } from '../helpers/pipeline.ts';
 import { freePort, startCli, type CliProcess } from '../helpers/proc.ts';
 
-const SECRET = 'whsec-test-0123456789abcdef-XYZ';
+/** The secret of the endpoints the tests add (`whsec_<base64>`), and its key. */
+const SECRET = generateSecret().text;
+const SECRET_KEY = parseSecret(SECRET);
+const scratch = mkdtempSync(join(tmpdir(), 'vsi-webhooks-test-'));
 
 /** Settings shrunk so that retries, timeouts and disabling happen within seconds. */
 const FAST: PipelineSettings = {
@@ -54,6 +66,10 @@ interface Received {
   eventIdHeader: string | undefined;
   verified: boolean;
   body: string;
+  /** the request's headers, names in lower case */
+  headers: Record<string, string>;
+  /** performance.now() when the request's body had arrived */
+  at: number;
 }
 
 interface Receiver {
@@ -69,12 +85,19 @@ interface Receiver {
   reopen(): Promise<void>;
 }
 
-/** Checks the signature as the README tells a receiver to: HMAC-SHA256 of "<t>.<raw body>". */
-function verify(secret: string, header: string | undefined, body: string): boolean {
-  const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(header ?? '');
-  if (!m) return false;
-  const expected = createHmac('sha256', secret).update(`${m[1]}.${body}`).digest('hex');
-  return expected === m[2] && Math.abs(Date.now() / 1000 - Number(m[1])) < 300;
+/** Verifies a delivery as the README tells a receiver to: the official `standardwebhooks` package, on the raw body. */
+function verify(secret: string, headers: Record<string, string>, body: string): boolean {
+  try {
+    new Webhook(secret).verify(body, headers);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** An endpoint added straight into Postgres (the CLI's checks are tested on their own): 127.0.0.1 receivers, so --allow-private. */
+function addHook(url: string, eventTypes: EventType[] | null = null, o: { allowPrivate?: boolean; secretsKey?: Buffer } = {}): Promise<number> {
+  return addEndpoint(database.sql, { url, eventTypes, allowPrivate: o.allowPrivate ?? true, key: SECRET_KEY, secretsKey: o.secretsKey });
 }
 
 async function startReceiver(secret: string, behave: Receiver['behave'] = () => ({ status: 200 }), port?: number): Promise<Receiver> {
@@ -103,13 +126,15 @@ async function startReceiver(secret: string, behave: Receiver['behave'] = () => 
       req.on('data', (d: Buffer) => (body += d.toString()));
       req.on('end', () => {
         const parsed = JSON.parse(body) as { id: number; type: string };
-        const header = req.headers['videosite-signature'];
+        const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : (v ?? '')]));
         r.received.push({
           id: parsed.id,
           type: parsed.type,
-          eventIdHeader: req.headers['videosite-event-id'] as string | undefined,
-          verified: verify(secret, typeof header === 'string' ? header : undefined, body) && req.headers['content-type'] === 'application/json',
+          eventIdHeader: headers['webhook-id'],
+          verified: verify(secret, headers, body) && headers['content-type'] === 'application/json',
           body,
+          headers,
+          at: performance.now(),
         });
         const b = r.behave(r.received.length, body);
         r.inFlight++;
@@ -180,25 +205,41 @@ afterAll(async () => {
 });
 
 describe('the webhooks command', () => {
-  it('add prints the secret once; list never shows it; remove and test; bad URLs exit 2 naming the value', async () => {
+  it('add reads the secret from a file or stdin, or generates one shown once; list never shows it; remove and test; bad URLs exit 2 naming the value', async () => {
     const receiver = await startReceiver(SECRET);
-    const added = await cli(['webhooks', 'add', receiver.url, '--events', 'batch.completed,source.failed', '--secret', SECRET]);
+    const secretFile = join(scratch, 'secret');
+    writeFileSync(secretFile, `${SECRET}\n`, { mode: 0o600 });
+    const added = await cli(['webhooks', 'add', receiver.url, '--allow-private', '--events', 'batch.completed,source.failed', '--secret-file', secretFile]);
     expectExit(added, 0);
-    expect(added.stdout).toContain(`secret: ${SECRET}`);
+    expect(added.stdout).toContain('secret: as given');
     const id = Number(/endpoint (\d+) added/.exec(added.stdout)![1]);
     const generated = await cli(['webhooks', 'add', 'https://example.invalid/hook']);
     expectExit(generated, 0);
-    const generatedSecret = /secret: ([0-9a-f]{64})\n/.exec(generated.stdout)![1]!;
+    const generatedSecret = /^secret: (whsec_[A-Za-z0-9+/]+=*)$/m.exec(generated.stdout)![1]!;
+    expect(parseSecret(generatedSecret)).toHaveLength(32);
+    expect(generated.stderr).toContain('set WEBHOOK_SECRETS_KEY');
+    const stdinSecret = generateSecret().text;
+    const viaStdin = await runCli(['webhooks', 'add', 'https://example.invalid/other', '--secret-stdin'], env, 60_000, `${stdinSecret}\n`);
+    expectExit(viaStdin, 0);
+    expect(viaStdin.stdout).toContain('secret: as given');
 
     const list = await cli(['webhooks', 'list']);
     expectExit(list, 0);
     expect(list.stdout).toContain(receiver.url);
     expect(list.stdout).toContain('batch.completed,source.failed');
+    expect(list.stdout).toMatch(new RegExp(`^${id}\\s.*\\sallowed\\s+not encrypted\\s`, 'm'));
     const listJson = await cli(['webhooks', 'list', '--json']);
-    for (const out of [list.stdout, list.stderr, listJson.stdout, listJson.stderr]) {
-      expect(out).not.toContain(SECRET);
-      expect(out).not.toContain(generatedSecret);
+    expect((JSON.parse(listJson.stdout) as { id: number; allowPrivate: boolean; secrets: number }[]).find((e) => e.id === id)).toMatchObject({ allowPrivate: true, secrets: 1 });
+    const status = await cli(['status', '--json']);
+    for (const out of [added.stdout, added.stderr, viaStdin.stdout, viaStdin.stderr, list.stdout, list.stderr, listJson.stdout, listJson.stderr, status.stdout, status.stderr]) {
+      for (const secret of [SECRET, generatedSecret, stdinSecret]) {
+        expect(out).not.toContain(secret);
+        expect(out).not.toContain(secret.slice('whsec_'.length));
+      }
     }
+    // the keys are in Postgres as given (no WEBHOOK_SECRETS_KEY here)
+    const stored = await database.sql<{ material: Buffer }[]>`select material from webhook_secrets where endpoint_id = ${id}`;
+    expect(stored.map((r) => r.material.equals(SECRET_KEY))).toEqual([true]);
 
     const test = await cli(['webhooks', 'test', String(id)]);
     expectExit(test, 0);
@@ -212,12 +253,52 @@ describe('the webhooks command', () => {
     const badType = await cli(['webhooks', 'add', receiver.url, '--events', 'video.deleted']);
     expectCleanError(badType, 2, '"video.deleted" is not an event type');
     expectCleanError(await cli(['webhooks', 'remove', '999999']), 2, 'no webhook endpoint 999999');
-    // a secret refused as too short is a secret all the same: not echoed
-    const short = await cli(['webhooks', 'add', receiver.url, '--secret', 'hunter2-short']);
-    expectCleanError(short, 2, 'at least 16 printable ASCII characters', '(value hidden)');
-    expect(short.stderr).not.toContain('hunter2-short');
     expectExit(await cli(['webhooks', 'remove', String(id)]), 0);
     expect(await database.sql`select id from webhook_endpoints where id = ${id}`).toHaveLength(0);
+  });
+
+  it('a secret is never taken from the arguments, and a bad one is not echoed', async () => {
+    const before = (await database.sql`select id from webhook_endpoints`).length;
+    const inArgs = await cli(['webhooks', 'add', 'https://example.invalid/hook', '--secret', SECRET]);
+    expectCleanError(inArgs, 2, '--secret is not accepted', 'shell history', '--secret-stdin', '--secret-file PATH');
+    expect(inArgs.stderr).not.toContain(SECRET);
+    const rotateInArgs = await cli(['webhooks', 'rotate-secret', '1', `--secret=${SECRET}`]);
+    expectCleanError(rotateInArgs, 2, '--secret is not accepted');
+    expect(rotateInArgs.stderr).not.toContain(SECRET);
+    const short = await runCli(['webhooks', 'add', 'https://example.invalid/hook', '--secret-stdin'], env, 60_000, 'hunter2-short\n');
+    expectCleanError(short, 2, '--secret-stdin: expected a Standard Webhooks secret', '(value hidden)');
+    expect(short.stderr).not.toContain('hunter2-short');
+    const tooShortKey = `whsec_${Buffer.from('sixteen-byte-key').toString('base64')}`;
+    const shortKey = await runCli(['webhooks', 'add', 'https://example.invalid/hook', '--secret-stdin'], env, 60_000, tooShortKey);
+    expectCleanError(shortKey, 2, 'expected a key of 24 to 64 bytes', '(value hidden)');
+    expect(shortKey.stderr).not.toContain(tooShortKey);
+    expectCleanError(await cli(['webhooks', 'add', 'https://example.invalid/hook', '--secret-file', join(scratch, 'missing')]), 2, '--secret-file', 'cannot read the file (ENOENT)');
+    expect(await database.sql`select id from webhook_endpoints`).toHaveLength(before);
+  });
+
+  it('a URL with credentials is refused without showing them; private, loopback and link-local addresses only with --allow-private', async () => {
+    const password = 's3cr3t-pass-do-not-show';
+    for (const url of [`https://alice:${password}@hooks.example.com/vsi`, `https://alice:${password}@hooks.example.com:99999/vsi`, `https://${password}@hooks.example.com/`]) {
+      const r = await cli(['webhooks', 'add', url]);
+      expectCleanError(r, 2, '<url>: ', '***@hooks.example.com');
+      expect(r.stderr).not.toContain(password);
+    }
+    const creds = await cli(['webhooks', 'add', `https://alice:${password}@hooks.example.com/vsi`]);
+    expectCleanError(creds, 2, 'carries credentials (user:password@)', 'remove them');
+    // and Postgres refuses one written by other means
+    await expect(database.sql`insert into webhook_endpoints (url) values (${`https://alice:${password}@hooks.example.com/`})`).rejects.toThrow(/webhook_endpoints_url_credentials_ck/);
+
+    for (const url of ['http://127.0.0.1:8080/hook', 'http://169.254.169.254/latest/meta-data', 'http://[::ffff:10.0.0.1]/hook', 'http://localhost:8080/hook']) {
+      expectCleanError(await cli(['webhooks', 'add', url]), 2, '<url>: ', 'names a private address', '--allow-private');
+    }
+    const allowed = await cli(['webhooks', 'add', 'http://10.1.2.3/hook', '--allow-private']);
+    expectExit(allowed, 0);
+    expect(allowed.stdout).toContain('private addresses allowed');
+    const id = Number(/endpoint (\d+) added/.exec(allowed.stdout)![1]);
+    expectExit(await cli(['webhooks', 'edit', String(id), '--no-allow-private']), 0);
+    expect((await database.sql`select allow_private from webhook_endpoints where id = ${id}`)[0]).toEqual({ allow_private: false });
+    expectCleanError(await cli(['webhooks', 'edit', String(id)]), 2, 'nothing to change');
+    expectCleanError(await cli(['webhooks', 'edit', '999999', '--allow-private']), 2, 'no webhook endpoint 999999');
   });
 });
 
@@ -225,8 +306,8 @@ describe('delivery', () => {
   it('a receiver verifying every signature gets every event exactly once, in id order; a filter is honoured', async () => {
     const all = await startReceiver(SECRET);
     const filtered = await startReceiver(SECRET);
-    await addEndpoint(database.sql, { url: all.url, eventTypes: null, secret: SECRET });
-    await addEndpoint(database.sql, { url: filtered.url, eventTypes: ['batch.completed'], secret: SECRET });
+    await addHook(all.url);
+    await addHook(filtered.url, ['batch.completed']);
     startWorker();
     const ids: number[] = [];
     for (let i = 0; i < 10; i++) {
@@ -250,7 +331,7 @@ describe('delivery', () => {
   it('500, then a timeout, then refused connections, then recovery: every event arrives, none lost', async () => {
     let phase: '500' | 'hang' | 'ok' = '500';
     const r = await startReceiver(SECRET, () => (phase === '500' ? { status: 500 } : phase === 'hang' ? 'hang' : { status: 200 }));
-    const ep = await addEndpoint(database.sql, { url: r.url, eventTypes: null, secret: SECRET });
+    const ep = await addHook(r.url);
     startWorker();
     const ids = await writeEvents(5);
     await waitFor(async () => (r.received.length >= 3 ? true : undefined), 10_000, 'three 500s');
@@ -305,7 +386,7 @@ describe('delivery', () => {
   it('a redirect is not followed: the target is never hit, the attempt is recorded failed with the 3xx code', async () => {
     const target = await startReceiver(SECRET);
     const redirecting = await startReceiver(SECRET, () => ({ status: 302, headers: { location: target.url } }));
-    const ep = await addEndpoint(database.sql, { url: redirecting.url, eventTypes: null, secret: SECRET });
+    const ep = await addHook(redirecting.url);
     startWorker();
     await writeEvents(1);
     await waitFor(async () => (redirecting.received.length >= 2 ? true : undefined), 10_000, 'two attempts');
@@ -321,7 +402,7 @@ describe('delivery', () => {
 
   it('an endpoint failing past WEBHOOK_DISABLE_AFTER_MS is disabled; webhooks list and status say so; webhooks enable delivers what it missed', async () => {
     const closedPort = await freePort();
-    const ep = await addEndpoint(database.sql, { url: `http://127.0.0.1:${closedPort}/hook`, eventTypes: null, secret: SECRET });
+    const ep = await addHook(`http://127.0.0.1:${closedPort}/hook`);
     startWorker({ ...FAST, webhookDisableAfterMs: 1_000 });
     const ids = await writeEvents(2);
     const disabled = await waitFor(async () => {
@@ -363,7 +444,7 @@ describe('delivery', () => {
 
   it('two workers on separate pools never deliver the same endpoint at once', async () => {
     const receivers = await Promise.all([0, 1, 2].map(() => startReceiver(SECRET, () => ({ status: 200, delayMs: 20 }))));
-    for (const r of receivers) await addEndpoint(database.sql, { url: r.url, eventTypes: null, secret: SECRET });
+    for (const r of receivers) await addHook(r.url);
     startWorker(FAST, 'worker-a');
     startWorker(FAST, 'worker-b');
     const ids = await writeEvents(40);
@@ -373,6 +454,34 @@ describe('delivery', () => {
       expect(r.received.map((x) => x.id)).toEqual(ids);
     }
   });
+});
+
+describe('fairness', () => {
+  it('two receivers answering in 3 s do not hold back a fast one: its first event within a delivery timeout, all of them long before the slow ones finish', async () => {
+    const SLOW_MS = 3_000;
+    const EVENTS = 30;
+    const settings: PipelineSettings = { ...FAST, webhookTimeoutMs: 5_000 };
+    const slow = await Promise.all([0, 1].map(() => startReceiver(SECRET, () => ({ status: 200, delayMs: SLOW_MS }))));
+    const fast = await startReceiver(SECRET);
+    // the slow ones first: the lowest ids, the ones a worker took first
+    for (const r of [...slow, fast]) await addHook(r.url);
+    startWorker(settings);
+    const t0 = performance.now();
+    const ids = await writeEvents(EVENTS);
+    const firstAt = await waitFor(async () => fast.received[0]?.at, 120_000, 'the fast receiver\'s first event');
+    await allReceived(fast, ids, 120_000);
+    const allAt = fast.received.at(-1)!.at;
+    const slowCounts = slow.map((r) => r.received.length);
+    const firstMs = Math.round(firstAt - t0);
+    const allMs = Math.round(allAt - t0);
+    console.log(`fairness: fast first=${firstMs} ms all ${EVENTS}=${allMs} ms; slow receivers had ${slowCounts.join(' and ')} of ${EVENTS} (${SLOW_MS} ms each, timeout ${settings.webhookTimeoutMs} ms)`);
+    expect(fast.received.map((x) => x.id)).toEqual(ids);
+    // within one delivery timeout of the events (plus a margin for a busy machine)
+    expect(firstMs).toBeLessThan(settings.webhookTimeoutMs + 2_000);
+    expect(allMs).toBeLessThan(settings.webhookTimeoutMs + 4_000);
+    // the slow ones are far from done: each answer takes 3 s
+    for (const n of slowCounts) expect(n).toBeLessThan(EVENTS / 2);
+  }, 180_000);
 });
 
 describe('the daemon', () => {
@@ -385,7 +494,7 @@ describe('the daemon', () => {
   it('logs failures without the secret', async () => {
     let n = 0;
     const r = await startReceiver(SECRET, () => (++n <= 2 ? { status: 500 } : { status: 200 }));
-    await addEndpoint(database.sql, { url: r.url, eventTypes: null, secret: SECRET });
+    await addHook(r.url);
     const d = daemon();
     await d.waitForLog((l) => l.event === 'daemon.started', 30_000, 'daemon started');
     const ids = await writeEvents(3);
@@ -401,7 +510,7 @@ describe('the daemon', () => {
   it('a daemon SIGKILLed mid-delivery loses nothing: the next one repeats at most that event', async () => {
     let stall = true;
     const r = await startReceiver(SECRET, (count) => (stall && count === 4 ? 'hang' : { status: 200 }));
-    const ep = await addEndpoint(database.sql, { url: r.url, eventTypes: null, secret: SECRET });
+    const ep = await addHook(r.url);
     const ids = await writeEvents(10);
     const first = daemon();
     await waitFor(async () => (r.received.length >= 4 ? true : undefined), 30_000, 'the stalled delivery');
