@@ -11,7 +11,8 @@
  * addresses are reached only with --allow-private (also a host name resolving to one); a daemon
  * SIGKILLed mid-delivery loses nothing.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createHmac } from 'node:crypto';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -21,15 +22,16 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { createDb, type DbHandle } from '../../src/db/connection.ts';
 import { recordEvent } from '../../src/db/events.ts';
-import { addEndpoint } from '../../src/db/webhooks.ts';
+import { migrateDatabase, MIGRATIONS_FOLDER } from '../../src/db/migrate.ts';
+import { addEndpoint, rotateSecret } from '../../src/db/webhooks.ts';
 import type { EventType } from '../../src/domain/events.ts';
-import { generateSecret, parseSecret } from '../../src/domain/webhook-secrets.ts';
+import { formatSecret, generateSecret, parseSecret, secretsKeyId } from '../../src/domain/webhook-secrets.ts';
 import { silentLogger } from '../../src/log.ts';
 import type { PipelineSettings } from '../../src/pipeline/deps.ts';
 import type { StatusReport } from '../../src/pipeline/status.ts';
 import { startWebhookDelivery, type WebhookWorker } from '../../src/pipeline/webhooks.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createTestDatabase, dropDatabase, testDatabaseName, testServerUrl, type TestDatabase } from '../helpers/db.ts';
 import { runCli, waitFor, type CliResult } from '../helpers/pipeline.ts';
 import { freePort, startCli, type CliProcess } from '../helpers/proc.ts';
 
@@ -158,8 +160,8 @@ async function startReceiver(secret: string, behave: Receiver['behave'] = () => 
   return r;
 }
 
-function startWorker(settings: PipelineSettings = FAST, owner?: string): WebhookWorker {
-  const handle = createDb(database.url, { max: 4 });
+function startWorker(settings: PipelineSettings = FAST, owner?: string, url: string = database.url): WebhookWorker {
+  const handle = createDb(url, { max: 4 });
   pools.push(handle);
   const w = startWebhookDelivery({ sql: handle.sql, log: silentLogger(), settings }, owner === undefined ? {} : { owner });
   workers.push(w);
@@ -454,6 +456,203 @@ describe('delivery', () => {
       expect(r.received.map((x) => x.id)).toEqual(ids);
     }
   });
+});
+
+describe('secrets', () => {
+  /** The secret a command printed (`secret: whsec_...`). */
+  const printedSecret = (r: CliResult) => /^secret: (whsec_[A-Za-z0-9+/]+=*)$/m.exec(r.stdout)?.[1];
+
+  it('rotate-secret: during the grace every delivery carries both signatures (receivers holding either verify), then only the new one; no delivery fails', async () => {
+    const r = await startReceiver(SECRET);
+    const ep = await addHook(r.url);
+    startWorker();
+    const before = await writeEvents(3);
+    await allReceived(r, before);
+    const rotated = await cli(['webhooks', 'rotate-secret', String(ep), '--grace', '4s']);
+    expectExit(rotated, 0);
+    const rotatedAt = Date.now();
+    const next = printedSecret(rotated)!;
+    expect(next).not.toBe(SECRET);
+    expect(rotated.stdout).toMatch(/signed with the previous secret too until \S+ \(--grace 4s\)/);
+    const list = await cli(['webhooks', 'list']);
+    expect(list.stdout).toMatch(new RegExp(`^${ep}\\s.*not encrypted; rotating, old one until `, 'm'));
+    expect(list.stdout).not.toContain(next);
+    const during = await writeEvents(3);
+    await allReceived(r, during);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, rotatedAt + 4_500 - Date.now())));
+    const after = await writeEvents(3);
+    await allReceived(r, after);
+
+    const arrivals = (ids: number[]) => r.received.filter((x) => ids.includes(x.id));
+    const verifiedBy = (secret: string, ids: number[]) => arrivals(ids).map((x) => verify(secret, x.headers, x.body));
+    expect(verifiedBy(SECRET, before)).toEqual([true, true, true]);
+    expect(verifiedBy(SECRET, during)).toEqual([true, true, true]);
+    expect(verifiedBy(next, during)).toEqual([true, true, true]);
+    expect(arrivals(during).map((x) => x.headers['webhook-signature']!.split(' ').length)).toEqual([2, 2, 2]);
+    expect(verifiedBy(next, after)).toEqual([true, true, true]);
+    expect(verifiedBy(SECRET, after)).toEqual([false, false, false]);
+    expect(r.received.map((x) => x.id)).toEqual([...before, ...during, ...after]);
+    const [failed] = await database.sql<{ n: number }[]>`select count(*)::int as n from webhook_deliveries where endpoint_id = ${ep} and status = 'failed'`;
+    expect(failed!.n).toBe(0);
+    // a rotation with --grace 0 drops the previous secret at once
+    const now = await cli(['webhooks', 'rotate-secret', String(ep), '--grace', '0']);
+    expectExit(now, 0);
+    expect(now.stdout).toContain('the previous secret no longer signs');
+    expect((await database.sql`select 1 from webhook_secrets s where endpoint_id = ${ep} and (s.expires_at is null or s.expires_at > now())`).length).toBe(1);
+    expectCleanError(await cli(['webhooks', 'rotate-secret', '999999']), 2, 'no webhook endpoint 999999');
+  }, 60_000);
+
+  it('with WEBHOOK_SECRETS_KEY a secret is stored encrypted; a worker without the key sends nothing and records why; encrypt-secrets seals the older ones', async () => {
+    const secretsKey = Buffer.alloc(32, 0x5a);
+    const keyEnv = { WEBHOOK_SECRETS_KEY: secretsKey.toString('hex') };
+    const plainReceiver = await startReceiver(SECRET);
+    const plainEp = await addHook(plainReceiver.url);
+    await database.sql`update webhook_endpoints set secret = 'a copy for older builds' where id = ${plainEp}`;
+    const secretFile = join(scratch, 'secret-encrypted');
+    writeFileSync(secretFile, SECRET, { mode: 0o600 });
+    const r = await startReceiver(SECRET);
+    const added = await cli(['webhooks', 'add', r.url, '--allow-private', '--secret-file', secretFile], keyEnv);
+    expectExit(added, 0);
+    expect(added.stderr).not.toContain('WEBHOOK_SECRETS_KEY');
+    const ep = Number(/endpoint (\d+) added/.exec(added.stdout)![1]);
+    const [row] = await database.sql<{ encryption: string; key_id: string; material: Buffer }[]>`select encryption, key_id, material from webhook_secrets where endpoint_id = ${ep}`;
+    expect(row).toMatchObject({ encryption: 'aes-256-gcm', key_id: secretsKeyId(secretsKey) });
+    expect(row!.material.includes(SECRET_KEY)).toBe(false);
+    const listed = await cli(['webhooks', 'list'], keyEnv);
+    expect(listed.stdout).toMatch(new RegExp(`^${ep}\\s.*\\sencrypted\\s`, 'm'));
+    expect(listed.stdout).toMatch(new RegExp(`^${plainEp}\\s.*not encrypted`, 'm'));
+    expect(listed.stderr).toContain('1 endpoint(s) have a secret stored unencrypted: videosite-ingest webhooks encrypt-secrets');
+
+    // without the key the sealed secret cannot sign: nothing is sent, the attempt says why
+    startWorker();
+    const ids = await writeEvents(2);
+    await allReceived(plainReceiver, ids);
+    const refused = await waitFor(async () => {
+      const [x] = await database.sql<{ error: string }[]>`select error from webhook_deliveries where endpoint_id = ${ep} and status = 'failed' limit 1`;
+      return x;
+    }, 10_000, 'a failed attempt');
+    expect(refused.error).toContain('WEBHOOK_SECRETS_KEY is not set');
+    expect(r.received).toHaveLength(0);
+    await stopWorkers();
+    // with it, the same events are delivered and verify
+    await database.sql`update webhook_endpoints set next_attempt_at = null where id = ${ep}`;
+    startWorker({ ...FAST, webhookSecretsKey: secretsKey });
+    await allReceived(r, ids);
+    expect(r.received.every((x) => x.verified)).toBe(true);
+
+    expectCleanError(await cli(['webhooks', 'encrypt-secrets']), 2, 'WEBHOOK_SECRETS_KEY is not set');
+    const sealed = await cli(['webhooks', 'encrypt-secrets'], keyEnv);
+    expectExit(sealed, 0);
+    expect(sealed.stdout).toContain('1 secret(s) encrypted with WEBHOOK_SECRETS_KEY');
+    expect(sealed.stdout).toContain('1 unencrypted copy(ies) for builds before Standard Webhooks cleared');
+    const rows = await database.sql<{ encryption: string }[]>`select encryption from webhook_secrets`;
+    expect(new Set(rows.map((x) => x.encryption))).toEqual(new Set(['aes-256-gcm']));
+    expect(await database.sql`select id from webhook_endpoints where secret is not null`).toHaveLength(0);
+    const more = await writeEvents(1);
+    await allReceived(plainReceiver, more);
+    expect(plainReceiver.received.every((x) => x.verified)).toBe(true);
+    expectExit(await cli(['webhooks', 'encrypt-secrets'], keyEnv), 0);
+    const bad = await cli(['webhooks', 'list'], { WEBHOOK_SECRETS_KEY: 'not-a-key-at-all' });
+    expectCleanError(bad, 2, 'WEBHOOK_SECRETS_KEY', '(value hidden)', 'expected 32 bytes');
+    expect(bad.stderr).not.toContain('not-a-key-at-all');
+  }, 90_000);
+});
+
+describe('private addresses', () => {
+  it('an endpoint not allowed them is never connected to one: a host name resolving to loopback, an address literal; allowed, it delivers', async () => {
+    const r = await startReceiver(SECRET);
+    // added around the CLI (it refuses both): what a public-looking name that resolves to a private address amounts to
+    const byName = await addHook(`http://localhost:${r.port}/hooks/by-name`, null, { allowPrivate: false });
+    const byAddress = await addHook(`http://127.0.0.1:${r.port}/hooks/by-address`, null, { allowPrivate: false });
+    startWorker();
+    const ids = await writeEvents(2);
+    const errors = await waitFor(async () => {
+      const rows = await database.sql<{ endpoint_id: number; error: string }[]>`
+        select distinct on (endpoint_id) endpoint_id, error from webhook_deliveries where status = 'failed' order by endpoint_id, id`;
+      return rows.length === 2 ? Object.fromEntries(rows.map((x) => [x.endpoint_id, x.error])) : undefined;
+    }, 10_000, 'both refused');
+    expect(errors[byName]).toMatch(/localhost resolves to (127\.0\.0\.1 \(127\.0\.0\.0\/8, loopback\)|::1 \(::1\/128, loopback\)): not connected/);
+    expect(errors[byName]).toContain('webhooks edit ID --allow-private');
+    expect(errors[byAddress]).toContain('127.0.0.1 (127.0.0.0/8, loopback): not connected');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(r.received).toHaveLength(0);
+    const test = await cli(['webhooks', 'test', String(byAddress)]);
+    expectExit(test, 1);
+    expect(test.stderr).toContain('not connected');
+    expect(r.received).toHaveLength(0);
+
+    expectExit(await cli(['webhooks', 'edit', String(byName), '--allow-private']), 0);
+    expectExit(await cli(['webhooks', 'edit', String(byAddress), '--allow-private']), 0);
+    await waitFor(async () => (r.received.length >= 4 ? true : undefined), 15_000, 'both delivered');
+    expect(r.received.filter((x) => x.verified).map((x) => x.id).sort()).toEqual([...ids, ...ids].sort());
+  }, 60_000);
+});
+
+describe('upgrade from before Standard Webhooks (migration 0017)', () => {
+  it('existing secrets keep signing, Videosite-Signature included, until rotated; credentials leave the URLs; literal private addresses stay allowed', async () => {
+    // the migrations of the build before: every one but 0017
+    const oldFolder = mkdtempSync(join(tmpdir(), 'vsi-migrations-0016-'));
+    cpSync(MIGRATIONS_FOLDER, oldFolder, { recursive: true });
+    rmSync(join(oldFolder, '0017_webhook_secrets.sql'));
+    const journalPath = join(oldFolder, 'meta', '_journal.json');
+    const journal = JSON.parse(readFileSync(journalPath, 'utf8')) as { entries: { tag: string }[] };
+    journal.entries = journal.entries.filter((e) => e.tag !== '0017_webhook_secrets');
+    writeFileSync(journalPath, JSON.stringify(journal));
+    const name = testDatabaseName('webhooks_upgrade');
+    const url = testServerUrl(name);
+    const handle = createDb(url, { max: 2 });
+    try {
+      await migrateDatabase(url, silentLogger(), { migrationsFolder: oldFolder });
+      const r = await startReceiver(SECRET);
+      const legacySecret = 'legacy-secret-0123456789abcdef';
+      const [a] = await handle.sql<{ id: number }[]>`
+        insert into webhook_endpoints (url, secret) values (${`http://alice:pa55@127.0.0.1:${r.port}/hook`}, ${legacySecret}) returning id`;
+      const [b] = await handle.sql<{ id: number }[]>`insert into webhook_endpoints (url, secret) values ('https://hooks.example.com/x', 'another-legacy-secret-0123') returning id`;
+      const [c] = await handle.sql<{ id: number }[]>`insert into webhook_endpoints (url, secret) values ('http://localhost:9/x', 'a-third-legacy-secret-0123') returning id`;
+
+      await migrateDatabase(url);
+      const rows = await handle.sql<{ id: number; url: string; allow_private: boolean }[]>`select id, url, allow_private from webhook_endpoints order by id`;
+      expect(rows).toEqual([
+        { id: a!.id, url: `http://127.0.0.1:${r.port}/hook`, allow_private: true },
+        { id: b!.id, url: 'https://hooks.example.com/x', allow_private: false },
+        { id: c!.id, url: 'http://localhost:9/x', allow_private: true },
+      ]);
+      const [copied] = await handle.sql<{ format: string; encryption: string; material: Buffer }[]>`
+        select format, encryption, material from webhook_secrets where endpoint_id = ${a!.id}`;
+      expect(copied).toEqual({ format: 'legacy', encryption: 'none', material: Buffer.from(legacySecret) });
+      // an endpoint an older build adds after the migration gets its secret copied too
+      const [d] = await handle.sql<{ id: number }[]>`insert into webhook_endpoints (url, secret) values ('https://hooks.example.com/y', 'added-by-an-older-build-0123') returning id`;
+      expect(await handle.sql`select format from webhook_secrets where endpoint_id = ${d!.id}`).toEqual([{ format: 'legacy' }]);
+      await handle.sql`delete from webhook_endpoints where id <> ${a!.id}`;
+
+      startWorker(FAST, undefined, url);
+      const event = async () => (await handle.sql<{ id: number }[]>`select id from events order by id desc limit 1`)[0]!.id;
+      await recordEvent(handle.sql, { type: 'source.synced', data: { n: 1 } });
+      const first = await event();
+      await waitFor(async () => (r.received.some((x) => x.id === first) ? true : undefined), 15_000, 'the first event');
+      const legacy = r.received.find((x) => x.id === first)!;
+      // as a receiver of the build before checks it (README of then), and as Standard Webhooks with whsec_ + base64 of the old secret
+      const [, t, v1] = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(legacy.headers['videosite-signature'] ?? '') ?? [];
+      expect(createHmac('sha256', legacySecret).update(`${t}.${legacy.body}`).digest('hex')).toBe(v1);
+      expect(legacy.headers['videosite-event-id']).toBe(String(first));
+      expect(verify(formatSecret(Buffer.from(legacySecret)), legacy.headers, legacy.body)).toBe(true);
+
+      await rotateSecret(handle.sql, a!.id, { key: SECRET_KEY, secretsKey: undefined, graceMs: 0 });
+      await recordEvent(handle.sql, { type: 'source.synced', data: { n: 2 } });
+      const second = await event();
+      await waitFor(async () => (r.received.some((x) => x.id === second) ? true : undefined), 15_000, 'the second event');
+      const rotated = r.received.find((x) => x.id === second)!;
+      expect(rotated.headers['videosite-signature']).toBeUndefined();
+      expect(rotated.verified).toBe(true);
+      expect(verify(formatSecret(Buffer.from(legacySecret)), rotated.headers, rotated.body)).toBe(false);
+      expect(await handle.sql`select id from webhook_endpoints where secret is not null`).toHaveLength(0);
+    } finally {
+      await stopWorkers();
+      await handle.close();
+      await dropDatabase(name);
+      rmSync(oldFolder, { recursive: true, force: true });
+    }
+  }, 90_000);
 });
 
 describe('fairness', () => {
