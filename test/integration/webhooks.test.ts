@@ -677,8 +677,9 @@ describe('fairness', () => {
     expect(fast.received.map((x) => x.id)).toEqual(ids);
     // within one delivery timeout of the events (plus a margin for a busy machine)
     expect(firstMs).toBeLessThan(settings.webhookTimeoutMs + 2_000);
-    expect(allMs).toBeLessThan(settings.webhookTimeoutMs + 4_000);
-    // the slow ones are far from done: each answer takes 3 s
+    // a turn of the fast endpoint every slow delivery or so (one turn sends all 30 on a quiet
+    // machine, two on a busy one), while the slow ones need 60 x 3 s over two slots: ~90 s
+    expect(allMs).toBeLessThan(20_000);
     for (const n of slowCounts) expect(n).toBeLessThan(EVENTS / 2);
   }, 180_000);
 });
