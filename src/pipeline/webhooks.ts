@@ -6,12 +6,13 @@
  * endpoint whose turn is the oldest: a slow receiver's backlog never keeps a slot from the others
  * for longer than one delivery. An endpoint not added with --allow-private is never connected to
  * a private, loopback or link-local address, whatever its host name resolves to at the time.
- * A 2xx moves the cursor past the event; anything
- * else (an error status, a 3xx: redirects are not followed, a timeout, a refused connection) is
- * recorded and the endpoint waits out an exponential backoff with jitter before it is tried
- * again, from the same event; an endpoint failing for WEBHOOK_DISABLE_AFTER_MS is disabled. The
- * cursor moves only after a 2xx, so a worker killed mid-delivery repeats at most that event:
- * delivery is at least once, receivers dedupe on the event id.
+ *
+ * A 2xx moves the cursor past the event; anything else (an error status, a 3xx: redirects are
+ * not followed, a timeout, a refused connection, a secret that cannot be opened) is recorded and
+ * the endpoint waits out an exponential backoff with jitter before it is tried again, from the
+ * same event; an endpoint failing for WEBHOOK_DISABLE_AFTER_MS is disabled. The cursor moves
+ * only after a 2xx, so a worker killed mid-delivery repeats at most that event: delivery is at
+ * least once, receivers dedupe on the event id.
  *
  * Workers are woken by LISTEN on the events channel (a notification arrives when the events'
  * transaction commits) and look anyway every WEBHOOK_POLL_INTERVAL_MS: the clock of retries,
