@@ -204,6 +204,7 @@ afterAll(async () => {
   await Promise.allSettled(servers.map((s) => s.close()));
   await Promise.all(pools.map((p) => p.close()));
   await database?.drop();
+  rmSync(scratch, { recursive: true, force: true });
 });
 
 describe('the webhooks command', () => {
