@@ -18,7 +18,7 @@
  * (not 1), the cursor past the first event and `pending` short, and lost=15. A worker that gave
  * up silently (no attempt recorded) fails on `failed_attempts`.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -128,6 +128,7 @@ function receiver(port: number, written: Map<number, NewEvent>): Receiver {
 
 let rig: FaultRig;
 let hook: Receiver | undefined;
+let secretDir: string | undefined;
 beforeAll(async () => {
   rig = await startFaultRig('26-webhook-outage');
   await rig.migrate();
@@ -135,6 +136,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await hook?.close();
   await rig?.close();
+  if (secretDir) rmSync(secretDir, { recursive: true, force: true });
 });
 
 const sleepUntil = (t: number) => new Promise((r) => setTimeout(r, Math.max(0, t - Date.now())));
@@ -151,7 +153,8 @@ it('26 a receiver refusing connections for 60 s, then up: all 10 000 events deli
   const port = await freePort();
   const url = `http://127.0.0.1:${port}/hooks/videosite`;
   // the secret from a file, as a user gives one (never in the arguments); a loopback receiver: allowed
-  const secretFile = join(mkdtempSync(join(tmpdir(), 'vsi-faults-26-')), 'secret');
+  secretDir = mkdtempSync(join(tmpdir(), 'vsi-faults-26-'));
+  const secretFile = join(secretDir, 'secret');
   writeFileSync(secretFile, SECRET, { mode: 0o600 });
   const added = await rig.run(['webhooks', 'add', url, '--allow-private', '--secret-file', secretFile]);
   expect(added.code, added.stderr).toBe(0);
