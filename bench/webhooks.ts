@@ -20,12 +20,13 @@ import { createDb } from '../src/db/connection.ts';
 import { recordEvents, type NewEvent } from '../src/db/events.ts';
 import { migrateDatabase, quoteIdentifier, withDatabase } from '../src/db/migrate.ts';
 import { addEndpoint } from '../src/db/webhooks.ts';
+import { generateSecret } from '../src/domain/webhook-secrets.ts';
 import { closeRedis, createRedis, deletePrefixKeys } from '../src/queues/connection.ts';
 import { CliProcess, REPO_ROOT } from './procs.ts';
 
 /** Events delivered in the measured run. */
 export const WEBHOOK_BENCH_EVENTS = 5_000;
-const SECRET = 'whsec-bench-0123456789abcdef';
+const SECRET = generateSecret();
 const DAEMON_START_TIMEOUT_MS = 60_000;
 const DRAIN_TIMEOUT_MS = 10 * 60_000;
 
@@ -62,8 +63,8 @@ export async function measureWebhookDelivery(opts: { events?: number; logDir: st
     req.on('data', (d: Buffer) => parts.push(d));
     req.on('end', () => {
       const body = Buffer.concat(parts).toString('utf8');
-      const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(req.headers['videosite-signature'] ?? ''));
-      if (!m || createHmac('sha256', SECRET).update(`${m[1]}.${body}`).digest('hex') !== m[2]) badSignatures++;
+      const signed = `${String(req.headers['webhook-id'])}.${String(req.headers['webhook-timestamp'])}.${body}`;
+      if (req.headers['webhook-signature'] !== `v1,${createHmac('sha256', SECRET.key).update(signed).digest('base64')}`) badSignatures++;
       arrivals.push({ id: (JSON.parse(body) as { id: number }).id, at: performance.now() });
       res.writeHead(204).end();
     });
@@ -76,7 +77,7 @@ export async function measureWebhookDelivery(opts: { events?: number; logDir: st
   const redis = createRedis(config.redisUrl);
   let daemon: CliProcess | undefined;
   try {
-    const endpointId = await addEndpoint(db.sql, { url, eventTypes: null, secret: SECRET });
+    const endpointId = await addEndpoint(db.sql, { url, eventTypes: null, allowPrivate: true, key: SECRET.key, secretsKey: undefined });
     daemon = CliProcess.start(
       'webhooks-daemon',
       ['daemon', '--role', 'webhooks'],

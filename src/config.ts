@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { videoUrlTemplateProblem } from './domain/search.ts';
+import { parseSecretsKey } from './domain/webhook-secrets.ts';
 
 /** The key the embedded simulator accepts unless told otherwise: documented, paid plan. */
 export const SIMULATOR_DEV_API_KEY = 'vsi-dev-0000000000000000';
@@ -161,7 +162,7 @@ export class ConfigError extends Error {
 /** An API key travels in a header: visible ASCII, no blanks or control characters. */
 const HEADER_SAFE_RE = /^[\x21-\x7e]+$/;
 
-const SECRET_VARIABLES = new Set(['API_KEY', 'SIMULATOR_API_KEY', 'ADMIN_TOKEN', 'REDIS_PASSWORD']);
+const SECRET_VARIABLES = new Set(['API_KEY', 'SIMULATOR_API_KEY', 'ADMIN_TOKEN', 'REDIS_PASSWORD', 'WEBHOOK_SECRETS_KEY']);
 
 /**
  * The hash tag Redis Cluster hashes a key by: the text between the first `{` and the first `}`
@@ -339,6 +340,18 @@ const EnvSchema = z.object({
   WEBHOOK_BACKOFF_MAX_MS: positiveInt(86_400_000).default(WEBHOOK_BACKOFF_MAX_MS),
   WEBHOOK_DISABLE_AFTER_MS: positiveInt().default(WEBHOOK_DISABLE_AFTER_MS),
   WEBHOOK_POLL_INTERVAL_MS: positiveInt(3_600_000).pipe(z.number().min(100, 'expected at least 100')).default(WEBHOOK_POLL_INTERVAL_MS),
+  // the key webhook signing secrets are sealed with in Postgres (src/domain/webhook-secrets.ts)
+  WEBHOOK_SECRETS_KEY: z
+    .string()
+    .transform((v, ctx) => {
+      const key = parseSecretsKey(v);
+      if (typeof key === 'string') {
+        ctx.addIssue({ code: 'custom', message: key });
+        return z.NEVER;
+      }
+      return key;
+    })
+    .optional(),
   MIGRATION_LOCK_TIMEOUT_MS: positiveInt(600_000).pipe(z.number().min(100, 'expected at least 100')).default(MIGRATION_LOCK_TIMEOUT_MS),
   MIGRATION_LOCK_RETRIES: nonNegativeInt.pipe(z.number().max(100, 'expected at most 100')).default(MIGRATION_LOCK_RETRIES),
   // sent back as a bearer token or a basic-auth password: header-safe characters only
@@ -453,6 +466,8 @@ export interface Config {
     webhookDisableAfterMs: number;
     /** how often a webhook worker looks for due deliveries without a notification, ms; default 5 000 */
     webhookPollIntervalMs: number;
+    /** WEBHOOK_SECRETS_KEY: 32 bytes that seal webhook secrets in Postgres (AES-256-GCM); undefined: stored unencrypted */
+    webhookSecretsKey: Buffer | undefined;
   };
   /** connections per Postgres pool (checked against the concurrency settings at startup); default 24 */
   databasePoolMax: number;
@@ -574,6 +589,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       webhookBackoffMaxMs: e.WEBHOOK_BACKOFF_MAX_MS,
       webhookDisableAfterMs: e.WEBHOOK_DISABLE_AFTER_MS,
       webhookPollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
+      webhookSecretsKey: e.WEBHOOK_SECRETS_KEY,
     },
     databasePoolMax: e.DATABASE_POOL_MAX,
     databasePrepare: e.DATABASE_PREPARE === 'true',

@@ -31,6 +31,7 @@ import { CLAIM_STANDING_SUBMISSIONS, SUBMISSION_STATES, type SubmissionState } f
 import { EVENT_TYPES, type EventType } from '../domain/events.ts';
 import { CHARGE_BASES, type ChargeBasis } from '../domain/charges.ts';
 import { WEBHOOK_DELIVERY_STATUSES, type WebhookDeliveryStatus } from '../domain/webhooks.ts';
+import { SECRET_ENCRYPTIONS, SECRET_FORMATS, type SecretEncryption, type SecretFormat } from '../domain/webhook-secrets.ts';
 import { HOLD_CODES, HOLD_SCOPES, type HoldCode, type HoldEvent, type HoldScope } from '../domain/refusals.ts';
 import {
   BATCH_MODES,
@@ -50,6 +51,8 @@ const tstz = (name: string) => timestamp(name, { withTimezone: true, mode: 'date
 const tstzNow = (name: string) => tstz(name).notNull().defaultNow();
 /** bigint read as a JS number: counts and credits stay far below 2^53. */
 const bigNumber = (name: string) => bigint(name, { mode: 'number' });
+/** A Postgres `bytea`, read and written as a Buffer. */
+const bytea = customType<{ data: Buffer }>({ dataType: () => 'bytea' });
 
 export { SOURCE_KINDS, SOURCE_INCLUDES, TRANSCRIPT_ORIGINS, BATCH_MODES } from '../domain/sources.ts';
 export type { SourceKind, SourceInclude, TranscriptOrigin, BatchMode } from '../domain/sources.ts';
@@ -775,8 +778,12 @@ export const webhookEndpoints = pgTable(
     url: text('url').notNull(),
     /** the event types sent; null: every type */
     eventTypes: text('event_types').array().$type<EventType[]>(),
-    /** the HMAC key of `Videosite-Signature`: never logged, printed only by `webhooks add` */
-    secret: text('secret').notNull(),
+    /**
+     * the secret of an endpoint added before Standard Webhooks, as builds from then read it (this
+     * one reads `webhook_secrets`, where migration 0017 copied it); null for endpoints added or
+     * rotated since, and once `webhooks encrypt-secrets` has sealed it. Never logged or printed.
+     */
+    secret: text('secret'),
     enabled: boolean('enabled').notNull().default(true),
     createdAt: tstzNow('created_at'),
     cursor: bigNumber('cursor').notNull().default(0),
@@ -791,8 +798,45 @@ export const webhookEndpoints = pgTable(
     lastDeliveredAt: tstz('last_delivered_at'),
     leaseOwner: text('lease_owner'),
     leaseExpiresAt: tstz('lease_expires_at'),
+    /** added with `--allow-private`: may reach private, loopback and link-local addresses */
+    allowPrivate: boolean('allow_private').notNull().default(false),
+    /** when a delivery slot last took the endpoint: slots take the endpoint whose turn is the oldest */
+    lastTurnAt: tstz('last_turn_at'),
   },
-  (t) => [check('webhook_endpoints_url_ck', sql`${t.url} ~ '^https?://'`)],
+  (t) => [
+    check('webhook_endpoints_url_ck', sql`${t.url} ~ '^https?://'`),
+    // credentials in a URL are never sent and would be shown: `webhooks add` refuses them
+    check('webhook_endpoints_url_credentials_ck', sql`${t.url} !~ '^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]*@'`),
+  ],
+);
+
+/**
+ * The signing secrets of an endpoint: one in force, and during a rotation's grace also the ones
+ * it replaced (`expires_at` ahead). Every delivery is signed with each secret in force.
+ */
+export const webhookSecrets = pgTable(
+  'webhook_secrets',
+  {
+    id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+    endpointId: integer('endpoint_id')
+      .notNull()
+      .references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
+    format: text('format').$type<SecretFormat>().notNull(),
+    encryption: text('encryption').$type<SecretEncryption>().notNull(),
+    /** which WEBHOOK_SECRETS_KEY sealed it (a hash of the key); null when not encrypted */
+    keyId: text('key_id'),
+    /** the key (`none`), or IV + ciphertext + GCM tag (`aes-256-gcm`) */
+    material: bytea('material').notNull(),
+    createdAt: tstzNow('created_at'),
+    /** null: in force; else signs until then (a rotation's grace) */
+    expiresAt: tstz('expires_at'),
+  },
+  (t) => [
+    index('webhook_secrets_endpoint_idx').on(t.endpointId, t.id),
+    check('webhook_secrets_format_ck', sql`${t.format} in (${sqlList(SECRET_FORMATS)})`),
+    check('webhook_secrets_encryption_ck', sql`${t.encryption} in (${sqlList(SECRET_ENCRYPTIONS)})`),
+    check('webhook_secrets_key_id_ck', sql`(${t.encryption} = 'none') = (${t.keyId} is null)`),
+  ],
 );
 
 /** Every delivery attempt of an event to an endpoint (`webhooks test` included, event id 0 there). */
@@ -922,3 +966,4 @@ export type PruneRun = typeof pruneRuns.$inferSelect;
 export type EventRecord = typeof events.$inferSelect;
 export type WebhookEndpoint = typeof webhookEndpoints.$inferSelect;
 export type WebhookDelivery = typeof webhookDeliveries.$inferSelect;
+export type WebhookSecret = typeof webhookSecrets.$inferSelect;

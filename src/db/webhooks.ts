@@ -1,12 +1,17 @@
 /**
- * `webhook_endpoints` and `webhook_deliveries` (issue #14): the endpoints change events are POSTed
- * to, each with its cursor (the last event id handled) and its lease, and every delivery attempt.
- * The secret is read only where a delivery is signed (`claimEndpoint`, `endpointForTest`) and by
- * `addEndpoint`'s caller; `listEndpoints` never selects it.
+ * `webhook_endpoints`, `webhook_secrets` and `webhook_deliveries` (issues #14, #27): the endpoints
+ * change events are POSTed to, each with its cursor (the last event id handled), its lease and the
+ * time of its last turn; their signing secrets; every delivery attempt. Secrets are read only
+ * where a delivery is signed (`claimEndpoint`, `endpointForTest`); `listEndpoints` counts them and
+ * says whether they are encrypted, never selects them.
  */
 import type { EventType } from '../domain/events.ts';
+import { sealSecret, type SecretFormat, type StoredSecret } from '../domain/webhook-secrets.ts';
 import type { WebhookDeliveryStatus } from '../domain/webhooks.ts';
 import type { Queryable, Sql } from './connection.ts';
+
+/** A secret signs while this holds: not replaced, or within the grace of the rotation that replaced it. */
+const inForce = (sql: Queryable) => sql`(s.expires_at is null or s.expires_at > now())`;
 
 /** An endpoint as `webhooks list`, `status` and the overview show it: never the secret. */
 export interface EndpointSummary {
@@ -15,6 +20,14 @@ export interface EndpointSummary {
   /** null: every type */
   eventTypes: EventType[] | null;
   enabled: boolean;
+  /** added with --allow-private: may reach private, loopback and link-local addresses */
+  allowPrivate: boolean;
+  /** secrets that sign its deliveries now (2 during a rotation's grace) */
+  secrets: number;
+  /** whether every secret in force is encrypted at rest, and no copy for older builds is left in plain text */
+  secretsEncrypted: boolean;
+  /** when the secrets a rotation replaced stop signing; null when none does */
+  graceEndsAt: Date | null;
   createdAt: Date;
   cursor: number;
   failingSince: Date | null;
@@ -30,38 +43,122 @@ export interface EndpointSummary {
 /** `pending` stops counting past this: a long-dead endpoint must not make `list` scan every event. */
 export const PENDING_COUNT_CAP = 10_000;
 
-/** What the delivery worker needs of the endpoint it holds the lease of. */
-export interface LeasedEndpoint {
+/** A secret in force, as stored (sealed or not), with what it signs. */
+export interface SecretInForce extends StoredSecret {
+  format: SecretFormat;
+}
+
+/** What signs a delivery to an endpoint, and where it may connect. */
+export interface EndpointTarget {
   id: number;
   url: string;
+  allowPrivate: boolean;
+  /** newest first */
+  secrets: SecretInForce[];
+}
+
+/** What the delivery worker needs of the endpoint it holds the lease of. */
+export interface LeasedEndpoint extends EndpointTarget {
   eventTypes: EventType[] | null;
-  secret: string;
   cursor: number;
   failingSince: Date | null;
   failures: number;
 }
 
+/** The secret and how it is kept, for a new endpoint or a rotation. */
+export interface NewSecret {
+  /** the key (`whsec_` secrets: the bytes after the prefix, base64-decoded) */
+  key: Buffer;
+  /** WEBHOOK_SECRETS_KEY: the key is sealed with it; undefined: stored as it is */
+  secretsKey: Buffer | undefined;
+}
+
+const insertSecret = (sql: Queryable, endpointId: number, s: NewSecret) => {
+  const stored = sealSecret(s.secretsKey, endpointId, s.key);
+  return sql`
+    insert into webhook_secrets (endpoint_id, format, encryption, key_id, material)
+    values (${endpointId}, ${'whsec' satisfies SecretFormat}, ${stored.encryption}, ${stored.keyId}, ${stored.material})`;
+};
+
 /**
- * A new endpoint. It receives the events written from now on: its cursor starts at the latest
- * event, so adding an endpoint does not replay the whole retained history at it.
+ * A new endpoint and its secret, in one transaction. It receives the events written from now on:
+ * its cursor starts at the latest event, so adding an endpoint does not replay the whole retained
+ * history at it.
  */
-export async function addEndpoint(sql: Queryable, e: { url: string; eventTypes: readonly EventType[] | null; secret: string }): Promise<number> {
-  const [row] = await sql<{ id: number }[]>`
-    insert into webhook_endpoints (url, event_types, secret, cursor)
-    values (${e.url}, ${e.eventTypes === null ? null : [...e.eventTypes]}::text[], ${e.secret}, (select coalesce(max(id), 0) from events))
-    returning id`;
-  return row!.id;
+export async function addEndpoint(
+  sql: Sql,
+  e: { url: string; eventTypes: readonly EventType[] | null; allowPrivate: boolean } & NewSecret,
+): Promise<number> {
+  return sql.begin(async (tx) => {
+    const [row] = await tx<{ id: number }[]>`
+      insert into webhook_endpoints (url, event_types, allow_private, cursor)
+      values (${e.url}, ${e.eventTypes === null ? null : [...e.eventTypes]}::text[], ${e.allowPrivate}, (select coalesce(max(id), 0) from events))
+      returning id`;
+    await insertSecret(tx, row!.id, e);
+    return row!.id;
+  });
+}
+
+/**
+ * A new secret for the endpoint; the ones in force keep signing for `graceMs` more (0: they stop
+ * now). Returns when they stop, or undefined when there is no such endpoint. Secrets past their
+ * grace are deleted, and so is the copy builds from before Standard Webhooks read.
+ */
+export async function rotateSecret(sql: Sql, id: number, s: NewSecret & { graceMs: number }): Promise<{ graceEndsAt: Date } | undefined> {
+  return sql.begin(async (tx) => {
+    const [ep] = await tx<{ graceEndsAt: Date }[]>`
+      update webhook_endpoints set secret = null where id = ${id}
+      returning now() + make_interval(secs => ${s.graceMs / 1000}) as "graceEndsAt"`;
+    if (!ep) return undefined;
+    await tx`delete from webhook_secrets s where s.endpoint_id = ${id} and not ${inForce(tx)}`;
+    await tx`
+      update webhook_secrets s set expires_at = least(coalesce(s.expires_at, 'infinity'), now() + make_interval(secs => ${s.graceMs / 1000}))
+      where s.endpoint_id = ${id} and ${inForce(tx)}`;
+    await insertSecret(tx, id, s);
+    return { graceEndsAt: ep.graceEndsAt };
+  });
+}
+
+/** Lets the endpoint reach private addresses, or not; false when there is no such endpoint. */
+export async function setAllowPrivate(sql: Queryable, id: number, allow: boolean): Promise<boolean> {
+  const rows = await sql`update webhook_endpoints set allow_private = ${allow} where id = ${id} returning id`;
+  return rows.length > 0;
+}
+
+/**
+ * Seals every secret stored unencrypted with `secretsKey` and clears the plain-text copies builds
+ * from before Standard Webhooks read (those builds then cannot sign for these endpoints), in one
+ * transaction. Returns how many secrets were sealed and copies cleared.
+ */
+export async function encryptSecrets(sql: Sql, secretsKey: Buffer): Promise<{ sealed: number; copiesCleared: number }> {
+  return sql.begin(async (tx) => {
+    const plain = await tx<{ id: number; endpointId: number; material: Buffer }[]>`
+      select id, endpoint_id as "endpointId", material from webhook_secrets where encryption = 'none' order by id for update`;
+    for (const p of plain) {
+      const stored = sealSecret(secretsKey, p.endpointId, p.material);
+      await tx`update webhook_secrets set encryption = ${stored.encryption}, key_id = ${stored.keyId}, material = ${stored.material} where id = ${p.id}`;
+    }
+    const cleared = await tx`update webhook_endpoints set secret = null where secret is not null returning id`;
+    return { sealed: plain.length, copiesCleared: cleared.length };
+  });
 }
 
 export async function listEndpoints(sql: Queryable): Promise<EndpointSummary[]> {
   return sql<EndpointSummary[]>`
-    select w.id, w.url, w.event_types as "eventTypes", w.enabled, w.created_at as "createdAt", w.cursor::float8 as cursor,
-      w.failing_since as "failingSince", w.failures, w.next_attempt_at as "nextAttemptAt", w.disabled_at as "disabledAt",
-      w.disabled_reason as "disabledReason", w.last_delivered_at as "lastDeliveredAt",
+    select w.id, w.url, w.event_types as "eventTypes", w.enabled, w.allow_private as "allowPrivate", w.created_at as "createdAt",
+      w.cursor::float8 as cursor, w.failing_since as "failingSince", w.failures, w.next_attempt_at as "nextAttemptAt",
+      w.disabled_at as "disabledAt", w.disabled_reason as "disabledReason", w.last_delivered_at as "lastDeliveredAt",
+      k.secrets, (k.unencrypted = 0 and w.secret is null) as "secretsEncrypted", k.grace_ends_at as "graceEndsAt",
       (select count(*)::int from (
         select 1 from events e where e.id > w.cursor and (w.event_types is null or e.type = any(w.event_types)) limit ${PENDING_COUNT_CAP + 1}
       ) p) as pending
-    from webhook_endpoints w order by w.id`;
+    from webhook_endpoints w
+    cross join lateral (
+      select count(*)::int as secrets, count(*) filter (where s.encryption = 'none')::int as unencrypted,
+        max(s.expires_at) as grace_ends_at
+      from webhook_secrets s where s.endpoint_id = w.id and ${inForce(sql)}
+    ) k
+    order by w.id`;
 }
 
 /**
@@ -82,23 +179,45 @@ export async function removeEndpoint(sql: Queryable, id: number): Promise<boolea
   return rows.length > 0;
 }
 
-/** The endpoint with its secret, for `webhooks test`. */
-export async function endpointForTest(sql: Queryable, id: number): Promise<{ id: number; url: string; secret: string } | undefined> {
-  const [row] = await sql<{ id: number; url: string; secret: string }[]>`select id, url, secret from webhook_endpoints where id = ${id}`;
-  return row;
+/** The endpoint with its secrets, for `webhooks test`. */
+export async function endpointForTest(sql: Queryable, id: number): Promise<EndpointTarget | undefined> {
+  const [row] = await sql<(EndpointTarget & { secrets: SecretRow[] })[]>`select ${TARGET_COLUMNS(sql)} from webhook_endpoints w where w.id = ${id}`;
+  return row && withSecrets(row);
 }
 
+/** A secret as `TARGET_COLUMNS` reads it: JSON, the material in base64. */
+interface SecretRow {
+  format: SecretFormat;
+  encryption: StoredSecret['encryption'];
+  keyId: string | null;
+  material: string;
+}
+
+function withSecrets<T extends { secrets: unknown }>(row: T): Omit<T, 'secrets'> & { secrets: SecretInForce[] } {
+  return { ...row, secrets: (row.secrets as SecretRow[]).map((s) => ({ ...s, material: Buffer.from(s.material, 'base64') })) };
+}
+
+/** An endpoint's URL, whether it may reach private addresses, and its secrets in force, newest first. */
+const TARGET_COLUMNS = (sql: Queryable) => sql`
+  w.id, w.url, w.allow_private as "allowPrivate",
+  (select coalesce(json_agg(json_build_object(
+      'format', s.format, 'encryption', s.encryption, 'keyId', s.key_id, 'material', translate(encode(s.material, 'base64'), E'\n', '')
+    ) order by s.id desc), '[]'::json)
+    from webhook_secrets s where s.endpoint_id = w.id and ${inForce(sql)}) as secrets`;
+
 const LEASED_COLUMNS = (sql: Queryable) =>
-  sql`id, url, event_types as "eventTypes", secret, cursor::float8 as cursor, failing_since as "failingSince", failures`;
+  sql`${TARGET_COLUMNS(sql)}, w.event_types as "eventTypes", w.cursor::float8 as cursor, w.failing_since as "failingSince", w.failures`;
 
 /**
- * Takes the lease of one endpoint that is enabled, due (no backoff pending), not leased (by another
- * worker, or another slot of this one: `owner` is per process), and has a matching event after its cursor; undefined when none is. Rows another worker
- * is claiming are skipped, not waited for.
+ * Takes the lease of one endpoint for a turn: one that is enabled, due (no backoff pending), not
+ * leased (by another worker, or another slot of this one: `owner` is per process), and has a
+ * matching event after its cursor, the one whose last turn is the oldest (round robin); undefined
+ * when none is. Rows another worker is claiming are skipped, not waited for.
  */
 export async function claimEndpoint(sql: Queryable, owner: string, leaseMs: number): Promise<LeasedEndpoint | undefined> {
-  const [row] = await sql<LeasedEndpoint[]>`
-    update webhook_endpoints w set lease_owner = ${owner}, lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000})
+  const [row] = await sql<(LeasedEndpoint & { secrets: SecretRow[] })[]>`
+    update webhook_endpoints w set lease_owner = ${owner}, lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}),
+      last_turn_at = clock_timestamp()
     where w.id = (
       select c.id from webhook_endpoints c
       where c.enabled
@@ -111,12 +230,12 @@ export async function claimEndpoint(sql: Queryable, owner: string, leaseMs: numb
           (c.event_types is null and c.cursor < (select max(e.id) from events e))
           or exists (select 1 from unnest(c.event_types) t(type) where c.cursor < (select max(e.id) from events e where e.type = t.type))
         )
-      order by c.next_attempt_at nulls first, c.id
+      order by c.last_turn_at nulls first, c.id
       limit 1
       for update skip locked
     )
     returning ${LEASED_COLUMNS(sql)}`;
-  return row;
+  return row && withSecrets(row);
 }
 
 /** Extends the lease before a delivery; false when it is no longer ours (expired and taken, or the endpoint disabled or removed). */

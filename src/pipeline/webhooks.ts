@@ -1,18 +1,25 @@
 /**
- * Webhook delivery (issue #14): the `webhooks` role of a daemon. Each endpoint is delivered by one
- * worker at a time, the one holding its lease (db/webhooks.ts): events after its cursor, matching
- * its filter, in id order, one POST at a time. A 2xx moves the cursor past the event; anything
- * else (an error status, a 3xx: redirects are not followed, a timeout, a refused connection) is
- * recorded and the endpoint waits out an exponential backoff with jitter before it is tried
- * again, from the same event; an endpoint failing for WEBHOOK_DISABLE_AFTER_MS is disabled. The
- * cursor moves only after a 2xx, so a worker killed mid-delivery repeats at most that event:
- * delivery is at least once, receivers dedupe on the event id.
+ * Webhook delivery (issues #14, #27): the `webhooks` role of a daemon. Each endpoint is delivered
+ * by one worker at a time, the one holding its lease (db/webhooks.ts): events after its cursor,
+ * matching its filter, in id order, one POST at a time, each signed with every secret in force
+ * (Standard Webhooks). A slot holds an endpoint for one turn (WEBHOOK_TURN_MS), then takes the
+ * endpoint whose turn is the oldest: a slow receiver's backlog never keeps a slot from the others
+ * for longer than one delivery. An endpoint not added with --allow-private is never connected to
+ * a private, loopback or link-local address, whatever its host name resolves to at the time.
+ *
+ * A 2xx moves the cursor past the event; anything else (an error status, a 3xx: redirects are
+ * not followed, a timeout, a refused connection, a secret that cannot be opened) is recorded and
+ * the endpoint waits out an exponential backoff with jitter before it is tried again, from the
+ * same event; an endpoint failing for WEBHOOK_DISABLE_AFTER_MS is disabled. The cursor moves
+ * only after a 2xx, so a worker killed mid-delivery repeats at most that event: delivery is at
+ * least once, receivers dedupe on the event id.
  *
  * Workers are woken by LISTEN on the events channel (a notification arrives when the events'
  * transaction commits) and look anyway every WEBHOOK_POLL_INTERVAL_MS: the clock of retries,
  * and the safety net under a notification lost with a dropped connection.
  */
 import { randomBytes } from 'node:crypto';
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { hostname } from 'node:os';
 import { Agent } from 'undici';
 import type { Sql } from '../db/connection.ts';
@@ -24,17 +31,20 @@ import {
   releaseLease,
   renewLease,
   type DeliveryAttempt,
+  type EndpointTarget,
   type LeasedEndpoint,
 } from '../db/webhooks.ts';
 import { EVENTS_CHANNEL } from '../domain/events.ts';
+import { isIpLiteral, privateAddressRange } from '../domain/private-addresses.ts';
+import { openSecret, WebhookSecretError } from '../domain/webhook-secrets.ts';
 import {
+  deliveryHeaders,
   isDelivered,
   webhookBackoffMs,
-  webhookSignature,
-  WEBHOOK_EVENT_ID_HEADER,
   WEBHOOK_RESPONSE_KEEP_BYTES,
-  WEBHOOK_SIGNATURE_HEADER,
   WEBHOOK_SLOTS,
+  WEBHOOK_TURN_MS,
+  type SigningKey,
 } from '../domain/webhooks.ts';
 import type { Logger } from '../log.ts';
 import type { PipelineSettings } from './deps.ts';
@@ -83,37 +93,103 @@ export function webhookBody(e: { id: number; type: string; occurredAt: Date; dat
   return JSON.stringify({ id: e.id, type: e.type, occurred_at: e.occurredAt.toISOString(), data: e.data });
 }
 
-/**
- * One dispatcher per worker: no redirect handling (undici's `request` follows none). The time
- * limit of a delivery is `postEvent`'s signal; the agent's own timeouts are only a backstop behind it.
- */
-export function webhookAgent(timeoutMs: number): Agent {
-  return new Agent({ connect: { timeout: timeoutMs }, headersTimeout: 2 * timeoutMs, bodyTimeout: 2 * timeoutMs });
+/** The keys that sign deliveries to an endpoint, newest first; throws WebhookSecretError when one cannot be opened. */
+export function signingKeys(target: Pick<EndpointTarget, 'id' | 'secrets'>, secretsKey: Buffer | undefined): SigningKey[] {
+  if (target.secrets.length === 0) throw new WebhookSecretError('secret-unreadable', 'the endpoint has no secret in force');
+  return target.secrets.map((s) => ({ key: openSecret(secretsKey, target.id, s), legacy: s.format === 'legacy' }));
 }
 
-/** POSTs `body` signed with `secret`, within `timeoutMs` overall. Never throws. */
+/** A connection refused before it was made: the destination is a private address the endpoint may not reach. */
+export class PrivateAddressError extends Error {
+  readonly code = 'ERR_WEBHOOK_PRIVATE_ADDRESS';
+  constructor(host: string, address: string, range: string) {
+    super(
+      `${host === address ? address : `${host} resolves to ${address}`} (${range}): not connected; an endpoint reaches private, ` +
+        'loopback and link-local addresses only when allowed (videosite-ingest webhooks edit ID --allow-private)',
+    );
+    this.name = 'PrivateAddressError';
+  }
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * `net.connect`'s lookup for endpoints not allowed private addresses: the host name is resolved
+ * once, every address it has is checked, and the connection goes to a checked one (so a name that
+ * resolves differently a moment later cannot slip a private address in between).
+ */
+function publicOnlyLookup(host: string, options: LookupOptions, callback: LookupCallback): void {
+  dnsLookup(host, { ...options, all: true }, (err, addresses) => {
+    if (err) return callback(err, []);
+    for (const a of addresses) {
+      const range = privateAddressRange(a.address);
+      if (range !== undefined) return callback(new PrivateAddressError(host, a.address, range), []);
+    }
+    if (options.all === true) return callback(null, addresses);
+    const first = addresses[0];
+    if (!first) return callback(Object.assign(new Error(`${host}: no address`), { code: 'ENOTFOUND' }), []);
+    callback(null, first.address, first.family);
+  });
+}
+
+/** The connection pools of one worker: endpoints that may reach private addresses, and the others. */
+export interface WebhookDispatcher {
+  agentFor(allowPrivate: boolean): Agent;
+  close(): Promise<void>;
+}
+
+/**
+ * No redirect handling (undici's `request` follows none). The time limit of a delivery is
+ * `postEvent`'s signal; the agents' own timeouts are only a backstop behind it.
+ */
+export function webhookDispatcher(timeoutMs: number): WebhookDispatcher {
+  const options = { headersTimeout: 2 * timeoutMs, bodyTimeout: 2 * timeoutMs };
+  const open = new Agent({ ...options, connect: { timeout: timeoutMs } });
+  const guarded = new Agent({ ...options, connect: { timeout: timeoutMs, lookup: publicOnlyLookup } });
+  return {
+    agentFor: (allowPrivate) => (allowPrivate ? open : guarded),
+    async close() {
+      await Promise.allSettled([open.close(), guarded.close()]);
+    },
+  };
+}
+
+/** What to deliver to: the URL, whether it may be private, and the keys that sign. */
+export interface DeliveryTarget {
+  url: string;
+  allowPrivate: boolean;
+  keys: SigningKey[];
+}
+
+/** An attempt that ended before any request: a secret that cannot be opened, a private address. */
+export function notSent(error: string): PostOutcome {
+  return { delivered: false, startedAt: new Date(), durationMs: 0, responseCode: null, responseBody: null, error, aborted: false };
+}
+
+/** POSTs `body` signed with the target's keys, within `timeoutMs` overall. Never throws. */
 export async function postEvent(
-  agent: Agent,
-  target: { url: string; secret: string },
+  dispatcher: WebhookDispatcher,
+  target: DeliveryTarget,
   eventId: number,
   body: string,
   o: { timeoutMs: number; signal?: AbortSignal | undefined },
 ): Promise<PostOutcome> {
+  const url = new URL(target.url);
+  // an address written in the URL is connected to without a lookup: checked here
+  if (!target.allowPrivate && isIpLiteral(url.hostname)) {
+    const range = privateAddressRange(url.hostname);
+    if (range !== undefined) return notSent(new PrivateAddressError(url.hostname, url.hostname, range).message);
+  }
   const startedAt = new Date();
   const t0 = performance.now();
   const timeout = AbortSignal.timeout(o.timeoutMs);
   const signal = o.signal ? AbortSignal.any([timeout, o.signal]) : timeout;
-  const t = Math.floor(Date.now() / 1000);
   try {
-    const res = await agent.request({
-      origin: new URL(target.url).origin,
-      path: `${new URL(target.url).pathname}${new URL(target.url).search}`,
+    const res = await dispatcher.agentFor(target.allowPrivate).request({
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
       method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        [WEBHOOK_EVENT_ID_HEADER]: String(eventId),
-        [WEBHOOK_SIGNATURE_HEADER]: webhookSignature(target.secret, t, body),
-      },
+      headers: deliveryHeaders(target.keys, eventId, Math.floor(Date.now() / 1000), body),
       body,
       signal,
     });
@@ -173,7 +249,7 @@ export function startWebhookDelivery(deps: WebhookDeps, opts: { owner?: string; 
   const { sql, log, settings } = deps;
   const owner = opts.owner ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   const leaseMs = 2 * settings.webhookTimeoutMs + WEBHOOK_LEASE_MARGIN_MS;
-  const agent = webhookAgent(settings.webhookTimeoutMs);
+  const dispatcher = webhookDispatcher(settings.webhookTimeoutMs);
   const stopping = new AbortController();
   const stopped = new Promise<void>((resolve) => stopping.signal.addEventListener('abort', () => resolve(), { once: true }));
   let wakeUp: () => void = () => undefined;
@@ -184,10 +260,16 @@ export function startWebhookDelivery(deps: WebhookDeps, opts: { owner?: string; 
     resolve();
   };
 
-  /** Sends the endpoint's due events until it is caught up, fails, or the worker stops. */
-  const deliverEndpoint = async (ep: LeasedEndpoint): Promise<void> => {
+  /**
+   * One turn at an endpoint: its due events, in id order, until it is caught up, a delivery fails,
+   * the turn has lasted WEBHOOK_TURN_MS (at least one event is sent per turn), or the worker stops.
+   */
+  const deliverTurn = async (ep: LeasedEndpoint): Promise<void> => {
+    const turnStartedAt = performance.now();
     let cursor = ep.cursor;
     let failures = ep.failures;
+    let sent = 0;
+    let keys: SigningKey[] | undefined;
     // The lease (two timeouts and a margin) is renewed once a timeout has passed since the last
     // renewal, not before every event: the POST that follows ends within a timeout, inside the
     // lease. Renewing per event was one of the two commits each delivery cost (63 events/s
@@ -197,12 +279,24 @@ export function startWebhookDelivery(deps: WebhookDeps, opts: { owner?: string; 
       const events = await readEvents(sql, { afterId: cursor, types: ep.eventTypes ?? undefined, limit: WEBHOOK_READ_EVENTS });
       for (const e of events) {
         if (stopping.signal.aborted) return;
+        if (sent > 0 && performance.now() - turnStartedAt >= WEBHOOK_TURN_MS) return;
         if (performance.now() - renewedAt >= settings.webhookTimeoutMs) {
           if (!(await renewLease(sql, ep.id, owner, leaseMs))) return;
           renewedAt = performance.now();
         }
-        const ok = await deliverOne(ep, e, failures + 1);
+        if (keys === undefined) {
+          try {
+            keys = signingKeys(ep, settings.webhookSecretsKey);
+          } catch (err: unknown) {
+            if (!(err instanceof WebhookSecretError)) throw err;
+            // nothing is sent unsigned: a failed attempt, retried after a backoff (the key may be fixed meanwhile)
+            await recordFailure(ep, e, failures + 1, notSent(`not sent: ${err.message}`));
+            return;
+          }
+        }
+        const ok = await deliverOne(ep, keys, e, failures + 1);
         if (!ok) return;
+        sent++;
         cursor = e.id;
         failures = 0;
       }
@@ -210,13 +304,18 @@ export function startWebhookDelivery(deps: WebhookDeps, opts: { owner?: string; 
     }
   };
 
-  const deliverOne = async (ep: LeasedEndpoint, e: EventRow, attempt: number): Promise<boolean> => {
-    const out = await postEvent(agent, ep, e.id, webhookBody(e), { timeoutMs: settings.webhookTimeoutMs, signal: stopping.signal });
+  const deliverOne = async (ep: LeasedEndpoint, keys: SigningKey[], e: EventRow, attempt: number): Promise<boolean> => {
+    const target = { url: ep.url, allowPrivate: ep.allowPrivate, keys };
+    const out = await postEvent(dispatcher, target, e.id, webhookBody(e), { timeoutMs: settings.webhookTimeoutMs, signal: stopping.signal });
     if (out.aborted) return false;
-    const a = deliveryAttempt(ep.id, e, attempt, out);
-    if (out.delivered) return recordDelivered(sql, owner, a);
+    if (out.delivered) return recordDelivered(sql, owner, deliveryAttempt(ep.id, e, attempt, out));
+    await recordFailure(ep, e, attempt, out);
+    return false;
+  };
+
+  const recordFailure = async (ep: LeasedEndpoint, e: EventRow, attempt: number, out: PostOutcome): Promise<void> => {
     const backoffMs = webhookBackoffMs(attempt, settings.webhookBackoffBaseMs, settings.webhookBackoffMaxMs, Math.random());
-    const failed = await recordFailed(sql, owner, a, {
+    const failed = await recordFailed(sql, owner, deliveryAttempt(ep.id, e, attempt, out), {
       backoffMs,
       disableAfterMs: settings.webhookDisableAfterMs,
       disabledReason: (since) =>
@@ -233,7 +332,6 @@ export function startWebhookDelivery(deps: WebhookDeps, opts: { owner?: string; 
         'webhook delivery failed: retried after a backoff',
       );
     }
-    return false;
   };
 
   const loop = async (): Promise<void> => {
@@ -244,7 +342,7 @@ export function startWebhookDelivery(deps: WebhookDeps, opts: { owner?: string; 
         const ep = await claimEndpoint(sql, owner, leaseMs);
         if (ep) {
           try {
-            await deliverEndpoint(ep);
+            await deliverTurn(ep);
           } finally {
             await releaseLease(sql, ep.id, owner);
           }
@@ -281,7 +379,7 @@ export function startWebhookDelivery(deps: WebhookDeps, opts: { owner?: string; 
       await Promise.allSettled(loops);
       const l = await listening;
       await l?.unlisten().catch(() => undefined);
-      await agent.close().catch(() => undefined);
+      await dispatcher.close();
     },
   };
 }

@@ -82,6 +82,7 @@ const BAD_VALUES: Record<string, string[]> = {
   DATABASE_PREPARE: ['no'],
   MIGRATION_LOCK_TIMEOUT_MS: ['50'],
   MIGRATION_LOCK_RETRIES: ['101'],
+  WEBHOOK_SECRETS_KEY: ['too-short', '0123456789abcdef'.repeat(3)],
 };
 const NUMERIC = /(_MS|_ATTEMPTS|_PER_SECOND|_BURST|_SIZE|_RESERVE|_ITEMS|_CONCURRENCY|_BYTES|_MAX)$/;
 

@@ -309,7 +309,11 @@ describe('--help', () => {
     [['simulator'], ['--port', '--seed', '--platform']],
     [['demo'], []],
     [['events'], ['--since', '--type', '--source', '--follow', '--json', '--limit']],
-    [['webhooks', 'add'], ['--events', '--secret']],
+    // issue #27: no --secret (a secret never travels in the arguments)
+    [['webhooks', 'add'], ['--events', '--allow-private', '--secret-stdin', '--secret-file']],
+    [['webhooks', 'rotate-secret'], ['--grace', '--secret-stdin', '--secret-file']],
+    [['webhooks', 'edit'], ['--allow-private', '--no-allow-private']],
+    [['webhooks', 'encrypt-secrets'], []],
     [['webhooks', 'list'], ['--json']],
     [['webhooks', 'remove'], []],
     [['webhooks', 'test'], []],

@@ -260,10 +260,10 @@ describe('prune', () => {
     // all but the last are 40 days old
     await database.sql`update events set occurred_at = now() - interval '40 days' where id < ${ids[5]!}`;
     // an endpoint that has handled the first two still needs the third on
-    const ep = await addEndpoint(database.sql, { url: 'http://127.0.0.1:9/hook', eventTypes: null, secret: 'x'.repeat(32) });
+    const ep = await addEndpoint(database.sql, { url: 'http://127.0.0.1:9/hook', eventTypes: null, allowPrivate: true, key: Buffer.alloc(32, 1), secretsKey: undefined });
     await database.sql`update webhook_endpoints set cursor = ${ids[1]!} where id = ${ep}`;
     // a disabled endpoint needs nothing
-    const off = await addEndpoint(database.sql, { url: 'http://127.0.0.1:9/off', eventTypes: null, secret: 'y'.repeat(32) });
+    const off = await addEndpoint(database.sql, { url: 'http://127.0.0.1:9/off', eventTypes: null, allowPrivate: true, key: Buffer.alloc(32, 2), secretsKey: undefined });
     await database.sql`update webhook_endpoints set cursor = 0, enabled = false where id = ${off}`;
 
     const settings = { ...loadConfig({}).pipeline, eventsRetentionDays: 30 };
