@@ -4,14 +4,14 @@
  * stream's buffer waits for `drain`), so memory stays flat whatever the corpus size (bench/export.ts:
  * peak RSS of the process, 1 000 000 records).
  *
- * A file is written beside its final path and renamed onto it once complete: a failed run leaves
- * what was there before, and a cursor moves only after that rename.
+ * A file is written beside its final path and renamed onto it once complete (atomic-file.ts: a
+ * random temporary name opened exclusively, a target that is not a regular file refused, its mode
+ * kept, fsynced): a failed or interrupted run leaves what was there before, and a cursor moves
+ * only after that rename.
  */
 import { once } from 'node:events';
-import { createWriteStream, statSync, type WriteStream } from 'node:fs';
-import { rename, unlink } from 'node:fs/promises';
+import type { WriteStream } from 'node:fs';
 import { createRequire } from 'node:module';
-import { basename, dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -27,6 +27,7 @@ import {
 } from '../db/export.ts';
 import { SourceNotFoundError } from '../db/sources.ts';
 import type { Logger } from '../log.ts';
+import { describeTarget, inspectTarget, NotRegularFileError, openAtomicFile, type AtomicFile, type TargetState } from './atomic-file.ts';
 
 export const EXPORT_FORMATS = ['jsonl', 'parquet', 'csv'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -92,6 +93,11 @@ export interface ExportDeps {
   progress?: { write(s: string): unknown; isTTY?: boolean };
   /** where `--out -` writes; default process.stdout */
   stdout?: Writable;
+  /**
+   * aborted on SIGINT/SIGTERM by the command: the temporary file is removed at once (the
+   * command then ends the process; the run does not wait for a query in flight)
+   */
+  interrupted?: AbortSignal;
 }
 
 /** A bad `--out` (the message names it): exit 2. */
@@ -105,35 +111,39 @@ export class ExportOutputError extends Error {
 // ---------------------------------------------------------------------------------------------
 // Output: a byte sink that waits for drain
 
+/** `--out PATH: is a FIFO (named pipe), not a regular file; ...`: nothing was created. */
+function notRegularFile(out: string, target: TargetState): ExportOutputError {
+  return new ExportOutputError(`--out ${out}: is ${describeTarget(target)}, not a regular file; nothing was written (give a file path, or - for stdout)`);
+}
+
+/** Refuse a `--out` that exists and is not a regular file, before anything is read or created. */
+export async function checkOutputPath(out: string): Promise<void> {
+  if (out === '-') return;
+  const target = await inspectTarget(out);
+  if (target.kind !== 'missing' && target.kind !== 'file') throw notRegularFile(out, target);
+}
+
 class Output {
   bytes = 0;
   private failed: Error | undefined;
   private constructor(
     private readonly stream: Writable,
-    /** a file: the temporary path and the final one */
-    private readonly file: { tmp: string; path: string } | undefined,
+    /** a file: written to a temporary file, put in place by close() */
+    private readonly file: AtomicFile | undefined,
   ) {
     stream.on('error', (e: Error) => (this.failed ??= e));
   }
 
   static async open(out: string, stdout: Writable): Promise<Output> {
     if (out === '-') return new Output(stdout, undefined);
-    let isDir = false;
     try {
-      isDir = statSync(out).isDirectory();
-    } catch {
-      // absent: created below
-    }
-    if (isDir) throw new ExportOutputError(`--out ${out}: is a directory (expected a file path, or - for stdout)`);
-    const tmp = join(dirname(out), `.${basename(out)}.${process.pid}.partial`);
-    const stream = createWriteStream(tmp);
-    try {
-      await Promise.race([once(stream, 'open'), once(stream, 'error').then(([e]) => Promise.reject(e as Error))]);
+      const file = await openAtomicFile(out);
+      return new Output(file.stream, file);
     } catch (e: unknown) {
+      if (e instanceof NotRegularFileError) throw notRegularFile(out, e.target);
       const err = e as NodeJS.ErrnoException;
       throw new ExportOutputError(`--out ${out}: cannot write there (${err.code ?? 'error'}: ${err.message})`);
     }
-    return new Output(stream, { tmp, path: out });
   }
 
   async write(chunk: string | Buffer): Promise<void> {
@@ -162,7 +172,7 @@ class Output {
     return this.drainWait;
   }
 
-  /** Flushes and closes; a file is renamed onto its path. */
+  /** Flushes and closes; a file is put in place (a target that became a special file meanwhile is refused). */
   async close(): Promise<void> {
     if (this.failed) throw this.failed;
     if (!this.file) {
@@ -170,17 +180,22 @@ class Output {
       if (this.stream.writableNeedDrain) await this.drained();
       return;
     }
-    const s = this.stream as WriteStream;
-    await new Promise<void>((resolve, reject) => s.end((e?: Error | null) => (e ? reject(e) : resolve())));
-    if (this.failed) throw this.failed;
-    await rename(this.file.tmp, this.file.path);
+    try {
+      await this.file.commit();
+    } catch (e: unknown) {
+      if (e instanceof NotRegularFileError) throw notRegularFile(this.file.path, e.target);
+      throw e;
+    }
   }
 
   /** After a failure: a file's partial copy is removed, the path left as it was. */
   async discard(): Promise<void> {
-    if (!this.file) return;
-    (this.stream as WriteStream).destroy();
-    await unlink(this.file.tmp).catch(() => undefined);
+    await this.file?.discard();
+  }
+
+  /** On a signal: the partial copy is removed now, synchronously. */
+  discardSync(): void {
+    this.file?.discardSync();
   }
 }
 
@@ -499,15 +514,21 @@ function progressLine(p: { write(s: string): unknown; isTTY?: boolean }, started
 
 export async function runExport(deps: ExportDeps, o: ExportOptions): Promise<ExportResult> {
   const { sql, log } = deps;
+  // before anything is read: a bad --out is refused at once
+  await checkOutputPath(o.out);
   if (o.sourceId !== undefined && !(await sourceExists(sql, o.sourceId))) throw new SourceNotFoundError(o.sourceId);
   const afterEventId = o.cursor !== undefined ? ((await readExportCursor(sql, o.cursor)) ?? null) : null;
   const startedAt = Date.now();
   const out = await Output.open(o.out, deps.stdout ?? process.stdout);
+  const onInterrupt = () => out.discardSync();
+  deps.interrupted?.addEventListener('abort', onInterrupt, { once: true });
+  if (deps.interrupted?.aborted) onInterrupt();
   const progress = progressLine(deps.progress ?? process.stderr, startedAt);
   let records = 0;
   let lastEventId: number;
   try {
-    const writer = o.format === 'parquet' ? await parquetWriter(out, o.chunks) : o.format === 'csv' ? csvWriter(out) : jsonlWriter(out, o.chunks);
+    const writer =
+      o.format === 'parquet' ? await parquetWriter(out, o.chunks) : o.format === 'csv' ? csvWriter(out) : jsonlWriter(out, o.chunks);
     lastEventId = await inExportSnapshot(sql, async (tx) => {
       const hi = await snapshotLastEventId(tx);
       const query = exportRecords(tx, {
@@ -531,6 +552,8 @@ export async function runExport(deps: ExportDeps, o: ExportOptions): Promise<Exp
   } catch (e: unknown) {
     await out.discard();
     throw e;
+  } finally {
+    deps.interrupted?.removeEventListener('abort', onInterrupt);
   }
   progress.done(records, out.bytes);
   // only now: the output is complete and in place

@@ -5,7 +5,9 @@
  * for byte, nulls as nulls. Then `--cursor`: after a sync that changed 3 transcripts and added 5
  * videos, the next run writes exactly those 8 records, and the one after none.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -14,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { oldestNeededEventId } from '../../src/db/webhooks.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { createPipelineHarness, runCli, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
+import { startCli, waitUntil } from '../helpers/proc.ts';
 import { admin } from '../helpers/sim-http.ts';
 
 let h: PipelineHarness;
@@ -103,6 +106,17 @@ async function truth(where?: { sourceId?: number }): Promise<Truth[]> {
 
 const withoutChunks = (rows: Truth[]) => rows.map(({ chunks: _c, ...rest }) => rest);
 
+/** A CSV export read back: nulls as null, numbers as numbers, arrays parsed. */
+function readCsv(path: string): Record<string, unknown>[] {
+  const rows = parseCsv(readFileSync(path), {
+    columns: true,
+    // an unquoted empty field is a null; a quoted one a string (possibly empty)
+    cast: (value, ctx) => (ctx.header ? value : ctx.quoting ? value : value === '' ? null : Number(value)),
+  }) as Record<string, unknown>[];
+  const arrays = ['tags', 'transcript_languages'];
+  return rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, arrays.includes(k) && v !== null ? JSON.parse(v as string) : v])));
+}
+
 const readJsonl = (path: string) =>
   readFileSync(path, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
 
@@ -144,14 +158,7 @@ describe('export', () => {
     const all = withoutChunks(await truth());
     const out = join(dir, 'all.csv');
     await ok(['export', '--format', 'csv', '--out', out]);
-    const rows = parseCsv(readFileSync(out), {
-      columns: true,
-      // an unquoted empty field is a null; a quoted one a string (possibly empty)
-      cast: (value, ctx) => (ctx.header ? value : ctx.quoting ? value : value === '' ? null : Number(value)),
-    }) as Record<string, unknown>[];
-    const arrays = ['tags', 'transcript_languages'];
-    const back = rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, arrays.includes(k) && v !== null ? JSON.parse(v as string) : v])));
-    expect(back).toEqual(all);
+    expect(readCsv(out)).toEqual(all);
   });
 
   it('Parquet, with and without --chunks, read by DuckDB equals the tables', async () => {
@@ -251,5 +258,109 @@ describe('export', () => {
     expectCleanError(await cli(['export', '--format', 'jsonl', '--out', dir]), 2, '--out', 'directory');
     const [c9] = await h.database.sql`select 1 from export_cursors where name = 'c9'`;
     expect(c9).toBeUndefined();
+  });
+});
+
+describe('the output file (issue #27)', () => {
+  /** A directory of its own per test: what is in it afterwards is what the export left. */
+  const fresh = (name: string) => mkdtempSync(join(dir, `${name}-`));
+  const names = (d: string) => readdirSync(d).sort();
+
+  it('refuses a symbolic link as --out, exit 2 naming it, and writes nothing through it (nor a dangling one)', async () => {
+    const d = fresh('symlink');
+    const victim = join(d, 'precious.txt');
+    writeFileSync(victim, 'precious\n');
+    const link = join(d, 'export.jsonl');
+    symlinkSync(victim, link);
+    const r = await cli(['export', '--format', 'jsonl', '--out', link]);
+    expectCleanError(r, 2, `--out ${link}`, 'symbolic link', 'nothing was written');
+    expect(readFileSync(victim, 'utf8')).toBe('precious\n');
+    expect(readlinkSync(link)).toBe(victim);
+    expect(names(d)).toEqual(['export.jsonl', 'precious.txt']);
+
+    const dangling = join(d, 'dangling.jsonl');
+    symlinkSync(join(d, 'not-yet.txt'), dangling);
+    expectCleanError(await cli(['export', '--format', 'csv', '--out', dangling]), 2, `--out ${dangling}`, 'symbolic link');
+    expect(names(d)).toEqual(['dangling.jsonl', 'export.jsonl', 'precious.txt']);
+  });
+
+  it('refuses a FIFO, a socket and a device as --out, exit 2 at once (never opening them), and leaves them be', async () => {
+    const d = fresh('special');
+    const fifo = join(d, 'pipe');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const socketPath = join(d, 'sock');
+    const server: Server = createServer();
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    // a device node like /dev/null, where this machine allows making one (root)
+    const device = join(d, 'null');
+    const madeDevice = spawnSync('mknod', [device, 'c', '1', '3']).status === 0;
+    try {
+      const cases: [string, string][] = [[fifo, 'a FIFO'], [socketPath, 'a socket'], ...(madeDevice ? [[device, 'a character device'] as [string, string]] : [])];
+      for (const [path, what] of cases) {
+        // a process that opened the FIFO would wait for a reader: the timeout would kill it (exit null)
+        const r = await runCli(['export', '--format', 'jsonl', '--out', path], h.env, 30_000);
+        expectCleanError(r, 2, `--out ${path}`, what, 'not a regular file', 'nothing was written');
+      }
+      expect(lstatSync(fifo).isFIFO()).toBe(true);
+      expect(lstatSync(socketPath).isSocket()).toBe(true);
+      if (madeDevice) expect(lstatSync(device).isCharacterDevice()).toBe(true);
+      expect(names(d)).toEqual([...(madeDevice ? ['null'] : []), 'pipe', 'sock']);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it("keeps an existing file's mode (0600 stays 0600); a new file gets the usual mode", async () => {
+    const d = fresh('mode');
+    for (const mode of [0o600, 0o640]) {
+      const out = join(d, `m${mode.toString(8)}.jsonl`);
+      writeFileSync(out, 'old\n');
+      chmodSync(out, mode);
+      await ok(['export', '--format', 'jsonl', '--out', out]);
+      expect(statSync(out).mode & 0o7777, out).toBe(mode);
+      expect(readJsonl(out).length).toBe((await truth()).length);
+    }
+    const created = join(d, 'new.jsonl');
+    await ok(['export', '--format', 'jsonl', '--out', created]);
+    // the child inherits this process's umask
+    const umask = process.umask();
+    expect(statSync(created).mode & 0o7777).toBe(0o666 & ~umask);
+  });
+
+  it('SIGTERM or SIGINT mid-export removes the temporary file (a random name, 0600) and leaves the old output in place', async () => {
+    const { sql } = h.database;
+    const d = fresh('signal');
+    const out = join(d, 'corpus.jsonl');
+    writeFileSync(out, 'the previous export\n');
+    const temps: string[] = [];
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      // another session holds transcripts: the export opens its file, then waits on its query
+      const locker = await sql.reserve();
+      await locker`begin`;
+      await locker`lock table transcripts in access exclusive mode`;
+      const p = startCli(['export', '--format', 'jsonl', '--out', out], h.env);
+      try {
+        const temp = await waitUntil(() => {
+          if (!p.running()) throw new Error(`export ended before its file was open:\n${p.stderr()}`);
+          return names(d).find((n) => n !== 'corpus.jsonl');
+        }, 30_000, 'the temporary file');
+        temps.push(temp);
+        // beside the output, hidden, named by chance: not `.corpus.jsonl.<pid>.partial`
+        expect(temp).toMatch(/^\.corpus\.jsonl\.[0-9a-f]{16,}\.partial$/);
+        expect(temp).not.toContain(`.${p.pid}.`);
+        expect(statSync(join(d, temp)).mode & 0o777).toBe(0o600);
+        p.kill(signal);
+        const exit = await p.exited;
+        expect(exit.signal ?? exit.code, signal).toBe(signal);
+        expect(p.stderr()).toContain('interrupted');
+        expect(names(d)).toEqual(['corpus.jsonl']);
+        expect(readFileSync(out, 'utf8')).toBe('the previous export\n');
+      } finally {
+        p.kill('SIGKILL');
+        await locker`rollback`;
+        locker.release();
+      }
+    }
+    expect(temps[0]).not.toBe(temps[1]);
   });
 });
