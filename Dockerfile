@@ -32,10 +32,13 @@ COPY --from=build /app/bin ./bin
 COPY --from=build /app/dist ./dist
 # the image's files stay root's; the process runs as the unprivileged user of the base image
 USER node
-# the admin server (`daemon --admin-port 9464`): /healthz, /readyz, /metrics, / and /admin/queues
+# the admin server (`daemon --admin-port 9464`): /healthz, /readyz, /metrics, / and /admin/queues;
+# reachable from outside the container only when told: `... daemon --admin-port 9464 --admin-host
+# 0.0.0.0`, which needs ADMIN_TOKEN
 EXPOSE 9464
 # the heap limit keeps RSS near the live heap on big hosts (see bin/videosite-ingest.js)
 ENV NODE_OPTIONS="--max-old-space-size=1024 --max-semi-space-size=2"
 ENTRYPOINT ["node", "bin/videosite-ingest.js"]
-# listening beyond loopback needs ADMIN_TOKEN: without one the daemon refuses to start (exit 2)
-CMD ["daemon", "--admin-port", "9464", "--admin-host", "0.0.0.0"]
+# the admin server on the container's loopback (its own health checks reach it); every interface
+# only when the command says so, with ADMIN_TOKEN (without one the daemon refuses to start, exit 2)
+CMD ["daemon", "--admin-port", "9464"]

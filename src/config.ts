@@ -143,8 +143,14 @@ export const WEBHOOK_DISABLE_AFTER_MS = 3 * 24 * 3_600_000;
  */
 export const WEBHOOK_POLL_INTERVAL_MS = 5_000;
 
-/** Shortest `ADMIN_TOKEN` accepted, in characters: a guessable token would protect nothing. */
+/** Shortest `ADMIN_TOKEN` (and `METRICS_TOKEN`) accepted, in characters: a guessable token would protect nothing. */
 export const ADMIN_TOKEN_MIN_CHARS = 16;
+
+/**
+ * One item of ADMIN_ALLOWED_HOSTS: a DNS name, labels of letters, digits and inner hyphens. No
+ * scheme, port or wildcard: the admin server compares the name only (src/admin/request-guard.ts).
+ */
+const HOST_NAME_RE = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 /** `auto`: short human lines when stderr is a terminal, JSON lines otherwise (files, pipes, log shippers). */
@@ -162,7 +168,7 @@ export class ConfigError extends Error {
 /** An API key travels in a header: visible ASCII, no blanks or control characters. */
 const HEADER_SAFE_RE = /^[\x21-\x7e]+$/;
 
-const SECRET_VARIABLES = new Set(['API_KEY', 'SIMULATOR_API_KEY', 'ADMIN_TOKEN', 'REDIS_PASSWORD', 'WEBHOOK_SECRETS_KEY']);
+const SECRET_VARIABLES = new Set(['API_KEY', 'SIMULATOR_API_KEY', 'ADMIN_TOKEN', 'METRICS_TOKEN', 'REDIS_PASSWORD', 'WEBHOOK_SECRETS_KEY']);
 
 /**
  * The hash tag Redis Cluster hashes a key by: the text between the first `{` and the first `}`
@@ -229,6 +235,21 @@ function parseClusterNodes(list: string): { nodes: RedisClusterNode[]; password:
     throw new ConfigError('REDIS_CLUSTER_NODES', 'the node URLs carry different passwords: a cluster has one');
   }
   return { nodes, password: [...passwords][0] };
+}
+
+/** ADMIN_ALLOWED_HOSTS: lower-case host names; a bad item is named with what a valid one is. */
+function parseAllowedHosts(list: string): string[] {
+  return list.split(',').map((raw) => {
+    const item = raw.trim().toLowerCase();
+    if (!HOST_NAME_RE.test(item)) {
+      throw new ConfigError(
+        'ADMIN_ALLOWED_HOSTS',
+        `invalid item ${JSON.stringify(raw.trim())}: expected host names separated by commas, e.g. admin.example.com,ops.internal ` +
+          '(a name only: no scheme, port or wildcard; loopback names and IP addresses are always accepted)',
+      );
+    }
+    return item;
+  });
 }
 
 const positiveInt = (max = Number.MAX_SAFE_INTEGER) =>
@@ -360,6 +381,14 @@ const EnvSchema = z.object({
     .min(ADMIN_TOKEN_MIN_CHARS, `expected at least ${ADMIN_TOKEN_MIN_CHARS} characters`)
     .regex(/^[\x21-\x7e]+$/, 'expected printable ASCII characters without blanks')
     .optional(),
+  // a bearer token too (Prometheus' `authorization: credentials`)
+  METRICS_TOKEN: z
+    .string()
+    .min(ADMIN_TOKEN_MIN_CHARS, `expected at least ${ADMIN_TOKEN_MIN_CHARS} characters`)
+    .regex(/^[\x21-\x7e]+$/, 'expected printable ASCII characters without blanks')
+    .optional(),
+  // parsed item by item in loadConfig (parseAllowedHosts), which names the bad one
+  ADMIN_ALLOWED_HOSTS: z.string().optional(),
   // `search` and the overview link each hit to the video at its moment (src/domain/search.ts)
   VIDEO_URL_TEMPLATE: z
     .string()
@@ -485,6 +514,13 @@ export interface Config {
      * basic-auth password); undefined: the admin server listens on loopback only, without auth
      */
     token: string | undefined;
+    /** METRICS_TOKEN: /metrics then needs it (or `token`) as a bearer token; undefined: /metrics is open */
+    metricsToken: string | undefined;
+    /**
+     * ADMIN_ALLOWED_HOSTS: host names the admin server answers to besides loopback names, IP
+     * addresses and the address it listens on (a request naming another host is refused); default none
+     */
+    allowedHosts: string[];
   };
   /** a link to a video at a second (`{id}`, `{seconds}`), given with each search hit; undefined: no links */
   videoUrlTemplate: string | undefined;
@@ -594,7 +630,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databasePoolMax: e.DATABASE_POOL_MAX,
     databasePrepare: e.DATABASE_PREPARE === 'true',
     migration: { lockTimeoutMs: e.MIGRATION_LOCK_TIMEOUT_MS, lockRetries: e.MIGRATION_LOCK_RETRIES, prepare: e.DATABASE_PREPARE === 'true' },
-    admin: { token: e.ADMIN_TOKEN },
+    admin: {
+      token: e.ADMIN_TOKEN,
+      metricsToken: e.METRICS_TOKEN,
+      allowedHosts: e.ADMIN_ALLOWED_HOSTS === undefined ? [] : parseAllowedHosts(e.ADMIN_ALLOWED_HOSTS),
+    },
     videoUrlTemplate: e.VIDEO_URL_TEMPLATE,
   };
 }

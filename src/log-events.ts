@@ -225,6 +225,8 @@ export const LOG_EVENTS = [
   'admin.secret_redacted',
   /** an admin request threw: `path`, `err` */
   'admin.request_failed',
+  /** a request was refused before any route (warn): `status` (421 a foreign Host, 403 a cross-site request), `method`, `path`, `reason` */
+  'admin.request_refused',
   /** the admin HTTP server failed: `err` */
   'admin.server_error',
   /** a metrics family could not be read: `family`, `err` */

@@ -6,23 +6,24 @@
  *                       are current, no newer migration it was not built for is incompatible
  *                       (`schema-newer`) and no upstream hold applies to this process's API key,
  *                       else 503
- *   GET /metrics        Prometheus text format (see metrics.ts)
+ *   GET /metrics        Prometheus text format (see metrics.ts)               (METRICS_TOKEN, if set)
  *   GET /               the overview page; ?page=N pages the sources         (token)
  *   GET /sources/:id, /batches, /batches/:jobId[/items/:videoId]
  *                       the drill-down pages (page-routes.ts)                 (token)
  *   /admin/queues       bull-board: the BullMQ queues, jobs, retries         (token)
  *
- * Access control is in auth.ts. Every text answer is checked for the secrets it must never
- * carry (the API key) and redacted, as a last line of defence behind errors that already
- * leave the key out.
+ * Before any route: a request naming a host that is not this server's is refused (421), and so
+ * is a state-changing request a page of another site may have sent (403; request-guard.ts); then
+ * the token (auth.ts); then request bodies past ADMIN_BODY_MAX_BYTES are refused (413). Every
+ * answer says it may not be framed, sniffed or named in a Referer, and carries a
+ * Content-Security-Policy (the pages' own, or one that allows nothing). Every text answer is
+ * checked for the secrets it must never carry (the API key) and redacted, as a last line of
+ * defence behind errors that already leave the key out.
  */
 import type { AddressInfo } from 'node:net';
-import { createBullBoard } from '@bull-board/api';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
-import { HonoAdapter } from '@bull-board/hono';
 import { createAdaptorServer } from '@hono/node-server';
-import { serveStatic } from '@hono/node-server/serve-static';
 import { Hono, type MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import type { RedisClient } from '../queues/connection.ts';
 import type { Pool } from '../db/statement-timeout.ts';
 import type { Logger } from '../log.ts';
@@ -34,6 +35,8 @@ import { PAGE_CSP } from './layout.ts';
 import { loadOverview, renderOverview } from './overview.ts';
 import { registerPageRoutes } from './page-routes.ts';
 import { readPageParam } from './paging.ts';
+import { mountQueueDashboard } from './queue-dashboard.ts';
+import { allowedHostNames, refuseCrossSite, refuseForeignHost } from './request-guard.ts';
 
 export const DEFAULT_ADMIN_HOST = '127.0.0.1';
 /** Where bull-board is mounted. */
@@ -42,10 +45,24 @@ export const QUEUES_PATH = '/admin/queues';
 export const ADMIN_CLOSE_TIMEOUT_MS = 2_000;
 /** What replaces a secret found in an answer. */
 export const REDACTED = '[redacted]';
+/**
+ * Largest request body accepted, bytes (64 KiB). Only the queue dashboard's API reads bodies (a
+ * job's data, a rate limit); a larger one is refused with 413 before it is read.
+ */
+export const ADMIN_BODY_MAX_BYTES = 64 * 1024;
+/** The Content-Security-Policy of an answer that sets none (text, JSON, metrics, refusals): nothing may load or frame it. */
+export const DEFAULT_CSP = "default-src 'none'; frame-ancestors 'none'";
 
 export interface AdminAppOptions {
   /** required beyond /healthz, /readyz, /metrics; undefined: no authentication (loopback only) */
   token: string | undefined;
+  /** METRICS_TOKEN: /metrics then needs it (or `token`) as a bearer token; undefined: /metrics is open */
+  metricsToken?: string | undefined;
+  /**
+   * host names answered to besides `localhost` and IP addresses (ADMIN_ALLOWED_HOSTS;
+   * startAdminServer adds its listen address); a request naming another host is refused (421)
+   */
+  allowedHosts?: readonly string[];
   /** a pool: /metrics and the overview read in transactions of their own (statement_timeout) */
   sql: Pool;
   redis: RedisClient;
@@ -115,9 +132,20 @@ export function createAdminApp(opts: AdminAppOptions): AdminApp {
     await next();
     c.header('X-Content-Type-Options', 'nosniff');
     c.header('Referrer-Policy', 'no-referrer');
+    c.header('X-Frame-Options', 'DENY');
+    if (!c.res.headers.has('content-security-policy')) c.header('Content-Security-Policy', DEFAULT_CSP);
     if (!c.res.headers.has('cache-control')) c.header('Cache-Control', 'no-store');
   });
-  app.use('*', requireToken(opts.token));
+  app.use('*', refuseForeignHost(allowedHostNames(opts.allowedHosts ?? []), log));
+  app.use('*', refuseCrossSite(log));
+  app.use('*', requireToken({ token: opts.token, metricsToken: opts.metricsToken }));
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: ADMIN_BODY_MAX_BYTES,
+      onError: (c) => c.text(`request body too large: at most ${ADMIN_BODY_MAX_BYTES} bytes\n`, 413),
+    }),
+  );
 
   app.get('/healthz', (c) => c.text('ok\n'));
 
@@ -144,16 +172,7 @@ export function createAdminApp(opts: AdminAppOptions): AdminApp {
 
   registerPageRoutes(app, { sql: opts.sql, log, timeoutMs: opts.queryTimeoutMs, queuesPath: QUEUES_PATH, videoUrlTemplate: opts.videoUrlTemplate });
 
-  const board = new HonoAdapter(serveStatic);
-  createBullBoard({
-    queues: [opts.queues.schedule, opts.queues.poll, opts.queues.sink].map((q) => new BullMQAdapter(q)),
-    // @bull-board/hono 9.10.1 pins its own @bull-board/api 9.10.1, whose types differ from 9.10.2's
-    // by a private field only; the adapter contract is the same (checked by the tests)
-    serverAdapter: board as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'],
-    options: { uiConfig: { boardTitle: 'videosite-ingest', hideDocsLink: true } },
-  });
-  board.setBasePath(QUEUES_PATH);
-  app.route(QUEUES_PATH, board.registerPlugin());
+  mountQueueDashboard(app, { path: QUEUES_PATH, queues: opts.queues });
 
   app.onError((err, c) => {
     log.error({ event: 'admin.request_failed', path: c.req.path, err: { message: err.message } }, 'admin request failed');
@@ -191,7 +210,8 @@ export interface AdminServer {
 export async function startAdminServer(opts: AdminServerOptions): Promise<AdminServer> {
   const host = opts.host ?? DEFAULT_ADMIN_HOST;
   assertSafeExposure(host, opts.token);
-  const { app, markStopping } = createAdminApp(opts);
+  // the name it listens on is one of its names (an address is accepted anyway)
+  const { app, markStopping } = createAdminApp({ ...opts, allowedHosts: [...(opts.allowedHosts ?? []), host] });
   const server = createAdaptorServer({ fetch: app.fetch, hostname: host });
   await new Promise<void>((resolve, reject) => {
     const onError = (e: Error) => reject(e);

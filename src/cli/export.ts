@@ -1,8 +1,11 @@
 /**
  * `export --format jsonl|parquet|csv --out PATH|- [--source ID] [--lang xx] [--since TIME]
- * [--cursor NAME] [--chunks]` (issue #15): one record per (video, transcript language); the run
- * itself is src/pipeline/export.ts. With `--out -` stdout carries the data only; with a path it
- * gets one summary line. On a terminal, stderr shows a progress line.
+ * [--cursor NAME] [--chunks] [--csv-raw-formulas]` (issue #15): one record per (video,
+ * transcript language); the run itself is src/pipeline/export.ts. With `--out -` stdout carries
+ * the data only; with a path it gets one summary line. On a terminal, stderr shows a progress line.
+ *
+ * SIGINT or SIGTERM while a file is written removes its temporary copy (the file at `--out` is
+ * left as it was, the cursor where it was), then ends the process by the same signal.
  *
  * `--cursor` and `--since` are refused together: both choose which records to write, one by the
  * events a named cursor has not covered yet, the other by time, and a run that did both would
@@ -55,6 +58,31 @@ interface ExportCliOptions {
   since?: string;
   cursor?: string;
   chunks: boolean;
+  csvRawFormulas: boolean;
+}
+
+const INTERRUPTING_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+
+/**
+ * Until `stop()`: on SIGINT/SIGTERM, abort `interrupted` (the run removes its temporary file,
+ * synchronously), say so, and end the process by that signal, as if it had not been caught.
+ */
+function onInterrupt(out: string): { interrupted: AbortSignal; stop(): void } {
+  const ac = new AbortController();
+  const handlers = INTERRUPTING_SIGNALS.map((signal) => {
+    const handler = () => {
+      ac.abort(signal);
+      process.stderr.write(`export interrupted (${signal}): nothing written, ${out} left as it was\n`);
+      stop();
+      process.kill(process.pid, signal);
+    };
+    process.once(signal, handler);
+    return [signal, handler] as const;
+  });
+  const stop = () => {
+    for (const [signal, handler] of handlers) process.off(signal, handler);
+  };
+  return { interrupted: ac.signal, stop };
 }
 
 export function registerExportCommand(program: Command): void {
@@ -68,25 +96,44 @@ export function registerExportCommand(program: Command): void {
     .option('--since <time>', 'only records whose transcript or video changed at or after this time (ISO 8601; no zone: UTC)', sinceArg)
     .option('--cursor <name>', 'only what changed since the last run with this name (the first writes everything); the name is kept in Postgres', cursorArg)
     .option('--chunks', 'add the timed chunks (JSONL: an array; Parquet: a list of structs; not with csv)', false)
+    .option('--csv-raw-formulas', "CSV: write cells that start with = + - @, a tab or a carriage return as stored (by default they start with ')", false)
     .addHelpText(
       'after',
       '\nFields: video_id, title, description, duration_s, channel_id, channel_name, tags, thumbnail, upload_date,\n' +
         'view_count, like_count, transcript_languages, lang, text, content_sha256, batch (the job that delivered it),\n' +
         'delivered_at; timestamps UTC. CSV: a null is an empty field, a string is always quoted, arrays are JSON.\n' +
-        '--cursor and --since cannot be combined.\n',
+        "CSV: a cell starting with =, +, -, @, a tab or a carriage return gets a leading ' so that a spreadsheet\n" +
+        'shows it as text instead of running it as a formula (CSV injection); --csv-raw-formulas keeps it as stored.\n' +
+        '--out: the file is written beside it under a random name and put in place once complete; an existing\n' +
+        "file keeps its mode; a symlink, FIFO, device or other special file is refused (exit 2). --cursor and --since\n" +
+        'cannot be combined.\n',
     )
     .action(async (o: ExportCliOptions) => {
       if (o.chunks && o.format === 'csv') {
         throw new UsageError('--chunks cannot be used with --format csv (a list of timed chunks has no CSV column; use jsonl or parquet)');
       }
+      if (o.csvRawFormulas && o.format !== 'csv') {
+        throw new UsageError(`--csv-raw-formulas applies to --format csv only (not ${o.format})`);
+      }
       if (o.cursor !== undefined && o.since !== undefined) {
         throw new UsageError(`--cursor ${o.cursor} and --since ${o.since} cannot be combined: a cursor writes what changed since its last run, --since what changed since a time; give one`);
       }
       const ctx = createContext();
+      // stdout has no temporary file to remove: the default action is right there
+      const signals = o.out === '-' ? undefined : onInterrupt(o.out);
       try {
         const r = await runExport(
-          { sql: ctx.db().sql, log: ctx.log },
-          { format: o.format, out: o.out, sourceId: o.source, lang: o.lang, since: o.since, cursor: o.cursor, chunks: o.chunks },
+          { sql: ctx.db().sql, log: ctx.log, interrupted: signals?.interrupted },
+          {
+            format: o.format,
+            out: o.out,
+            sourceId: o.source,
+            lang: o.lang,
+            since: o.since,
+            cursor: o.cursor,
+            chunks: o.chunks,
+            csvRawFormulas: o.csvRawFormulas,
+          },
         ).catch((e: unknown) => {
           throw e instanceof ExportOutputError ? new UsageError(e.message) : e;
         });
@@ -95,6 +142,7 @@ export function registerExportCommand(program: Command): void {
           process.stdout.write(`wrote ${r.records} records (${(r.bytes / 1e6).toFixed(1)} MB) to ${o.out} in ${(r.ms / 1000).toFixed(1)} s${from}\n`);
         }
       } finally {
+        signals?.stop();
         await ctx.close();
       }
     });

@@ -4,14 +4,14 @@
  * stream's buffer waits for `drain`), so memory stays flat whatever the corpus size (bench/export.ts:
  * peak RSS of the process, 1 000 000 records).
  *
- * A file is written beside its final path and renamed onto it once complete: a failed run leaves
- * what was there before, and a cursor moves only after that rename.
+ * A file is written beside its final path and renamed onto it once complete (atomic-file.ts: a
+ * random temporary name opened exclusively, a target that is not a regular file refused, its mode
+ * kept, fsynced): a failed or interrupted run leaves what was there before, and a cursor moves
+ * only after that rename.
  */
 import { once } from 'node:events';
-import { createWriteStream, statSync, type WriteStream } from 'node:fs';
-import { rename, unlink } from 'node:fs/promises';
+import type { WriteStream } from 'node:fs';
 import { createRequire } from 'node:module';
-import { basename, dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -27,6 +27,7 @@ import {
 } from '../db/export.ts';
 import { SourceNotFoundError } from '../db/sources.ts';
 import type { Logger } from '../log.ts';
+import { describeTarget, inspectTarget, NotRegularFileError, openAtomicFile, type AtomicFile, type TargetState } from './atomic-file.ts';
 
 export const EXPORT_FORMATS = ['jsonl', 'parquet', 'csv'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -57,6 +58,15 @@ export const PARQUET_PAGE_ROWS = 100;
 /** The progress line is redrawn at most this often, ms. */
 const PROGRESS_INTERVAL_MS = 250;
 
+/**
+ * A CSV cell starting with one of these is run as a formula by spreadsheets (`=`, `+`, `-`, `@`),
+ * or becomes one once a tab or carriage return in front is dropped: a title such as
+ * `=HYPERLINK(...)` would act when the file is opened (CSV injection). Such a cell gets a leading
+ * `'`, as OWASP advises (https://owasp.org/www-community/attacks/CSV_Injection); the spreadsheet
+ * then shows the text. `--csv-raw-formulas` writes them as stored.
+ */
+export const CSV_FORMULA_LEAD = /^[=+\-@\t\r]/;
+
 /** The record's fields in order (CSV's header), `chunks` last and only with --chunks. */
 export const EXPORT_FIELDS = [
   'video_id', 'title', 'description', 'duration_s', 'channel_id', 'channel_name', 'tags', 'thumbnail', 'upload_date',
@@ -73,6 +83,8 @@ export interface ExportOptions {
   since?: string | undefined;
   cursor?: string | undefined;
   chunks: boolean;
+  /** CSV: write formula-leading cells as stored (CSV_FORMULA_LEAD); default false: prefixed with `'` */
+  csvRawFormulas?: boolean;
 }
 
 export interface ExportResult {
@@ -92,6 +104,11 @@ export interface ExportDeps {
   progress?: { write(s: string): unknown; isTTY?: boolean };
   /** where `--out -` writes; default process.stdout */
   stdout?: Writable;
+  /**
+   * aborted on SIGINT/SIGTERM by the command: the temporary file is removed at once (the
+   * command then ends the process; the run does not wait for a query in flight)
+   */
+  interrupted?: AbortSignal;
 }
 
 /** A bad `--out` (the message names it): exit 2. */
@@ -105,35 +122,39 @@ export class ExportOutputError extends Error {
 // ---------------------------------------------------------------------------------------------
 // Output: a byte sink that waits for drain
 
+/** `--out PATH: is a FIFO (named pipe), not a regular file; ...`: nothing was created. */
+function notRegularFile(out: string, target: TargetState): ExportOutputError {
+  return new ExportOutputError(`--out ${out}: is ${describeTarget(target)}, not a regular file; nothing was written (give a file path, or - for stdout)`);
+}
+
+/** Refuse a `--out` that exists and is not a regular file, before anything is read or created. */
+export async function checkOutputPath(out: string): Promise<void> {
+  if (out === '-') return;
+  const target = await inspectTarget(out);
+  if (target.kind !== 'missing' && target.kind !== 'file') throw notRegularFile(out, target);
+}
+
 class Output {
   bytes = 0;
   private failed: Error | undefined;
   private constructor(
     private readonly stream: Writable,
-    /** a file: the temporary path and the final one */
-    private readonly file: { tmp: string; path: string } | undefined,
+    /** a file: written to a temporary file, put in place by close() */
+    private readonly file: AtomicFile | undefined,
   ) {
     stream.on('error', (e: Error) => (this.failed ??= e));
   }
 
   static async open(out: string, stdout: Writable): Promise<Output> {
     if (out === '-') return new Output(stdout, undefined);
-    let isDir = false;
     try {
-      isDir = statSync(out).isDirectory();
-    } catch {
-      // absent: created below
-    }
-    if (isDir) throw new ExportOutputError(`--out ${out}: is a directory (expected a file path, or - for stdout)`);
-    const tmp = join(dirname(out), `.${basename(out)}.${process.pid}.partial`);
-    const stream = createWriteStream(tmp);
-    try {
-      await Promise.race([once(stream, 'open'), once(stream, 'error').then(([e]) => Promise.reject(e as Error))]);
+      const file = await openAtomicFile(out);
+      return new Output(file.stream, file);
     } catch (e: unknown) {
+      if (e instanceof NotRegularFileError) throw notRegularFile(out, e.target);
       const err = e as NodeJS.ErrnoException;
       throw new ExportOutputError(`--out ${out}: cannot write there (${err.code ?? 'error'}: ${err.message})`);
     }
-    return new Output(stream, { tmp, path: out });
   }
 
   async write(chunk: string | Buffer): Promise<void> {
@@ -162,7 +183,7 @@ class Output {
     return this.drainWait;
   }
 
-  /** Flushes and closes; a file is renamed onto its path. */
+  /** Flushes and closes; a file is put in place (a target that became a special file meanwhile is refused). */
   async close(): Promise<void> {
     if (this.failed) throw this.failed;
     if (!this.file) {
@@ -170,17 +191,22 @@ class Output {
       if (this.stream.writableNeedDrain) await this.drained();
       return;
     }
-    const s = this.stream as WriteStream;
-    await new Promise<void>((resolve, reject) => s.end((e?: Error | null) => (e ? reject(e) : resolve())));
-    if (this.failed) throw this.failed;
-    await rename(this.file.tmp, this.file.path);
+    try {
+      await this.file.commit();
+    } catch (e: unknown) {
+      if (e instanceof NotRegularFileError) throw notRegularFile(this.file.path, e.target);
+      throw e;
+    }
   }
 
   /** After a failure: a file's partial copy is removed, the path left as it was. */
   async discard(): Promise<void> {
-    if (!this.file) return;
-    (this.stream as WriteStream).destroy();
-    await unlink(this.file.tmp).catch(() => undefined);
+    await this.file?.discard();
+  }
+
+  /** On a signal: the partial copy is removed now, synchronously. */
+  discardSync(): void {
+    this.file?.discardSync();
   }
 }
 
@@ -256,13 +282,15 @@ function jsonlWriter(out: Output, chunks: boolean): RecordWriter {
 /**
  * RFC 4180 with a header row. A null is an empty unquoted field and every string is quoted, so
  * an empty string (`""`) and a null stay apart (as in Postgres's `COPY ... CSV`); arrays are JSON
- * text (`["a","b"]`).
+ * text (`["a","b"]`). A cell a spreadsheet would run (CSV_FORMULA_LEAD) starts with `'` unless
+ * `rawFormulas`.
  */
-function csvWriter(out: Output): RecordWriter {
+function csvWriter(out: Output, rawFormulas: boolean): RecordWriter {
   const field = (v: unknown): string => {
     if (v === null || v === undefined) return '';
     if (typeof v === 'number') return String(v);
-    const s = typeof v === 'string' ? v : JSON.stringify(v);
+    const text = typeof v === 'string' ? v : JSON.stringify(v);
+    const s = !rawFormulas && CSV_FORMULA_LEAD.test(text) ? `'${text}` : text;
     return `"${s.replaceAll('"', '""')}"`;
   };
   return textWriter(out, (r) => `${Object.values(plain(r)).map(field).join(',')}\n`, `${EXPORT_FIELDS.join(',')}\n`);
@@ -499,15 +527,21 @@ function progressLine(p: { write(s: string): unknown; isTTY?: boolean }, started
 
 export async function runExport(deps: ExportDeps, o: ExportOptions): Promise<ExportResult> {
   const { sql, log } = deps;
+  // before anything is read: a bad --out is refused at once
+  await checkOutputPath(o.out);
   if (o.sourceId !== undefined && !(await sourceExists(sql, o.sourceId))) throw new SourceNotFoundError(o.sourceId);
   const afterEventId = o.cursor !== undefined ? ((await readExportCursor(sql, o.cursor)) ?? null) : null;
   const startedAt = Date.now();
   const out = await Output.open(o.out, deps.stdout ?? process.stdout);
+  const onInterrupt = () => out.discardSync();
+  deps.interrupted?.addEventListener('abort', onInterrupt, { once: true });
+  if (deps.interrupted?.aborted) onInterrupt();
   const progress = progressLine(deps.progress ?? process.stderr, startedAt);
   let records = 0;
   let lastEventId: number;
   try {
-    const writer = o.format === 'parquet' ? await parquetWriter(out, o.chunks) : o.format === 'csv' ? csvWriter(out) : jsonlWriter(out, o.chunks);
+    const writer =
+      o.format === 'parquet' ? await parquetWriter(out, o.chunks) : o.format === 'csv' ? csvWriter(out, o.csvRawFormulas ?? false) : jsonlWriter(out, o.chunks);
     lastEventId = await inExportSnapshot(sql, async (tx) => {
       const hi = await snapshotLastEventId(tx);
       const query = exportRecords(tx, {
@@ -531,6 +565,8 @@ export async function runExport(deps: ExportDeps, o: ExportOptions): Promise<Exp
   } catch (e: unknown) {
     await out.discard();
     throw e;
+  } finally {
+    deps.interrupted?.removeEventListener('abort', onInterrupt);
   }
   progress.done(records, out.bytes);
   // only now: the output is complete and in place

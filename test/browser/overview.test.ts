@@ -4,7 +4,10 @@
  * (the simulator's clock is frozen mid-batch). The overview shows the sources and a batch's
  * progress bar; a person clicks from the overview to a source's page, on to the half-done batch
  * and to one of its items (the raw payload); the hold banner shows on every page while a hold
- * stands; the queue dashboard loads with the token and is refused without it; a daemon stops
+ * stands; the queue dashboard loads with the token and is refused without it, loads nothing from
+ * another site and pauses a queue when asked; a page of another site can neither add a job with
+ * a form post (the operator's cached credentials riding along) nor read a page through a name
+ * re-pointed at this machine (DNS rebinding, played by `--host-resolver-rules`); a daemon stops
  * cleanly on SIGTERM (one of its own, so the pages keep theirs whatever the order). Screenshots
  * are saved to test-artifacts/ (overview, source, batch, item, hold, queues .png).
  *
@@ -12,6 +15,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +30,8 @@ import { createPipelineHarness, waitFor, type PipelineHarness } from '../helpers
 import { freePort, parseLogLines } from '../helpers/proc.ts';
 
 const CHROMIUM_PATH = '/usr/bin/chromium';
+/** A site of someone else's, served from this machine under a name of its own (CHROMIUM_ARGS). */
+const EVIL_NAME = 'evil.example';
 const CHROMIUM_ARGS = [
   '--headless',
   '--no-sandbox',
@@ -34,6 +41,8 @@ const CHROMIUM_ARGS = [
   '--disable-background-networking',
   '--disable-component-update',
   '--disable-sync',
+  // what a DNS-rebinding attacker's name does once re-pointed: resolve to this machine
+  `--host-resolver-rules=MAP ${EVIL_NAME} 127.0.0.1`,
 ];
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ARTIFACTS = join(REPO_ROOT, 'test-artifacts');
@@ -248,16 +257,75 @@ describe.skipIf(chromiumMissing && !inCi)('the admin pages in headless Chromium'
     await anonymous.close();
 
     const page = await context!.newPage();
+    // what a browser sends once the operator has logged in: the cached basic credentials, on every request
     await page.setExtraHTTPHeaders(basic(TOKEN));
+    const requested: string[] = [];
+    const refusedByPolicy: string[] = [];
+    page.on('request', (r) => requested.push(r.url()));
+    page.on('console', (m) => {
+      if (/Content Security Policy/i.test(m.text())) refusedByPolicy.push(m.text());
+    });
     const res = await page.goto(`${adminUrl}/admin/queues`, { waitUntil: 'domcontentloaded' });
     expect(res?.status()).toBe(200);
+    expect(res?.headers()['content-security-policy']).toMatch(/frame-ancestors 'none'/);
     // bull-board renders the queues from its API (fetched by the page with the same header)
     for (const name of ['schedule', 'poll', 'sink']) {
       await page.getByRole('link', { name, exact: true }).first().waitFor({ timeout: 15_000 });
     }
     await page.getByText('Loading...').waitFor({ state: 'detached', timeout: 15_000 });
     await page.screenshot({ path: join(ARTIFACTS, 'queues.png') });
+
+    // its actions work as the operator clicks them: pause the schedule queue (no worker of this daemon reads it)
+    try {
+      await page.goto(`${adminUrl}/admin/queues/queue/schedule`, { waitUntil: 'domcontentloaded' });
+      await page.getByRole('button', { name: 'Queue info' }).waitFor({ timeout: 15_000 });
+      // the queue's actions menu
+      await page.locator('main button[aria-haspopup="menu"]').first().click();
+      await page.getByRole('menuitem', { name: 'Pause', exact: true }).click();
+      await page.getByRole('button', { name: 'Confirm', exact: true }).click();
+      await waitFor(async () => ((await h.queues.schedule.isPaused()) ? true : undefined), 15_000, 'the schedule queue paused from the dashboard');
+    } finally {
+      await h.queues.schedule.resume();
+    }
+    // everything it loaded came from the admin server (no web fonts of another site), and nothing was blocked
+    expect(requested.filter((u) => !u.startsWith(`${adminUrl}/`))).toEqual([]);
+    expect(refusedByPolicy).toEqual([]);
     await page.close();
+  });
+
+  it("a page of another site can neither add a job through the operator's browser nor read the pages through a rebound name", async () => {
+    const jobs = async () => Object.values(await h.queues.schedule.getJobCounts()).reduce((a, b) => a + b, 0);
+    const before = await jobs();
+    const adminPort = new URL(adminUrl).port;
+    // the classic JSON-by-form post: a text/plain form whose body reads as the dashboard's "add job" JSON
+    const evil = createServer((_req, res) => {
+      res.setHeader('content-type', 'text/html');
+      res.end(`<!doctype html><form id="f" method="POST" enctype="text/plain" action="${adminUrl}/admin/queues/api/queues/schedule/add">
+        <input name='{"name":"sync","data":{"sourceId":1},"x":"' value='"}'></form><script>document.getElementById('f').submit()</script>`);
+    });
+    await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
+    const page = await context!.newPage();
+    try {
+      await page.setExtraHTTPHeaders(basic(TOKEN));
+      const posted = page.waitForResponse((r) => r.url() === `${adminUrl}/admin/queues/api/queues/schedule/add`);
+      await page.goto(`http://${EVIL_NAME}:${(evil.address() as AddressInfo).port}/`);
+      const answer = await posted;
+      expect(answer.status()).toBe(403);
+      expect(answer.request().headers()['content-type']).toMatch(/^text\/plain/);
+      expect(await jobs()).toBe(before);
+
+      // the same name, now resolving to the admin server: the browser sends it as Host
+      const rebound = await page.goto(`http://${EVIL_NAME}:${adminPort}/`);
+      expect(rebound?.status()).toBe(421);
+      expect(await page.locator('body').innerText()).toMatch(/^refused: /);
+      const queues = await page.goto(`http://${EVIL_NAME}:${adminPort}/admin/queues/api/queues`);
+      expect(queues?.status()).toBe(421);
+    } finally {
+      await page.close();
+      // the browser keeps its connection alive: close it too
+      evil.closeAllConnections();
+      await new Promise((resolve) => evil.close(resolve));
+    }
   });
 
   it('the daemon stops cleanly on SIGTERM', async () => {

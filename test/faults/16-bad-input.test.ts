@@ -67,6 +67,8 @@ const BAD_VALUES: Record<string, string[]> = {
   LOG_FORMAT: ['yaml'],
   SIMULATOR_API_KEY: ['key with\ttab'],
   ADMIN_TOKEN: ['short'],
+  METRICS_TOKEN: ['short'],
+  ADMIN_ALLOWED_HOSTS: ['https://admin.example.com', 'admin.example.com:8443'],
   API_RETRY_MAX_ATTEMPTS: ['21'],
   API_RATE_PER_SECOND: ['0'],
   BATCH_SIZE: ['5001'],

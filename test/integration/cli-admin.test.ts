@@ -317,7 +317,7 @@ describe('--help', () => {
     [['webhooks', 'list'], ['--json']],
     [['webhooks', 'remove'], []],
     [['webhooks', 'test'], []],
-    [['export'], ['--format', '--out', '--source', '--lang', '--since', '--cursor', '--chunks']],
+    [['export'], ['--format', '--out', '--source', '--lang', '--since', '--cursor', '--chunks', '--csv-raw-formulas']],
     [['search'], ['--source', '--lang', '--channel', '--limit', '--json']],
   ];
 

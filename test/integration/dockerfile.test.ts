@@ -37,6 +37,7 @@ import { setPriority, tmpdir } from 'node:os';
 import { join, posix, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { isLoopbackHost } from '../../src/admin/auth.ts';
 import { dropDatabase, testDatabaseName, testServerUrl } from '../helpers/db.ts';
 
 const CONTEXT = fileURLToPath(new URL('../..', import.meta.url));
@@ -664,6 +665,56 @@ describe('the Dockerfile simulator itself', () => {
     expect(isIgnored(rules, 'docs/y.md')).toBe(true);
     expect(isIgnored(rules, 'docs/keep.md')).toBe(false);
     expect(isIgnored(rules, 'src/index.ts')).toBe(false);
+  });
+});
+
+/** The value of `--flag v` or `--flag=v` in `args`, if given. */
+function optionValue(args: readonly string[], flag: string): string | undefined {
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === flag) return args[i + 1];
+    if (args[i]!.startsWith(`${flag}=`)) return args[i]!.slice(flag.length + 1);
+  }
+  return undefined;
+}
+
+describe('the container defaults are safe (issue #27)', () => {
+  it("the image's default command keeps the admin server on the container's loopback, and the image carries no token", () => {
+    const ins = parseDockerfile(readFileSync(DOCKERFILE, 'utf8'));
+    const last = ins.map((i) => i.keyword).lastIndexOf('FROM');
+    const final = ins.slice(last);
+    const cmd = final.filter((i) => i.keyword === 'CMD').at(-1);
+    expect(cmd, 'a CMD in the last stage').toBeDefined();
+    const args = execForm(cmd!.args);
+    expect(args, 'CMD in exec form').toBeDefined();
+    const host = optionValue(args!, '--admin-host');
+    // every interface only when told: `docker run ... daemon --admin-host 0.0.0.0` with ADMIN_TOKEN
+    if (host !== undefined) expect(isLoopbackHost(host), `CMD --admin-host ${host}`).toBe(true);
+    for (const i of ins.filter((x) => x.keyword === 'ENV' || x.keyword === 'ARG')) {
+      expect(i.args, `line ${i.line}`).not.toMatch(/\b(ADMIN_TOKEN|METRICS_TOKEN)\b/);
+    }
+  });
+
+  it('docker-compose.yml has no usable default token, publishes on the host loopback only, and binds every interface only with a token', () => {
+    const compose = readFileSync(join(CONTEXT, 'docker-compose.yml'), 'utf8');
+    const lines = compose.split('\n').filter((l) => !/^\s*#/.test(l));
+    // a token comes from the environment of `docker compose` only: no literal, no `:-default`
+    const tokens = lines.filter((l) => /\b(ADMIN_TOKEN|METRICS_TOKEN)\s*[:=]/.test(l));
+    expect(tokens.length, 'the daemon is given ADMIN_TOKEN').toBeGreaterThan(0);
+    for (const l of tokens) {
+      const value = l.replace(/^\s*-?\s*(ADMIN_TOKEN|METRICS_TOKEN)\s*[:=]\s*/, '').trim().replace(/^["']|["']$/g, '');
+      expect(value, l).toMatch(/^\$\{(ADMIN_TOKEN|METRICS_TOKEN)(:?\?[^}]*|:-)?\}$/);
+    }
+    // published ports: the host's loopback only
+    const published = [...compose.matchAll(/^\s*-\s*["']?([^"'\n]*:\d+(?::\d+)?)["']?\s*$/gm)].map((m) => m[1]!).filter((p) => /^[\d.]*:?\d+:\d+$/.test(p));
+    expect(published.length).toBeGreaterThan(0);
+    for (const p of published) expect(p, 'a published port').toMatch(/^127\.0\.0\.1:/);
+    // a service told to listen beyond loopback is given the token
+    const services = compose.split(/^  (?=[a-z][\w-]*:\s*$)/m).slice(1);
+    for (const service of services) {
+      const command = /command:\s*(\[.*\])/.exec(service)?.[1];
+      const host = command === undefined ? undefined : optionValue(JSON.parse(command) as string[], '--admin-host');
+      if (host !== undefined && !isLoopbackHost(host)) expect(service, `${service.split(':')[0]} listens on ${host}`).toMatch(/ADMIN_TOKEN:/);
+    }
   });
 });
 

