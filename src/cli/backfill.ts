@@ -17,6 +17,7 @@ import { assertBackfillPool } from './pool-check.ts';
 import { createProgressView, drainSearchIndexShowingProgress } from './progress.ts';
 import { waitForRedis } from './redis-ready.ts';
 import { renderTable } from './table.ts';
+import { terminalSafe } from '../terminal-text.ts';
 
 export interface BackfillCommandOptions {
   source?: number[];
@@ -41,6 +42,7 @@ function sourceIdsArg(value: string, previous: number[] = []): number[] {
   return [...previous, ...ids];
 }
 
+/** The summary for a person; sync errors, titles and job IDs come from the upstream, so the whole text goes through `terminalSafe`. */
 export function renderBackfillReport(r: BackfillReport): string {
   const out: string[] = [];
   for (const s of r.syncs) {
@@ -86,7 +88,7 @@ export function renderBackfillReport(r: BackfillReport): string {
   } else {
     out.push('everything landed\n');
   }
-  return out.join('');
+  return terminalSafe(out.join(''), { multiline: true });
 }
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
@@ -137,7 +139,7 @@ export function renderBackfillPlan(plan: BackfillPlan): string {
     const needed = s.listing.credits + s.purchases.reduce((n, b) => n + b.credits, 0);
     out.push(`budget of source ${s.source.id}: --max-credits-per-day ${s.budget.budget}, ${s.budget.spent} spent or reserved today (UTC), ${left} left: ${fits(left, needed)}\n`);
   }
-  return out.join('');
+  return terminalSafe(out.join(''), { multiline: true });
 }
 
 /** The whole backfill, for the command and for `demo`. Returns the exit code. */

@@ -24,6 +24,7 @@ import { EXIT_NOT_LANDED, EXIT_USAGE, UsageError } from './exit.ts';
 import { drainSearchIndexShowingProgress } from './progress.ts';
 import { waitForRedis } from './redis-ready.ts';
 import { renderTable, shortTime } from './table.ts';
+import { quoteValue, terminalSafe } from '../terminal-text.ts';
 
 interface ReplayOptions {
   batch?: string;
@@ -122,9 +123,9 @@ export function registerReplayCommand(program: Command): void {
             { sql: ctx.db().sql, log: ctx.log, settings: ctx.config.pipeline },
             { jobId: o.batch, since: o.since, dryRun: o.dryRun },
           );
-          if (!r.found) throw new UsageError(`--batch: no batch ${JSON.stringify(o.batch)} is recorded (see: status)`);
+          if (!r.found) throw new UsageError(`--batch: no batch ${quoteValue(o.batch ?? '')} is recorded (see: status)`);
           if (r.items === 0) {
-            const scope = `${o.batch !== undefined ? ` in batch ${o.batch}` : ''}${o.since ? ` of batches submitted since ${o.since.toISOString()}` : ''}`;
+            const scope = `${o.batch !== undefined ? ` in batch ${terminalSafe(o.batch)}` : ''}${o.since ? ` of batches submitted since ${o.since.toISOString()}` : ''}`;
             process.stdout.write(`nothing to re-sink: no quarantined items${scope}\n`);
             return;
           }
@@ -138,14 +139,14 @@ export function registerReplayCommand(program: Command): void {
         }
         if (o.batch !== undefined) {
           const r = await resinkBatch({ sql: ctx.db().sql, log: ctx.log, settings: ctx.config.pipeline }, o.batch);
-          if (!r.found) throw new UsageError(`--batch: no batch ${JSON.stringify(o.batch)} is recorded (see: status)`);
+          if (!r.found) throw new UsageError(`--batch: no batch ${quoteValue(o.batch ?? '')} is recorded (see: status)`);
           if (r.pruned) {
             const p = r.pruned;
             const when = p.firstPrunedAt.getTime() === p.lastPrunedAt.getTime()
               ? `on ${shortTime(p.firstPrunedAt.toISOString())}`
               : `between ${shortTime(p.firstPrunedAt.toISOString())} and ${shortTime(p.lastPrunedAt.toISOString())}`;
             process.stderr.write(
-              `error: batch ${o.batch}: ${p.pruned} of its ${p.stored} stored item(s) have no raw copy left: retention ` +
+              `error: batch ${terminalSafe(o.batch)}: ${p.pruned} of its ${p.stored} stored item(s) have no raw copy left: retention ` +
                 `(RAW_RETENTION_DAYS, now ${ctx.config.pipeline.rawRetentionDays}) pruned their payloads ${when}. ` +
                 'replay --batch re-sinks from raw items only; nothing was changed, no API call\n',
             );
@@ -154,7 +155,7 @@ export function registerReplayCommand(program: Command): void {
           }
           await drainSearchIndexShowingProgress(ctx.db().sql, process.stderr);
           process.stdout.write(
-            `batch ${o.batch}: ${r.items} stored item(s) re-sunk from raw: ${r.inserted} row(s) inserted, ` +
+            `batch ${terminalSafe(o.batch)}: ${r.items} stored item(s) re-sunk from raw: ${r.inserted} row(s) inserted, ` +
               `${r.updated} updated, ${r.unchanged} unchanged${r.quarantined ? `, ${r.quarantined} quarantined` : ''}; no API call\n`,
           );
           return;
@@ -186,7 +187,7 @@ export function registerReplayCommand(program: Command): void {
           await waitForRedis(ctx.redis());
           const syncs = await releaseLost(ctx.deps(), lost);
           for (const r of syncs) {
-            process.stdout.write(`source ${r.sourceId}: ${r.outcome}${r.jobIds.length ? `, ${r.submitted} video(s) in ${r.jobIds.length} batch(es): ${r.jobIds.join(', ')}` : ''}\n`);
+            process.stdout.write(terminalSafe(`source ${r.sourceId}: ${r.outcome}${r.jobIds.length ? `, ${r.submitted} video(s) in ${r.jobIds.length} batch(es): ${r.jobIds.join(', ')}` : ''}`) + '\n');
           }
           return;
         }
@@ -212,7 +213,7 @@ export function registerReplayCommand(program: Command): void {
         await waitForRedis(ctx.redis());
         const deps = ctx.deps();
         const { jobIds, videos } = await resubmit(deps, groups);
-        process.stdout.write(`submitted ${videos} video(s) in ${jobIds.length} batch(es): ${jobIds.join(', ')}\n`);
+        process.stdout.write(terminalSafe(`submitted ${videos} video(s) in ${jobIds.length} batch(es): ${jobIds.join(', ')}`) + '\n');
         if (!o.wait) return;
 
         await reconcile(deps);

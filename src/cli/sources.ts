@@ -26,6 +26,7 @@ import type { NewSourceInput } from '../pipeline/sources.ts';
 import { durationArg, formatDurationMs, intArg } from './args.ts';
 import type { Context } from './context.ts';
 import { renderTable, shortTime } from './table.ts';
+import { quoteValue, terminalJson, terminalSafe } from '../terminal-text.ts';
 import { LANG_CODE_RE } from '../domain/langs.ts';
 
 function langsArg(value: string): string[] {
@@ -91,8 +92,9 @@ async function refreshSchedulers(ctx: Context): Promise<void> {
   }
 }
 
+/** A source in one line; its title and external ID may come from the upstream. */
 function describe(s: Source): string {
-  return `${s.kind} ${s.externalId}${s.title ? ` (${s.title})` : ''}`;
+  return terminalSafe(`${s.kind} ${s.externalId}${s.title ? ` (${s.title})` : ''}`);
 }
 
 function includeArg(value: string): SourceInclude[] {
@@ -314,7 +316,7 @@ export function registerSourcesCommand(program: Command): void {
       await withContext(async (ctx) => {
         const rows = await listSources(ctx.db().db);
         if (o.json) {
-          process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+          process.stdout.write(`${terminalJson(rows, 2)}\n`);
           return;
         }
         if (rows.length === 0) {
@@ -385,12 +387,12 @@ async function sourceNamed(ctx: Context, ref: string): Promise<SourceMatch> {
     throw await usageError(
       /^\d+$/.test(ref.trim())
         ? `source ${ref.trim()} does not exist (see: sources list)`
-        : `no source is ${JSON.stringify(ref)}: give its ID, the reference it was added with, its external ID or a channel's @handle (see: sources list)`,
+        : `no source is ${quoteValue(ref)}: give its ID, the reference it was added with, its external ID or a channel's @handle (see: sources list)`,
     );
   }
   const candidates = renderTable(['id', 'kind', 'external id', 'title'], found.map((s) => [s.id, s.kind, s.externalId, s.title]));
   throw await usageError(
-    `${JSON.stringify(ref)} names ${found.length} sources; give the ID of the one you mean:\n${candidates.trimEnd().replace(/^/gm, '  ')}`,
+    `${quoteValue(ref)} names ${found.length} sources; give the ID of the one you mean:\n${candidates.trimEnd().replace(/^/gm, '  ')}`,
   );
 }
 

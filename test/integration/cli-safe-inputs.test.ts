@@ -1,0 +1,120 @@
+/**
+ * Safe by default (issue #27, point 6), through the CLI as a real process against the simulator,
+ * a private Postgres database and a private queue prefix: upstream text with terminal escapes
+ * reaches no terminal, large inputs do not crash, credentials in a bad URL are never echoed,
+ * strict dates, a bounded saved-search query, control characters in a search, and a queue job
+ * whose payload fails its schema fails once, for good. Every refusal exits 2, names the field and
+ * the value, and changes nothing.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { transcriptRowFromApi, upsertTranscripts } from '../../src/db/transcripts.ts';
+import { createLogger } from '../../src/log.ts';
+import { drainSearchIndex } from '../../src/pipeline/search-index.ts';
+import { expectCleanError, expectExit } from '../helpers/cli.ts';
+import { createPipelineHarness, runCli, waitFor, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
+import type { LogLine } from '../helpers/proc.ts';
+
+let h: PipelineHarness;
+let dir: string;
+const lines: LogLine[] = [];
+
+beforeAll(async () => {
+  h = await createPipelineHarness('safe-inputs', { catalog: { channels: 2, channelSizes: [5, 5] } });
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const l of chunk.toString().split('\n')) if (l.startsWith('{')) lines.push(JSON.parse(l) as LogLine);
+      done();
+    },
+  });
+  h.deps.log = createLogger({ level: 'info', destination: sink });
+  dir = await mkdtemp(join(tmpdir(), 'vsi-safe-'));
+});
+
+afterAll(async () => {
+  await h?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+const cli = (args: string[], extra: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliResult> =>
+  runCli(args, { ...h.env, ...extra }, timeoutMs);
+
+async function sourceCount(): Promise<number> {
+  const [r] = await h.database.sql<{ n: number }[]>`select count(*)::int as n from sources`;
+  return r!.n;
+}
+
+const ESC = '\x1b';
+/**
+ * Upstream text as a hostile upstream could send it: clear screen and cursor home (CSI), an OSC 8
+ * link, an 8-bit CSI (C1), a right-to-left override, a BEL, a carriage return.
+ */
+const HOSTILE = `Nice${ESC}[2J${ESC}[H video ${ESC}]8;;https://evil.example/${ESC}\\click${ESC}]8;;${ESC}\\ \u009b31mred \u202eevil\u202c \x07bell\rover`;
+/** What must never reach a terminal: C0 controls but newline, DEL, C1 controls, bidi controls. */
+const UNSAFE = /[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
+describe('upstream text with terminal escapes', () => {
+  let sourceId: number;
+
+  beforeAll(async () => {
+    const [s] = await h.database.sql<{ id: number }[]>`
+      insert into sources (kind, ref, external_id, title, max_videos, last_error, last_error_code, last_error_at)
+      values ('playlist', 'PLhostile0000', 'PLhostile0000', ${HOSTILE}, 10, ${`upstream said: ${HOSTILE}`}, 'internal-error', now())
+      returning id`;
+    sourceId = s!.id;
+    await h.database.sql`insert into videos (id, title, channel_id, channel_name) values ('hostile0001', ${HOSTILE}, 'UChostile', ${HOSTILE})`;
+    const row = transcriptRowFromApi(
+      'hostile0001',
+      { content: [{ text: `the zebracorn ${ESC}]0;pwned${'\x07'} gallops ${ESC}[31m far`, offset: 1_000, duration: 2_000 }], lang: 'en', availableLangs: ['en'] },
+      'job-hostile-1',
+    );
+    await upsertTranscripts(h.database.sql, [row]);
+    await drainSearchIndex({ sql: h.database.sql });
+  });
+
+  it('search: the human output carries no control sequence, the words stay; --json keeps the text exactly', async () => {
+    const human = await cli(['search', 'zebracorn']);
+    expectExit(human, 0);
+    expect(human.stdout).not.toMatch(UNSAFE);
+    expect(human.stdout).toContain('hostile0001');
+    expect(human.stdout).toContain('Nice');
+    expect(human.stdout).toContain('click');
+    expect(human.stdout).not.toContain('evil.example');
+    expect(human.stdout).toContain('«zebracorn»');
+
+    const json = await cli(['search', 'zebracorn', '--json']);
+    expectExit(json, 0);
+    // escaped in the JSON text, the same string once parsed
+    expect(json.stdout).not.toMatch(UNSAFE);
+    const hit = JSON.parse(json.stdout.trim()) as { title: string; channel_name: string };
+    expect(hit.title).toBe(HOSTILE);
+    expect(hit.channel_name).toBe(HOSTILE);
+  });
+
+  it('sources list and status: tables and lines carry no control sequence; --json keeps the text exactly', async () => {
+    const [list, status, listJson, statusJson] = await Promise.all([
+      cli(['sources', 'list']),
+      cli(['status']),
+      cli(['sources', 'list', '--json']),
+      cli(['status', '--json']),
+    ]);
+    for (const r of [list, status]) {
+      expectExit(r, 0);
+      expect(r.stdout).not.toMatch(UNSAFE);
+      expect(r.stdout).toContain('Nice');
+      expect(r.stdout).not.toContain('evil.example');
+    }
+    for (const r of [listJson, statusJson]) {
+      expectExit(r, 0);
+      expect(r.stdout).not.toMatch(UNSAFE);
+    }
+    const listed = (JSON.parse(listJson.stdout) as { id: number; title: string }[]).find((s) => s.id === sourceId);
+    expect(listed?.title).toBe(HOSTILE);
+    const reported = (JSON.parse(statusJson.stdout) as { sources: { id: number; title: string }[] }).sources.find((s) => s.id === sourceId);
+    expect(reported?.title).toBe(HOSTILE);
+  });
+});
+
