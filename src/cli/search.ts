@@ -12,7 +12,7 @@ import {
   markSnippet,
   SEARCH_HITS_DEFAULT,
   SEARCH_HITS_MAX,
-  SEARCH_QUERY_MAX_CHARS,
+  searchQueryProblem,
   snippetParts,
 } from '../domain/search.ts';
 import { terminalJson, terminalSafe } from '../terminal-text.ts';
@@ -32,8 +32,8 @@ function channelArg(value: string): string {
 }
 
 function wordsArg(value: string): string {
-  if (value.trim() === '') throw new InvalidArgumentError('expected words to search for.');
-  if (value.length > SEARCH_QUERY_MAX_CHARS) throw new InvalidArgumentError(`expected at most ${SEARCH_QUERY_MAX_CHARS} characters.`);
+  const problem = searchQueryProblem(value);
+  if (problem !== null) throw new InvalidArgumentError(`${problem}.`);
   return value;
 }
 

@@ -118,3 +118,12 @@ describe('upstream text with terminal escapes', () => {
   });
 });
 
+
+describe('control characters in a search query', () => {
+  it('exit 2 naming the character, not a database error', async () => {
+    const [soh, esc] = await Promise.all([cli(['search', 'a\x01b']), cli(['search', `a${ESC}[2Jb`])]);
+    expectCleanError(soh!, 2, 'words', '\\u0001', 'control character');
+    expectCleanError(esc!, 2, 'words', '\\u001b', 'control character');
+  });
+});
+
