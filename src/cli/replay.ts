@@ -3,7 +3,7 @@
  * raw copy (free), or re-submit retryable items as new batches (costs credits: prints the
  * estimate and asks for --yes).
  */
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { reconcile } from '../pipeline/reconcile.ts';
 import {
   planLostResubmission,
@@ -18,7 +18,7 @@ import {
 } from '../pipeline/replay.ts';
 import { waitForBatches } from '../pipeline/wait-for-batches.ts';
 import { startWorkers } from '../pipeline/workers.ts';
-import { parseDurationMs } from './args.ts';
+import { INSTANT_FORMS, parseDurationMs, parseInstant } from './args.ts';
 import { createContext } from './context.ts';
 import { EXIT_NOT_LANDED, EXIT_USAGE, UsageError } from './exit.ts';
 import { drainSearchIndexShowingProgress } from './progress.ts';
@@ -39,13 +39,7 @@ interface ReplayOptions {
   timeout?: number;
 }
 
-function dateArg(value: string): Date {
-  const d = new Date(value);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(d.getTime())) {
-    throw new InvalidArgumentError('expected a date such as 2026-11-01 or 2026-11-01T12:00:00Z.');
-  }
-  return d;
-}
+const sinceArg = (value: string): Date => parseInstant(value).date;
 
 function renderPlan(groups: ResubmitGroup[]): string {
   return renderTable(
@@ -102,7 +96,7 @@ export function registerReplayCommand(program: Command): void {
     .option('--expired', 're-submit the retryable items of expired batches only', false)
     .option('--lost', 're-submit what batch POSTs whose answer was lost (after a charge) would have fetched', false)
     .option('--quarantined', 're-sink quarantined items from their raw copy with today\'s rules (after an upgrade); no API call', false)
-    .option('--since <date>', 'only items of batches submitted since this date (with --failed/--expired/--quarantined)', dateArg)
+    .option('--since <date>', `only items of batches submitted since this time (with --failed/--expired/--quarantined): ${INSTANT_FORMS}`, sinceArg)
     .option('--dry-run', 'print what would be re-submitted and its credit estimate (with --quarantined: what would happen); change nothing', false)
     .option('--yes', 'agree to spend the estimated credits', false)
     .option('--no-wait', 'with --failed/--expired: return after submitting; daemons finish the work')

@@ -127,3 +127,32 @@ describe('control characters in a search query', () => {
   });
 });
 
+
+describe('strict dates', () => {
+  it('export --since and replay --since refuse an impossible date or a date-time without a zone: exit 2, the option, the value, the forms', async () => {
+    const out = join(dir, 'never.jsonl');
+    const [exportFeb30, replayFeb31, replayNoZone, exportMonth13, exportHour25] = await Promise.all([
+      cli(['export', '--format', 'jsonl', '--out', out, '--since', '2024-02-30']),
+      cli(['replay', '--failed', '--since', '2024-02-31', '--dry-run']),
+      cli(['replay', '--failed', '--since', '2024-02-29T10:00:00', '--dry-run']),
+      cli(['export', '--format', 'jsonl', '--out', out, '--since', '2024-13-01']),
+      cli(['export', '--format', 'jsonl', '--out', out, '--since', '2024-02-01T25:00:00Z']),
+    ]);
+    expectCleanError(exportFeb30!, 2, '--since', '2024-02-30', '2024-05-01T12:00:00Z');
+    expectCleanError(replayFeb31!, 2, '--since', '2024-02-31', '2024-05-01T12:00:00Z');
+    expectCleanError(replayNoZone!, 2, '--since', '2024-02-29T10:00:00', 'zone');
+    expectCleanError(exportMonth13!, 2, '--since', '2024-13-01');
+    expectCleanError(exportHour25!, 2, '--since', '2024-02-01T25:00:00Z');
+  });
+
+  it('a leap day and a date-time with an offset are accepted', async () => {
+    const [leap, offset] = await Promise.all([
+      cli(['replay', '--failed', '--since', '2024-02-29', '--dry-run']),
+      cli(['replay', '--failed', '--since', '2024-02-29T10:00:00+02:00', '--dry-run']),
+    ]);
+    expectExit(leap, 0);
+    expectExit(offset, 0);
+    expect(leap.stdout).toBe('nothing to re-submit: no retryable items\n');
+  });
+});
+
