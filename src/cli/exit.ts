@@ -11,6 +11,7 @@ import { REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
 import { CreditsRefusedError } from '../pipeline/credits.ts';
 import { SourceNotFoundUpstreamError, SourceSpecError } from '../pipeline/kinds/adapter.ts';
 import { escapeControls } from '../terminal-text.ts';
+import { redactUrlsIn } from '../url-credentials.ts';
 
 export const EXIT_OK = 0;
 export const EXIT_NOT_LANDED = 1;
@@ -58,10 +59,11 @@ export function exitCodeOf(e: unknown): number {
 
 /**
  * One line for a person: no stack trace for errors we understand. A message may quote upstream
- * text or a value as given: whatever control characters it still holds are written as escapes.
+ * text or a value as given: whatever control characters it still holds are written as escapes,
+ * and the password of any URL in it as `***`.
  */
 export function describeError(e: unknown): string {
-  return escapeControls(errorLine(e));
+  return escapeControls(redactUrlsIn(errorLine(e)));
 }
 
 function errorLine(e: unknown): string {

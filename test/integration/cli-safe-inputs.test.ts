@@ -156,3 +156,22 @@ describe('strict dates', () => {
   });
 });
 
+
+describe('credentials in a bad URL are never echoed', () => {
+  it('DATABASE_URL, REDIS_URL, API_BASE_URL: exit 2 naming the variable, the password shown as ***', async () => {
+    const cases: [string, string, string][] = [
+      ['DATABASE_URL', 'mysql://ingest:s3cret-db@db.example/corpus', 'ingest:***@db.example'],
+      ['DATABASE_URL', 'mysql://ingest:s3cret/with@sign@db.example/corpus', 'ingest:***@db.example'],
+      ['REDIS_URL', 'http://:s3cret-redis@cache.example:6379', ':***@cache.example'],
+      ['API_BASE_URL', 'https://user:s3cret-api@api.example/v2', 'user:***@api.example'],
+      ['API_BASE_URL', 'https://s3cret-token@api.example/v2', '***@api.example'],
+    ];
+    const results = await Promise.all(cases.map(([variable, value]) => cli(['status'], { [variable]: value })));
+    results.forEach((r, i) => {
+      const [variable, , shown] = cases[i]!;
+      expectCleanError(r, 2, new RegExp(`^error: ${variable}: `, 'm'), shown);
+      expect(r.stderr).not.toContain('s3cret');
+    });
+  });
+});
+
