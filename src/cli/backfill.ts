@@ -120,7 +120,7 @@ export function renderBackfillPlan(plan: BackfillPlan): string {
     else if (s.purchases.length === 0) out.push(`${what}: nothing due among the ${plural(s.known, 'video')} Postgres knows it lists\n`);
   }
   const unknowns = plan.sources.flatMap((s) => s.unknowns.map((u) => `  - source ${s.source.id}: ${u}\n`));
-  if (unknowns.length > 0) out.push('not known without a paid listing (not in the total):\n', ...unknowns);
+  if (unknowns.length > 0) out.push('not known without a paid listing (not in the total):\n', unknowns.join(''));
   else out.push('exact: nothing in this plan depends on a paid listing\n');
   const fits = (left: number, needed: number) => (needed <= left ? 'the plan fits' : `the plan needs ${needed}: syncs past ${left} would be refused`);
   if ('error' in plan.account) {

@@ -231,7 +231,8 @@ function addKindCommand(add: Command, kind: SourceKind): void {
       let origin: string | undefined;
       if (o.file !== undefined) {
         const fromFile = await refsFromFile(o.file);
-        refs.push(...fromFile.refs);
+        // a loop, not push(...refs): spreading a long list overflows the call stack
+        for (const r of fromFile.refs) refs.push(r);
         origin = fromFile.origin;
       }
       const filters: Partial<Record<SearchFilter, string>> = {};

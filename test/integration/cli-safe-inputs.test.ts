@@ -175,3 +175,28 @@ describe('credentials in a bad URL are never echoed', () => {
   });
 });
 
+
+describe('large inputs', () => {
+  it('sources add videos --file with 300 000 IDs registers them all', async () => {
+    const n = 300_000;
+    const ids = Array.from({ length: n }, (_, i) => `v${i.toString(36).padStart(10, '0')}`);
+    const file = join(dir, 'many-ids.txt');
+    await writeFile(file, `${ids.join('\n')}\n`);
+    const r = await cli(['sources', 'add', 'videos', '--file', file], {}, 180_000);
+    expectExit(r, 0);
+    const m = /^source (\d+) added: videos /m.exec(r.stdout);
+    expect(m, r.stdout).not.toBeNull();
+    const [c] = await h.database.sql<{ n: number }[]>`select count(*)::int as n from source_videos where source_id = ${Number(m![1])}`;
+    expect(c!.n).toBe(n);
+  }, 240_000);
+
+  it('events renders a table of 300 000 rows', async () => {
+    const n = 300_000;
+    const [before] = await h.database.sql<{ id: string | null }[]>`select max(id)::text as id from events`;
+    await h.database.sql`insert into events (type, data) select 'source.synced', jsonb_build_object('n', g) from generate_series(1, ${n}::int) as g`;
+    const r = await cli(['events', '--since', before!.id ?? '0', '--type', 'source.synced', '--limit', String(n)], {}, 180_000);
+    expectExit(r, 0);
+    expect(r.stdout.split('\n').filter((l) => l !== '')).toHaveLength(n + 1);
+  }, 240_000);
+});
+
