@@ -200,3 +200,18 @@ describe('large inputs', () => {
   }, 240_000);
 });
 
+
+describe('a saved search query is bounded', () => {
+  it('a 100 kB query, or one with control characters, is refused at sources add: exit 2, nothing registered, no API call', async () => {
+    const sources = await sourceCount();
+    const requests = h.sim.stats().total;
+    const huge = 'x'.repeat(100_000);
+    const [long, control] = await Promise.all([cli(['sources', 'add', 'search', huge]), cli(['sources', 'add', 'search', `cats${ESC}[2J dogs`])]);
+    expectCleanError(long!, 2, 'query', '100000 characters', 'at most');
+    expect(long!.stderr.length).toBeLessThan(1_000);
+    expectCleanError(control!, 2, 'query', '\\u001b');
+    expect(await sourceCount()).toBe(sources);
+    expect(h.sim.stats().total).toBe(requests);
+  });
+});
+

@@ -7,7 +7,14 @@
 import { LIMIT_MAX, type SearchQuery } from '../../api/schemas.ts';
 import { PRICES } from '../../domain/prices.ts';
 import { rememberVideos } from '../../db/source-videos.ts';
-import { SEARCH_FILTER_VALUES, SEARCH_FILTERS, SEARCH_LIMIT_DEFAULT, type SearchFilter } from '../../domain/sources.ts';
+import {
+  SEARCH_FILTER_VALUES,
+  SEARCH_FILTERS,
+  SEARCH_LIMIT_DEFAULT,
+  SEARCH_SOURCE_QUERY_MAX_CHARS,
+  type SearchFilter,
+} from '../../domain/sources.ts';
+import { controlCharacterProblem, quoteValue } from '../../terminal-text.ts';
 import { kebab, refuseOptions, SourceSpecError, videoIdBatches, type SourceAdapter } from './adapter.ts';
 
 /** A search source keeps videos: `type` is always `video`. */
@@ -21,6 +28,14 @@ export const searchAdapter: SourceAdapter = {
     if (spec.refs.length !== 1 || spec.refs[0]!.value.trim() === '') {
       throw new SourceSpecError('a search source takes one non-empty query, e.g. sources add search "rust async"');
     }
+    const query = spec.refs[0]!.value.trim();
+    if (query.length > SEARCH_SOURCE_QUERY_MAX_CHARS) {
+      throw new SourceSpecError(
+        `query: ${quoteValue(query)} is too long: a saved search query takes at most ${SEARCH_SOURCE_QUERY_MAX_CHARS} characters; nothing was registered`,
+      );
+    }
+    const control = controlCharacterProblem('query', query);
+    if (control !== null) throw new SourceSpecError(`${control}; nothing was registered`);
     for (const [name, value] of Object.entries(spec.filters) as [SearchFilter, string][]) {
       const valid = SEARCH_FILTER_VALUES[name];
       if (!valid.includes(value)) {
