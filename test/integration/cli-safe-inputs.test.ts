@@ -215,3 +215,33 @@ describe('a saved search query is bounded', () => {
   });
 });
 
+
+describe('a queue job whose payload fails its schema', () => {
+  it('fails at its first attempt, for good, logged once with the failing path', async () => {
+    const workers = h.startWorkers(['scheduler', 'poller']);
+    try {
+      const sync = await h.queues.schedule.add('sync', { sourceId: 'not-a-number' } as never, { jobId: 'bad-sync-payload' });
+      const poll = await h.queues.poll.add('poll', { jobId: 42 } as never, { jobId: 'bad-poll-payload' });
+      for (const job of [sync, poll]) {
+        const queue = job.queueName === h.queues.schedule.name ? h.queues.schedule : h.queues.poll;
+        const state = await waitFor(async () => {
+          const j = await queue.getJob(job.id!);
+          return j && j.attemptsMade >= 1 ? await j.getState() : undefined;
+        }, 20_000, `job ${job.id} to be tried`);
+        const after = await queue.getJob(job.id!);
+        expect(state, `job ${job.id}`).toBe('failed');
+        expect(after!.attemptsMade).toBe(1);
+      }
+      const failed = lines.filter((l) => l.event === 'job.failed' && (l.bullJobId === 'bad-sync-payload' || l.bullJobId === 'bad-poll-payload'));
+      expect(failed.map((l) => [l.bullJobId, l.payloadPath])).toEqual(
+        expect.arrayContaining([
+          ['bad-sync-payload', 'sourceId'],
+          ['bad-poll-payload', 'jobId'],
+        ]),
+      );
+      expect(failed).toHaveLength(2);
+    } finally {
+      await workers.close(2_000);
+    }
+  });
+});
