@@ -37,6 +37,22 @@ export function redactUrl(value: string): string {
   return `${value.slice(0, start)}${redactAuthority(m[0], value.slice(start))}`;
 }
 
+/**
+ * The URL without its password, for a command a message suggests (`psql URL`): the tool asks for
+ * the password, or reads it from its own configuration, instead of the terminal's scrollback
+ * keeping it. A URL that does not parse is redacted instead.
+ */
+export function urlWithoutPassword(value: string): string {
+  try {
+    const u = new URL(value);
+    if (u.password === '') return value;
+    u.password = '';
+    return u.toString();
+  } catch {
+    return redactUrl(value);
+  }
+}
+
 /** Free text (an error message) with the password of every URL in it as `***`. */
 export function redactUrlsIn(text: string): string {
   let out = '';

@@ -18,6 +18,24 @@ import { createProgressView, drainSearchIndexShowingProgress } from './progress.
 import { waitForRedis } from './redis-ready.ts';
 import { renderTable } from './table.ts';
 import { terminalSafe } from '../terminal-text.ts';
+import { shellCommand } from '../shell-quote.ts';
+
+/** Quarantined batches the summary names a `replay --quarantined --batch` command for; past these, one command for all. */
+export const QUARANTINE_HINTS_SHOWN = 5;
+
+/** How to re-sink what a backfill quarantined, each batch's job ID quoted for a shell. */
+function quarantineHints(batches: BackfillReport['batches']): string[] {
+  const quarantined = batches.filter((b) => b.quarantined > 0);
+  if (quarantined.length === 0) return [];
+  const out = ['  after an upgrade that reads them, re-sink the quarantined items from their raw copy (free; --dry-run first shows what would happen):\n'];
+  for (const b of quarantined.slice(0, QUARANTINE_HINTS_SHOWN)) {
+    out.push(`    ${shellCommand('videosite-ingest', 'replay', '--quarantined', '--batch', b.jobId, '--dry-run')}\n`);
+  }
+  if (quarantined.length > QUARANTINE_HINTS_SHOWN) {
+    out.push(`    and ${quarantined.length - QUARANTINE_HINTS_SHOWN} more batches, all at once: ${shellCommand('videosite-ingest', 'replay', '--quarantined', '--dry-run')}\n`);
+  }
+  return out;
+}
 
 export interface BackfillCommandOptions {
   source?: number[];
@@ -80,6 +98,7 @@ export function renderBackfillReport(r: BackfillReport): string {
   if (r.problems.length > 0) {
     out.push(`not everything landed (exit ${r.exitCode}):\n`);
     for (const p of r.problems) out.push(`  - ${p}\n`);
+    for (const l of quarantineHints(r.batches)) out.push(l);
   } else if (r.syncs.length === 0 && r.batches.length === 0) {
     // `--all` on an empty installation: "everything landed" would suggest data is there
     out.push('nothing to sync: no sources registered (add one: videosite-ingest sources add channel @handle)\n');

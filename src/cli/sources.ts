@@ -27,6 +27,7 @@ import { durationArg, formatDurationMs, intArg } from './args.ts';
 import type { Context } from './context.ts';
 import { renderTable, shortTime } from './table.ts';
 import { quoteValue, terminalJson, terminalSafe } from '../terminal-text.ts';
+import { shellCommand } from '../shell-quote.ts';
 import { LANG_CODE_RE } from '../domain/langs.ts';
 
 function langsArg(value: string): string[] {
@@ -454,7 +455,7 @@ function costNotes(id: number, before: SourceSettings, after: SourceSettings): s
     notes.push(`buys again (metadata and transcripts) each of its videos last fetched more than ${formatDurationMs(after.refreshAfterMs)} ago, and each one again every ${formatDurationMs(after.refreshAfterMs)}`);
   }
   if (notes.length === 0) return '';
-  return `${notes.map((n) => `  next sync ${n}\n`).join('')}  the credits first: videosite-ingest backfill --source ${id} --dry-run\n`;
+  return `${notes.map((n) => `  next sync ${n}\n`).join('')}  the credits first: ${shellCommand('videosite-ingest', 'backfill', '--source', id, '--dry-run')}\n`;
 }
 
 function registerEditCommand(sources: Command): void {

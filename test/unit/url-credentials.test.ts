@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
-import { redactUrl, redactUrlsIn } from '../../src/url-credentials.ts';
+import { redactUrl, redactUrlsIn, urlWithoutPassword } from '../../src/url-credentials.ts';
 
 describe('URL credentials', () => {
   it('redactUrl hides the password of a URL value, however it is written', () => {
@@ -40,6 +40,14 @@ describe('URL credentials', () => {
       expect(message).toMatch(new RegExp(`^${variable}: invalid value ".*:\\*\\*\\*@h`));
       expect(message).not.toContain('s3cret');
     }
+  });
+});
+
+describe('urlWithoutPassword', () => {
+  it('drops the password of a URL a hint suggests, and redacts one that does not parse', () => {
+    expect(urlWithoutPassword('postgres://ingest:s3cret@db.example:5432/corpus_demo')).toBe('postgres://ingest@db.example:5432/corpus_demo');
+    expect(urlWithoutPassword('postgres://ingest@db.example/corpus')).toBe('postgres://ingest@db.example/corpus');
+    expect(urlWithoutPassword('postgres://ingest:s3/cr#et@db.example/corpus')).toBe('postgres://ingest:***@db.example/corpus');
   });
 });
 
