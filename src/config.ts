@@ -1,11 +1,13 @@
 /**
  * The only reader of `process.env`. Every setting is validated with zod at startup; a bad value
  * is a one-line ConfigError that names the variable, the value and what would be valid. The API
- * key's value is never echoed.
+ * key's value is never echoed, nor the password of a URL (`***`).
  */
 import { z } from 'zod';
 import { videoUrlTemplateProblem } from './domain/search.ts';
 import { parseSecretsKey } from './domain/webhook-secrets.ts';
+import { quoteValue } from './terminal-text.ts';
+import { redactUrl } from './url-credentials.ts';
 
 /** The key the embedded simulator accepts unless told otherwise: documented, paid plan. */
 export const SIMULATOR_DEV_API_KEY = 'vsi-dev-0000000000000000';
@@ -538,7 +540,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!r.success) {
     const issue = r.error.issues[0]!;
     const variable = String(issue.path[0] ?? 'environment');
-    const shown = SECRET_VARIABLES.has(variable) ? '(value hidden)' : JSON.stringify(input[variable]);
+    const shown = SECRET_VARIABLES.has(variable) ? '(value hidden)' : quoteValue(redactUrl(input[variable] ?? ''));
     throw new ConfigError(variable, `invalid value ${shown}: ${issue.message}`);
   }
   const e = r.data;

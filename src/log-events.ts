@@ -159,7 +159,7 @@ export const LOG_EVENTS = [
   'search_index.resumed',
 
   // workers (src/pipeline/workers.ts)
-  /** an attempt failed (bullmq retries it or gives up): `queue`, `bullJobId`, `attemptsMade`, `err` */
+  /** an attempt failed (bullmq retries it or gives up): `queue`, `bullJobId`, `attemptsMade`, `err`; `payloadPath` when the payload failed its schema (failed for good, never retried) */
   'job.failed',
   /** a job's worker died or lost its lock; the job runs again: `queue`, `bullJobId` */
   'job.stalled',

@@ -11,6 +11,7 @@
 import { createRequire } from 'node:module';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.ts';
+import { redactUrlsIn } from './url-credentials.ts';
 
 export type { Logger };
 
@@ -32,6 +33,20 @@ export const REDACT_PATHS = [
   'req.headers["x-api-key"]',
   'req.headers.authorization',
 ];
+
+/**
+ * pino's error serializer, with the password of any URL in the message or the stack as `***`: an
+ * error of a library may quote the URL it was given, credentials and all.
+ */
+function serializeError(e: unknown): unknown {
+  const s = pino.stdSerializers.err(e as Error) as unknown;
+  if (typeof s !== 'object' || s === null) return s;
+  // not an Error: the serializer hands back the caller's own object, which is not changed
+  const out = (s === e ? { ...s } : s) as { message?: unknown; stack?: unknown };
+  if (typeof out.message === 'string') out.message = redactUrlsIn(out.message);
+  if (typeof out.stack === 'string') out.stack = redactUrlsIn(out.stack);
+  return out;
+}
 
 export interface LoggerOptions {
   level?: string;
@@ -66,7 +81,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
       name: opts.name,
       base: { pid: process.pid },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-      serializers: { err: pino.stdSerializers.err },
+      serializers: { err: serializeError },
     },
     opts.destination ?? (opts.pretty ? prettyStderr() : pino.destination({ fd: 2, sync: true })),
   );

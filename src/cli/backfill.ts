@@ -17,6 +17,25 @@ import { assertBackfillPool } from './pool-check.ts';
 import { createProgressView, drainSearchIndexShowingProgress } from './progress.ts';
 import { waitForRedis } from './redis-ready.ts';
 import { renderTable } from './table.ts';
+import { terminalSafe } from '../terminal-text.ts';
+import { shellCommand } from '../shell-quote.ts';
+
+/** Quarantined batches the summary names a `replay --quarantined --batch` command for; past these, one command for all. */
+export const QUARANTINE_HINTS_SHOWN = 5;
+
+/** How to re-sink what a backfill quarantined, each batch's job ID quoted for a shell. */
+function quarantineHints(batches: BackfillReport['batches']): string[] {
+  const quarantined = batches.filter((b) => b.quarantined > 0);
+  if (quarantined.length === 0) return [];
+  const out = ['  after an upgrade that reads them, re-sink the quarantined items from their raw copy (free; --dry-run first shows what would happen):\n'];
+  for (const b of quarantined.slice(0, QUARANTINE_HINTS_SHOWN)) {
+    out.push(`    ${shellCommand('videosite-ingest', 'replay', '--quarantined', '--batch', b.jobId, '--dry-run')}\n`);
+  }
+  if (quarantined.length > QUARANTINE_HINTS_SHOWN) {
+    out.push(`    and ${quarantined.length - QUARANTINE_HINTS_SHOWN} more batches, all at once: ${shellCommand('videosite-ingest', 'replay', '--quarantined', '--dry-run')}\n`);
+  }
+  return out;
+}
 
 export interface BackfillCommandOptions {
   source?: number[];
@@ -41,6 +60,7 @@ function sourceIdsArg(value: string, previous: number[] = []): number[] {
   return [...previous, ...ids];
 }
 
+/** The summary for a person; sync errors, titles and job IDs come from the upstream, so the whole text goes through `terminalSafe`. */
 export function renderBackfillReport(r: BackfillReport): string {
   const out: string[] = [];
   for (const s of r.syncs) {
@@ -78,6 +98,7 @@ export function renderBackfillReport(r: BackfillReport): string {
   if (r.problems.length > 0) {
     out.push(`not everything landed (exit ${r.exitCode}):\n`);
     for (const p of r.problems) out.push(`  - ${p}\n`);
+    for (const l of quarantineHints(r.batches)) out.push(l);
   } else if (r.syncs.length === 0 && r.batches.length === 0) {
     // `--all` on an empty installation: "everything landed" would suggest data is there
     out.push('nothing to sync: no sources registered (add one: videosite-ingest sources add channel @handle)\n');
@@ -86,7 +107,7 @@ export function renderBackfillReport(r: BackfillReport): string {
   } else {
     out.push('everything landed\n');
   }
-  return out.join('');
+  return terminalSafe(out.join(''), { multiline: true });
 }
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
@@ -118,7 +139,7 @@ export function renderBackfillPlan(plan: BackfillPlan): string {
     else if (s.purchases.length === 0) out.push(`${what}: nothing due among the ${plural(s.known, 'video')} Postgres knows it lists\n`);
   }
   const unknowns = plan.sources.flatMap((s) => s.unknowns.map((u) => `  - source ${s.source.id}: ${u}\n`));
-  if (unknowns.length > 0) out.push('not known without a paid listing (not in the total):\n', ...unknowns);
+  if (unknowns.length > 0) out.push('not known without a paid listing (not in the total):\n', unknowns.join(''));
   else out.push('exact: nothing in this plan depends on a paid listing\n');
   const fits = (left: number, needed: number) => (needed <= left ? 'the plan fits' : `the plan needs ${needed}: syncs past ${left} would be refused`);
   if ('error' in plan.account) {
@@ -137,7 +158,7 @@ export function renderBackfillPlan(plan: BackfillPlan): string {
     const needed = s.listing.credits + s.purchases.reduce((n, b) => n + b.credits, 0);
     out.push(`budget of source ${s.source.id}: --max-credits-per-day ${s.budget.budget}, ${s.budget.spent} spent or reserved today (UTC), ${left} left: ${fits(left, needed)}\n`);
   }
-  return out.join('');
+  return terminalSafe(out.join(''), { multiline: true });
 }
 
 /** The whole backfill, for the command and for `demo`. Returns the exit code. */

@@ -13,6 +13,9 @@ import { startSimulator } from '../simulator/server.ts';
 import { backfillWithContext, renderBackfillReport } from './backfill.ts';
 import { createContext } from './context.ts';
 import { renderStatus } from './status.ts';
+import { shellQuote } from '../shell-quote.ts';
+import { terminalSafe } from '../terminal-text.ts';
+import { urlWithoutPassword } from '../url-credentials.ts';
 
 export const DEMO_TIMEOUT_MS = 5 * 60_000;
 export const DEMO_QUEUE_PREFIX = '{vsi-demo}';
@@ -57,7 +60,7 @@ export function registerDemoCommand(program: Command): void {
         for (const w of wanted) {
           try {
             const s = await registerSource({ sql, db, api: ctx.api() }, w);
-            process.stderr.write(`demo: added source ${s.id}: ${s.kind} ${s.title} (${s.externalId})\n`);
+            process.stderr.write(terminalSafe(`demo: added source ${s.id}: ${s.kind} ${s.title} (${s.externalId})`) + '\n');
           } catch (e: unknown) {
             if (!(e instanceof SourceExistsError)) throw e;
             process.stderr.write(`demo: source ${e.existingId} already registered (${w.kind} ${w.ref})\n`);
@@ -68,8 +71,9 @@ export function registerDemoCommand(program: Command): void {
         process.stdout.write(renderBackfillReport(report));
         process.stdout.write('\n');
         process.stdout.write(renderStatus(await collectStatus(sql)));
+        // single-quoted: in double quotes a shell would expand $(...) or `...` from the URL
         process.stdout.write(
-          `\nThe rows are in Postgres: psql ${JSON.stringify(config.databaseUrl)} -c "select id, title from videos limit 5"\n`,
+          `\nThe rows are in Postgres: psql ${shellQuote(urlWithoutPassword(config.databaseUrl))} -c ${shellQuote('select id, title from videos limit 5')}\n`,
         );
         process.exitCode = exitCode;
       } finally {

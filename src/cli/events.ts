@@ -11,6 +11,7 @@ import { EVENT_TYPES, EVENTS_CHANNEL, parseEventTypes, type EventType } from '..
 import { intArg } from './args.ts';
 import { createContext } from './context.ts';
 import { renderTable, shortTime } from './table.ts';
+import { terminalJson, terminalSafe } from '../terminal-text.ts';
 
 /** Events printed without --follow when --limit is not given. */
 export const EVENTS_LIMIT_DEFAULT = 1_000;
@@ -30,7 +31,7 @@ export function eventTypesArg(value: string): EventType[] {
 
 /** One event as a JSON line: the webhook body. */
 export function eventJson(e: EventRow): string {
-  return JSON.stringify({ id: e.id, type: e.type, occurred_at: e.occurredAt.toISOString(), data: e.data });
+  return terminalJson({ id: e.id, type: e.type, occurred_at: e.occurredAt.toISOString(), data: e.data });
 }
 
 const dataCell = (e: EventRow) => {
@@ -108,7 +109,7 @@ async function follow(
         else {
           if (!headerShown) process.stdout.write(HEADERS.join('  ') + '\n');
           headerShown = true;
-          process.stdout.write(row(e).map((c) => (c === null || c === undefined ? '-' : String(c))).join('  ') + '\n');
+          process.stdout.write(row(e).map((c) => (c === null || c === undefined ? '-' : terminalSafe(String(c)))).join('  ') + '\n');
         }
         cursor = e.id;
         printed++;

@@ -11,6 +11,8 @@ import { SourceExistsError, SourceNotFoundError } from '../db/sources.ts';
 import { REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
 import { CreditsRefusedError } from '../pipeline/credits.ts';
 import { SourceNotFoundUpstreamError, SourceSpecError } from '../pipeline/kinds/adapter.ts';
+import { escapeControls } from '../terminal-text.ts';
+import { redactUrlsIn } from '../url-credentials.ts';
 
 export const EXIT_OK = 0;
 export const EXIT_NOT_LANDED = 1;
@@ -57,8 +59,16 @@ export function exitCodeOf(e: unknown): number {
   return EXIT_NOT_LANDED;
 }
 
-/** One line for a person: no stack trace for errors we understand. */
+/**
+ * One line for a person: no stack trace for errors we understand. A message may quote upstream
+ * text or a value as given: whatever control characters it still holds are written as escapes,
+ * and the password of any URL in it as `***`.
+ */
 export function describeError(e: unknown): string {
+  return escapeControls(redactUrlsIn(errorLine(e)));
+}
+
+function errorLine(e: unknown): string {
   if (isNotMigrated(e)) {
     return `error: the database is not set up (${(e as Error).message}); run: videosite-ingest migrate`;
   }

@@ -13,7 +13,7 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { EXPORT_FORMATS as FORMATS, ExportOutputError, runExport, type ExportFormat as Format } from '../pipeline/export.ts';
-import { intArg } from './args.ts';
+import { INSTANT_FORMS, intArg, parseInstant } from './args.ts';
 import { createContext } from './context.ts';
 import { UsageError } from './exit.ts';
 
@@ -22,8 +22,6 @@ import { UsageError } from './exit.ts';
 const LANG_RE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$/;
 /** A cursor's name: what a person types and a script keeps. */
 const CURSOR_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
-/** `2024-05-01`, `2024-05-01T12:00`, `2024-05-01 12:00:00.5+02:00`, ...; no zone: UTC. */
-const SINCE_RE = /^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)(Z|[+-]\d{2}:?\d{2})?)?$/i;
 
 function formatArg(value: string): Format {
   if (!(FORMATS as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${FORMATS.join(', ')}.`);
@@ -40,14 +38,9 @@ function cursorArg(value: string): string {
   return value;
 }
 
-/** An ISO 8601 date or date-time, as an instant Postgres reads exactly (microseconds kept). */
+/** The instant, as Postgres reads it exactly (microseconds kept). */
 export function sinceArg(value: string): string {
-  const m = SINCE_RE.exec(value.trim());
-  const iso = m ? `${m[1]}T${m[2] ?? '00:00'}${m[3] ?? 'Z'}` : undefined;
-  if (iso === undefined || Number.isNaN(Date.parse(iso))) {
-    throw new InvalidArgumentError('expected an ISO 8601 date or date-time such as 2024-05-01 or 2024-05-01T12:00:00Z (no zone: UTC).');
-  }
-  return iso.toUpperCase();
+  return parseInstant(value).iso;
 }
 
 interface ExportCliOptions {
@@ -93,7 +86,7 @@ export function registerExportCommand(program: Command): void {
     .requiredOption('--out <path>', 'the file to write (replaced once complete), or - for stdout')
     .option('--source <id>', 'only videos this source listed', intArg(1, 2_147_483_647))
     .option('--lang <lang>', 'only transcripts in this language', langArg)
-    .option('--since <time>', 'only records whose transcript or video changed at or after this time (ISO 8601; no zone: UTC)', sinceArg)
+    .option('--since <time>', `only records whose transcript or video changed at or after this time: ${INSTANT_FORMS}`, sinceArg)
     .option('--cursor <name>', 'only what changed since the last run with this name (the first writes everything); the name is kept in Postgres', cursorArg)
     .option('--chunks', 'add the timed chunks (JSONL: an array; Parquet: a list of structs; not with csv)', false)
     .option('--csv-raw-formulas', "CSV: write cells that start with = + - @, a tab or a carriage return as stored (by default they start with ')", false)

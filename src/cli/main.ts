@@ -8,6 +8,7 @@
  */
 import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
+import { escapeControls, VALUE_SHOWN_MAX_CHARS } from '../terminal-text.ts';
 
 /** After a command failed, how long open connections get to close before the process exits. */
 export const FAILED_COMMAND_EXIT_DELAY_MS = 3_000;
@@ -21,6 +22,17 @@ export const EXIT_CODES_HELP =
   '  1  something did not land: a batch failed or expired, items left retryable or quarantined\n' +
   '  2  usage or configuration error: a bad option, argument or environment variable (named in the message)\n' +
   '  3  the upstream refused: bad API key, plan without batch access, credits or a daily budget spent\n';
+
+/**
+ * A commander error as it is shown: commander quotes the bad value as given (`argument '...'`),
+ * so a long one is cut and control characters are written as escapes.
+ */
+export function shownCommanderError(message: string): string {
+  const cut = message.replace(/'([^'\n]*)'/g, (whole, value: string) =>
+    value.length > VALUE_SHOWN_MAX_CHARS ? `'${value.slice(0, VALUE_SHOWN_MAX_CHARS)}…' (${value.length} characters)` : whole,
+  );
+  return escapeControls(cut);
+}
 
 type Register = (program: Command) => void;
 
@@ -123,6 +135,8 @@ export function buildProgram(loaded: Partial<Record<CommandName, Register>> = {}
     )
     .version(VERSION, '-V, --version', 'print the version and exit')
     .showHelpAfterError('(add --help for usage)')
+    // before the commands are registered: each inherits it
+    .configureOutput({ outputError: (message, write) => write(shownCommanderError(message)) })
     .addHelpText('after', EXIT_CODES_HELP)
     .exitOverride();
   for (const name of COMMAND_NAMES) {

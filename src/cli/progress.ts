@@ -10,6 +10,7 @@ import { erroredItems, isSettled, type BatchProgress } from '../db/batch-progres
 import type { Queryable } from '../db/connection.ts';
 import { isReadOnlyError, isSchemaBehind } from '../db/pg-errors.ts';
 import { drainSearchIndex } from '../pipeline/search-index.ts';
+import { terminalSafe } from '../terminal-text.ts';
 
 /** What the view writes to: process.stderr, or anything shaped like it. */
 export interface ProgressOutput {
@@ -72,14 +73,14 @@ function counts(b: BatchProgress): string {
   return `${doneOf(b)}/${b.total ?? '?'} done${errors > 0 ? `, ${errors} error${errors === 1 ? '' : 's'}` : ''}`;
 }
 
-/** One line of the terminal block. */
+/** One line of the terminal block (job IDs and error codes come from the upstream). */
 export function batchLine(b: BatchProgress): string {
-  return `  ${kindText(b).padEnd(13)} source ${String(b.sourceId ?? '-').padEnd(4)} ${progressBar(b)} ${counts(b).padEnd(22)} ${statusText(b)}  ${b.jobId}`;
+  return terminalSafe(`  ${kindText(b).padEnd(13)} source ${String(b.sourceId ?? '-').padEnd(4)} ${progressBar(b)} ${counts(b).padEnd(22)} ${statusText(b)}  ${b.jobId}`);
 }
 
 /** The plain line written when a batch changed (not a terminal). */
 export function changeLine(b: BatchProgress, elapsedS: number): string {
-  return `backfill [${elapsedS}s] batch ${b.jobId} (${kindText(b)}, source ${b.sourceId ?? '-'}): ${counts(b)}; ${statusText(b)}`;
+  return terminalSafe(`backfill [${elapsedS}s] batch ${b.jobId} (${kindText(b)}, source ${b.sourceId ?? '-'}): ${counts(b)}; ${statusText(b)}`);
 }
 
 export function summaryLine(batches: readonly BatchProgress[], elapsedS: number): string {

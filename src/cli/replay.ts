@@ -3,7 +3,7 @@
  * raw copy (free), or re-submit retryable items as new batches (costs credits: prints the
  * estimate and asks for --yes).
  */
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { reconcile } from '../pipeline/reconcile.ts';
 import {
   planLostResubmission,
@@ -18,12 +18,13 @@ import {
 } from '../pipeline/replay.ts';
 import { waitForBatches } from '../pipeline/wait-for-batches.ts';
 import { startWorkers } from '../pipeline/workers.ts';
-import { parseDurationMs } from './args.ts';
+import { INSTANT_FORMS, parseDurationMs, parseInstant } from './args.ts';
 import { createContext } from './context.ts';
 import { EXIT_NOT_LANDED, EXIT_USAGE, UsageError } from './exit.ts';
 import { drainSearchIndexShowingProgress } from './progress.ts';
 import { waitForRedis } from './redis-ready.ts';
 import { renderTable, shortTime } from './table.ts';
+import { quoteValue, terminalSafe } from '../terminal-text.ts';
 
 interface ReplayOptions {
   batch?: string;
@@ -38,13 +39,7 @@ interface ReplayOptions {
   timeout?: number;
 }
 
-function dateArg(value: string): Date {
-  const d = new Date(value);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(d.getTime())) {
-    throw new InvalidArgumentError('expected a date such as 2026-11-01 or 2026-11-01T12:00:00Z.');
-  }
-  return d;
-}
+const sinceArg = (value: string): Date => parseInstant(value).date;
 
 function renderPlan(groups: ResubmitGroup[]): string {
   return renderTable(
@@ -101,7 +96,7 @@ export function registerReplayCommand(program: Command): void {
     .option('--expired', 're-submit the retryable items of expired batches only', false)
     .option('--lost', 're-submit what batch POSTs whose answer was lost (after a charge) would have fetched', false)
     .option('--quarantined', 're-sink quarantined items from their raw copy with today\'s rules (after an upgrade); no API call', false)
-    .option('--since <date>', 'only items of batches submitted since this date (with --failed/--expired/--quarantined)', dateArg)
+    .option('--since <date>', `only items of batches submitted since this time (with --failed/--expired/--quarantined): ${INSTANT_FORMS}`, sinceArg)
     .option('--dry-run', 'print what would be re-submitted and its credit estimate (with --quarantined: what would happen); change nothing', false)
     .option('--yes', 'agree to spend the estimated credits', false)
     .option('--no-wait', 'with --failed/--expired: return after submitting; daemons finish the work')
@@ -122,9 +117,9 @@ export function registerReplayCommand(program: Command): void {
             { sql: ctx.db().sql, log: ctx.log, settings: ctx.config.pipeline },
             { jobId: o.batch, since: o.since, dryRun: o.dryRun },
           );
-          if (!r.found) throw new UsageError(`--batch: no batch ${JSON.stringify(o.batch)} is recorded (see: status)`);
+          if (!r.found) throw new UsageError(`--batch: no batch ${quoteValue(o.batch ?? '')} is recorded (see: status)`);
           if (r.items === 0) {
-            const scope = `${o.batch !== undefined ? ` in batch ${o.batch}` : ''}${o.since ? ` of batches submitted since ${o.since.toISOString()}` : ''}`;
+            const scope = `${o.batch !== undefined ? ` in batch ${terminalSafe(o.batch)}` : ''}${o.since ? ` of batches submitted since ${o.since.toISOString()}` : ''}`;
             process.stdout.write(`nothing to re-sink: no quarantined items${scope}\n`);
             return;
           }
@@ -138,14 +133,14 @@ export function registerReplayCommand(program: Command): void {
         }
         if (o.batch !== undefined) {
           const r = await resinkBatch({ sql: ctx.db().sql, log: ctx.log, settings: ctx.config.pipeline }, o.batch);
-          if (!r.found) throw new UsageError(`--batch: no batch ${JSON.stringify(o.batch)} is recorded (see: status)`);
+          if (!r.found) throw new UsageError(`--batch: no batch ${quoteValue(o.batch ?? '')} is recorded (see: status)`);
           if (r.pruned) {
             const p = r.pruned;
             const when = p.firstPrunedAt.getTime() === p.lastPrunedAt.getTime()
               ? `on ${shortTime(p.firstPrunedAt.toISOString())}`
               : `between ${shortTime(p.firstPrunedAt.toISOString())} and ${shortTime(p.lastPrunedAt.toISOString())}`;
             process.stderr.write(
-              `error: batch ${o.batch}: ${p.pruned} of its ${p.stored} stored item(s) have no raw copy left: retention ` +
+              `error: batch ${terminalSafe(o.batch)}: ${p.pruned} of its ${p.stored} stored item(s) have no raw copy left: retention ` +
                 `(RAW_RETENTION_DAYS, now ${ctx.config.pipeline.rawRetentionDays}) pruned their payloads ${when}. ` +
                 'replay --batch re-sinks from raw items only; nothing was changed, no API call\n',
             );
@@ -154,7 +149,7 @@ export function registerReplayCommand(program: Command): void {
           }
           await drainSearchIndexShowingProgress(ctx.db().sql, process.stderr);
           process.stdout.write(
-            `batch ${o.batch}: ${r.items} stored item(s) re-sunk from raw: ${r.inserted} row(s) inserted, ` +
+            `batch ${terminalSafe(o.batch)}: ${r.items} stored item(s) re-sunk from raw: ${r.inserted} row(s) inserted, ` +
               `${r.updated} updated, ${r.unchanged} unchanged${r.quarantined ? `, ${r.quarantined} quarantined` : ''}; no API call\n`,
           );
           return;
@@ -186,7 +181,7 @@ export function registerReplayCommand(program: Command): void {
           await waitForRedis(ctx.redis());
           const syncs = await releaseLost(ctx.deps(), lost);
           for (const r of syncs) {
-            process.stdout.write(`source ${r.sourceId}: ${r.outcome}${r.jobIds.length ? `, ${r.submitted} video(s) in ${r.jobIds.length} batch(es): ${r.jobIds.join(', ')}` : ''}\n`);
+            process.stdout.write(terminalSafe(`source ${r.sourceId}: ${r.outcome}${r.jobIds.length ? `, ${r.submitted} video(s) in ${r.jobIds.length} batch(es): ${r.jobIds.join(', ')}` : ''}`) + '\n');
           }
           return;
         }
@@ -212,7 +207,7 @@ export function registerReplayCommand(program: Command): void {
         await waitForRedis(ctx.redis());
         const deps = ctx.deps();
         const { jobIds, videos } = await resubmit(deps, groups);
-        process.stdout.write(`submitted ${videos} video(s) in ${jobIds.length} batch(es): ${jobIds.join(', ')}\n`);
+        process.stdout.write(terminalSafe(`submitted ${videos} video(s) in ${jobIds.length} batch(es): ${jobIds.join(', ')}`) + '\n');
         if (!o.wait) return;
 
         await reconcile(deps);

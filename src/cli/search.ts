@@ -12,8 +12,10 @@ import {
   markSnippet,
   SEARCH_HITS_DEFAULT,
   SEARCH_HITS_MAX,
-  SEARCH_QUERY_MAX_CHARS,
+  searchQueryProblem,
+  snippetParts,
 } from '../domain/search.ts';
+import { terminalJson, terminalSafe } from '../terminal-text.ts';
 import { intArg } from './args.ts';
 import { createContext } from './context.ts';
 import { EXIT_NOT_LANDED } from './exit.ts';
@@ -30,14 +32,14 @@ function channelArg(value: string): string {
 }
 
 function wordsArg(value: string): string {
-  if (value.trim() === '') throw new InvalidArgumentError('expected words to search for.');
-  if (value.length > SEARCH_QUERY_MAX_CHARS) throw new InvalidArgumentError(`expected at most ${SEARCH_QUERY_MAX_CHARS} characters.`);
+  const problem = searchQueryProblem(value);
+  if (problem !== null) throw new InvalidArgumentError(`${problem}.`);
   return value;
 }
 
 /** One hit as a JSON line: the snippet with its marks as « », and without them. */
 export function searchHitJson(h: SearchHit, urlTemplate: string | undefined): string {
-  return JSON.stringify({
+  return terminalJson({
     video_id: h.videoId,
     title: h.title,
     channel_id: h.channelId,
@@ -55,11 +57,19 @@ export function searchHitJson(h: SearchHit, urlTemplate: string | undefined): st
 const BOLD = '\x1b[1m';
 const RESET = '\x1b[0m';
 
+/**
+ * One hit for a person. Titles, names and transcript text come from the upstream: each part goes
+ * through `terminalSafe` before the marks (bold on a terminal) are put around the words found.
+ */
 function hitBlock(h: SearchHit, urlTemplate: string | undefined, tty: boolean): string {
   const moment = h.seconds === null ? 'no timings' : formatMoment(h.seconds);
-  const channel = h.channelName ?? h.channelId ?? '?';
-  const snippet = tty ? markSnippet(h.snippet, BOLD, RESET) : markSnippet(h.snippet, '«', '»');
-  const lines = [`${h.videoId} ${moment} [${h.lang}]  ${h.title ?? '(no title)'} · ${channel}`, `  ${snippet.replace(/\s+/g, ' ').trim()}`];
+  const channel = terminalSafe(h.channelName ?? h.channelId ?? '?');
+  const [open, close] = tty ? [BOLD, RESET] : ['«', '»'];
+  const snippet = snippetParts(h.snippet)
+    .map((p) => (p.marked ? `${open}${terminalSafe(p.text)}${close}` : terminalSafe(p.text)))
+    .join('');
+  const head = `${terminalSafe(h.videoId)} ${moment} [${terminalSafe(h.lang)}]  ${terminalSafe(h.title ?? '(no title)')} · ${channel}`;
+  const lines = [head, `  ${snippet.replace(/\s+/g, ' ').trim()}`];
   if (urlTemplate !== undefined) lines.push(`  ${fillVideoUrl(urlTemplate, h.videoId, h.seconds)}`);
   return lines.join('\n') + '\n';
 }

@@ -29,6 +29,8 @@ import type { NewSourceInput } from '../pipeline/sources.ts';
 import { durationArg, formatDurationMs, intArg } from './args.ts';
 import type { Context } from './context.ts';
 import { renderTable, shortTime } from './table.ts';
+import { quoteValue, terminalJson, terminalSafe } from '../terminal-text.ts';
+import { shellCommand } from '../shell-quote.ts';
 import { LANG_CODE_RE } from '../domain/langs.ts';
 
 function langsArg(value: string): string[] {
@@ -94,8 +96,9 @@ async function refreshSchedulers(ctx: Context): Promise<void> {
   }
 }
 
+/** A source in one line; its title and external ID may come from the upstream. */
 function describe(s: Source): string {
-  return `${s.kind} ${s.externalId}${s.title ? ` (${s.title})` : ''}`;
+  return terminalSafe(`${s.kind} ${s.externalId}${s.title ? ` (${s.title})` : ''}`);
 }
 
 function includeArg(value: string): SourceInclude[] {
@@ -247,7 +250,8 @@ function addKindCommand(add: Command, kind: SourceKind): void {
       let origin: string | undefined;
       if (o.file !== undefined) {
         const fromFile = await refsFromFile(o.file);
-        refs.push(...fromFile.refs);
+        // a loop, not push(...refs): spreading a long list overflows the call stack
+        for (const r of fromFile.refs) refs.push(r);
         origin = fromFile.origin;
       }
       const filters: SearchFilterValues = {};
@@ -333,7 +337,7 @@ export function registerSourcesCommand(program: Command): void {
       await withContext(async (ctx) => {
         const rows = await listSources(ctx.db().db);
         if (o.json) {
-          process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+          process.stdout.write(`${terminalJson(rows, 2)}\n`);
           return;
         }
         if (rows.length === 0) {
@@ -404,12 +408,12 @@ async function sourceNamed(ctx: Context, ref: string): Promise<SourceMatch> {
     throw await usageError(
       /^\d+$/.test(ref.trim())
         ? `source ${ref.trim()} does not exist (see: sources list)`
-        : `no source is ${JSON.stringify(ref)}: give its ID, the reference it was added with, its external ID or a channel's @handle (see: sources list)`,
+        : `no source is ${quoteValue(ref)}: give its ID, the reference it was added with, its external ID or a channel's @handle (see: sources list)`,
     );
   }
   const candidates = renderTable(['id', 'kind', 'external id', 'title'], found.map((s) => [s.id, s.kind, s.externalId, s.title]));
   throw await usageError(
-    `${JSON.stringify(ref)} names ${found.length} sources; give the ID of the one you mean:\n${candidates.trimEnd().replace(/^/gm, '  ')}`,
+    `${quoteValue(ref)} names ${found.length} sources; give the ID of the one you mean:\n${candidates.trimEnd().replace(/^/gm, '  ')}`,
   );
 }
 
@@ -470,7 +474,7 @@ function costNotes(id: number, before: SourceSettings, after: SourceSettings): s
     notes.push(`buys again (metadata and transcripts) each of its videos last fetched more than ${formatDurationMs(after.refreshAfterMs)} ago, and each one again every ${formatDurationMs(after.refreshAfterMs)}`);
   }
   if (notes.length === 0) return '';
-  return `${notes.map((n) => `  next sync ${n}\n`).join('')}  the credits first: videosite-ingest backfill --source ${id} --dry-run\n`;
+  return `${notes.map((n) => `  next sync ${n}\n`).join('')}  the credits first: ${shellCommand('videosite-ingest', 'backfill', '--source', id, '--dry-run')}\n`;
 }
 
 function registerEditCommand(sources: Command): void {

@@ -6,6 +6,7 @@ import type { BatchProgress } from '../db/batch-progress.ts';
 import { PENDING_COUNT_CAP } from '../db/webhooks.ts';
 import { describeCoverage } from '../domain/coverage.ts';
 import { collectStatus, describePrune, STATUS_SOURCES_SHOWN, type StatusReport } from '../pipeline/status.ts';
+import { terminalJson, terminalSafe } from '../terminal-text.ts';
 import { createContext } from './context.ts';
 import { renderTable, shortTime } from './table.ts';
 
@@ -15,6 +16,7 @@ function progress(b: BatchProgress): string {
   return `${b.finished}/${b.total} (${pct}%)`;
 }
 
+/** The report for a person; titles, errors and hold reasons come from the upstream, so the whole text goes through `terminalSafe`. */
 export function renderStatus(r: StatusReport): string {
   const out: string[] = [];
   // first, because nothing scheduled happens while one stands
@@ -217,7 +219,7 @@ export function renderStatus(r: StatusReport): string {
       ? '  last prune: never (daemons prune daily; see what it would free: videosite-ingest prune --dry-run)\n'
       : `  last prune: ${shortTime(p.startedAt)}: ${describePrune(p, compactBytes)}\n`,
   );
-  return out.join('');
+  return terminalSafe(out.join(''), { multiline: true });
 }
 
 export function registerStatusCommand(program: Command): void {
@@ -230,7 +232,7 @@ export function registerStatusCommand(program: Command): void {
       const ctx = createContext();
       try {
         const report = await collectStatus(ctx.db().sql, { allSources: o.allSources });
-        process.stdout.write(o.json ? `${JSON.stringify(report, null, 2)}\n` : renderStatus(report));
+        process.stdout.write(o.json ? `${terminalJson(report, 2)}\n` : renderStatus(report));
       } finally {
         await ctx.close();
       }

@@ -1,7 +1,16 @@
-/** Plain text tables for stdout: columns padded to their widest cell, no colours. */
+import { terminalSafe } from '../terminal-text.ts';
+
+/**
+ * Plain text tables for stdout: columns padded to their widest cell, no colours. Every cell goes
+ * through `terminalSafe` (one line, no control sequence), since cells carry upstream text.
+ */
 export function renderTable(headers: string[], rows: (string | number | null | undefined)[][]): string {
-  const cells = rows.map((r) => r.map((c) => (c === null || c === undefined ? '-' : String(c))));
-  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((r) => (r[i] ?? '').length)));
+  const cells = rows.map((r) => r.map((c) => (c === null || c === undefined ? '-' : terminalSafe(String(c)))));
+  // a loop, not Math.max(...column): spreading a long column overflows the call stack
+  const widths = headers.map((h) => h.length);
+  for (const r of cells) {
+    for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i]!, (r[i] ?? '').length);
+  }
   const line = (r: string[]) =>
     r
       .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0)))

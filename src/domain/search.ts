@@ -4,6 +4,7 @@
  * hit becomes a link. Which text search configuration a language gets is decided in one place,
  * the SQL function `search_config_map` of migrations/0011 (the trigger needs it; the query reads it).
  */
+import { controlCharacterProblem, quoteValue } from '../terminal-text.ts';
 
 /**
  * Chunks per window, and the step between two windows' first chunks: a window starts at the last
@@ -19,6 +20,19 @@ export const SEARCH_HITS_DEFAULT = 20;
 export const SEARCH_HITS_MAX = 1_000;
 /** Longest query accepted, characters (a query is parsed once per text search configuration). */
 export const SEARCH_QUERY_MAX_CHARS = 500;
+
+/**
+ * Why `query` cannot be searched for, or null when it can: blank, too long, or holding a control
+ * character (a NUL is a byte Postgres text cannot hold: without this check it fails in the
+ * database instead of here, named).
+ */
+export function searchQueryProblem(query: string): string | null {
+  if (query.trim() === '') return 'words: expected words to search for';
+  if (query.length > SEARCH_QUERY_MAX_CHARS) {
+    return `words: ${quoteValue(query)} is too long: expected at most ${SEARCH_QUERY_MAX_CHARS} characters`;
+  }
+  return controlCharacterProblem('words', query);
+}
 
 /**
  * Where ts_headline marks the words found: private-use code points (U+E000, U+E001), which no

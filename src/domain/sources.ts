@@ -66,6 +66,14 @@ export function normalizeFeatures(value: unknown): string[] | undefined {
 export const SEARCH_LIMIT_DEFAULT = 100;
 
 /**
+ * Longest saved-search query, in characters (the interface sets no maximum). Every page request
+ * carries the query in its URL, percent-encoded, and its page token may carry it again: a query
+ * much longer than a person types would make every sync's request line too long for the servers
+ * and proxies on the way, so it is refused when the source is added rather than at each sync.
+ */
+export const SEARCH_SOURCE_QUERY_MAX_CHARS = 256;
+
+/**
  * Where a stored transcript came from: the video's captions (a transcript batch) or generated
  * from its audio (a `GET /transcript?mode=generate` job, `--generate-missing`).
  */

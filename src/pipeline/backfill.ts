@@ -209,11 +209,14 @@ async function generateMissing(deps: PipelineDeps, report: BackfillReport, signa
     if (!source?.generateMissing) continue;
     try {
       const g = await submitGenerations(deps, source, { platform: deps.api.platform, signal });
-      sync.jobIds.push(...g.jobIds);
+      // a loop, not push(...ids): one transcript job per video, and spreading a long list overflows the call stack
+      for (const id of g.jobIds) {
+        sync.jobIds.push(id);
+        jobIds.push(id);
+      }
       sync.submitted += g.videos;
       sync.creditsEstimated += g.credits;
       if (g.jobIds.length > 0 && sync.outcome === 'up-to-date') sync.outcome = 'submitted';
-      jobIds.push(...g.jobIds);
     } catch (e: unknown) {
       const code = e instanceof ApiError ? e.code : 'error';
       report.syncErrors.push({ sourceId: sync.sourceId, code, message: e instanceof Error ? e.message : String(e) });

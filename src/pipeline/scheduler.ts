@@ -304,7 +304,8 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
     // transcripts generated for videos whose captions a finished batch reported missing
     stopIfAborted();
     const generated = await submitGenerations(deps, source, { platform: deps.api.platform, signal });
-    result.jobIds.push(...generated.jobIds);
+    // a loop, not push(...ids): one transcript job per video, and spreading a long list overflows the call stack
+    for (const id of generated.jobIds) result.jobIds.push(id);
     result.submitted += generated.videos;
     if (generated.refused && result.jobIds.length === 0) {
       result.creditsEstimated = generated.refused.needed;
@@ -416,7 +417,7 @@ export async function planBatches(
       claims.videos.set(key, taken);
       due = mine;
     }
-    planned.push(...adapter.buildBatches(source, w.kind, w.lang, due, deps.settings.batchSize));
+    for (const b of adapter.buildBatches(source, w.kind, w.lang, due, deps.settings.batchSize)) planned.push(b);
   }
   return planned;
 }

@@ -126,7 +126,6 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
   };
 
   const classify = (e: unknown): never => {
-    if (e instanceof PayloadError) throw new UnrecoverableError(e.message);
     if (e instanceof SourceNotFoundError) throw new UnrecoverableError(e.message);
     if (e instanceof ApiError && PERMANENT_API_CODES.includes(e.code)) throw new UnrecoverableError(e.message);
     throw e;
@@ -248,7 +247,9 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
 
   for (const w of workers) {
     w.on('failed', (job, err) => {
-      log.error({ event: 'job.failed', queue: w.name, bullJobId: job?.id, attemptsMade: job?.attemptsMade, err }, 'job failed');
+      // a payload that fails its schema fails once, for good: this line is its only report, with the failing path
+      const payload = err instanceof PayloadError ? { payloadPath: err.path } : {};
+      log.error({ event: 'job.failed', queue: w.name, bullJobId: job?.id, attemptsMade: job?.attemptsMade, ...payload, err }, 'job failed');
     });
     w.on('error', (err) => {
       log.error({ event: 'worker.error', queue: w.name, err }, 'worker error');

@@ -3,6 +3,7 @@
  * payload that fails is reported with its path and the job is failed without retries (retrying
  * cannot repair it), never crashed on.
  */
+import { UnrecoverableError } from 'bullmq';
 import { z } from 'zod';
 import { formatIssuePath } from '../api/schemas.ts';
 
@@ -36,7 +37,11 @@ export const SinkJobSchema = z.object({
 });
 export type SinkJob = z.infer<typeof SinkJobSchema>;
 
-export class PayloadError extends Error {
+/**
+ * A job whose payload fails its schema. Unrecoverable: BullMQ fails the job at its first attempt,
+ * whatever attempts it was given, from wherever in a worker it is thrown.
+ */
+export class PayloadError extends UnrecoverableError {
   readonly path: string;
   readonly raw: unknown;
   constructor(queue: string, path: string, message: string, raw: unknown) {

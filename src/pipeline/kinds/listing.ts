@@ -8,9 +8,8 @@ export const LISTING_LIMIT_DEFAULT = LIMIT_MAX;
 
 /** Regular IDs, then the included shorts and live IDs; each once, in listing order. */
 export function listedIds(listing: VideoIds, include: readonly SourceInclude[]): string[] {
-  const ids = [...listing.videoIds];
-  if (include.includes('shorts')) ids.push(...listing.shortIds);
-  if (include.includes('live')) ids.push(...listing.liveIds);
+  // concat, not push(...ids): the upstream decides how long a listing is
+  const ids = listing.videoIds.concat(include.includes('shorts') ? listing.shortIds : [], include.includes('live') ? listing.liveIds : []);
   return [...new Set(ids)];
 }
 

@@ -13,10 +13,12 @@ import {
   SEARCH_FILTER_VALUES,
   SEARCH_FILTERS,
   SEARCH_LIMIT_DEFAULT,
+  SEARCH_SOURCE_QUERY_MAX_CHARS,
   SEARCH_SOURCE_TYPE,
   type SearchFilter,
   type SearchFilterValues,
 } from '../../domain/sources.ts';
+import { controlCharacterProblem, quoteValue } from '../../terminal-text.ts';
 import { kebab, refuseOptions, SourceSpecError, videoIdBatches, type SourceAdapter } from './adapter.ts';
 
 /** A filter's value that the interface does not take: named with its flag, its field and the valid values. */
@@ -58,6 +60,14 @@ export const searchAdapter: SourceAdapter = {
     if (spec.refs.length !== 1 || spec.refs[0]!.value.trim() === '') {
       throw new SourceSpecError('a search source takes one non-empty query, e.g. sources add search "rust async"');
     }
+    const query = spec.refs[0]!.value.trim();
+    if (query.length > SEARCH_SOURCE_QUERY_MAX_CHARS) {
+      throw new SourceSpecError(
+        `query: ${quoteValue(query)} is too long: a saved search query takes at most ${SEARCH_SOURCE_QUERY_MAX_CHARS} characters; nothing was registered`,
+      );
+    }
+    const control = controlCharacterProblem('query', query);
+    if (control !== null) throw new SourceSpecError(`${control}; nothing was registered`);
     const filters = checkFilters(spec.filters);
     if (spec.limit !== undefined && (spec.limit < 1 || spec.limit > LIMIT_MAX)) {
       throw new SourceSpecError(`--limit ${spec.limit} is out of range; expected 1..${LIMIT_MAX}`);
