@@ -89,8 +89,9 @@ export function creditChartSvg(points: readonly CreditPoint[], opts: CreditChart
     t0 -= SINGLE_POINT_SPAN_MS / 2;
     t1 += SINGLE_POINT_SPAN_MS / 2;
   }
-  const usedTop = Math.max(...points.map((p) => p.used)) * 1.1;
-  const maxTop = Math.max(...points.map((p) => p.max ?? 0));
+  // a reduce, not Math.max(...points): spreading a long series overflows the call stack
+  const usedTop = points.reduce((m, p) => Math.max(m, p.used), 0) * 1.1;
+  const maxTop = points.reduce((m, p) => Math.max(m, p.max ?? 0), 0);
   const allowanceInView = maxTop > 0 && maxTop <= Math.max(usedTop, 1) * ALLOWANCE_IN_VIEW_FACTOR;
   const top = niceTop(allowanceInView ? Math.max(usedTop, maxTop * 1.05) : usedTop);
   const plotW = width - MARGIN.left - MARGIN.right;

@@ -14,6 +14,7 @@ import { compactBytes } from './chart.ts';
 import { html, type SafeHtml } from './html.ts';
 import { batchHref, jobLink, notFoundBody, renderPage, unavailable, when } from './layout.ts';
 import { readPageSections, type PageReadOptions } from './page-sections.ts';
+import { shellQuote } from '../shell-quote.ts';
 
 /**
  * The most of a raw item the page shows, bytes (UTF-8). A transcript of an hour is ~60 kB of
@@ -54,7 +55,7 @@ export function utf8Prefix(text: string, maxBytes: number): string {
   return bytes.subarray(0, end).toString('utf8');
 }
 
-/** A string literal of SQL (for the psql line a person may copy). */
+/** A string literal of SQL (for the psql line a person may copy; the whole line is quoted for a shell, so an upstream job ID runs nothing). */
 const sqlLiteral = (s: string) => `'${s.replace(/'/g, "''")}'`;
 
 function payload(i: BatchItemView, maxBytes: number, now: Date): SafeHtml {
@@ -81,7 +82,7 @@ function payload(i: BatchItemView, maxBytes: number, now: Date): SafeHtml {
     ${
       truncated
         ? html`<p class="banner" role="status" id="truncated">Truncated: the first ${compactBytes(Buffer.byteLength(shown, 'utf8'))} of ${compactBytes(whole)} shown. The whole item:
-            <code>psql -c "select ${column} from batch_items where job_id = ${sqlLiteral(i.jobId)} and video_id = ${sqlLiteral(i.videoId)}"</code></p>`
+            <code>psql -c ${shellQuote(`select ${column} from batch_items where job_id = ${sqlLiteral(i.jobId)} and video_id = ${sqlLiteral(i.videoId)}`)}</code></p>`
         : ''
     }
     <pre class="payload" id="payload">${shown}</pre>`;

@@ -7,7 +7,7 @@
 import { databaseNow } from '../db/connection.ts';
 import { searchTranscripts, type SearchFilter, type SearchHit } from '../db/search.ts';
 import type { Pool } from '../db/statement-timeout.ts';
-import { fillVideoUrl, formatMoment, SEARCH_HITS_DEFAULT, SEARCH_HITS_MAX, SEARCH_QUERY_MAX_CHARS, snippetParts } from '../domain/search.ts';
+import { fillVideoUrl, formatMoment, SEARCH_HITS_DEFAULT, SEARCH_HITS_MAX, SEARCH_QUERY_MAX_CHARS, searchQueryProblem, snippetParts } from '../domain/search.ts';
 import { readHolds, type HoldsStatus } from '../pipeline/status.ts';
 import { html, type SafeHtml } from './html.ts';
 import { renderPage, unavailable } from './layout.ts';
@@ -18,6 +18,11 @@ import { LANG_CODE_RE } from '../domain/langs.ts';
 export function readSearchParams(p: Record<string, string | undefined>): Omit<SearchFilter, 'query'> & { query: string } | { error: string } {
   const query = (p.q ?? '').trim();
   if (query.length > SEARCH_QUERY_MAX_CHARS) return { error: `q: expected at most ${SEARCH_QUERY_MAX_CHARS} characters\n` };
+  if (query !== '') {
+    // a NUL or another control character would fail in Postgres (read as "did not answer in time")
+    const problem = searchQueryProblem(query);
+    if (problem !== null) return { error: `q: ${problem.replace(/^words: /, '')}\n` };
+  }
   const lang = p.lang === undefined || p.lang === '' ? undefined : p.lang;
   if (lang !== undefined && !LANG_CODE_RE.test(lang)) return { error: `lang: invalid value ${JSON.stringify(lang)}: expected a language code such as en or pt-BR\n` };
   const source = p.source === undefined || p.source === '' ? undefined : p.source;

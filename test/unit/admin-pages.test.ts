@@ -15,6 +15,8 @@ import { ConfigError, loadConfig } from '../../src/config.ts';
 import { renderBatchPage, type BatchPageData, type BatchView } from '../../src/admin/batch-page.ts';
 import { readStatusParam, renderBatchesPage, type BatchesPageData } from '../../src/admin/batches-page.ts';
 import { renderItemPage, utf8Prefix } from '../../src/admin/item-page.ts';
+import { readSearchParams } from '../../src/admin/search-page.ts';
+import { shellQuote } from '../../src/shell-quote.ts';
 import { placePage, readPageParam } from '../../src/admin/paging.ts';
 import { renderSourcePage, type SourcePageData } from '../../src/admin/source-page.ts';
 import type { BatchItemRow, BatchItemView, SourceDetail } from '../../src/db/admin-pages.ts';
@@ -358,7 +360,9 @@ describe('item page', () => {
     const page = render(item({ form: 'text', text, textBytes: 200 }), 51).html;
     expect(page).toContain(`<pre class="payload" id="payload">${'é'.repeat(25)}</pre>`);
     expect(page).toContain('Truncated: the first 50 bytes of 200 bytes shown.');
-    expect(page).toContain(`select payload_raw from batch_items where job_id = &#39;job-1&#39; and video_id = &#39;vid-1&#39;`);
+    // the whole SQL quoted for a shell: an upstream job ID cannot run anything
+    const sqlText = "select payload_raw from batch_items where job_id = 'job-1' and video_id = 'vid-1'";
+    expect(page).toContain(`psql -c ${shellQuote(sqlText).replaceAll("'", '&#39;')}`);
     // what Postgres cut (by characters) is said to be cut too
     expect(render(item({ text: '{}', textBytes: 300_000 })).html).toContain('id="truncated"');
   });
@@ -461,3 +465,22 @@ const SOURCE_ROW: OverviewSource = {
   maxVideos: 5000, langs: ['en'], lastSyncedAt: '2026-03-10T12:00:05Z', videos: 500, transcripts: 400,
   lastError: null, lastErrorCode: null, lastErrorAt: null, freshness: { label: 'fresh', tone: 'ok' },
 };
+
+describe('hostile values on admin pages', () => {
+  it("the item page's psql line keeps an upstream job ID inside one shell word", () => {
+    const jobId = `x'$(touch /tmp/pwned)'`;
+    const page = renderItemPage(
+      { now: NOW, unavailable: [], holds: HOLDS, item: { jobId, videoId: 'v', state: 'sunk', errorCode: null, reason: null, reasonCode: null, landedAt: NOW, sunkAt: NOW, updatedAt: NOW, resubmittedIn: null, payloadPrunedAt: null, payloadSha256: null, payloadBytes: null, form: 'text', text: 'x'.repeat(100), textBytes: 100 } },
+      { jobId, videoId: 'v', maxBytes: 10 },
+    ).html;
+    const sqlText = `select payload_raw from batch_items where job_id = 'x''$(touch /tmp/pwned)''' and video_id = 'v'`;
+    expect(page).toContain(`psql -c ${shellQuote(sqlText).replaceAll("'", '&#39;')}</code>`);
+    // every $( sits inside single quotes: the quoted word closes only around escaped quotes
+    expect(shellQuote(sqlText).startsWith("'")).toBe(true);
+  });
+
+  it('the search page refuses a query holding a control character (a NUL would fail in Postgres)', () => {
+    expect(readSearchParams({ q: 'a\u0000b' })).toEqual({ error: expect.stringMatching(/^q: .*control character/) });
+    expect(readSearchParams({ q: 'rust async' })).toMatchObject({ query: 'rust async' });
+  });
+});
