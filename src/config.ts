@@ -23,7 +23,7 @@ export const DEFAULT_PLATFORM = 'videosite';
 export const API_CONNECT_TIMEOUT_MS = 10_000;
 export const API_HEADERS_TIMEOUT_MS = 30_000;
 export const API_BODY_TIMEOUT_MS = 60_000;
-/** The most one attempt may take from sending to its whole answer (to the head of a streamed batch), ms. */
+/** The most one attempt may take from sending to its whole answer, ms (a streamed batch: its poll bounds it, POLL_MAX_DURATION_MS). */
 export const API_REQUEST_TIMEOUT_MS = 120_000;
 export const API_RETRY_MAX_ATTEMPTS = 5;
 export const API_RETRY_BASE_DELAY_MS = 500;

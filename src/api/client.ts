@@ -118,8 +118,8 @@ export interface ApiClientOptions {
   /** longest silence while a body arrives, in milliseconds; default 60 000 */
   bodyTimeoutMs?: number | undefined;
   /**
-   * the most one attempt may take from sending to its whole answer (to the head of a streamed
-   * batch), in milliseconds: a trickling answer ends here; default 120 000
+   * the most one attempt may take from sending to its whole answer, in milliseconds: a
+   * trickling answer ends here (`openBatch` streams: its reader bounds the body); default 120 000
    */
   requestTimeoutMs?: number | undefined;
   /** retries; default 5 attempts, 500 ms base, 30 000 ms cap */

@@ -74,9 +74,10 @@ export interface HttpOptions {
   /** per request: longest silence while the body arrives, in milliseconds */
   bodyTimeoutMs: number;
   /**
-   * per attempt: the most one request may take from sending to its whole answer read (to the
-   * answer's head for `openStream`), in milliseconds: a server that trickles a byte at a time
-   * never trips the silence timeout, and would otherwise hold the caller for good
+   * per attempt: the most one request may take from sending to its whole answer read, in
+   * milliseconds: a server that trickles a byte at a time never trips the silence timeout, and
+   * would otherwise hold the caller for good (`openStream` hands its body over unread: the
+   * caller bounds it)
    */
   requestTimeoutMs: number;
   retry: RetryPolicy;
@@ -283,20 +284,26 @@ export function createHttp(opts: HttpOptions): Http {
 
   /**
    * One attempt under the overall deadline (`requestTimeoutMs`): `run` gets the spec with a
-   * signal that aborts at the deadline or when the caller's does, and may stop the clock early
-   * (`stopClock`: a stream's head arrived, its body is the caller's to bound). A deadline that
-   * passes is a timeout (retried like one); the caller's abort stays an abort.
+   * signal that aborts at the deadline or when the caller's does. A deadline that passes is a
+   * timeout (retried like one); the caller's abort stays an abort.
    */
-  async function withDeadline<T>(spec: RequestSpec, run: (s: RequestSpec, stopClock: () => void) => Promise<T>): Promise<T> {
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), opts.requestTimeoutMs);
+  async function withDeadline<T>(spec: RequestSpec, run: (s: RequestSpec) => Promise<T>): Promise<T> {
+    const attempt = new AbortController();
+    let deadlinePassed = false;
+    const timer = setTimeout(() => {
+      deadlinePassed = true;
+      attempt.abort();
+    }, opts.requestTimeoutMs);
     timer.unref();
-    const stopClock = () => clearTimeout(timer);
-    const signal = spec.signal === undefined ? deadline.signal : AbortSignal.any([spec.signal, deadline.signal]);
+    // the caller's signal aborts this attempt too; a listener removed at the end, not
+    // AbortSignal.any, so a long-lived signal (a worker's) gathers nothing over thousands of polls
+    const callerAborted = () => attempt.abort(spec.signal?.reason);
+    if (spec.signal?.aborted) attempt.abort(spec.signal.reason);
+    else spec.signal?.addEventListener('abort', callerAborted, { once: true });
     try {
-      return await run({ ...spec, signal }, stopClock);
+      return await run({ ...spec, signal: attempt.signal });
     } catch (e: unknown) {
-      if (!deadline.signal.aborted || spec.signal?.aborted) throw e;
+      if (!deadlinePassed || spec.signal?.aborted) throw e;
       const billed = e instanceof AttemptFailure ? e.billedCredits : undefined;
       throw new AttemptFailure(
         new TimeoutError({ message: `${spec.endpoint}: no whole answer within API_REQUEST_TIMEOUT_MS (${opts.requestTimeoutMs} ms)`, endpoint: spec.endpoint, cause: e }),
@@ -304,7 +311,8 @@ export function createHttp(opts: HttpOptions): Http {
         billed,
       );
     } finally {
-      stopClock();
+      clearTimeout(timer);
+      spec.signal?.removeEventListener('abort', callerAborted);
     }
   }
 
@@ -563,13 +571,10 @@ export function createHttp(opts: HttpOptions): Http {
   }
 
   async function openStream(spec: RequestSpec): Promise<StreamAnswer> {
-    // the deadline covers the head only: the body is the caller's to read (the poller bounds it)
+    // no overall deadline here: the head is bounded by headersTimeoutMs, and the body is the
+    // caller's to read under its own signal (the poller bounds a download by POLL_MAX_DURATION_MS)
     return withRetries(spec, async () => {
-      const res = await withDeadline(spec, async (s, stopClock) => {
-        const head = await send(s);
-        stopClock();
-        return head;
-      });
+      const res = await send(spec);
       if (!isSuccess(res.statusCode)) throw await errorAnswer(res, spec);
       return { status: res.statusCode, billedCredits: billedCreditsOf(res.headers), headers: res.headers, body: res.body };
     });
