@@ -1,6 +1,6 @@
 /**
  * The figures side by side, the ratios, and each target (issues #4 and #12) as met / not met: as
- * a Markdown table for the terminal (and the README), and as one JSON document.
+ * a Markdown table for the terminal (and docs/performance.md), and as one JSON document.
  */
 import type { CeilingFigures } from './ceiling.ts';
 import type { NaiveFigures } from './naive.ts';

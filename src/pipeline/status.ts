@@ -183,7 +183,7 @@ export interface StatusReport extends HoldsStatus, ItemsStatus {
   storage: TableStorage[];
   /** null before the first prune */
   lastPrune: PruneStatus | null;
-  /** the webhook endpoints (README "Change events and webhooks") */
+  /** the webhook endpoints (docs/corpus.md "Change events and webhooks") */
   webhooks: WebhookStatus[];
   /** rolling upgrades: this build's newest migration and the applied ones newer than it */
   schema: SchemaStatus;

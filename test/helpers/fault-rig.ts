@@ -167,7 +167,7 @@ export async function startFaultRig(label: string, opts: FaultRigOptions = {}): 
 /**
  * The one line of figures a scenario prints, e.g.
  * `faults: 04 redis-restart-empty lost=0 duplicates=0 resumed_after_s=2.1`; also appended to
- * $FAULT_FIGURES_FILE when set (the README table is built from it).
+ * $FAULT_FIGURES_FILE when set (the table in docs/reliability.md is built from it).
  */
 export function figures(scenario: string, values: Record<string, number | string | boolean>): string {
   const line = `faults: ${scenario} ${Object.entries(values)
