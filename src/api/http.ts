@@ -103,8 +103,6 @@ export interface RequestSpec {
   path: string;
   /** query parameters; undefined values are left out */
   query?: Readonly<Record<string, QueryValue>> | undefined;
-  /** a raw query string (`skip=20`) used as is, for URLs the server handed back */
-  rawSearch?: string | undefined;
   /** JSON body (POST) */
   body?: unknown;
   kind: RequestKind;
@@ -134,8 +132,6 @@ export interface StreamAnswer {
 export interface Http {
   requestJson<S extends z.ZodType>(spec: RequestSpec, schema: S): Promise<JsonAnswer<z.output<S>>>;
   openStream(spec: RequestSpec): Promise<StreamAnswer>;
-  /** the URL a path below the base resolves to (no query): for checking server-given URLs */
-  urlOf(path: string): URL;
 }
 
 /** How much of a raw body an error message quotes (`rawBody` keeps a longer prefix). */
@@ -256,8 +252,7 @@ export function scrubSecret<E extends ApiError>(err: E, secret: string): E {
   return err;
 }
 
-function buildSearch(query: RequestSpec['query'], rawSearch: string | undefined): string {
-  if (rawSearch !== undefined) return rawSearch.replace(/^\?/, '');
+function buildSearch(query: RequestSpec['query']): string {
   if (query === undefined) return '';
   const params = new URLSearchParams();
   for (const [k, v] of Object.entries(query)) {
@@ -278,7 +273,7 @@ export function createHttp(opts: HttpOptions): Http {
   };
 
   function pathWithQuery(spec: RequestSpec): string {
-    const search = buildSearch(spec.query, spec.rawSearch);
+    const search = buildSearch(spec.query);
     return `${basePath}${spec.path}${search === '' ? '' : `?${search}`}`;
   }
 
@@ -580,9 +575,5 @@ export function createHttp(opts: HttpOptions): Http {
     });
   }
 
-  function urlOf(path: string): URL {
-    return new URL(`${origin}${basePath}${path}`);
-  }
-
-  return { requestJson, openStream, urlOf };
+  return { requestJson, openStream };
 }

@@ -35,13 +35,6 @@ export async function insertCharges(sql: Queryable, rows: readonly NewCharge[]):
   await sql`insert into credit_charges ${sql(values)}`;
 }
 
-/** Credits billed to one sync run's requests. */
-export async function billedOfRun(sql: Queryable, syncRunId: number): Promise<number> {
-  const [row] = await sql<{ n: number }[]>`
-    select coalesce(sum(credits), 0)::float8 as n from credit_charges where sync_run_id = ${syncRunId}`;
-  return row!.n;
-}
-
 /** Billed credits of one UTC day (or the day so far). */
 export interface BilledDay {
   /** `YYYY-MM-DD`, UTC */
@@ -83,16 +76,6 @@ export async function billedBySource(sql: Queryable, since: Date, limit = 50): P
       count(*)::float8 as requests
     from credit_charges where charged_at >= ${since}
     group by source_id order by sum(credits) desc, source_id limit ${limit}`;
-}
-
-/** Billed credits per source for the given sources since `since`. */
-export async function billedOfSources(sql: Queryable, sourceIds: readonly number[], since: Date): Promise<Map<number, number>> {
-  if (sourceIds.length === 0) return new Map();
-  const rows = await sql<{ sourceId: number; credits: number }[]>`
-    select source_id as "sourceId", sum(credits)::float8 as credits from credit_charges
-    where source_id = any(${sourceIds as number[]}::int[]) and charged_at >= ${since}
-    group by source_id`;
-  return new Map(rows.map((r) => [r.sourceId, r.credits]));
 }
 
 /** Every credit billed in [`from`, `to`) (`to` undefined: until now), to set beside `/me`'s usage over the same span. */

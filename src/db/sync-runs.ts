@@ -17,9 +17,12 @@ export type SyncRunFigures = Pick<SyncRun, 'videosListed' | 'videosSubmitted' | 
   chargesRecorded?: boolean | undefined;
 };
 
-/** Records how the run ended, with its `source.synced` / `source.failed` event in the same statement. */
-export async function finishSyncRun(sql: Queryable, runId: number, outcome: NonNullable<SyncRun['outcome']>, r: SyncRunFigures): Promise<void> {
-  await sql`
+/**
+ * Records how the run ended, with its `source.synced` / `source.failed` event in the same
+ * statement; returns what the run was billed (null when no charges were recorded).
+ */
+export async function finishSyncRun(sql: Queryable, runId: number, outcome: NonNullable<SyncRun['outcome']>, r: SyncRunFigures): Promise<number | null> {
+  const [row] = await sql<{ creditsBilled: number | null }[]>`
     with run as (
       update sync_runs set finished_at = now(), outcome = ${outcome}, detail = ${r.detail},
         videos_listed = ${r.videosListed}, videos_submitted = ${r.videosSubmitted},
@@ -28,8 +31,11 @@ export async function finishSyncRun(sql: Queryable, runId: number, outcome: NonN
           then (select coalesce(sum(credits), 0) from credit_charges where sync_run_id = ${runId}) end
       where id = ${runId}
       returning ${SYNC_RUN_EVENT_COLUMNS(sql)}
+    ), event as (
+      ${insertSyncRunEvent(sql, outcome)}
     )
-    ${insertSyncRunEvent(sql, outcome)}`;
+    select credits_billed as "creditsBilled" from run`;
+  return row?.creditsBilled ?? null;
 }
 
 const SYNC_RUN_EVENT_COLUMNS = (sql: Queryable) =>

@@ -20,7 +20,6 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { AbortedError, ApiError, LimitExceededError, toApiError } from '../api/errors.ts';
 import { isRecordFresh } from '../db/channels.ts';
-import { billedOfRun } from '../db/credit-charges.ts';
 import type { Queryable } from '../db/connection.ts';
 import { acquireSyncLease, releaseSyncLease, renewSyncLease, SYNC_LEASE_RENEW_MS, SYNC_LEASE_TTL_MS } from '../db/locks.ts';
 import { inFlightBatchKeys, markSourceError, markSourceSynced } from '../db/source-sync.ts';
@@ -164,7 +163,7 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
   const finish = async (outcome: SyncRunOutcome) => {
     // the run's billed total is the sum of its charges: every one recorded so far is written first
     await deps.charges?.flush();
-    await finishSyncRun(sql, runId, outcome, {
+    const billed = await finishSyncRun(sql, runId, outcome, {
       detail: result.detail ?? null,
       videosListed: result.listed,
       videosSubmitted: result.submitted,
@@ -173,7 +172,7 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
       jobIds: result.jobIds,
       chargesRecorded: deps.charges !== undefined,
     });
-    if (deps.charges !== undefined) result.creditsBilled = await billedOfRun(sql, runId);
+    if (billed !== null) result.creditsBilled = billed;
   };
   const refusedCredits = async (refusal: CreditsRefusedError, accountLeft: number | undefined): Promise<SyncResult> => {
     result.outcome = 'refused-credits';
