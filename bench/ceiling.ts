@@ -70,11 +70,29 @@ export interface CeilingFigures {
 }
 
 const VIDEO_COLUMNS = [
-  'id', 'title', 'description', 'duration_s', 'channel_id', 'channel_name', 'tags', 'thumbnail',
-  'upload_date', 'view_count', 'like_count', 'transcript_languages', 'last_job_id',
+  'id',
+  'title',
+  'description',
+  'duration_s',
+  'channel_id',
+  'channel_name',
+  'tags',
+  'thumbnail',
+  'upload_date',
+  'view_count',
+  'like_count',
+  'transcript_languages',
+  'last_job_id',
 ] as const;
 const TRANSCRIPT_COLUMNS = [
-  'video_id', 'lang', 'text', 'chunks', 'available_langs', 'content_sha256', 'text_only', 'last_job_id',
+  'video_id',
+  'lang',
+  'text',
+  'chunks',
+  'available_langs',
+  'content_sha256',
+  'text_only',
+  'last_job_id',
 ] as const;
 /** Rows per statement of the multi-row forms (what the sink uses). */
 const CHUNK_ROWS = 500;
@@ -115,7 +133,12 @@ function* csvLines<T extends object>(rows: readonly T[], columns: readonly (keyo
   if (buf) yield buf;
 }
 
-async function copyInto<T extends object>(tx: postgres.TransactionSql, table: string, rows: readonly T[], columns: readonly (keyof T & string)[]): Promise<void> {
+async function copyInto<T extends object>(
+  tx: postgres.TransactionSql,
+  table: string,
+  rows: readonly T[],
+  columns: readonly (keyof T & string)[],
+): Promise<void> {
   const stream = await tx`copy ${tx(table)} (${tx([...columns] as string[])}) from stdin with (format csv)`.writable();
   await pipeline(Readable.from(csvLines(rows, columns)), stream);
 }
@@ -148,7 +171,10 @@ async function upsertVideosJson(tx: postgres.TransactionSql, videos: readonly Vi
 }
 
 /** The sink's form for transcripts: chunks travel as JSON inside the JSON, as the sink sends them. */
-async function upsertTranscriptsJson(tx: postgres.TransactionSql, transcripts: readonly TranscriptRecord[]): Promise<void> {
+async function upsertTranscriptsJson(
+  tx: postgres.TransactionSql,
+  transcripts: readonly TranscriptRecord[],
+): Promise<void> {
   for (let i = 0; i < transcripts.length; i += CHUNK_ROWS) {
     const json = `[${transcripts
       .slice(i, i + CHUNK_ROWS)
@@ -201,9 +227,17 @@ function rawItems(rows: FinalRows): { kind: 'video' | 'transcript'; videoId: str
   const out: { kind: 'video' | 'transcript'; videoId: string; raw: string }[] = [];
   for (const v of rows.videos) {
     const video = {
-      id: v.id, title: v.title, description: v.description, duration: v.duration_s,
-      channel: { id: v.channel_id, name: v.channel_name }, tags: v.tags, thumbnail: v.thumbnail,
-      uploadDate: v.upload_date, viewCount: v.view_count, likeCount: v.like_count, transcriptLanguages: v.transcript_languages,
+      id: v.id,
+      title: v.title,
+      description: v.description,
+      duration: v.duration_s,
+      channel: { id: v.channel_id, name: v.channel_name },
+      tags: v.tags,
+      thumbnail: v.thumbnail,
+      uploadDate: v.upload_date,
+      viewCount: v.view_count,
+      likeCount: v.like_count,
+      transcriptLanguages: v.transcript_languages,
     };
     out.push({ kind: 'video', videoId: v.id, raw: JSON.stringify({ videoId: v.id, video, errorCode: null }) });
   }
@@ -250,14 +284,19 @@ async function designFloor(tx: postgres.TransactionSql, rows: FinalRows): Promis
         [jobId, json],
       );
       if (kind === 'video') {
-        await upsertVideosJson(tx, chunk.map((it) => videosById.get(it.videoId)!));
+        await upsertVideosJson(
+          tx,
+          chunk.map((it) => videosById.get(it.videoId)!),
+        );
         continue;
       }
       // chunks copied from the landed item, the rest sent
-      const meta = JSON.stringify(chunk.map((it) => {
-        const { chunks, ...rest } = transcriptsById.get(it.videoId)!;
-        return { ...rest, from_payload: chunks !== null };
-      }));
+      const meta = JSON.stringify(
+        chunk.map((it) => {
+          const { chunks, ...rest } = transcriptsById.get(it.videoId)!;
+          return { ...rest, from_payload: chunks !== null };
+        }),
+      );
       await tx.unsafe(
         `insert into transcripts (${TRANSCRIPT_COLUMNS.join(', ')})
          select r.video_id, r.lang, r.text, case when r.from_payload then i.payload #> '{transcript,content}' end,
@@ -298,9 +337,16 @@ export async function runCeiling(dbUrl: string, rows: FinalRows): Promise<Ceilin
       const [check] = await sql<{ v: number; t: number }[]>`
         select (select count(*)::int from videos) as v, (select count(*)::int from transcripts) as t`;
       if (check!.v !== rows.videos.length || check!.t !== rows.transcripts.length) {
-        throw new Error(`ceiling (${method}): wrote ${check!.v}/${check!.t} rows, expected ${rows.videos.length}/${rows.transcripts.length}`);
+        throw new Error(
+          `ceiling (${method}): wrote ${check!.v}/${check!.t} rows, expected ${rows.videos.length}/${rows.transcripts.length}`,
+        );
       }
-      methods.push({ method, wallS: round(wallS), rowsPerS: round(total / wallS), transcriptMbPerS: round(transcriptMb / wallS) });
+      methods.push({
+        method,
+        wallS: round(wallS),
+        rowsPerS: round(total / wallS),
+        transcriptMbPerS: round(transcriptMb / wallS),
+      });
     }
     const copy = methods.find((m) => m.method === COPY_METHOD)!;
     // cascade: tables that reference batches (the per-batch item counters) are emptied with it
@@ -315,7 +361,8 @@ export async function runCeiling(dbUrl: string, rows: FinalRows): Promise<Ceilin
       methods,
       copy,
       designFloor: {
-        method: "design floor: land raw + upsert in one transaction, chunks from the landed copy (the poller's chunk sizes)",
+        method:
+          "design floor: land raw + upsert in one transaction, chunks from the landed copy (the poller's chunk sizes)",
         wallS: round(floorS),
         rowsPerS: round(total / floorS),
         transcriptMbPerS: round(transcriptMb / floorS),

@@ -56,10 +56,14 @@ function privateBuild(): string {
   rmSync(BUILD_DIR, { recursive: true, force: true });
   mkdirSync(BUILD_DIR, { recursive: true });
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  const r = spawnSync(process.execPath, [tsc, '-p', join(REPO_ROOT, 'tsconfig.build.json'), '--outDir', join(BUILD_DIR, 'dist')], {
-    cwd: REPO_ROOT,
-    stdio: 'inherit',
-  });
+  const r = spawnSync(
+    process.execPath,
+    [tsc, '-p', join(REPO_ROOT, 'tsconfig.build.json'), '--outDir', join(BUILD_DIR, 'dist')],
+    {
+      cwd: REPO_ROOT,
+      stdio: 'inherit',
+    },
+  );
   if (r.status !== 0) throw new Error(`bench:export: the build exited with ${r.status ?? r.signal}`);
   // dist/cli/main.js reads ../../package.json (the version)
   copyFileSync(join(REPO_ROOT, 'package.json'), join(BUILD_DIR, 'package.json'));
@@ -112,7 +116,11 @@ async function seed(sql: postgres.Sql, n: number, log: (s: string) => void): Pro
 }
 
 /** One export as a process; its peak RSS comes back on fd 3 as it exits. */
-function runExport(entry: string, env: Record<string, string>, args: string[]): Promise<{ code: number | null; stderr: string; wallS: number; peakRssMb: number }> {
+function runExport(
+  entry: string,
+  env: Record<string, string>,
+  args: string[],
+): Promise<{ code: number | null; stderr: string; wallS: number; peakRssMb: number }> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const child = spawn(process.execPath, ['--require', PEAK_RSS_HOOK, ...shebangNodeArgs(), entry, ...args], {
@@ -125,7 +133,9 @@ function runExport(entry: string, env: Record<string, string>, args: string[]): 
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     (child.stdio[3] as NodeJS.ReadableStream).on('data', (d: Buffer) => (kb += d.toString()));
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stderr, wallS: (performance.now() - started) / 1000, peakRssMb: Number(kb) / 1024 }));
+    child.on('close', (code) =>
+      resolve({ code, stderr, wallS: (performance.now() - started) / 1000, peakRssMb: Number(kb) / 1024 }),
+    );
   });
 }
 
@@ -168,7 +178,15 @@ export async function measureExport(opts: {
       if (r.code !== 0) throw new Error(`bench:export: ${args.join(' ')} exited with ${r.code}: ${r.stderr}`);
       const mb = statSync(out).size / 1e6;
       rmSync(out);
-      const f = { format, chunks, records: n, mb: round(mb), wallS: round(r.wallS, 2), mbPerS: round(mb / r.wallS), peakRssMb: round(r.peakRssMb) };
+      const f = {
+        format,
+        chunks,
+        records: n,
+        mb: round(mb),
+        wallS: round(r.wallS, 2),
+        mbPerS: round(mb / r.wallS),
+        peakRssMb: round(r.peakRssMb),
+      };
       log(renderExportLine(f));
       figures.push(f);
     }
@@ -179,7 +197,9 @@ export async function measureExport(opts: {
     rmSync(BUILD_DIR, { recursive: true, force: true });
     if (!keepDb) {
       const admin = postgres(withDatabase(config.databaseUrl, 'postgres'), { max: 1, onnotice: () => {} });
-      await admin.unsafe(`drop database if exists ${quoteIdentifier(name)} with (force)`).finally(() => admin.end({ timeout: 5 }));
+      await admin
+        .unsafe(`drop database if exists ${quoteIdentifier(name)} with (force)`)
+        .finally(() => admin.end({ timeout: 5 }));
     }
   }
 }
@@ -203,9 +223,12 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
     },
   });
   const transcripts = Number(values.transcripts);
-  if (!(Number.isInteger(transcripts) && transcripts > 0)) throw new Error('--transcripts: expected a positive integer');
+  if (!(Number.isInteger(transcripts) && transcripts > 0))
+    throw new Error('--transcripts: expected a positive integer');
   const formats = values.formats.split(',') as ExportFormat[];
-  for (const f of formats) if (!(EXPORT_FORMATS as readonly string[]).includes(f)) throw new Error(`--formats: "${f}" is not one of ${EXPORT_FORMATS.join(', ')}`);
+  for (const f of formats)
+    if (!(EXPORT_FORMATS as readonly string[]).includes(f))
+      throw new Error(`--formats: "${f}" is not one of ${EXPORT_FORMATS.join(', ')}`);
   measureExport({ transcripts, formats, keepDb: values['keep-db'], db: values.db })
     .then((f) => process.stdout.write(renderExport(f)))
     .catch((e: unknown) => {

@@ -25,7 +25,12 @@ const PROBE_KEY = 'vsi-bench-probe-key';
 const PROBE_READS = 3;
 const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
 
-export async function probeSimulator(sim: Simulator, channelId: string, items: number, lang: string): Promise<ProbeFigures> {
+export async function probeSimulator(
+  sim: Simulator,
+  channelId: string,
+  items: number,
+  lang: string,
+): Promise<ProbeFigures> {
   sim.setAccount(PROBE_KEY, {});
   const headers = { 'x-api-key': PROBE_KEY, 'content-type': 'application/json' };
   const before = sim.jobSettings();
@@ -38,7 +43,8 @@ export async function probeSimulator(sim: Simulator, channelId: string, items: n
       headers,
       body: JSON.stringify({ channelId, limit: items, lang }),
     });
-    if (res.statusCode !== 200) throw new Error(`probe: batch not created (HTTP ${res.statusCode}): ${await res.body.text()}`);
+    if (res.statusCode !== 200)
+      throw new Error(`probe: batch not created (HTTP ${res.statusCode}): ${await res.body.text()}`);
     ({ jobId } = (await res.body.json()) as { jobId: string });
   } finally {
     sim.setJobSettings(before);

@@ -20,7 +20,10 @@ const BIN = 'bin/videosite-ingest.js';
  */
 export function shebangNodeArgs(): string[] {
   const first = readFileSync(join(REPO_ROOT, BIN), 'utf8').split('\n', 1)[0] ?? '';
-  const words = first.replace(/^#!\s*/, '').split(/\s+/).filter((w) => w !== '');
+  const words = first
+    .replace(/^#!\s*/, '')
+    .split(/\s+/)
+    .filter((w) => w !== '');
   const node = words.findIndex((w) => w === 'node' || w.endsWith('/node'));
   return node === -1 ? [] : words.slice(node + 1);
 }
@@ -135,7 +138,10 @@ export class CliProcess {
       }
       if (typeof e.time !== 'number' || typeof e.msg !== 'string') return;
       this.events.push(e);
-      if ((e.level ?? 0) >= 50) errors.push(`${e.msg}${typeof e.err === 'object' && e.err ? `: ${(e.err as { message?: string }).message ?? ''}` : ''}`);
+      if ((e.level ?? 0) >= 50)
+        errors.push(
+          `${e.msg}${typeof e.err === 'object' && e.err ? `: ${(e.err as { message?: string }).message ?? ''}` : ''}`,
+        );
       for (const l of this.listeners) l(e);
     });
     const closed = new Promise<void>((resolve) => lines.once('close', () => resolve()));
@@ -152,14 +158,31 @@ export class CliProcess {
         const wallMs = Date.now() - this.startedAt;
         void closed.then(() => {
           this.log.end();
-          resolve({ name, pid, code, signal, wallMs, peakRssMb: this.peakKb / 1024, cpuS: this.cpuS, stdout, logPath, errors });
+          resolve({
+            name,
+            pid,
+            code,
+            signal,
+            wallMs,
+            peakRssMb: this.peakKb / 1024,
+            cpuS: this.cpuS,
+            stdout,
+            logPath,
+            errors,
+          });
         });
       });
     });
   }
 
   /** `nodeArgs`: flags for node itself (e.g. `--cpu-prof`), before the script */
-  static start(name: string, args: string[], env: Record<string, string>, logDir: string, nodeArgs: string[] = []): CliProcess {
+  static start(
+    name: string,
+    args: string[],
+    env: Record<string, string>,
+    logDir: string,
+    nodeArgs: string[] = [],
+  ): CliProcess {
     return new CliProcess(name, args, env, logDir, nodeArgs);
   }
 

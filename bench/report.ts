@@ -96,7 +96,9 @@ export function judgeTargets(
       `${r.w1.rowsPerS} vs ${r.ceiling.copy.rowsPerS} rows/s (${r.ceiling.copy.method}, this run) = ${pct(ratios.w1VsCopyRowsPerS)}; ` +
       `Postgres alone doing the design's minimum (${r.ceiling.designFloor.method}) reaches ${pct(ratios.designFloorVsCopyRowsPerS)} of it, W1 ${pct(ratios.w1VsDesignFloorRowsPerS)} of that`,
   });
-  const rss = [r.w1, r.w2].flatMap((w) => Object.entries(w.peakRssMb).map(([p, mb]) => ({ label: `${w.name} ${p}`, mb })));
+  const rss = [r.w1, r.w2].flatMap((w) =>
+    Object.entries(w.peakRssMb).map(([p, mb]) => ({ label: `${w.name} ${p}`, mb })),
+  );
   t.push({
     name: `peak RSS <= ${TARGETS.peakRssMb} MB per process in W1 and W2`,
     met: r.w1.ok && r.w2.ok && rss.every((x) => x.mb > 0 && x.mb <= TARGETS.peakRssMb),
@@ -116,13 +118,20 @@ export function judgeTargets(
     met: worstLag <= TARGETS.landWithinMs,
     detail: runs.map((w) => `${w.name} ${fmt((w.landing.maxLagMs ?? NaN) / 1000)} s`).join(', '),
   });
-  const overBudget = runs.flatMap((w) => w.batches.filter((b) => !(b.polls < b.pollBudget)).map((b) => `${w.name} ${b.kind} ${b.items} items: ${b.polls} polls, budget ${b.pollBudget}`));
+  const overBudget = runs.flatMap((w) =>
+    w.batches
+      .filter((b) => !(b.polls < b.pollBudget))
+      .map((b) => `${w.name} ${b.kind} ${b.items} items: ${b.polls} polls, budget ${b.pollBudget}`),
+  );
   t.push({
     name: 'polls per batch < 2 log2(duration s) + 10',
     met: overBudget.length === 0,
     detail:
       runs
-        .map((w) => `${w.name}: max ${w.pollsPerBatch.max} polls/batch (budget ${fmt(Math.min(...w.batches.map((b) => b.pollBudget)))} for ${fmt(Math.max(...w.batches.map((b) => b.durationS)))} s)`)
+        .map(
+          (w) =>
+            `${w.name}: max ${w.pollsPerBatch.max} polls/batch (budget ${fmt(Math.min(...w.batches.map((b) => b.pollBudget)))} for ${fmt(Math.max(...w.batches.map((b) => b.durationS)))} s)`,
+        )
         .join('; ') + (overBudget.length ? `; over budget: ${overBudget.slice(0, 3).join('; ')}` : ''),
   });
   const w3Exact = w3Bound.listings + w3Bound.batchCredits;

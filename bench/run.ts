@@ -30,7 +30,15 @@ import { loadFinalRows, runCeiling } from './ceiling.ts';
 import { runNaive } from './naive.ts';
 import { probeSimulator } from './probe.ts';
 import { killRunning, REPO_ROOT, shebangNodeArgs } from './procs.ts';
-import { computeRatios, judgeTargets, renderTable, renderTargets, type ColdCost, type LossCheck, type Results } from './report.ts';
+import {
+  computeRatios,
+  judgeTargets,
+  renderTable,
+  renderTargets,
+  type ColdCost,
+  type LossCheck,
+  type Results,
+} from './report.ts';
 import {
   API_RATE_BURST,
   API_RATE_PER_SECOND,
@@ -85,7 +93,12 @@ function summarise(w: WorkloadFigures): string {
   );
 }
 
-async function registerSources(env: BenchEnv, channelIds: string[], limit: number, kind: 'channel' | 'playlist' = 'channel'): Promise<number[]> {
+async function registerSources(
+  env: BenchEnv,
+  channelIds: string[],
+  limit: number,
+  kind: 'channel' | 'playlist' = 'channel',
+): Promise<number[]> {
   const ids: number[] = [];
   for (const ref of channelIds) {
     const s = await registerSource(
@@ -105,7 +118,15 @@ async function registerSources(env: BenchEnv, channelIds: string[], limit: numbe
  */
 async function coldCost(env: BenchEnv, w: WorkloadFigures, sourceIds: number[]): Promise<ColdCost> {
   const { sql } = env.db;
-  const [r] = await sql<{ listings: number; batches: number; batch_credits: number; videos_bought_twice: number; videos_listed_twice: number }[]>`
+  const [r] = await sql<
+    {
+      listings: number;
+      batches: number;
+      batch_credits: number;
+      videos_bought_twice: number;
+      videos_listed_twice: number;
+    }[]
+  >`
     select
       (select coalesce(sum(listing_credits), 0)::int from sync_runs where source_id = any(${sourceIds}::int[])) as listings,
       (select count(*)::int from batches where job_id = any(${w.jobIds}::text[])) as batches,
@@ -146,7 +167,9 @@ async function checkW2(env: BenchEnv, channelId: string, w2: WorkloadFigures): P
     expectedVideos++;
     if (info.transcriptLanguages.length > 0) expectedTranscripts++;
   }
-  const [row] = await env.db.sql<{ videos: number; transcripts: number; kept_video: number; kept_transcript: number; kept_without_payload: number }[]>`
+  const [row] = await env.db.sql<
+    { videos: number; transcripts: number; kept_video: number; kept_transcript: number; kept_without_payload: number }[]
+  >`
     select (select count(*)::int from videos where id = any(${ids}::text[])) as videos,
       (select count(distinct video_id)::int from transcripts where video_id = any(${ids}::text[])) as transcripts,
       (select count(*)::int from batch_items i join batches b using (job_id)
@@ -192,10 +215,17 @@ async function main(): Promise<void> {
   const scale = scaleOf(factor);
   const started = Date.now();
   const mach = machine();
-  say(`machine: ${mach.nproc} cores, ${mach.memTotalGb} GB, load ${String(mach.loadAvgAtStart)} (figures are noisy on a busy machine)`);
+  say(
+    `machine: ${mach.nproc} cores, ${mach.memTotalGb} GB, load ${String(mach.loadAvgAtStart)} (figures are noisy on a busy machine)`,
+  );
   await (await import('./startup.ts')).reportStartup();
 
-  const env = await createBenchEnv({ scale, seed: Number(values.seed), resultsDir: RESULTS_DIR, profile: values.profile === true });
+  const env = await createBenchEnv({
+    scale,
+    seed: Number(values.seed),
+    resultsDir: RESULTS_DIR,
+    profile: values.profile === true,
+  });
   // Ctrl-C: the pipeline processes get the terminal's SIGINT too; drop what this run created
   const interrupted = (signal: NodeJS.Signals) => {
     stopping = true;
@@ -246,7 +276,12 @@ async function main(): Promise<void> {
     const [w2Source] = await registerSources(env, [w2Channel], scale.w2Videos);
     const overlapSources = [
       ...(await registerSources(env, [overlapChannel.id], scale.overlapVideos)),
-      ...(await registerSources(env, overlapChannel.playlistIds.slice(0, OVERLAP_PLAYLISTS), scale.overlapVideos, 'playlist')),
+      ...(await registerSources(
+        env,
+        overlapChannel.playlistIds.slice(0, OVERLAP_PLAYLISTS),
+        scale.overlapVideos,
+        'playlist',
+      )),
     ];
 
     say(`naive: ${scale.naiveSample} videos one by one...`);
@@ -258,15 +293,18 @@ async function main(): Promise<void> {
       sample: scale.naiveSample,
       lang: LANG,
     });
-    say(`naive: ${naive.sample} videos in ${naive.wallS} s = ${naive.videosPerS} videos/s, ${naive.creditsPerVideo} credits/video`);
+    say(
+      `naive: ${naive.sample} videos in ${naive.wallS} s = ${naive.videosPerS} videos/s, ${naive.creditsPerVideo} credits/video`,
+    );
 
     say('W1: cold backfill...');
     const w1 = await runWorkload(env, 'w1', w1Sources);
     say(summarise(w1));
 
-    say('ceiling: writing W1\'s final rows straight from memory...');
+    say("ceiling: writing W1's final rows straight from memory...");
     const ceiling = await runCeiling(env.ceilingDbUrl, await loadFinalRows(env.db.sql, w1.jobIds));
-    for (const m of [...ceiling.methods, ceiling.designFloor]) say(`ceiling: ${m.method}: ${m.wallS} s = ${m.rowsPerS} rows/s`);
+    for (const m of [...ceiling.methods, ceiling.designFloor])
+      say(`ceiling: ${m.method}: ${m.wallS} s = ${m.rowsPerS} rows/s`);
 
     let newVideos = 0;
     const newIds: string[] = [];
@@ -279,7 +317,9 @@ async function main(): Promise<void> {
     const w3run = await runWorkload(env, 'w3', w1Sources);
     say(summarise(w3run));
     const newPublic = newIds.filter((id) => env.sim.catalog.videoInfo(id)?.fate === 'public');
-    const [landed] = await env.db.sql<{ n: number }[]>`select count(*)::int as n from videos where id = any(${newPublic}::text[])`;
+    const [landed] = await env.db.sql<
+      { n: number }[]
+    >`select count(*)::int as n from videos where id = any(${newPublic}::text[])`;
     const w3 = { ...w3run, newVideos, newPublicVideos: newPublic.length, newVideosLanded: landed!.n };
     say('W3: rerun with nothing new...');
     const w3Unchanged = await runWorkload(env, 'w3-unchanged', w1Sources);
@@ -297,7 +337,11 @@ async function main(): Promise<void> {
 
     const webhookEvents = Math.max(500, Math.round(WEBHOOK_BENCH_EVENTS * factor));
     say(`webhooks: ${webhookEvents} events delivered by a daemon to a local receiver...`);
-    const webhooks = await measureWebhookDelivery({ events: webhookEvents, logDir: env.logDir, nodeArgs: env.nodeArgs });
+    const webhooks = await measureWebhookDelivery({
+      events: webhookEvents,
+      logDir: env.logDir,
+      nodeArgs: env.nodeArgs,
+    });
     say(`webhooks: ${webhooks.events} events in ${webhooks.wallS} s = ${webhooks.eventsPerS} events/s`);
 
     const ratios = computeRatios({ naive, w1, ceiling });
@@ -328,7 +372,9 @@ async function main(): Promise<void> {
     writeFileSync(outPath, `${JSON.stringify(results, null, 2)}\n`);
 
     const out: string[] = [];
-    out.push(`\nMachine: ${mach.nproc} cores (${String(mach.cpuModel)}), ${mach.memTotalGb} GB RAM, Node ${process.version}; load average ${String(mach.loadAvgAtStart)} at start, ${String(results.machine.loadAvgAtEnd)} at end\n`);
+    out.push(
+      `\nMachine: ${mach.nproc} cores (${String(mach.cpuModel)}), ${mach.memTotalGb} GB RAM, Node ${process.version}; load average ${String(mach.loadAvgAtStart)} at start, ${String(results.machine.loadAvgAtEnd)} at end\n`,
+    );
     out.push(
       `Simulator: ${SIM_LATENCY_MS} ms per request, ${SIM_ITEMS_PER_SECOND} items/s per batch after ${SIM_QUEUED_MS} ms queued, ~150-chunk transcripts; ` +
         `alone it streams a finished ${probe.items}-item transcript batch at ${probe.firstReadMbPerS} MB/s the first time, ${probe.repeatReadMbPerS} MB/s again\n\n`,

@@ -101,7 +101,11 @@ export function simulatorOptions(scale: Scale, seed: number): SimulatorOptions {
     rateLimit: { requestsPerSecond: API_RATE_PER_SECOND, burst: API_RATE_BURST },
     catalog: {
       channels: scale.w1Channels + 2,
-      channelSizes: [...Array<number>(scale.w1Channels).fill(scale.w1VideosPerChannel), scale.w2Videos, scale.overlapVideos],
+      channelSizes: [
+        ...Array<number>(scale.w1Channels).fill(scale.w1VideosPerChannel),
+        scale.w2Videos,
+        scale.overlapVideos,
+      ],
       transcriptChunks: { ...SIM_TRANSCRIPT_CHUNKS },
     },
     jobs: { queuedMs: SIM_QUEUED_MS, itemsPerSecond: SIM_ITEMS_PER_SECOND },

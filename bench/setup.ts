@@ -47,7 +47,12 @@ async function dropDatabase(serverUrl: string, url: string): Promise<void> {
   }
 }
 
-export async function createBenchEnv(opts: { scale: Scale; seed: number; resultsDir: string; profile?: boolean }): Promise<BenchEnv> {
+export async function createBenchEnv(opts: {
+  scale: Scale;
+  seed: number;
+  resultsDir: string;
+  profile?: boolean;
+}): Promise<BenchEnv> {
   const config = loadConfig({});
   const tag = randomBytes(4).toString('hex');
   const dbUrl = withDatabase(config.databaseUrl, `vsi_bench_${tag}`);

@@ -117,7 +117,9 @@ async function measureDaemon(): Promise<StartupFigures['daemon']> {
     await deletePrefixKeys(redis, prefix).catch(() => {});
     await closeRedis(redis);
     const admin = postgres(withDatabase(config.databaseUrl, 'postgres'), { max: 1, onnotice: () => {} });
-    await admin.unsafe(`drop database if exists ${quoteIdentifier(database)} with (force)`).finally(() => admin.end({ timeout: 5 }));
+    await admin
+      .unsafe(`drop database if exists ${quoteIdentifier(database)} with (force)`)
+      .finally(() => admin.end({ timeout: 5 }));
     await sim.close();
   }
 }
@@ -149,7 +151,8 @@ export async function measureStartup(): Promise<StartupFigures> {
 
 export function renderStartup(f: StartupFigures): string {
   const met = (x: number, target: number) => `${x}x (target <= ${target}x: ${x <= target ? 'met' : 'NOT met'})`;
-  const row = (s: StartupFigure) => `  ${s.label.padEnd(32)}${String(s.wallMs).padStart(8)} ms${String(s.peakRssMb).padStart(8)} MB`;
+  const row = (s: StartupFigure) =>
+    `  ${s.label.padEnd(32)}${String(s.wallMs).padStart(8)} ms${String(s.peakRssMb).padStart(8)} MB`;
   return [
     `Startup (median of ${STARTUP_RUNS}):`,
     `  ${''.padEnd(32)}${'wall'.padStart(11)}${'peak RSS'.padStart(11)}`,

@@ -48,7 +48,11 @@ export interface WebhookFigures {
 
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
 
-export async function measureWebhookDelivery(opts: { events?: number; logDir: string; nodeArgs?: string[] }): Promise<WebhookFigures> {
+export async function measureWebhookDelivery(opts: {
+  events?: number;
+  logDir: string;
+  nodeArgs?: string[];
+}): Promise<WebhookFigures> {
   const n = opts.events ?? WEBHOOK_BENCH_EVENTS;
   const config = loadConfig({});
   const tag = randomBytes(4).toString('hex');
@@ -64,7 +68,8 @@ export async function measureWebhookDelivery(opts: { events?: number; logDir: st
     req.on('end', () => {
       const body = Buffer.concat(parts).toString('utf8');
       const signed = `${String(req.headers['webhook-id'])}.${String(req.headers['webhook-timestamp'])}.${body}`;
-      if (req.headers['webhook-signature'] !== `v1,${createHmac('sha256', SECRET.key).update(signed).digest('base64')}`) badSignatures++;
+      if (req.headers['webhook-signature'] !== `v1,${createHmac('sha256', SECRET.key).update(signed).digest('base64')}`)
+        badSignatures++;
       arrivals.push({ id: (JSON.parse(body) as { id: number }).id, at: performance.now() });
       res.writeHead(204).end();
     });
@@ -77,7 +82,13 @@ export async function measureWebhookDelivery(opts: { events?: number; logDir: st
   const redis = createRedis(config.redisUrl);
   let daemon: CliProcess | undefined;
   try {
-    const endpointId = await addEndpoint(db.sql, { url, eventTypes: null, allowPrivate: true, key: SECRET.key, secretsKey: undefined });
+    const endpointId = await addEndpoint(db.sql, {
+      url,
+      eventTypes: null,
+      allowPrivate: true,
+      key: SECRET.key,
+      secretsKey: undefined,
+    });
     daemon = CliProcess.start(
       'webhooks-daemon',
       ['daemon', '--role', 'webhooks'],
@@ -105,9 +116,14 @@ export async function measureWebhookDelivery(opts: { events?: number; logDir: st
     const lastId = ids.at(-1)!;
     const deadline = Date.now() + DRAIN_TIMEOUT_MS;
     for (;;) {
-      const [r] = await db.sql<{ cursor: number }[]>`select cursor::float8 as cursor from webhook_endpoints where id = ${endpointId}`;
+      const [r] = await db.sql<
+        { cursor: number }[]
+      >`select cursor::float8 as cursor from webhook_endpoints where id = ${endpointId}`;
       if (r!.cursor >= lastId) break;
-      if (Date.now() > deadline) throw new Error(`webhooks: ${n} events not delivered within ${DRAIN_TIMEOUT_MS / 1000} s (cursor ${r!.cursor}, last ${lastId})`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `webhooks: ${n} events not delivered within ${DRAIN_TIMEOUT_MS / 1000} s (cursor ${r!.cursor}, last ${lastId})`,
+        );
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const distinct = new Set(arrivals.map((a) => a.id));
@@ -138,7 +154,9 @@ export async function measureWebhookDelivery(opts: { events?: number; logDir: st
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
     const admin = postgres(withDatabase(config.databaseUrl, 'postgres'), { max: 1, onnotice: () => {} });
-    await admin.unsafe(`drop database if exists ${quoteIdentifier(`vsi_bench_webhooks_${tag}`)} with (force)`).finally(() => admin.end({ timeout: 5 }));
+    await admin
+      .unsafe(`drop database if exists ${quoteIdentifier(`vsi_bench_webhooks_${tag}`)} with (force)`)
+      .finally(() => admin.end({ timeout: 5 }));
   }
 }
 

@@ -80,10 +80,15 @@ export async function runWorkload(env: BenchEnv, name: string, sourceIds: number
   const { sql } = env.db;
   const jobsBefore = new Set((await sql<{ job_id: string }[]>`select job_id from batches`).map((r) => r.job_id));
 
-  const daemon = CliProcess.start(`${name}-daemon`, ['daemon', '--role', 'poller,sink'], env.cliEnv, env.logDir, env.nodeArgs);
+  const daemon = CliProcess.start(
+    `${name}-daemon`,
+    ['daemon', '--role', 'poller,sink'],
+    env.cliEnv,
+    env.logDir,
+    env.nodeArgs,
+  );
   let backfill: CliProcess | undefined;
   let bf: ProcResult;
-  let d: ProcResult;
   let statsBefore: SimulatorStats;
   let statsAfter: SimulatorStats;
   let usedBefore: number;
@@ -107,11 +112,20 @@ export async function runWorkload(env: BenchEnv, name: string, sourceIds: number
     daemon.kill();
     throw e;
   }
-  d = await daemon.stop();
+  const d: ProcResult = await daemon.stop();
 
-  const jobIds = (await sql<{ job_id: string }[]>`select job_id from batches`).map((r) => r.job_id).filter((j) => !jobsBefore.has(j));
+  const jobIds = (await sql<{ job_id: string }[]>`select job_id from batches`)
+    .map((r) => r.job_id)
+    .filter((j) => !jobsBefore.has(j));
   const batchRows = await sql<
-    { job_id: string; kind: string; total: number | null; polls: number; submitted_at: Date; completed_at: Date | null }[]
+    {
+      job_id: string;
+      kind: string;
+      total: number | null;
+      polls: number;
+      submitted_at: Date;
+      completed_at: Date | null;
+    }[]
   >`
     select job_id, kind, total, polls, submitted_at, completed_at from batches
     where job_id = any(${jobIds}::text[]) order by submitted_at`;
@@ -140,7 +154,8 @@ export async function runWorkload(env: BenchEnv, name: string, sourceIds: number
 
   const wallS = bf.wallMs / 1000;
   const problemLines = bf.stdout.split('\n').filter((l) => l.startsWith('  - '));
-  const onlyQuarantined = bf.code === 1 && problemLines.length > 0 && problemLines.every((l) => l.includes('quarantined'));
+  const onlyQuarantined =
+    bf.code === 1 && problemLines.length > 0 && problemLines.every((l) => l.includes('quarantined'));
   const videos = batches.filter((b) => b.kind === 'video').reduce((n, b) => n + b.items, 0);
   const totalRows = rows!.videos + rows!.transcripts;
   const transcriptMb = rows!.transcript_bytes / 1e6;

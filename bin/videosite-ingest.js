@@ -30,7 +30,9 @@ function newestMtimeMs(dir) {
   let newest = statSync(dir).mtimeMs;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
-    const mtimeMs = entry.isDirectory() ? newestMtimeMs(path) : (statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? 0);
+    const mtimeMs = entry.isDirectory()
+      ? newestMtimeMs(path)
+      : (statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? 0);
     if (mtimeMs > newest) newest = mtimeMs;
   }
   return newest;
@@ -55,7 +57,9 @@ if (builtIsCurrent()) {
     tsx = await import('tsx/esm/api');
   } catch (e) {
     if (e.code !== 'ERR_MODULE_NOT_FOUND') throw e;
-    process.stderr.write('error: dist/ is missing or older than src/, and tsx is not installed: run `npm install` (it builds dist/)\n');
+    process.stderr.write(
+      'error: dist/ is missing or older than src/, and tsx is not installed: run `npm install` (it builds dist/)\n',
+    );
     process.exit(2);
   }
   tsx.register();

@@ -27,7 +27,10 @@ import { dirname, join } from 'node:path';
 function driverRoot() {
   // its exports map lists no package.json: walk up from its entry point
   let dir = dirname(createRequire(import.meta.url).resolve('postgres'));
-  while (!existsSync(join(dir, 'package.json')) || JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name !== 'postgres') {
+  while (
+    !existsSync(join(dir, 'package.json')) ||
+    JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name !== 'postgres'
+  ) {
     const up = dirname(dir);
     if (up === dir) throw new Error('patch-postgres: cannot find the postgres package');
     dir = up;

@@ -66,7 +66,9 @@ const args = process.argv.slice(2);
 const named = args.some((a) => !a.startsWith('-'));
 const lanes = named ? 1 : Number(process.env.FAULTS_SHARDS ?? 2);
 if (!Number.isInteger(lanes) || lanes < 1 || lanes > 8) {
-  process.stderr.write(`FAULTS_SHARDS: invalid value ${JSON.stringify(process.env.FAULTS_SHARDS)}: expected a whole number from 1 to 8\n`);
+  process.stderr.write(
+    `FAULTS_SHARDS: invalid value ${JSON.stringify(process.env.FAULTS_SHARDS)}: expected a whole number from 1 to 8\n`,
+  );
   process.exit(2);
 }
 
@@ -104,7 +106,9 @@ function run(vitestArgs, label) {
         stream.on('end', () => partial !== '' && out.write(`[${label}] ${partial}\n`));
       }
     }
-    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), seconds: Math.round((Date.now() - started) / 1000) }));
+    child.on('close', (code, signal) =>
+      resolve({ code: code ?? (signal ? 1 : 0), seconds: Math.round((Date.now() - started) / 1000) }),
+    );
   });
 }
 
@@ -117,7 +121,13 @@ const files = readdirSync(join(root, 'test/faults'))
   .filter((f) => f.endsWith('.test.ts'))
   .map((f) => `test/faults/${f}`);
 const plan = deal(files, lanes);
-plan.forEach((l, i) => process.stdout.write(`lane ${i + 1}: ${l.files.length} files, ~${l.seconds} s: ${l.files.map((f) => f.slice('test/faults/'.length, f.indexOf('-', 'test/faults/'.length))).join(' ')}\n`));
+plan.forEach((l, i) =>
+  process.stdout.write(
+    `lane ${i + 1}: ${l.files.length} files, ~${l.seconds} s: ${l.files.map((f) => f.slice('test/faults/'.length, f.indexOf('-', 'test/faults/'.length))).join(' ')}\n`,
+  ),
+);
 const results = await Promise.all(plan.map((l, i) => run([...args, ...l.files], `lane ${i + 1}`)));
-results.forEach((r, i) => process.stdout.write(`lane ${i + 1}: ${r.code === 0 ? 'passed' : `failed (exit ${r.code})`} in ${r.seconds} s\n`));
+results.forEach((r, i) =>
+  process.stdout.write(`lane ${i + 1}: ${r.code === 0 ? 'passed' : `failed (exit ${r.code})`} in ${r.seconds} s\n`),
+);
 process.exit(results.find((r) => r.code !== 0)?.code ?? 0);

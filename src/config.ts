@@ -170,7 +170,14 @@ export class ConfigError extends Error {
 /** An API key travels in a header: visible ASCII, no blanks or control characters. */
 const HEADER_SAFE_RE = /^[\x21-\x7e]+$/;
 
-const SECRET_VARIABLES = new Set(['API_KEY', 'SIMULATOR_API_KEY', 'ADMIN_TOKEN', 'METRICS_TOKEN', 'REDIS_PASSWORD', 'WEBHOOK_SECRETS_KEY']);
+const SECRET_VARIABLES = new Set([
+  'API_KEY',
+  'SIMULATOR_API_KEY',
+  'ADMIN_TOKEN',
+  'METRICS_TOKEN',
+  'REDIS_PASSWORD',
+  'WEBHOOK_SECRETS_KEY',
+]);
 
 /**
  * The hash tag Redis Cluster hashes a key by: the text between the first `{` and the first `}`
@@ -255,11 +262,7 @@ function parseAllowedHosts(list: string): string[] {
 }
 
 const positiveInt = (max = Number.MAX_SAFE_INTEGER) =>
-  z
-    .string()
-    .regex(/^\d+$/, 'expected a whole number')
-    .transform(Number)
-    .pipe(z.number().int().min(1).max(max));
+  z.string().regex(/^\d+$/, 'expected a whole number').transform(Number).pipe(z.number().int().min(1).max(max));
 
 const nonNegativeInt = z
   .string()
@@ -279,7 +282,11 @@ const EnvSchema = z.object({
     .optional(),
   // sent as a header value: a stray newline or blank (a copy-paste accident) fails here, named,
   // instead of as an obscure header error at the first request
-  API_KEY: z.string().min(1, 'must not be empty').regex(HEADER_SAFE_RE, 'expected printable ASCII characters without blanks').optional(),
+  API_KEY: z
+    .string()
+    .min(1, 'must not be empty')
+    .regex(HEADER_SAFE_RE, 'expected printable ASCII characters without blanks')
+    .optional(),
   API_PLATFORM: z
     .string()
     .regex(/^[a-z0-9][a-z0-9-]*$/, 'expected a path segment of lowercase letters, digits and dashes')
@@ -295,7 +302,10 @@ const EnvSchema = z.object({
   // one cluster node, or several, e.g. redis-1:6379,redis-2:6379 (parsed in loadConfig); when set REDIS_URL is ignored
   REDIS_CLUSTER_NODES: z.string().optional(),
   // AUTH of every Redis connection whose URL carries no password
-  REDIS_PASSWORD: z.string().regex(/^[^\x00-\x1f\x7f]+$/, 'expected no control characters (a stray newline?)').optional(),
+  REDIS_PASSWORD: z
+    .string()
+    .regex(/^[^\x00-\x1f\x7f]+$/, 'expected no control characters (a stray newline?)')
+    .optional(),
   QUEUE_PREFIX: z
     .string()
     .regex(/^[^\s:]+$/, 'expected a non-empty prefix without blanks or colons')
@@ -338,16 +348,28 @@ const EnvSchema = z.object({
   SINK_CONCURRENCY: positiveInt(100).default(SINK_CONCURRENCY),
   SCHEDULE_CONCURRENCY: positiveInt(100).default(SCHEDULE_CONCURRENCY),
   SHUTDOWN_GRACE_MS: positiveInt(600_000).default(SHUTDOWN_GRACE_MS),
-  JOB_LOCK_DURATION_MS: positiveInt(3_600_000).pipe(z.number().min(1_000, 'expected at least 1000')).default(JOB_LOCK_DURATION_MS),
-  JOB_STALLED_CHECK_MS: positiveInt(3_600_000).pipe(z.number().min(500, 'expected at least 500')).default(JOB_STALLED_CHECK_MS),
-  RECONCILE_INTERVAL_MS: positiveInt(86_400_000).pipe(z.number().min(1_000, 'expected at least 1000')).default(RECONCILE_INTERVAL_MS),
+  JOB_LOCK_DURATION_MS: positiveInt(3_600_000)
+    .pipe(z.number().min(1_000, 'expected at least 1000'))
+    .default(JOB_LOCK_DURATION_MS),
+  JOB_STALLED_CHECK_MS: positiveInt(3_600_000)
+    .pipe(z.number().min(500, 'expected at least 500'))
+    .default(JOB_STALLED_CHECK_MS),
+  RECONCILE_INTERVAL_MS: positiveInt(86_400_000)
+    .pipe(z.number().min(1_000, 'expected at least 1000'))
+    .default(RECONCILE_INTERVAL_MS),
   RETRY_ATTEMPTS_MAX: positiveInt(100).default(RETRY_ATTEMPTS_MAX),
   RETRY_BACKOFF_BASE_MS: nonNegativeInt.default(RETRY_BACKOFF_BASE_MS),
   BATCH_MAX_AGE_MS: positiveInt().pipe(z.number().min(1_000, 'expected at least 1000')).default(BATCH_MAX_AGE_MS),
   BATCH_NOT_FOUND_CONFIRM_MS: nonNegativeInt.default(BATCH_NOT_FOUND_CONFIRM_MS),
-  POLL_MAX_DURATION_MS: positiveInt(86_400_000).pipe(z.number().min(1_000, 'expected at least 1000')).default(POLL_MAX_DURATION_MS),
-  ITEM_MAX_BYTES: positiveInt(1024 * 1024 * 1024).pipe(z.number().min(1_024, 'expected at least 1024')).default(ITEM_MAX_BYTES),
-  HOLD_RECHECK_MS: positiveInt(86_400_000).pipe(z.number().min(1_000, 'expected at least 1000')).default(HOLD_RECHECK_MS),
+  POLL_MAX_DURATION_MS: positiveInt(86_400_000)
+    .pipe(z.number().min(1_000, 'expected at least 1000'))
+    .default(POLL_MAX_DURATION_MS),
+  ITEM_MAX_BYTES: positiveInt(1024 * 1024 * 1024)
+    .pipe(z.number().min(1_024, 'expected at least 1024'))
+    .default(ITEM_MAX_BYTES),
+  HOLD_RECHECK_MS: positiveInt(86_400_000)
+    .pipe(z.number().min(1_000, 'expected at least 1000'))
+    .default(HOLD_RECHECK_MS),
   RAW_RETENTION_DAYS: nonNegativeInt.pipe(z.number().max(36_500)).default(RAW_RETENTION_DAYS),
   HISTORY_RETENTION_DAYS: nonNegativeInt.pipe(z.number().max(36_500)).default(HISTORY_RETENTION_DAYS),
   CREDIT_BUDGET_PER_DAY: positiveInt().optional(),
@@ -358,11 +380,15 @@ const EnvSchema = z.object({
   // a statement prepared on one server connection is then not there on the next
   DATABASE_PREPARE: z.enum(['true', 'false'], { error: 'expected true or false' }).default('true'),
   EVENTS_RETENTION_DAYS: nonNegativeInt.pipe(z.number().max(36_500)).default(EVENTS_RETENTION_DAYS),
-  WEBHOOK_TIMEOUT_MS: positiveInt(600_000).pipe(z.number().min(100, 'expected at least 100')).default(WEBHOOK_TIMEOUT_MS),
+  WEBHOOK_TIMEOUT_MS: positiveInt(600_000)
+    .pipe(z.number().min(100, 'expected at least 100'))
+    .default(WEBHOOK_TIMEOUT_MS),
   WEBHOOK_BACKOFF_BASE_MS: positiveInt(86_400_000).default(WEBHOOK_BACKOFF_BASE_MS),
   WEBHOOK_BACKOFF_MAX_MS: positiveInt(86_400_000).default(WEBHOOK_BACKOFF_MAX_MS),
   WEBHOOK_DISABLE_AFTER_MS: positiveInt().default(WEBHOOK_DISABLE_AFTER_MS),
-  WEBHOOK_POLL_INTERVAL_MS: positiveInt(3_600_000).pipe(z.number().min(100, 'expected at least 100')).default(WEBHOOK_POLL_INTERVAL_MS),
+  WEBHOOK_POLL_INTERVAL_MS: positiveInt(3_600_000)
+    .pipe(z.number().min(100, 'expected at least 100'))
+    .default(WEBHOOK_POLL_INTERVAL_MS),
   // the key webhook signing secrets are sealed with in Postgres (src/domain/webhook-secrets.ts)
   WEBHOOK_SECRETS_KEY: z
     .string()
@@ -375,8 +401,12 @@ const EnvSchema = z.object({
       return key;
     })
     .optional(),
-  MIGRATION_LOCK_TIMEOUT_MS: positiveInt(600_000).pipe(z.number().min(100, 'expected at least 100')).default(MIGRATION_LOCK_TIMEOUT_MS),
-  MIGRATION_LOCK_RETRIES: nonNegativeInt.pipe(z.number().max(100, 'expected at most 100')).default(MIGRATION_LOCK_RETRIES),
+  MIGRATION_LOCK_TIMEOUT_MS: positiveInt(600_000)
+    .pipe(z.number().min(100, 'expected at least 100'))
+    .default(MIGRATION_LOCK_TIMEOUT_MS),
+  MIGRATION_LOCK_RETRIES: nonNegativeInt
+    .pipe(z.number().max(100, 'expected at most 100'))
+    .default(MIGRATION_LOCK_RETRIES),
   // sent back as a bearer token or a basic-auth password: header-safe characters only
   ADMIN_TOKEN: z
     .string()
@@ -631,7 +661,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     databasePoolMax: e.DATABASE_POOL_MAX,
     databasePrepare: e.DATABASE_PREPARE === 'true',
-    migration: { lockTimeoutMs: e.MIGRATION_LOCK_TIMEOUT_MS, lockRetries: e.MIGRATION_LOCK_RETRIES, prepare: e.DATABASE_PREPARE === 'true' },
+    migration: {
+      lockTimeoutMs: e.MIGRATION_LOCK_TIMEOUT_MS,
+      lockRetries: e.MIGRATION_LOCK_RETRIES,
+      prepare: e.DATABASE_PREPARE === 'true',
+    },
     admin: {
       token: e.ADMIN_TOKEN,
       metricsToken: e.METRICS_TOKEN,

@@ -63,7 +63,9 @@ const PRETTY_IGNORE = 'pid,hostname,name';
 /** pino-pretty as a synchronous stream to stderr (loaded only on a terminal: JSON needs none of it). */
 function prettyStderr(): pino.DestinationStream {
   // pino-pretty is CommonJS; required synchronously so createLogger stays synchronous
-  const pretty = createRequire(import.meta.url)('pino-pretty') as (o: Record<string, unknown>) => pino.DestinationStream;
+  const pretty = createRequire(import.meta.url)('pino-pretty') as (
+    o: Record<string, unknown>,
+  ) => pino.DestinationStream;
   return pretty({
     destination: 2,
     sync: true,
@@ -96,7 +98,8 @@ export function loggingFor(
   config: Pick<Config, 'logLevel' | 'logLevelSet' | 'logFormat'>,
   o: { longRunning: boolean; isTTY?: boolean },
 ): { level: string; pretty: boolean } {
-  const pretty = config.logFormat === 'pretty' || (config.logFormat === 'auto' && (o.isTTY ?? process.stderr.isTTY === true));
+  const pretty =
+    config.logFormat === 'pretty' || (config.logFormat === 'auto' && (o.isTTY ?? process.stderr.isTTY === true));
   const level = config.logLevelSet || !pretty || o.longRunning ? config.logLevel : 'warn';
   return { level, pretty };
 }

@@ -64,7 +64,11 @@ export async function dropDatabase(serverUrl: string, name: string): Promise<voi
 export async function checkCounters(sql: postgres.Sql, say: (line: string) => void): Promise<string[]> {
   const problems: string[] = [];
   const present = new Set(
-    (await sql<{ t: string }[]>`select relname as t from pg_class where relkind = 'r' and relnamespace = current_schema()::regnamespace`).map((r) => r.t),
+    (
+      await sql<
+        { t: string }[]
+      >`select relname as t from pg_class where relkind = 'r' and relnamespace = current_schema()::regnamespace`
+    ).map((r) => r.t),
   );
   for (const c of COUNTERS) {
     if (!present.has(c.table)) continue;

@@ -107,14 +107,23 @@ export function searchPhrase(): string {
   throw new Error('no phrase of two words in the corpus');
 }
 
-type Record_ = <T>(key: string, label: string, t: Timing<T>, judge?: (last: T) => { note?: string; failure?: string }) => Promise<void>;
+type Record_ = <T>(
+  key: string,
+  label: string,
+  t: Timing<T>,
+  judge?: (last: T) => { note?: string; failure?: string },
+) => Promise<void>;
 
 /** `search` (issue #15) as the CLI runs it, where the tree has it (src/db/search.ts). */
 async function measureSearch(o: OpContext, record: Record_, figures: OpFigure[]): Promise<void> {
   const label = 'search (a phrase, 20 hits)';
   const file = join(o.root.dir, 'src/db/search.ts');
   const search = existsSync(file)
-    ? ((await import(pathToFileURL(file).href)) as { searchTranscripts?: (sql: Queryable, f: SearchFilter) => Promise<SearchHit[]> }).searchTranscripts
+    ? (
+        (await import(pathToFileURL(file).href)) as {
+          searchTranscripts?: (sql: Queryable, f: SearchFilter) => Promise<SearchHit[]>;
+        }
+      ).searchTranscripts
     : undefined;
   if (search === undefined) {
     figures.push({ key: 'search', label, ms: undefined, runsMs: [], judged: true, note: 'not available' });
@@ -143,7 +152,9 @@ export async function measureOperations(o: OpContext): Promise<OpFigure[]> {
       const r = await timed(t, opts.runs);
       const j = judge(r.last);
       figures.push({ key, label, ms: r.medianMs, runsMs: r.runsMs, judged, ...j });
-      say(`${label}: ${r.medianMs} ms (runs ${r.runsMs.join(', ')})${j.note ? `; ${j.note}` : ''}${j.failure ? `; FAILED: ${j.failure}` : ''}`);
+      say(
+        `${label}: ${r.medianMs} ms (runs ${r.runsMs.join(', ')})${j.note ? `; ${j.note}` : ''}${j.failure ? `; FAILED: ${j.failure}` : ''}`,
+      );
     } catch (e: unknown) {
       const failure = e instanceof Error ? e.message : String(e);
       figures.push({ key, label, ms: undefined, runsMs: [], judged, failure });
@@ -154,7 +165,14 @@ export async function measureOperations(o: OpContext): Promise<OpFigure[]> {
   await record('status', '`status` (collectStatus)', { run: () => root.collectStatus(sql) });
 
   const metrics = root.createMetrics();
-  const { app } = root.createAdminApp({ token: undefined, sql, redis: o.redis, queues: deps.queues, metrics, log: deps.log });
+  const { app } = root.createAdminApp({
+    token: undefined,
+    sql,
+    redis: o.redis,
+    queues: deps.queues,
+    metrics,
+    log: deps.log,
+  });
   const get = async (path: string) => {
     const res = await app.request(path);
     return { status: res.status, text: await res.text() };
@@ -163,7 +181,11 @@ export async function measureOperations(o: OpContext): Promise<OpFigure[]> {
     const failed = failedFamilies(r.text);
     return {
       note: kb(Buffer.byteLength(r.text)),
-      ...(r.status !== 200 ? { failure: `HTTP ${r.status}` } : failed.length > 0 ? { failure: `families left out of a scrape: ${failed.join(', ')}` } : {}),
+      ...(r.status !== 200
+        ? { failure: `HTTP ${r.status}` }
+        : failed.length > 0
+          ? { failure: `families left out of a scrape: ${failed.join(', ')}` }
+          : {}),
     };
   });
   await record('overview', 'overview page `/`', { run: () => get('/') }, (r) => ({
@@ -171,15 +193,26 @@ export async function measureOperations(o: OpContext): Promise<OpFigure[]> {
     ...(r.status !== 200 ? { failure: `HTTP ${r.status}` } : {}),
   }));
 
-  await record('perSource', 'per-source video/transcript counts (as `status` reads them)', { run: () => root.perSourceCounts(sql) as Promise<unknown[]> }, (rows) => ({
-    note: `${rows.length} sources`,
-  }));
-  await record('itemCounts', 'counts by state (videos by latest outcome; items before 0008)', { run: () => root.itemCounts(sql) });
-  await record('itemErrors', 'counts by error code (latest outcomes; items before 0008)', { run: () => root.itemErrors(sql) });
+  await record(
+    'perSource',
+    'per-source video/transcript counts (as `status` reads them)',
+    { run: () => root.perSourceCounts(sql) as Promise<unknown[]> },
+    (rows) => ({
+      note: `${rows.length} sources`,
+    }),
+  );
+  await record('itemCounts', 'counts by state (videos by latest outcome; items before 0008)', {
+    run: () => root.itemCounts(sql),
+  });
+  await record('itemErrors', 'counts by error code (latest outcomes; items before 0008)', {
+    run: () => root.itemErrors(sql),
+  });
 
   // (a history shrunk for a quick check may have fewer sources)
   const backfills = (
-    await sql<{ job_id: string }[]>`select job_id from batches where job_id = any(${firstBackfillJobIds(PROGRESS_BACKFILL_SOURCES)}::text[])`
+    await sql<
+      { job_id: string }[]
+    >`select job_id from batches where job_id = any(${firstBackfillJobIds(PROGRESS_BACKFILL_SOURCES)}::text[])`
   ).map((r) => r.job_id);
   const newest = await sql<{ job_id: string }[]>`
     select job_id from batches where job_id <> all(${backfills}::text[]) order by submitted_at desc limit ${PROGRESS_BATCHES - backfills.length}`;
@@ -188,7 +221,8 @@ export async function measureOperations(o: OpContext): Promise<OpFigure[]> {
     'progress',
     `batchProgress of ${progressIds.length} batches (${backfills.length / 2} sources' first backfills, the newest others)`,
     { run: () => root.batchProgress(sql, progressIds) as Promise<unknown[]> },
-    (rows) => (rows.length === progressIds.length ? {} : { failure: `${rows.length} of ${progressIds.length} batches` }),
+    (rows) =>
+      rows.length === progressIds.length ? {} : { failure: `${rows.length} of ${progressIds.length} batches` },
   );
 
   // at start with Redis empty: every poll and sink job and the cron schedulers are created (one per
@@ -213,7 +247,9 @@ export async function measureOperations(o: OpContext): Promise<OpFigure[]> {
   const intactQueues = root.createQueues(o.redis, intactPrefix);
   try {
     await root.reconcile({ ...deps, queues: intactQueues });
-    await record('reconcileIntact', 'reconcile at start, Redis intact', { run: () => root.reconcile({ ...deps, queues: intactQueues }) });
+    await record('reconcileIntact', 'reconcile at start, Redis intact', {
+      run: () => root.reconcile({ ...deps, queues: intactQueues }),
+    });
   } finally {
     await intactQueues.close();
     await root.deletePrefixKeys(o.redis, intactPrefix);
@@ -236,7 +272,9 @@ export async function measureOperations(o: OpContext): Promise<OpFigure[]> {
     },
     (r) => {
       const note = `${r.outcome}: ${r.submitted} videos in ${r.jobIds.length} batches`;
-      return r.submitted === 2 * DIFF_NEW_VIDEOS_PER_RUN ? { note } : { note, failure: `expected ${2 * DIFF_NEW_VIDEOS_PER_RUN} videos submitted` };
+      return r.submitted === 2 * DIFF_NEW_VIDEOS_PER_RUN
+        ? { note }
+        : { note, failure: `expected ${2 * DIFF_NEW_VIDEOS_PER_RUN} videos submitted` };
     },
   );
   const listed = o.sim.catalog.videoIds(o.diffChannelId) ?? [];
@@ -302,12 +340,24 @@ export async function measureOperations(o: OpContext): Promise<OpFigure[]> {
     figures.push({ key: 'pruneFirst', label: '`prune`, first run', ms, runsMs: [ms], judged: false, note });
     say(`\`prune\`, first run: ${ms} ms; ${note}`);
   } catch (e: unknown) {
-    figures.push({ key: 'pruneFirst', label: '`prune`, first run', ms: undefined, runsMs: [], judged: false, failure: e instanceof Error ? e.message : String(e) });
+    figures.push({
+      key: 'pruneFirst',
+      label: '`prune`, first run',
+      ms: undefined,
+      runsMs: [],
+      judged: false,
+      failure: e instanceof Error ? e.message : String(e),
+    });
   }
   if (!caughtUp) {
     absent('pruneAgain', 'first run stopped before it caught up');
     return figures;
   }
-  await record('pruneAgain', '`prune` again (nothing due)', { run: () => prune(deps, { dryRun: false, trigger: 'cli' }) }, (r) => ({ note: `freed ${freed(r)}` }));
+  await record(
+    'pruneAgain',
+    '`prune` again (nothing due)',
+    { run: () => prune(deps, { dryRun: false, trigger: 'cli' }) },
+    (r) => ({ note: `freed ${freed(r)}` }),
+  );
   return figures;
 }

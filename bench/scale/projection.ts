@@ -38,7 +38,11 @@ export interface Projection {
 const MB = 2 ** 20;
 
 /** Stored sizes of real transcripts, as a batch item's payload and as a `transcripts` row. */
-async function realTranscriptSizes(sql: postgres.Sql, api: ApiClient, videoIds: string[]): Promise<Projection['transcriptItem'] & { row: number }> {
+async function realTranscriptSizes(
+  sql: postgres.Sql,
+  api: ApiClient,
+  videoIds: string[],
+): Promise<Projection['transcriptItem'] & { row: number }> {
   const items: string[] = [];
   const rows: { text: string; chunks: string }[] = [];
   for (const videoId of videoIds) {
@@ -69,12 +73,25 @@ async function realTranscriptSizes(sql: postgres.Sql, api: ApiClient, videoIds: 
   });
 }
 
-export async function project(sql: postgres.Sql, api: ApiClient, spec: ScaleSpec, sampleVideoIds: string[]): Promise<Projection> {
+export async function project(
+  sql: postgres.Sql,
+  api: ApiClient,
+  spec: ScaleSpec,
+  sampleVideoIds: string[],
+): Promise<Projection> {
   const tables = await tableStorage(sql);
   const real = await realTranscriptSizes(sql, api, sampleVideoIds);
   // seeded sizes from a 2% sample of pages (cheap at any size); counts from the statistics
   const [seeded] = await sql<
-    { item: number; row: number; items: number; rows: number; old_share: number; payload: number; old_transcript: number }[]
+    {
+      item: number;
+      row: number;
+      items: number;
+      rows: number;
+      old_share: number;
+      payload: number;
+      old_transcript: number;
+    }[]
   >`
     with items as (
       select i.payload, b.kind, coalesce(i.sunk_at, i.landed_at) < now() - make_interval(days => ${RAW_RETENTION_DAYS}) as old
@@ -101,7 +118,12 @@ export async function project(sql: postgres.Sql, api: ApiClient, spec: ScaleSpec
   const snapshots = tables.find((t) => t.table === 'credit_snapshots');
   // a snapshot every few minutes and one per submission; past a week one an hour is kept
   const snapshotsKept = snapshots?.rowsEstimate
-    ? Math.min(1, (snapshots.rowsEstimate * (SNAPSHOT_THIN_AFTER_DAYS / spec.historyDays) + 24 * (spec.historyDays - SNAPSHOT_THIN_AFTER_DAYS)) / snapshots.rowsEstimate)
+    ? Math.min(
+        1,
+        (snapshots.rowsEstimate * (SNAPSHOT_THIN_AFTER_DAYS / spec.historyDays) +
+          24 * (spec.historyDays - SNAPSHOT_THIN_AFTER_DAYS)) /
+          snapshots.rowsEstimate,
+      )
     : 1;
   const perTable = tables.map((t) => {
     let without = t.totalBytes;

@@ -35,7 +35,8 @@ export interface Verdict {
 }
 
 export function verdictOf(small: OpFigure | undefined, large: OpFigure): Verdict {
-  if (small?.ms === undefined || large.ms === undefined) return { ratio: undefined, verdict: large.failure || small?.failure ? 'FAIL' : '-' };
+  if (small?.ms === undefined || large.ms === undefined)
+    return { ratio: undefined, verdict: large.failure || small?.failure ? 'FAIL' : '-' };
   const ratio = large.ms / Math.max(small.ms, 0.001);
   if (!large.judged) return { ratio, verdict: 'info' };
   return { ratio, verdict: ratio <= TARGET_RATIO && !large.failure && !small.failure ? 'PASS' : 'FAIL' };
@@ -48,29 +49,38 @@ export function renderOps(r: ScaleResults): string {
   const rows = r.large.ops.map((l) => {
     const s = r.small.ops.find((o) => o.key === l.key);
     const v = verdictOf(s, l);
-    const failure = [s?.failure ? `${r.small.label}: ${s.failure}` : '', l.failure ? `${r.large.label}: ${l.failure}` : ''].filter(Boolean).join('; ');
+    const failure = [
+      s?.failure ? `${r.small.label}: ${s.failure}` : '',
+      l.failure ? `${r.large.label}: ${l.failure}` : '',
+    ]
+      .filter(Boolean)
+      .join('; ');
     return `| ${l.label} | ${ms(s?.ms)} | ${ms(l.ms)} | ${v.ratio === undefined ? '-' : v.ratio.toFixed(2)} | ${v.verdict} | ${[l.note, failure].filter(Boolean).join('; ')} |`;
   });
   return head + rows.join('\n') + '\n';
 }
 
 export function renderSeeding(r: ScaleResults): string {
-  return [r.small, r.large]
-    .map(
-      (s) =>
-        `Seeded ${s.label} (${s.database}) in ${s.seedS.toFixed(1)} s, then VACUUM ANALYZE ${s.vacuumS.toFixed(1)} s; slowest steps: ` +
-        Object.entries(s.seedStepsS)
-          .sort((a, b) => b[1] - a[1])
-          .slice(0, 4)
-          .map(([k, v]) => `${k} ${v.toFixed(1)} s`)
-          .join(', ') +
-        (s.counterProblems.length > 0 ? `\n  COUNTERS DISAGREE: ${s.counterProblems.join('; ')}` : ''),
-    )
-    .join('\n') + '\n';
+  return (
+    [r.small, r.large]
+      .map(
+        (s) =>
+          `Seeded ${s.label} (${s.database}) in ${s.seedS.toFixed(1)} s, then VACUUM ANALYZE ${s.vacuumS.toFixed(1)} s; slowest steps: ` +
+          Object.entries(s.seedStepsS)
+            .sort((a, b) => b[1] - a[1])
+            .slice(0, 4)
+            .map(([k, v]) => `${k} ${v.toFixed(1)} s`)
+            .join(', ') +
+          (s.counterProblems.length > 0 ? `\n  COUNTERS DISAGREE: ${s.counterProblems.join('; ')}` : ''),
+      )
+      .join('\n') + '\n'
+  );
 }
 
 export function renderStorm(s: StormFigures): string {
-  const outcomes = Object.entries(s.outcomes).map(([k, n]) => `${k} ${n}`).join(', ');
+  const outcomes = Object.entries(s.outcomes)
+    .map(([k, n]) => `${k} ${n}`)
+    .join(', ');
   return (
     `Storm: ${s.sources} sources on one cron minute (${s.firedAt}), one daemon --role scheduler: ` +
     `${s.finished}/${s.sources} sync runs finished (${outcomes || 'none'}); first started ${s.firstStartS ?? '-'} s after the minute, ` +

@@ -45,7 +45,11 @@ export interface RootApi {
   collectStatus: Read;
   batchProgress(sql: Queryable, jobIds: readonly string[]): Promise<unknown>;
   reconcile(deps: PipelineDeps): Promise<unknown>;
-  syncSource(deps: PipelineDeps, sourceId: number, opts: { trigger: 'cron' }): Promise<{ jobIds: string[]; outcome: string; submitted: number }>;
+  syncSource(
+    deps: PipelineDeps,
+    sourceId: number,
+    opts: { trigger: 'cron' },
+  ): Promise<{ jobIds: string[]; outcome: string; submitted: number }>;
   dueVideoIds(
     sql: Queryable,
     settings: PipelineDeps['settings'],
@@ -111,7 +115,8 @@ async function firstOf<T>(dir: string, places: readonly Where[]): Promise<T> {
 export async function loadRoot(dirArg: string): Promise<RootApi> {
   const dir = resolve(dirArg);
   const bin = join(dir, 'bin', 'videosite-ingest.js');
-  if (!existsSync(bin)) throw new Error(`--root / BENCH_ROOT: ${dir} is not a checkout of videosite-ingest (no bin/videosite-ingest.js)`);
+  if (!existsSync(bin))
+    throw new Error(`--root / BENCH_ROOT: ${dir} is not a checkout of videosite-ingest (no bin/videosite-ingest.js)`);
   const pruneModule = await importFrom(dir, 'src/pipeline/prune.ts');
   return {
     dir,

@@ -65,7 +65,11 @@ interface ScaleOutcome {
   storm?: StormFigures;
 }
 
-async function runScale(root: RootApi, spec: ScaleSpec, opts: { tag: string; catalogChannels: number; keepDb: boolean; large: boolean }): Promise<ScaleOutcome> {
+async function runScale(
+  root: RootApi,
+  spec: ScaleSpec,
+  opts: { tag: string; catalogChannels: number; keepDb: boolean; large: boolean },
+): Promise<ScaleOutcome> {
   const config = loadConfig({});
   const database = `vsi_bench_scale_${opts.tag}_${spec.label.replace(/[^A-Za-z0-9]/g, '_')}`;
   const url = withDatabase(config.databaseUrl, database);
@@ -87,7 +91,10 @@ async function runScale(root: RootApi, spec: ScaleSpec, opts: { tag: string; cat
   let prefixes = 0;
   const newPrefix = () => `{vsi-bench-scale-${opts.tag}-${spec.label}-${prefixes++}}`;
   const channels = sim.catalog.channels().slice(0, spec.sources);
-  const catalog: CatalogChannels = { channelIds: channels.map((c) => c.id), videoIds: channels.map((c) => sim.catalog.videoIds(c.id) ?? []) };
+  const catalog: CatalogChannels = {
+    channelIds: channels.map((c) => c.id),
+    videoIds: channels.map((c) => sim.catalog.videoIds(c.id) ?? []),
+  };
   let ctx: ReturnType<RootApi['createContext']> | undefined;
   // the pipeline's own prefix: the timed syncs queue poll jobs there
   const pipelinePrefix = newPrefix();
@@ -189,7 +196,13 @@ async function main(): Promise<void> {
   if (!(factor > 0 && factor <= 1)) throw new Error(`--shrink: expected a number in (0, 1], got ${values.shrink}`);
   const started = Date.now();
   const root = await loadRoot(rootDir);
-  const machine = { cores: cpus().length, cpuModel: cpus()[0]?.model ?? 'n/a', memGb: Math.round(totalmem() / 2 ** 30), loadAvgAtStart: loadavg().map((x) => Math.round(x * 100) / 100), node: process.version };
+  const machine = {
+    cores: cpus().length,
+    cpuModel: cpus()[0]?.model ?? 'n/a',
+    memGb: Math.round(totalmem() / 2 ** 30),
+    loadAvgAtStart: loadavg().map((x) => Math.round(x * 100) / 100),
+    node: process.version,
+  };
   say(`root ${root.dir}; ${machine.cores} cores, ${machine.memGb} GB, load ${machine.loadAvgAtStart.join(' ')}`);
   const tag = randomBytes(3).toString('hex');
   const small = shrunk(SMALL, factor);
@@ -212,9 +225,13 @@ async function main(): Promise<void> {
   writeFileSync(outPath, `${JSON.stringify(results, null, 2)}\n`);
 
   const out: string[] = [];
-  out.push(`\nbench:scale of ${root.dir} on ${machine.cores} cores (${machine.cpuModel}), ${machine.memGb} GB, Node ${machine.node}; load ${machine.loadAvgAtStart.join(' ')} at start, ${String(results.machine.loadAvgAtEnd)} at end\n\n`);
+  out.push(
+    `\nbench:scale of ${root.dir} on ${machine.cores} cores (${machine.cpuModel}), ${machine.memGb} GB, Node ${machine.node}; load ${machine.loadAvgAtStart.join(' ')} at start, ${String(results.machine.loadAvgAtEnd)} at end\n\n`,
+  );
   out.push(renderSeeding(results));
-  out.push(`\nWarm cache, median of 5 runs after a warm-up (3 when a run takes over 2 s); the simulator answers at once:\n\n`);
+  out.push(
+    `\nWarm cache, median of 5 runs after a warm-up (3 when a run takes over 2 s); the simulator answers at once:\n\n`,
+  );
   out.push(renderOps(results));
   if (l.storm) out.push(`\n${renderStorm(l.storm)}`);
   if (l.projection) out.push(`\n${renderProjection(l.projection, large.label)}`);

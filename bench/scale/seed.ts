@@ -110,7 +110,9 @@ const jobIdSql = (no: string) => `'batch_' || md5('job' || (${no}))::uuid::text`
 /** The job_ids of the first backfills (a metadata and a transcript batch) of sources 1..`sources`, as jobIdSql makes them. */
 export function firstBackfillJobIds(sources: number): string[] {
   return Array.from({ length: 2 * sources }, (_, i) => {
-    const h = createHash('md5').update(`job${i + 1}`).digest('hex');
+    const h = createHash('md5')
+      .update(`job${i + 1}`)
+      .digest('hex');
     return `batch_${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
   });
 }
@@ -184,18 +186,23 @@ const CHUNKS = 10;
 const ROW_CHUNKS = 5;
 /** The chunk texts of video `n`'s transcript, as columns c1..c10 of a lateral subquery. */
 function chunkTextsLateral(n: string, when = 'true', count = CHUNKS): string {
-  const cols = Array.from({ length: count }, (_, k) => `${cut(`${n} * ${CHUNKS} + ${k}`, `180 + (${n} * ${k + 3}) % 120`)} as c${k + 1}`);
+  const cols = Array.from(
+    { length: count },
+    (_, k) => `${cut(`${n} * ${CHUNKS} + ${k}`, `180 + (${n} * ${k + 3}) % 120`)} as c${k + 1}`,
+  );
   // offset 0: computed once per row, not once per reference; only for the rows that need them
   return `left join lateral (select ${cols.join(', ')} where ${when} offset 0) ct on true`;
 }
 function chunksJson(count = CHUNKS): string {
   const parts = Array.from(
     { length: count },
-    (_, k) => `jsonb_build_object('text', ct.c${k + 1}, 'offset', ${k * 4_100}, 'duration', 3900 + length(ct.c${k + 1}))`,
+    (_, k) =>
+      `jsonb_build_object('text', ct.c${k + 1}, 'offset', ${k * 4_100}, 'duration', 3900 + length(ct.c${k + 1}))`,
   );
   return `jsonb_build_array(${parts.join(', ')})`;
 }
-const chunksText = (count: number) => `concat_ws(' ', ${Array.from({ length: count }, (_, k) => `ct.c${k + 1}`).join(', ')})`;
+const chunksText = (count: number) =>
+  `concat_ws(' ', ${Array.from({ length: count }, (_, k) => `ct.c${k + 1}`).join(', ')})`;
 
 interface Step {
   name: string;
@@ -493,7 +500,9 @@ function otherSteps(): Step[] {
  * table with a trigger (the counters of migrations/0005) always fires it.
  */
 async function triggerFreeTables(sql: postgres.Sql): Promise<Set<string>> {
-  const [role] = await sql<{ superuser: boolean }[]>`select rolsuper as superuser from pg_roles where rolname = current_user`;
+  const [role] = await sql<
+    { superuser: boolean }[]
+  >`select rolsuper as superuser from pg_roles where rolname = current_user`;
   if (!role?.superuser) return new Set();
   const rows = await sql<{ t: string }[]>`
     select c.relname as t from pg_class c
@@ -546,7 +555,8 @@ export async function seedHistory(
   const figures: SeedFigures = { stepsMs: {}, totalMs: 0 };
   const text = corpus();
   const sizes = sourceSizes(spec);
-  if (catalog.channelIds.length < spec.sources) throw new Error(`the catalog has ${catalog.channelIds.length} channels, ${spec.sources} needed`);
+  if (catalog.channelIds.length < spec.sources)
+    throw new Error(`the catalog has ${catalog.channelIds.length} channels, ${spec.sources} needed`);
   const ids = sizes.map((_, i) => i + 1);
   const firstN: number[] = [];
   let next = 1;
@@ -581,12 +591,13 @@ export async function seedHistory(
        cross join ${STAGE}.params p`,
     [ids, sizes, firstN, catalog.channelIds.slice(0, spec.sources)],
   );
-  await sql.unsafe(`create unlogged table ${STAGE}.cat as select * from unnest($1::int[], $2::int[], $3::text[]) as u(source_id, pos, video_id)`, [
-    cat.source,
-    cat.pos,
-    cat.video,
-  ]);
-  await sql.unsafe(`alter table ${STAGE}.src add primary key (id); alter table ${STAGE}.cat add primary key (source_id, pos)`);
+  await sql.unsafe(
+    `create unlogged table ${STAGE}.cat as select * from unnest($1::int[], $2::int[], $3::text[]) as u(source_id, pos, video_id)`,
+    [cat.source, cat.pos, cat.video],
+  );
+  await sql.unsafe(
+    `alter table ${STAGE}.src add primary key (id); alter table ${STAGE}.cat add primary key (source_id, pos)`,
+  );
   const skipKeyChecks = await triggerFreeTables(sql);
   for (const step of [...stagingSteps(), ...headSteps()]) await runStep(sql, step, text, skipKeyChecks, figures, say);
 
@@ -595,8 +606,20 @@ export async function seedHistory(
   // a video's rows arrives: concurrent transactions would not see each other's)
   const steps = new Map([...itemSteps(), ...otherSteps()].map((s) => [s.name, s]));
   const lane = (names: string[]) => names.map((n) => steps.get(n)!);
-  const laneA = lane(['batch_items (first backfills, transcript)', 'batch_items (incremental)', 'sync_runs (older half)', 'video_sync']);
-  const laneB = lane(['videos', 'transcripts', 'source_videos', 'batch_items (first backfills, video)', 'sync_runs (newer half)', 'credit_snapshots']);
+  const laneA = lane([
+    'batch_items (first backfills, transcript)',
+    'batch_items (incremental)',
+    'sync_runs (older half)',
+    'video_sync',
+  ]);
+  const laneB = lane([
+    'videos',
+    'transcripts',
+    'source_videos',
+    'batch_items (first backfills, video)',
+    'sync_runs (newer half)',
+    'credit_snapshots',
+  ]);
   if (laneA.length + laneB.length !== steps.size || [...laneA, ...laneB].some((s) => s === undefined)) {
     throw new Error('seed: every step must be in exactly one lane');
   }
@@ -616,12 +639,19 @@ export async function seedHistory(
   // (what search_index_pending() does, in one statement) and empties the queue.
   const [queue] = await sql<{ exists: boolean }[]>`select to_regclass('search_index_queue') is not null as exists`;
   if (queue!.exists) {
-    await runStep(sql, {
-      name: 'transcript_windows (the search index)',
-      sql: `insert into transcript_windows (video_id, lang, n, start_s, end_s, text, config, tsv)
+    await runStep(
+      sql,
+      {
+        name: 'transcript_windows (the search index)',
+        sql: `insert into transcript_windows (video_id, lang, n, start_s, end_s, text, config, tsv)
         select r.video_id, r.lang, r.n, r.start_s, r.end_s, r.text, r.config, r.tsv
         from transcript_window_rows r join search_index_queue q on q.video_id = r.video_id and q.lang = r.lang`,
-    }, text, skipKeyChecks, figures, say);
+      },
+      text,
+      skipKeyChecks,
+      figures,
+      say,
+    );
     await sql`truncate search_index_queue`;
   }
   await sql.unsafe(`drop schema ${STAGE} cascade`);

@@ -15,9 +15,21 @@ export interface ScaleSpec {
 }
 
 /** The issue's 1x: 100 000 videos, 300 000 batch items, 200 sources, a month of sync runs. */
-export const SMALL: ScaleSpec = { label: '1x', sources: 200, videos: 100_000, incrementalBatches: 4_000, historyDays: 30 };
+export const SMALL: ScaleSpec = {
+  label: '1x',
+  sources: 200,
+  videos: 100_000,
+  incrementalBatches: 4_000,
+  historyDays: 30,
+};
 /** The issue's 10x: 1 000 000 videos, 3 000 000 batch items, 2 000 sources, a year of sync runs. */
-export const LARGE: ScaleSpec = { label: '10x', sources: 2_000, videos: 1_000_000, incrementalBatches: 40_000, historyDays: 365 };
+export const LARGE: ScaleSpec = {
+  label: '10x',
+  sources: 2_000,
+  videos: 1_000_000,
+  incrementalBatches: 40_000,
+  historyDays: 365,
+};
 
 /** Items per incremental batch: 5..45, 25 on average (100 000 items per 4 000 batches). */
 export const INCREMENTAL_BATCH_ITEMS = { min: 5, max: 45 } as const;
@@ -104,7 +116,8 @@ export const STORM_LEAD_MS = 40_000;
 /** Longest the storm may take after the cron minute before it is given up, ms. */
 export const STORM_TIMEOUT_MS = 5 * 60_000;
 /** Log lines that mean the pool or a statement ran out of time. */
-export const STORM_TROUBLE_RE = /pool|exhaust|timeout|timed out|CONNECT_TIMEOUT|too many clients|remaining connection slots/i;
+export const STORM_TROUBLE_RE =
+  /pool|exhaust|timeout|timed out|CONNECT_TIMEOUT|too many clients|remaining connection slots/i;
 
 /** Retention of issue #12, for the projection. */
 export const RAW_RETENTION_DAYS = 90;

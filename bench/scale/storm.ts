@@ -51,7 +51,9 @@ export interface StormOptions {
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export async function runStorm(o: StormOptions): Promise<StormFigures> {
-  const [{ n: sources }] = (await o.sql`select count(*)::int as n from sources where not paused`) as unknown as [{ n: number }];
+  const [{ n: sources }] = (await o.sql`select count(*)::int as n from sources where not paused`) as unknown as [
+    { n: number },
+  ];
   const fire = new Date(Math.ceil((Date.now() + STORM_LEAD_MS) / 60_000) * 60_000);
   const cron = `${fire.getUTCMinutes()} ${fire.getUTCHours()} * * *`;
   await o.sql`update sources set cron = ${cron}`;
@@ -102,7 +104,7 @@ export async function runStorm(o: StormOptions): Promise<StormFigures> {
   );
 
   let row = { started: 0, finished: 0, first: null as Date | null, last: null as Date | null };
-  let outcomes: Record<string, number> = {};
+  let outcomes: Record<string, number>;
   try {
     await Promise.race([sleep(Math.max(0, fire.getTime() - Date.now())), exited]);
     const deadline = fire.getTime() + STORM_TIMEOUT_MS;
@@ -135,7 +137,9 @@ export async function runStorm(o: StormOptions): Promise<StormFigures> {
   await o.root.deletePrefixKeys(o.redis, o.prefix);
 
   const since = (d: Date | null) => (d === null ? null : Math.round((d.getTime() - fire.getTime()) / 100) / 10);
-  const bad = Object.entries(outcomes).filter(([k]) => k !== 'up-to-date' && k !== 'submitted').reduce((n, [, c]) => n + c, 0);
+  const bad = Object.entries(outcomes)
+    .filter(([k]) => k !== 'up-to-date' && k !== 'submitted')
+    .reduce((n, [, c]) => n + c, 0);
   return {
     sources,
     firedAt: fire.toISOString(),

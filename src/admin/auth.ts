@@ -31,7 +31,10 @@ export const METRICS_REALM = 'videosite-ingest metrics';
 
 /** True for an address only this machine can reach: 127.0.0.0/8, ::1, or the name localhost. */
 export function isLoopbackHost(host: string): boolean {
-  const h = host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  const h = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1');
   if (h === 'localhost') return true;
   const family = isIP(h);
   if (family === 4) return h.startsWith('127.');
@@ -61,7 +64,9 @@ function digest(s: string): Buffer {
 export type CredentialScheme = 'bearer' | 'basic';
 
 /** The scheme and credential of an Authorization header: a bearer token, or a basic-auth password. */
-export function authorizationOf(header: string | undefined): { scheme: CredentialScheme; credential: string } | undefined {
+export function authorizationOf(
+  header: string | undefined,
+): { scheme: CredentialScheme; credential: string } | undefined {
   if (header === undefined) return undefined;
   const m = /^\s*(\S+)\s+(\S+)\s*$/.exec(header);
   if (!m) return undefined;
@@ -82,7 +87,11 @@ export function credentialOf(header: string | undefined): string | undefined {
 }
 
 /** Constant-time comparison (of digests, so the lengths leak nothing either), in one of `schemes` (default: either). */
-export function tokenMatches(header: string | undefined, token: string, schemes: readonly CredentialScheme[] = ['bearer', 'basic']): boolean {
+export function tokenMatches(
+  header: string | undefined,
+  token: string,
+  schemes: readonly CredentialScheme[] = ['bearer', 'basic'],
+): boolean {
   const given = authorizationOf(header);
   if (given === undefined || !schemes.includes(given.scheme)) return false;
   return timingSafeEqual(digest(given.credential), digest(token));
@@ -106,7 +115,11 @@ export function requireToken({ token, metricsToken }: TokenOptions): MiddlewareH
     const authorization = c.req.header('authorization');
     if (OPEN_PATHS.has(path)) return next();
     if (path === METRICS_PATH) {
-      if (metricsToken === undefined || tokenMatches(authorization, metricsToken, ['bearer']) || (token !== undefined && tokenMatches(authorization, token))) {
+      if (
+        metricsToken === undefined ||
+        tokenMatches(authorization, metricsToken, ['bearer']) ||
+        (token !== undefined && tokenMatches(authorization, token))
+      ) {
         return next();
       }
       c.header('WWW-Authenticate', `Bearer realm="${METRICS_REALM}"`);

@@ -105,14 +105,18 @@ function summary(b: BatchView, sourceName: string | null | undefined, now: Date)
   const inFlight = !isTerminalStatus(b.status);
   return html`<dl class="facts">
     <dt>status</dt><dd>${statusPill(b)}${
-      b.upstreamStatus !== null && b.upstreamStatus !== b.status ? html` <span class="small muted">the upstream last said <code>${b.upstreamStatus}</code></span>` : ''
+      b.upstreamStatus !== null && b.upstreamStatus !== b.status
+        ? html` <span class="small muted">the upstream last said <code>${b.upstreamStatus}</code></span>`
+        : ''
     }${b.reason !== null ? html`<div class="small error">${b.reason}</div>` : ''}</dd>
     <dt>kind</dt><dd>${b.kind}${b.mode === 'generate' ? ' (a generated transcript job)' : ''}</dd>
     <dt>language</dt><dd>${b.lang ?? html`<span class="muted">${b.kind === 'video' ? 'not applicable (metadata)' : "the API's default"}</span>`}</dd>
     <dt>source</dt><dd>${sourceLink(b.sourceId, names)}</dd>
     <dt>submitted</dt><dd>${when(b.submittedAt, now)}</dd>
     <dt>completed</dt><dd>${when(b.completedAt, now, inFlight ? 'not yet' : 'not reported by the upstream')}${
-      b.terminalAt !== null && b.completedAt === null ? html` <span class="small muted">(ended here ${when(b.terminalAt, now)})</span>` : ''
+      b.terminalAt !== null && b.completedAt === null
+        ? html` <span class="small muted">(ended here ${when(b.terminalAt, now)})</span>`
+        : ''
     }</dd>
     <dt>polls</dt><dd>${b.polls}${b.lastPolledAt ? html` <span class="small muted">· last ${when(b.lastPolledAt, now)}</span>` : ''}${
       inFlight && b.nextPollAt ? html` <span class="small muted">· next ${when(b.nextPollAt, now)}</span>` : ''
@@ -134,7 +138,8 @@ function progress(b: BatchView): SafeHtml {
 }
 
 function itemsTable(b: BatchView, d: NonNullable<BatchPageData['items']>, now: Date): SafeHtml {
-  if (d.total === 0) return html`<p class="muted">No items recorded yet${isTerminalStatus(b.status) ? '' : ' (they are recorded as they finish)'}.</p>`;
+  if (d.total === 0)
+    return html`<p class="muted">No items recorded yet${isTerminalStatus(b.status) ? '' : ' (they are recorded as they finish)'}.</p>`;
   const first = d.offset + 1;
   return html`<p class="small muted">${d.total} items recorded, by video ID${d.pages > 1 ? ` · page ${d.page} of ${d.pages} (${first}–${first + d.rows.length - 1})` : ''}</p>
     <table>
@@ -153,21 +158,36 @@ function itemsTable(b: BatchView, d: NonNullable<BatchPageData['items']>, now: D
     ${pageLinks(d.page, d.pages, (n) => `${batchHref(b.jobId)}?page=${n}#items`, 'pages of items')}`;
 }
 
-export function renderBatchPage(d: BatchPageData, opts: { queuesPath?: string; jobId: string }): { status: 200 | 404 | 503; html: string } {
+export function renderBatchPage(
+  d: BatchPageData,
+  opts: { queuesPath?: string; jobId: string },
+): { status: 200 | 404 | 503; html: string } {
   const { now } = d;
   const frame = { now, holds: d.holds, unavailable: d.unavailable, queuesPath: opts.queuesPath };
   const b = d.batch;
   if (b === null) {
-    const body = notFoundBody(`Batch ${JSON.stringify(opts.jobId)}`, html`Every batch recorded is listed on <a href="/batches">Batches</a>.`);
+    const body = notFoundBody(
+      `Batch ${JSON.stringify(opts.jobId)}`,
+      html`Every batch recorded is listed on <a href="/batches">Batches</a>.`,
+    );
     return { status: 404, html: renderPage({ ...frame, title: 'batch not found', body }) };
   }
-  if (b === undefined) return { status: 503, html: renderPage({ ...frame, title: `batch ${opts.jobId}`, body: unavailable(`Batch ${opts.jobId}`) }) };
+  if (b === undefined)
+    return {
+      status: 503,
+      html: renderPage({ ...frame, title: `batch ${opts.jobId}`, body: unavailable(`Batch ${opts.jobId}`) }),
+    };
   const body = html`<h2 class="page">Batch <code>${b.jobId}</code> <span class="muted small">${batchName(b)}</span></h2>
   <section id="summary"><h2>Summary</h2>${summary(b, d.sourceName, now)}</section>
   <section id="progress"><h2>Progress</h2>${progress(b)}</section>
   <section id="items"><h2>Items</h2>${d.items ? itemsTable(b, d.items, now) : unavailable('Items')}</section>`;
   return {
     status: 200,
-    html: renderPage({ ...frame, title: `batch ${b.jobId}`, crumbs: [{ label: 'Overview', href: '/' }, { label: 'Batches', href: '/batches' }, { label: b.jobId }], body }),
+    html: renderPage({
+      ...frame,
+      title: `batch ${b.jobId}`,
+      crumbs: [{ label: 'Overview', href: '/' }, { label: 'Batches', href: '/batches' }, { label: b.jobId }],
+      body,
+    }),
   };
 }

@@ -48,25 +48,35 @@ export async function loadBatchesPage(pool: Pool, opts: LoadBatchesPageOptions):
   let now = new Date();
   let byStatus: Record<string, number> | undefined;
   let listed: BatchProgress[] = [];
-  const { values, unavailable } = await readPageSections<Omit<BatchesPageData, 'unavailable' | 'status'>>(pool, 'batches', opts, {
-    now: async (q) => (now = await databaseNow(q)),
-    holds: readHolds,
-    byStatus: async (q) => (byStatus = await batchCountsByStatus(q)),
-    list: async (q) => {
-      // the counters give the total; without them (section left out) the page still lists, unclamped
-      const total = byStatus === undefined ? undefined : opts.status === null ? Object.values(byStatus).reduce((a, b) => a + b, 0) : (byStatus[opts.status] ?? 0);
-      const place = placePage(total ?? (opts.page * BATCHES_PER_PAGE), BATCHES_PER_PAGE, opts.page);
-      // a status no batch has would scan every batch for none (78 ms at 100 000 batches): the counters say so first
-      const ids = total === 0 ? [] : await batchJobIds(q, { ...place, status: opts.status });
-      listed = inOrderOf(ids, await batchProgress(q, ids), (b) => b.jobId);
-      return { ...place, total: total ?? listed.length, rows: listed };
+  const { values, unavailable } = await readPageSections<Omit<BatchesPageData, 'unavailable' | 'status'>>(
+    pool,
+    'batches',
+    opts,
+    {
+      now: async (q) => (now = await databaseNow(q)),
+      holds: readHolds,
+      byStatus: async (q) => (byStatus = await batchCountsByStatus(q)),
+      list: async (q) => {
+        // the counters give the total; without them (section left out) the page still lists, unclamped
+        const total =
+          byStatus === undefined
+            ? undefined
+            : opts.status === null
+              ? Object.values(byStatus).reduce((a, b) => a + b, 0)
+              : (byStatus[opts.status] ?? 0);
+        const place = placePage(total ?? opts.page * BATCHES_PER_PAGE, BATCHES_PER_PAGE, opts.page);
+        // a status no batch has would scan every batch for none (78 ms at 100 000 batches): the counters say so first
+        const ids = total === 0 ? [] : await batchJobIds(q, { ...place, status: opts.status });
+        listed = inOrderOf(ids, await batchProgress(q, ids), (b) => b.jobId);
+        return { ...place, total: total ?? listed.length, rows: listed };
+      },
+      sourceNames: async (q) => {
+        const ids = [...new Set(listed.map((b) => b.sourceId).filter((id): id is number => id !== null))];
+        const rows = await sourcesWithStatsByIds(q, ids);
+        return Object.fromEntries(rows.map((s) => [s.id, s.title ?? s.externalId]));
+      },
     },
-    sourceNames: async (q) => {
-      const ids = [...new Set(listed.map((b) => b.sourceId).filter((id): id is number => id !== null))];
-      const rows = await sourcesWithStatsByIds(q, ids);
-      return Object.fromEntries(rows.map((s) => [s.id, s.title ?? s.externalId]));
-    },
-  });
+  );
   return { ...values, now, status: opts.status, unavailable };
 }
 

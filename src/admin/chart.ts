@@ -58,7 +58,8 @@ export function niceTop(n: number): number {
   const rawStep = Math.max(n / Y_STEPS, 1);
   const exp = 10 ** Math.floor(Math.log10(rawStep));
   const step =
-    [1, 1.5, 2, 2.5, 3, 4, 5, 6, 7.5, 8, 10].map((m) => m * exp).find((v) => v >= rawStep && Number.isInteger(v)) ?? 10 * exp;
+    [1, 1.5, 2, 2.5, 3, 4, 5, 6, 7.5, 8, 10].map((m) => m * exp).find((v) => v >= rawStep && Number.isInteger(v)) ??
+    10 * exp;
   return step * Y_STEPS;
 }
 

@@ -38,7 +38,13 @@ export type CheckState = 'ok' | 'down' | 'timeout' | 'pending' | 'held' | 'read-
 export interface ReadinessReport {
   ready: boolean;
   /** `upstream` only for a process given its key's fingerprint */
-  checks: { postgres: CheckState; redis: CheckState; migrations: CheckState; schema: CheckState; upstream?: CheckState };
+  checks: {
+    postgres: CheckState;
+    redis: CheckState;
+    migrations: CheckState;
+    schema: CheckState;
+    upstream?: CheckState;
+  };
   /** the codes of the holds that apply to this process's key, when some do */
   holds?: HoldCode[];
   /** tags of applied migrations newer than this build, when there are some (compatible or not) */
@@ -98,7 +104,16 @@ export function createReadinessChecker(deps: ReadinessDeps): ReadinessChecker {
     }
     if (last.get(name) !== state) {
       if (state === 'ok') deps.log.info({ event: 'admin.check_ok', check: name }, 'readiness check ok');
-      else deps.log.warn({ event: 'admin.check_failing', check: name, state, err: err instanceof Error ? { message: err.message } : undefined }, 'readiness check failing');
+      else
+        deps.log.warn(
+          {
+            event: 'admin.check_failing',
+            check: name,
+            state,
+            err: err instanceof Error ? { message: err.message } : undefined,
+          },
+          'readiness check failing',
+        );
       last.set(name, state);
     }
     return state;
@@ -138,11 +153,20 @@ export function createReadinessChecker(deps: ReadinessDeps): ReadinessChecker {
               return holds.length === 0 ? 'ok' : 'held';
             }),
       ]);
-      const ready = postgres === 'ok' && redis === 'ok' && migrations === 'ok' && schema === 'ok' && (upstream === undefined || upstream === 'ok');
+      const ready =
+        postgres === 'ok' &&
+        redis === 'ok' &&
+        migrations === 'ok' &&
+        schema === 'ok' &&
+        (upstream === undefined || upstream === 'ok');
       const checks = { postgres, redis, migrations, schema, ...(upstream === undefined ? {} : { upstream }) };
       const reasons = [
-        upstream === 'held' ? `upstream hold: ${holds.join(', ')} (API key fingerprint ${keyFingerprint}; see videosite-ingest status)` : undefined,
-        postgres === 'read-only' ? 'read-only: the database refuses writes (a standby, or default_transaction_read_only); work resumes by itself when writes work' : undefined,
+        upstream === 'held'
+          ? `upstream hold: ${holds.join(', ')} (API key fingerprint ${keyFingerprint}; see videosite-ingest status)`
+          : undefined,
+        postgres === 'read-only'
+          ? 'read-only: the database refuses writes (a standby, or default_transaction_read_only); work resumes by itself when writes work'
+          : undefined,
         schema === 'schema-newer' ? `schema-newer: ${schemaReason}` : undefined,
       ].filter((r) => r !== undefined);
       return {

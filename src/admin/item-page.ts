@@ -30,7 +30,12 @@ export interface ItemPageData {
   unavailable: string[];
 }
 
-export async function loadItemPage(pool: Pool, jobId: string, videoId: string, opts: PageReadOptions): Promise<ItemPageData> {
+export async function loadItemPage(
+  pool: Pool,
+  jobId: string,
+  videoId: string,
+  opts: PageReadOptions,
+): Promise<ItemPageData> {
   let now = new Date();
   const { values, unavailable } = await readPageSections<Omit<ItemPageData, 'unavailable'>>(pool, 'item', opts, {
     now: async (q) => (now = await databaseNow(q)),
@@ -94,7 +99,12 @@ export function renderItemPage(
 ): { status: 200 | 404 | 503; html: string } {
   const { now } = d;
   const frame = { now, holds: d.holds, unavailable: d.unavailable, queuesPath: opts.queuesPath };
-  const crumbs = [{ label: 'Overview', href: '/' }, { label: 'Batches', href: '/batches' }, { label: opts.jobId, href: batchHref(opts.jobId) }, { label: opts.videoId }];
+  const crumbs = [
+    { label: 'Overview', href: '/' },
+    { label: 'Batches', href: '/batches' },
+    { label: opts.jobId, href: batchHref(opts.jobId) },
+    { label: opts.videoId },
+  ];
   const i = d.item;
   if (i === null) {
     const body = notFoundBody(
@@ -103,7 +113,11 @@ export function renderItemPage(
     );
     return { status: 404, html: renderPage({ ...frame, title: 'item not found', crumbs, body }) };
   }
-  if (i === undefined) return { status: 503, html: renderPage({ ...frame, title: `item ${opts.videoId}`, crumbs, body: unavailable(`Item ${opts.videoId}`) }) };
+  if (i === undefined)
+    return {
+      status: 503,
+      html: renderPage({ ...frame, title: `item ${opts.videoId}`, crumbs, body: unavailable(`Item ${opts.videoId}`) }),
+    };
   const body = html`<h2 class="page">Item <code>${i.videoId}</code> <span class="muted small">of batch ${jobLink(i.jobId)}</span></h2>
   <section id="item"><h2>State</h2><dl class="facts">
     <dt>state</dt><dd>${itemStatePill(i.state)}</dd>

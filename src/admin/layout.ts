@@ -19,7 +19,8 @@ export const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 
 
 export const sourceHref = (id: number): string => `/sources/${id}`;
 export const batchHref = (jobId: string): string => `/batches/${encodeURIComponent(jobId)}`;
-export const itemHref = (jobId: string, videoId: string): string => `${batchHref(jobId)}/items/${encodeURIComponent(videoId)}`;
+export const itemHref = (jobId: string, videoId: string): string =>
+  `${batchHref(jobId)}/items/${encodeURIComponent(videoId)}`;
 
 /** 42 s ago, 5 min ago, 3 h ago, 2 d ago; a time ahead reads "in 5 min" */
 export function ago(iso: string | Date | null, now: Date): string {
@@ -28,7 +29,14 @@ export function ago(iso: string | Date | null, now: Date): string {
   const delta = Math.round((now.getTime() - t) / 1000);
   const s = Math.abs(delta);
   if (s < 5) return 'just now';
-  const span = s < 120 ? `${s} s` : s < 7_200 ? `${Math.round(s / 60)} min` : s < 172_800 ? `${Math.round(s / 3_600)} h` : `${Math.round(s / 86_400)} d`;
+  const span =
+    s < 120
+      ? `${s} s`
+      : s < 7_200
+        ? `${Math.round(s / 60)} min`
+        : s < 172_800
+          ? `${Math.round(s / 3_600)} h`
+          : `${Math.round(s / 86_400)} d`;
   return delta >= 0 ? `${span} ago` : `in ${span}`;
 }
 
@@ -50,7 +58,14 @@ export function pill(text: string, tone: Freshness['tone']): SafeHtml {
 
 /** The tone of a batch status: in flight is neutral, completed good, the other ends bad. */
 export function statusPill(b: Pick<BatchProgress, 'status' | 'errorCode'>): SafeHtml {
-  const tone = b.status === 'completed' ? 'ok' : b.status === 'failed' || b.status === 'expired' ? 'bad' : b.status === 'active' ? 'ok' : 'muted';
+  const tone =
+    b.status === 'completed'
+      ? 'ok'
+      : b.status === 'failed' || b.status === 'expired'
+        ? 'bad'
+        : b.status === 'active'
+          ? 'ok'
+          : 'muted';
   return pill(b.status + (b.errorCode ? ` (${b.errorCode})` : ''), tone);
 }
 
@@ -118,10 +133,13 @@ export function holdBanners(holds: HoldsStatus | undefined, now: Date): SafeHtml
   if (holds === undefined) return [];
   return [
     ...holds.upstreamHolds.map(
-      (h) => html`<div class="banner" role="alert" data-hold="${h.code}"><strong>On hold (${h.code})</strong> <span class="small">set ${ago(h.since, now)}</span>: ${h.message}</div>`,
+      (h) =>
+        html`<div class="banner" role="alert" data-hold="${h.code}"><strong>On hold (${h.code})</strong> <span class="small">set ${ago(h.since, now)}</span>: ${h.message}</div>`,
     ),
     ...holds.lostSubmissions.map(
-      (l) => html`<div class="banner" role="alert"><strong>Lost answer:</strong> source ${l.sourceId ?? '-'} ${l.kind}${l.lang ? ` ${l.lang}` : ''}
+      (
+        l,
+      ) => html`<div class="banner" role="alert"><strong>Lost answer:</strong> source ${l.sourceId ?? '-'} ${l.kind}${l.lang ? ` ${l.lang}` : ''}
         (~${l.creditsEstimated} credits, ${ago(l.at, now)}): probably created upstream, not re-submitted; to re-submit: <code>videosite-ingest replay --lost --yes</code></div>`,
     ),
   ];
@@ -207,12 +225,16 @@ export function renderPage(f: PageFrame): string {
   const banners = [
     ...holdBanners(f.holds, f.now),
     ...(f.unavailable.length > 0
-      ? [html`<div class="banner" role="status">Not shown: ${f.unavailable.join(', ')} (the database did not answer in time; see the daemon log).</div>`]
+      ? [
+          html`<div class="banner" role="status">Not shown: ${f.unavailable.join(', ')} (the database did not answer in time; see the daemon log).</div>`,
+        ]
       : []),
   ];
   const crumbs = f.crumbs?.length
     ? html`<nav class="crumbs" aria-label="breadcrumbs">${f.crumbs.map((c, i) =>
-        c.href === undefined ? html`<span>${c.label}</span>` : html`<a href="${c.href}">${c.label}</a>${i < f.crumbs!.length - 1 ? ' › ' : ''}`,
+        c.href === undefined
+          ? html`<span>${c.label}</span>`
+          : html`<a href="${c.href}">${c.label}</a>${i < f.crumbs!.length - 1 ? ' › ' : ''}`,
       )}</nav>`
     : '';
   return html`<!doctype html>

@@ -173,7 +173,11 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
   });
 
   /** One read per family and scrape, given up after `deadlineMs`; undefined when it failed. */
-  const family = <T>(name: string, load: () => Promise<T>, deadlineMs: number = timeoutMs): (() => Promise<T | undefined>) => {
+  const family = <T>(
+    name: string,
+    load: () => Promise<T>,
+    deadlineMs: number = timeoutMs,
+  ): (() => Promise<T | undefined>) => {
     // shared while running: the registry starts every metric's collect in the same tick, so
     // the gauges of one scrape share one read; the next scrape reads afresh
     let pending: Promise<T | undefined> | undefined;
@@ -186,7 +190,8 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
             timer = setTimeout(() => reject(new Error(`no answer within ${deadlineMs} ms`)), deadlineMs);
           }),
         ]);
-        if (failing.delete(name)) src.log.info({ event: 'metrics.family_recovered', family: name }, 'metrics family readable again');
+        if (failing.delete(name))
+          src.log.info({ event: 'metrics.family_recovered', family: name }, 'metrics family readable again');
         return value;
       } catch (e: unknown) {
         collectErrors.inc({ family: name });
@@ -194,7 +199,12 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
         if (!failing.has(name)) {
           failing.add(name);
           src.log.warn(
-            { event: 'metrics.family_failed', family: name, cancelled: isQueryCanceled(e), err: { message: e instanceof Error ? e.message : String(e) } },
+            {
+              event: 'metrics.family_failed',
+              family: name,
+              cancelled: isQueryCanceled(e),
+              err: { message: e instanceof Error ? e.message : String(e) },
+            },
             'metrics family not readable',
           );
         }
@@ -336,7 +346,8 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
     async collect() {
       this.reset();
       const r = await latest();
-      for (const o of r?.outcomes ?? []) for (const state of ITEM_STATES) this.set({ kind: o.kind, lang: o.lang, state }, o.byState[state]);
+      for (const o of r?.outcomes ?? [])
+        for (const state of ITEM_STATES) this.set({ kind: o.kind, lang: o.lang, state }, o.byState[state]);
     },
   });
   new Gauge({
@@ -406,7 +417,8 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
     async collect() {
       this.reset();
       const r = await freshness();
-      for (const row of r?.stalest ?? []) this.set({ source_id: String(row.id), kind: row.kind }, Math.max(0, row.seconds));
+      for (const row of r?.stalest ?? [])
+        this.set({ source_id: String(row.id), kind: row.kind }, Math.max(0, row.seconds));
     },
   });
   new Gauge({
@@ -418,7 +430,8 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
       this.reset();
       const r = await freshness();
       for (const g of r?.counts ?? []) {
-        if (sourceSyncState(g) === 'active' && g.maxSeconds !== null) this.set({ kind: g.kind }, Math.max(0, g.maxSeconds));
+        if (sourceSyncState(g) === 'active' && g.maxSeconds !== null)
+          this.set({ kind: g.kind }, Math.max(0, g.maxSeconds));
       }
     },
   });

@@ -47,7 +47,19 @@ import {
 import { compactBytes, compactNumber, creditChartSvg, type CreditPoint } from './chart.ts';
 import { html, type SafeHtml } from './html.ts';
 import { BATCHES_PER_PAGE } from './batches-page.ts';
-import { ago, batchName, jobLink, pageLinks, pill, progressBar, renderPage, sourceHref, sourceLink, statusPill, unavailable } from './layout.ts';
+import {
+  ago,
+  batchName,
+  jobLink,
+  pageLinks,
+  pill,
+  progressBar,
+  renderPage,
+  sourceHref,
+  sourceLink,
+  statusPill,
+  unavailable,
+} from './layout.ts';
 
 /** Points of the credit chart at most (snapshots are bucketed in time beyond that). */
 export const CREDIT_CHART_MAX_POINTS = 300;
@@ -114,7 +126,10 @@ export interface LoadOverviewOptions {
 async function loadSources(q: Queryable, now: Date, page: number): Promise<OverviewSources> {
   const sources = await readSourcesPage(q, now, { page, perPage: OVERVIEW_SOURCES_PER_PAGE });
   // the page's sources only: one probe per video of theirs, whatever the installation's size
-  const { errors, coverage } = await sourceOutcomes(q, sources.rows.map((s) => s.id));
+  const { errors, coverage } = await sourceOutcomes(
+    q,
+    sources.rows.map((s) => s.id),
+  );
   return { ...sources, errorsBySource: errors, coverageBySource: coverage };
 }
 
@@ -163,7 +178,12 @@ export async function loadOverview(pool: Pool, opts: LoadOverviewOptions = {}): 
   const log = opts.log ?? silentLogger();
   for (const { section, error } of failed) {
     log.warn(
-      { event: 'overview.section_failed', section, cancelled: isQueryCanceled(error), err: { message: error instanceof Error ? error.message : String(error) } },
+      {
+        event: 'overview.section_failed',
+        section,
+        cancelled: isQueryCanceled(error),
+        err: { message: error instanceof Error ? error.message : String(error) },
+      },
       'overview section left out',
     );
   }
@@ -201,7 +221,8 @@ const CHANGE_DATA_SHOWN = 160;
 
 function renderChanges(changes: EventRow[] | undefined, names: ReadonlyMap<number, string>, now: Date): SafeHtml {
   if (changes === undefined) return unavailable('Recent changes');
-  if (changes.length === 0) return html`<p class="muted">No events yet (batches, syncs and holds write them; <code>videosite-ingest events --follow</code>).</p>`;
+  if (changes.length === 0)
+    return html`<p class="muted">No events yet (batches, syncs and holds write them; <code>videosite-ingest events --follow</code>).</p>`;
   const rows = changes.map((e) => {
     const data = JSON.stringify(e.data);
     return html`<tr data-event-id="${e.id}">
@@ -228,7 +249,8 @@ function urlOrigin(url: string): string {
 
 function renderWebhooks(hooks: WebhookStatus[] | undefined, now: Date): SafeHtml {
   if (hooks === undefined) return unavailable('Webhook endpoints');
-  if (hooks.length === 0) return html`<p class="muted">None. Add one: <code>videosite-ingest webhooks add https://…</code></p>`;
+  if (hooks.length === 0)
+    return html`<p class="muted">None. Add one: <code>videosite-ingest webhooks add https://…</code></p>`;
   const rows = hooks.map(
     (w) => html`<tr data-webhook-id="${w.id}">
       <td class="num">${w.id}</td><td><code>${urlOrigin(w.url)}</code>…</td><td>${w.eventTypes?.join(', ') ?? 'all'}</td>
@@ -258,7 +280,8 @@ function coverageCell(r: OverviewSource, coverage: Map<number, SourceLanguageCov
 }
 
 function renderSources(s: OverviewSources, now: Date): SafeHtml {
-  if (s.total === 0) return html`<p class="muted">No sources yet. Add one: <code>videosite-ingest sources add channel @handle</code></p>`;
+  if (s.total === 0)
+    return html`<p class="muted">No sources yet. Add one: <code>videosite-ingest sources add channel @handle</code></p>`;
   const coverage = new Map<number, SourceLanguageCoverage[]>();
   for (const c of s.coverageBySource) coverage.set(c.sourceId, [...(coverage.get(c.sourceId) ?? []), c]);
   const rows = s.rows.map(
@@ -291,7 +314,8 @@ function renderSources(s: OverviewSources, now: Date): SafeHtml {
 
 function renderErrors(s: OverviewSources, names: Map<number, string>): SafeHtml {
   const errors = s.errorsBySource;
-  if (errors.length === 0) return html`<p class="muted">No video of the sources of this page has an error as its latest outcome.</p>`;
+  if (errors.length === 0)
+    return html`<p class="muted">No video of the sources of this page has an error as its latest outcome.</p>`;
   const codes = [...new Set(errors.map((e) => e.errorCode))].sort();
   // videos per source and code, over kinds, languages and states (the source page splits them)
   const cells = new Map<string, number>();
@@ -315,7 +339,11 @@ function renderErrors(s: OverviewSources, names: Map<number, string>): SafeHtml 
     </table>`;
 }
 
-function renderStorage(storage: TableStorage[] | undefined, lastPrune: PruneStatus | null | undefined, now: Date): SafeHtml {
+function renderStorage(
+  storage: TableStorage[] | undefined,
+  lastPrune: PruneStatus | null | undefined,
+  now: Date,
+): SafeHtml {
   const prune =
     lastPrune === undefined
       ? ''
@@ -386,7 +414,9 @@ export function renderOverview(d: OverviewData, opts: RenderOverviewOptions = {}
         d.batchesByStatus
           ? Object.keys(d.batchesByStatus).length === 0
             ? 'none yet'
-            : Object.entries(d.batchesByStatus).map(([k, v], i) => html`${i > 0 ? ' · ' : ''}<a href="/batches?status=${k}">${k} ${v}</a>`)
+            : Object.entries(d.batchesByStatus).map(
+                ([k, v], i) => html`${i > 0 ? ' · ' : ''}<a href="/batches?status=${k}">${k} ${v}</a>`,
+              )
           : 'not readable'
       }</div></div>
     <div class="tile"><div class="k" title="each video's latest outcome per kind (metadata, transcript) and language">Stored (latest outcomes)</div><div class="v">${it ? compactNumber(it.sunk) : '–'}</div>
@@ -401,7 +431,11 @@ export function renderOverview(d: OverviewData, opts: RenderOverviewOptions = {}
       }</div></div>
     <div class="tile"><div class="k">Storage</div><div class="v">${storageTotal === undefined ? '–' : compactBytes(storageTotal)}</div>
       <div class="s">${
-        d.lastPrune === undefined ? 'last prune not readable' : d.lastPrune === null ? 'never pruned' : `last prune ${ago(d.lastPrune.startedAt, now)}`
+        d.lastPrune === undefined
+          ? 'last prune not readable'
+          : d.lastPrune === null
+            ? 'never pruned'
+            : `last prune ${ago(d.lastPrune.startedAt, now)}`
       }</div></div>
   </div>
 
@@ -468,5 +502,13 @@ export function renderOverview(d: OverviewData, opts: RenderOverviewOptions = {}
     <h2>Storage per table</h2>
     ${renderStorage(d.storage, d.lastPrune, now)}
   </section>`;
-  return renderPage({ title: 'overview', now, holds: d.holds, unavailable: d.unavailable, queuesPath: opts.queuesPath, refreshSeconds: refresh, body });
+  return renderPage({
+    title: 'overview',
+    now,
+    holds: d.holds,
+    unavailable: d.unavailable,
+    queuesPath: opts.queuesPath,
+    refreshSeconds: refresh,
+    body,
+  });
 }

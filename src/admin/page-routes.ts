@@ -82,6 +82,9 @@ export function registerPageRoutes(app: Hono, o: PageRoutesOptions): void {
     const filter = readSearchParams(c.req.query());
     if ('error' in filter) return c.text(filter.error, 400);
     const data = await loadSearchPage(o.sql, filter, read);
-    return answer(c, { status: 200, html: renderSearchPage(data, { filter, queuesPath: o.queuesPath, videoUrlTemplate: o.videoUrlTemplate }) });
+    return answer(c, {
+      status: 200,
+      html: renderSearchPage(data, { filter, queuesPath: o.queuesPath, videoUrlTemplate: o.videoUrlTemplate }),
+    });
   });
 }

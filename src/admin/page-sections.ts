@@ -34,7 +34,13 @@ export async function readPageSections<R extends Record<string, unknown>>(
   const log = opts.log ?? silentLogger();
   for (const { section, error } of failed) {
     log.warn(
-      { event: 'admin.section_failed', page, section, cancelled: isQueryCanceled(error), err: { message: error instanceof Error ? error.message : String(error) } },
+      {
+        event: 'admin.section_failed',
+        page,
+        section,
+        cancelled: isQueryCanceled(error),
+        err: { message: error instanceof Error ? error.message : String(error) },
+      },
       'admin page section left out',
     );
   }

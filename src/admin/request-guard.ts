@@ -28,7 +28,11 @@ import { authorizationOf } from './auth.ts';
 export const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The body types an HTML form (or a `no-cors` fetch) can send to another site without a preflight. */
-export const FORM_CONTENT_TYPES: ReadonlySet<string> = new Set(['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain']);
+export const FORM_CONTENT_TYPES: ReadonlySet<string> = new Set([
+  'application/x-www-form-urlencoded',
+  'multipart/form-data',
+  'text/plain',
+]);
 
 /** Names that resolve to this machine without DNS. */
 export const LOOPBACK_NAMES: readonly string[] = ['localhost'];
@@ -71,9 +75,11 @@ export interface RequestFacts {
 export function crossSiteReason(r: RequestFacts): string | undefined {
   if (SAFE_METHODS.has(r.method)) return undefined;
   const fetchSite = r.header('sec-fetch-site')?.trim().toLowerCase();
-  if (fetchSite !== undefined && CROSS_SITE_FETCHES.has(fetchSite)) return `a state-changing request sent by another site (Sec-Fetch-Site: ${fetchSite})`;
+  if (fetchSite !== undefined && CROSS_SITE_FETCHES.has(fetchSite))
+    return `a state-changing request sent by another site (Sec-Fetch-Site: ${fetchSite})`;
   const origin = r.header('origin');
-  if (origin !== undefined && !sameOrigin(origin, r.host)) return `a state-changing request from another origin (Origin: ${quoted(origin)})`;
+  if (origin !== undefined && !sameOrigin(origin, r.host))
+    return `a state-changing request from another origin (Origin: ${quoted(origin)})`;
   if (formCouldSend(r)) {
     return "a POST that a page of another site could have sent (a form's); send a JSON body, or an Authorization: Bearer or X-Requested-With header";
   }
@@ -122,7 +128,10 @@ function hostOf(c: Context): string {
 }
 
 function refuse(c: Context, log: Logger, status: 403 | 421, reason: string): Response {
-  log.warn({ event: 'admin.request_refused', status, method: c.req.method, path: c.req.path, reason }, 'admin request refused');
+  log.warn(
+    { event: 'admin.request_refused', status, method: c.req.method, path: c.req.path, reason },
+    'admin request refused',
+  );
   return c.text(`refused: ${reason}\n`, status);
 }
 

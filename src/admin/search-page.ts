@@ -7,7 +7,15 @@
 import { databaseNow } from '../db/connection.ts';
 import { searchTranscripts, type SearchFilter, type SearchHit } from '../db/search.ts';
 import type { Pool } from '../db/statement-timeout.ts';
-import { fillVideoUrl, formatMoment, SEARCH_HITS_DEFAULT, SEARCH_HITS_MAX, SEARCH_QUERY_MAX_CHARS, searchQueryProblem, snippetParts } from '../domain/search.ts';
+import {
+  fillVideoUrl,
+  formatMoment,
+  SEARCH_HITS_DEFAULT,
+  SEARCH_HITS_MAX,
+  SEARCH_QUERY_MAX_CHARS,
+  searchQueryProblem,
+  snippetParts,
+} from '../domain/search.ts';
 import { readHolds, type HoldsStatus } from '../pipeline/status.ts';
 import { html, type SafeHtml } from './html.ts';
 import { renderPage, unavailable } from './layout.ts';
@@ -15,22 +23,29 @@ import { readPageSections, type PageReadOptions } from './page-sections.ts';
 import { LANG_CODE_RE } from '../domain/langs.ts';
 
 /** The search asked for by the query string (`q` absent or blank: the empty page), or the message of a 400 answer. */
-export function readSearchParams(p: Record<string, string | undefined>): Omit<SearchFilter, 'query'> & { query: string } | { error: string } {
+export function readSearchParams(
+  p: Record<string, string | undefined>,
+): (Omit<SearchFilter, 'query'> & { query: string }) | { error: string } {
   const query = (p.q ?? '').trim();
-  if (query.length > SEARCH_QUERY_MAX_CHARS) return { error: `q: expected at most ${SEARCH_QUERY_MAX_CHARS} characters\n` };
+  if (query.length > SEARCH_QUERY_MAX_CHARS)
+    return { error: `q: expected at most ${SEARCH_QUERY_MAX_CHARS} characters\n` };
   if (query !== '') {
     // a NUL or another control character would fail in Postgres (read as "did not answer in time")
     const problem = searchQueryProblem(query);
     if (problem !== null) return { error: `q: ${problem.replace(/^words: /, '')}\n` };
   }
   const lang = p.lang === undefined || p.lang === '' ? undefined : p.lang;
-  if (lang !== undefined && !LANG_CODE_RE.test(lang)) return { error: `lang: invalid value ${JSON.stringify(lang)}: expected a language code such as en or pt-BR\n` };
+  if (lang !== undefined && !LANG_CODE_RE.test(lang))
+    return { error: `lang: invalid value ${JSON.stringify(lang)}: expected a language code such as en or pt-BR\n` };
   const source = p.source === undefined || p.source === '' ? undefined : p.source;
-  if (source !== undefined && !/^\d{1,9}$/.test(source)) return { error: `source: invalid value ${JSON.stringify(source)}: expected a source ID\n` };
+  if (source !== undefined && !/^\d{1,9}$/.test(source))
+    return { error: `source: invalid value ${JSON.stringify(source)}: expected a source ID\n` };
   const limitText = p.limit === undefined || p.limit === '' ? undefined : p.limit;
   const limit = limitText === undefined ? SEARCH_HITS_DEFAULT : Number(limitText);
   if (!/^\d+$/.test(limitText ?? '1') || limit < 1 || limit > SEARCH_HITS_MAX) {
-    return { error: `limit: invalid value ${JSON.stringify(limitText)}: expected a whole number from 1 to ${SEARCH_HITS_MAX}\n` };
+    return {
+      error: `limit: invalid value ${JSON.stringify(limitText)}: expected a whole number from 1 to ${SEARCH_HITS_MAX}\n`,
+    };
   }
   const channel = p.channel === undefined || p.channel === '' ? undefined : p.channel;
   return { query, lang, sourceId: source === undefined ? undefined : Number(source), channelId: channel, limit };
@@ -59,7 +74,10 @@ function snippetHtml(snippet: string): SafeHtml {
   return html`${snippetParts(snippet).map((p) => (p.marked ? html`<mark>${p.text}</mark>` : p.text))}`;
 }
 
-export function renderSearchPage(d: SearchPageData, o: { filter: SearchFilter; queuesPath: string; videoUrlTemplate?: string | undefined }): string {
+export function renderSearchPage(
+  d: SearchPageData,
+  o: { filter: SearchFilter; queuesPath: string; videoUrlTemplate?: string | undefined },
+): string {
   const q = o.filter.query;
   const rows = (d.hits ?? []).map((h) => {
     const moment = h.seconds === null ? 'no timings' : formatMoment(h.seconds);
@@ -84,5 +102,13 @@ export function renderSearchPage(d: SearchPageData, o: { filter: SearchFilter; q
     </table>`;
   const body = html`<h2 class="page">Search${q === '' ? '' : html` <code>${q}</code>`}</h2>
   <section id="search-results">${results}</section>`;
-  return renderPage({ title: 'search', now: d.now, holds: d.holds, unavailable: d.unavailable, queuesPath: o.queuesPath, query: q, body });
+  return renderPage({
+    title: 'search',
+    now: d.now,
+    holds: d.holds,
+    unavailable: d.unavailable,
+    queuesPath: o.queuesPath,
+    query: q,
+    body,
+  });
 }

@@ -106,7 +106,11 @@ function redactSecrets(secrets: string[], log: Logger): MiddlewareHandler {
     const body = await c.res.text();
     let clean = body;
     for (const s of secrets) clean = clean.split(s).join(REDACTED);
-    if (clean !== body) log.error({ event: 'admin.secret_redacted', path: c.req.path }, 'an admin answer held a secret; redacted (a bug: report it)');
+    if (clean !== body)
+      log.error(
+        { event: 'admin.secret_redacted', path: c.req.path },
+        'an admin answer held a secret; redacted (a bug: report it)',
+      );
     const headers = new Headers(c.res.headers);
     headers.delete('content-length');
     const status = c.res.status;
@@ -119,9 +123,20 @@ function redactSecrets(secrets: string[], log: Logger): MiddlewareHandler {
 export function createAdminApp(opts: AdminAppOptions): AdminApp {
   const { log } = opts;
   const secrets = opts.secrets?.filter((s): s is string => typeof s === 'string' && s !== '') ?? [];
-  const readiness = createReadinessChecker({ sql: opts.sql, redis: opts.redis, log, timeoutMs: opts.readyTimeoutMs, keyFingerprint: opts.keyFingerprint });
+  const readiness = createReadinessChecker({
+    sql: opts.sql,
+    redis: opts.redis,
+    log,
+    timeoutMs: opts.readyTimeoutMs,
+    keyFingerprint: opts.keyFingerprint,
+  });
   registerStateMetrics(opts.metrics, {
-    sql: opts.sql, redis: opts.redis, queues: opts.queues, log, timeoutMs: opts.queryTimeoutMs, keyFingerprint: opts.keyFingerprint,
+    sql: opts.sql,
+    redis: opts.redis,
+    queues: opts.queues,
+    log,
+    timeoutMs: opts.queryTimeoutMs,
+    keyFingerprint: opts.keyFingerprint,
   });
   let stopping = false;
 
@@ -170,12 +185,21 @@ export function createAdminApp(opts: AdminAppOptions): AdminApp {
     return c.html(page);
   });
 
-  registerPageRoutes(app, { sql: opts.sql, log, timeoutMs: opts.queryTimeoutMs, queuesPath: QUEUES_PATH, videoUrlTemplate: opts.videoUrlTemplate });
+  registerPageRoutes(app, {
+    sql: opts.sql,
+    log,
+    timeoutMs: opts.queryTimeoutMs,
+    queuesPath: QUEUES_PATH,
+    videoUrlTemplate: opts.videoUrlTemplate,
+  });
 
   mountQueueDashboard(app, { path: QUEUES_PATH, queues: opts.queues });
 
   app.onError((err, c) => {
-    log.error({ event: 'admin.request_failed', path: c.req.path, err: { message: err.message } }, 'admin request failed');
+    log.error(
+      { event: 'admin.request_failed', path: c.req.path, err: { message: err.message } },
+      'admin request failed',
+    );
     return c.text('internal error (see the daemon log)\n', 500);
   });
 
@@ -221,7 +245,9 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       resolve();
     });
   });
-  server.on('error', (e: Error) => opts.log.error({ event: 'admin.server_error', err: { message: e.message } }, 'admin server error'));
+  server.on('error', (e: Error) =>
+    opts.log.error({ event: 'admin.server_error', err: { message: e.message } }, 'admin server error'),
+  );
   const port = (server.address() as AddressInfo).port;
   const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
   return {

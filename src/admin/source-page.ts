@@ -78,7 +78,11 @@ export interface LoadSourcePageOptions extends PageReadOptions {
 }
 
 /** Everything the page shows; `id` null (not a source ID at all) reads only the frame. */
-export async function loadSourcePage(pool: Pool, id: number | null, opts: LoadSourcePageOptions): Promise<SourcePageData> {
+export async function loadSourcePage(
+  pool: Pool,
+  id: number | null,
+  opts: LoadSourcePageOptions,
+): Promise<SourcePageData> {
   let now = new Date();
   let found = false;
   const { values, unavailable } = await readPageSections<Omit<SourcePageData, 'unavailable'>>(pool, 'source', opts, {
@@ -96,8 +100,10 @@ export async function loadSourcePage(pool: Pool, id: number | null, opts: LoadSo
       const ids = await sourceBatchJobIds(q, id!, place);
       return { ...place, total, rows: inOrderOf(ids, await batchProgress(q, ids), (b) => b.jobId) };
     },
-    errors: async (q) => (found ? sourceLatestErrorCodes(q, { sourceId: id!, videosPerCode: SOURCE_ERROR_VIDEOS_SHOWN }) : undefined),
-    coverage: async (q) => (found ? (await sourceLanguageCoverage(q, [id!])).map(({ sourceId: _, ...c }) => c) : undefined),
+    errors: async (q) =>
+      found ? sourceLatestErrorCodes(q, { sourceId: id!, videosPerCode: SOURCE_ERROR_VIDEOS_SHOWN }) : undefined,
+    coverage: async (q) =>
+      found ? (await sourceLanguageCoverage(q, [id!])).map(({ sourceId: _, ...c }) => c) : undefined,
     runs: async (q) => {
       if (!found) return undefined;
       const total = await countSourceSyncRuns(q, id!);
@@ -142,7 +148,9 @@ function settings(s: SourceDetail, now: Date): SafeHtml {
         : `at most ${s.maxCreditsPerDay} credits per UTC day`
     }</dd>
     <dt>generate missing</dt><dd>${
-      s.generateMissing ? `yes${s.maxGenerateMinutes === null ? ', no cap' : `, at most ${s.maxGenerateMinutes} media minutes in all`}` : 'no'
+      s.generateMissing
+        ? `yes${s.maxGenerateMinutes === null ? ', no cap' : `, at most ${s.maxGenerateMinutes} media minutes in all`}`
+        : 'no'
     }</dd>
     <dt>registered</dt><dd>${when(s.createdAt, now)}</dd>
     <dt>changed</dt><dd>${when(s.updatedAt, now)}</dd>
@@ -162,7 +170,8 @@ function state(s: SourceDetail, freshness: Freshness, now: Date): SafeHtml {
 }
 
 function errorCodes(errors: SourceLatestErrorCode[]): SafeHtml {
-  if (errors.length === 0) return html`<p class="muted">No video of this source has an error as its latest outcome.</p>`;
+  if (errors.length === 0)
+    return html`<p class="muted">No video of this source has an error as its latest outcome.</p>`;
   return html`<p class="small muted">Videos whose latest outcome (metadata, or a transcript in a language the source asks for) carries the code; a video re-submitted and stored since is not counted.</p>
   <table>
     <thead><tr><th>kind</th><th>lang</th><th>error code</th><th>state</th><th class="num">videos</th><th>videos (the latest first; each links to its latest item)</th></tr></thead>
@@ -171,7 +180,9 @@ function errorCodes(errors: SourceLatestErrorCode[]): SafeHtml {
         <td>${e.kind}</td><td>${e.lang || html`<span class="muted">default</span>`}</td>
         <td><code>${e.errorCode}</code></td><td>${e.state}</td><td class="num">${e.videos}</td>
         <td><div class="ids">${e.shown.map((v) =>
-          v.jobId === null ? html`<code>${v.videoId}</code>` : html`<a href="${itemHref(v.jobId, v.videoId)}"><code>${v.videoId}</code></a>`,
+          v.jobId === null
+            ? html`<code>${v.videoId}</code>`
+            : html`<a href="${itemHref(v.jobId, v.videoId)}"><code>${v.videoId}</code></a>`,
         )}</div>${e.videos > e.shown.length ? html`<div class="small muted">${e.shown.length} shown of ${e.videos} videos</div>` : ''}</td>
       </tr>`,
     )}</tbody>
@@ -180,7 +191,8 @@ function errorCodes(errors: SourceLatestErrorCode[]): SafeHtml {
 
 /** Per language asked, what the videos got: in it, in another (which), none, not yet. */
 function coverageTable(coverage: LanguageCoverage[], langs: string[]): SafeHtml {
-  if (langs.length === 0) return html`<p class="muted">The source asks for the API's default language: nothing can fall back.</p>`;
+  if (langs.length === 0)
+    return html`<p class="muted">The source asks for the API's default language: nothing can fall back.</p>`;
   if (coverage.length === 0) return html`<p class="muted">No videos listed yet.</p>`;
   return html`<p class="small muted">The interface answers a transcript asked in a language the video has none in with its first available language, charged the same.</p>
   <table>
@@ -199,7 +211,9 @@ function coverageTable(coverage: LanguageCoverage[], langs: string[]): SafeHtml 
 
 /** The address of this page with one list on another page (the other list stays where it is). */
 function selfHref(id: number, batchesPage: number, runsPage: number, anchor: string): string {
-  const q = [batchesPage > 1 ? `page=${batchesPage}` : '', runsPage > 1 ? `runs=${runsPage}` : ''].filter(Boolean).join('&');
+  const q = [batchesPage > 1 ? `page=${batchesPage}` : '', runsPage > 1 ? `runs=${runsPage}` : '']
+    .filter(Boolean)
+    .join('&');
   return `${sourceHref(id)}${q ? `?${q}` : ''}#${anchor}`;
 }
 
@@ -258,19 +272,31 @@ export interface RenderSourcePageOptions {
 }
 
 /** The page, and the HTTP status it is answered with (404: no such source; 503: the source could not be read). */
-export function renderSourcePage(d: SourcePageData, opts: RenderSourcePageOptions): { status: 200 | 404 | 503; html: string } {
+export function renderSourcePage(
+  d: SourcePageData,
+  opts: RenderSourcePageOptions,
+): { status: 200 | 404 | 503; html: string } {
   const { now } = d;
   const frame = { now, holds: d.holds, unavailable: d.unavailable, queuesPath: opts.queuesPath };
   const s = d.source;
   if (s === null) {
-    const body = notFoundBody(`Source ${JSON.stringify(opts.asked)}`, html`The overview lists every source: <a href="/">Overview</a>.`);
+    const body = notFoundBody(
+      `Source ${JSON.stringify(opts.asked)}`,
+      html`The overview lists every source: <a href="/">Overview</a>.`,
+    );
     return { status: 404, html: renderPage({ ...frame, title: 'source not found', body }) };
   }
   if (s === undefined) {
-    return { status: 503, html: renderPage({ ...frame, title: `source ${opts.asked}`, body: unavailable(`Source ${opts.asked}`) }) };
+    return {
+      status: 503,
+      html: renderPage({ ...frame, title: `source ${opts.asked}`, body: unavailable(`Source ${opts.asked}`) }),
+    };
   }
   const name = s.title ?? s.externalId;
-  const freshness = freshnessOf({ paused: s.paused, cron: s.cron, lastSyncedAt: s.lastSyncedAt?.toISOString() ?? null }, now);
+  const freshness = freshnessOf(
+    { paused: s.paused, cron: s.cron, lastSyncedAt: s.lastSyncedAt?.toISOString() ?? null },
+    now,
+  );
   const batchesPage = d.batches?.page ?? 1;
   const runsPage = d.runs?.page ?? 1;
   const body = html`<h2 class="page">${name} <span class="muted small">source #${s.id} · ${s.kind}</span></h2>
@@ -288,6 +314,11 @@ export function renderSourcePage(d: SourcePageData, opts: RenderSourcePageOption
   <section id="runs"><h2>Sync runs</h2>${d.runs ? runsTable(d.runs, s.id, batchesPage, now) : unavailable('Sync runs')}</section>`;
   return {
     status: 200,
-    html: renderPage({ ...frame, title: `source ${s.id}`, crumbs: [{ label: 'Overview', href: '/' }, { label: 'Sources', href: '/#sources' }, { label: `#${s.id}` }], body }),
+    html: renderPage({
+      ...frame,
+      title: `source ${s.id}`,
+      crumbs: [{ label: 'Overview', href: '/' }, { label: 'Sources', href: '/#sources' }, { label: `#${s.id}` }],
+      body,
+    }),
   };
 }

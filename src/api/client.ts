@@ -165,9 +165,7 @@ export interface CallOptions {
 }
 
 /** `GET /transcript` answers either at once (200) or with a job to poll (202). */
-export type MediaTranscriptResult =
-  | { kind: 'transcript'; transcript: Transcript }
-  | { kind: 'job'; jobId: string };
+export type MediaTranscriptResult = { kind: 'transcript'; transcript: Transcript } | { kind: 'job'; jobId: string };
 
 /** The raw answer of `GET /{platform}/batch/{jobId}`, for incremental parsing. */
 export interface BatchStream {
@@ -224,7 +222,10 @@ export interface ApiClient {
    */
   getMediaTranscript(q: MediaTranscriptQuery, o?: CallOptions): Promise<MediaTranscriptResult>;
   /** `GET /transcript`, with the answer as received (what the pipeline lands raw) */
-  readMediaTranscript(q: MediaTranscriptQuery, o?: CallOptions): Promise<{ result: MediaTranscriptResult; raw: unknown }>;
+  readMediaTranscript(
+    q: MediaTranscriptQuery,
+    o?: CallOptions,
+  ): Promise<{ result: MediaTranscriptResult; raw: unknown }>;
   /** `GET /transcript/{jobId}` */
   getTranscriptJob(jobId: string, o?: CallOptions): Promise<JobResult>;
   /** `GET /transcript/{jobId}`, with the answer as received (what the pipeline lands raw) */
@@ -383,7 +384,15 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
   }
 
   async function createJob(endpoint: string, path: string, body: unknown, o: CallOptions | undefined): Promise<JobId> {
-    const spec: RequestSpec = { method: 'POST', endpoint, path, body, kind: 'create', signal: o?.signal, expectedCredits: o?.expectedCredits };
+    const spec: RequestSpec = {
+      method: 'POST',
+      endpoint,
+      path,
+      body,
+      kind: 'create',
+      signal: o?.signal,
+      expectedCredits: o?.expectedCredits,
+    };
     return (await http.requestJson(spec, JobIdSchema)).data;
   }
 
@@ -407,7 +416,7 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
         query: { skip },
         kind: 'idempotent',
         signal: o?.signal,
-      expectedCredits: o?.expectedCredits,
+        expectedCredits: o?.expectedCredits,
       };
       const { data } = await http.requestJson(spec, CrawlJobSchema);
       for (const page of data.pages ?? []) yield page;
@@ -416,14 +425,28 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
     }
   }
 
-  async function readMediaTranscript(q: MediaTranscriptQuery, o?: CallOptions): Promise<{ result: MediaTranscriptResult; raw: unknown }> {
+  async function readMediaTranscript(
+    q: MediaTranscriptQuery,
+    o?: CallOptions,
+  ): Promise<{ result: MediaTranscriptResult; raw: unknown }> {
     const endpoint = 'GET /transcript';
     const query = validate(MediaTranscriptRequestSchema, q, endpoint);
     // anything but `native` may start a paid job: like a batch POST, never repeated once it may have arrived
     const kind = query.mode === 'native' ? 'idempotent' : 'create';
-    const spec: RequestSpec = { method: 'GET', endpoint, path: '/transcript', query: toQuery(query), kind, signal: o?.signal, expectedCredits: o?.expectedCredits };
+    const spec: RequestSpec = {
+      method: 'GET',
+      endpoint,
+      path: '/transcript',
+      query: toQuery(query),
+      kind,
+      signal: o?.signal,
+      expectedCredits: o?.expectedCredits,
+    };
     const { data, raw } = await http.requestJson(spec, TranscriptOrJobIdSchema);
-    return { result: 'jobId' in data ? { kind: 'job', jobId: data.jobId } : { kind: 'transcript', transcript: data }, raw };
+    return {
+      result: 'jobId' in data ? { kind: 'job', jobId: data.jobId } : { kind: 'transcript', transcript: data },
+      raw,
+    };
   }
 
   return {
@@ -444,7 +467,14 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
     openBatch: async (jobId, o) => {
       const endpoint = `GET ${p}/batch/{jobId}`;
       const path = `${p}/batch/${jobIdSegment(jobId, endpoint)}`;
-      return http.openStream({ method: 'GET', endpoint, path, kind: 'idempotent', signal: o?.signal, expectedCredits: o?.expectedCredits });
+      return http.openStream({
+        method: 'GET',
+        endpoint,
+        path,
+        kind: 'idempotent',
+        signal: o?.signal,
+        expectedCredits: o?.expectedCredits,
+      });
     },
     getPlaylistVideos: async (q, o) => {
       const endpoint = `GET ${p}/playlist/videos`;
@@ -483,7 +513,14 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
     },
     readTranscriptJob: async (jobId, o) => {
       const endpoint = 'GET /transcript/{jobId}';
-      const spec: RequestSpec = { method: 'GET', endpoint, path: `/transcript/${jobIdSegment(jobId, endpoint)}`, kind: 'idempotent', signal: o?.signal, expectedCredits: o?.expectedCredits };
+      const spec: RequestSpec = {
+        method: 'GET',
+        endpoint,
+        path: `/transcript/${jobIdSegment(jobId, endpoint)}`,
+        kind: 'idempotent',
+        signal: o?.signal,
+        expectedCredits: o?.expectedCredits,
+      };
       const { data, raw } = await http.requestJson(spec, JobResultSchema);
       return { result: data, raw };
     },
@@ -558,7 +595,10 @@ function skipOfNext(next: string, jobId: string, previousSkip: number, endpoint:
     } catch {
       throw refuse('is neither a URL nor an offset');
     }
-    const named = u.pathname.split('/').filter((p) => p !== '').at(-1);
+    const named = u.pathname
+      .split('/')
+      .filter((p) => p !== '')
+      .at(-1);
     if (named !== undefined && safeDecodeSegment(named) !== jobId) throw refuse('names another crawl');
     skipText = u.searchParams.get('skip');
   }
@@ -567,7 +607,11 @@ function skipOfNext(next: string, jobId: string, previousSkip: number, endpoint:
   }
   const skip = Number(skipText);
   if (skip <= previousSkip) {
-    throw refuse(skip === previousSkip ? `asks for skip=${skip} again (a loop)` : `goes back from skip=${previousSkip} to skip=${skip}`);
+    throw refuse(
+      skip === previousSkip
+        ? `asks for skip=${skip} again (a loop)`
+        : `goes back from skip=${previousSkip} to skip=${skip}`,
+    );
   }
   return skip;
 }
@@ -586,7 +630,17 @@ export function createApiClientFromConfig(
   log?: Logger,
   extra: Omit<
     ApiClientOptions,
-    'baseUrl' | 'apiKey' | 'platform' | 'connectTimeoutMs' | 'headersTimeoutMs' | 'bodyTimeoutMs' | 'requestTimeoutMs' | 'retry' | 'retryAfterMaxMs' | 'maxBodyBytes' | 'log'
+    | 'baseUrl'
+    | 'apiKey'
+    | 'platform'
+    | 'connectTimeoutMs'
+    | 'headersTimeoutMs'
+    | 'bodyTimeoutMs'
+    | 'requestTimeoutMs'
+    | 'retry'
+    | 'retryAfterMaxMs'
+    | 'maxBodyBytes'
+    | 'log'
   > = {},
 ): ApiClient {
   if (api.baseUrl === undefined) throw new ConfigError('API_BASE_URL', 'is required (a base URL ending in /v1)');

@@ -7,12 +7,7 @@
  * endpoint template, the status and the server's own words, never from request headers.
  */
 import type { z } from 'zod';
-import {
-  API_ERROR_CODES,
-  ErrorBodySchema,
-  formatIssuePath,
-  type ApiErrorCode,
-} from './schemas.ts';
+import { API_ERROR_CODES, ErrorBodySchema, formatIssuePath, type ApiErrorCode } from './schemas.ts';
 
 /**
  * Codes raised locally, beside the interface's own. `gateway-forbidden`: a 403 whose body is not
@@ -268,11 +263,7 @@ export function errorFromResponse(facts: ResponseFacts): ApiError {
   const code = parsed?.error ?? codeOfStatus(facts.status);
   const gateway = parsed === undefined && facts.status === STATUS_OF_CODE.forbidden;
   const Cls = gateway ? GatewayForbiddenError : CLASS_OF_CODE[code];
-  const what = parsed
-    ? `${parsed.message}`
-    : facts.body.trim() === ''
-      ? 'empty body'
-      : 'body is not an Error object';
+  const what = parsed ? `${parsed.message}` : facts.body.trim() === '' ? 'empty body' : 'body is not an Error object';
   return new Cls({
     message: `${facts.endpoint}: ${facts.status} ${gateway ? 'gateway-forbidden' : code}: ${what}`,
     status: facts.status,
@@ -327,11 +318,7 @@ export function toApiError(e: unknown, endpoint?: string): ApiError {
   if (err.name === 'AbortError' || code === 'ABORT_ERR') {
     return new AbortedError({ message: `${endpoint ?? 'request'}: aborted`, endpoint, cause: err });
   }
-  if (
-    code === 'UND_ERR_CONNECT_TIMEOUT' ||
-    code === 'UND_ERR_HEADERS_TIMEOUT' ||
-    code === 'UND_ERR_BODY_TIMEOUT'
-  ) {
+  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
     return new TimeoutError({
       message: `${endpoint ?? 'request'}: timed out (${String(code)})`,
       endpoint,

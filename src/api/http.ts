@@ -301,7 +301,11 @@ export function createHttp(opts: HttpOptions): Http {
       if (!deadlinePassed || spec.signal?.aborted) throw e;
       const billed = e instanceof AttemptFailure ? e.billedCredits : undefined;
       throw new AttemptFailure(
-        new TimeoutError({ message: `${spec.endpoint}: no whole answer within API_REQUEST_TIMEOUT_MS (${opts.requestTimeoutMs} ms)`, endpoint: spec.endpoint, cause: e }),
+        new TimeoutError({
+          message: `${spec.endpoint}: no whole answer within API_REQUEST_TIMEOUT_MS (${opts.requestTimeoutMs} ms)`,
+          endpoint: spec.endpoint,
+          cause: e,
+        }),
         { kind: 'timeout' },
         billed,
       );
@@ -384,7 +388,12 @@ export function createHttp(opts: HttpOptions): Http {
   }
 
   /** A 2xx body that is larger than `maxBodyBytes`: not JSON we will parse. */
-  function tooLarge(res: Dispatcher.ResponseData, spec: RequestSpec, detail: string, prefix: string | undefined): AttemptFailure {
+  function tooLarge(
+    res: Dispatcher.ResponseData,
+    spec: RequestSpec,
+    detail: string,
+    prefix: string | undefined,
+  ): AttemptFailure {
     return new AttemptFailure(
       new SchemaMismatchError({
         message: `${spec.endpoint}: answer body is larger than API_MAX_BODY_BYTES (${opts.maxBodyBytes} bytes); not read past it`,
@@ -405,7 +414,13 @@ export function createHttp(opts: HttpOptions): Http {
     const r = capRetryAfterMs(receivedMs, opts.retryAfterMaxMs);
     if (r?.capped) {
       opts.log.warn(
-        { event: 'upstream.retry_after_capped', endpoint: spec.endpoint, status: res.statusCode, receivedMs, cappedMs: r.ms },
+        {
+          event: 'upstream.retry_after_capped',
+          endpoint: spec.endpoint,
+          status: res.statusCode,
+          receivedMs,
+          cappedMs: r.ms,
+        },
         'retry-after capped',
       );
     }
@@ -419,7 +434,12 @@ export function createHttp(opts: HttpOptions): Http {
   async function errorAnswer(res: Dispatcher.ResponseData, spec: RequestSpec): Promise<AttemptFailure> {
     const retryAfterMs = retryAfterOf(res, spec);
     const body = await readBounded(res, spec, ERROR_BODY_MAX_BYTES);
-    const error = errorFromResponse({ status: res.statusCode, body: redactBody(body), endpoint: spec.endpoint, retryAfterMs });
+    const error = errorFromResponse({
+      status: res.statusCode,
+      body: redactBody(body),
+      endpoint: spec.endpoint,
+      retryAfterMs,
+    });
     return new AttemptFailure(
       error,
       { kind: 'answered', status: res.statusCode, errorBody: error.errorBody, retryAfterMs },
@@ -442,7 +462,10 @@ export function createHttp(opts: HttpOptions): Http {
     }
   }
 
-  async function withRetries<T extends { status: number; billedCredits?: number | undefined }>(spec: RequestSpec, attemptOnce: () => Promise<T>): Promise<T> {
+  async function withRetries<T extends { status: number; billedCredits?: number | undefined }>(
+    spec: RequestSpec,
+    attemptOnce: () => Promise<T>,
+  ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       if (opts.beforeRequest !== undefined) {
         try {
@@ -469,7 +492,10 @@ export function createHttp(opts: HttpOptions): Http {
           billedCredits: answer.billedCredits,
           expectedCredits: spec.expectedCredits,
         });
-        opts.log.debug({ event: 'upstream.request', endpoint: spec.endpoint, status: answer.status, attempt, durationMs }, 'upstream request');
+        opts.log.debug(
+          { event: 'upstream.request', endpoint: spec.endpoint, status: answer.status, attempt, durationMs },
+          'upstream request',
+        );
         return answer;
       } catch (e: unknown) {
         failure = e instanceof AttemptFailure ? e : transportFailure(e, spec.endpoint, spec.signal);
@@ -491,13 +517,29 @@ export function createHttp(opts: HttpOptions): Http {
       const decision = decideRetry(spec.kind, outcome, attempt, opts.retry, opts.random);
       if (!decision.retry) {
         opts.log.debug(
-          { event: 'upstream.request_failed', endpoint: spec.endpoint, status: error.status, attempt, durationMs, code: error.code, reason: decision.reason },
+          {
+            event: 'upstream.request_failed',
+            endpoint: spec.endpoint,
+            status: error.status,
+            attempt,
+            durationMs,
+            code: error.code,
+            reason: decision.reason,
+          },
           'upstream request failed',
         );
         throw scrubSecret(error, opts.apiKey);
       }
       opts.log.warn(
-        { event: 'upstream.retry', endpoint: spec.endpoint, attempt, delayMs: decision.delayMs, code: error.code, status: error.status, durationMs: Math.round(durationMs) },
+        {
+          event: 'upstream.retry',
+          endpoint: spec.endpoint,
+          attempt,
+          delayMs: decision.delayMs,
+          code: error.code,
+          status: error.status,
+          durationMs: Math.round(durationMs),
+        },
         'upstream request retry',
       );
       try {
@@ -560,7 +602,11 @@ export function createHttp(opts: HttpOptions): Http {
     }
     const parsed = schema.safeParse(json);
     if (!parsed.success) {
-      throw new AttemptFailure(schemaMismatchFromZod(spec.endpoint, parsed.error, redactBody(body), res.statusCode), { kind: 'invalid-answer' }, billed);
+      throw new AttemptFailure(
+        schemaMismatchFromZod(spec.endpoint, parsed.error, redactBody(body), res.statusCode),
+        { kind: 'invalid-answer' },
+        billed,
+      );
     }
     return { status: res.statusCode, billedCredits: billed, data: parsed.data as z.output<S>, raw: json };
   }
@@ -571,7 +617,12 @@ export function createHttp(opts: HttpOptions): Http {
     return withRetries(spec, async () => {
       const res = await send(spec);
       if (!isSuccess(res.statusCode)) throw await errorAnswer(res, spec);
-      return { status: res.statusCode, billedCredits: billedCreditsOf(res.headers), headers: res.headers, body: res.body };
+      return {
+        status: res.statusCode,
+        billedCredits: billedCreditsOf(res.headers),
+        headers: res.headers,
+        body: res.body,
+      };
     });
   }
 

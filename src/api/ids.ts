@@ -255,7 +255,11 @@ function playlistOutcome(input: string): Outcome<string> {
   if (!isPlaylistPage && !isVideoPage) return fail(`URL path ${shortPath(url)} is not a playlist URL shape`);
   const list = url.searchParams.get('list');
   if (list === null) {
-    return fail(isPlaylistPage ? 'playlist URL without a list parameter' : 'URL names a video but no playlist (no list parameter)');
+    return fail(
+      isPlaylistPage
+        ? 'playlist URL without a list parameter'
+        : 'URL names a video but no playlist (no list parameter)',
+    );
   }
   return checkPlaylistId(list, `list parameter "${list.slice(0, 80)}"`);
 }

@@ -15,5 +15,8 @@ export const KEY_FINGERPRINT_DOMAIN = 'videosite-ingest/api-key-fingerprint/v1';
 export const KEY_FINGERPRINT_HEX_DIGITS = 12;
 
 export function keyFingerprint(apiKey: string): string {
-  return createHmac('sha256', KEY_FINGERPRINT_DOMAIN).update(apiKey, 'utf8').digest('hex').slice(0, KEY_FINGERPRINT_HEX_DIGITS);
+  return createHmac('sha256', KEY_FINGERPRINT_DOMAIN)
+    .update(apiKey, 'utf8')
+    .digest('hex')
+    .slice(0, KEY_FINGERPRINT_HEX_DIGITS);
 }

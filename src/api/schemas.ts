@@ -63,7 +63,18 @@ export const SEARCH_TYPES = ['all', 'video', 'channel', 'playlist', 'movie'] as 
 export const SEARCH_DURATIONS = ['all', 'short', 'medium', 'long'] as const;
 export const SEARCH_SORTS = ['relevance', 'rating', 'date', 'views'] as const;
 /** `features` is an array, sent as repeated `features=` keys. */
-export const SEARCH_FEATURES = ['hd', 'subtitles', 'creative-commons', '3d', 'live', '4k', '360', 'location', 'hdr', 'vr180'] as const;
+export const SEARCH_FEATURES = [
+  'hd',
+  'subtitles',
+  'creative-commons',
+  '3d',
+  'live',
+  '4k',
+  '360',
+  'location',
+  'hdr',
+  'vr180',
+] as const;
 export type SearchFeature = (typeof SEARCH_FEATURES)[number];
 
 // ---------------------------------------------------------------------------------------------
@@ -235,9 +246,7 @@ export const SearchItemSchema = z.object({
   duration: z.number().optional(),
   viewCount: z.number().optional(),
   uploadDate: DateTimeSchema.optional(),
-  channel: z
-    .object({ id: z.string(), name: z.string(), thumbnail: z.string().optional() })
-    .optional(),
+  channel: z.object({ id: z.string(), name: z.string(), thumbnail: z.string().optional() }).optional(),
   handle: z.string().optional(),
   videoCount: z.number().optional(),
 });
@@ -298,7 +307,9 @@ export const ImageMediaSchema = z.object({ type: z.literal('image'), url: z.stri
  * fields; a listed type must have its listed shape.
  */
 const OtherMediaSchema = z.looseObject({
-  type: z.string().refine((t) => !(MEDIA_TYPES as readonly string[]).includes(t), 'a listed media type without its listed fields'),
+  type: z
+    .string()
+    .refine((t) => !(MEDIA_TYPES as readonly string[]).includes(t), 'a listed media type without its listed fields'),
 });
 export const CarouselMediaSchema = z.object({
   type: z.literal('carousel'),
@@ -306,7 +317,13 @@ export const CarouselMediaSchema = z.object({
 });
 export const PostMediaSchema = z.object({ type: z.literal('post') });
 /** `Metadata.media`, by `type`. */
-export const MediaSchema = z.union([VideoMediaSchema, ImageMediaSchema, CarouselMediaSchema, PostMediaSchema, OtherMediaSchema]);
+export const MediaSchema = z.union([
+  VideoMediaSchema,
+  ImageMediaSchema,
+  CarouselMediaSchema,
+  PostMediaSchema,
+  OtherMediaSchema,
+]);
 export type Media = z.infer<typeof MediaSchema>;
 
 /** Metadata of a media URL of any supported platform (`GET /metadata`). */
@@ -387,10 +404,7 @@ const intFromQuery = z.union([
     .transform((s) => Number(s)),
 ]);
 const int = (min: number, max: number) => intFromQuery.pipe(z.number().int().min(min).max(max));
-const boolFromQuery = z.union([
-  z.boolean(),
-  z.enum(['true', 'false']).transform((s) => s === 'true'),
-]);
+const boolFromQuery = z.union([z.boolean(), z.enum(['true', 'false']).transform((s) => s === 'true')]);
 const nonEmpty = z.string().trim().min(1, 'must not be empty');
 /**
  * A parameter the published document declares `format: uri`: an absolute URL, so a bare ID, a
@@ -404,12 +418,11 @@ export const LimitSchema = int(LIMIT_MIN, LIMIT_MAX);
 export const ChunkSizeSchema = int(CHUNK_SIZE_MIN, CHUNK_SIZE_MAX);
 
 /** Exactly one of `videoIds` / `playlistId` / `channelId`; `limit` only with the last two. */
-function exactlyOneSource<
-  T extends { videoIds?: unknown; playlistId?: unknown; channelId?: unknown; limit?: unknown },
->(body: T, ctx: z.core.$RefinementCtx<T>): void {
-  const given = (['videoIds', 'playlistId', 'channelId'] as const).filter(
-    (k) => body[k] !== undefined,
-  );
+function exactlyOneSource<T extends { videoIds?: unknown; playlistId?: unknown; channelId?: unknown; limit?: unknown }>(
+  body: T,
+  ctx: z.core.$RefinementCtx<T>,
+): void {
+  const given = (['videoIds', 'playlistId', 'channelId'] as const).filter((k) => body[k] !== undefined);
   if (given.length !== 1) {
     ctx.addIssue({
       code: 'custom',
@@ -546,9 +559,7 @@ export const WebPageQuerySchema = z.object({
 export type WebPageQuery = z.infer<typeof WebPageQuerySchema>;
 
 /** Body of `POST /web/crawl`. */
-export const CrawlRequestSchema = z
-  .object({ url: uri, limit: LimitSchema.optional() })
-  .strict();
+export const CrawlRequestSchema = z.object({ url: uri, limit: LimitSchema.optional() }).strict();
 export type CrawlRequest = z.infer<typeof CrawlRequestSchema>;
 
 export const CrawlQuerySchema = z.object({ skip: intFromQuery.pipe(z.number().int().min(0)).optional() });

@@ -69,7 +69,20 @@ export interface Instant {
 const INSTANT_RE =
   /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,6}))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?)?$/;
 
-const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+const MONTHS = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
 
 const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
@@ -109,7 +122,8 @@ export function parseInstant(value: string): Instant {
     if (sign === undefined) refuse('a date-time needs its zone: add Z for UTC or the offset, such as +02:00');
     const oh = Number(ohs);
     const om = Number(oms ?? 0);
-    if (oh > 23 || om > 59) refuse(`the offset ${sign}${ohs}${oms !== undefined ? `:${oms}` : ''} is not a zone offset`);
+    if (oh > 23 || om > 59)
+      refuse(`the offset ${sign}${ohs}${oms !== undefined ? `:${oms}` : ''} is not a zone offset`);
     offsetMinutes = (sign === '-' ? -1 : 1) * (oh * 60 + om);
   }
   const d = new Date(0);

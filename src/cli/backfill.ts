@@ -27,12 +27,16 @@ export const QUARANTINE_HINTS_SHOWN = 5;
 function quarantineHints(batches: BackfillReport['batches']): string[] {
   const quarantined = batches.filter((b) => b.quarantined > 0);
   if (quarantined.length === 0) return [];
-  const out = ['  after an upgrade that reads them, re-sink the quarantined items from their raw copy (free; --dry-run first shows what would happen):\n'];
+  const out = [
+    '  after an upgrade that reads them, re-sink the quarantined items from their raw copy (free; --dry-run first shows what would happen):\n',
+  ];
   for (const b of quarantined.slice(0, QUARANTINE_HINTS_SHOWN)) {
     out.push(`    ${shellCommand('videosite-ingest', 'replay', '--quarantined', '--batch', b.jobId, '--dry-run')}\n`);
   }
   if (quarantined.length > QUARANTINE_HINTS_SHOWN) {
-    out.push(`    and ${quarantined.length - QUARANTINE_HINTS_SHOWN} more batches, all at once: ${shellCommand('videosite-ingest', 'replay', '--quarantined', '--dry-run')}\n`);
+    out.push(
+      `    and ${quarantined.length - QUARANTINE_HINTS_SHOWN} more batches, all at once: ${shellCommand('videosite-ingest', 'replay', '--quarantined', '--dry-run')}\n`,
+    );
   }
   return out;
 }
@@ -68,7 +72,9 @@ export function renderBackfillReport(r: BackfillReport): string {
       `source ${s.sourceId}: ${s.outcome}` +
         (s.listed ? `, ${s.listed} listed` : '') +
         (s.listingCredits ? ` (listing: ${s.listingCredits} credit${s.listingCredits === 1 ? '' : 's'})` : '') +
-        (s.jobIds.length ? `, ${s.submitted} video(s) submitted in ${s.jobIds.length} batch(es), ~${s.creditsEstimated} credits` : '') +
+        (s.jobIds.length
+          ? `, ${s.submitted} video(s) submitted in ${s.jobIds.length} batch(es), ~${s.creditsEstimated} credits`
+          : '') +
         (s.creditsBilled !== undefined ? `; billed ${plural(s.creditsBilled, 'credit')}` : '') +
         (s.detail ? ` (${s.detail})` : '') +
         '\n',
@@ -80,9 +86,18 @@ export function renderBackfillReport(r: BackfillReport): string {
       renderTable(
         ['job', 'source', 'kind', 'status', 'total', 'stored', 'failed', 'retryable', 'quarantined', 'errors'],
         r.batches.map((b) => [
-          b.jobId, b.sourceId, b.kind + (b.lang ? ` ${b.lang}` : ''), b.status + (b.errorCode ? ` (${b.errorCode})` : ''),
-          b.total, b.sunk, b.failed, b.retryable, b.quarantined,
-          Object.entries(b.errors).map(([k, v]) => `${k}:${v}`).join(' ') || '-',
+          b.jobId,
+          b.sourceId,
+          b.kind + (b.lang ? ` ${b.lang}` : ''),
+          b.status + (b.errorCode ? ` (${b.errorCode})` : ''),
+          b.total,
+          b.sunk,
+          b.failed,
+          b.retryable,
+          b.quarantined,
+          Object.entries(b.errors)
+            .map(([k, v]) => `${k}:${v}`)
+            .join(' ') || '-',
         ]),
       ),
     );
@@ -91,7 +106,11 @@ export function renderBackfillReport(r: BackfillReport): string {
     const { billed, used } = r.credits;
     out.push(
       `credits: ${billed} billed (x-billable-requests of every answer)` +
-        (used === null ? '' : used === billed ? `, as /me says` : `; /me says ${used} used meanwhile (a difference of ${Math.abs(used - billed)}: another client of the key, or answers without the header)`) +
+        (used === null
+          ? ''
+          : used === billed
+            ? `, as /me says`
+            : `; /me says ${used} used meanwhile (a difference of ${Math.abs(used - billed)}: another client of the key, or answers without the header)`) +
         '\n',
     );
   }
@@ -114,7 +133,9 @@ const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? o
 
 /** `backfill --dry-run`: every batch and listing it would pay for, the total, and what cannot be known. */
 export function renderBackfillPlan(plan: BackfillPlan): string {
-  const out: string[] = ['dry run: nothing is submitted and no paid request is made (the one request is GET /me, which is free)\n'];
+  const out: string[] = [
+    'dry run: nothing is submitted and no paid request is made (the one request is GET /me, which is free)\n',
+  ];
   const rows: (string | number | null)[][] = [];
   let listings = 0;
   let purchases = 0;
@@ -123,7 +144,13 @@ export function renderBackfillPlan(plan: BackfillPlan): string {
     if (s.listing.refresh > 0) rows.push([id, 'record', null, null, s.listing.refresh]);
     if (s.listing.listing > 0) {
       listings++;
-      rows.push([id, s.listing.pages !== undefined ? `listing (${plural(s.listing.pages, 'page')})` : 'listing', null, null, s.listing.listing]);
+      rows.push([
+        id,
+        s.listing.pages !== undefined ? `listing (${plural(s.listing.pages, 'page')})` : 'listing',
+        null,
+        null,
+        s.listing.listing,
+      ]);
     }
     for (const b of s.purchases) {
       purchases++;
@@ -131,32 +158,44 @@ export function renderBackfillPlan(plan: BackfillPlan): string {
     }
   }
   if (rows.length > 0) out.push(renderTable(['source', 'kind', 'lang', 'videos', 'credits'], rows));
-  out.push(`total: ${plural(purchases, 'batch', 'batches')} and ${plural(listings, 'listing')}: ${plural(plan.credits, 'credit')}\n`);
+  out.push(
+    `total: ${plural(purchases, 'batch', 'batches')} and ${plural(listings, 'listing')}: ${plural(plan.credits, 'credit')}\n`,
+  );
   for (const s of plan.sources) {
     const what = `source ${s.source.id} (${s.source.kind} ${s.source.title ?? s.source.externalId})`;
-    const busy = s.inFlight.map((w) => (w.kind === 'video' ? 'metadata' : `transcript ${w.lang ?? '(default language)'}`));
+    const busy = s.inFlight.map((w) =>
+      w.kind === 'video' ? 'metadata' : `transcript ${w.lang ?? '(default language)'}`,
+    );
     if (busy.length > 0) out.push(`${what}: ${busy.join(', ')} still in flight: not submitted again until it ends\n`);
-    else if (s.purchases.length === 0) out.push(`${what}: nothing due among the ${plural(s.known, 'video')} Postgres knows it lists\n`);
+    else if (s.purchases.length === 0)
+      out.push(`${what}: nothing due among the ${plural(s.known, 'video')} Postgres knows it lists\n`);
   }
   const unknowns = plan.sources.flatMap((s) => s.unknowns.map((u) => `  - source ${s.source.id}: ${u}\n`));
   if (unknowns.length > 0) out.push('not known without a paid listing (not in the total):\n', unknowns.join(''));
   else out.push('exact: nothing in this plan depends on a paid listing\n');
-  const fits = (left: number, needed: number) => (needed <= left ? 'the plan fits' : `the plan needs ${needed}: syncs past ${left} would be refused`);
+  const fits = (left: number, needed: number) =>
+    needed <= left ? 'the plan fits' : `the plan needs ${needed}: syncs past ${left} would be refused`;
   if ('error' in plan.account) {
     out.push(`account: unknown (GET /me failed: ${plan.account.error})\n`);
   } else {
     const left = plan.account.left - plan.account.reserved;
-    out.push(`account: ${plural(plan.account.left, 'credit')} left above the reserve, ${plan.account.reserved} reserved by syncs in progress: ${fits(left, plan.credits)}\n`);
+    out.push(
+      `account: ${plural(plan.account.left, 'credit')} left above the reserve, ${plan.account.reserved} reserved by syncs in progress: ${fits(left, plan.credits)}\n`,
+    );
   }
   if (plan.budget) {
     const left = Math.max(0, plan.budget.budget - plan.budget.spent);
-    out.push(`budget: CREDIT_BUDGET_PER_DAY ${plan.budget.budget}, ${plan.budget.spent} spent or reserved today (UTC), ${left} left: ${fits(left, plan.credits)}\n`);
+    out.push(
+      `budget: CREDIT_BUDGET_PER_DAY ${plan.budget.budget}, ${plan.budget.spent} spent or reserved today (UTC), ${left} left: ${fits(left, plan.credits)}\n`,
+    );
   }
   for (const s of plan.sources) {
     if (!s.budget) continue;
     const left = Math.max(0, s.budget.budget - s.budget.spent);
     const needed = s.listing.credits + s.purchases.reduce((n, b) => n + b.credits, 0);
-    out.push(`budget of source ${s.source.id}: --max-credits-per-day ${s.budget.budget}, ${s.budget.spent} spent or reserved today (UTC), ${left} left: ${fits(left, needed)}\n`);
+    out.push(
+      `budget of source ${s.source.id}: --max-credits-per-day ${s.budget.budget}, ${s.budget.spent} spent or reserved today (UTC), ${left} left: ${fits(left, needed)}\n`,
+    );
   }
   return terminalSafe(out.join(''), { multiline: true });
 }
@@ -173,7 +212,10 @@ async function chosenSourceIds(ctx: Context, o: Pick<BackfillCommandOptions, 'al
   return ids;
 }
 
-export async function backfillWithContext(ctx: Context, o: BackfillCommandOptions): Promise<{ report: BackfillReport; exitCode: number }> {
+export async function backfillWithContext(
+  ctx: Context,
+  o: BackfillCommandOptions,
+): Promise<{ report: BackfillReport; exitCode: number }> {
   const { sql } = ctx.db();
   const ids = await chosenSourceIds(ctx, o);
   // the rate limiter and the queues live in Redis: with Redis down, fail now instead of hanging
@@ -210,13 +252,19 @@ export async function backfillWithContext(ctx: Context, o: BackfillCommandOption
     });
     if (deadlinePassed && !report.timedOut) {
       report.timedOut = true;
-      report.problems.push(`timed out (--timeout ${o.timeout} ms) before the syncs ended: what was submitted goes on upstream; a daemon or the next backfill picks it up`);
+      report.problems.push(
+        `timed out (--timeout ${o.timeout} ms) before the syncs ended: what was submitted goes on upstream; a daemon or the next backfill picks it up`,
+      );
       report.exitCode = report.exitCode === 0 ? 1 : report.exitCode;
     } else if (abort.signal.aborted && !deadlinePassed) {
       report.problems.push('interrupted: the batches go on upstream; a daemon or the next backfill picks them up');
       report.exitCode = report.exitCode === 0 ? 1 : report.exitCode;
     }
-    if (!o.wait) report.batches = await batchProgress(sql, report.syncs.flatMap((s) => s.jobIds));
+    if (!o.wait)
+      report.batches = await batchProgress(
+        sql,
+        report.syncs.flatMap((s) => s.jobIds),
+      );
     // what it stored is searchable when it returns (no daemon need run)
     else if (!abort.signal.aborted) await drainSearchIndexShowingProgress(sql, process.stderr, abort.signal);
     return { report, exitCode: report.exitCode };
@@ -235,7 +283,11 @@ export function registerBackfillCommand(program: Command): void {
     .option('--source <id...>', 'source IDs to sync (repeatable, or comma-separated)', sourceIdsArg)
     .option('--all', 'sync every registered source', false)
     .option('--no-wait', 'submit and return at once; daemons finish the work')
-    .option('--dry-run', 'print every batch and listing it would pay for, and the credits, without spending any; exit 0', false)
+    .option(
+      '--dry-run',
+      'print every batch and listing it would pay for, and the credits, without spending any; exit 0',
+      false,
+    )
     .option(
       '--refresh',
       'fetch every stored (or gone) video of the sources again now, metadata and each wanted transcript language, at the price of a first fetch: edits upstream become changes and events (see: events)',
@@ -265,7 +317,11 @@ export function registerBackfillCommand(program: Command): void {
         await migrateDatabase(ctx.config.databaseUrl, ctx.log, ctx.config.migration);
         if (o.dryRun) {
           const { db, sql } = ctx.db();
-          const plan = await planBackfill({ sql, db, api: ctx.api(), settings: ctx.config.pipeline }, await chosenSourceIds(ctx, o), { refresh: o.refresh });
+          const plan = await planBackfill(
+            { sql, db, api: ctx.api(), settings: ctx.config.pipeline },
+            await chosenSourceIds(ctx, o),
+            { refresh: o.refresh },
+          );
           process.stdout.write(renderBackfillPlan(plan));
           return;
         }
@@ -277,4 +333,3 @@ export function registerBackfillCommand(program: Command): void {
       }
     });
 }
-

@@ -66,7 +66,9 @@ export function createContext(opts: ContextOptions = {}): Context {
     redis() {
       if (!redis) {
         redis = createRedisFromConfig(config, { log });
-        redis.on('error', (err: Error) => log.warn({ event: 'redis.error', err: { message: err.message } }, 'redis connection error'));
+        redis.on('error', (err: Error) =>
+          log.warn({ event: 'redis.error', err: { message: err.message } }, 'redis connection error'),
+        );
       }
       return redis;
     },
@@ -88,7 +90,10 @@ export function createContext(opts: ContextOptions = {}): Context {
     api() {
       if (!api) {
         if (config.api.baseUrl === undefined) {
-          throw new ConfigError('API_BASE_URL', 'not set (expected the API base URL ending in /v1; `demo` starts a simulator itself)');
+          throw new ConfigError(
+            'API_BASE_URL',
+            'not set (expected the API base URL ending in /v1; `demo` starts a simulator itself)',
+          );
         }
         if (config.api.apiKey === undefined) {
           throw new ConfigError('API_KEY', 'not set (the key is sent as x-api-key)');
@@ -104,7 +109,9 @@ export function createContext(opts: ContextOptions = {}): Context {
             // a rate limit seen by one request silences every process until it passes, even
             // when this request retries it by itself
             if (e.status === 429 && e.retryAfterMs !== undefined) {
-              l.pauseFor(e.retryAfterMs).catch((err: unknown) => log.warn({ event: 'rate_limit.share_failed', err }, 'could not share the rate-limit pause'));
+              l.pauseFor(e.retryAfterMs).catch((err: unknown) =>
+                log.warn({ event: 'rate_limit.share_failed', err }, 'could not share the rate-limit pause'),
+              );
             }
           },
         });
@@ -135,12 +142,10 @@ export function createContext(opts: ContextOptions = {}): Context {
     },
     async close() {
       // what was billed is written before the database closes
-      await charges?.close().catch((err: unknown) => log.warn({ event: 'charges.write_failed', err }, 'could not record billed credits'));
-      await Promise.allSettled([
-        api?.close(),
-        queues?.close(),
-        db?.close(),
-      ]);
+      await charges
+        ?.close()
+        .catch((err: unknown) => log.warn({ event: 'charges.write_failed', err }, 'could not record billed credits'));
+      await Promise.allSettled([api?.close(), queues?.close(), db?.close()]);
       if (redis) await closeRedis(redis);
     },
   };

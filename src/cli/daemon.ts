@@ -19,7 +19,10 @@ import { assertDaemonPool } from './pool-check.ts';
 import { UsageError } from './exit.ts';
 
 function rolesArg(value: string): Role[] {
-  const roles = value.split(',').map((r) => r.trim()).filter((r) => r !== '');
+  const roles = value
+    .split(',')
+    .map((r) => r.trim())
+    .filter((r) => r !== '');
   for (const r of roles) {
     if (!(ROLES as readonly string[]).includes(r)) {
       throw new InvalidArgumentError(`"${r}" is not a role (expected a comma-separated list of ${ROLES.join(', ')}).`);
@@ -32,10 +35,20 @@ function rolesArg(value: string): Role[] {
 export function registerDaemonCommand(program: Command): void {
   program
     .command('daemon')
-    .description('run the scheduler, poller, sink and webhook delivery workers until SIGTERM/SIGINT (any number of daemons may share Redis and Postgres)')
+    .description(
+      'run the scheduler, poller, sink and webhook delivery workers until SIGTERM/SIGINT (any number of daemons may share Redis and Postgres)',
+    )
     .option('--role <roles>', `workers to run: comma-separated ${ROLES.join(', ')}`, rolesArg, [...ROLES])
-    .option('--admin-port <n>', 'serve /healthz, /readyz, /metrics, the overview (/) and the queue dashboard (/admin/queues) on this port', intArg(0, 65_535))
-    .option('--admin-host <host>', 'interface of the admin server (beyond loopback only with ADMIN_TOKEN set)', DEFAULT_ADMIN_HOST)
+    .option(
+      '--admin-port <n>',
+      'serve /healthz, /readyz, /metrics, the overview (/) and the queue dashboard (/admin/queues) on this port',
+      intArg(0, 65_535),
+    )
+    .option(
+      '--admin-host <host>',
+      'interface of the admin server (beyond loopback only with ADMIN_TOKEN set)',
+      DEFAULT_ADMIN_HOST,
+    )
     .action(async (o: { role: Role[]; adminPort?: number; adminHost: string }) => {
       // Listen before anything else: a process without a listener dies of SIGTERM's default
       // action, and "daemon started" is written synchronously just before the workers' loop
@@ -67,9 +80,10 @@ export function registerDaemonCommand(program: Command): void {
       // A fixed API key or renewed credits (a billing period that starts) end a hold without a
       // person: look at once (free), then every HOLD_RECHECK_MS. Only the roles that call the API
       // are held, so only they look.
-      const holdRecheck = o.role.includes('scheduler') || o.role.includes('poller')
-        ? startHoldRecheck(deps, { intervalMs: deps.settings.holdRecheckMs })
-        : undefined;
+      const holdRecheck =
+        o.role.includes('scheduler') || o.role.includes('poller')
+          ? startHoldRecheck(deps, { intervalMs: deps.settings.holdRecheckMs })
+          : undefined;
       await holdRecheck?.checkAtStart();
       // rolling upgrades: a newer build's migration not marked backward-compatible stops this
       // daemon scheduling; looked at now and at every reconcile interval (src/pipeline/schema-gate.ts)
@@ -81,7 +95,9 @@ export function registerDaemonCommand(program: Command): void {
       log.info({ event: 'daemon.started', roles: o.role, prefix: ctx.config.queuePrefix }, 'daemon started');
 
       const timer = setInterval(() => {
-        reconcile(deps).catch((err: unknown) => log.warn({ event: 'reconcile.failed', err }, 'reconcile failed; retrying at the next interval'));
+        reconcile(deps).catch((err: unknown) =>
+          log.warn({ event: 'reconcile.failed', err }, 'reconcile failed; retrying at the next interval'),
+        );
         // a failed read keeps the last verdict; the next interval looks again
         schemaGate.check().catch(() => undefined);
       }, ctx.config.pipeline.reconcileIntervalMs);
@@ -91,8 +107,16 @@ export function registerDaemonCommand(program: Command): void {
       // than at the next interval. Harmless when nothing was lost (job IDs are deterministic).
       const stopReconnectReconcile = reconcileOnReconnect(ctx.redis(), () =>
         reconcile(deps).then(
-          (r) => log.info({ event: 'reconcile.after_reconnect', ...r }, 'redis reconnected: reconciled queues with Postgres'),
-          (err: unknown) => log.warn({ event: 'reconcile.failed', err }, 'reconcile after a Redis reconnect failed; retrying at the next interval'),
+          (r) =>
+            log.info(
+              { event: 'reconcile.after_reconnect', ...r },
+              'redis reconnected: reconciled queues with Postgres',
+            ),
+          (err: unknown) =>
+            log.warn(
+              { event: 'reconcile.failed', err },
+              'reconcile after a Redis reconnect failed; retrying at the next interval',
+            ),
         ),
       );
 
@@ -156,12 +180,22 @@ async function startAdmin(ctx: Context, metrics: AdminMetrics, host: string, por
       redis: ctx.redis(),
       queues: ctx.queues(),
       metrics,
-      secrets: [ctx.config.api.apiKey, token, ctx.config.admin.metricsToken, urlPassword(ctx.config.databaseUrl), urlPassword(ctx.config.redisUrl), ctx.config.redisPassword],
+      secrets: [
+        ctx.config.api.apiKey,
+        token,
+        ctx.config.admin.metricsToken,
+        urlPassword(ctx.config.databaseUrl),
+        urlPassword(ctx.config.redisUrl),
+        ctx.config.redisPassword,
+      ],
       videoUrlTemplate: ctx.config.videoUrlTemplate,
       keyFingerprint: ctx.api().keyFingerprint,
       log: ctx.log,
     });
-    ctx.log.info({ event: 'admin.listening', url: admin.url, auth: token ? 'ADMIN_TOKEN' : 'none (loopback only)' }, 'admin server listening');
+    ctx.log.info(
+      { event: 'admin.listening', url: admin.url, auth: token ? 'ADMIN_TOKEN' : 'none (loopback only)' },
+      'admin server listening',
+    );
     return admin;
   } catch (e: unknown) {
     await ctx.close();
@@ -174,7 +208,10 @@ async function startAdmin(ctx: Context, metrics: AdminMetrics, host: string, por
 }
 
 /** Redis must never evict queue keys: with another policy, in-flight work can vanish silently. */
-async function warnOnEvictionPolicy(redis: import('../queues/connection.ts').RedisClient, log: import('../log.ts').Logger): Promise<void> {
+async function warnOnEvictionPolicy(
+  redis: import('../queues/connection.ts').RedisClient,
+  log: import('../log.ts').Logger,
+): Promise<void> {
   try {
     const reply = (await redis.config('GET', 'maxmemory-policy')) as string[];
     const policy = reply[1];
@@ -193,7 +230,10 @@ async function warnOnEvictionPolicy(redis: import('../queues/connection.ts').Red
  * Call `run` each time the connection is ready again after having been lost (not on the first
  * connect), one run at a time. Returns a function that stops listening.
  */
-export function reconcileOnReconnect(redis: import('../queues/connection.ts').RedisClient, run: () => Promise<void>): () => void {
+export function reconcileOnReconnect(
+  redis: import('../queues/connection.ts').RedisClient,
+  run: () => Promise<void>,
+): () => void {
   let lost = false;
   let running: Promise<void> | undefined;
   const onClose = () => {

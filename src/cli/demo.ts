@@ -52,22 +52,36 @@ export function registerDemoCommand(program: Command): void {
 
         const [first, second] = sim.catalog.channels();
         const wanted: NewSourceInput[] = [];
-        if (first) wanted.push({ kind: 'channel', ref: first.handle, limit: 60, langs: ['en'], textOnly: false, cron: null });
+        if (first)
+          wanted.push({ kind: 'channel', ref: first.handle, limit: 60, langs: ['en'], textOnly: false, cron: null });
         if (second?.playlistIds[0]) {
-          wanted.push({ kind: 'playlist', ref: second.playlistIds[0], limit: 30, langs: ['en'], textOnly: true, cron: null });
+          wanted.push({
+            kind: 'playlist',
+            ref: second.playlistIds[0],
+            limit: 30,
+            langs: ['en'],
+            textOnly: true,
+            cron: null,
+          });
         }
         const { sql, db } = ctx.db();
         for (const w of wanted) {
           try {
             const s = await registerSource({ sql, db, api: ctx.api() }, w);
-            process.stderr.write(terminalSafe(`demo: added source ${s.id}: ${s.kind} ${s.title} (${s.externalId})`) + '\n');
+            process.stderr.write(
+              terminalSafe(`demo: added source ${s.id}: ${s.kind} ${s.title} (${s.externalId})`) + '\n',
+            );
           } catch (e: unknown) {
             if (!(e instanceof SourceExistsError)) throw e;
             process.stderr.write(`demo: source ${e.existingId} already registered (${w.kind} ${w.ref})\n`);
           }
         }
 
-        const { report, exitCode } = await backfillWithContext(ctx, { all: true, wait: true, timeout: DEMO_TIMEOUT_MS });
+        const { report, exitCode } = await backfillWithContext(ctx, {
+          all: true,
+          wait: true,
+          timeout: DEMO_TIMEOUT_MS,
+        });
         process.stdout.write(renderBackfillReport(report));
         process.stdout.write('\n');
         process.stdout.write(renderStatus(await collectStatus(sql)));

@@ -24,8 +24,12 @@ const DATA_COLUMN_CHARS = 120;
 
 export function eventTypesArg(value: string): EventType[] {
   const r = parseEventTypes(value);
-  if ('invalid' in r) throw new InvalidArgumentError(`"${r.invalid}" is not an event type (expected a comma-separated list of ${EVENT_TYPES.join(', ')}).`);
-  if (r.types.length === 0) throw new InvalidArgumentError(`expected a comma-separated list of ${EVENT_TYPES.join(', ')}.`);
+  if ('invalid' in r)
+    throw new InvalidArgumentError(
+      `"${r.invalid}" is not an event type (expected a comma-separated list of ${EVENT_TYPES.join(', ')}).`,
+    );
+  if (r.types.length === 0)
+    throw new InvalidArgumentError(`expected a comma-separated list of ${EVENT_TYPES.join(', ')}.`);
   return r.types;
 }
 
@@ -53,13 +57,19 @@ interface EventsOptions {
 export function registerEventsCommand(program: Command): void {
   program
     .command('events')
-    .description('print change events (videos, transcripts, batches, syncs, holds) in id order; --follow waits for new ones')
+    .description(
+      'print change events (videos, transcripts, batches, syncs, holds) in id order; --follow waits for new ones',
+    )
     .option('--since <id>', 'only events with an id above this', intArg(0, Number.MAX_SAFE_INTEGER), 0)
     .option('--type <types>', `only these types, comma-separated: ${EVENT_TYPES.join(', ')}`, eventTypesArg)
     .option('--source <id>', 'only events about this source', intArg(1, 2_147_483_647))
     .option('--follow', 'keep printing new events until SIGINT/SIGTERM', false)
     .option('--json', 'one JSON object a line: {"id","type","occurred_at","data"}', false)
-    .option('--limit <n>', `most events printed (default ${EVENTS_LIMIT_DEFAULT}; with --follow: no limit)`, intArg(1, 1_000_000))
+    .option(
+      '--limit <n>',
+      `most events printed (default ${EVENTS_LIMIT_DEFAULT}; with --follow: no limit)`,
+      intArg(1, 1_000_000),
+    )
     .action(async (o: EventsOptions) => {
       const ctx = createContext();
       const { readEvents } = await import('../db/events.ts');
@@ -68,11 +78,15 @@ export function registerEventsCommand(program: Command): void {
       try {
         if (!o.follow) {
           const events = await readEvents(sql, { ...filter, afterId: o.since, limit: o.limit ?? EVENTS_LIMIT_DEFAULT });
-          process.stdout.write(o.json ? events.map((e) => `${eventJson(e)}\n`).join('') : renderTable(HEADERS, events.map(row)));
+          process.stdout.write(
+            o.json ? events.map((e) => `${eventJson(e)}\n`).join('') : renderTable(HEADERS, events.map(row)),
+          );
           return;
         }
-        await follow(o, async (afterId) => readEvents(sql, { ...filter, afterId, limit: FOLLOW_READ }), (wake) =>
-          sql.listen(EVENTS_CHANNEL, wake, wake).then((l) => () => l.unlisten()),
+        await follow(
+          o,
+          async (afterId) => readEvents(sql, { ...filter, afterId, limit: FOLLOW_READ }),
+          (wake) => sql.listen(EVENTS_CHANNEL, wake, wake).then((l) => () => l.unlisten()),
         );
       } finally {
         await ctx.close();
@@ -109,7 +123,11 @@ async function follow(
         else {
           if (!headerShown) process.stdout.write(HEADERS.join('  ') + '\n');
           headerShown = true;
-          process.stdout.write(row(e).map((c) => (c === null || c === undefined ? '-' : terminalSafe(String(c)))).join('  ') + '\n');
+          process.stdout.write(
+            row(e)
+              .map((c) => (c === null || c === undefined ? '-' : terminalSafe(String(c))))
+              .join('  ') + '\n',
+          );
         }
         cursor = e.id;
         printed++;
@@ -117,7 +135,10 @@ async function follow(
       }
       if (events.length === FOLLOW_READ) continue;
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([woken, new Promise<void>((resolve) => (timer = setTimeout(resolve, EVENTS_FOLLOW_REREAD_MS)))]);
+      await Promise.race([
+        woken,
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, EVENTS_FOLLOW_REREAD_MS))),
+      ]);
       clearTimeout(timer);
     }
   } finally {

@@ -12,11 +12,15 @@
  * move the cursor past changes it did not write.
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import { EXPORT_FORMATS as FORMATS, ExportOutputError, runExport, type ExportFormat as Format } from '../pipeline/export.ts';
+import {
+  EXPORT_FORMATS as FORMATS,
+  ExportOutputError,
+  runExport,
+  type ExportFormat as Format,
+} from '../pipeline/export.ts';
 import { INSTANT_FORMS, intArg, parseInstant } from './args.ts';
 import { createContext } from './context.ts';
 import { UsageError } from './exit.ts';
-
 
 /** A transcript language as sources take it (src/cli/sources.ts). */
 const LANG_RE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$/;
@@ -24,7 +28,8 @@ const LANG_RE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$/;
 const CURSOR_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
 function formatArg(value: string): Format {
-  if (!(FORMATS as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${FORMATS.join(', ')}.`);
+  if (!(FORMATS as readonly string[]).includes(value))
+    throw new InvalidArgumentError(`expected one of ${FORMATS.join(', ')}.`);
   return value as Format;
 }
 
@@ -34,7 +39,8 @@ function langArg(value: string): string {
 }
 
 function cursorArg(value: string): string {
-  if (!CURSOR_NAME_RE.test(value)) throw new InvalidArgumentError('expected a name of letters, digits, ".", "_" or "-" (at most 100 characters).');
+  if (!CURSOR_NAME_RE.test(value))
+    throw new InvalidArgumentError('expected a name of letters, digits, ".", "_" or "-" (at most 100 characters).');
   return value;
 }
 
@@ -81,15 +87,29 @@ function onInterrupt(out: string): { interrupted: AbortSignal; stop(): void } {
 export function registerExportCommand(program: Command): void {
   program
     .command('export')
-    .description('write the corpus (one record per video and transcript language) as JSONL, CSV or Parquet, whole or since a cursor')
+    .description(
+      'write the corpus (one record per video and transcript language) as JSONL, CSV or Parquet, whole or since a cursor',
+    )
     .requiredOption('--format <format>', `${FORMATS.join(', ')}`, formatArg)
     .requiredOption('--out <path>', 'the file to write (replaced once complete), or - for stdout')
     .option('--source <id>', 'only videos this source listed', intArg(1, 2_147_483_647))
     .option('--lang <lang>', 'only transcripts in this language', langArg)
-    .option('--since <time>', `only records whose transcript or video changed at or after this time: ${INSTANT_FORMS}`, sinceArg)
-    .option('--cursor <name>', 'only what changed since the last run with this name (the first writes everything); the name is kept in Postgres', cursorArg)
+    .option(
+      '--since <time>',
+      `only records whose transcript or video changed at or after this time: ${INSTANT_FORMS}`,
+      sinceArg,
+    )
+    .option(
+      '--cursor <name>',
+      'only what changed since the last run with this name (the first writes everything); the name is kept in Postgres',
+      cursorArg,
+    )
     .option('--chunks', 'add the timed chunks (JSONL: an array; Parquet: a list of structs; not with csv)', false)
-    .option('--csv-raw-formulas', "CSV: write cells that start with = + - @, a tab or a carriage return as stored (by default they start with ')", false)
+    .option(
+      '--csv-raw-formulas',
+      "CSV: write cells that start with = + - @, a tab or a carriage return as stored (by default they start with ')",
+      false,
+    )
     .addHelpText(
       'after',
       '\nFields: video_id, title, description, duration_s, channel_id, channel_name, tags, thumbnail, upload_date,\n' +
@@ -98,18 +118,22 @@ export function registerExportCommand(program: Command): void {
         "CSV: a cell starting with =, +, -, @, a tab or a carriage return gets a leading ' so that a spreadsheet\n" +
         'shows it as text instead of running it as a formula (CSV injection); --csv-raw-formulas keeps it as stored.\n' +
         '--out: the file is written beside it under a random name and put in place once complete; an existing\n' +
-        "file keeps its mode; a symlink, FIFO, device or other special file is refused (exit 2). --cursor and --since\n" +
+        'file keeps its mode; a symlink, FIFO, device or other special file is refused (exit 2). --cursor and --since\n' +
         'cannot be combined.\n',
     )
     .action(async (o: ExportCliOptions) => {
       if (o.chunks && o.format === 'csv') {
-        throw new UsageError('--chunks cannot be used with --format csv (a list of timed chunks has no CSV column; use jsonl or parquet)');
+        throw new UsageError(
+          '--chunks cannot be used with --format csv (a list of timed chunks has no CSV column; use jsonl or parquet)',
+        );
       }
       if (o.csvRawFormulas && o.format !== 'csv') {
         throw new UsageError(`--csv-raw-formulas applies to --format csv only (not ${o.format})`);
       }
       if (o.cursor !== undefined && o.since !== undefined) {
-        throw new UsageError(`--cursor ${o.cursor} and --since ${o.since} cannot be combined: a cursor writes what changed since its last run, --since what changed since a time; give one`);
+        throw new UsageError(
+          `--cursor ${o.cursor} and --since ${o.since} cannot be combined: a cursor writes what changed since its last run, --since what changed since a time; give one`,
+        );
       }
       const ctx = createContext();
       // stdout has no temporary file to remove: the default action is right there
@@ -131,8 +155,15 @@ export function registerExportCommand(program: Command): void {
           throw e instanceof ExportOutputError ? new UsageError(e.message) : e;
         });
         if (o.out !== '-') {
-          const from = o.cursor === undefined ? '' : r.afterEventId === null ? `; cursor ${o.cursor} created at event ${r.lastEventId}` : `; cursor ${o.cursor} moved from event ${r.afterEventId} to ${r.lastEventId}`;
-          process.stdout.write(`wrote ${r.records} records (${(r.bytes / 1e6).toFixed(1)} MB) to ${o.out} in ${(r.ms / 1000).toFixed(1)} s${from}\n`);
+          const from =
+            o.cursor === undefined
+              ? ''
+              : r.afterEventId === null
+                ? `; cursor ${o.cursor} created at event ${r.lastEventId}`
+                : `; cursor ${o.cursor} moved from event ${r.afterEventId} to ${r.lastEventId}`;
+          process.stdout.write(
+            `wrote ${r.records} records (${(r.bytes / 1e6).toFixed(1)} MB) to ${o.out} in ${(r.ms / 1000).toFixed(1)} s${from}\n`,
+          );
         }
       } finally {
         signals?.stop();

@@ -29,7 +29,9 @@ export const EXIT_CODES_HELP =
  */
 export function shownCommanderError(message: string): string {
   const cut = message.replace(/'([^'\n]*)'/g, (whole, value: string) =>
-    value.length > VALUE_SHOWN_MAX_CHARS ? `'${value.slice(0, VALUE_SHOWN_MAX_CHARS)}…' (${value.length} characters)` : whole,
+    value.length > VALUE_SHOWN_MAX_CHARS
+      ? `'${value.slice(0, VALUE_SHOWN_MAX_CHARS)}…' (${value.length} characters)`
+      : whole,
   );
   return escapeControls(cut);
 }
@@ -56,7 +58,8 @@ export const COMMANDS = {
     load: async () => (await import('./sources.ts')).registerSourcesCommand,
   },
   daemon: {
-    summary: 'run the scheduler, poller, sink and webhook delivery workers until SIGTERM/SIGINT (any number of daemons may share Redis and Postgres)',
+    summary:
+      'run the scheduler, poller, sink and webhook delivery workers until SIGTERM/SIGINT (any number of daemons may share Redis and Postgres)',
     load: async () => (await import('./daemon.ts')).registerDaemonCommand,
   },
   backfill: {
@@ -64,7 +67,8 @@ export const COMMANDS = {
     load: async () => (await import('./backfill.ts')).registerBackfillCommand,
   },
   replay: {
-    summary: 're-sink a batch, or quarantined items, from stored raw items (free), or re-submit retryable items (costs credits)',
+    summary:
+      're-sink a batch, or quarantined items, from stored raw items (free), or re-submit retryable items (costs credits)',
     load: async () => (await import('./replay.ts')).registerReplayCommand,
   },
   prune: {
@@ -74,7 +78,8 @@ export const COMMANDS = {
     load: async () => (await import('./prune.ts')).registerPruneCommand,
   },
   events: {
-    summary: 'print change events (videos, transcripts, batches, syncs, holds) in id order; --follow waits for new ones',
+    summary:
+      'print change events (videos, transcripts, batches, syncs, holds) in id order; --follow waits for new ones',
     load: async () => (await import('./events.ts')).registerEventsCommand,
   },
   webhooks: {
@@ -82,7 +87,8 @@ export const COMMANDS = {
     load: async () => (await import('./webhooks.ts')).registerWebhooksCommand,
   },
   export: {
-    summary: 'write the corpus (one record per video and transcript language) as JSONL, CSV or Parquet, whole or since a cursor',
+    summary:
+      'write the corpus (one record per video and transcript language) as JSONL, CSV or Parquet, whole or since a cursor',
     load: async () => (await import('./export.ts')).registerExportCommand,
   },
   search: {

@@ -39,6 +39,11 @@ export function assertDaemonPool(config: Config, opts: { roles: readonly Role[];
 export function assertBackfillPool(config: Config, opts: { wait: boolean }): number {
   const p = config.pipeline;
   return assertPoolFits(config, (poolMax) =>
-    backfillPoolPlan({ pollConcurrency: p.pollConcurrency, sinkConcurrency: p.sinkConcurrency, syncs: syncConcurrency(poolMax), wait: opts.wait }),
+    backfillPoolPlan({
+      pollConcurrency: p.pollConcurrency,
+      sinkConcurrency: p.sinkConcurrency,
+      syncs: syncConcurrency(poolMax),
+      wait: opts.wait,
+    }),
   );
 }

@@ -75,12 +75,16 @@ function counts(b: BatchProgress): string {
 
 /** One line of the terminal block (job IDs and error codes come from the upstream). */
 export function batchLine(b: BatchProgress): string {
-  return terminalSafe(`  ${kindText(b).padEnd(13)} source ${String(b.sourceId ?? '-').padEnd(4)} ${progressBar(b)} ${counts(b).padEnd(22)} ${statusText(b)}  ${b.jobId}`);
+  return terminalSafe(
+    `  ${kindText(b).padEnd(13)} source ${String(b.sourceId ?? '-').padEnd(4)} ${progressBar(b)} ${counts(b).padEnd(22)} ${statusText(b)}  ${b.jobId}`,
+  );
 }
 
 /** The plain line written when a batch changed (not a terminal). */
 export function changeLine(b: BatchProgress, elapsedS: number): string {
-  return terminalSafe(`backfill [${elapsedS}s] batch ${b.jobId} (${kindText(b)}, source ${b.sourceId ?? '-'}): ${counts(b)}; ${statusText(b)}`);
+  return terminalSafe(
+    `backfill [${elapsedS}s] batch ${b.jobId} (${kindText(b)}, source ${b.sourceId ?? '-'}): ${counts(b)}; ${statusText(b)}`,
+  );
 }
 
 export function summaryLine(batches: readonly BatchProgress[], elapsedS: number): string {
@@ -155,23 +159,35 @@ const SEARCH_DRAIN_LINE_MS = 2_000;
  * that cannot take writes (a standby) or does not have the queue yet (not migrated) leaves the
  * index as it is, said on `out`; other errors propagate.
  */
-export async function drainSearchIndexShowingProgress(sql: Queryable, out: ProgressOutput, signal?: AbortSignal): Promise<number> {
+export async function drainSearchIndexShowingProgress(
+  sql: Queryable,
+  out: ProgressOutput,
+  signal?: AbortSignal,
+): Promise<number> {
   const startedAt = Date.now();
   let lineAt = startedAt;
   try {
-    const indexed = await drainSearchIndex({ sql }, {
-      signal,
-      onProgress: ({ indexed, pending }) => {
-        if (pending === 0 || Date.now() - lineAt < SEARCH_DRAIN_LINE_MS) return;
-        lineAt = Date.now();
-        out.write(`search index: ${indexed} transcript(s) indexed, ${pending} left\n`);
+    const indexed = await drainSearchIndex(
+      { sql },
+      {
+        signal,
+        onProgress: ({ indexed, pending }) => {
+          if (pending === 0 || Date.now() - lineAt < SEARCH_DRAIN_LINE_MS) return;
+          lineAt = Date.now();
+          out.write(`search index: ${indexed} transcript(s) indexed, ${pending} left\n`);
+        },
       },
-    });
-    if (indexed > 0) out.write(`search index: ${indexed} transcript(s) indexed in ${((Date.now() - startedAt) / 1000).toFixed(1)} s\n`);
+    );
+    if (indexed > 0)
+      out.write(
+        `search index: ${indexed} transcript(s) indexed in ${((Date.now() - startedAt) / 1000).toFixed(1)} s\n`,
+      );
     return indexed;
   } catch (e: unknown) {
     if (!isReadOnlyError(e) && !isSchemaBehind(e)) throw e;
-    out.write(`search index: not brought up to date (${isReadOnlyError(e) ? 'the database is read-only' : 'the database is not migrated: run videosite-ingest migrate'})\n`);
+    out.write(
+      `search index: not brought up to date (${isReadOnlyError(e) ? 'the database is read-only' : 'the database is not migrated: run videosite-ingest migrate'})\n`,
+    );
     return 0;
   }
 }

@@ -83,7 +83,9 @@ function progressLine(out: NodeJS.WriteStream): { update(p: PruneProgress): void
       if (now - last < PRUNE_PROGRESS_REDRAW_MS) return;
       last = now;
       drawn = true;
-      out.write(`\rprune [${Math.round((now - started) / 1000)}s] ${p.table}: ${p.rows} rows, ${formatBytes(p.bytes)}\x1b[K`);
+      out.write(
+        `\rprune [${Math.round((now - started) / 1000)}s] ${p.table}: ${p.rows} rows, ${formatBytes(p.bytes)}\x1b[K`,
+      );
     },
     clear() {
       if (drawn) out.write('\r\x1b[K');
@@ -115,7 +117,9 @@ export function registerPruneCommand(program: Command): void {
         line.clear();
         process.stdout.write(o.json ? `${JSON.stringify(r, null, 2)}\n` : renderPruneReport(r));
         if (r.interrupted) {
-          process.stderr.write('error: prune was interrupted before it finished; what is listed was freed (run prune again to go on)\n');
+          process.stderr.write(
+            'error: prune was interrupted before it finished; what is listed was freed (run prune again to go on)\n',
+          );
           process.exitCode = EXIT_NOT_LANDED;
         }
       } finally {

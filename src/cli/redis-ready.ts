@@ -12,7 +12,9 @@ export const REDIS_READY_TIMEOUT_MS = 5_000;
 export class RedisUnreachableError extends Error {
   constructor(timeoutMs: number, lastError: string | undefined, setting: string) {
     // the setting's value is not shown: it may carry a password
-    super(`Redis is not reachable (see ${setting}): no connection within ${timeoutMs} ms${lastError ? ` (${lastError})` : ''}`);
+    super(
+      `Redis is not reachable (see ${setting}): no connection within ${timeoutMs} ms${lastError ? ` (${lastError})` : ''}`,
+    );
     this.name = 'RedisUnreachableError';
   }
 }
@@ -22,7 +24,10 @@ export class RedisUnreachableError extends Error {
  * timeout the connection is closed, so the command can finish without waiting for Redis again.
  * A cluster is ready once it has the slot map and a connection to a node (ioredis's `ready`).
  */
-export async function waitForRedis<R extends RedisClient>(redis: R, timeoutMs: number = REDIS_READY_TIMEOUT_MS): Promise<R> {
+export async function waitForRedis<R extends RedisClient>(
+  redis: R,
+  timeoutMs: number = REDIS_READY_TIMEOUT_MS,
+): Promise<R> {
   if (redis.status === 'ready') return redis;
   let lastError: string | undefined;
   const onError = (e: Error) => {
@@ -35,7 +40,10 @@ export async function waitForRedis<R extends RedisClient>(redis: R, timeoutMs: n
       onReady = resolve;
       redis.on('error', onError);
       redis.once('ready', onReady);
-      timer = setTimeout(() => reject(new RedisUnreachableError(timeoutMs, lastError, redisSettingName(redis))), timeoutMs);
+      timer = setTimeout(
+        () => reject(new RedisUnreachableError(timeoutMs, lastError, redisSettingName(redis))),
+        timeoutMs,
+      );
     });
     return redis;
   } catch (e: unknown) {

@@ -66,7 +66,9 @@ function counts(c: Record<string, number | undefined>): string {
 /** The one summary line of `replay --quarantined` (also its dry run). */
 export function quarantineSummary(r: QuarantineReplayReport): string {
   const o = r.outcomes;
-  const rows = r.dryRun ? '' : ` (${r.rows.inserted} row(s) inserted, ${r.rows.updated} updated, ${r.rows.unchanged} unchanged)`;
+  const rows = r.dryRun
+    ? ''
+    : ` (${r.rows.inserted} row(s) inserted, ${r.rows.updated} updated, ${r.rows.unchanged} unchanged)`;
   const outcome =
     `${o.stored} stored${rows}, ${o.failed} failed, ${o.retryable} retryable, ` +
     `${o.quarantined} still quarantined${counts(r.stillQuarantined)}, ${o.skipped} skipped${counts(r.skipped)}` +
@@ -78,36 +80,68 @@ export function quarantineSummary(r: QuarantineReplayReport): string {
 
 /** `replay --quarantined`: free, so no --yes; it does not wait for anything, so no --no-wait/--timeout. */
 function checkQuarantinedOptions(o: ReplayOptions): void {
-  const others = [o.failed && '--failed', o.expired && '--expired', o.lost && '--lost'].filter((f): f is string => typeof f === 'string');
+  const others = [o.failed && '--failed', o.expired && '--expired', o.lost && '--lost'].filter(
+    (f): f is string => typeof f === 'string',
+  );
   if (others.length > 0) {
-    throw new UsageError(`--quarantined cannot be combined with ${others.join(', ')}: give one mode (--batch JOBID only narrows --quarantined to that batch)`);
+    throw new UsageError(
+      `--quarantined cannot be combined with ${others.join(', ')}: give one mode (--batch JOBID only narrows --quarantined to that batch)`,
+    );
   }
   if (o.yes) throw new UsageError('--yes: replay --quarantined is free (no API call) and needs no consent');
-  if (o.timeout !== undefined) throw new UsageError(`--timeout ${o.timeout} ms: replay --quarantined does not wait for anything (--timeout goes with --failed or --expired)`);
-  if (!o.wait) throw new UsageError('--no-wait: replay --quarantined does not wait for anything (--no-wait goes with --failed or --expired)');
+  if (o.timeout !== undefined)
+    throw new UsageError(
+      `--timeout ${o.timeout} ms: replay --quarantined does not wait for anything (--timeout goes with --failed or --expired)`,
+    );
+  if (!o.wait)
+    throw new UsageError(
+      '--no-wait: replay --quarantined does not wait for anything (--no-wait goes with --failed or --expired)',
+    );
 }
 
 export function registerReplayCommand(program: Command): void {
   program
     .command('replay')
-    .description('re-sink a batch, or quarantined items, from stored raw items (free), or re-submit retryable items (costs credits)')
-    .option('--batch <jobId>', 're-run the database writes of this batch from its landed raw items; no API call (with --quarantined: only this batch)')
+    .description(
+      're-sink a batch, or quarantined items, from stored raw items (free), or re-submit retryable items (costs credits)',
+    )
+    .option(
+      '--batch <jobId>',
+      're-run the database writes of this batch from its landed raw items; no API call (with --quarantined: only this batch)',
+    )
     .option('--failed', 're-submit every retryable item (internal errors, lost results, unfinished at expiry)', false)
     .option('--expired', 're-submit the retryable items of expired batches only', false)
     .option('--lost', 're-submit what batch POSTs whose answer was lost (after a charge) would have fetched', false)
-    .option('--quarantined', 're-sink quarantined items from their raw copy with today\'s rules (after an upgrade); no API call', false)
-    .option('--since <date>', `only items of batches submitted since this time (with --failed/--expired/--quarantined): ${INSTANT_FORMS}`, sinceArg)
-    .option('--dry-run', 'print what would be re-submitted and its credit estimate (with --quarantined: what would happen); change nothing', false)
+    .option(
+      '--quarantined',
+      "re-sink quarantined items from their raw copy with today's rules (after an upgrade); no API call",
+      false,
+    )
+    .option(
+      '--since <date>',
+      `only items of batches submitted since this time (with --failed/--expired/--quarantined): ${INSTANT_FORMS}`,
+      sinceArg,
+    )
+    .option(
+      '--dry-run',
+      'print what would be re-submitted and its credit estimate (with --quarantined: what would happen); change nothing',
+      false,
+    )
     .option('--yes', 'agree to spend the estimated credits', false)
     .option('--no-wait', 'with --failed/--expired: return after submitting; daemons finish the work')
     .option('--timeout <duration>', 'stop waiting after this long (e.g. 15m)', parseDurationMs)
     .action(async (o: ReplayOptions) => {
       if (o.quarantined) checkQuarantinedOptions(o);
-      const modes = [o.batch !== undefined && !o.quarantined, o.failed, o.expired, o.lost, o.quarantined].filter(Boolean).length;
-      if (modes !== 1) throw new UsageError('give exactly one of --batch JOBID, --failed, --expired, --lost, --quarantined');
+      const modes = [o.batch !== undefined && !o.quarantined, o.failed, o.expired, o.lost, o.quarantined].filter(
+        Boolean,
+      ).length;
+      if (modes !== 1)
+        throw new UsageError('give exactly one of --batch JOBID, --failed, --expired, --lost, --quarantined');
       if (o.lost && o.since) throw new UsageError('--since goes with --failed or --expired');
       if (o.batch !== undefined && !o.quarantined && (o.since || o.dryRun || o.yes)) {
-        throw new UsageError('--since, --dry-run and --yes go with --failed or --expired; --batch is free and needs none');
+        throw new UsageError(
+          '--since, --dry-run and --yes go with --failed or --expired; --batch is free and needs none',
+        );
       }
       const ctx = createContext();
       try {
@@ -117,14 +151,20 @@ export function registerReplayCommand(program: Command): void {
             { sql: ctx.db().sql, log: ctx.log, settings: ctx.config.pipeline },
             { jobId: o.batch, since: o.since, dryRun: o.dryRun },
           );
-          if (!r.found) throw new UsageError(`--batch: no batch ${quoteValue(o.batch ?? '')} is recorded (see: status)`);
+          if (!r.found)
+            throw new UsageError(`--batch: no batch ${quoteValue(o.batch ?? '')} is recorded (see: status)`);
           if (r.items === 0) {
             const scope = `${o.batch !== undefined ? ` in batch ${terminalSafe(o.batch)}` : ''}${o.since ? ` of batches submitted since ${o.since.toISOString()}` : ''}`;
             process.stdout.write(`nothing to re-sink: no quarantined items${scope}\n`);
             return;
           }
           if (o.dryRun) {
-            process.stdout.write(renderTable(['reason', 'would become', 'items'], r.transitions.map((t) => [t.reason, t.outcome, t.items])));
+            process.stdout.write(
+              renderTable(
+                ['reason', 'would become', 'items'],
+                r.transitions.map((t) => [t.reason, t.outcome, t.items]),
+              ),
+            );
           }
           if (!o.dryRun) await drainSearchIndexShowingProgress(ctx.db().sql, process.stderr);
           process.stdout.write(quarantineSummary(r));
@@ -133,12 +173,14 @@ export function registerReplayCommand(program: Command): void {
         }
         if (o.batch !== undefined) {
           const r = await resinkBatch({ sql: ctx.db().sql, log: ctx.log, settings: ctx.config.pipeline }, o.batch);
-          if (!r.found) throw new UsageError(`--batch: no batch ${quoteValue(o.batch ?? '')} is recorded (see: status)`);
+          if (!r.found)
+            throw new UsageError(`--batch: no batch ${quoteValue(o.batch ?? '')} is recorded (see: status)`);
           if (r.pruned) {
             const p = r.pruned;
-            const when = p.firstPrunedAt.getTime() === p.lastPrunedAt.getTime()
-              ? `on ${shortTime(p.firstPrunedAt.toISOString())}`
-              : `between ${shortTime(p.firstPrunedAt.toISOString())} and ${shortTime(p.lastPrunedAt.toISOString())}`;
+            const when =
+              p.firstPrunedAt.getTime() === p.lastPrunedAt.getTime()
+                ? `on ${shortTime(p.firstPrunedAt.toISOString())}`
+                : `between ${shortTime(p.firstPrunedAt.toISOString())} and ${shortTime(p.lastPrunedAt.toISOString())}`;
             process.stderr.write(
               `error: batch ${terminalSafe(o.batch)}: ${p.pruned} of its ${p.stored} stored item(s) have no raw copy left: retention ` +
                 `(RAW_RETENTION_DAYS, now ${ctx.config.pipeline.rawRetentionDays}) pruned their payloads ${when}. ` +
@@ -165,7 +207,13 @@ export function registerReplayCommand(program: Command): void {
           process.stdout.write(
             renderTable(
               ['submission', 'source', 'kind', 'credits', 'lost at'],
-              lost.map((l) => [l.id, l.sourceId, l.kind + (l.lang ? ` ${l.lang}` : ''), l.creditsEstimated, l.createdAt.toISOString()]),
+              lost.map((l) => [
+                l.id,
+                l.sourceId,
+                l.kind + (l.lang ? ` ${l.lang}` : ''),
+                l.creditsEstimated,
+                l.createdAt.toISOString(),
+              ]),
             ),
           );
           process.stdout.write(
@@ -174,18 +222,27 @@ export function registerReplayCommand(program: Command): void {
           );
           if (o.dryRun) return;
           if (!o.yes) {
-            process.stderr.write('error: re-submitting spends credits; add --yes to proceed (or --dry-run to only see the plan)\n');
+            process.stderr.write(
+              'error: re-submitting spends credits; add --yes to proceed (or --dry-run to only see the plan)\n',
+            );
             process.exitCode = EXIT_USAGE;
             return;
           }
           await waitForRedis(ctx.redis());
           const syncs = await releaseLost(ctx.deps(), lost);
           for (const r of syncs) {
-            process.stdout.write(terminalSafe(`source ${r.sourceId}: ${r.outcome}${r.jobIds.length ? `, ${r.submitted} video(s) in ${r.jobIds.length} batch(es): ${r.jobIds.join(', ')}` : ''}`) + '\n');
+            process.stdout.write(
+              terminalSafe(
+                `source ${r.sourceId}: ${r.outcome}${r.jobIds.length ? `, ${r.submitted} video(s) in ${r.jobIds.length} batch(es): ${r.jobIds.join(', ')}` : ''}`,
+              ) + '\n',
+            );
           }
           return;
         }
-        const groups = await planResubmission({ sql, settings: ctx.config.pipeline }, { expiredOnly: o.expired, since: o.since });
+        const groups = await planResubmission(
+          { sql, settings: ctx.config.pipeline },
+          { expiredOnly: o.expired, since: o.since },
+        );
         if (groups.length === 0) {
           process.stdout.write('nothing to re-submit: no retryable items\n');
           return;
@@ -195,7 +252,9 @@ export function registerReplayCommand(program: Command): void {
         process.stdout.write(`estimated cost: ${total} credit(s) (1 per batch + 1 per video)\n`);
         if (o.dryRun) return;
         if (!o.yes) {
-          process.stderr.write('error: re-submitting spends credits; add --yes to proceed (or --dry-run to only see the plan)\n');
+          process.stderr.write(
+            'error: re-submitting spends credits; add --yes to proceed (or --dry-run to only see the plan)\n',
+          );
           process.exitCode = EXIT_USAGE;
           return;
         }
@@ -207,7 +266,9 @@ export function registerReplayCommand(program: Command): void {
         await waitForRedis(ctx.redis());
         const deps = ctx.deps();
         const { jobIds, videos } = await resubmit(deps, groups);
-        process.stdout.write(terminalSafe(`submitted ${videos} video(s) in ${jobIds.length} batch(es): ${jobIds.join(', ')}`) + '\n');
+        process.stdout.write(
+          terminalSafe(`submitted ${videos} video(s) in ${jobIds.length} batch(es): ${jobIds.join(', ')}`) + '\n',
+        );
         if (!o.wait) return;
 
         await reconcile(deps);
@@ -218,7 +279,9 @@ export function registerReplayCommand(program: Command): void {
           const stored = batches.reduce((n, b) => n + b.sunk, 0);
           const left = batches.reduce((n, b) => n + b.retryable + b.processing + b.quarantined, 0);
           const bad = batches.filter((b) => b.status !== 'completed');
-          process.stdout.write(`replay: ${stored} item(s) stored, ${left} not landed${bad.length ? `, ${bad.length} batch(es) not completed` : ''}\n`);
+          process.stdout.write(
+            `replay: ${stored} item(s) stored, ${left} not landed${bad.length ? `, ${bad.length} batch(es) not completed` : ''}\n`,
+          );
           if (left > 0 || bad.length > 0 || timedOut) process.exitCode = EXIT_NOT_LANDED;
         } finally {
           await workers.close();

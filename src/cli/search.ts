@@ -22,7 +22,8 @@ import { EXIT_NOT_LANDED } from './exit.ts';
 import { LANG_CODE_RE } from '../domain/langs.ts';
 
 function langArg(value: string): string {
-  if (!LANG_CODE_RE.test(value)) throw new InvalidArgumentError(`"${value}" is not a language code (expected ISO 639-1 such as en, de, pt-BR).`);
+  if (!LANG_CODE_RE.test(value))
+    throw new InvalidArgumentError(`"${value}" is not a language code (expected ISO 639-1 such as en, de, pt-BR).`);
   return value;
 }
 
@@ -111,7 +112,13 @@ export function registerSearchCommand(program: Command): void {
       try {
         // transcripts stored but not yet indexed (no daemon running, or it is a second behind)
         await drainSearchIndexShowingProgress(ctx.db().sql, process.stderr);
-        const hits = await searchTranscripts(ctx.db().sql, { query: words, lang: o.lang, sourceId: o.source, channelId: o.channel, limit: o.limit });
+        const hits = await searchTranscripts(ctx.db().sql, {
+          query: words,
+          lang: o.lang,
+          sourceId: o.source,
+          channelId: o.channel,
+          limit: o.limit,
+        });
         if (hits.length === 0) {
           if (!o.json) process.stderr.write('no matches\n');
           // 1, as grep: the contract's "did not land" code, here "nothing found"
@@ -119,7 +126,9 @@ export function registerSearchCommand(program: Command): void {
           return;
         }
         const tty = process.stdout.isTTY === true;
-        process.stdout.write(hits.map((h) => (o.json ? `${searchHitJson(h, template)}\n` : hitBlock(h, template, tty))).join(''));
+        process.stdout.write(
+          hits.map((h) => (o.json ? `${searchHitJson(h, template)}\n` : hitBlock(h, template, tty))).join(''),
+        );
       } finally {
         await ctx.close();
       }

@@ -103,8 +103,16 @@ export function registerSimulatorCommand(program: Command): void {
     .option('--api-key <key>', 'the API key to accept instead of the development key (never printed)')
     .option('--channels <n>', 'number of channels (default 3)', intArg(0, 1000))
     .option('--channel-sizes <list>', 'exact regular-video counts of the first channels, e.g. 300,5000', sizesArg)
-    .option('--transcript-chunks <n>', 'about this many chunks per transcript (default 3..12; 150 for ~20 KB)', intArg(1, 10_000))
-    .option('--items-per-second <n>', 'batch items finished per simulated second (default 100)', numberArg(0.001, 1_000_000))
+    .option(
+      '--transcript-chunks <n>',
+      'about this many chunks per transcript (default 3..12; 150 for ~20 KB)',
+      intArg(1, 10_000),
+    )
+    .option(
+      '--items-per-second <n>',
+      'batch items finished per simulated second (default 100)',
+      numberArg(0.001, 1_000_000),
+    )
     .option('--queued <duration>', 'time a new batch stays queued, e.g. 1s (default 1s)', parseDurationMs)
     .option('--job-lifetime <duration>', 'unfinished batches expire after this, e.g. 1h (default 1h)', parseDurationMs)
     .option('--retention <duration>', 'results are kept this long after a batch ends (default 24h)', parseDurationMs)

@@ -34,10 +34,14 @@ import { shellCommand } from '../shell-quote.ts';
 import { LANG_CODE_RE } from '../domain/langs.ts';
 
 function langsArg(value: string): string[] {
-  const langs = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const langs = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   if (langs.length === 0) throw new InvalidArgumentError('expected language codes such as en or en,de.');
   for (const l of langs) {
-    if (!LANG_CODE_RE.test(l)) throw new InvalidArgumentError(`"${l}" is not a language code (expected ISO 639-1 such as en, de, pt-BR).`);
+    if (!LANG_CODE_RE.test(l))
+      throw new InvalidArgumentError(`"${l}" is not a language code (expected ISO 639-1 such as en, de, pt-BR).`);
   }
   return [...new Set(langs)];
 }
@@ -88,11 +92,17 @@ async function withContext<T>(fn: (ctx: Context) => Promise<T>): Promise<T> {
 /** Keep the cron schedulers in Redis in step; Redis being down only delays that to the daemon. */
 async function refreshSchedulers(ctx: Context): Promise<void> {
   try {
-    const [{ waitForRedis }, { syncSchedulers }] = await Promise.all([import('./redis-ready.ts'), import('../pipeline/reconcile.ts')]);
+    const [{ waitForRedis }, { syncSchedulers }] = await Promise.all([
+      import('./redis-ready.ts'),
+      import('../pipeline/reconcile.ts'),
+    ]);
     await waitForRedis(ctx.redis());
     await syncSchedulers({ sql: ctx.db().sql, queues: ctx.queues() });
   } catch (e: unknown) {
-    ctx.log.warn({ event: 'schedules.update_failed', err: { message: e instanceof Error ? e.message : String(e) } }, 'could not update cron schedules in Redis; the daemon will at its next reconcile');
+    ctx.log.warn(
+      { event: 'schedules.update_failed', err: { message: e instanceof Error ? e.message : String(e) } },
+      'could not update cron schedules in Redis; the daemon will at its next reconcile',
+    );
   }
 }
 
@@ -102,19 +112,31 @@ function describe(s: Source): string {
 }
 
 function includeArg(value: string): SourceInclude[] {
-  const parts = value.split(',').map((p) => p.trim()).filter((p) => p !== '');
+  const parts = value
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
   for (const p of parts) {
     if (!(SOURCE_INCLUDES as readonly string[]).includes(p)) {
-      throw new InvalidArgumentError(`"${p}" is not one of ${SOURCE_INCLUDES.join(', ')} (e.g. --include shorts,live).`);
+      throw new InvalidArgumentError(
+        `"${p}" is not one of ${SOURCE_INCLUDES.join(', ')} (e.g. --include shorts,live).`,
+      );
     }
   }
-  if (parts.length === 0) throw new InvalidArgumentError(`expected ${SOURCE_INCLUDES.join(', ')} or both, comma-separated.`);
+  if (parts.length === 0)
+    throw new InvalidArgumentError(`expected ${SOURCE_INCLUDES.join(', ')} or both, comma-separated.`);
   return [...new Set(parts)] as SourceInclude[];
 }
 
 /** `--features hd,4k` and `--features hd --features 4k` alike: every value given, in order (checked when the source is parsed). */
 function featuresArg(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), ...value.split(',').map((f) => f.trim()).filter((f) => f !== '')];
+  return [
+    ...(previous ?? []),
+    ...value
+      .split(',')
+      .map((f) => f.trim())
+      .filter((f) => f !== ''),
+  ];
 }
 
 /** What `--help` says each search filter takes. */
@@ -147,13 +169,22 @@ interface KindCli {
 }
 
 const listingOptions = (cmd: Command): void => {
-  cmd.option('--limit <n>', `most videos per listing, 1..${LIMIT_MAX} (default ${LISTING_LIMIT_DEFAULT})`, intArg(1, LIMIT_MAX));
-  cmd.option('--include <shorts,live>', 'also submit the listed shorts and/or live videos (a channel or playlist batch skips them)', includeArg);
+  cmd.option(
+    '--limit <n>',
+    `most videos per listing, 1..${LIMIT_MAX} (default ${LISTING_LIMIT_DEFAULT})`,
+    intArg(1, LIMIT_MAX),
+  );
+  cmd.option(
+    '--include <shorts,live>',
+    'also submit the listed shorts and/or live videos (a channel or playlist batch skips them)',
+    includeArg,
+  );
 };
 
 const KIND_CLI: Record<SourceKind, KindCli> = {
   channel: {
-    describe: 'a channel: its newest videos (at most 5000 per listing), listed at every sync (1 credit), plus --include shorts,live',
+    describe:
+      'a channel: its newest videos (at most 5000 per listing), listed at every sync (1 credit), plus --include shorts,live',
     argument: '<id-or-url>',
     argumentHelp: 'channel ID, @handle, or channel URL',
     options: listingOptions,
@@ -176,11 +207,16 @@ const KIND_CLI: Record<SourceKind, KindCli> = {
     size: (s) => `${s.maxVideos} videos`,
   },
   search: {
-    describe: 'a saved search: each sync pages the search (1 credit a page) up to --limit videos and submits the new ones',
+    describe:
+      'a saved search: each sync pages the search (1 credit a page) up to --limit videos and submits the new ones',
     argument: '<query>',
     argumentHelp: 'the search query, quoted',
     options: (cmd) => {
-      cmd.option('--limit <n>', `most video results kept per sync, 1..${LIMIT_MAX} (default ${SEARCH_LIMIT_DEFAULT})`, intArg(1, LIMIT_MAX));
+      cmd.option(
+        '--limit <n>',
+        `most video results kept per sync, 1..${LIMIT_MAX} (default ${SEARCH_LIMIT_DEFAULT})`,
+        intArg(1, LIMIT_MAX),
+      );
       for (const f of Object.keys(SEARCH_FILTER_FLAGS) as SearchFilter[]) {
         if (f === 'features') cmd.option(`${SEARCH_FILTER_FLAGS[f]} <list>`, searchFilterHelp(f), featuresArg);
         else cmd.option(`${SEARCH_FILTER_FLAGS[f]} <value>`, searchFilterHelp(f));
@@ -192,9 +228,14 @@ const KIND_CLI: Record<SourceKind, KindCli> = {
 
 /** One reference per non-empty line (`#` starts a comment), each named by its line for errors. */
 async function refsFromFile(path: string): Promise<{ refs: SourceRef[]; origin: string }> {
-  const text = path === '-' ? await readStdin() : await readFile(path, 'utf8').catch((e: unknown) => {
-    throw new InvalidArgumentError(`--file ${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
-  });
+  const text =
+    path === '-'
+      ? await readStdin()
+      : await readFile(path, 'utf8').catch((e: unknown) => {
+          throw new InvalidArgumentError(
+            `--file ${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`,
+          );
+        });
   const origin = path === '-' ? 'stdin' : basename(path);
   const refs: SourceRef[] = [];
   text.split(/\r?\n/).forEach((line, i) => {
@@ -235,9 +276,21 @@ function addKindCommand(add: Command, kind: SourceKind): void {
   cmd
     .option('--lang <xx[,yy]>', 'transcript languages (default: the API picks the first available)', langsArg)
     .option('--text', 'store transcripts as plain text instead of timed chunks', false)
-    .option('--cron <expr>', 'sync on this schedule when a daemon runs: five fields, UTC, at most every SOURCE_MIN_INTERVAL_MS (5 min); default: only by backfill', cronArg)
-    .option('--generate-missing', 'generate a transcript from the audio for videos without captions (2 credits per started minute)', false)
-    .option('--max-generate-minutes <n>', 'the most media minutes this source may have generated, ever (needs --generate-missing)', intArg(1, 10_000_000))
+    .option(
+      '--cron <expr>',
+      'sync on this schedule when a daemon runs: five fields, UTC, at most every SOURCE_MIN_INTERVAL_MS (5 min); default: only by backfill',
+      cronArg,
+    )
+    .option(
+      '--generate-missing',
+      'generate a transcript from the audio for videos without captions (2 credits per started minute)',
+      false,
+    )
+    .option(
+      '--max-generate-minutes <n>',
+      'the most media minutes this source may have generated, ever (needs --generate-missing)',
+      intArg(1, 10_000_000),
+    )
     .option(
       '--max-credits-per-day <n>',
       'the most credits this source may spend in one UTC day (listings, batches, generated transcripts); a sync past it is refused; default: no cap',
@@ -246,7 +299,10 @@ function addKindCommand(add: Command, kind: SourceKind): void {
     .option('--refresh <duration>', REFRESH_HELP, REFRESH_ARG)
     .action(async (refArg: string | string[] | undefined, o: AddOptions) => {
       const given = Array.isArray(refArg) ? refArg : refArg === undefined ? [] : [refArg];
-      const refs: SourceRef[] = given.map((value, i) => ({ value, where: given.length === 1 ? cli.argument.replace(/[<>[\]. ]/g, '') : `argument ${i + 1}` }));
+      const refs: SourceRef[] = given.map((value, i) => ({
+        value,
+        where: given.length === 1 ? cli.argument.replace(/[<>[\]. ]/g, '') : `argument ${i + 1}`,
+      }));
       let origin: string | undefined;
       if (o.file !== undefined) {
         const fromFile = await refsFromFile(o.file);
@@ -273,15 +329,13 @@ function addKindCommand(add: Command, kind: SourceKind): void {
         maxGenerateMinutes: o.maxGenerateMinutes ?? null,
         ...(origin !== undefined ? { origin } : {}),
       };
-      const [{ parseSource, registerSource }, { deleteSource, updateSourceSettings, getSource }, { waitForRedis }] = await Promise.all([
-        import('../pipeline/sources.ts'),
-        import('../db/sources.ts'),
-        import('./redis-ready.ts'),
-      ]);
+      const [{ parseSource, registerSource }, { deleteSource, updateSourceSettings, getSource }, { waitForRedis }] =
+        await Promise.all([import('../pipeline/sources.ts'), import('../db/sources.ts'), import('./redis-ready.ts')]);
       // parse locally first: a typo fails here, before any credit is spent (and before any connection)
       parseSource(input);
       await withContext(async (ctx) => {
-        const plan = input.cron === null ? undefined : await plannedCron(input.cron, ctx.config.pipeline.sourceMinIntervalMs);
+        const plan =
+          input.cron === null ? undefined : await plannedCron(input.cron, ctx.config.pipeline.sourceMinIntervalMs);
         // the API client takes its rate-limit tokens from Redis: fail now rather than hang there
         await waitForRedis(ctx.redis());
         const { sql, db } = ctx.db();
@@ -299,7 +353,9 @@ function addKindCommand(add: Command, kind: SourceKind): void {
         if (s.cron) await refreshSchedulers(ctx);
         const extras = [
           s.include.length > 0 ? `including ${s.include.join(',')}` : '',
-          s.generateMissing ? `generating missing transcripts${s.maxGenerateMinutes !== null ? ` (at most ${s.maxGenerateMinutes} min)` : ''}` : '',
+          s.generateMissing
+            ? `generating missing transcripts${s.maxGenerateMinutes !== null ? ` (at most ${s.maxGenerateMinutes} min)` : ''}`
+            : '',
           s.maxCreditsPerDay !== null ? `at most ${s.maxCreditsPerDay} credits a day` : '',
           s.refreshAfterMs !== null ? `refreshed every ${formatDurationMs(s.refreshAfterMs)}` : '',
         ].filter((x) => x !== '');
@@ -346,11 +402,31 @@ export function registerSourcesCommand(program: Command): void {
         }
         process.stdout.write(
           renderTable(
-            ['id', 'kind', 'external id', 'title', 'limit', 'langs', 'credits/day', 'refresh', 'cron', 'paused', 'last synced'],
+            [
+              'id',
+              'kind',
+              'external id',
+              'title',
+              'limit',
+              'langs',
+              'credits/day',
+              'refresh',
+              'cron',
+              'paused',
+              'last synced',
+            ],
             rows.map((s) => [
-              s.id, s.kind, s.externalId, s.title, s.maxVideos, s.langs.join(',') || 'default', s.maxCreditsPerDay ?? 'no cap',
+              s.id,
+              s.kind,
+              s.externalId,
+              s.title,
+              s.maxVideos,
+              s.langs.join(',') || 'default',
+              s.maxCreditsPerDay ?? 'no cap',
               s.refreshAfterMs === null ? 'never' : formatDurationMs(s.refreshAfterMs),
-              s.cron ?? '-', s.paused ? 'yes' : 'no', shortTime(s.lastSyncedAt ? s.lastSyncedAt.toISOString() : null),
+              s.cron ?? '-',
+              s.paused ? 'yes' : 'no',
+              shortTime(s.lastSyncedAt ? s.lastSyncedAt.toISOString() : null),
             ]),
           ),
         );
@@ -372,10 +448,15 @@ export function registerSourcesCommand(program: Command): void {
       });
     });
 
-  for (const [name, paused] of [['pause', true], ['resume', false]] as const) {
+  for (const [name, paused] of [
+    ['pause', true],
+    ['resume', false],
+  ] as const) {
     sources
       .command(name)
-      .description(paused ? 'stop scheduled syncs of a source (backfill still syncs it)' : 'resume scheduled syncs of a source')
+      .description(
+        paused ? 'stop scheduled syncs of a source (backfill still syncs it)' : 'resume scheduled syncs of a source',
+      )
       .argument('<id|ref>', SOURCE_REF_HELP)
       .action(async (ref: string) => {
         const { setSourcePaused } = await import('../db/sources.ts');
@@ -411,7 +492,10 @@ async function sourceNamed(ctx: Context, ref: string): Promise<SourceMatch> {
         : `no source is ${quoteValue(ref)}: give its ID, the reference it was added with, its external ID or a channel's @handle (see: sources list)`,
     );
   }
-  const candidates = renderTable(['id', 'kind', 'external id', 'title'], found.map((s) => [s.id, s.kind, s.externalId, s.title]));
+  const candidates = renderTable(
+    ['id', 'kind', 'external id', 'title'],
+    found.map((s) => [s.id, s.kind, s.externalId, s.title]),
+  );
   throw await usageError(
     `${quoteValue(ref)} names ${found.length} sources; give the ID of the one you mean:\n${candidates.trimEnd().replace(/^/gm, '  ')}`,
   );
@@ -467,11 +551,19 @@ function costNotes(id: number, before: SourceSettings, after: SourceSettings): s
   if (added.length > 0) {
     // transcripts asked for in the default language are kept under no language (video_sync lang '')
     const apart = before.langs.length === 0 ? '; those bought in the default language count as another language' : '';
-    notes.push(`buys ${added.join(',')} transcripts of this source's videos that have none in ${added.length === 1 ? 'that language' : 'those languages'}${apart}`);
+    notes.push(
+      `buys ${added.join(',')} transcripts of this source's videos that have none in ${added.length === 1 ? 'that language' : 'those languages'}${apart}`,
+    );
   }
-  if (before.textOnly && !after.textOnly) notes.push('buys once more, as timed chunks, the transcripts of its videos stored as plain text only');
-  if (after.refreshAfterMs !== null && (before.refreshAfterMs === null || after.refreshAfterMs < before.refreshAfterMs)) {
-    notes.push(`buys again (metadata and transcripts) each of its videos last fetched more than ${formatDurationMs(after.refreshAfterMs)} ago, and each one again every ${formatDurationMs(after.refreshAfterMs)}`);
+  if (before.textOnly && !after.textOnly)
+    notes.push('buys once more, as timed chunks, the transcripts of its videos stored as plain text only');
+  if (
+    after.refreshAfterMs !== null &&
+    (before.refreshAfterMs === null || after.refreshAfterMs < before.refreshAfterMs)
+  ) {
+    notes.push(
+      `buys again (metadata and transcripts) each of its videos last fetched more than ${formatDurationMs(after.refreshAfterMs)} ago, and each one again every ${formatDurationMs(after.refreshAfterMs)}`,
+    );
   }
   if (notes.length === 0) return '';
   return `${notes.map((n) => `  next sync ${n}\n`).join('')}  the credits first: ${shellCommand('videosite-ingest', 'backfill', '--source', id, '--dry-run')}\n`;
@@ -486,15 +578,42 @@ function registerEditCommand(sources: Command): void {
         'finishes with the settings it started with',
     )
     .argument('<id|ref>', SOURCE_REF_HELP)
-    .option('--cron <expr>', 'sync on this schedule when a daemon runs: five fields, UTC, at most every SOURCE_MIN_INTERVAL_MS (5 min)', cronArg)
+    .option(
+      '--cron <expr>',
+      'sync on this schedule when a daemon runs: five fields, UTC, at most every SOURCE_MIN_INTERVAL_MS (5 min)',
+      cronArg,
+    )
     .option('--no-cron', 'no schedule: synced only by backfill')
-    .option('--limit <n>', `channel, playlist: most videos per listing; search: most results kept per sync; 1..${LIMIT_MAX}`, intArg(1, LIMIT_MAX))
-    .option('--lang <xx[,yy]>', 'transcript languages, replacing the list: an added one is bought at the next sync, a dropped one no longer (its transcripts stay)', langsArg)
-    .addOption(new Option('--text', 'buy transcripts as plain text from now on (those stored keep their form)').conflicts('chunks'))
-    .option('--chunks', 'buy transcripts as timed chunks from now on (the next sync buys those stored as text only once more)')
-    .option('--include <shorts,live>', 'channel, playlist: also submit the listed shorts and/or live videos (replaces the list)', includeArg)
+    .option(
+      '--limit <n>',
+      `channel, playlist: most videos per listing; search: most results kept per sync; 1..${LIMIT_MAX}`,
+      intArg(1, LIMIT_MAX),
+    )
+    .option(
+      '--lang <xx[,yy]>',
+      'transcript languages, replacing the list: an added one is bought at the next sync, a dropped one no longer (its transcripts stay)',
+      langsArg,
+    )
+    .addOption(
+      new Option('--text', 'buy transcripts as plain text from now on (those stored keep their form)').conflicts(
+        'chunks',
+      ),
+    )
+    .option(
+      '--chunks',
+      'buy transcripts as timed chunks from now on (the next sync buys those stored as text only once more)',
+    )
+    .option(
+      '--include <shorts,live>',
+      'channel, playlist: also submit the listed shorts and/or live videos (replaces the list)',
+      includeArg,
+    )
     .option('--no-include', 'channel, playlist: submit no listed shorts or live videos')
-    .option('--max-credits-per-day <n>', 'the most credits this source may spend in one UTC day', intArg(1, 2_147_483_647))
+    .option(
+      '--max-credits-per-day <n>',
+      'the most credits this source may spend in one UTC day',
+      intArg(1, 2_147_483_647),
+    )
     .option('--no-max-credits-per-day', 'no daily credit cap for this source')
     .option('--refresh <duration>', REFRESH_HELP, REFRESH_ARG)
     .option('--no-refresh', 'stored videos are not fetched again (backfill --refresh still does, once)')
@@ -505,7 +624,8 @@ function registerEditCommand(sources: Command): void {
       if (o.lang !== undefined) set.langs = o.lang;
       if (o.text === true || o.chunks === true) set.textOnly = o.text === true;
       if (o.include !== undefined) set.include = o.include === false ? [] : o.include;
-      if (o.maxCreditsPerDay !== undefined) set.maxCreditsPerDay = o.maxCreditsPerDay === false ? null : o.maxCreditsPerDay;
+      if (o.maxCreditsPerDay !== undefined)
+        set.maxCreditsPerDay = o.maxCreditsPerDay === false ? null : o.maxCreditsPerDay;
       if (o.refresh !== undefined) set.refreshAfterMs = o.refresh === false ? null : o.refresh;
       if (Object.keys(set).length === 0) {
         throw await usageError(
@@ -517,13 +637,21 @@ function registerEditCommand(sources: Command): void {
       await withContext(async (ctx) => {
         const { db, sql } = ctx.db();
         const match = await sourceNamed(ctx, ref);
-        for (const [flag, given] of [['--limit', o.limit !== undefined], ['--include', o.include !== undefined]] as const) {
+        for (const [flag, given] of [
+          ['--limit', o.limit !== undefined],
+          ['--include', o.include !== undefined],
+        ] as const) {
           if (given && !kindTakes(match.kind, flag)) {
             const takers = SOURCE_KINDS.filter((k) => kindTakes(k, flag)).join(', ');
-            throw await usageError(`${flag} does not apply to a ${match.kind} source (source ${match.id}); it applies to ${takers} sources`);
+            throw await usageError(
+              `${flag} does not apply to a ${match.kind} source (source ${match.id}); it applies to ${takers} sources`,
+            );
           }
         }
-        const plan = typeof set.cron === 'string' ? await plannedCron(set.cron, ctx.config.pipeline.sourceMinIntervalMs) : undefined;
+        const plan =
+          typeof set.cron === 'string'
+            ? await plannedCron(set.cron, ctx.config.pipeline.sourceMinIntervalMs)
+            : undefined;
         if (changedSettings(await getSource(db, match.id), set).length === 0) {
           process.stdout.write(`source ${match.id}: nothing changed\n`);
           return;

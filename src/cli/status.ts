@@ -21,9 +21,12 @@ export function renderStatus(r: StatusReport): string {
   const out: string[] = [];
   // first, because nothing scheduled happens while one stands
   for (const h of r.upstreamHolds ?? []) out.push(`ON HOLD: ${h.message}\n\n`);
-  if (r.schema.reason !== null) out.push(`SCHEDULING STOPPED (daemons of this build, newest migration ${r.schema.built}): ${r.schema.reason}\n\n`);
+  if (r.schema.reason !== null)
+    out.push(`SCHEDULING STOPPED (daemons of this build, newest migration ${r.schema.built}): ${r.schema.reason}\n\n`);
   else if (r.schema.newer.length > 0) {
-    out.push(`Schema newer than this build (${r.schema.built}), marked backward-compatible: ${r.schema.newer.map((m) => m.tag).join(', ')}\n\n`);
+    out.push(
+      `Schema newer than this build (${r.schema.built}), marked backward-compatible: ${r.schema.newer.map((m) => m.tag).join(', ')}\n\n`,
+    );
   }
   for (const l of r.lostSubmissions ?? []) {
     out.push(
@@ -34,7 +37,10 @@ export function renderStatus(r: StatusReport): string {
   const n = r.sourcesSummary;
   if (n.total === 0) out.push('Sources\n  none (add one: videosite-ingest sources add channel @handle)\n');
   else {
-    const needs = n.attention === 0 ? 'none needs attention' : `${n.attention} need${n.attention === 1 ? 's' : ''} attention: ${n.withError} with an error, ${n.overdue} overdue, ${n.neverSynced} never synced`;
+    const needs =
+      n.attention === 0
+        ? 'none needs attention'
+        : `${n.attention} need${n.attention === 1 ? 's' : ''} attention: ${n.withError} with an error, ${n.overdue} overdue, ${n.neverSynced} never synced`;
     out.push(
       `Sources: ${n.total} (${needs}; ${n.paused} paused); ` +
         (n.shown < n.total
@@ -70,15 +76,26 @@ export function renderStatus(r: StatusReport): string {
       renderTable(
         ['job', 'source', 'kind', 'status', 'progress', 'landed', 'failed', 'polls', 'submitted', 'note'],
         r.inFlight.map((b) => [
-          b.jobId, b.sourceId, b.kind + (b.lang ? ` ${b.lang}` : ''),
+          b.jobId,
+          b.sourceId,
+          b.kind + (b.lang ? ` ${b.lang}` : ''),
           // a status this interface version does not list shows as received
-          b.upstreamStatus !== null && !(JOB_STATUSES as readonly string[]).includes(b.upstreamStatus) ? `${b.status} (upstream: ${b.upstreamStatus})` : b.status,
-          progress(b), b.landed + b.sunk, b.failed, b.polls, shortTime(b.submittedAt), b.reason,
+          b.upstreamStatus !== null && !(JOB_STATUSES as readonly string[]).includes(b.upstreamStatus)
+            ? `${b.status} (upstream: ${b.upstreamStatus})`
+            : b.status,
+          progress(b),
+          b.landed + b.sunk,
+          b.failed,
+          b.polls,
+          shortTime(b.submittedAt),
+          b.reason,
         ]),
       ),
     );
 
-  const byStatus = Object.entries(r.batchesByStatus).map(([k, v]) => `${k} ${v}`).join(', ');
+  const byStatus = Object.entries(r.batchesByStatus)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
   out.push(`\nBatches, all time: ${byStatus || 'none'}\n`);
   // a batch whose retryable items a later one took up needs nothing more
   const bad = r.recent.filter((b) => b.status !== 'completed' || b.retryablePending > 0 || b.quarantined > 0);
@@ -88,8 +105,14 @@ export function renderStatus(r: StatusReport): string {
       renderTable(
         ['job', 'source', 'kind', 'status', 'error', 'retryable (to re-submit)', 'quarantined', 'reason'],
         bad.map((b) => [
-          b.jobId, b.sourceId, b.kind + (b.lang ? ` ${b.lang}` : ''), b.status, b.errorCode,
-          b.retryablePending === b.retryable ? b.retryable : `${b.retryable} (${b.retryablePending})`, b.quarantined, b.reason,
+          b.jobId,
+          b.sourceId,
+          b.kind + (b.lang ? ` ${b.lang}` : ''),
+          b.status,
+          b.errorCode,
+          b.retryablePending === b.retryable ? b.retryable : `${b.retryable} (${b.retryablePending})`,
+          b.quarantined,
+          b.reason,
         ]),
       ),
     );
@@ -104,13 +127,27 @@ export function renderStatus(r: StatusReport): string {
     out.push(
       renderTable(
         ['kind', 'lang', 'stored', 'landed', 'in flight', 'failed', 'retryable', 'quarantined'],
-        r.outcomes.map((o) => [o.kind, o.lang || '-', o.sunk, o.landed, o.processing, o.failed, o.retryable, o.quarantined]),
+        r.outcomes.map((o) => [
+          o.kind,
+          o.lang || '-',
+          o.sunk,
+          o.landed,
+          o.processing,
+          o.failed,
+          o.retryable,
+          o.quarantined,
+        ]),
       ),
     );
   }
   if (r.itemErrors.length > 0) {
     out.push('Latest error codes:\n');
-    out.push(renderTable(['kind', 'lang', 'error code', 'state', 'videos'], r.itemErrors.map((e) => [e.kind, e.lang || '-', e.errorCode, e.state, e.items])));
+    out.push(
+      renderTable(
+        ['kind', 'lang', 'error code', 'state', 'videos'],
+        r.itemErrors.map((e) => [e.kind, e.lang || '-', e.errorCode, e.state, e.items]),
+      ),
+    );
   }
   if (it.retryable > 0) out.push('  re-submit retryable items: videosite-ingest replay --failed --dry-run\n');
   if (r.languageCoverage.length > 0) {
@@ -123,21 +160,33 @@ export function renderStatus(r: StatusReport): string {
       `(${h.sunk} stored, ${h.failed} failed, ${h.retryable} retryable, ${h.quarantined} quarantined; by code: status --json .history)\n`,
   );
   if (r.gone.total > 0) {
-    const reasons = Object.entries(r.gone.byReason).map(([reason, n]) => `${reason} ${n}`).join(', ');
-    out.push(`Videos gone upstream (rows kept; a refresh sees them come back): ${r.gone.total} (${reasons}); videosite-ingest events --type video.gone\n`);
+    const reasons = Object.entries(r.gone.byReason)
+      .map(([reason, n]) => `${reason} ${n}`)
+      .join(', ');
+    out.push(
+      `Videos gone upstream (rows kept; a refresh sees them come back): ${r.gone.total} (${reasons}); videosite-ingest events --type video.gone\n`,
+    );
   }
   const q = r.quarantined;
   if (q.total > 0) {
     out.push(`\nQuarantined items (kept raw with the reason; never re-submitted automatically): ${q.total}\n`);
     for (const [reason, n] of Object.entries(q.byReason)) {
-      if (n > 0) out.push(`  ${reason}: ${n} (after an upgrade that reads them: videosite-ingest replay --quarantined --dry-run)\n`);
+      if (n > 0)
+        out.push(
+          `  ${reason}: ${n} (after an upgrade that reads them: videosite-ingest replay --quarantined --dry-run)\n`,
+        );
     }
   }
 
   const holdEvents = r.holdEvents ?? [];
   if (holdEvents.length > 0) {
     out.push('\nUpstream holds, latest events\n');
-    out.push(renderTable(['at', 'hold', 'event', 'reason'], holdEvents.map((e) => [shortTime(e.at), e.code, e.event, e.reason ?? '-'])));
+    out.push(
+      renderTable(
+        ['at', 'hold', 'event', 'reason'],
+        holdEvents.map((e) => [shortTime(e.at), e.code, e.event, e.reason ?? '-']),
+      ),
+    );
   }
 
   const c = r.credits;
@@ -153,12 +202,16 @@ export function renderStatus(r: StatusReport): string {
     const diff = c.usedLast24h - c.billedLast24h;
     out.push(
       `  billed between the same /me readings: ${c.billedLast24h}` +
-        (diff === 0 ? ' (matches /me)\n' : ` (/me says ${c.usedLast24h}: ${Math.abs(diff)} ${diff > 0 ? 'more used than billed here: another client, or answers without x-billable-requests' : 'less used than billed here'})\n`),
+        (diff === 0
+          ? ' (matches /me)\n'
+          : ` (/me says ${c.usedLast24h}: ${Math.abs(diff)} ${diff > 0 ? 'more used than billed here: another client, or answers without x-billable-requests' : 'less used than billed here'})\n`),
     );
   }
   if (c.billedByDay.length === 0) out.push('  billed (x-billable-requests): nothing recorded yet\n');
   else {
-    out.push('  billed per UTC day (x-billable-requests of each answer; the published price where an answer had none):\n');
+    out.push(
+      '  billed per UTC day (x-billable-requests of each answer; the published price where an answer had none):\n',
+    );
     out.push(
       renderTable(
         ['day', 'billed', 'estimated', 'requests', 'priced, no header', 'unanswered, maybe'],
@@ -179,7 +232,9 @@ export function renderStatus(r: StatusReport): string {
   const hooks = r.webhooks ?? [];
   if (hooks.length > 0) {
     const bad = hooks.filter((w) => w.state !== 'ok');
-    out.push(`\nWebhooks: ${hooks.length} endpoint${hooks.length === 1 ? '' : 's'}, ${bad.length === 0 ? 'all delivering' : `${bad.length} not delivering`}\n`);
+    out.push(
+      `\nWebhooks: ${hooks.length} endpoint${hooks.length === 1 ? '' : 's'}, ${bad.length === 0 ? 'all delivering' : `${bad.length} not delivering`}\n`,
+    );
     out.push(
       renderTable(
         ['id', 'url', 'state', 'pending', 'last delivered'],
@@ -196,7 +251,8 @@ export function renderStatus(r: StatusReport): string {
         ]),
       ),
     );
-    if (hooks.some((w) => w.state === 'disabled')) out.push('  deliver to a disabled endpoint again: videosite-ingest webhooks enable ID\n');
+    if (hooks.some((w) => w.state === 'disabled'))
+      out.push('  deliver to a disabled endpoint again: videosite-ingest webhooks enable ID\n');
   }
 
   const total = r.storage.reduce((n, t) => n + t.totalBytes, 0);
@@ -204,7 +260,13 @@ export function renderStatus(r: StatusReport): string {
   out.push(
     renderTable(
       ['table', 'rows (estimate)', 'total', 'TOAST', 'indexes'],
-      r.storage.map((t) => [t.table, t.rowsEstimate === null ? '-' : Math.round(t.rowsEstimate), compactBytes(t.totalBytes), compactBytes(t.toastBytes), compactBytes(t.indexBytes)]),
+      r.storage.map((t) => [
+        t.table,
+        t.rowsEstimate === null ? '-' : Math.round(t.rowsEstimate),
+        compactBytes(t.totalBytes),
+        compactBytes(t.toastBytes),
+        compactBytes(t.indexBytes),
+      ]),
     ),
   );
   const index = r.searchIndex;
@@ -227,7 +289,11 @@ export function registerStatusCommand(program: Command): void {
     .command('status')
     .description('show sources, batches in flight with progress, error counts, credits and storage per table')
     .option('--json', 'print the report as JSON (stable field names) instead of tables', false)
-    .option('--all-sources', `list every source, not only the first ${STATUS_SOURCES_SHOWN} (those needing attention first)`, false)
+    .option(
+      '--all-sources',
+      `list every source, not only the first ${STATUS_SOURCES_SHOWN} (those needing attention first)`,
+      false,
+    )
     .action(async (o: { json: boolean; allSources: boolean }) => {
       const ctx = createContext();
       try {

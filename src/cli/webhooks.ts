@@ -10,7 +10,12 @@ import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { EndpointSummary } from '../db/webhooks.ts';
 import type { EventType } from '../domain/events.ts';
-import { generateSecret, parseSecret, WebhookSecretError, WEBHOOK_ROTATION_GRACE_MS } from '../domain/webhook-secrets.ts';
+import {
+  generateSecret,
+  parseSecret,
+  WebhookSecretError,
+  WEBHOOK_ROTATION_GRACE_MS,
+} from '../domain/webhook-secrets.ts';
 import { webhookUrlProblem } from '../domain/webhooks.ts';
 import { formatDurationMs, intArg, parseDurationMs } from './args.ts';
 import { createContext } from './context.ts';
@@ -25,7 +30,8 @@ export const WEBHOOK_ROTATION_GRACE_MAX_MS = 30 * 86_400_000;
 function graceArg(value: string): number {
   if (value.trim() === '0') return 0;
   const ms = parseDurationMs(value);
-  if (ms > WEBHOOK_ROTATION_GRACE_MAX_MS) throw new InvalidArgumentError(`expected at most ${formatDurationMs(WEBHOOK_ROTATION_GRACE_MAX_MS)}.`);
+  if (ms > WEBHOOK_ROTATION_GRACE_MAX_MS)
+    throw new InvalidArgumentError(`expected at most ${formatDurationMs(WEBHOOK_ROTATION_GRACE_MAX_MS)}.`);
   return ms;
 }
 
@@ -39,7 +45,10 @@ interface SecretOptions {
 
 function addSecretOptions(cmd: Command): Command {
   return cmd
-    .option('--secret-stdin', 'read the secret (whsec_<base64>, Standard Webhooks) from standard input instead of generating one')
+    .option(
+      '--secret-stdin',
+      'read the secret (whsec_<base64>, Standard Webhooks) from standard input instead of generating one',
+    )
     .option('--secret-file <path>', 'read the secret (whsec_<base64>) from this file instead of generating one')
     .addOption(new Option('--secret <secret>').hideHelp());
 }
@@ -54,7 +63,8 @@ async function secretFrom(o: SecretOptions): Promise<{ key: Buffer; generated?: 
         'give it on standard input (--secret-stdin) or in a file (--secret-file PATH), or leave both out to have one generated and shown once',
     );
   }
-  if (o.secretStdin && o.secretFile !== undefined) throw new UsageError('--secret-stdin and --secret-file: give the secret one way');
+  if (o.secretStdin && o.secretFile !== undefined)
+    throw new UsageError('--secret-stdin and --secret-file: give the secret one way');
   let text: string;
   let from: string;
   if (o.secretStdin) {
@@ -96,8 +106,11 @@ export function secretState(e: Pick<EndpointSummary, 'secrets' | 'secretsEncrypt
 }
 
 /** What a person reads of an endpoint's health. */
-export function endpointState(e: Pick<EndpointSummary, 'enabled' | 'disabledAt' | 'disabledReason' | 'failingSince' | 'nextAttemptAt'>): string {
-  if (!e.enabled) return `disabled${e.disabledAt ? ` ${shortTime(e.disabledAt.toISOString())}` : ''}: ${e.disabledReason ?? 'no reason recorded'}`;
+export function endpointState(
+  e: Pick<EndpointSummary, 'enabled' | 'disabledAt' | 'disabledReason' | 'failingSince' | 'nextAttemptAt'>,
+): string {
+  if (!e.enabled)
+    return `disabled${e.disabledAt ? ` ${shortTime(e.disabledAt.toISOString())}` : ''}: ${e.disabledReason ?? 'no reason recorded'}`;
   if (e.failingSince) {
     return `failing since ${shortTime(e.failingSince.toISOString())}${e.nextAttemptAt ? `, next attempt ${shortTime(e.nextAttemptAt.toISOString())}` : ''}`;
   }
@@ -107,7 +120,9 @@ export function endpointState(e: Pick<EndpointSummary, 'enabled' | 'disabledAt' 
 export function registerWebhooksCommand(program: Command): void {
   const webhooks = program
     .command('webhooks')
-    .description('manage the endpoints change events are POSTed to (signed; delivered by daemons with the webhooks role)');
+    .description(
+      'manage the endpoints change events are POSTed to (signed; delivered by daemons with the webhooks role)',
+    );
 
   addSecretOptions(
     webhooks
@@ -115,7 +130,10 @@ export function registerWebhooksCommand(program: Command): void {
       .description('add an endpoint; prints its secret once when generated (the default)')
       .argument('<url>', 'http:// or https:// URL the events are POSTed to (no user:password@)')
       .option('--events <types>', 'only these event types, comma-separated (default: every type)', eventTypesArg)
-      .option('--allow-private', 'let it reach private, loopback and link-local addresses (refused by default, also when a host name resolves to one)'),
+      .option(
+        '--allow-private',
+        'let it reach private, loopback and link-local addresses (refused by default, also when a host name resolves to one)',
+      ),
   ).action(async (url: string, o: { events?: EventType[]; allowPrivate?: boolean } & SecretOptions) => {
     checkUrl(url, o.allowPrivate === true);
     const secret = await secretFrom(o);
@@ -123,14 +141,23 @@ export function registerWebhooksCommand(program: Command): void {
     try {
       const { addEndpoint } = await import('../db/webhooks.ts');
       const secretsKey = ctx.config.pipeline.webhookSecretsKey;
-      const id = await addEndpoint(ctx.db().sql, { url, eventTypes: o.events ?? null, allowPrivate: o.allowPrivate === true, key: secret.key, secretsKey });
+      const id = await addEndpoint(ctx.db().sql, {
+        url,
+        eventTypes: o.events ?? null,
+        allowPrivate: o.allowPrivate === true,
+        key: secret.key,
+        secretsKey,
+      });
       process.stdout.write(
         `webhook endpoint ${id} added: ${url} (events: ${o.events?.join(', ') ?? 'all'}${o.allowPrivate ? '; private addresses allowed' : ''})\n` +
           (secret.generated !== undefined
             ? `secret: ${secret.generated}\nthe secret is shown only now: receivers verify the webhook-signature header with it (Standard Webhooks)\n`
             : 'secret: as given\n'),
       );
-      if (!secretsKey) process.stderr.write('note: the secret is stored unencrypted; set WEBHOOK_SECRETS_KEY to encrypt secrets at rest\n');
+      if (!secretsKey)
+        process.stderr.write(
+          'note: the secret is stored unencrypted; set WEBHOOK_SECRETS_KEY to encrypt secrets at rest\n',
+        );
     } finally {
       await ctx.close();
     }
@@ -146,12 +173,20 @@ export function registerWebhooksCommand(program: Command): void {
         const { listEndpoints, PENDING_COUNT_CAP } = await import('../db/webhooks.ts');
         const rows = await listEndpoints(ctx.db().sql);
         if (o.json) {
-          process.stdout.write(`${JSON.stringify(rows.map((r) => ({ ...r, state: endpointState(r) })), null, 2)}\n`);
+          process.stdout.write(
+            `${JSON.stringify(
+              rows.map((r) => ({ ...r, state: endpointState(r) })),
+              null,
+              2,
+            )}\n`,
+          );
           return;
         }
         const plain = rows.filter((r) => !r.secretsEncrypted).length;
         if (plain > 0 && ctx.config.pipeline.webhookSecretsKey) {
-          process.stderr.write(`note: ${plain} endpoint(s) have a secret stored unencrypted: videosite-ingest webhooks encrypt-secrets\n`);
+          process.stderr.write(
+            `note: ${plain} endpoint(s) have a secret stored unencrypted: videosite-ingest webhooks encrypt-secrets\n`,
+          );
         }
         process.stdout.write(
           renderTable(
@@ -181,12 +216,16 @@ export function registerWebhooksCommand(program: Command): void {
     .option('--allow-private', 'let it reach private, loopback and link-local addresses')
     .option('--no-allow-private', 'refuse them (the default for a new endpoint)')
     .action(async (id: number, o: { allowPrivate?: boolean }) => {
-      if (o.allowPrivate === undefined) throw new UsageError('webhooks edit: nothing to change (give --allow-private or --no-allow-private)');
+      if (o.allowPrivate === undefined)
+        throw new UsageError('webhooks edit: nothing to change (give --allow-private or --no-allow-private)');
       const ctx = createContext();
       try {
         const { setAllowPrivate } = await import('../db/webhooks.ts');
-        if (!(await setAllowPrivate(ctx.db().sql, id, o.allowPrivate))) throw new UsageError(`no webhook endpoint ${id} (see: videosite-ingest webhooks list)`);
-        process.stdout.write(`webhook endpoint ${id}: private, loopback and link-local addresses ${o.allowPrivate ? 'allowed' : 'refused'}\n`);
+        if (!(await setAllowPrivate(ctx.db().sql, id, o.allowPrivate)))
+          throw new UsageError(`no webhook endpoint ${id} (see: videosite-ingest webhooks list)`);
+        process.stdout.write(
+          `webhook endpoint ${id}: private, loopback and link-local addresses ${o.allowPrivate ? 'allowed' : 'refused'}\n`,
+        );
       } finally {
         await ctx.close();
       }
@@ -195,7 +234,9 @@ export function registerWebhooksCommand(program: Command): void {
   addSecretOptions(
     webhooks
       .command('rotate-secret')
-      .description('give an endpoint a new secret (generated unless given; printed once); the old one signs too during the grace')
+      .description(
+        'give an endpoint a new secret (generated unless given; printed once); the old one signs too during the grace',
+      )
       .argument('<id>', 'the endpoint (see webhooks list)', intArg(1, 2_147_483_647))
       .option(
         '--grace <duration>',
@@ -208,11 +249,17 @@ export function registerWebhooksCommand(program: Command): void {
     const ctx = createContext();
     try {
       const { rotateSecret } = await import('../db/webhooks.ts');
-      const r = await rotateSecret(ctx.db().sql, id, { key: secret.key, secretsKey: ctx.config.pipeline.webhookSecretsKey, graceMs });
+      const r = await rotateSecret(ctx.db().sql, id, {
+        key: secret.key,
+        secretsKey: ctx.config.pipeline.webhookSecretsKey,
+        graceMs,
+      });
       if (!r) throw new UsageError(`no webhook endpoint ${id} (see: videosite-ingest webhooks list)`);
       process.stdout.write(
         `webhook endpoint ${id}: new secret in force\n` +
-          (secret.generated !== undefined ? `secret: ${secret.generated}\nthe secret is shown only now\n` : 'secret: as given\n') +
+          (secret.generated !== undefined
+            ? `secret: ${secret.generated}\nthe secret is shown only now\n`
+            : 'secret: as given\n') +
           (graceMs > 0
             ? `every delivery is signed with the previous secret too until ${r.graceEndsAt.toISOString()} (--grace ${formatDurationMs(graceMs)}), then with the new one only\n`
             : 'the previous secret no longer signs\n'),
@@ -224,12 +271,17 @@ export function registerWebhooksCommand(program: Command): void {
 
   webhooks
     .command('encrypt-secrets')
-    .description('encrypt every secret stored unencrypted with WEBHOOK_SECRETS_KEY, and clear the copies older builds read')
+    .description(
+      'encrypt every secret stored unencrypted with WEBHOOK_SECRETS_KEY, and clear the copies older builds read',
+    )
     .action(async () => {
       const ctx = createContext();
       try {
         const key = ctx.config.pipeline.webhookSecretsKey;
-        if (!key) throw new UsageError('WEBHOOK_SECRETS_KEY is not set: set it (32 bytes, base64 or hex; e.g. openssl rand -base64 32) to encrypt webhook secrets');
+        if (!key)
+          throw new UsageError(
+            'WEBHOOK_SECRETS_KEY is not set: set it (32 bytes, base64 or hex; e.g. openssl rand -base64 32) to encrypt webhook secrets',
+          );
         const { encryptSecrets } = await import('../db/webhooks.ts');
         const { secretsKeyId } = await import('../domain/webhook-secrets.ts');
         const r = await encryptSecrets(ctx.db().sql, key);
@@ -243,13 +295,16 @@ export function registerWebhooksCommand(program: Command): void {
 
   webhooks
     .command('enable')
-    .description('deliver again to an endpoint that was disabled after failing, from where it stopped (events pruned meanwhile are not sent)')
+    .description(
+      'deliver again to an endpoint that was disabled after failing, from where it stopped (events pruned meanwhile are not sent)',
+    )
     .argument('<id>', 'the endpoint (see webhooks list)', intArg(1, 2_147_483_647))
     .action(async (id: number) => {
       const ctx = createContext();
       try {
         const { enableEndpoint } = await import('../db/webhooks.ts');
-        if (!(await enableEndpoint(ctx.db().sql, id))) throw new UsageError(`no webhook endpoint ${id} (see: videosite-ingest webhooks list)`);
+        if (!(await enableEndpoint(ctx.db().sql, id)))
+          throw new UsageError(`no webhook endpoint ${id} (see: videosite-ingest webhooks list)`);
         process.stdout.write(`webhook endpoint ${id} enabled: daemons with the webhooks role deliver to it again\n`);
       } finally {
         await ctx.close();
@@ -264,7 +319,8 @@ export function registerWebhooksCommand(program: Command): void {
       const ctx = createContext();
       try {
         const { removeEndpoint } = await import('../db/webhooks.ts');
-        if (!(await removeEndpoint(ctx.db().sql, id))) throw new UsageError(`no webhook endpoint ${id} (see: videosite-ingest webhooks list)`);
+        if (!(await removeEndpoint(ctx.db().sql, id)))
+          throw new UsageError(`no webhook endpoint ${id} (see: videosite-ingest webhooks list)`);
         process.stdout.write(`webhook endpoint ${id} removed\n`);
       } finally {
         await ctx.close();
@@ -279,7 +335,8 @@ export function registerWebhooksCommand(program: Command): void {
       const ctx = createContext();
       try {
         const { endpointForTest, recordTestAttempt } = await import('../db/webhooks.ts');
-        const { deliveryAttempt, postEvent, signingKeys, webhookDispatcher, webhookBody } = await import('../pipeline/webhooks.ts');
+        const { deliveryAttempt, postEvent, signingKeys, webhookDispatcher, webhookBody } =
+          await import('../pipeline/webhooks.ts');
         const { WebhookSecretError } = await import('../domain/webhook-secrets.ts');
         const { WEBHOOK_TEST_EVENT } = await import('../domain/events.ts');
         const sql = ctx.db().sql;
@@ -296,14 +353,18 @@ export function registerWebhooksCommand(program: Command): void {
           throw e;
         }
         const dispatcher = webhookDispatcher(timeoutMs);
-        const out = await postEvent(dispatcher, { url: ep.url, allowPrivate: ep.allowPrivate, keys }, 0, body, { timeoutMs }).finally(() => dispatcher.close());
+        const out = await postEvent(dispatcher, { url: ep.url, allowPrivate: ep.allowPrivate, keys }, 0, body, {
+          timeoutMs,
+        }).finally(() => dispatcher.close());
         await recordTestAttempt(sql, deliveryAttempt(id, { id: 0, type: WEBHOOK_TEST_EVENT }, 1, out));
         const took = `${Math.round(out.durationMs)} ms`;
         if (out.responseCode !== null) process.stdout.write(`${out.responseCode}\n`);
         if (out.delivered) {
           process.stderr.write(`endpoint ${id} answered ${out.responseCode} in ${took}\n`);
         } else {
-          process.stderr.write(`error: endpoint ${id} did not accept the test event (${out.error ?? 'failed'}, ${took})\n`);
+          process.stderr.write(
+            `error: endpoint ${id} did not accept the test event (${out.error ?? 'failed'}, ${took})\n`,
+          );
           process.exitCode = EXIT_NOT_LANDED;
         }
       } finally {

@@ -134,7 +134,10 @@ export async function sourceLatestErrorCodes(
       and (s.kind = 'video' or s.lang = any(case when cardinality(src.langs) = 0 then array['']::text[] else src.langs end))
     group by 1, 2, 3, 4
     order by videos desc, 3, 1 desc, 2, 4`;
-  return rows.map(({ videoIds, jobIds, ...r }) => ({ ...r, shown: videoIds.map((videoId, i) => ({ videoId, jobId: jobIds[i] ?? null })) }));
+  return rows.map(({ videoIds, jobIds, ...r }) => ({
+    ...r,
+    shown: videoIds.map((videoId, i) => ({ videoId, jobId: jobIds[i] ?? null })),
+  }));
 }
 
 /** A sync run as the source page lists it. */
@@ -240,7 +243,12 @@ export interface BatchItemView extends BatchItemRow {
  * One item, with at most `maxChars` characters of its raw copy: Postgres pretty-prints and cuts
  * it, so a payload of megabytes does not cross the wire whole (ITEM_MAX_BYTES is 8 MiB).
  */
-export async function batchItemView(sql: Queryable, jobId: string, videoId: string, maxChars: number): Promise<BatchItemView | undefined> {
+export async function batchItemView(
+  sql: Queryable,
+  jobId: string,
+  videoId: string,
+  maxChars: number,
+): Promise<BatchItemView | undefined> {
   const [row] = await sql<BatchItemView[]>`
     select i.job_id as "jobId", i.video_id as "videoId", i.state, i.error_code as "errorCode", i.reason,
       i.reason_code as "reasonCode", i.landed_at as "landedAt", i.sunk_at as "sunkAt", i.updated_at as "updatedAt",

@@ -10,7 +10,10 @@ import type { Queryable } from './connection.ts';
 import type { Batch } from './schema.ts';
 
 /** A batch as a poll starts it, with times measured on the database's clock. */
-export type PolledBatch = Pick<Batch, 'jobId' | 'sourceId' | 'kind' | 'lang' | 'mode' | 'status' | 'polls' | 'request' | 'textOnly'> & {
+export type PolledBatch = Pick<
+  Batch,
+  'jobId' | 'sourceId' | 'kind' | 'lang' | 'mode' | 'status' | 'polls' | 'request' | 'textOnly'
+> & {
   /** items finished per the previous answer (0 before the first) */
   finishedBefore: number;
   /** ms from the previous answer (or the submission) to the start of this poll */
@@ -76,7 +79,12 @@ export async function recordPollAnswer(sql: Queryable, jobId: string, a: PollAns
 }
 
 /** Only part of the answer was read (it broke off, ran out of time, or its head is unreadable). */
-export async function recordIncompletePoll(sql: Queryable, jobId: string, polls: number, reason: string): Promise<void> {
+export async function recordIncompletePoll(
+  sql: Queryable,
+  jobId: string,
+  polls: number,
+  reason: string,
+): Promise<void> {
   await sql`
     update batches set polls = ${polls}, last_polled_at = now(), reason = ${reason}, updated_at = now()
     where job_id = ${jobId}`;

@@ -17,7 +17,17 @@ import type { Batch } from './schema.ts';
  */
 export type BatchProgress = Pick<
   Batch,
-  'jobId' | 'sourceId' | 'kind' | 'lang' | 'status' | 'errorCode' | 'upstreamStatus' | 'reason' | 'total' | 'polls' | 'creditsEstimated'
+  | 'jobId'
+  | 'sourceId'
+  | 'kind'
+  | 'lang'
+  | 'status'
+  | 'errorCode'
+  | 'upstreamStatus'
+  | 'reason'
+  | 'total'
+  | 'polls'
+  | 'creditsEstimated'
 > &
   Record<ItemState, number> & {
     /** items finished upstream (succeeded + failed) as of the last poll */

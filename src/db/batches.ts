@@ -65,7 +65,12 @@ export async function creditsEstimatedTotal(sql: Queryable): Promise<number> {
 }
 
 /** `batches.kind` and `mode` of a job ID; undefined when the batch is not recorded. */
-export async function batchModeOf(sql: Queryable, jobId: string): Promise<{ kind: BatchKind; mode: BatchMode } | undefined> {
-  const [row] = await sql<{ kind: BatchKind; mode: BatchMode }[]>`select kind, mode from batches where job_id = ${jobId}`;
+export async function batchModeOf(
+  sql: Queryable,
+  jobId: string,
+): Promise<{ kind: BatchKind; mode: BatchMode } | undefined> {
+  const [row] = await sql<
+    { kind: BatchKind; mode: BatchMode }[]
+  >`select kind, mode from batches where job_id = ${jobId}`;
   return row;
 }

@@ -7,7 +7,12 @@ import type { Channel, Playlist } from '../api/schemas.ts';
 import type { Queryable } from './connection.ts';
 
 /** Whether the record of `id` in `table` was fetched less than `maxAgeMs` ago. */
-export async function isRecordFresh(sql: Queryable, table: 'channels' | 'playlists', id: string, maxAgeMs: number): Promise<boolean> {
+export async function isRecordFresh(
+  sql: Queryable,
+  table: 'channels' | 'playlists',
+  id: string,
+  maxAgeMs: number,
+): Promise<boolean> {
   const [row] = await sql<{ fresh: boolean }[]>`
     select fetched_at > now() - make_interval(secs => ${maxAgeMs / 1000}) as fresh
     from ${sql(table)} where id = ${id}`;

@@ -104,7 +104,11 @@ export async function releaseReservation(sql: Queryable, id: number): Promise<vo
  * before it unreleased (their process died). Call under the lock, with `before` the start of
  * the caller's `/me` read: every read after it begins later still.
  */
-export async function pruneReservations(tx: Queryable, before: DbInstant, limit = CREDIT_RESERVATIONS_PRUNE_MAX): Promise<number> {
+export async function pruneReservations(
+  tx: Queryable,
+  before: DbInstant,
+  limit = CREDIT_RESERVATIONS_PRUNE_MAX,
+): Promise<number> {
   const rows = await tx`
     delete from credit_reservations where id in (
       select id from credit_reservations where released_at < ${before}::text::timestamptz
@@ -145,7 +149,12 @@ export interface SpentToday {
  * while its reservation is still open is counted once (spendReservation). Batches and listings
  * count at their estimate, corrected by what their answers say they were billed (`billedOver`).
  */
-export async function spentSince(tx: Queryable, dayStart: Date, now: DbInstant, sourceId: number | null): Promise<SpentToday> {
+export async function spentSince(
+  tx: Queryable,
+  dayStart: Date,
+  now: DbInstant,
+  sourceId: number | null,
+): Promise<SpentToday> {
   // two statements' worth of text rather than `($1 is null or source_id = $1)`, so that a
   // source's sums use its (source_id, time) indexes and the installation's the time indexes
   const ofSource = sourceId === null ? tx`` : tx`and source_id = ${sourceId}`;

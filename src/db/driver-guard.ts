@@ -16,7 +16,10 @@ export const DRIVER_GUARD_MARK = '/* patched by videosite-ingest scripts/patch-p
 const GUARDED_FILES = ['src/connection.js', 'cjs/src/connection.js'];
 
 export class DriverUnguardedError extends Error {
-  constructor(readonly driverRoot: string, readonly files: string[]) {
+  constructor(
+    readonly driverRoot: string,
+    readonly files: string[],
+  ) {
     super(
       `the postgres.js driver at ${driverRoot} lacks the crash guard (${files.join(', ')}): a Postgres restart would kill this process. ` +
         'Reinstall videosite-ingest from its package (it carries a patched driver), or in a checkout run: node scripts/patch-postgres.mjs',
@@ -30,7 +33,8 @@ export function driverRoot(from: string = import.meta.url): string {
   let dir = dirname(createRequire(from).resolve('postgres'));
   for (;;) {
     const pkg = join(dir, 'package.json');
-    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: unknown }).name === 'postgres') return dir;
+    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: unknown }).name === 'postgres')
+      return dir;
     const up = dirname(dir);
     if (up === dir) throw new Error('cannot find the postgres package this module loads');
     dir = up;

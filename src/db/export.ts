@@ -75,7 +75,10 @@ export interface ExportSelection {
 }
 
 /** Runs `fn` in a read-only REPEATABLE READ transaction: every statement sees the same snapshot. */
-export async function inExportSnapshot<T>(sql: Sql, fn: (tx: postgres.TransactionSql<{ int8: number }>) => Promise<T>): Promise<T> {
+export async function inExportSnapshot<T>(
+  sql: Sql,
+  fn: (tx: postgres.TransactionSql<{ int8: number }>) => Promise<T>,
+): Promise<T> {
   return sql.begin('isolation level repeatable read read only', (tx) => fn(tx)) as Promise<T>;
 }
 
@@ -126,7 +129,9 @@ export function exportRecords(tx: Queryable, s: ExportSelection) {
 
 /** The event id the cursor `name` covered, or undefined when it has not run yet. */
 export async function readExportCursor(sql: Queryable, name: string): Promise<number | undefined> {
-  const [row] = await sql<{ id: number }[]>`select last_event_id::float8 as id from export_cursors where name = ${name}`;
+  const [row] = await sql<
+    { id: number }[]
+  >`select last_event_id::float8 as id from export_cursors where name = ${name}`;
   return row?.id;
 }
 
@@ -134,7 +139,12 @@ export async function readExportCursor(sql: Queryable, name: string): Promise<nu
  * Moves the cursor `name` to `lastEventId` (never back: a slower concurrent run of the same name
  * that read an older snapshot does not undo a newer one), with the records that run wrote.
  */
-export async function saveExportCursor(sql: Queryable, name: string, lastEventId: number, records: number): Promise<void> {
+export async function saveExportCursor(
+  sql: Queryable,
+  name: string,
+  lastEventId: number,
+  records: number,
+): Promise<void> {
   await sql`
     insert into export_cursors (name, last_event_id, records) values (${name}, ${lastEventId}, ${records})
     on conflict (name) do update set last_event_id = greatest(export_cursors.last_event_id, excluded.last_event_id),

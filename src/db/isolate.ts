@@ -19,6 +19,7 @@ export function isDataError(e: unknown): e is Error & { code: string } {
 }
 
 /** A transaction (or a savepoint of one): what the writes here run in. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the driver's own default for custom types
 export type Transaction = postgres.TransactionSql<any>;
 
 export interface Rejected<T> {
@@ -42,7 +43,7 @@ export async function writeIsolating<T, R>(
   const attempt = async (part: readonly T[]): Promise<void> => {
     if (part.length === 0) return;
     try {
-      results.push(await tx.savepoint((sp) => write(sp, part)) as R);
+      results.push((await tx.savepoint((sp) => write(sp, part))) as R);
     } catch (e: unknown) {
       if (!isDataError(e)) throw e;
       if (part.length === 1) {

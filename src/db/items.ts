@@ -131,7 +131,16 @@ export function toLandRecord(item: LandItem): LandRecord {
     reasonCode ??= 'unstorable';
     notes.push('videoId holds a character Postgres text cannot store; video_id is its JSON form');
   }
-  const record: LandRecord = { videoId, state, errorCode: item.errorCode, json: null, raw: null, reason: item.reason, reasonCode, notes };
+  const record: LandRecord = {
+    videoId,
+    state,
+    errorCode: item.errorCode,
+    json: null,
+    raw: null,
+    reason: item.reason,
+    reasonCode,
+    notes,
+  };
   const text = item.payloadRaw ?? (item.payload === undefined ? undefined : JSON.stringify(item.payload));
   if (text === undefined) return record;
   const storable = (item.decodedText === true && item.payloadRaw !== undefined) || isStorableText(text);
@@ -174,7 +183,11 @@ function landJson(records: readonly LandRecord[]): string {
   // chunk's ~0.5 M characters once more
   const parts = ['['];
   for (const r of records) {
-    const reason = [r.reason, ...r.notes].filter((x): x is string => typeof x === 'string').map(storableText).join('; ') || null;
+    const reason =
+      [r.reason, ...r.notes]
+        .filter((x): x is string => typeof x === 'string')
+        .map(storableText)
+        .join('; ') || null;
     // payload is spliced in as JSON text (not re-encoded), so Postgres parses the received text.
     if (parts.length > 1) parts.push(',');
     parts.push(
@@ -276,7 +289,13 @@ export async function nextLandedChunk(
 ): Promise<LandedItem[]> {
   const after = opts.afterVideoId ?? null;
   const rows = await sql<
-    { video_id: string; error_code: string | null; payload: unknown; payload_raw: string | null; landed_at: Date | null }[]
+    {
+      video_id: string;
+      error_code: string | null;
+      payload: unknown;
+      payload_raw: string | null;
+      landed_at: Date | null;
+    }[]
   >`
     select video_id, error_code, payload, payload_raw, landed_at
     from batch_items
@@ -322,7 +341,9 @@ export async function markQuarantined(
   items: readonly { videoId: string; reason: string; reasonCode: QuarantineReason }[],
 ): Promise<number> {
   if (items.length === 0) return 0;
-  const json = JSON.stringify(items.map((i) => ({ video_id: i.videoId, reason: storableText(i.reason), reason_code: i.reasonCode })));
+  const json = JSON.stringify(
+    items.map((i) => ({ video_id: i.videoId, reason: storableText(i.reason), reason_code: i.reasonCode })),
+  );
   const rows = await sql`
     update batch_items as b set state = 'quarantined', reason = r.reason, reason_code = r.reason_code, updated_at = now()
     from jsonb_to_recordset(${json}::text::jsonb) as r(video_id text, reason text, reason_code text)
@@ -356,7 +377,10 @@ export async function markUnfinishedFailed(sql: Queryable, jobId: string, errorC
 }
 
 /** The state and errorCode of every item recorded for a batch. */
-export function itemStates(sql: Queryable, jobId: string): Promise<Pick<BatchItemRecord, 'videoId' | 'state' | 'errorCode'>[]> {
+export function itemStates(
+  sql: Queryable,
+  jobId: string,
+): Promise<Pick<BatchItemRecord, 'videoId' | 'state' | 'errorCode'>[]> {
   return sql<Pick<BatchItemRecord, 'videoId' | 'state' | 'errorCode'>[]>`
     select video_id as "videoId", state, error_code as "errorCode" from batch_items where job_id = ${jobId}`;
 }

@@ -31,7 +31,12 @@ const PG_FOREIGN_KEY_VIOLATION = '23503';
  * holds it. Two takers at once: the second waits on the primary key for the first's insert to
  * commit, then finds an unexpired lease and gets no row back.
  */
-export async function acquireSyncLease(sql: Queryable, sourceId: number, holder: string, ttlMs: number): Promise<boolean> {
+export async function acquireSyncLease(
+  sql: Queryable,
+  sourceId: number,
+  holder: string,
+  ttlMs: number,
+): Promise<boolean> {
   try {
     const rows = await sql<{ holder: string }[]>`
       insert into source_sync_leases as l (source_id, holder, acquired_at, expires_at)
@@ -42,13 +47,19 @@ export async function acquireSyncLease(sql: Queryable, sourceId: number, holder:
       returning l.holder`;
     return rows[0]?.holder === holder;
   } catch (e: unknown) {
-    if (e instanceof postgres.PostgresError && e.code === PG_FOREIGN_KEY_VIOLATION) throw new SourceNotFoundError(sourceId);
+    if (e instanceof postgres.PostgresError && e.code === PG_FOREIGN_KEY_VIOLATION)
+      throw new SourceNotFoundError(sourceId);
     throw e;
   }
 }
 
 /** Extends `holder`'s lease by `ttlMs` from now; false when it is no longer theirs (expired and taken, or the source removed). */
-export async function renewSyncLease(sql: Queryable, sourceId: number, holder: string, ttlMs: number): Promise<boolean> {
+export async function renewSyncLease(
+  sql: Queryable,
+  sourceId: number,
+  holder: string,
+  ttlMs: number,
+): Promise<boolean> {
   const rows = await sql`
     update source_sync_leases set expires_at = clock_timestamp() + make_interval(secs => ${ttlMs / 1000})
     where source_id = ${sourceId} and holder = ${holder}

@@ -143,7 +143,12 @@ export const MIGRATION_RETRY_MAX_DELAY_MS = 30_000;
 const LONG_TRANSACTION_S = 1;
 
 /** One transaction: lock, read what is applied, apply the rest, record compatibility. */
-async function applyPending(client: postgres.Sql, folder: string, lockTimeoutMs: number, current: { tag?: string }): Promise<number> {
+async function applyPending(
+  client: postgres.Sql,
+  folder: string,
+  lockTimeoutMs: number,
+  current: { tag?: string },
+): Promise<number> {
   const files = readMigrationFiles({ migrationsFolder: folder });
   const journal = committedMigrations(folder);
   return (await client.begin(async (tx) => {
@@ -155,7 +160,9 @@ async function applyPending(client: postgres.Sql, folder: string, lockTimeoutMs:
     await tx.unsafe(
       `create table if not exists ${quoteIdentifier(MIGRATIONS_SCHEMA)}.${quoteIdentifier(MIGRATIONS_TABLE)} (id serial primary key, hash text not null, created_at bigint)`,
     );
-    const [last] = await tx<{ at: string | null }[]>`select max(created_at)::text as at from drizzle.__drizzle_migrations`;
+    const [last] = await tx<
+      { at: string | null }[]
+    >`select max(created_at)::text as at from drizzle.__drizzle_migrations`;
     // as drizzle: everything newer than the newest applied (a newer build's migrations, applied
     // before ours, leave ours alone)
     const lastAt = last?.at == null ? undefined : Number(last.at);
@@ -180,7 +187,12 @@ async function applyPending(client: postgres.Sql, folder: string, lockTimeoutMs:
  * that builds without the file can judge it. Idempotent; a mark added to a file later updates it
  * (from a build at least as new as the schema only).
  */
-async function recordCompatibility(tx: Queryable, folder: string, journal: { tag: string; when: number }[], olderBuild: boolean): Promise<void> {
+async function recordCompatibility(
+  tx: Queryable,
+  folder: string,
+  journal: { tag: string; when: number }[],
+  olderBuild: boolean,
+): Promise<void> {
   const [exists] = await tx<{ present: boolean }[]>`select to_regclass('public.schema_compat') is not null as present`;
   if (!exists?.present) return;
   const rows = journal.map((m) => ({
@@ -199,7 +211,9 @@ async function recordCompatibility(tx: Queryable, folder: string, journal: { tag
 }
 
 /** Transactions open for a while in this database, other than ours: what a migration waits behind. */
-async function longTransactions(client: postgres.Sql): Promise<{ pid: number; application: string; state: string; openForS: number }[]> {
+async function longTransactions(
+  client: postgres.Sql,
+): Promise<{ pid: number; application: string; state: string; openForS: number }[]> {
   return client<{ pid: number; application: string; state: string; openForS: number }[]>`
     select pid, coalesce(nullif(application_name, ''), '?') as application, coalesce(state, '?') as state,
            floor(extract(epoch from now() - xact_start))::int as "openForS"
@@ -219,7 +233,11 @@ function describeBlockers(b: { pid: number; application: string; state: string; 
  * A lock timeout is retried `lockRetries` times with backoff, then a MigrationError names the
  * migration and the transactions it waited behind.
  */
-export async function migrateDatabase(url: string, log: Logger = silentLogger(), opts: MigrateOptions = {}): Promise<MigrateResult> {
+export async function migrateDatabase(
+  url: string,
+  log: Logger = silentLogger(),
+  opts: MigrateOptions = {},
+): Promise<MigrateResult> {
   const lockTimeoutMs = opts.lockTimeoutMs ?? MIGRATION_LOCK_TIMEOUT_MS;
   const lockRetries = opts.lockRetries ?? MIGRATION_LOCK_RETRIES;
   const baseDelayMs = opts.retryBaseDelayMs ?? MIGRATION_RETRY_BASE_DELAY_MS;
@@ -297,7 +315,10 @@ export function newestBuiltMigration(): { tag: string; when: number } {
  * Migrations applied to the database that are newer than this build's newest (a newer build
  * migrated), with what schema_compat says of each. Empty before the first migration.
  */
-export async function newerMigrations(sql: Queryable, newestWhen: number = newestBuiltMigration().when): Promise<NewerMigration[]> {
+export async function newerMigrations(
+  sql: Queryable,
+  newestWhen: number = newestBuiltMigration().when,
+): Promise<NewerMigration[]> {
   const [exists] = await sql<{ migrations: boolean; compat: boolean }[]>`
     select to_regclass('drizzle.__drizzle_migrations') is not null as migrations,
            to_regclass('public.schema_compat') is not null as compat`;

@@ -51,7 +51,12 @@ export interface PruneCutoffs {
 /** The cutoffs of one run, on the database's clock (0 days: that table is kept). */
 export async function pruneCutoffs(
   sql: Queryable,
-  o: { rawRetentionDays: number; historyRetentionDays: number; snapshotThinAfterDays: number; eventsRetentionDays: number },
+  o: {
+    rawRetentionDays: number;
+    historyRetentionDays: number;
+    snapshotThinAfterDays: number;
+    eventsRetentionDays: number;
+  },
 ): Promise<PruneCutoffs> {
   const [row] = await sql<PruneCutoffs[]>`
     select
@@ -111,7 +116,12 @@ const HISTORY_TIME_COLUMN = { sync_runs: 'started_at', credit_charges: 'charged_
 export type HistoryTable = keyof typeof HISTORY_TIME_COLUMN;
 
 /** Deletes up to `limit` rows of `table` dated before `before` (oldest first); rows another transaction holds are skipped. */
-export async function deleteHistoryRows(sql: Queryable, table: HistoryTable, before: Date, limit: number): Promise<Freed> {
+export async function deleteHistoryRows(
+  sql: Queryable,
+  table: HistoryTable,
+  before: Date,
+  limit: number,
+): Promise<Freed> {
   const at = sql(HISTORY_TIME_COLUMN[table]);
   const [row] = await sql<Freed[]>`
     with picked as (
@@ -205,7 +215,9 @@ export async function thinCreditSnapshots(
   const afterAt = o.after?.takenAt ?? '-infinity';
   const afterId = o.after?.id ?? 0;
   const prevHour = o.after?.hour ?? null;
-  const [row] = await sql<(Freed & { n: number; lastAt: string | null; lastId: number | null; lastHour: string | null })[]>`
+  const [row] = await sql<
+    (Freed & { n: number; lastAt: string | null; lastId: number | null; lastHour: string | null })[]
+  >`
     with page as (
       select id, taken_at, date_trunc('hour', taken_at) as hour, pg_column_size(c.*) as size
       from credit_snapshots c
@@ -234,7 +246,8 @@ export async function thinCreditSnapshots(
       (select id from last) as "lastId",
       (select hour::text from last) as "lastHour"`;
   const r = row!;
-  const next = r.n === o.limit && r.lastAt !== null ? { takenAt: r.lastAt, id: Number(r.lastId), hour: r.lastHour! } : null;
+  const next =
+    r.n === o.limit && r.lastAt !== null ? { takenAt: r.lastAt, id: Number(r.lastId), hour: r.lastHour! } : null;
   return { rows: r.rows, bytes: r.bytes, next };
 }
 
@@ -246,7 +259,12 @@ export async function startPruneRun(sql: Queryable, o: { dryRun: boolean; trigge
 }
 
 /** A run ends: what it freed per table, and the error when it failed or was stopped. */
-export async function finishPruneRun(sql: Queryable, id: number, freed: Record<PrunedTable, Freed>, error: string | null): Promise<void> {
+export async function finishPruneRun(
+  sql: Queryable,
+  id: number,
+  freed: Record<PrunedTable, Freed>,
+  error: string | null,
+): Promise<void> {
   await sql`
     update prune_runs set finished_at = now(), freed = ${JSON.stringify(freed)}::text::jsonb, error = ${error}
     where id = ${id}`;
@@ -261,7 +279,9 @@ export async function finishPruneRun(sql: Queryable, id: number, freed: Record<P
  */
 export function claimDailyPrune(sql: Pool, periodMs: number): Promise<number | undefined> {
   return sql.begin(async (tx) => {
-    const [lock] = await tx<{ locked: boolean }[]>`select pg_try_advisory_xact_lock(${PRUNE_LOCK_NAMESPACE}, 0) as locked`;
+    const [lock] = await tx<
+      { locked: boolean }[]
+    >`select pg_try_advisory_xact_lock(${PRUNE_LOCK_NAMESPACE}, 0) as locked`;
     if (lock?.locked !== true) return undefined;
     const [recent] = await tx`
       select 1 from prune_runs

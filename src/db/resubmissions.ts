@@ -16,7 +16,10 @@ export type RetryableGroup = Pick<Batch, 'sourceId' | 'kind' | 'lang' | 'textOnl
  * Retryable items no batch has re-submitted yet (of expired batches only, of batches submitted
  * since `since`), leaving out videos a later batch already took up.
  */
-export function retryableGroups(sql: Queryable, o: { expiredOnly: boolean; since?: Date | undefined }): Promise<RetryableGroup[]> {
+export function retryableGroups(
+  sql: Queryable,
+  o: { expiredOnly: boolean; since?: Date | undefined },
+): Promise<RetryableGroup[]> {
   const since = o.since ?? null;
   return sql<RetryableGroup[]>`
     select b.source_id as "sourceId", b.kind, b.lang, b.text_only as "textOnly",

@@ -23,7 +23,13 @@ import {
   timestamp,
   uniqueIndex,
 } from 'drizzle-orm/pg-core';
-import { BATCH_IN_FLIGHT_STATUSES, BATCH_KINDS, BATCH_STATUSES, type BatchKind, type BatchStatus } from '../domain/batches.ts';
+import {
+  BATCH_IN_FLIGHT_STATUSES,
+  BATCH_KINDS,
+  BATCH_STATUSES,
+  type BatchKind,
+  type BatchStatus,
+} from '../domain/batches.ts';
 import { ITEM_STATES, type ItemState, type QuarantineReason } from '../domain/items.ts';
 import { PRUNABLE_ITEM_STATES } from '../domain/retention.ts';
 import { SYNC_RUN_OUTCOMES, type SyncRunOutcome } from '../domain/syncs.ts';
@@ -31,7 +37,12 @@ import { CLAIM_STANDING_SUBMISSIONS, SUBMISSION_STATES, type SubmissionState } f
 import { EVENT_TYPES, type EventType } from '../domain/events.ts';
 import { CHARGE_BASES, type ChargeBasis } from '../domain/charges.ts';
 import { WEBHOOK_DELIVERY_STATUSES, type WebhookDeliveryStatus } from '../domain/webhooks.ts';
-import { SECRET_ENCRYPTIONS, SECRET_FORMATS, type SecretEncryption, type SecretFormat } from '../domain/webhook-secrets.ts';
+import {
+  SECRET_ENCRYPTIONS,
+  SECRET_FORMATS,
+  type SecretEncryption,
+  type SecretFormat,
+} from '../domain/webhook-secrets.ts';
 import { HOLD_CODES, HOLD_SCOPES, type HoldCode, type HoldEvent, type HoldScope } from '../domain/refusals.ts';
 import {
   BATCH_MODES,
@@ -88,7 +99,10 @@ export const sources = pgTable(
     /** `--limit`: at most this many videos per sync (a `videos` source: how many IDs it was given) */
     maxVideos: integer('max_videos').notNull(),
     /** transcript languages to fetch; empty: the API's default language only */
-    langs: text('langs').array().notNull().default(sql`'{}'::text[]`),
+    langs: text('langs')
+      .array()
+      .notNull()
+      .default(sql`'{}'::text[]`),
     textOnly: boolean('text_only').notNull().default(false),
     /** cron expression; null: synced only by `backfill` */
     cron: text('cron'),
@@ -107,7 +121,11 @@ export const sources = pgTable(
      */
     initialSyncDone: boolean('initial_sync_done').notNull().default(false),
     /** `--include` of a channel or playlist: listed shorts and live videos are submitted too */
-    include: text('include').array().$type<SourceInclude[]>().notNull().default(sql`'{}'::text[]`),
+    include: text('include')
+      .array()
+      .$type<SourceInclude[]>()
+      .notNull()
+      .default(sql`'{}'::text[]`),
     /**
      * a `search` source's query (the `ref`) and filters, as sent to the search endpoint (`features`
      * a list; a row of an older release may hold one feature as a string)
@@ -148,10 +166,7 @@ export const sourceVideos = pgTable(
     firstSeenAt: tstzNow('first_seen_at'),
     lastListedAt: tstz('last_listed_at'),
   },
-  (t) => [
-    primaryKey({ columns: [t.sourceId, t.videoId] }),
-    index('source_videos_video_id_idx').on(t.videoId),
-  ],
+  (t) => [primaryKey({ columns: [t.sourceId, t.videoId] }), index('source_videos_video_id_idx').on(t.videoId)],
 );
 
 export const batches = pgTable(
@@ -201,9 +216,14 @@ export const batches = pgTable(
     // credits spent today (CREDIT_BUDGET_PER_DAY)
     index('batches_submitted_at_idx').on(t.submittedAt),
     // the batches that ended lately (status, the overview), newest first
-    index('batches_terminal_at_idx').on(t.terminalAt).where(sql`${t.terminalAt} is not null`),
+    index('batches_terminal_at_idx')
+      .on(t.terminalAt)
+      .where(sql`${t.terminalAt} is not null`),
     check('batches_kind_ck', sql`${t.kind} in (${sqlList(BATCH_KINDS)})`),
-    check('batches_mode_ck', sql`${t.mode} in (${sqlList(BATCH_MODES)}) and (${t.mode} = 'batch' or ${t.kind} = 'transcript')`),
+    check(
+      'batches_mode_ck',
+      sql`${t.mode} in (${sqlList(BATCH_MODES)}) and (${t.mode} = 'batch' or ${t.kind} = 'transcript')`,
+    ),
     check('batches_status_ck', sql`${t.status} in (${sqlList(BATCH_STATUSES)})`),
     check('batches_lang_ck', sql`${t.kind} = 'transcript' or ${t.lang} is null`),
   ],
@@ -242,13 +262,17 @@ export const batchItems = pgTable(
   (t) => [
     primaryKey({ columns: [t.jobId, t.videoId] }),
     // the sink's work list, and reconcile's "landed but not sunk"
-    index('batch_items_landed_idx').on(t.jobId, t.videoId).where(sql`${t.state} = 'landed'`),
+    index('batch_items_landed_idx')
+      .on(t.jobId, t.videoId)
+      .where(sql`${t.state} = 'landed'`),
     // the next sync's and replay's re-submission list
     index('batch_items_retryable_idx')
       .on(t.jobId, t.videoId)
       .where(sql`${t.state} = 'retryable' and ${t.resubmittedIn} is null`),
     index('batch_items_video_id_idx').on(t.videoId),
-    index('batch_items_quarantined_idx').on(t.reasonCode).where(sql`${t.state} = 'quarantined'`),
+    index('batch_items_quarantined_idx')
+      .on(t.reasonCode)
+      .where(sql`${t.state} = 'quarantined'`),
     // prune's work list: settled items whose raw payload is still kept, oldest first
     index('batch_items_prunable_idx')
       .on(sql`coalesce(${t.sunkAt}, ${t.landedAt}, ${t.updatedAt})`)
@@ -393,10 +417,14 @@ export const videoSync = pgTable(
   },
   (t) => [
     primaryKey({ columns: [t.videoId, t.kind, t.lang] }),
-    index('video_sync_next_check_idx').on(t.nextCheckAt).where(sql`${t.nextCheckAt} is not null`),
+    index('video_sync_next_check_idx')
+      .on(t.nextCheckAt)
+      .where(sql`${t.nextCheckAt} is not null`),
     // the claims of a POST still waiting for its batch ID (pointing and releasing them): without
     // it each submission scanned every row (270 ms at 2 M rows, bench:scale)
-    index('video_sync_pending_claims_idx').on(t.submissionId).where(sql`${t.lastJobId} is null`),
+    index('video_sync_pending_claims_idx')
+      .on(t.submissionId)
+      .where(sql`${t.lastJobId} is null`),
     check('video_sync_kind_ck', sql`${t.kind} in (${sqlList(BATCH_KINDS)})`),
   ],
 );
@@ -514,7 +542,6 @@ export const batchSubmissions = pgTable(
     check('batch_submissions_kind_ck', sql`${t.kind} in (${sqlList(BATCH_KINDS)})`),
   ],
 );
-
 
 /**
  * The upstream refused one API key for account reasons (key, plan, credits): scheduled work of
@@ -672,7 +699,9 @@ export const creditReservations = pgTable(
     expiresAt: tstz('expires_at').notNull(),
   },
   (t) => [
-    index('credit_reservations_open_idx').on(t.expiresAt).where(sql`${t.releasedAt} is null`),
+    index('credit_reservations_open_idx')
+      .on(t.expiresAt)
+      .where(sql`${t.releasedAt} is null`),
     index('credit_reservations_released_idx').on(t.releasedAt),
     check('credit_reservations_credits_ck', sql`${t.credits} >= 0`),
   ],
@@ -707,7 +736,9 @@ export const creditCharges = pgTable(
   (t) => [
     index('credit_charges_charged_at_idx').on(t.chargedAt),
     index('credit_charges_source_idx').on(t.sourceId, t.chargedAt),
-    index('credit_charges_sync_run_idx').on(t.syncRunId).where(sql`${t.syncRunId} is not null`),
+    index('credit_charges_sync_run_idx')
+      .on(t.syncRunId)
+      .where(sql`${t.syncRunId} is not null`),
     check('credit_charges_credits_ck', sql`${t.credits} >= 0`),
     check('credit_charges_basis_ck', sql`${t.basis} in (${sqlList(CHARGE_BASES)})`),
   ],
@@ -757,8 +788,12 @@ export const events = pgTable(
   (t) => [
     // `events --type`, and a webhook endpoint's filter, read by type after a cursor
     index('events_type_id_idx').on(t.type, t.id),
-    index('events_source_id_idx').on(t.sourceId, t.id).where(sql`${t.sourceId} is not null`),
-    index('events_video_id_idx').on(t.videoId, t.id).where(sql`${t.videoId} is not null`),
+    index('events_source_id_idx')
+      .on(t.sourceId, t.id)
+      .where(sql`${t.sourceId} is not null`),
+    index('events_video_id_idx')
+      .on(t.videoId, t.id)
+      .where(sql`${t.videoId} is not null`),
     // prune by age (EVENTS_RETENTION_DAYS)
     index('events_occurred_at_idx').on(t.occurredAt),
     check('events_type_ck', sql`${t.type} in (${sqlList(EVENT_TYPES)})`),
@@ -910,10 +945,7 @@ export const transcriptWindows = pgTable(
     config: regconfig('config').notNull(),
     tsv: tsvector('tsv').notNull(),
   },
-  (t) => [
-    primaryKey({ columns: [t.videoId, t.lang, t.n] }),
-    index('transcript_windows_tsv_idx').using('gin', t.tsv),
-  ],
+  (t) => [primaryKey({ columns: [t.videoId, t.lang, t.n] }), index('transcript_windows_tsv_idx').using('gin', t.tsv)],
 );
 
 /**

@@ -167,4 +167,3 @@ export async function searchBacklog(sql: Queryable, queuedBefore?: Date): Promis
     where ${queuedBefore ?? null}::timestamptz is null or queued_at <= ${queuedBefore ?? null}::timestamptz`;
   return { pending: r!.pending, oldestQueuedAt: r!.oldest };
 }
-

@@ -9,7 +9,19 @@ import type { Source } from './schema.ts';
 
 export type SourceWithStats = Pick<
   Source,
-  'id' | 'kind' | 'ref' | 'externalId' | 'title' | 'paused' | 'cron' | 'maxVideos' | 'langs' | 'lastSyncedAt' | 'lastError' | 'lastErrorCode' | 'lastErrorAt'
+  | 'id'
+  | 'kind'
+  | 'ref'
+  | 'externalId'
+  | 'title'
+  | 'paused'
+  | 'cron'
+  | 'maxVideos'
+  | 'langs'
+  | 'lastSyncedAt'
+  | 'lastError'
+  | 'lastErrorCode'
+  | 'lastErrorAt'
 > & {
   /** videos of the source stored in `videos` */
   videos: number;
@@ -87,7 +99,11 @@ const inGroup = (sql: Queryable, g: SourceGroupRef) => {
 };
 
 /** How many of a bucket's sources last synced before `dueAt` (only asked of a bucket whose syncs straddle it). */
-export async function countSyncedBefore(sql: Queryable, g: Omit<SourceGroupRef, 'side' | 'dueAt'>, dueAt: Date): Promise<number> {
+export async function countSyncedBefore(
+  sql: Queryable,
+  g: Omit<SourceGroupRef, 'side' | 'dueAt'>,
+  dueAt: Date,
+): Promise<number> {
   const [row] = await sql<{ n: number }[]>`
     select count(*)::int as n from sources s where ${inGroup(sql, { ...g, side: 'before', dueAt })}`;
   return row?.n ?? 0;

@@ -13,14 +13,23 @@ export async function markSourceSynced(sql: Queryable, sourceId: number): Promis
 }
 
 /** The source's error as `status` shows it: `code` is an API error code, `credits` or `answer-lost`. */
-export async function markSourceError(sql: Queryable, sourceId: number, code: string, message: string | null, at: Date | null = null): Promise<void> {
+export async function markSourceError(
+  sql: Queryable,
+  sourceId: number,
+  code: string,
+  message: string | null,
+  at: Date | null = null,
+): Promise<void> {
   await sql`
     update sources set last_error = ${message}, last_error_code = ${code}, last_error_at = coalesce(${at}, now())
     where id = ${sourceId}`;
 }
 
 /** The kinds and languages of this source's batches still in flight. */
-export async function inFlightBatchKeys(sql: Queryable, sourceId: number): Promise<{ kind: BatchKind; lang: string | null }[]> {
+export async function inFlightBatchKeys(
+  sql: Queryable,
+  sourceId: number,
+): Promise<{ kind: BatchKind; lang: string | null }[]> {
   return sql<{ kind: BatchKind; lang: string | null }[]>`
     select distinct kind, lang from batches
     where source_id = ${sourceId} and mode = 'batch' and status = any(${BATCH_IN_FLIGHT_STATUSES as unknown as string[]}::text[])`;

@@ -21,7 +21,12 @@ const REMEMBER_CHUNK_IDS = 10_000;
  * most a channel's newest 5000, so this is what keeps the whole channel). `listed`: this sync's
  * listing named them now.
  */
-export async function rememberVideos(sql: Queryable, sourceId: number, videoIds: readonly string[], listed = true): Promise<void> {
+export async function rememberVideos(
+  sql: Queryable,
+  sourceId: number,
+  videoIds: readonly string[],
+  listed = true,
+): Promise<void> {
   for (let i = 0; i < videoIds.length; i += REMEMBER_CHUNK_IDS) {
     const chunk = videoIds.slice(i, i + REMEMBER_CHUNK_IDS);
     await sql`

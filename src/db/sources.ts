@@ -56,11 +56,7 @@ export async function deleteSource(db: Db, id: number): Promise<Source> {
 }
 
 export async function setSourcePaused(db: Db, id: number, paused: boolean): Promise<Source> {
-  const rows = await db
-    .update(sources)
-    .set({ paused, updatedAt: new Date() })
-    .where(eq(sources.id, id))
-    .returning();
+  const rows = await db.update(sources).set({ paused, updatedAt: new Date() }).where(eq(sources.id, id)).returning();
   if (!rows[0]) throw new SourceNotFoundError(id);
   return rows[0];
 }
@@ -77,7 +73,10 @@ export async function setSourceMaxCreditsPerDay(db: Db, id: number, maxCreditsPe
 }
 
 /** What `sources edit` may change on a source's row; each takes effect at the source's next sync. */
-export type SourceSettings = Pick<Source, 'cron' | 'maxVideos' | 'langs' | 'textOnly' | 'include' | 'maxCreditsPerDay' | 'refreshAfterMs'>;
+export type SourceSettings = Pick<
+  Source,
+  'cron' | 'maxVideos' | 'langs' | 'textOnly' | 'include' | 'maxCreditsPerDay' | 'refreshAfterMs'
+>;
 
 /**
  * Set the given settings of source `id` (undefined: kept) in one statement, and return them as
@@ -172,7 +171,9 @@ export async function existingSourceIds(sql: Queryable, ids: readonly number[]):
 
 /** The cron patterns that need a job scheduler: each one some source not paused runs on. */
 export async function activeCrons(sql: Queryable): Promise<string[]> {
-  const rows = await sql<{ cron: string }[]>`select distinct cron from sources where cron is not null and not paused order by cron`;
+  const rows = await sql<
+    { cron: string }[]
+  >`select distinct cron from sources where cron is not null and not paused order by cron`;
   return rows.map((r) => r.cron);
 }
 
@@ -181,4 +182,3 @@ export async function sourceIdsOnCron(sql: Queryable, cron: string): Promise<num
   const rows = await sql<Pick<Source, 'id'>[]>`select id from sources where cron = ${cron} and not paused order by id`;
   return rows.map((r) => r.id);
 }
-

@@ -97,7 +97,10 @@ export function toTimestamptzColumn(value: string | null | undefined, path: stri
   if (Number.isNaN(d.getTime())) throw new UnstorableValueError(path, `${JSON.stringify(value)} is not a date`);
   const year = d.getUTCFullYear();
   if (year < 1 || year > 9999) {
-    throw new UnstorableValueError(path, `${JSON.stringify(value)} is outside the years a timestamptz column holds here (1..9999)`);
+    throw new UnstorableValueError(
+      path,
+      `${JSON.stringify(value)} is outside the years a timestamptz column holds here (1..9999)`,
+    );
   }
   return value;
 }

@@ -56,7 +56,11 @@ const toRow = (r: SubmissionRow): SubmissionRow => ({
  * behind by a process that died (older than `staleSendingMs`: a young one may be in flight in
  * another process that does not hold the source's lock, such as replay).
  */
-export async function unresolvedSubmissions(sql: Queryable, sourceId: number, staleSendingMs: number): Promise<SubmissionRow[]> {
+export async function unresolvedSubmissions(
+  sql: Queryable,
+  sourceId: number,
+  staleSendingMs: number,
+): Promise<SubmissionRow[]> {
   const rows = await sql<SubmissionRow[]>`
     select ${SUBMISSION_COLUMNS(sql)}
     from batch_submissions
@@ -80,7 +84,10 @@ export async function lostSubmissions(sql: Queryable, sourceId?: number): Promis
  * Lost batch POSTs of a source (not transcript-job requests, whose videos no batch claims): a
  * kind and language with one waits for a person before the source's batches resume.
  */
-export async function lostBatchSubmissions(sql: Queryable, sourceId: number): Promise<Pick<SubmissionRow, 'kind' | 'lang'>[]> {
+export async function lostBatchSubmissions(
+  sql: Queryable,
+  sourceId: number,
+): Promise<Pick<SubmissionRow, 'kind' | 'lang'>[]> {
   return sql<Pick<SubmissionRow, 'kind' | 'lang'>[]>`
     select distinct kind, lang from batch_submissions
     where state = 'lost' and source_id = ${sourceId} and request->>'mode' is distinct from 'generate'`;

@@ -11,7 +11,10 @@ export async function startSyncRun(sql: Queryable, sourceId: number): Promise<nu
 }
 
 /** What a finished run did. */
-export type SyncRunFigures = Pick<SyncRun, 'videosListed' | 'videosSubmitted' | 'creditsEstimated' | 'listingCredits' | 'detail'> & {
+export type SyncRunFigures = Pick<
+  SyncRun,
+  'videosListed' | 'videosSubmitted' | 'creditsEstimated' | 'listingCredits' | 'detail'
+> & {
   jobIds: string[];
   /** the run's charges are recorded in `credit_charges` (a charge recorder ran): its billed total is their sum; else null */
   chargesRecorded?: boolean | undefined;
@@ -21,7 +24,12 @@ export type SyncRunFigures = Pick<SyncRun, 'videosListed' | 'videosSubmitted' | 
  * Records how the run ended, with its `source.synced` / `source.failed` event in the same
  * statement; returns what the run was billed (null when no charges were recorded).
  */
-export async function finishSyncRun(sql: Queryable, runId: number, outcome: NonNullable<SyncRun['outcome']>, r: SyncRunFigures): Promise<number | null> {
+export async function finishSyncRun(
+  sql: Queryable,
+  runId: number,
+  outcome: NonNullable<SyncRun['outcome']>,
+  r: SyncRunFigures,
+): Promise<number | null> {
   const [row] = await sql<{ creditsBilled: number | null }[]>`
     with run as (
       update sync_runs set finished_at = now(), outcome = ${outcome}, detail = ${r.detail},
@@ -76,7 +84,12 @@ const HELD: SyncRunOutcome = 'held';
  * applying hold began): that hold was already reported for this source. Call under the
  * source's sync lock, so that runs of one source are recorded one at a time.
  */
-export async function recordHeldRun(sql: Queryable, sourceId: number, detail: string, holdsSince: Date): Promise<{ firstOfHold: boolean }> {
+export async function recordHeldRun(
+  sql: Queryable,
+  sourceId: number,
+  detail: string,
+  holdsSince: Date,
+): Promise<{ firstOfHold: boolean }> {
   const [row] = await sql<{ reported: boolean }[]>`
     with previous as (
       select outcome, started_at from sync_runs where source_id = ${sourceId} order by started_at desc, id desc limit 1

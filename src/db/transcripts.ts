@@ -147,7 +147,10 @@ export function transcriptRowFromApi(
   // of those appears is the (slower) walk needed to tell whether and where a value is bad.
   // (`includes` first: ~1.5 us instead of the regex's ~8 us on a 20 KB transcript, most have no \u)
   if ((canonical.includes('\\u') && ESCAPED_UNSTORABLE_RE.test(canonical)) || !isStorableText(videoId)) {
-    assertStorable({ videoId, content: transcript.content, lang: transcript.lang, availableLangs: transcript.availableLangs }, 'transcript');
+    assertStorable(
+      { videoId, content: transcript.content, lang: transcript.lang, availableLangs: transcript.availableLangs },
+      'transcript',
+    );
   }
   const content = transcript.content;
   const textOnly = typeof content === 'string';
@@ -186,7 +189,14 @@ export async function upsertTranscripts(sql: Queryable, rows: readonly Transcrip
   const unique = lastById(rows, (r) => `${r.videoId}\u0000${r.lang}`);
   if (unique.length === 0) return { inserted: 0, updated: 0, unchanged: 0 };
   const stored = await sql<
-    { video_id: string; lang: string; content_sha256: string; available_langs: string[] | null; has_chunks: boolean; origin: TranscriptOrigin }[]
+    {
+      video_id: string;
+      lang: string;
+      content_sha256: string;
+      available_langs: string[] | null;
+      has_chunks: boolean;
+      origin: TranscriptOrigin;
+    }[]
   >`
     select t.video_id, t.lang, t.content_sha256, t.available_langs, t.chunks is not null as has_chunks, t.origin
     from transcripts t
@@ -199,9 +209,14 @@ export async function upsertTranscripts(sql: Queryable, rows: readonly Transcrip
     // a plain-text delivery (a `--text` source) never replaces stored chunks
     if (s.has_chunks && r.chunks === null) return false;
     if (s.origin === CAPTIONS && r.origin === GENERATED) return false;
-    return s.content_sha256 !== r.contentSha256 || !sameStrings(s.available_langs, r.availableLangs) || s.origin !== r.origin;
+    return (
+      s.content_sha256 !== r.contentSha256 || !sameStrings(s.available_langs, r.availableLangs) || s.origin !== r.origin
+    );
   });
-  await touchVersions(sql, unique.filter((r) => storedByKey.get(`${r.videoId}\u0000${r.lang}`)?.content_sha256 === r.contentSha256));
+  await touchVersions(
+    sql,
+    unique.filter((r) => storedByKey.get(`${r.videoId}\u0000${r.lang}`)?.content_sha256 === r.contentSha256),
+  );
   if (changed.length === 0) return { inserted: 0, updated: 0, unchanged: unique.length };
   const json = JSON.stringify(
     changed.map((r) => {

@@ -32,7 +32,12 @@ const HOLD_LIFTED_EVENT: EventType = 'account.hold_lifted';
 export const LIFTED_BY_SYNC = 'a sync a person started (backfill or replay) got through';
 
 /** Set (or refresh) the hold of a key; a new one is recorded as a 'set' event. Returns true when it is new. */
-export async function setHold(sql: Queryable, keyFingerprint: string, code: HoldCode, reason: string): Promise<boolean> {
+export async function setHold(
+  sql: Queryable,
+  keyFingerprint: string,
+  code: HoldCode,
+  reason: string,
+): Promise<boolean> {
   const rows = await sql<{ inserted: boolean }[]>`
     with hold as (
       insert into upstream_holds (code, scope, reason, key_fingerprint)
@@ -117,12 +122,15 @@ const HOW_TO_RESUME: Readonly<Record<HoldCode, string>> = {
   credits:
     'wait for the billing period to renew or add credits: running daemons re-check /me (free) every HOLD_RECHECK_MS and lift the hold by themselves, ' +
     'or run `videosite-ingest backfill --all`',
-  'upgrade-required': 'upgrade the plan, then run `videosite-ingest backfill --all` (/me cannot tell, so no daemon lifts this hold)',
+  'upgrade-required':
+    'upgrade the plan, then run `videosite-ingest backfill --all` (/me cannot tell, so no daemon lifts this hold)',
 };
 
 /** Which key a hold is about, for a person (never the key itself). */
 export function describeHoldKey(keyFingerprint: string | null): string {
-  return keyFingerprint === null ? 'every API key (a hold recorded before holds were per key)' : `the API key with fingerprint ${keyFingerprint}`;
+  return keyFingerprint === null
+    ? 'every API key (a hold recorded before holds were per key)'
+    : `the API key with fingerprint ${keyFingerprint}`;
 }
 
 /** One line for a person: what was refused, for which key, since when, and how to resume. */

@@ -32,7 +32,12 @@ export async function outcomeCounts(sql: Queryable): Promise<OutcomeCounts[]> {
     const key = `${r.kind}\u0000${r.lang}`;
     let c = out.get(key);
     if (!c) {
-      c = { kind: r.kind, lang: r.lang, byState: Object.fromEntries(ITEM_STATES.map((s) => [s, 0])) as Record<ItemState, number>, none: 0 };
+      c = {
+        kind: r.kind,
+        lang: r.lang,
+        byState: Object.fromEntries(ITEM_STATES.map((s) => [s, 0])) as Record<ItemState, number>,
+        none: 0,
+      };
       out.set(key, c);
     }
     // a state a newer version writes is shown with none rather than dropped silently
@@ -92,9 +97,14 @@ export interface SourceLanguageCoverage extends LanguageCoverage {
  * Per source and language it asks for, what its videos got (never bought counts as pending).
  * One primary-key probe into `video_sync` per video of these sources and language.
  */
-export async function sourceLanguageCoverage(sql: Queryable, sourceIds: readonly number[]): Promise<SourceLanguageCoverage[]> {
+export async function sourceLanguageCoverage(
+  sql: Queryable,
+  sourceIds: readonly number[],
+): Promise<SourceLanguageCoverage[]> {
   if (sourceIds.length === 0) return [];
-  const rows = await probing(sql, (q) => q<CoverageRow[]>`
+  const rows = await probing(
+    sql,
+    (q) => q<CoverageRow[]>`
     select src.id as source_id, l.lang, s.last_state as state, coalesce(s.delivered_lang, '') as delivered_lang, count(*)::float8 as n
     from sources src
     cross join lateral (select distinct unnest(src.langs)) as l(lang)
@@ -106,7 +116,8 @@ export async function sourceLanguageCoverage(sql: Queryable, sourceIds: readonly
       limit 1
     ) s on true
     where src.id = any(${[...sourceIds]}::int[])
-    group by 1, 2, 3, 4`);
+    group by 1, 2, 3, 4`,
+  );
   return coverageOf(rows);
 }
 
@@ -156,7 +167,9 @@ export interface SourceOutcomes {
  */
 export async function sourceOutcomes(sql: Queryable, sourceIds: readonly number[]): Promise<SourceOutcomes> {
   if (sourceIds.length === 0) return { errors: [], coverage: [] };
-  const [r] = await probing(sql, (q) => q<{ errors: SourceOutcomeError[]; coverage: CoverageRow[] }[]>`
+  const [r] = await probing(
+    sql,
+    (q) => q<{ errors: SourceOutcomeError[]; coverage: CoverageRow[] }[]>`
     with probed as materialized (
       select sv.source_id, sv.video_id, s.kind, s.lang, s.last_state, s.last_error_code, s.delivered_lang
       from source_videos sv
@@ -193,7 +206,8 @@ export async function sourceOutcomes(sql: Queryable, sourceIds: readonly number[
     coverage as (select * from matched union all select * from unmatched where n > 0)
     select
       coalesce((select json_agg(e order by e."sourceId", e.videos desc, e."errorCode", e.kind, e.lang) from errors e), '[]') as errors,
-      coalesce((select json_agg(c) from coverage c), '[]') as coverage`);
+      coalesce((select json_agg(c) from coverage c), '[]') as coverage`,
+  );
   return { errors: r!.errors, coverage: coverageOf(r!.coverage) };
 }
 

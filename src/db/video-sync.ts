@@ -37,9 +37,20 @@ export async function readSyncFacts(
   const syncLang = lang ?? '';
   const rows = await sql<
     {
-      id: string; known: boolean; last_state: ItemState | null; last_error_code: string | null; attempts: number;
-      next_check_at: Date | null; updated_at: Date | null; claim_pending: boolean; claim_ended: boolean;
-      text_only: boolean; has_chunks: boolean; has_video: boolean; lang_appeared: boolean; now: Date;
+      id: string;
+      known: boolean;
+      last_state: ItemState | null;
+      last_error_code: string | null;
+      attempts: number;
+      next_check_at: Date | null;
+      updated_at: Date | null;
+      claim_pending: boolean;
+      claim_ended: boolean;
+      text_only: boolean;
+      has_chunks: boolean;
+      has_video: boolean;
+      lang_appeared: boolean;
+      now: Date;
     }[]
   >`
     select l.id, s.video_id is not null as known, s.last_state, s.last_error_code, coalesce(s.attempts, 0)::int as attempts,

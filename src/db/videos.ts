@@ -158,12 +158,17 @@ export async function upsertVideos(sql: Queryable, rows: readonly VideoRow[]): P
  * row's trigger records the change and its `video.gone` event (migrations/0010). A video that was
  * never delivered has no row and nothing to mark. Returns how many were marked.
  */
-export async function markGone(sql: Queryable, jobId: string, gone: readonly { videoId: string; reason: string }[]): Promise<number> {
+export async function markGone(
+  sql: Queryable,
+  jobId: string,
+  gone: readonly { videoId: string; reason: string }[],
+): Promise<number> {
   if (gone.length === 0) return 0;
   // Mostly these videos were never stored (private or removed before the first sync): skip the
   // UPDATE then, whose statement-level triggers (history, source stats) run even for no row,
   // ~4 ms a landing chunk (bench W2).
-  const stored = await sql`select 1 from videos where id = any(${gone.map((g) => g.videoId)}::text[]) and gone_at is null limit 1`;
+  const stored =
+    await sql`select 1 from videos where id = any(${gone.map((g) => g.videoId)}::text[]) and gone_at is null limit 1`;
   if (stored.length === 0) return 0;
   const marked = await sql`
     update videos v set gone_at = now(), gone_reason = g.reason, last_job_id = ${jobId}

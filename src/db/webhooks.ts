@@ -104,7 +104,11 @@ export async function addEndpoint(
  * now). Returns when they stop, or undefined when there is no such endpoint. Secrets past their
  * grace are deleted, and so is the copy builds from before Standard Webhooks read.
  */
-export async function rotateSecret(sql: Sql, id: number, s: NewSecret & { graceMs: number }): Promise<{ graceEndsAt: Date } | undefined> {
+export async function rotateSecret(
+  sql: Sql,
+  id: number,
+  s: NewSecret & { graceMs: number },
+): Promise<{ graceEndsAt: Date } | undefined> {
   return sql.begin(async (tx) => {
     const [ep] = await tx<{ graceEndsAt: Date }[]>`
       update webhook_endpoints set secret = null where id = ${id}
@@ -181,7 +185,9 @@ export async function removeEndpoint(sql: Queryable, id: number): Promise<boolea
 
 /** The endpoint with its secrets, for `webhooks test`. */
 export async function endpointForTest(sql: Queryable, id: number): Promise<EndpointTarget | undefined> {
-  const [row] = await sql<(EndpointTarget & { secrets: SecretRow[] })[]>`select ${TARGET_COLUMNS(sql)} from webhook_endpoints w where w.id = ${id}`;
+  const [row] = await sql<
+    (EndpointTarget & { secrets: SecretRow[] })[]
+  >`select ${TARGET_COLUMNS(sql)} from webhook_endpoints w where w.id = ${id}`;
   return row && withSecrets(row);
 }
 
@@ -194,7 +200,10 @@ interface SecretRow {
 }
 
 function withSecrets<T extends { secrets: unknown }>(row: T): Omit<T, 'secrets'> & { secrets: SecretInForce[] } {
-  return { ...row, secrets: (row.secrets as SecretRow[]).map((s) => ({ ...s, material: Buffer.from(s.material, 'base64') })) };
+  return {
+    ...row,
+    secrets: (row.secrets as SecretRow[]).map((s) => ({ ...s, material: Buffer.from(s.material, 'base64') })),
+  };
 }
 
 /** An endpoint's URL, whether it may reach private addresses, and its secrets in force, newest first. */
@@ -214,7 +223,11 @@ const LEASED_COLUMNS = (sql: Queryable) =>
  * matching event after its cursor, the one whose last turn is the oldest (round robin); undefined
  * when none is. Rows another worker is claiming are skipped, not waited for.
  */
-export async function claimEndpoint(sql: Queryable, owner: string, leaseMs: number): Promise<LeasedEndpoint | undefined> {
+export async function claimEndpoint(
+  sql: Queryable,
+  owner: string,
+  leaseMs: number,
+): Promise<LeasedEndpoint | undefined> {
   const [row] = await sql<(LeasedEndpoint & { secrets: SecretRow[] })[]>`
     update webhook_endpoints w set lease_owner = ${owner}, lease_expires_at = now() + make_interval(secs => ${leaseMs / 1000}),
       last_turn_at = clock_timestamp()
@@ -327,7 +340,8 @@ export async function recordFailed(
     returning failing_since as "failingSince",
       failing_since <= now() - make_interval(secs => ${o.disableAfterMs / 1000}) as expired`;
   if (!row) return undefined;
-  if (!row.expired) return { disabled: false, failingSince: row.failingSince, nextAttemptAt: new Date(Date.now() + o.backoffMs) };
+  if (!row.expired)
+    return { disabled: false, failingSince: row.failingSince, nextAttemptAt: new Date(Date.now() + o.backoffMs) };
   await sql`
     update webhook_endpoints set enabled = false, disabled_at = now(), disabled_reason = ${o.disabledReason(row.failingSince)},
       next_attempt_at = null, lease_owner = null, lease_expires_at = null

@@ -44,11 +44,7 @@ export const LOCAL_BATCH_END_CODES = {
 export const LiberalBatchHeadSchema = z.object({
   status: z.string(),
   errorCode: z.string().nullable().optional(),
-  stats: z
-    .object({ total: z.number(), succeeded: z.number(), failed: z.number() })
-    .partial()
-    .nullable()
-    .optional(),
+  stats: z.object({ total: z.number(), succeeded: z.number(), failed: z.number() }).partial().nullable().optional(),
   completedAt: z.string().nullable().optional(),
 });
 export type LiberalBatchHead = z.infer<typeof LiberalBatchHeadSchema>;

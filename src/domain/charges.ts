@@ -46,9 +46,12 @@ export function chargeOf(a: ChargeableAttempt): Charge | null {
   if (estimated === null) return null;
   if (a.status !== undefined) {
     // an answer without the header: a 2xx (206 included) is charged its price; a refusal is not
-    return isSuccess(a.status) ? { credits: estimated, basis: 'price', estimated } : { credits: 0, basis: 'price', estimated };
+    return isSuccess(a.status)
+      ? { credits: estimated, basis: 'price', estimated }
+      : { credits: 0, basis: 'price', estimated };
   }
-  if (a.failure !== undefined && MAYBE_CHARGED_FAILURES.has(a.failure)) return { credits: estimated, basis: 'unanswered', estimated };
+  if (a.failure !== undefined && MAYBE_CHARGED_FAILURES.has(a.failure))
+    return { credits: estimated, basis: 'unanswered', estimated };
   return null;
 }
 

@@ -100,9 +100,27 @@ export interface DaemonPoolInput {
 /** What a daemon with these roles holds at most. */
 export function daemonPoolPlan(d: DaemonPoolInput): PoolPlan {
   const workers: WorkerShare[] = [];
-  if (d.roles.scheduler) workers.push({ variable: 'SCHEDULE_CONCURRENCY', value: d.scheduleConcurrency, perJob: CONNECTIONS_PER_SYNC, what: 'syncs' });
-  if (d.roles.poller) workers.push({ variable: 'POLL_CONCURRENCY', value: d.pollConcurrency, perJob: CONNECTIONS_PER_POLL, what: 'polls' });
-  if (d.roles.sink) workers.push({ variable: 'SINK_CONCURRENCY', value: d.sinkConcurrency, perJob: CONNECTIONS_PER_SINK, what: 'sinks' });
+  if (d.roles.scheduler)
+    workers.push({
+      variable: 'SCHEDULE_CONCURRENCY',
+      value: d.scheduleConcurrency,
+      perJob: CONNECTIONS_PER_SYNC,
+      what: 'syncs',
+    });
+  if (d.roles.poller)
+    workers.push({
+      variable: 'POLL_CONCURRENCY',
+      value: d.pollConcurrency,
+      perJob: CONNECTIONS_PER_POLL,
+      what: 'polls',
+    });
+  if (d.roles.sink)
+    workers.push({
+      variable: 'SINK_CONCURRENCY',
+      value: d.sinkConcurrency,
+      perJob: CONNECTIONS_PER_SINK,
+      what: 'sinks',
+    });
   const fixed: FixedShare[] = [
     { what: 'reconcile', connections: RECONCILE_CONNECTIONS },
     { what: 'daily prune', connections: PRUNE_CONNECTIONS },
@@ -164,7 +182,9 @@ function lowerToFit(plan: PoolPlan, poolMax: number): Partial<Record<Concurrency
 }
 
 const assignments = (values: Partial<Record<ConcurrencyVariable, number>>) =>
-  Object.entries(values).map(([k, v]) => `${k}=${v}`).join(' ');
+  Object.entries(values)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
 
 /**
  * Whether `poolMax` connections per pool (DATABASE_POOL_MAX) cover the plan; when not, the
@@ -179,7 +199,9 @@ export function checkPool(poolMax: number, planFor: (poolMax: number) => PoolPla
   // ends: what grows with the pool (a backfill's syncs side by side) stops growing at its cap
   let enough = demand;
   while (poolDemand(planFor(enough)) > enough) enough++;
-  const current = Object.fromEntries(plan.workers.map((w) => [w.variable, w.value])) as Partial<Record<ConcurrencyVariable, number>>;
+  const current = Object.fromEntries(plan.workers.map((w) => [w.variable, w.value])) as Partial<
+    Record<ConcurrencyVariable, number>
+  >;
   const parts = [
     ...plan.workers.map((w) => `${w.value} ${w.what} × ${w.perJob}`),
     ...plan.fixed.map((f) => `${f.what}: ${f.connections}`),

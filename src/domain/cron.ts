@@ -27,7 +27,8 @@ export const CRON_FIELDS: readonly CronField[] = [
   { name: 'day of week', min: 0, max: 7, names: DAYS, example: '*, 1-5, mon-fri' },
 ];
 
-export const CRON_FORMAT = 'five fields: minute hour day-of-month month day-of-week, e.g. "0 3 * * *" (03:00 UTC daily)';
+export const CRON_FORMAT =
+  'five fields: minute hour day-of-month month day-of-week, e.g. "0 3 * * *" (03:00 UTC daily)';
 
 /**
  * How far ahead the interval check looks: this many fires or this long, whichever ends first
@@ -46,10 +47,13 @@ function valueOf(token: string, f: CronField, position: number): number {
   const named = f.names?.indexOf(lower as never) ?? -1;
   if (named >= 0) return named + (f.name === 'month' ? 1 : 0);
   if (!/^\d+$/.test(token)) {
-    throw new CronError(`field ${position} (${f.name}) has "${token}", which is not a number${f.names ? ' or a name such as ' + f.names[1] : ''}`);
+    throw new CronError(
+      `field ${position} (${f.name}) has "${token}", which is not a number${f.names ? ' or a name such as ' + f.names[1] : ''}`,
+    );
   }
   const n = Number(token);
-  if (n < f.min || n > f.max) throw new CronError(`field ${position} (${f.name}) has ${n}, out of its range ${f.min}-${f.max}`);
+  if (n < f.min || n > f.max)
+    throw new CronError(`field ${position} (${f.name}) has ${n}, out of its range ${f.min}-${f.max}`);
   return n;
 }
 
@@ -59,7 +63,9 @@ function checkField(text: string, f: CronField, position: number): void {
     const [range, step, extra] = part.split('/');
     if (extra !== undefined) throw new CronError(`field ${position} (${f.name}) "${part}" has two steps`);
     if (step !== undefined && (!/^\d+$/.test(step) || Number(step) < 1 || Number(step) > f.max - f.min + 1)) {
-      throw new CronError(`field ${position} (${f.name}) "${part}": the step "${step}" must be a number from 1 to ${f.max - f.min + 1}`);
+      throw new CronError(
+        `field ${position} (${f.name}) "${part}": the step "${step}" must be a number from 1 to ${f.max - f.min + 1}`,
+      );
     }
     if (range === '*') continue;
     const bounds = range!.split('-');
@@ -77,7 +83,10 @@ function checkField(text: string, f: CronField, position: number): void {
  * field, the value and what would be valid.
  */
 export function checkCronSyntax(expr: string): void {
-  const fields = expr.trim().split(/\s+/).filter((s) => s !== '');
+  const fields = expr
+    .trim()
+    .split(/\s+/)
+    .filter((s) => s !== '');
   if (fields.length !== 5) {
     throw new CronError(`has ${fields.length} field${fields.length === 1 ? '' : 's'}; expected ${CRON_FORMAT}`);
   }

@@ -55,7 +55,9 @@ export function isEventType(s: string): s is EventType {
  * The event of a batch that reaches a terminal status (null: none). `failed` has no event type in
  * the issue's list; a failed batch is visible in `status` and its sync's `source.failed`.
  */
-export const BATCH_TERMINAL_EVENT: Readonly<Record<Extract<BatchStatus, 'completed' | 'failed' | 'expired'>, EventType | null>> = {
+export const BATCH_TERMINAL_EVENT: Readonly<
+  Record<Extract<BatchStatus, 'completed' | 'failed' | 'expired'>, EventType | null>
+> = {
   completed: 'batch.completed',
   expired: 'batch.expired',
   failed: null,
@@ -83,7 +85,10 @@ export interface HoldEventData {
  * or the first value that is not a type.
  */
 export function parseEventTypes(value: string): { types: EventType[] } | { invalid: string } {
-  const parts = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const parts = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   for (const p of parts) if (!isEventType(p)) return { invalid: p };
   return { types: [...new Set(parts)] as EventType[] };
 }

@@ -48,7 +48,10 @@ export const NO_CAPTIONS_CODE = 'transcript-unavailable' satisfies (typeof PERMA
  * The video is gone (`not-found`) or private (`forbidden`): a stored one keeps its rows and is
  * marked gone (`videos.gone_at`, a `video.gone` event) until a later batch delivers it again.
  */
-export const GONE_ITEM_CODES = ['not-found', 'forbidden'] as const satisfies readonly (typeof PERMANENT_ITEM_CODES)[number][];
+export const GONE_ITEM_CODES = [
+  'not-found',
+  'forbidden',
+] as const satisfies readonly (typeof PERMANENT_ITEM_CODES)[number][];
 
 export function isGoneCode(code: string | null): code is (typeof GONE_ITEM_CODES)[number] {
   return (GONE_ITEM_CODES as readonly (string | null)[]).includes(code);
@@ -67,7 +70,10 @@ export const UNFINISHED_AT_END_CODE = 'processing';
  * decision, never a sync's (a generation is requested once per video and language,
  * src/db/generations.ts; `replay` re-submits batch items only).
  */
-export const EXPIRED_RESULT_OUTCOME = { state: 'failed', errorCode: 'result-unavailable' } as const satisfies ItemOutcome;
+export const EXPIRED_RESULT_OUTCOME = {
+  state: 'failed',
+  errorCode: 'result-unavailable',
+} as const satisfies ItemOutcome;
 
 /** The stable categories of `batch_items.reason_code` for a quarantined item (status, metrics). */
 export const QUARANTINE_REASONS = [

@@ -57,7 +57,18 @@ export const CREDIT_LIMIT_ERROR_CODE: Readonly<Record<CreditLimit, string>> = {
 };
 
 /** API error codes that refuse a sync for account or plan reasons (`sync_runs.outcome` = refused-upstream). */
-export const REFUSED_UPSTREAM_CODES: readonly ErrorCode[] = ['unauthorized', 'upgrade-required', 'forbidden', 'limit-exceeded'];
+export const REFUSED_UPSTREAM_CODES: readonly ErrorCode[] = [
+  'unauthorized',
+  'upgrade-required',
+  'forbidden',
+  'limit-exceeded',
+];
 
 /** API error codes that retrying a job cannot fix: the job fails at once (BullMQ UnrecoverableError). */
-export const PERMANENT_API_CODES: readonly ErrorCode[] = ['unauthorized', 'upgrade-required', 'forbidden', 'invalid-request', 'schema-mismatch'];
+export const PERMANENT_API_CODES: readonly ErrorCode[] = [
+  'unauthorized',
+  'upgrade-required',
+  'forbidden',
+  'invalid-request',
+  'schema-mismatch',
+];

@@ -34,7 +34,9 @@ export type SchemaVerdict =
 export function judgeSchema(newer: NewerMigration[]): SchemaVerdict {
   if (newer.length === 0) return { state: 'current', newer: [] };
   const incompatible = newer.filter((m) => !m.compatible);
-  return incompatible.length === 0 ? { state: 'newer-compatible', newer } : { state: 'newer-incompatible', newer, incompatible };
+  return incompatible.length === 0
+    ? { state: 'newer-compatible', newer }
+    : { state: 'newer-incompatible', newer, incompatible };
 }
 
 /** How a migration is named to people: its tag, or its timestamp when no tag was recorded. */

@@ -54,7 +54,9 @@ export function prepareSearchQuery(query: string): string {
   // split on quotes: odd parts are inside a quoted phrase
   return query
     .split('"')
-    .map((part, i) => part.replace(CJK_RUN, (run) => (i % 2 === 1 ? ` ${[...run].join(' ')} ` : ` "${[...run].join(' ')}" `)))
+    .map((part, i) =>
+      part.replace(CJK_RUN, (run) => (i % 2 === 1 ? ` ${[...run].join(' ')} ` : ` "${[...run].join(' ')}" `)),
+    )
     .join('"');
 }
 
@@ -74,7 +76,8 @@ export const VIDEO_URL_PLACEHOLDERS = ['{id}', '{seconds}'] as const;
  * (`{id}`) and, with its placeholders filled, be an http(s) URL.
  */
 export function videoUrlTemplateProblem(template: string): string | null {
-  if (!template.includes('{id}')) return 'expected a URL with {id} (and optionally {seconds}), e.g. https://videos.example/watch?v={id}&t={seconds}';
+  if (!template.includes('{id}'))
+    return 'expected a URL with {id} (and optionally {seconds}), e.g. https://videos.example/watch?v={id}&t={seconds}';
   try {
     const u = new URL(fillVideoUrl(template, 'id', 0));
     if (u.protocol !== 'http:' && u.protocol !== 'https:') return 'expected an http(s) URL';

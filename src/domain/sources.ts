@@ -55,7 +55,9 @@ export type SearchFilterValues = Partial<Record<Exclude<SearchFilter, 'features'
  * caller to refuse by name. Undefined when there are none.
  */
 export function normalizeFeatures(value: unknown): string[] | undefined {
-  const given = (Array.isArray(value) ? value : typeof value === 'string' ? [value] : []).filter((v): v is string => typeof v === 'string');
+  const given = (Array.isArray(value) ? value : typeof value === 'string' ? [value] : []).filter(
+    (v): v is string => typeof v === 'string',
+  );
   const named = new Set(given.map((v) => SEARCH_FEATURE_ALIASES[v] ?? v));
   if (named.size === 0) return undefined;
   const known = (SEARCH_FEATURES as readonly string[]).filter((f) => named.has(f));

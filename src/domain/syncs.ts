@@ -10,7 +10,14 @@
  * `held`: a scheduled sync skipped without an API call, an upstream hold applying to the
  * process's key (`detail` names the hold), so a skipped tick leaves a row like any other.
  */
-export const SYNC_RUN_OUTCOMES = ['submitted', 'up-to-date', 'refused-credits', 'refused-upstream', 'error', 'held'] as const;
+export const SYNC_RUN_OUTCOMES = [
+  'submitted',
+  'up-to-date',
+  'refused-credits',
+  'refused-upstream',
+  'error',
+  'held',
+] as const;
 export type SyncRunOutcome = (typeof SYNC_RUN_OUTCOMES)[number];
 
 /** What `syncSource` returns; `refused-upstream` and `error` are thrown, not returned. */

@@ -61,11 +61,17 @@ export function parseSecret(text: string): Buffer {
   const t = text.trim();
   const b64 = t.startsWith(WEBHOOK_SECRET_PREFIX) ? t.slice(WEBHOOK_SECRET_PREFIX.length) : undefined;
   if (b64 === undefined || !/^[A-Za-z0-9+/]+={0,2}$/.test(b64) || b64.length % 4 === 1) {
-    throw new WebhookSecretError('secret-format', `expected a Standard Webhooks secret: ${WEBHOOK_SECRET_PREFIX} followed by the base64 of ${WEBHOOK_SECRET_MIN_BYTES} to ${WEBHOOK_SECRET_MAX_BYTES} bytes (value hidden)`);
+    throw new WebhookSecretError(
+      'secret-format',
+      `expected a Standard Webhooks secret: ${WEBHOOK_SECRET_PREFIX} followed by the base64 of ${WEBHOOK_SECRET_MIN_BYTES} to ${WEBHOOK_SECRET_MAX_BYTES} bytes (value hidden)`,
+    );
   }
   const key = Buffer.from(b64, 'base64');
   if (key.length < WEBHOOK_SECRET_MIN_BYTES || key.length > WEBHOOK_SECRET_MAX_BYTES) {
-    throw new WebhookSecretError('secret-format', `expected a key of ${WEBHOOK_SECRET_MIN_BYTES} to ${WEBHOOK_SECRET_MAX_BYTES} bytes after ${WEBHOOK_SECRET_PREFIX}, got ${key.length} (value hidden)`);
+    throw new WebhookSecretError(
+      'secret-format',
+      `expected a key of ${WEBHOOK_SECRET_MIN_BYTES} to ${WEBHOOK_SECRET_MAX_BYTES} bytes after ${WEBHOOK_SECRET_PREFIX}, got ${key.length} (value hidden)`,
+    );
   }
   return key;
 }
@@ -90,7 +96,12 @@ export function secretsKeyId(key: Buffer): string {
 const aad = (endpointId: number) => Buffer.from(`videosite-ingest webhook secret v1 endpoint ${endpointId}`);
 
 /** How `key` is stored for `endpointId`: sealed under `secretsKey` when there is one. */
-export function sealSecret(secretsKey: Buffer | undefined, endpointId: number, key: Buffer, iv: Buffer = randomBytes(12)): StoredSecret {
+export function sealSecret(
+  secretsKey: Buffer | undefined,
+  endpointId: number,
+  key: Buffer,
+  iv: Buffer = randomBytes(12),
+): StoredSecret {
   if (!secretsKey) return { encryption: 'none', keyId: null, material: Buffer.from(key) };
   const cipher = createCipheriv('aes-256-gcm', secretsKey, iv);
   cipher.setAAD(aad(endpointId));
@@ -102,11 +113,17 @@ export function sealSecret(secretsKey: Buffer | undefined, endpointId: number, k
 export function openSecret(secretsKey: Buffer | undefined, endpointId: number, s: StoredSecret): Buffer {
   if (s.encryption === 'none') return s.material;
   if (!secretsKey) {
-    throw new WebhookSecretError('secret-unreadable', `the secret is encrypted (key ${s.keyId}) and WEBHOOK_SECRETS_KEY is not set`);
+    throw new WebhookSecretError(
+      'secret-unreadable',
+      `the secret is encrypted (key ${s.keyId}) and WEBHOOK_SECRETS_KEY is not set`,
+    );
   }
   const keyId = secretsKeyId(secretsKey);
   if (keyId !== s.keyId) {
-    throw new WebhookSecretError('secret-unreadable', `the secret is encrypted with key ${s.keyId}, not with WEBHOOK_SECRETS_KEY (key ${keyId})`);
+    throw new WebhookSecretError(
+      'secret-unreadable',
+      `the secret is encrypted with key ${s.keyId}, not with WEBHOOK_SECRETS_KEY (key ${keyId})`,
+    );
   }
   try {
     const m = s.material;
@@ -115,6 +132,9 @@ export function openSecret(secretsKey: Buffer | undefined, endpointId: number, s
     decipher.setAuthTag(m.subarray(m.length - 16));
     return Buffer.concat([decipher.update(m.subarray(12, m.length - 16)), decipher.final()]);
   } catch {
-    throw new WebhookSecretError('secret-unreadable', `the secret does not decrypt with WEBHOOK_SECRETS_KEY (key ${keyId}): altered, or stored for another endpoint`);
+    throw new WebhookSecretError(
+      'secret-unreadable',
+      `the secret does not decrypt with WEBHOOK_SECRETS_KEY (key ${keyId}): altered, or stored for another endpoint`,
+    );
   }
 }

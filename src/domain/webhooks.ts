@@ -60,7 +60,12 @@ export function legacySignature(key: Buffer | string, unixSeconds: number, rawBo
 }
 
 /** Every header of a delivery of event `eventId` signed with `keys` (newest first), at `unixSeconds`. */
-export function deliveryHeaders(keys: readonly SigningKey[], eventId: number, unixSeconds: number, rawBody: string): Record<string, string> {
+export function deliveryHeaders(
+  keys: readonly SigningKey[],
+  eventId: number,
+  unixSeconds: number,
+  rawBody: string,
+): Record<string, string> {
   if (keys.length === 0) throw new Error('a delivery needs at least one signing key');
   const id = String(eventId);
   const headers: Record<string, string> = {

@@ -42,7 +42,16 @@ const TEMP_FILE_MODE = 0o600;
 const NEW_FILE_MODE = 0o666;
 
 /** What lies at a path, as lstat sees it (a symlink is not followed). */
-export type TargetKind = 'missing' | 'file' | 'directory' | 'symbolic link' | 'FIFO' | 'socket' | 'character device' | 'block device' | 'other';
+export type TargetKind =
+  | 'missing'
+  | 'file'
+  | 'directory'
+  | 'symbolic link'
+  | 'FIFO'
+  | 'socket'
+  | 'character device'
+  | 'block device'
+  | 'other';
 
 export interface TargetState {
   kind: TargetKind;

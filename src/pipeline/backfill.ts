@@ -17,7 +17,17 @@ import { LISTING_PRICE } from '../domain/sources.ts';
 import { budgetsLeft, creditsLeft, takeCreditSnapshot } from './credits.ts';
 import type { PipelineDeps } from './deps.ts';
 import { planGenerations, submitGenerations } from './generate.ts';
-import { candidatesOf, listingEstimate, planBatches, refreshAfterOf, syncSource, wantedNow, type ListingEstimate, type PlanClaims, type SyncResult } from './scheduler.ts';
+import {
+  candidatesOf,
+  listingEstimate,
+  planBatches,
+  refreshAfterOf,
+  syncSource,
+  wantedNow,
+  type ListingEstimate,
+  type PlanClaims,
+  type SyncResult,
+} from './scheduler.ts';
 import { recheckHolds } from './upstream-holds.ts';
 import { waitForBatches } from './wait-for-batches.ts';
 
@@ -52,7 +62,6 @@ async function mapConcurrent<T, R>(items: readonly T[], limit: number, fn: (item
   return out;
 }
 
-
 export interface BackfillReport {
   syncs: SyncResult[];
   syncErrors: { sourceId: number; code: string; message: string }[];
@@ -86,10 +95,20 @@ export interface BackfillOptions {
 }
 
 export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Promise<BackfillReport> {
-  const report: BackfillReport = { syncs: [], syncErrors: [], batches: [], timedOut: false, waited: opts.wait, exitCode: 0, problems: [] };
+  const report: BackfillReport = {
+    syncs: [],
+    syncErrors: [],
+    batches: [],
+    timedOut: false,
+    waited: opts.wait,
+    exitCode: 0,
+    problems: [],
+  };
   // a person's run re-checks the account first (a free /me): a key fixed since, or credits back,
   // lift their holds, so batches in flight are polled again even when no source submits
-  await recheckHolds(deps).catch((e: unknown) => deps.log.warn({ event: 'hold.recheck_failed', err: e }, 'could not re-check upstream holds'));
+  await recheckHolds(deps).catch((e: unknown) =>
+    deps.log.warn({ event: 'hold.recheck_failed', err: e }, 'could not re-check upstream holds'),
+  );
   // what the account had used before (free): set beside what the answers say was billed, at the end
   const since = await databaseNow(deps.sql);
   const usedBefore = await deps.api.me({ signal: opts.signal }).then(
@@ -99,7 +118,14 @@ export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Pr
   // side by side (each sync is mostly waiting on the API); reported in the order given
   const outcomes = await mapConcurrent(opts.sourceIds, syncConcurrency(deps.sql.options.max), async (sourceId) => {
     try {
-      return { sourceId, result: await syncSource(deps, sourceId, { trigger: 'backfill', refresh: opts.refresh === true, signal: opts.signal }) };
+      return {
+        sourceId,
+        result: await syncSource(deps, sourceId, {
+          trigger: 'backfill',
+          refresh: opts.refresh === true,
+          signal: opts.signal,
+        }),
+      };
     } catch (e: unknown) {
       return { sourceId, error: e };
     }
@@ -144,7 +170,10 @@ export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Pr
   // (not when the run was given up: an upstream that hangs would hold it again)
   const reading = opts.signal?.aborted ? Promise.resolve(undefined) : takeCreditSnapshot(deps, null, 'after-backfill');
   const after = await reading.catch((err: unknown) => {
-    deps.log.warn({ event: 'credits.read_failed', reason: err instanceof Error ? err.message : String(err) }, 'could not read /me after the backfill');
+    deps.log.warn(
+      { event: 'credits.read_failed', reason: err instanceof Error ? err.message : String(err) },
+      'could not read /me after the backfill',
+    );
     return undefined;
   });
   report.credits = await spentDuring(deps, since, usedBefore, after?.usedCredits);
@@ -159,7 +188,8 @@ async function spentDuring(
   usedBefore: number | undefined,
   usedAfter: number | undefined,
 ): Promise<{ billed: number | null; used: number | null }> {
-  const used = usedBefore !== undefined && usedAfter !== undefined && usedAfter >= usedBefore ? usedAfter - usedBefore : null;
+  const used =
+    usedBefore !== undefined && usedAfter !== undefined && usedAfter >= usedBefore ? usedAfter - usedBefore : null;
   if (deps.charges === undefined) return { billed: null, used };
   await deps.charges.flush();
   const billed = await billedBetween(deps.sql, since);
@@ -189,7 +219,8 @@ function judge(report: BackfillReport, waited: boolean): void {
     if (report.timedOut) p.push('timed out before every batch finished');
     for (const b of report.batches) {
       const what = `batch ${b.jobId} (${b.kind}${b.lang ? ` ${b.lang}` : ''}, source ${b.sourceId ?? '-'})`;
-      if (isTerminalStatus(b.status) && b.status !== 'completed') p.push(`${what} ${b.status}${b.errorCode ? ` (${b.errorCode})` : ''}`);
+      if (isTerminalStatus(b.status) && b.status !== 'completed')
+        p.push(`${what} ${b.status}${b.errorCode ? ` (${b.errorCode})` : ''}`);
       if (b.retryable > 0) p.push(`${what}: ${b.retryable} item(s) left retryable (re-submit: replay --failed)`);
       if (b.quarantined > 0) p.push(`${what}: ${b.quarantined} item(s) quarantined (kept raw with the reason)`);
       if (b.processing > 0 && !report.timedOut) p.push(`${what}: ${b.processing} item(s) never finished`);
@@ -202,7 +233,11 @@ function judge(report: BackfillReport, waited: boolean): void {
  * Generated transcripts for the synced sources that want them, now that their batches ended;
  * each source's sync result counts them. Returns the transcript jobs' IDs.
  */
-async function generateMissing(deps: PipelineDeps, report: BackfillReport, signal: AbortSignal | undefined): Promise<string[]> {
+async function generateMissing(
+  deps: PipelineDeps,
+  report: BackfillReport,
+  signal: AbortSignal | undefined,
+): Promise<string[]> {
   const jobIds: string[] = [];
   for (const sync of report.syncs) {
     const source = await getSource(deps.db, sync.sourceId).catch(() => null);
@@ -328,7 +363,9 @@ async function planSourceSync(
     out.purchases.push({ kind: 'generate', lang, videos: of.length, credits });
   }
 
-  const kinds = wanted.map((w) => (w.kind === 'video' ? 'metadata' : `transcript ${w.lang ?? '(default language)'}`)).join(', ');
+  const kinds = wanted
+    .map((w) => (w.kind === 'video' ? 'metadata' : `transcript ${w.lang ?? '(default language)'}`))
+    .join(', ');
   const price = LISTING_PRICE[source.kind];
   if (price.listing > 0) {
     out.unknowns.push(

@@ -93,7 +93,8 @@ type State =
  * ID has no escapes; undefined otherwise.
  */
 function leadingVideoIdOf(first: Buffer): string | undefined {
-  if (first.length < VIDEO_ID_PREFIX.length + 1 || !first.subarray(0, VIDEO_ID_PREFIX.length).equals(VIDEO_ID_PREFIX)) return undefined;
+  if (first.length < VIDEO_ID_PREFIX.length + 1 || !first.subarray(0, VIDEO_ID_PREFIX.length).equals(VIDEO_ID_PREFIX))
+    return undefined;
   const close = first.indexOf(QUOTE, VIDEO_ID_PREFIX.length);
   if (close === -1 || close > LEADING_ID_BYTES) return undefined;
   const id = first.subarray(VIDEO_ID_PREFIX.length, close);
@@ -227,7 +228,9 @@ class Capture {
   oversizeRaw(buf: Buffer, end: number): Buffer {
     if (this.prefix === undefined) return Buffer.from(this.firstBytes(buf, end, OVERSIZE_RAW_PREFIX_BYTES));
     const room = OVERSIZE_RAW_PREFIX_BYTES - this.prefix.length;
-    return room > 0 ? Buffer.concat([this.prefix, buf.subarray(this.start, Math.min(end, this.start + room))]) : this.prefix;
+    return room > 0
+      ? Buffer.concat([this.prefix, buf.subarray(this.start, Math.min(end, this.start + room))])
+      : this.prefix;
   }
 
   /**
@@ -235,7 +238,9 @@ class Capture {
    * undefined otherwise (then the caller parses the element as usual).
    */
   leadingVideoId(buf: Buffer, end: number): string | undefined {
-    return leadingVideoIdOf(this.prefix !== undefined ? this.oversizeRaw(buf, end) : this.firstBytes(buf, end, LEADING_ID_BYTES));
+    return leadingVideoIdOf(
+      this.prefix !== undefined ? this.oversizeRaw(buf, end) : this.firstBytes(buf, end, LEADING_ID_BYTES),
+    );
   }
 
   /** At least `n` bytes from the value's start (fewer only if the value is shorter), at most `n` when it spans chunks. */
@@ -264,7 +269,10 @@ function parseJson(text: string, what: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (e: unknown) {
-    throw new BatchStreamError(`batch answer is not valid JSON (${what}): ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    throw new BatchStreamError(
+      `batch answer is not valid JSON (${what}): ${e instanceof Error ? e.message : String(e)}`,
+      { cause: e },
+    );
   }
 }
 
@@ -303,7 +311,12 @@ export async function* readBatchItems(
   const fail = (what: string) => new BatchStreamError(`batch answer is not valid JSON: unexpected ${what}`);
 
   for await (const chunk of body) {
-    const buf = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    const buf =
+      typeof chunk === 'string'
+        ? Buffer.from(chunk, 'utf8')
+        : Buffer.isBuffer(chunk)
+          ? chunk
+          : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     let i = 0;
     const n = buf.length;
     while (i < n) {

@@ -62,7 +62,10 @@ export function createChargeRecorder(opts: ChargeRecorderOptions): ChargeRecorde
     } catch (err: unknown) {
       // kept for the next write: a charge is money, but never worth failing the request over
       pending = [...rows, ...pending].slice(-CHARGES_PENDING_MAX);
-      opts.log.warn({ event: 'charges.write_failed', charges: rows.length, err }, 'could not record billed credits; trying again');
+      opts.log.warn(
+        { event: 'charges.write_failed', charges: rows.length, err },
+        'could not record billed credits; trying again',
+      );
     }
   };
   const schedule = (): Promise<void> => {

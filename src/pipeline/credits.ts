@@ -78,7 +78,14 @@ export class BudgetRefusedError extends CreditsRefusedError {
   override readonly limit: CreditLimit;
   readonly budget: number;
   readonly spent: number;
-  constructor(o: { needed: number; budget: number; spent: number; limit: Exclude<CreditLimit, 'account'>; sourceId: number | null; what: string }) {
+  constructor(o: {
+    needed: number;
+    budget: number;
+    spent: number;
+    limit: Exclude<CreditLimit, 'account'>;
+    sourceId: number | null;
+    what: string;
+  }) {
     const available = Math.max(0, o.budget - o.spent);
     super(o.needed, available, 0, o.what);
     const whose =
@@ -161,29 +168,47 @@ export const HEADROOM_FACTOR = 4;
  * caller renews the hold before each paid request, spends it as each is recorded, and releases
  * it when done (in a `finally`).
  */
-export async function reserveCredits(deps: Pick<PipelineDeps, 'sql' | 'api' | 'settings'>, req: CreditRequest): Promise<CreditCheck> {
+export async function reserveCredits(
+  deps: Pick<PipelineDeps, 'sql' | 'api' | 'settings'>,
+  req: CreditRequest,
+): Promise<CreditCheck> {
   const { sql, api, settings } = deps;
   const what = req.what ?? 'this submission';
-  const checked = await sql.begin(async (tx): Promise<{ id: number; available: number; reserved: number } | Exclude<CreditCheck, { hold: CreditHold }>> => {
-    await lockCredits(tx);
-    // the budgets first: Postgres alone knows them, so a spent budget refuses without a call
-    const overBudget = await checkBudgets(tx, settings.creditBudgetPerDay, req, what);
-    if (overBudget) return { refused: overBudget };
-    const readFrom = await databaseClock(tx);
-    const me = await api.me({ signal: req.signal });
-    await insertCreditSnapshot(tx, me, req.reason ?? 'before-submit', req.sourceId);
-    const accountLeft = me.maxCredits - me.usedCredits - settings.creditReserve;
-    const available = accountLeft - (await heldCredits(tx, readFrom));
-    await pruneReservations(tx, readFrom);
-    if (req.estimate > available) {
-      return { refused: new CreditsRefusedError(req.estimate, Math.max(0, available), settings.creditReserve, what), accountLeft };
-    }
-    const headroom = req.headroom ?? 0;
-    const budgeted = settings.creditBudgetPerDay !== undefined || (req.sourceBudget ?? null) !== null;
-    const reserved = headroom > 0 && !budgeted && (req.estimate + headroom) * HEADROOM_FACTOR <= available ? req.estimate + headroom : req.estimate;
-    const id = await insertReservation(tx, { sourceId: req.sourceId, credits: reserved, holder: HOLDER, ttlMs: CREDIT_RESERVATION_TTL_MS });
-    return { id, available, reserved };
-  });
+  const checked = await sql.begin(
+    async (
+      tx,
+    ): Promise<{ id: number; available: number; reserved: number } | Exclude<CreditCheck, { hold: CreditHold }>> => {
+      await lockCredits(tx);
+      // the budgets first: Postgres alone knows them, so a spent budget refuses without a call
+      const overBudget = await checkBudgets(tx, settings.creditBudgetPerDay, req, what);
+      if (overBudget) return { refused: overBudget };
+      const readFrom = await databaseClock(tx);
+      const me = await api.me({ signal: req.signal });
+      await insertCreditSnapshot(tx, me, req.reason ?? 'before-submit', req.sourceId);
+      const accountLeft = me.maxCredits - me.usedCredits - settings.creditReserve;
+      const available = accountLeft - (await heldCredits(tx, readFrom));
+      await pruneReservations(tx, readFrom);
+      if (req.estimate > available) {
+        return {
+          refused: new CreditsRefusedError(req.estimate, Math.max(0, available), settings.creditReserve, what),
+          accountLeft,
+        };
+      }
+      const headroom = req.headroom ?? 0;
+      const budgeted = settings.creditBudgetPerDay !== undefined || (req.sourceBudget ?? null) !== null;
+      const reserved =
+        headroom > 0 && !budgeted && (req.estimate + headroom) * HEADROOM_FACTOR <= available
+          ? req.estimate + headroom
+          : req.estimate;
+      const id = await insertReservation(tx, {
+        sourceId: req.sourceId,
+        credits: reserved,
+        holder: HOLDER,
+        ttlMs: CREDIT_RESERVATION_TTL_MS,
+      });
+      return { id, available, reserved };
+    },
+  );
   if ('refused' in checked) return checked;
   return { hold: creditHold(sql, checked.id, checked.available, checked.reserved) };
 }
@@ -222,13 +247,27 @@ async function checkBudgets(
   if (installationBudget !== undefined) {
     const spent = total(await spentSince(tx, dayStart, now, null));
     if (spent + req.estimate > installationBudget) {
-      return new BudgetRefusedError({ needed: req.estimate, budget: installationBudget, spent, limit: 'installation-budget', sourceId: req.sourceId, what });
+      return new BudgetRefusedError({
+        needed: req.estimate,
+        budget: installationBudget,
+        spent,
+        limit: 'installation-budget',
+        sourceId: req.sourceId,
+        what,
+      });
     }
   }
   if (sourceBudget !== null && req.sourceId !== null) {
     const spent = total(await spentSince(tx, dayStart, now, req.sourceId));
     if (spent + req.estimate > sourceBudget) {
-      return new BudgetRefusedError({ needed: req.estimate, budget: sourceBudget, spent, limit: 'source-budget', sourceId: req.sourceId, what });
+      return new BudgetRefusedError({
+        needed: req.estimate,
+        budget: sourceBudget,
+        spent,
+        limit: 'source-budget',
+        sourceId: req.sourceId,
+        what,
+      });
     }
   }
   return undefined;
@@ -249,7 +288,10 @@ export async function budgetsLeft(
   const dayStart = await utcDayStart(sql, now);
   const out: { installation?: { budget: number; spent: number }; source?: { budget: number; spent: number } } = {};
   if (settings.creditBudgetPerDay !== undefined) {
-    out.installation = { budget: settings.creditBudgetPerDay, spent: total(await spentSince(sql, dayStart, now, null)) };
+    out.installation = {
+      budget: settings.creditBudgetPerDay,
+      spent: total(await spentSince(sql, dayStart, now, null)),
+    };
   }
   if (sourceBudget !== null && sourceId !== null) {
     out.source = { budget: sourceBudget, spent: total(await spentSince(sql, dayStart, now, sourceId)) };
@@ -267,7 +309,11 @@ export async function creditsLeft(
 ): Promise<{ me: Account; left: number; reserved: number }> {
   const readFrom = await databaseClock(deps.sql);
   const me = await deps.api.me({ signal: o.signal });
-  return { me, left: me.maxCredits - me.usedCredits - deps.settings.creditReserve, reserved: await heldCredits(deps.sql, readFrom) };
+  return {
+    me,
+    left: me.maxCredits - me.usedCredits - deps.settings.creditReserve,
+    reserved: await heldCredits(deps.sql, readFrom),
+  };
 }
 
 /** GET /me (free) and keep it in `credit_snapshots`. */

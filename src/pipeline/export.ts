@@ -27,7 +27,14 @@ import {
 } from '../db/export.ts';
 import { SourceNotFoundError } from '../db/sources.ts';
 import type { Logger } from '../log.ts';
-import { describeTarget, inspectTarget, NotRegularFileError, openAtomicFile, type AtomicFile, type TargetState } from './atomic-file.ts';
+import {
+  describeTarget,
+  inspectTarget,
+  NotRegularFileError,
+  openAtomicFile,
+  type AtomicFile,
+  type TargetState,
+} from './atomic-file.ts';
 
 export const EXPORT_FORMATS = ['jsonl', 'parquet', 'csv'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -69,8 +76,23 @@ export const CSV_FORMULA_LEAD = /^[=+\-@\t\r]/;
 
 /** The record's fields in order (CSV's header), `chunks` last and only with --chunks. */
 export const EXPORT_FIELDS = [
-  'video_id', 'title', 'description', 'duration_s', 'channel_id', 'channel_name', 'tags', 'thumbnail', 'upload_date',
-  'view_count', 'like_count', 'transcript_languages', 'lang', 'text', 'content_sha256', 'batch', 'delivered_at',
+  'video_id',
+  'title',
+  'description',
+  'duration_s',
+  'channel_id',
+  'channel_name',
+  'tags',
+  'thumbnail',
+  'upload_date',
+  'view_count',
+  'like_count',
+  'transcript_languages',
+  'lang',
+  'text',
+  'content_sha256',
+  'batch',
+  'delivered_at',
 ] as const;
 
 export interface ExportOptions {
@@ -124,7 +146,9 @@ export class ExportOutputError extends Error {
 
 /** `--out PATH: is a FIFO (named pipe), not a regular file; ...`: nothing was created. */
 function notRegularFile(out: string, target: TargetState): ExportOutputError {
-  return new ExportOutputError(`--out ${out}: is ${describeTarget(target)}, not a regular file; nothing was written (give a file path, or - for stdout)`);
+  return new ExportOutputError(
+    `--out ${out}: is ${describeTarget(target)}, not a regular file; nothing was written (give a file path, or - for stdout)`,
+  );
 }
 
 /** Refuse a `--out` that exists and is not a regular file, before anything is read or created. */
@@ -359,7 +383,8 @@ interface StoredChunk {
 function compactInt64s(o: unknown): unknown {
   if (o === null || typeof o !== 'object' || ArrayBuffer.isView(o)) return o;
   const x = o as Record<string, unknown>;
-  if (Buffer.isBuffer(x.buffer) && typeof x.offset === 'number' && Object.keys(x).length === 2) return (o as { valueOf(): number }).valueOf();
+  if (Buffer.isBuffer(x.buffer) && typeof x.offset === 'number' && Object.keys(x).length === 2)
+    return (o as { valueOf(): number }).valueOf();
   for (const k of Object.keys(x)) x[k] = compactInt64s(x[k]);
   return o;
 }
@@ -506,7 +531,9 @@ function progressLine(p: { write(s: string): unknown; isTTY?: boolean }, started
   const draw = (records: number, bytes: number) => {
     const s = Math.max((Date.now() - startedAt) / 1000, 0.001);
     const mb = bytes / 1e6;
-    p.write(`\r\x1b[Kexport: ${records.toLocaleString('en-US')} records, ${mb.toFixed(1)} MB, ${(mb / s).toFixed(1)} MB/s`);
+    p.write(
+      `\r\x1b[Kexport: ${records.toLocaleString('en-US')} records, ${mb.toFixed(1)} MB, ${(mb / s).toFixed(1)} MB/s`,
+    );
   };
   return {
     update(records: number, bytes: number) {
@@ -541,7 +568,11 @@ export async function runExport(deps: ExportDeps, o: ExportOptions): Promise<Exp
   let lastEventId: number;
   try {
     const writer =
-      o.format === 'parquet' ? await parquetWriter(out, o.chunks) : o.format === 'csv' ? csvWriter(out, o.csvRawFormulas ?? false) : jsonlWriter(out, o.chunks);
+      o.format === 'parquet'
+        ? await parquetWriter(out, o.chunks)
+        : o.format === 'csv'
+          ? csvWriter(out, o.csvRawFormulas ?? false)
+          : jsonlWriter(out, o.chunks);
     lastEventId = await inExportSnapshot(sql, async (tx) => {
       const hi = await snapshotLastEventId(tx);
       const query = exportRecords(tx, {
@@ -573,7 +604,17 @@ export async function runExport(deps: ExportDeps, o: ExportOptions): Promise<Exp
   if (o.cursor !== undefined) await saveExportCursor(sql, o.cursor, lastEventId, records);
   const result: ExportResult = { records, bytes: out.bytes, ms: Date.now() - startedAt, lastEventId, afterEventId };
   log.info(
-    { event: 'export.done', format: o.format, out: o.out, records, bytes: out.bytes, ms: result.ms, cursor: o.cursor ?? null, afterEventId, lastEventId },
+    {
+      event: 'export.done',
+      format: o.format,
+      out: o.out,
+      records,
+      bytes: out.bytes,
+      ms: result.ms,
+      cursor: o.cursor ?? null,
+      afterEventId,
+      lastEventId,
+    },
     'export written',
   );
   return result;

@@ -16,12 +16,23 @@
  * under a job ID of our own.
  */
 import { randomUUID } from 'node:crypto';
-import { ApiError, ForbiddenError, InvalidRequestError, NotFoundError, TranscriptUnavailableError } from '../api/errors.ts';
+import {
+  ApiError,
+  ForbiddenError,
+  InvalidRequestError,
+  NotFoundError,
+  TranscriptUnavailableError,
+} from '../api/errors.ts';
 import type { MediaTranscriptQuery } from '../api/schemas.ts';
 import { DEFAULT_PLATFORM } from '../config.ts';
 import { insertSubmittedBatch } from '../db/batch-records.ts';
 import { recordPollAnswer } from '../db/batch-polls.ts';
-import { generatedDurations, generationAttempted, generationCandidates, type GenerateRequest } from '../db/generations.ts';
+import {
+  generatedDurations,
+  generationAttempted,
+  generationCandidates,
+  type GenerateRequest,
+} from '../db/generations.ts';
 import { landItems } from '../db/items.ts';
 import { lockClaims } from '../db/locks.ts';
 import type { Source } from '../db/schema.ts';
@@ -88,7 +99,11 @@ export async function planGenerations(deps: Pick<PipelineDeps, 'sql'>, source: S
   plan.usedMinutes = (await generatedDurations(deps.sql, source.id)).reduce((n, d) => n + startedMinutes(d), 0);
   const langs: (string | null)[] = source.langs.length > 0 ? source.langs : [null];
   for (const lang of langs) {
-    for (const c of await generationCandidates(deps.sql, { sourceId: source.id, lang, missingCode: NO_CAPTIONS_CODE })) {
+    for (const c of await generationCandidates(deps.sql, {
+      sourceId: source.id,
+      lang,
+      missingCode: NO_CAPTIONS_CODE,
+    })) {
       const minutes = startedMinutes(c.durationS);
       if (cap !== null && plan.usedMinutes + minutes > cap) {
         plan.overBudget++;
@@ -119,7 +134,16 @@ export async function submitGenerations(
 
   const { planned, overBudget, usedMinutes, credits: estimate } = await planGenerations(deps, source);
   if (overBudget > 0) {
-    log.info({ event: 'generate.over_budget', sourceId: source.id, skipped: overBudget, usedMinutes, maxMinutes: source.maxGenerateMinutes }, 'videos left without a generated transcript: the source\'s minute budget is spent');
+    log.info(
+      {
+        event: 'generate.over_budget',
+        sourceId: source.id,
+        skipped: overBudget,
+        usedMinutes,
+        maxMinutes: source.maxGenerateMinutes,
+      },
+      "videos left without a generated transcript: the source's minute budget is spent",
+    );
   }
   if (planned.length === 0) return result;
 
@@ -133,7 +157,17 @@ export async function submitGenerations(
   });
   if (check.refused) {
     const refused = check.refused;
-    log.warn({ event: 'generate.refused_credits', sourceId: source.id, limit: refused.limit, needed: estimate, available: refused.available, videos: planned.length }, 'generated transcripts refused: not enough credits');
+    log.warn(
+      {
+        event: 'generate.refused_credits',
+        sourceId: source.id,
+        limit: refused.limit,
+        needed: estimate,
+        available: refused.available,
+        videos: planned.length,
+      },
+      'generated transcripts refused: not enough credits',
+    );
     return { ...result, refused, ...(check.accountLeft !== undefined ? { accountLeft: check.accountLeft } : {}) };
   }
   const { hold } = check;
@@ -141,7 +175,10 @@ export async function submitGenerations(
     for (const p of planned) {
       if (opts.signal?.aborted) break;
       if (!(await hold.renew())) {
-        log.warn({ event: 'credits.reservation_lapsed', sourceId: source.id, sent: result.videos, planned: planned.length }, 'credit reservation expired: requesting no more generated transcripts this sync');
+        log.warn(
+          { event: 'credits.reservation_lapsed', sourceId: source.id, sent: result.videos, planned: planned.length },
+          'credit reservation expired: requesting no more generated transcripts this sync',
+        );
         break;
       }
       const sent = await generate(deps, source, p, opts.platform ?? DEFAULT_PLATFORM, hold, opts.signal);
@@ -152,12 +189,24 @@ export async function submitGenerations(
       result.credits += sent.credits;
     }
   } finally {
-    await hold.release().catch((err: unknown) =>
-      log.warn({ event: 'credits.release_failed', sourceId: source.id, err }, 'could not release a credit reservation; it counts until it expires'),
-    );
+    await hold
+      .release()
+      .catch((err: unknown) =>
+        log.warn(
+          { event: 'credits.release_failed', sourceId: source.id, err },
+          'could not release a credit reservation; it counts until it expires',
+        ),
+      );
   }
   log.info(
-    { event: 'generate.submitted', sourceId: source.id, jobIds: result.jobIds, videos: result.videos, minutes: result.minutes, credits: result.credits },
+    {
+      event: 'generate.submitted',
+      sourceId: source.id,
+      jobIds: result.jobIds,
+      videos: result.videos,
+      minutes: result.minutes,
+      credits: result.credits,
+    },
     'generated transcripts requested',
   );
   return result;
@@ -190,7 +239,14 @@ async function generate(
   const submission = await sql.begin(async (tx) => {
     await lockClaims(tx, 'transcript', p.lang);
     if (await generationAttempted(tx, p.videoId, p.lang)) return null;
-    return recordSending(tx, { sourceId: source.id, kind: 'transcript', lang: p.lang, request, credits, usedCreditsBefore: before.usedCredits });
+    return recordSending(tx, {
+      sourceId: source.id,
+      kind: 'transcript',
+      lang: p.lang,
+      request,
+      credits,
+      usedCreditsBefore: before.usedCredits,
+    });
   });
   if (submission === null) return null;
 
@@ -202,13 +258,19 @@ async function generate(
     const at = { sourceId: source.id, videoId: p.videoId, lang: p.lang, submission };
     if (answerMayBeLost(e)) {
       await markSubmission(sql, submission, 'unknown', { detail });
-      log.error({ event: 'generate.answer_lost', ...at, err: e }, 'generation request answer lost: the job may exist upstream; not retried (the next sync checks the credits first)');
+      log.error(
+        { event: 'generate.answer_lost', ...at, err: e },
+        'generation request answer lost: the job may exist upstream; not retried (the next sync checks the credits first)',
+      );
       throw e;
     }
     if (isRefusalOfTheVideo(e)) {
       // retrying cannot change this answer: it counts as the video's one attempt
       await markSubmission(sql, submission, 'failed', { detail });
-      log.warn({ event: 'generate.refused', ...at, code: (e as ApiError).code }, 'generation refused for this video: not asked again');
+      log.warn(
+        { event: 'generate.refused', ...at, code: (e as ApiError).code },
+        'generation refused for this video: not asked again',
+      );
       return null;
     }
     // the account or the upstream refused: nothing was created, a later sync asks again
@@ -220,16 +282,31 @@ async function generate(
     const { jobId } = answer.result;
     await sql.begin(async (tx) => {
       await insertSubmittedBatch(tx, {
-        jobId, sourceId: source.id, kind: 'transcript', lang: p.lang, mode: 'generate', creditsEstimated: credits,
-        request, textOnly: source.textOnly, replayOf: null, firstPollDelayMs: settings.pollInitialDelayMs,
+        jobId,
+        sourceId: source.id,
+        kind: 'transcript',
+        lang: p.lang,
+        mode: 'generate',
+        creditsEstimated: credits,
+        request,
+        textOnly: source.textOnly,
+        replayOf: null,
+        firstPollDelayMs: settings.pollInitialDelayMs,
       });
       // its one item, unfinished until the job ends (so an end without an answer leaves it retryable)
       await landItems(tx, jobId, [{ videoId: p.videoId, state: 'processing', errorCode: null, payload: undefined }]);
       await markSubmission(tx, submission, 'submitted', { jobId });
       await hold.spend(tx, credits);
     });
-    await queues.poll.add('poll', { jobId, delayMs: settings.pollInitialDelayMs }, { jobId: pollJobId(jobId), delay: settings.pollInitialDelayMs });
-    log.debug({ event: 'batch.submitted', mode: 'generate', jobId, kind: 'transcript', lang: p.lang, credits }, 'generation job submitted');
+    await queues.poll.add(
+      'poll',
+      { jobId, delayMs: settings.pollInitialDelayMs },
+      { jobId: pollJobId(jobId), delay: settings.pollInitialDelayMs },
+    );
+    log.debug(
+      { event: 'batch.submitted', mode: 'generate', jobId, kind: 'transcript', lang: p.lang, credits },
+      'generation job submitted',
+    );
     return { jobId, credits };
   }
 
@@ -242,19 +319,47 @@ async function generate(
 /** A transcript answered at once: its batch, completed, and its item, landed. */
 async function landAtOnce(
   deps: PipelineDeps,
-  a: { jobId: string; source: Source; p: PlannedGeneration; request: GenerateRequest; credits: number; submission: number; raw: unknown; hold: CreditHold },
+  a: {
+    jobId: string;
+    source: Source;
+    p: PlannedGeneration;
+    request: GenerateRequest;
+    credits: number;
+    submission: number;
+    raw: unknown;
+    hold: CreditHold;
+  },
 ): Promise<void> {
   const { jobId, source, p } = a;
   await deps.sql.begin(async (tx) => {
     await insertSubmittedBatch(tx, {
-      jobId, sourceId: source.id, kind: 'transcript', lang: p.lang, mode: 'generate', creditsEstimated: a.credits,
-      request: a.request, textOnly: source.textOnly, replayOf: null, firstPollDelayMs: 0,
+      jobId,
+      sourceId: source.id,
+      kind: 'transcript',
+      lang: p.lang,
+      mode: 'generate',
+      creditsEstimated: a.credits,
+      request: a.request,
+      textOnly: source.textOnly,
+      replayOf: null,
+      firstPollDelayMs: 0,
     });
-    const { rows } = await landItems(tx, jobId, [{ videoId: p.videoId, state: 'landed', errorCode: null, payload: a.raw }]);
+    const { rows } = await landItems(tx, jobId, [
+      { videoId: p.videoId, state: 'landed', errorCode: null, payload: a.raw },
+    ]);
     await recordOutcomes(tx, { jobId, kind: 'transcript', lang: p.lang }, rows, deps.settings.transcriptRecheckMs);
     await recordPollAnswer(tx, jobId, {
-      status: 'completed', upstreamStatus: 'completed', errorCode: null, total: 1, succeeded: 1, failed: 0,
-      creditsEstimated: null, polls: 0, reason: null, completedAt: null, terminal: true,
+      status: 'completed',
+      upstreamStatus: 'completed',
+      errorCode: null,
+      total: 1,
+      succeeded: 1,
+      failed: 0,
+      creditsEstimated: null,
+      polls: 0,
+      reason: null,
+      completedAt: null,
+      terminal: true,
     });
     await markSubmission(tx, a.submission, 'submitted', { jobId });
     await a.hold.spend(tx, a.credits);
@@ -263,5 +368,10 @@ async function landAtOnce(
 
 /** Answers about the video itself (gone, private, not transcribable) or the request: final. */
 function isRefusalOfTheVideo(e: unknown): e is ApiError {
-  return e instanceof NotFoundError || e instanceof ForbiddenError || e instanceof InvalidRequestError || e instanceof TranscriptUnavailableError;
+  return (
+    e instanceof NotFoundError ||
+    e instanceof ForbiddenError ||
+    e instanceof InvalidRequestError ||
+    e instanceof TranscriptUnavailableError
+  );
 }

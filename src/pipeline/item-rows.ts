@@ -12,7 +12,13 @@
 import { BatchItemSchema, formatIssuePath, type BatchItem, type Transcript } from '../api/schemas.ts';
 import type { Queryable } from '../db/connection.ts';
 import { UnstorableValueError } from '../db/storable.ts';
-import { DeliveredTranscriptSchema, transcriptRowFromApi, upsertTranscripts, type DeliveredTranscript, type TranscriptRow } from '../db/transcripts.ts';
+import {
+  DeliveredTranscriptSchema,
+  transcriptRowFromApi,
+  upsertTranscripts,
+  type DeliveredTranscript,
+  type TranscriptRow,
+} from '../db/transcripts.ts';
 import { upsertVideos, videoRowFromApi, type UpsertCounts, type VideoRow } from '../db/videos.ts';
 import type { BatchKind } from '../domain/batches.ts';
 import type { QuarantineReason } from '../domain/items.ts';
@@ -42,7 +48,12 @@ const CONTENT_PATH: Record<BatchMode, readonly string[]> = {
  *   in the caller's transaction before the row: transcript chunks are then copied from there by
  *   Postgres instead of being sent again
  */
-export function itemRow(batch: RowBatch, videoId: string, raw: unknown, opts: { validated?: BatchItem | undefined; payloadLanded: boolean }): ItemRowOutcome {
+export function itemRow(
+  batch: RowBatch,
+  videoId: string,
+  raw: unknown,
+  opts: { validated?: BatchItem | undefined; payloadLanded: boolean },
+): ItemRowOutcome {
   const landed = opts.payloadLanded ? { path: CONTENT_PATH[batch.mode] } : undefined;
   try {
     if (batch.mode === 'generate') {
@@ -57,7 +68,16 @@ export function itemRow(batch: RowBatch, videoId: string, raw: unknown, opts: { 
       }
       // the fields as received (zod drops keys of chunks the interface does not name)
       const r = raw as DeliveredTranscript;
-      return { table: 'transcripts', row: transcriptRowFromApi(videoId, { content: r.content, lang: r.lang, availableLangs: r.availableLangs }, batch.jobId, 'generated', landed) };
+      return {
+        table: 'transcripts',
+        row: transcriptRowFromApi(
+          videoId,
+          { content: r.content, lang: r.lang, availableLangs: r.availableLangs },
+          batch.jobId,
+          'generated',
+          landed,
+        ),
+      };
     }
     let item = opts.validated;
     if (item === undefined) {
@@ -79,7 +99,16 @@ export function itemRow(batch: RowBatch, videoId: string, raw: unknown, opts: { 
     if (!item.transcript) throw new UnstorableValueError('transcript', 'landed without a transcript');
     // validated above; the raw transcript keeps the chunks exactly as delivered (zod would drop
     // keys the interface does not name)
-    return { table: 'transcripts', row: transcriptRowFromApi(videoId, (raw as { transcript: Transcript }).transcript, batch.jobId, 'captions', landed) };
+    return {
+      table: 'transcripts',
+      row: transcriptRowFromApi(
+        videoId,
+        (raw as { transcript: Transcript }).transcript,
+        batch.jobId,
+        'captions',
+        landed,
+      ),
+    };
   } catch (e: unknown) {
     if (e instanceof UnstorableValueError) return { table: null, reason: e.message, reasonCode: 'unstorable' };
     throw e;

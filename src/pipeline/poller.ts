@@ -15,7 +15,13 @@
  * BATCH_NOT_FOUND_CONFIRM_MS, a gateway's 404 is retried, a 401 is confirmed with a free `/me`
  * before any hold. A batch in flight longer than BATCH_MAX_AGE_MS is expired locally.
  */
-import { ApiError, GatewayForbiddenError, LimitExceededError, NotFoundError, UnauthorizedError } from '../api/errors.ts';
+import {
+  ApiError,
+  GatewayForbiddenError,
+  LimitExceededError,
+  NotFoundError,
+  UnauthorizedError,
+} from '../api/errors.ts';
 import {
   batchForPoll,
   countPollFailure,
@@ -133,7 +139,8 @@ export function planNextPollMs(
 ): number {
   const bounded = (ms: number) => Math.round(Math.min(settings.pollMaxDelayMs, Math.max(settings.pollMinDelayMs, ms)));
   if (p.finished === 0 && p.status !== 'active') return bounded(previousDelayMs * 2);
-  let next = Math.min(settings.pollLandWithinMs / 2 - p.pollMs, settings.pollLandWithinMs - 3 * p.pollMs) - POLL_LAND_MARGIN_MS;
+  let next =
+    Math.min(settings.pollLandWithinMs / 2 - p.pollMs, settings.pollLandWithinMs - 3 * p.pollMs) - POLL_LAND_MARGIN_MS;
   const etaMs = etaFromAnswerMs(p);
   if (etaMs !== undefined) {
     next = Math.min(next, etaMs - p.sinceAnswerMs + POLL_ETA_MARGIN_MS);
@@ -191,15 +198,24 @@ export async function pollBatch(
   if (isTerminalStatus(batch.status)) return { jobId, status: batch.status, terminal: true, ...nothing };
   const previousDelayMs = opts.previousDelayMs ?? settings.pollInitialDelayMs;
   const later = (changed = false): PollResult => ({
-    jobId, status: batch.status, terminal: false, ...nothing, nextDelayMs: nextPollDelayMs(previousDelayMs, changed, settings),
+    jobId,
+    status: batch.status,
+    terminal: false,
+    ...nothing,
+    nextDelayMs: nextPollDelayMs(previousDelayMs, changed, settings),
   });
   // the key is refused: no call until the hold is lifted; the poll waits, unharmed
   if ((await holdsApplying(deps)).some((h) => h.scope === 'all')) {
     return { ...later(), nextDelayMs: settings.pollMaxDelayMs };
   }
   if (batch.ageMs > settings.batchMaxAgeMs) {
-    return endBatch(deps, batch, 'expired', LOCAL_BATCH_END_CODES.maxAge,
-      `in flight for ${Math.round(batch.ageMs / 3_600_000)} h, longer than BATCH_MAX_AGE_MS (${settings.batchMaxAgeMs} ms): expired locally`);
+    return endBatch(
+      deps,
+      batch,
+      'expired',
+      LOCAL_BATCH_END_CODES.maxAge,
+      `in flight for ${Math.round(batch.ageMs / 3_600_000)} h, longer than BATCH_MAX_AGE_MS (${settings.batchMaxAgeMs} ms): expired locally`,
+    );
   }
   // a transcript job (`--generate-missing`) is read at GET /transcript/{jobId}, not as a batch
   if (batch.mode === 'generate') return pollTranscriptJob(deps, batch, opts);
@@ -286,7 +302,11 @@ export async function pollBatch(
       }
       const { value: raw, raw: text, index: i, oversize } = next.value;
       // (an answer whose items do not start with their videoId: skipped here, before validation)
-      const leadingId = oversize ? oversize.videoId : typeof (raw as { videoId?: unknown } | null)?.videoId === 'string' ? (raw as { videoId: string }).videoId : undefined;
+      const leadingId = oversize
+        ? oversize.videoId
+        : typeof (raw as { videoId?: unknown } | null)?.videoId === 'string'
+          ? (raw as { videoId: string }).videoId
+          : undefined;
       if (leadingId !== undefined && !seen.has(leadingId) && final(leadingId)) {
         seen.add(leadingId);
         continue;
@@ -356,8 +376,16 @@ export async function pollBatch(
         : !rawHead?.sawResults
           ? 'the answer has no results array'
           : `the answer's head does not match the interface: ${parsedHead?.error?.issues[0]?.message ?? 'invalid'}`;
-    await recordIncompletePoll(sql, jobId, polls, clip(`poll ${polls}: ${why}; ${result.landed} item(s) landed, the rest is read next time`));
-    log.warn({ event: 'poll.incomplete', jobId, landed: result.landed, changed: result.changed, polls, reason: why }, 'batch answer incomplete: kept what landed');
+    await recordIncompletePoll(
+      sql,
+      jobId,
+      polls,
+      clip(`poll ${polls}: ${why}; ${result.landed} item(s) landed, the rest is read next time`),
+    );
+    log.warn(
+      { event: 'poll.incomplete', jobId, landed: result.landed, changed: result.changed, polls, reason: why },
+      'batch answer incomplete: kept what landed',
+    );
     return { ...result, nextDelayMs: nextPollDelayMs(previousDelayMs, result.changed > 0, settings) };
   }
 
@@ -370,7 +398,12 @@ export async function pollBatch(
       // unfinished at the end: a later submission may still deliver them
       const marked = await markUnfinishedRetryable(tx, jobId, UNFINISHED_AT_END_CODE);
       if (marked.length > 0) {
-        await recordOutcomes(tx, { jobId: batch.jobId, kind: batch.kind, lang: batch.lang }, marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE })), settings.transcriptRecheckMs);
+        await recordOutcomes(
+          tx,
+          { jobId: batch.jobId, kind: batch.kind, lang: batch.lang },
+          marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE })),
+          settings.transcriptRecheckMs,
+        );
         result.changed += marked.length;
       }
     }
@@ -387,7 +420,10 @@ export async function pollBatch(
       failed: stats.failed ?? null,
       creditsEstimated: fromSource && total !== null && total > 0 ? 1 + total : null,
       polls,
-      reason: reading.unknownStatus !== null ? `status ${JSON.stringify(reading.unknownStatus)} is not one this interface version lists: still polled` : null,
+      reason:
+        reading.unknownStatus !== null
+          ? `status ${JSON.stringify(reading.unknownStatus)} is not one this interface version lists: still polled`
+          : null,
       completedAt: storableDate(h.completedAt),
       terminal: reading.terminal,
     });
@@ -420,15 +456,26 @@ export async function pollBatch(
     result.readAgainNow = progress !== undefined && dueAgainNow(progress, settings);
     await scheduleNextPoll(sql, jobId, result.nextDelayMs);
     if (reading.unknownStatus !== null) {
-      log.warn({ event: 'poll.unknown_status', jobId, upstreamStatus: reading.unknownStatus, landed: result.landed }, 'batch status unknown to this interface version: still polled');
+      log.warn(
+        { event: 'poll.unknown_status', jobId, upstreamStatus: reading.unknownStatus, landed: result.landed },
+        'batch status unknown to this interface version: still polled',
+      );
     }
   }
   log.info(
     {
       event: 'poll.landed',
-      jobId, status: result.status, landed: result.landed, sunk: result.sunk, changed: result.changed, polls, quarantined: result.quarantined, duplicates: result.duplicates,
+      jobId,
+      status: result.status,
+      landed: result.landed,
+      sunk: result.sunk,
+      changed: result.changed,
+      polls,
+      quarantined: result.quarantined,
+      duplicates: result.duplicates,
       // what the answer said: how far the batch is (the benchmark's landing-lag figure reads these)
-      total: stats.total, finished: (stats.succeeded ?? 0) + (stats.failed ?? 0),
+      total: stats.total,
+      finished: (stats.succeeded ?? 0) + (stats.failed ?? 0),
       // how long the poll took, from its start (the fault scenarios tell a poll begun after a fault by it)
       ms: Date.now() - startedAt,
     },
@@ -447,19 +494,38 @@ function clip(s: string): string {
  * a 403 that is not the API's own answer (a gateway's), is a hold only when a free `/me` is
  * refused too; anything else is polled again later (the batch ends at BATCH_MAX_AGE_MS at worst).
  */
-async function refusedAnswer(deps: PipelineDeps, batch: PolledBatch, e: ApiError, later: PollResult): Promise<PollResult> {
+async function refusedAnswer(
+  deps: PipelineDeps,
+  batch: PolledBatch,
+  e: ApiError,
+  later: PollResult,
+): Promise<PollResult> {
   const { sql, api, log, settings } = deps;
   const jobId = batch.jobId;
   if (e instanceof NotFoundError && e.rawBody === undefined) {
     const spanMs = await recordNotFound(sql, jobId, clip(`the API answered not-found: ${e.message}`));
     if (spanMs >= settings.batchNotFoundConfirmMs) {
-      return endBatch(deps, batch, 'expired', LOCAL_BATCH_END_CODES.notFound,
-        `the API answered not-found on every poll for ${Math.round(spanMs / 1000)} s (BATCH_NOT_FOUND_CONFIRM_MS ${settings.batchNotFoundConfirmMs} ms): it no longer knows the job`);
+      return endBatch(
+        deps,
+        batch,
+        'expired',
+        LOCAL_BATCH_END_CODES.notFound,
+        `the API answered not-found on every poll for ${Math.round(spanMs / 1000)} s (BATCH_NOT_FOUND_CONFIRM_MS ${settings.batchNotFoundConfirmMs} ms): it no longer knows the job`,
+      );
     }
-    log.warn({ event: 'poll.not_found', jobId, notFoundForMs: Math.round(spanMs), confirmMs: settings.batchNotFoundConfirmMs }, 'batch not found upstream: confirming before expiring it');
+    log.warn(
+      { event: 'poll.not_found', jobId, notFoundForMs: Math.round(spanMs), confirmMs: settings.batchNotFoundConfirmMs },
+      'batch not found upstream: confirming before expiring it',
+    );
     // come back when the confirmation window ends, if that is sooner (whole ms: a job payload)
     const untilConfirmedMs = Math.ceil(settings.batchNotFoundConfirmMs - spanMs);
-    return { ...later, nextDelayMs: Math.min(later.nextDelayMs ?? settings.pollMaxDelayMs, Math.max(settings.pollMinDelayMs, untilConfirmedMs)) };
+    return {
+      ...later,
+      nextDelayMs: Math.min(
+        later.nextDelayMs ?? settings.pollMaxDelayMs,
+        Math.max(settings.pollMinDelayMs, untilConfirmedMs),
+      ),
+    };
   }
   if (e instanceof UnauthorizedError || e instanceof GatewayForbiddenError) {
     let confirmed = false;
@@ -475,7 +541,10 @@ async function refusedAnswer(deps: PipelineDeps, batch: PolledBatch, e: ApiError
     }
   }
   await recordRefusedPoll(sql, jobId, clip(`poll answered ${e.code}: ${e.message}; polled again`));
-  log.warn({ event: 'poll.refused', jobId, code: e.code, status: e.status, nextDelayMs: later.nextDelayMs }, 'batch poll refused: polled again later');
+  log.warn(
+    { event: 'poll.refused', jobId, code: e.code, status: e.status, nextDelayMs: later.nextDelayMs },
+    'batch poll refused: polled again later',
+  );
   return later;
 }
 
@@ -490,8 +559,13 @@ export async function recordPollFailure(deps: PipelineDeps, jobId: string, e: un
   if (failures === undefined || failures < POLL_FAILURES_MAX) return { failed: false };
   const batch = await batchForPoll(deps.sql, jobId);
   if (!batch) return { failed: false };
-  await endBatch(deps, batch, 'failed', LOCAL_BATCH_END_CODES.pollFailed,
-    `polling failed ${failures} times in a row, last: ${message}`);
+  await endBatch(
+    deps,
+    batch,
+    'failed',
+    LOCAL_BATCH_END_CODES.pollFailed,
+    `polling failed ${failures} times in a row, last: ${message}`,
+  );
   return { failed: true };
 }
 
@@ -500,7 +574,12 @@ export async function recordPollFailure(deps: PipelineDeps, jobId: string, e: un
  * the item to land and, when it matched the interface's schema, the validated item (the row is
  * built from it without validating again).
  */
-function toLandItem(raw: unknown, index: number, kind: BatchKind, text?: string): { item: LandItem; validated: BatchItem | undefined } {
+function toLandItem(
+  raw: unknown,
+  index: number,
+  kind: BatchKind,
+  text?: string,
+): { item: LandItem; validated: BatchItem | undefined } {
   const outcome: ReturnType<typeof classifyRawItem> = classifyRawItem(raw, kind);
   // a number numeric cannot hold (JavaScript read it as Infinity, or as 0): never stored as is
   const hugeNumber = text !== undefined && hasHugeNumberText(text);
@@ -548,9 +627,17 @@ async function endBatch(
   await sql.begin(async (tx) => {
     const marked = await markUnfinishedRetryable(tx, batch.jobId, UNFINISHED_AT_END_CODE);
     changed = marked.length;
-    await recordOutcomes(tx, { jobId: batch.jobId, kind: batch.kind, lang: batch.lang }, marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE })), settings.transcriptRecheckMs);
+    await recordOutcomes(
+      tx,
+      { jobId: batch.jobId, kind: batch.kind, lang: batch.lang },
+      marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE })),
+      settings.transcriptRecheckMs,
+    );
     await endBatchLocally(tx, batch.jobId, { status, errorCode, reason: clip(reason) });
   });
-  deps.log.warn({ event: 'batch.ended', jobId: batch.jobId, status, errorCode, retryable: changed, reason }, 'batch ended locally');
+  deps.log.warn(
+    { event: 'batch.ended', jobId: batch.jobId, status, errorCode, retryable: changed, reason },
+    'batch ended locally',
+  );
   return { jobId: batch.jobId, status, terminal: true, landed: 0, sunk: 0, changed, duplicates: 0, quarantined: 0 };
 }

@@ -84,7 +84,10 @@ export class PruneFailedError extends Error {
     readonly freed: Record<PrunedTable, Freed>,
     cause: unknown,
   ) {
-    super(`prune failed (run ${runId}, recorded in prune_runs): ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    super(
+      `prune failed (run ${runId}, recorded in prune_runs): ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    );
     this.name = 'PruneFailedError';
   }
 }
@@ -106,7 +109,12 @@ export async function prune(deps: PruneDeps, o: PruneOptions): Promise<PruneRepo
   const freed = emptyFreed();
   const base = { runId, dryRun: o.dryRun, trigger: o.trigger };
   log.info(
-    { event: 'prune.started', ...base, rawRetentionDays: settings.rawRetentionDays, historyRetentionDays: settings.historyRetentionDays },
+    {
+      event: 'prune.started',
+      ...base,
+      rawRetentionDays: settings.rawRetentionDays,
+      historyRetentionDays: settings.historyRetentionDays,
+    },
     o.dryRun ? 'prune dry run started' : 'prune started',
   );
 
@@ -125,7 +133,10 @@ export async function prune(deps: PruneDeps, o: PruneOptions): Promise<PruneRepo
       add(table, r.freed);
       if (!r.more) break;
     }
-    log.info({ event: 'prune.table_done', ...base, table, ...freed[table], durationMs: Date.now() - t0 }, `prune: ${table} done`);
+    log.info(
+      { event: 'prune.table_done', ...base, table, ...freed[table], durationMs: Date.now() - t0 },
+      `prune: ${table} done`,
+    );
   };
 
   let cutoffs: PruneCutoffs | undefined;
@@ -158,7 +169,12 @@ export async function prune(deps: PruneDeps, o: PruneOptions): Promise<PruneRepo
     }
     let after: ThinCursor | null = null;
     await drain('credit_snapshots', async () => {
-      const page = await thinCreditSnapshots(sql, { before: snapshotsBefore, after, limit: chunkRows, dryRun: o.dryRun });
+      const page = await thinCreditSnapshots(sql, {
+        before: snapshotsBefore,
+        after,
+        limit: chunkRows,
+        dryRun: o.dryRun,
+      });
       after = page.next;
       return { freed: page, more: page.next !== null };
     });
@@ -177,7 +193,10 @@ export async function prune(deps: PruneDeps, o: PruneOptions): Promise<PruneRepo
   }
 
   const interrupted = stopped();
-  const total = PRUNED_TABLES.reduce((t, k) => ({ rows: t.rows + freed[k].rows, bytes: t.bytes + freed[k].bytes }), { rows: 0, bytes: 0 });
+  const total = PRUNED_TABLES.reduce((t, k) => ({ rows: t.rows + freed[k].rows, bytes: t.bytes + freed[k].bytes }), {
+    rows: 0,
+    bytes: 0,
+  });
   await finishPruneRun(sql, runId, freed, interrupted ? PRUNE_INTERRUPTED : null);
   const durationMs = Date.now() - startedAt;
   log.info(
@@ -222,7 +241,10 @@ export function startDailyPrune(deps: PruneDeps, opts: { checkIntervalMs?: numbe
     try {
       runId = await claimDailyPrune(deps.sql, PRUNE_PERIOD_MS);
     } catch (err: unknown) {
-      deps.log.warn({ event: 'prune.daily_failed', err }, 'could not claim the daily prune; the next check tries again');
+      deps.log.warn(
+        { event: 'prune.daily_failed', err },
+        'could not claim the daily prune; the next check tries again',
+      );
       return undefined;
     }
     if (runId === undefined) return undefined;

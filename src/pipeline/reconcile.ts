@@ -53,7 +53,8 @@ export async function reconcile(deps: PipelineDeps): Promise<ReconcileResult> {
   }
 
   result.schedulers = await syncSchedulers(deps);
-  if (result.polls + result.sinks + result.schedulers > 0) log.info({ event: 'reconcile.requeued', ...result }, 'reconciled queues with Postgres');
+  if (result.polls + result.sinks + result.schedulers > 0)
+    log.info({ event: 'reconcile.requeued', ...result }, 'reconciled queues with Postgres');
   return result;
 }
 
@@ -99,10 +100,17 @@ export async function syncSchedulers(deps: Pick<PipelineDeps, 'sql' | 'queues'>)
   const writes: (() => Promise<unknown>)[] = [];
   for (const [id, cron] of wanted) {
     const cur = existingById.get(id);
-    if (cur && cur.pattern === cron && cur.name === TICK_JOB_NAME && cur.template?.opts?.priority === TICK_PRIORITY) continue;
+    if (cur && cur.pattern === cron && cur.name === TICK_JOB_NAME && cur.template?.opts?.priority === TICK_PRIORITY)
+      continue;
     const data: TickJob = { cron };
     // a tick only queues syncs (idempotently), so it takes the queue's retries
-    writes.push(() => schedule.upsertJobScheduler(id, { pattern: cron, tz: 'UTC' }, { name: TICK_JOB_NAME, data, opts: { priority: TICK_PRIORITY } }));
+    writes.push(() =>
+      schedule.upsertJobScheduler(
+        id,
+        { pattern: cron, tz: 'UTC' },
+        { name: TICK_JOB_NAME, data, opts: { priority: TICK_PRIORITY } },
+      ),
+    );
   }
   for (const e of existing) {
     if (!wanted.has(e.key)) writes.push(() => schedule.removeJobScheduler(e.key));

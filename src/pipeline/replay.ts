@@ -58,7 +58,10 @@ export type ResinkBatchResult = SinkResult & {
  * the items, so prune cannot drop a payload in between (re-opened items are landed, which prune
  * never touches).
  */
-export async function resinkBatch(deps: Pick<PipelineDeps, 'sql' | 'log' | 'settings'>, jobId: string): Promise<ResinkBatchResult> {
+export async function resinkBatch(
+  deps: Pick<PipelineDeps, 'sql' | 'log' | 'settings'>,
+  jobId: string,
+): Promise<ResinkBatchResult> {
   const none = { jobId, sunk: 0, quarantined: 0, inserted: 0, updated: 0, unchanged: 0 };
   if (!(await batchExists(deps.sql, jobId))) return { ...none, found: false, items: 0 };
   const opened = await deps.sql.begin(async (tx) => {
@@ -132,7 +135,9 @@ function reasonRank(reason: string): number {
 }
 
 function inReasonOrder(counts: Record<string, number>): Record<string, number> {
-  return Object.fromEntries(Object.entries(counts).sort(([a], [b]) => reasonRank(a) - reasonRank(b) || a.localeCompare(b)));
+  return Object.fromEntries(
+    Object.entries(counts).sort(([a], [b]) => reasonRank(a) - reasonRank(b) || a.localeCompare(b)),
+  );
 }
 
 function inc<K extends string>(counts: Partial<Record<K, number>>, key: K, n = 1): void {
@@ -200,7 +205,10 @@ export async function resinkQuarantined(
       // one transaction per page: the rows are locked while classified, so two replays (or a
       // replay and a poll) never give one item two outcomes
       const page = await sql.begin(async (tx) => {
-        const rows = await quarantinedItems(tx, batch.jobId, QUARANTINE_PAGE_ITEMS, { afterVideoId: after, lock: !o.dryRun });
+        const rows = await quarantinedItems(tx, batch.jobId, QUARANTINE_PAGE_ITEMS, {
+          afterVideoId: after,
+          lock: !o.dryRun,
+        });
         const changes: Requalified[] = [];
         for (const row of rows) {
           const reason = reasonLabel(row.reasonCode);
@@ -215,17 +223,35 @@ export async function resinkQuarantined(
           }
           const outcome = classifyRawItem(r.raw, batch.kind);
           if (outcome.state === 'landed') {
-            changes.push({ videoId: row.videoId, state: 'landed', errorCode: outcome.errorCode, reason: null, reasonCode: null });
+            changes.push({
+              videoId: row.videoId,
+              state: 'landed',
+              errorCode: outcome.errorCode,
+              reason: null,
+              reasonCode: null,
+            });
             before.set(row.videoId, reason);
           } else if (outcome.state === 'failed' || outcome.state === 'retryable') {
-            changes.push({ videoId: row.videoId, state: outcome.state, errorCode: outcome.errorCode, reason: null, reasonCode: null });
+            changes.push({
+              videoId: row.videoId,
+              state: outcome.state,
+              errorCode: outcome.errorCode,
+              reason: null,
+              reasonCode: null,
+            });
             report.outcomes[outcome.state]++;
             note(reason, outcome.state, outcome.errorCode ?? undefined);
           } else {
             // still set aside ('processing' cannot come from a finished item's copy: keep it aside too)
             const code = outcome.state === 'quarantined' ? (outcome.reasonCode ?? null) : row.reasonCode;
             const why = outcome.state === 'quarantined' ? (outcome.reason ?? row.reason) : row.reason;
-            changes.push({ videoId: row.videoId, state: 'quarantined', errorCode: outcome.errorCode, reason: why, reasonCode: code });
+            changes.push({
+              videoId: row.videoId,
+              state: 'quarantined',
+              errorCode: outcome.errorCode,
+              reason: why,
+              reasonCode: code,
+            });
             report.outcomes.quarantined++;
             inc(report.stillQuarantined, reasonLabel(code));
             note(reason, 'quarantined', reasonLabel(code));
@@ -272,13 +298,18 @@ export async function resinkQuarantined(
   report.byReason = inReasonOrder(report.byReason);
   report.stillQuarantined = inReasonOrder(report.stillQuarantined);
   report.skipped = Object.fromEntries(
-    (Object.keys(QUARANTINE_SKIPS) as QuarantineSkip[]).filter((k) => report.skipped[k] !== undefined).map((k) => [k, report.skipped[k]]),
+    (Object.keys(QUARANTINE_SKIPS) as QuarantineSkip[])
+      .filter((k) => report.skipped[k] !== undefined)
+      .map((k) => [k, report.skipped[k]]),
   );
   report.transitions = [...transitions.values()].sort(
     (a, b) => reasonRank(a.reason) - reasonRank(b.reason) || a.outcome.localeCompare(b.outcome),
   );
   if (!o.dryRun && report.items > 0) {
-    log.info({ event: 'replay.resunk', items: report.items, ...report.outcomes, pending: report.pending, ...report.rows }, 'quarantined items re-sunk from raw');
+    log.info(
+      { event: 'replay.resunk', items: report.items, ...report.outcomes, pending: report.pending, ...report.rows },
+      'quarantined items re-sunk from raw',
+    );
   }
   return report;
 }
@@ -313,7 +344,10 @@ export interface PlanOptions {
   since?: Date | undefined;
 }
 
-export async function planResubmission(deps: Pick<PipelineDeps, 'sql' | 'settings'>, o: PlanOptions): Promise<ResubmitGroup[]> {
+export async function planResubmission(
+  deps: Pick<PipelineDeps, 'sql' | 'settings'>,
+  o: PlanOptions,
+): Promise<ResubmitGroup[]> {
   const { sql, settings } = deps;
   const groups: ResubmitGroup[] = [];
   for (const r of await retryableGroups(sql, o)) {
@@ -337,13 +371,21 @@ export async function planResubmission(deps: Pick<PipelineDeps, 'sql' | 'setting
  * each item with the batch that re-submits it, so it is never re-submitted twice. Only the first chunk of a
  * group goes now when the group exceeds one batch (one in-flight batch per source, kind, lang).
  */
-export async function resubmit(deps: PipelineDeps, groups: ResubmitGroup[]): Promise<{ jobIds: string[]; videos: number }> {
+export async function resubmit(
+  deps: PipelineDeps,
+  groups: ResubmitGroup[],
+): Promise<{ jobIds: string[]; videos: number }> {
   const ready = groups.filter((g) => g.blockedBy === null);
   const chunks = ready.map((g) => ({ ...g, videoIds: g.videoIds.slice(0, deps.settings.batchSize) }));
   const needed = chunks.reduce((n, g) => n + 1 + g.videoIds.length, 0);
   // through the guard every process shares: a daemon syncing at the same moment must see these
   // credits as taken (and a daily budget counts them), or both could spend the same credits
-  const check = await reserveCredits(deps, { sourceId: null, estimate: needed, what: 'this re-submission', reason: 'before-replay' });
+  const check = await reserveCredits(deps, {
+    sourceId: null,
+    estimate: needed,
+    what: 'this re-submission',
+    reason: 'before-replay',
+  });
   if (check.refused) throw check.refused;
   const { hold } = check;
 
@@ -356,7 +398,11 @@ export async function resubmit(deps: PipelineDeps, groups: ResubmitGroup[]): Pro
       const request =
         g.kind === 'video'
           ? { videoIds: g.videoIds }
-          : { videoIds: g.videoIds, ...(g.lang !== null ? { lang: g.lang } : {}), ...(g.textOnly ? { text: true } : {}) };
+          : {
+              videoIds: g.videoIds,
+              ...(g.lang !== null ? { lang: g.lang } : {}),
+              ...(g.textOnly ? { text: true } : {}),
+            };
       const submitted = await submitBatch(deps, {
         sourceId: g.sourceId,
         kind: g.kind,
@@ -388,7 +434,9 @@ export function planLostResubmission(deps: Pick<PipelineDeps, 'sql'>): Promise<S
  */
 export async function releaseLost(deps: PipelineDeps, lost: SubmissionRow[]): Promise<SyncResult[]> {
   for (const l of lost) {
-    await markSubmission(deps.sql, l.id, 'released', { detail: `${l.detail ?? ''} | released by replay --lost at ${new Date().toISOString()}` });
+    await markSubmission(deps.sql, l.id, 'released', {
+      detail: `${l.detail ?? ''} | released by replay --lost at ${new Date().toISOString()}`,
+    });
   }
   const sources = [...new Set(lost.map((l) => l.sourceId).filter((id): id is number => id !== null))];
   const syncs: SyncResult[] = [];

@@ -21,13 +21,25 @@ import { hostname } from 'node:os';
 import { AbortedError, ApiError, LimitExceededError, toApiError } from '../api/errors.ts';
 import { isRecordFresh } from '../db/channels.ts';
 import type { Queryable } from '../db/connection.ts';
-import { acquireSyncLease, releaseSyncLease, renewSyncLease, SYNC_LEASE_RENEW_MS, SYNC_LEASE_TTL_MS } from '../db/locks.ts';
+import {
+  acquireSyncLease,
+  releaseSyncLease,
+  renewSyncLease,
+  SYNC_LEASE_RENEW_MS,
+  SYNC_LEASE_TTL_MS,
+} from '../db/locks.ts';
 import { inFlightBatchKeys, markSourceError, markSourceSynced } from '../db/source-sync.ts';
 import { rememberedVideos } from '../db/source-videos.ts';
 import { getSource } from '../db/sources.ts';
 import type { Source } from '../db/schema.ts';
 import { lostBatchSubmissions, lostSubmissions, markSubmission, unresolvedSubmissions } from '../db/submissions.ts';
-import { finishSyncRun, lastListingCredits, recordHeldRun, recordListingCredits, startSyncRun } from '../db/sync-runs.ts';
+import {
+  finishSyncRun,
+  lastListingCredits,
+  recordHeldRun,
+  recordListingCredits,
+  startSyncRun,
+} from '../db/sync-runs.ts';
 import { describeHold, describeHoldKey, type UpstreamHoldRow } from '../db/upstream-holds.ts';
 import { readSyncFacts, releaseClaims } from '../db/video-sync.ts';
 import { dueReason } from '../domain/attempts.ts';
@@ -77,7 +89,10 @@ export interface SyncOptions {
 }
 
 /** After how long a stored video is fetched again in this sync (src/domain/attempts.ts); null: never. */
-export function refreshAfterOf(source: Pick<Source, 'refreshAfterMs'>, forceRefresh: boolean | undefined): number | null {
+export function refreshAfterOf(
+  source: Pick<Source, 'refreshAfterMs'>,
+  forceRefresh: boolean | undefined,
+): number | null {
   return forceRefresh ? 0 : source.refreshAfterMs;
 }
 
@@ -91,7 +106,11 @@ const SYNC_LEASE_HOLDER = `${hostname()}:${process.pid}:${randomBytes(4).toStrin
 const syncingHere = new Set<number>();
 
 export async function syncSource(deps: PipelineDeps, sourceId: number, opts: SyncOptions = {}): Promise<SyncResult> {
-  const busy = (): SyncResult => ({ ...emptyResult(sourceId), outcome: 'in-flight', detail: 'another process is syncing this source' });
+  const busy = (): SyncResult => ({
+    ...emptyResult(sourceId),
+    outcome: 'in-flight',
+    detail: 'another process is syncing this source',
+  });
   if (syncingHere.has(sourceId)) return busy();
   syncingHere.add(sourceId);
   try {
@@ -108,7 +127,10 @@ export async function syncSource(deps: PipelineDeps, sourceId: number, opts: Syn
       await releaseSyncLease(deps.sql, sourceId, SYNC_LEASE_HOLDER).catch((err: unknown) => {
         // the sync's own outcome (or error) matters more; the lease lapses by itself, and this
         // process's next sync of the source takes it back at once
-        deps.log.warn({ event: 'sync.lease_failed', sourceId, step: 'release', err }, 'could not release the sync lease; it expires by itself');
+        deps.log.warn(
+          { event: 'sync.lease_failed', sourceId, step: 'release', err },
+          'could not release the sync lease; it expires by itself',
+        );
       });
     }
   } finally {
@@ -122,10 +144,16 @@ function keepLease(deps: PipelineDeps, sourceId: number): { stop(): Promise<void
   const renew = async () => {
     try {
       if (!(await renewSyncLease(deps.sql, sourceId, SYNC_LEASE_HOLDER, SYNC_LEASE_TTL_MS))) {
-        deps.log.warn({ event: 'sync.lease_failed', sourceId, step: 'renew', lost: true }, 'the sync lease expired and was taken by another process');
+        deps.log.warn(
+          { event: 'sync.lease_failed', sourceId, step: 'renew', lost: true },
+          'the sync lease expired and was taken by another process',
+        );
       }
     } catch (err: unknown) {
-      deps.log.warn({ event: 'sync.lease_failed', sourceId, step: 'renew', lost: false, err }, 'could not renew the sync lease; trying again');
+      deps.log.warn(
+        { event: 'sync.lease_failed', sourceId, step: 'renew', lost: false, err },
+        'could not renew the sync lease; trying again',
+      );
     }
   };
   const timer = setInterval(() => {
@@ -141,10 +169,23 @@ function keepLease(deps: PipelineDeps, sourceId: number): { stop(): Promise<void
 }
 
 function emptyResult(sourceId: number): SyncResult {
-  return { sourceId, outcome: 'up-to-date', jobIds: [], listed: 0, submitted: 0, creditsEstimated: 0, listingCredits: 0 };
+  return {
+    sourceId,
+    outcome: 'up-to-date',
+    jobIds: [],
+    listed: 0,
+    submitted: 0,
+    creditsEstimated: 0,
+    listingCredits: 0,
+  };
 }
 
-async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOptions, billing: BillingScope): Promise<SyncResult> {
+async function syncLocked(
+  deps: PipelineDeps,
+  sourceId: number,
+  opts: SyncOptions,
+  billing: BillingScope,
+): Promise<SyncResult> {
   const { sql, log, settings } = deps;
   const source = await getSource(deps.db, sourceId);
   const result = emptyResult(sourceId);
@@ -185,11 +226,22 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
     await finish('refused-credits');
     if (refusal instanceof BudgetRefusedError) {
       log.warn(
-        { event: 'sync.refused_budget', sourceId, limit: refusal.limit, needed: refusal.needed, available: refusal.available, budget: refusal.budget, spent: refusal.spent },
+        {
+          event: 'sync.refused_budget',
+          sourceId,
+          limit: refusal.limit,
+          needed: refusal.needed,
+          available: refusal.available,
+          budget: refusal.budget,
+          spent: refusal.spent,
+        },
         'sync refused: the daily credit budget is spent',
       );
     } else {
-      log.warn({ event: 'sync.refused_credits', sourceId, needed: refusal.needed, available: refusal.available }, 'sync refused: not enough credits');
+      log.warn(
+        { event: 'sync.refused_credits', sourceId, needed: refusal.needed, available: refusal.available },
+        'sync refused: not enough credits',
+      );
     }
     return result;
   };
@@ -199,7 +251,10 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
     result.creditsEstimated = 0;
     if (detail !== undefined) result.detail = detail;
     await finish('up-to-date');
-    log.info({ event: 'sync.up_to_date', sourceId, listed: result.listed, listingCredits: result.listingCredits }, 'source up to date');
+    log.info(
+      { event: 'sync.up_to_date', sourceId, listed: result.listed, listingCredits: result.listingCredits },
+      'source up to date',
+    );
     if (upstreamHolds.length > 0) await liftHolds(deps);
     return result;
   };
@@ -207,7 +262,8 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
   try {
     const signal = opts.signal;
     const stopIfAborted = () => {
-      if (signal?.aborted) throw new AbortedError({ message: `sync of source ${sourceId}: aborted`, cause: signal.reason });
+      if (signal?.aborted)
+        throw new AbortedError({ message: `sync of source ${sourceId}: aborted`, cause: signal.reason });
     };
     await resolveSubmissions(deps, sourceId, signal);
     stopIfAborted();
@@ -268,7 +324,12 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
         if (hold === undefined || hold.left() < estimate) {
           await releaseHold(deps, hold, sourceId);
           hold = undefined;
-          const check = await reserveCredits(deps, { sourceId, estimate, sourceBudget: source.maxCreditsPerDay, signal });
+          const check = await reserveCredits(deps, {
+            sourceId,
+            estimate,
+            sourceBudget: source.maxCreditsPerDay,
+            signal,
+          });
           if (check.refused) return await refusedCredits(check.refused, check.accountLeft);
           hold = check.hold;
         }
@@ -276,8 +337,12 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
           stopIfAborted();
           if (!(await hold.renew())) {
             // stalled past CREDIT_RESERVATION_TTL_MS: others no longer count these credits
-            result.detail = 'the credit reservation expired before every batch was sent; the rest is due at the next sync';
-            log.warn({ event: 'credits.reservation_lapsed', sourceId, sent: result.jobIds.length, planned: planned.length }, 'credit reservation expired: submitting no more batches this sync');
+            result.detail =
+              'the credit reservation expired before every batch was sent; the rest is due at the next sync';
+            log.warn(
+              { event: 'credits.reservation_lapsed', sourceId, sent: result.jobIds.length, planned: planned.length },
+              'credit reservation expired: submitting no more batches this sync',
+            );
             break;
           }
           // the due list again, under the claim lock: another source's sync may have claimed some
@@ -288,7 +353,8 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
             request: batch.request,
             credits: batch.credits,
             textOnly: source.textOnly,
-            claimDue: (tx, ids) => dueVideoIds(tx, settings, batch.kind, batch.lang, ids, !source.textOnly, refreshAfter),
+            claimDue: (tx, ids) =>
+              dueVideoIds(tx, settings, batch.kind, batch.lang, ids, !source.textOnly, refreshAfter),
             hold,
             signal,
           });
@@ -319,7 +385,14 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
     result.outcome = 'submitted';
     await finish('submitted');
     log.info(
-      { event: 'sync.submitted', sourceId, jobIds: result.jobIds, videos: result.submitted, credits: result.creditsEstimated, listingCredits: result.listingCredits },
+      {
+        event: 'sync.submitted',
+        sourceId,
+        jobIds: result.jobIds,
+        videos: result.submitted,
+        credits: result.creditsEstimated,
+        listingCredits: result.listingCredits,
+      },
       'batches submitted',
     );
     if (upstreamHolds.length > 0) await liftHolds(deps);
@@ -346,7 +419,11 @@ async function syncLocked(deps: PipelineDeps, sourceId: number, opts: SyncOption
  * and language wanted, at 1 + 1 per video per batch. 0 (ask for nothing more) when the source has
  * no limit to bound it.
  */
-export function batchesCostBound(source: Pick<Source, 'maxVideos'>, wanted: readonly unknown[], batchSize: number): number {
+export function batchesCostBound(
+  source: Pick<Source, 'maxVideos'>,
+  wanted: readonly unknown[],
+  batchSize: number,
+): number {
   if (source.maxVideos === null) return 0;
   return wanted.length * (Math.ceil(source.maxVideos / Math.max(1, batchSize)) + source.maxVideos);
 }
@@ -355,10 +432,19 @@ export function batchesCostBound(source: Pick<Source, 'maxVideos'>, wanted: read
  * Let a hold's unspent credits go. A failure only leaves them counted until the reservation
  * expires (erring on refusing), so it is logged, never thrown over the sync's own outcome.
  */
-async function releaseHold(deps: Pick<PipelineDeps, 'log'>, hold: CreditHold | undefined, sourceId: number): Promise<void> {
-  await hold?.release().catch((err: unknown) =>
-    deps.log.warn({ event: 'credits.release_failed', sourceId, err }, 'could not release a credit reservation; it counts until it expires'),
-  );
+async function releaseHold(
+  deps: Pick<PipelineDeps, 'log'>,
+  hold: CreditHold | undefined,
+  sourceId: number,
+): Promise<void> {
+  await hold
+    ?.release()
+    .catch((err: unknown) =>
+      deps.log.warn(
+        { event: 'credits.release_failed', sourceId, err },
+        'could not release a credit reservation; it counts until it expires',
+      ),
+    );
 }
 
 /** What a sync of `source` pays before any batch: its listing, and its record when stale. */
@@ -374,7 +460,10 @@ export interface ListingEstimate {
 
 export async function listingEstimate(sql: Queryable, source: Source): Promise<ListingEstimate> {
   const price = LISTING_PRICE[source.kind];
-  const refresh = price.record !== null && !(await isRecordFresh(sql, price.record, source.externalId, SOURCE_METADATA_REFRESH_MS)) ? 1 : 0;
+  const refresh =
+    price.record !== null && !(await isRecordFresh(sql, price.record, source.externalId, SOURCE_METADATA_REFRESH_MS))
+      ? 1
+      : 0;
   if (!price.perPage) return { refresh, listing: price.listing, credits: refresh + price.listing };
   const pages = Math.max(1, (await lastListingCredits(sql, source.id)) ?? 1);
   return { refresh, listing: price.listing * pages, credits: refresh + price.listing * pages, pages };
@@ -426,18 +515,26 @@ export async function planBatches(
  * in flight or a POST whose answer was lost after the account was charged (submitting again
  * could pay twice; a person decides: replay --lost).
  */
-export async function wantedNow(deps: Pick<PipelineDeps, 'sql'>, source: Source): Promise<{ kind: BatchKind; lang: string | null }[]> {
+export async function wantedNow(
+  deps: Pick<PipelineDeps, 'sql'>,
+  source: Source,
+): Promise<{ kind: BatchKind; lang: string | null }[]> {
   const key = (kind: BatchKind, lang: string | null) => `${kind}/${lang ?? ''}`;
   const busy = new Set((await inFlightBatchKeys(deps.sql, source.id)).map((b) => key(b.kind, b.lang)));
   for (const l of await lostBatchSubmissions(deps.sql, source.id)) busy.add(key(l.kind, l.lang));
   const langs: (string | null)[] = source.langs.length > 0 ? source.langs : [null];
-  return [{ kind: 'video' as const, lang: null }, ...langs.map((lang) => ({ kind: 'transcript' as const, lang }))].filter(
-    (w) => !busy.has(key(w.kind, w.lang)),
-  );
+  return [
+    { kind: 'video' as const, lang: null },
+    ...langs.map((lang) => ({ kind: 'transcript' as const, lang })),
+  ].filter((w) => !busy.has(key(w.kind, w.lang)));
 }
 
 /** This listing in its order, then every video the source listed before and no longer lists. */
-export async function candidatesOf(deps: Pick<PipelineDeps, 'sql'>, source: Source, listed: readonly string[]): Promise<string[]> {
+export async function candidatesOf(
+  deps: Pick<PipelineDeps, 'sql'>,
+  source: Source,
+  listed: readonly string[],
+): Promise<string[]> {
   const seen = new Set(listed);
   const earlier = (await rememberedVideos(deps.sql, source.id)).filter((id) => !seen.has(id));
   return [...listed, ...earlier];
@@ -478,7 +575,11 @@ export async function dueVideoIds(
  * POST, nothing was created (this sync submits again); if they moved, it probably was created
  * and cannot be read without its job ID: `lost`, not re-submitted automatically.
  */
-async function resolveSubmissions(deps: PipelineDeps, sourceId: number, signal: AbortSignal | undefined): Promise<void> {
+async function resolveSubmissions(
+  deps: PipelineDeps,
+  sourceId: number,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   const { sql, api, log } = deps;
   const pending = await unresolvedSubmissions(sql, sourceId, SUBMISSION_STALE_SENDING_MS);
   if (pending.length === 0) return;
@@ -492,7 +593,10 @@ async function resolveSubmissions(deps: PipelineDeps, sourceId: number, signal: 
         });
         await releaseClaims(tx, p.id);
       });
-      log.warn({ event: 'submission.not_created', sourceId, submission: p.id, kind: p.kind, lang: p.lang }, 'lost batch POST was not created upstream: submitting again');
+      log.warn(
+        { event: 'submission.not_created', sourceId, submission: p.id, kind: p.kind, lang: p.lang },
+        'lost batch POST was not created upstream: submitting again',
+      );
       continue;
     }
     const detail =
@@ -502,7 +606,14 @@ async function resolveSubmissions(deps: PipelineDeps, sourceId: number, signal: 
     await markSubmission(sql, p.id, 'lost', { detail });
     await markSourceError(sql, sourceId, 'answer-lost', detail);
     log.error(
-      { event: 'submission.lost', sourceId, submission: p.id, kind: p.kind, lang: p.lang, creditsEstimated: p.creditsEstimated },
+      {
+        event: 'submission.lost',
+        sourceId,
+        submission: p.id,
+        kind: p.kind,
+        lang: p.lang,
+        creditsEstimated: p.creditsEstimated,
+      },
       'lost batch POST was probably created upstream: not re-submitted',
     );
   }
@@ -529,7 +640,13 @@ async function skipHeld(deps: PipelineDeps, sourceId: number, holds: readonly Up
   const { firstOfHold } = await recordHeldRun(deps.sql, sourceId, detail, newest);
   if (firstOfHold) {
     deps.log.warn(
-      { event: 'sync.held', sourceId, holds: codes, keyFingerprint: deps.api.keyFingerprint, since: newest.toISOString() },
+      {
+        event: 'sync.held',
+        sourceId,
+        holds: codes,
+        keyFingerprint: deps.api.keyFingerprint,
+        since: newest.toISOString(),
+      },
       `scheduled sync skipped, and every tick after it while the hold stands (sync_runs outcome held; logged once per source and hold): ${describeHold(holds[0]!)}`,
     );
   }

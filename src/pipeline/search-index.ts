@@ -79,7 +79,10 @@ export function startSearchIndexer(
         if (stopping.signal.aborted) return;
         // logged once per outage (a read-only standby or an unreachable Postgres lasts a while)
         if (!failing) {
-          deps.log.warn({ event: 'search_index.failed', readOnly: isReadOnlyError(err), err }, 'search indexer failed; it tries again');
+          deps.log.warn(
+            { event: 'search_index.failed', readOnly: isReadOnlyError(err), err },
+            'search indexer failed; it tries again',
+          );
         }
         failing = true;
       }

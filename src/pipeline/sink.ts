@@ -56,8 +56,11 @@ export async function sinkBatch(
       const bad: { videoId: string; reason: string; reasonCode: QuarantineReason }[] = [];
       for (const it of items) {
         // a payload read from the jsonb column: the transcript chunks are copied from there
-        const outcome = itemRow(rowBatch, it.videoId, it.payload, { payloadLanded: it.payload !== undefined && it.payloadRaw === null });
-        if (outcome.table === null) bad.push({ videoId: it.videoId, reason: outcome.reason, reasonCode: outcome.reasonCode });
+        const outcome = itemRow(rowBatch, it.videoId, it.payload, {
+          payloadLanded: it.payload !== undefined && it.payloadRaw === null,
+        });
+        if (outcome.table === null)
+          bad.push({ videoId: it.videoId, reason: outcome.reason, reasonCode: outcome.reasonCode });
         else rows.push({ videoId: it.videoId, row: outcome });
       }
       // One value Postgres rejects despite the checks above must not hold back the chunk (nor,
@@ -65,12 +68,28 @@ export async function sinkBatch(
       const counts = noRowCounts();
       const isolated = await writeIsolating(tx, rows, async (sp, part) => {
         const ids = part.map((r) => r.videoId);
-        addRowCounts(counts, await upsertItemRows(sp, part.map((r) => r.row)));
+        addRowCounts(
+          counts,
+          await upsertItemRows(
+            sp,
+            part.map((r) => r.row),
+          ),
+        );
         result.sunk += await markSunk(sp, jobId, ids);
-        await markSinkOutcome(sp, jobId, ids, 'sunk', part.map((r) => (r.row.table === 'transcripts' ? r.row.row.lang : null)));
+        await markSinkOutcome(
+          sp,
+          jobId,
+          ids,
+          'sunk',
+          part.map((r) => (r.row.table === 'transcripts' ? r.row.row.lang : null)),
+        );
       });
       for (const r of isolated.rejected) {
-        bad.push({ videoId: r.item.videoId, reason: `Postgres cannot store it: ${r.message}`, reasonCode: 'unstorable' });
+        bad.push({
+          videoId: r.item.videoId,
+          reason: `Postgres cannot store it: ${r.message}`,
+          reasonCode: 'unstorable',
+        });
       }
       chunkCounts = counts;
       const table = batch.kind === 'video' ? 'videos' : 'transcripts';
@@ -79,7 +98,12 @@ export async function sinkBatch(
       result.unchanged += counts[table].unchanged;
       result.quarantined += await markQuarantined(tx, jobId, bad);
       // set aside for a person: never re-submitted automatically
-      await markSinkOutcome(tx, jobId, bad.map((b) => b.videoId), 'quarantined');
+      await markSinkOutcome(
+        tx,
+        jobId,
+        bad.map((b) => b.videoId),
+        'quarantined',
+      );
       return items.length;
     });
     // reported only now that the chunk has committed (a rolled-back chunk wrote nothing)
@@ -90,7 +114,10 @@ export async function sinkBatch(
     log.info({ event: 'sink.done', ...result }, 'batch sunk');
   }
   if (result.quarantined > 0) {
-    log.warn({ event: 'sink.quarantined', jobId, quarantined: result.quarantined }, 'items quarantined by the sink (kept raw with the reason)');
+    log.warn(
+      { event: 'sink.quarantined', jobId, quarantined: result.quarantined },
+      'items quarantined by the sink (kept raw with the reason)',
+    );
   }
   return result;
 }

@@ -54,7 +54,10 @@ export function parseSource(input: NewSourceInput): SourceSpec {
   return adapterFor(spec.kind).parse(spec);
 }
 
-export async function registerSource(deps: Pick<PipelineDeps, 'sql' | 'db' | 'api'> & Partial<Pick<PipelineDeps, 'log'>>, input: NewSourceInput): Promise<Source> {
+export async function registerSource(
+  deps: Pick<PipelineDeps, 'sql' | 'db' | 'api'> & Partial<Pick<PipelineDeps, 'log'>>,
+  input: NewSourceInput,
+): Promise<Source> {
   const spec = parseSource(input);
   const resolved = await adapterFor(spec.kind)
     .resolve(deps, spec)

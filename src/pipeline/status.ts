@@ -17,14 +17,26 @@ import { billedBetween, billedByDay, billedBySource, type BilledDay, type Billed
 import { firstCreditSnapshotWithin, latestCreditSnapshot } from '../db/credit-snapshots.ts';
 import { itemErrorCodeCounts, itemStateCounts, type ItemErrorCount } from '../db/item-counts.ts';
 import {
-  languageCoverage, outcomeCounts, outcomeErrorCounts, sourceLanguageCoverage, totalOutcomes, type OutcomeCounts,
+  languageCoverage,
+  outcomeCounts,
+  outcomeErrorCounts,
+  sourceLanguageCoverage,
+  totalOutcomes,
+  type OutcomeCounts,
 } from '../db/video-outcomes.ts';
 import { goneCounts } from '../db/videos.ts';
 import type { LanguageCoverage } from '../domain/coverage.ts';
 import type { BatchKind } from '../domain/batches.ts';
 import { latestPruneRun } from '../db/prune-runs.ts';
 import { quarantineCounts } from '../db/quarantine.ts';
-import { countSyncedBefore, sourceBuckets, sourcesInGroups, type SourceGroupRef, type SourceWithStats, type SyncedSide } from '../db/source-stats.ts';
+import {
+  countSyncedBefore,
+  sourceBuckets,
+  sourcesInGroups,
+  type SourceGroupRef,
+  type SourceWithStats,
+  type SyncedSide,
+} from '../db/source-stats.ts';
 import { tableStorage, type TableStorage } from '../db/storage.ts';
 import { listEndpoints, PENDING_COUNT_CAP } from '../db/webhooks.ts';
 import type { ItemState } from '../domain/items.ts';
@@ -46,19 +58,37 @@ export type SourceStatus = Omit<SourceWithStats, 'lastSyncedAt' | 'lastErrorAt'>
 export interface HoldsStatus {
   /** account-level refusals (key, plan, credits): scheduled work makes no API call while one stands */
   upstreamHolds: {
-    code: string; scope: string; reason: string; since: string; message: string;
+    code: string;
+    scope: string;
+    reason: string;
+    since: string;
+    message: string;
     /** the refused key's fingerprint (src/api/key-fingerprint.ts): only processes using that key are held; null: every key (a hold older than 0007) */
     keyFingerprint: string | null;
   }[];
   /** the latest holds set and lifted, newest first (a hold a daemon lifted by itself shows here) */
   holdEvents: { code: string; event: string; reason: string | null; at: string; keyFingerprint: string | null }[];
   /** batch POSTs whose answer was lost after the account was charged: not re-submitted until `replay --lost` */
-  lostSubmissions: { id: number; sourceId: number | null; kind: string; lang: string | null; creditsEstimated: number; at: string; detail: string | null }[];
+  lostSubmissions: {
+    id: number;
+    sourceId: number | null;
+    kind: string;
+    lang: string | null;
+    creditsEstimated: number;
+    at: string;
+    detail: string | null;
+  }[];
 }
 
 /** Videos by the state their latest item left them in, of one kind and language or summed. */
 export interface OutcomeTotals {
-  landed: number; sunk: number; failed: number; retryable: number; retryablePending: number; quarantined: number; processing: number;
+  landed: number;
+  sunk: number;
+  failed: number;
+  retryable: number;
+  retryablePending: number;
+  quarantined: number;
+  processing: number;
 }
 
 /** A latest error code: videos whose latest item of that kind and language carried it. */
@@ -236,11 +266,28 @@ export async function readHolds(sql: Queryable): Promise<HoldsStatus> {
   const lost = await lostSubmissions(sql);
   return {
     upstreamHolds: holds.map((h) => ({
-      code: h.code, scope: h.scope, reason: h.reason, since: h.since.toISOString(), message: describeHold(h), keyFingerprint: h.keyFingerprint,
+      code: h.code,
+      scope: h.scope,
+      reason: h.reason,
+      since: h.since.toISOString(),
+      message: describeHold(h),
+      keyFingerprint: h.keyFingerprint,
     })),
-    holdEvents: events.map((e) => ({ code: e.code, event: e.event, reason: e.reason, at: e.at.toISOString(), keyFingerprint: e.keyFingerprint })),
+    holdEvents: events.map((e) => ({
+      code: e.code,
+      event: e.event,
+      reason: e.reason,
+      at: e.at.toISOString(),
+      keyFingerprint: e.keyFingerprint,
+    })),
     lostSubmissions: lost.map((l) => ({
-      id: l.id, sourceId: l.sourceId, kind: l.kind, lang: l.lang, creditsEstimated: l.creditsEstimated, at: l.createdAt.toISOString(), detail: l.detail,
+      id: l.id,
+      sourceId: l.sourceId,
+      kind: l.kind,
+      lang: l.lang,
+      creditsEstimated: l.creditsEstimated,
+      at: l.createdAt.toISOString(),
+      detail: l.detail,
     })),
   };
 }
@@ -362,10 +409,20 @@ export async function readSourcesPage(q: Queryable, now: Date, opts: SourcesPage
     for (const [side, sources, lastSyncedAt] of sides) {
       if (sources === 0) continue;
       const freshness = freshnessOf({ paused: b.paused, cron: b.cron, lastSyncedAt }, now, lastDue);
-      groups.push({ cron: b.cron, paused: b.paused, hasError: b.hasError, side, dueAt, sources, freshness, rank: attentionRank(b.hasError, freshness) });
+      groups.push({
+        cron: b.cron,
+        paused: b.paused,
+        hasError: b.hasError,
+        side,
+        dueAt,
+        sources,
+        freshness,
+        rank: attentionRank(b.hasError, freshness),
+      });
     }
   }
-  const count = (pick: (g: (typeof groups)[number]) => boolean) => groups.reduce((n, g) => n + (pick(g) ? g.sources : 0), 0);
+  const count = (pick: (g: (typeof groups)[number]) => boolean) =>
+    groups.reduce((n, g) => n + (pick(g) ? g.sources : 0), 0);
   const total = count(() => true);
   const perPage = opts.perPage === 'all' ? Math.max(1, total) : opts.perPage;
   const pages = Math.max(1, Math.ceil(total / perPage));
@@ -421,7 +478,10 @@ export type RecentBatch = BatchProgress & { retryablePending: number };
 /** Batches that ended within the last 24 hours, the latest first, with their progress. */
 export async function readRecentBatches(sql: Queryable): Promise<RecentBatch[]> {
   const batches = await batchProgress(sql, await recentlyEndedJobIds(sql, STATUS_RECENT_MS, STATUS_RECENT_BATCHES));
-  const pending = await retryablePendingByBatch(sql, batches.filter((b) => b.retryable > 0).map((b) => b.jobId));
+  const pending = await retryablePendingByBatch(
+    sql,
+    batches.filter((b) => b.retryable > 0).map((b) => b.jobId),
+  );
   return batches.map((b) => ({ ...b, retryablePending: pending.get(b.jobId) ?? 0 }));
 }
 
@@ -449,7 +509,13 @@ export async function readItems(sql: Queryable): Promise<ItemsStatus> {
   const now = totalOutcomes(outcomes);
   return {
     items: totalsOf(now, now.retryable),
-    itemErrors: latestErrors.map((e) => ({ kind: e.kind, lang: e.lang, errorCode: e.errorCode, state: e.state, items: e.videos })),
+    itemErrors: latestErrors.map((e) => ({
+      kind: e.kind,
+      lang: e.lang,
+      errorCode: e.errorCode,
+      state: e.state,
+      items: e.videos,
+    })),
     outcomes: outcomes.map((o) => ({ kind: o.kind, lang: o.lang, ...totalsOf(o.byState, o.byState.retryable) })),
     languageCoverage: coverage,
     history: { items: totalsOf(history.byState, history.retryablePending), itemErrors: historyErrors },
@@ -465,7 +531,8 @@ export async function readItems(sql: Queryable): Promise<ItemsStatus> {
 export async function withCoverage(sql: Queryable, rows: SourceStatus[]): Promise<SourceStatus[]> {
   const asking = rows.filter((r) => r.langs.length > 0).map((r) => r.id);
   const bySource = new Map<number, LanguageCoverage[]>();
-  for (const { sourceId, ...c } of await sourceLanguageCoverage(sql, asking)) bySource.set(sourceId, [...(bySource.get(sourceId) ?? []), c]);
+  for (const { sourceId, ...c } of await sourceLanguageCoverage(sql, asking))
+    bySource.set(sourceId, [...(bySource.get(sourceId) ?? []), c]);
   return rows.map((r) => ({ ...r, coverage: bySource.get(r.id) ?? [] }));
 }
 
@@ -484,12 +551,14 @@ export async function readCredits(sql: Queryable): Promise<CreditsStatus> {
     organizationId: snap?.organizationId ?? null,
     maxCredits: snap?.maxCredits ?? null,
     usedCredits: snap?.usedCredits ?? null,
-    remaining: snap && snap.maxCredits !== null && snap.usedCredits !== null ? snap.maxCredits - snap.usedCredits : null,
+    remaining:
+      snap && snap.maxCredits !== null && snap.usedCredits !== null ? snap.maxCredits - snap.usedCredits : null,
     takenAt: iso(snap?.takenAt),
     estimatedAllTime,
     // negative when a new billing period started in between: unknown then
     usedLast24h,
-    billedLast24h: usedLast24h !== null && dayAgo && snap ? await billedBetween(sql, dayAgo.takenAt, snap.takenAt) : null,
+    billedLast24h:
+      usedLast24h !== null && dayAgo && snap ? await billedBetween(sql, dayAgo.takenAt, snap.takenAt) : null,
     billedByDay: byDay,
     billedTodayBySource: await billedBySource(sql, new Date(`${today}T00:00:00Z`), BILLED_SOURCES_SHOWN),
   };
@@ -519,7 +588,9 @@ export function describePrune(p: PruneStatus, bytes: (n: number) => string): str
     .filter(([, f]) => f.rows > 0)
     .map(([table, f]) => `${table} ${f.rows} row(s), ${bytes(f.bytes)}`);
   const total = Object.values(p.freed).reduce((n, f) => n + f.bytes, 0);
-  return parts.length === 0 ? `${p.trigger} prune: nothing to free` : `${p.trigger} prune freed ${bytes(total)}: ${parts.join('; ')}`;
+  return parts.length === 0
+    ? `${p.trigger} prune: nothing to free`
+    : `${p.trigger} prune freed ${bytes(total)}: ${parts.join('; ')}`;
 }
 
 /** Webhook endpoints with their health; pending counts stop at PENDING_COUNT_CAP + 1. */
@@ -544,7 +615,9 @@ export interface CollectStatusOptions {
 }
 
 export async function collectStatus(sql: Queryable, opts: CollectStatusOptions = {}): Promise<StatusReport> {
-  const page = await readSourcesPage(sql, await databaseNow(sql), { perPage: opts.allSources ? 'all' : STATUS_SOURCES_SHOWN });
+  const page = await readSourcesPage(sql, await databaseNow(sql), {
+    perPage: opts.allSources ? 'all' : STATUS_SOURCES_SHOWN,
+  });
   const inFlight = await batchProgress(sql, await inFlightJobIds(sql));
   const recent = await readRecentBatches(sql);
   const batchesByStatus = await batchCountsByStatus(sql);

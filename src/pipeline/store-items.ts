@@ -14,14 +14,29 @@
 import type { BatchItem } from '../api/schemas.ts';
 import type { Queryable } from '../db/connection.ts';
 import { writeIsolating, type Transaction } from '../db/isolate.ts';
-import { landRecords, setAsideRecord, toLandRecord, type LandItem, type LandRecord, type LandResult } from '../db/items.ts';
+import {
+  landRecords,
+  setAsideRecord,
+  toLandRecord,
+  type LandItem,
+  type LandRecord,
+  type LandResult,
+} from '../db/items.ts';
 import { addSourceVideos } from '../db/source-videos.ts';
 import { recordOutcomes } from '../db/video-sync.ts';
 import { markGone } from '../db/videos.ts';
 import type { BatchKind } from '../domain/batches.ts';
 import { isGoneCode } from '../domain/items.ts';
 import type { PipelineDeps } from './deps.ts';
-import { addRowCounts, itemRow, noRowCounts, upsertItemRows, type ItemRow, type RowBatch, type RowCounts } from './item-rows.ts';
+import {
+  addRowCounts,
+  itemRow,
+  noRowCounts,
+  upsertItemRows,
+  type ItemRow,
+  type RowBatch,
+  type RowCounts,
+} from './item-rows.ts';
 
 /** An item ready to store: its record, and the row to write when it was delivered. */
 export interface PreparedItem {
@@ -49,7 +64,8 @@ export function prepareItem(batch: RowBatch, item: LandItem, validated?: BatchIt
   const record = toLandRecord(item);
   if (record.state !== 'landed') return { record };
   const outcome = itemRow(batch, record.videoId, item.payload, { validated, payloadLanded: record.json !== null });
-  if (outcome.table === null) return { record: { ...record, state: 'quarantined', reason: outcome.reason, reasonCode: outcome.reasonCode } };
+  if (outcome.table === null)
+    return { record: { ...record, state: 'quarantined', reason: outcome.reason, reasonCode: outcome.reasonCode } };
   return { record: { ...record, state: 'sunk' }, row: outcome };
 }
 
@@ -96,20 +112,48 @@ async function storeItems(
   items: readonly PreparedItem[],
   settings: Pick<PipelineDeps['settings'], 'transcriptRecheckMs' | 'landChunkSize'>,
 ): Promise<{ rows: LandResult['rows']; counts: RowCounts }> {
-  const { rows } = await landRecords(tx, batch.jobId, items.map((p) => p.record), settings.landChunkSize);
+  const { rows } = await landRecords(
+    tx,
+    batch.jobId,
+    items.map((p) => p.record),
+    settings.landChunkSize,
+  );
   // only what this statement landed: an item landed before (another poll, an older version) is
   // the sink's, and a row is only ever written from the landed copy of its item
   const sunk = new Set(rows.filter((r) => r.state === 'sunk').map((r) => r.videoId));
-  const counts = await upsertItemRows(tx, items.flatMap((p) => (p.row && sunk.has(p.record.videoId) ? [p.row] : [])));
+  const counts = await upsertItemRows(
+    tx,
+    items.flatMap((p) => (p.row && sunk.has(p.record.videoId) ? [p.row] : [])),
+  );
   // a repeated copy (`id#n`) or a key kept in its JSON form is not the video itself
   const videos = rows.filter((r) => !r.videoId.includes('#') && !r.videoId.startsWith('"'));
   // the language each stored transcript came in (the interface falls back to another one)
-  const langOf = new Map(items.flatMap((p) => (p.row?.table === 'transcripts' ? [[p.record.videoId, p.row.row.lang] as const] : [])));
-  const outcomes = videos.map((r) => (r.state === 'sunk' && langOf.has(r.videoId) ? { ...r, deliveredLang: langOf.get(r.videoId) } : r));
-  await recordOutcomes(tx, { jobId: batch.jobId, kind: batch.kind, lang: batch.lang }, outcomes, settings.transcriptRecheckMs);
+  const langOf = new Map(
+    items.flatMap((p) => (p.row?.table === 'transcripts' ? [[p.record.videoId, p.row.row.lang] as const] : [])),
+  );
+  const outcomes = videos.map((r) =>
+    r.state === 'sunk' && langOf.has(r.videoId) ? { ...r, deliveredLang: langOf.get(r.videoId) } : r,
+  );
+  await recordOutcomes(
+    tx,
+    { jobId: batch.jobId, kind: batch.kind, lang: batch.lang },
+    outcomes,
+    settings.transcriptRecheckMs,
+  );
   // a stored video a batch now reports not-found or forbidden keeps its rows, marked gone
-  await markGone(tx, batch.jobId, videos.flatMap((r) => (r.state === 'failed' && isGoneCode(r.errorCode) ? [{ videoId: r.videoId, reason: r.errorCode }] : [])));
-  if (batch.sourceId !== null) await addSourceVideos(tx, batch.sourceId, videos.map((r) => r.videoId));
+  await markGone(
+    tx,
+    batch.jobId,
+    videos.flatMap((r) =>
+      r.state === 'failed' && isGoneCode(r.errorCode) ? [{ videoId: r.videoId, reason: r.errorCode }] : [],
+    ),
+  );
+  if (batch.sourceId !== null)
+    await addSourceVideos(
+      tx,
+      batch.sourceId,
+      videos.map((r) => r.videoId),
+    );
   return { rows, counts };
 }
 

@@ -2,13 +2,26 @@
  * Submitting one batch: claim its videos, POST it once, record it, enqueue its poll. Used by the
  * scheduler (a sync's batches) and by replay (a person's re-submission).
  */
-import { AbortedError, ApiError, InternalError, NetworkError, SchemaMismatchError, TimeoutError } from '../api/errors.ts';
+import {
+  AbortedError,
+  ApiError,
+  InternalError,
+  NetworkError,
+  SchemaMismatchError,
+  TimeoutError,
+} from '../api/errors.ts';
 import type { TranscriptBatchRequest, VideoBatchRequest } from '../api/schemas.ts';
 import { insertSubmittedBatch, markRetryableTakenUp } from '../db/batch-records.ts';
 import type { Queryable } from '../db/connection.ts';
 import { lockClaims } from '../db/locks.ts';
 import { markSubmission, recordSending } from '../db/submissions.ts';
-import { CLAIMS_STATS_REFRESH_MIN, claimVideos, pointClaimsAt, refreshVideoSyncStats, releaseClaims } from '../db/video-sync.ts';
+import {
+  CLAIMS_STATS_REFRESH_MIN,
+  claimVideos,
+  pointClaimsAt,
+  refreshVideoSyncStats,
+  releaseClaims,
+} from '../db/video-sync.ts';
 import type { BatchKind } from '../domain/batches.ts';
 import { pollJobId } from '../queues/names.ts';
 import type { CreditHold } from './credits.ts';
@@ -95,7 +108,11 @@ export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): 
       credits,
       usedCreditsBefore: before.usedCredits,
     });
-    await claimVideos(tx, { kind: input.kind, lang: input.lang, textOnly: input.textOnly ?? false, submission }, videoIds);
+    await claimVideos(
+      tx,
+      { kind: input.kind, lang: input.lang, textOnly: input.textOnly ?? false, submission },
+      videoIds,
+    );
     return { request, credits, videoIds, submission };
   });
   if (claim === null) return null;
@@ -107,7 +124,10 @@ export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): 
     ({ jobId } =
       input.kind === 'video'
         ? await api.createVideoBatch(request as VideoBatchRequest, { expectedCredits: credits, signal: input.signal })
-        : await api.createTranscriptBatch(request as TranscriptBatchRequest, { expectedCredits: credits, signal: input.signal }));
+        : await api.createTranscriptBatch(request as TranscriptBatchRequest, {
+            expectedCredits: credits,
+            signal: input.signal,
+          }));
   } catch (e: unknown) {
     const lost = answerMayBeLost(e);
     const detail = e instanceof Error ? e.message : String(e);
@@ -115,7 +135,14 @@ export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): 
       // the claims stand until the next sync of the source decides from the credits
       await markSubmission(sql, submission, 'unknown', { detail });
       deps.log.error(
-        { event: 'batch.answer_lost', sourceId: input.sourceId, kind: input.kind, lang: input.lang, submission, err: e },
+        {
+          event: 'batch.answer_lost',
+          sourceId: input.sourceId,
+          kind: input.kind,
+          lang: input.lang,
+          submission,
+          err: e,
+        },
         'batch POST answer lost: it may have been created upstream; not retried (the next sync checks the credits first)',
       );
     } else {
@@ -144,7 +171,11 @@ export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): 
     await markRetryableTakenUp(tx, input.kind, input.lang, jobId, videoIds);
     await input.hold?.spend(tx, credits);
   });
-  await queues.poll.add('poll', { jobId, delayMs: settings.pollInitialDelayMs }, { jobId: pollJobId(jobId), delay: settings.pollInitialDelayMs });
+  await queues.poll.add(
+    'poll',
+    { jobId, delayMs: settings.pollInitialDelayMs },
+    { jobId: pollJobId(jobId), delay: settings.pollInitialDelayMs },
+  );
   deps.log.debug({ event: 'batch.submitted', jobId, kind: input.kind, lang: input.lang, credits }, 'batch submitted');
   return { jobId, videos: videoIds.length, credits };
 }

@@ -81,7 +81,11 @@ function tickTimeOf(job: Pick<Job, 'id' | 'opts' | 'timestamp'>): number {
 function cronPeriodMs(pattern: string | undefined, tz: string | undefined, tickAt: number): number | undefined {
   if (pattern === undefined) return undefined;
   try {
-    return CronExpressionParser.parse(pattern, { tz: tz ?? 'UTC', currentDate: new Date(tickAt) }).next().getTime() - tickAt;
+    return (
+      CronExpressionParser.parse(pattern, { tz: tz ?? 'UTC', currentDate: new Date(tickAt) })
+        .next()
+        .getTime() - tickAt
+    );
   } catch {
     return undefined;
   }
@@ -92,14 +96,21 @@ function tickOf(deps: Pick<PipelineDeps, 'settings'>, tick: Job): { tickAt: numb
   const tickAt = tickTimeOf(tick);
   // a scheduler's job carries the scheduler's repeat settings (BullMQ's internal option type)
   const repeat = (tick.opts as JobSchedulerJobOptions).repeat;
-  return { tickAt, windowMs: jitterWindowMs(deps.settings.scheduleJitterMs, cronPeriodMs(repeat?.pattern, repeat?.tz, tickAt)) };
+  return {
+    tickAt,
+    windowMs: jitterWindowMs(deps.settings.scheduleJitterMs, cronPeriodMs(repeat?.pattern, repeat?.tz, tickAt)),
+  };
 }
 
 /**
  * Queue the syncs of a cron pattern's tick: every source on the pattern and not paused, each at
  * its offset, unless its previous sync is still pending.
  */
-export async function queueCronTick(deps: Pick<PipelineDeps, 'sql' | 'queues' | 'settings' | 'log'>, tick: Job, cron: string): Promise<CronTickResult> {
+export async function queueCronTick(
+  deps: Pick<PipelineDeps, 'sql' | 'queues' | 'settings' | 'log'>,
+  tick: Job,
+  cron: string,
+): Promise<CronTickResult> {
   const started = Date.now();
   const { tickAt, windowMs } = tickOf(deps, tick);
   const ids = await sourceIdsOnCron(deps.sql, cron);
@@ -107,11 +118,16 @@ export async function queueCronTick(deps: Pick<PipelineDeps, 'sql' | 'queues' | 
   const due = ids.map((id) => ({ id, offsetMs: syncOffsetMs(id, windowMs) })).sort((a, b) => a.offsetMs - b.offsetMs);
   let queued = 0;
   for (let i = 0; i < due.length; i += TICK_SYNC_ADDS_AT_ONCE) {
-    const results = await Promise.all(due.slice(i, i + TICK_SYNC_ADDS_AT_ONCE).map((s) => queueSync(deps, s.id, tickAt, tickAt + s.offsetMs)));
+    const results = await Promise.all(
+      due.slice(i, i + TICK_SYNC_ADDS_AT_ONCE).map((s) => queueSync(deps, s.id, tickAt, tickAt + s.offsetMs)),
+    );
     queued += results.filter((r) => r.queued).length;
   }
   const result: CronTickResult = { cron, tickAt, sources: ids.length, queued, skipped: ids.length - queued };
-  deps.log.info({ event: 'schedule.tick_done', ...result, ms: Date.now() - started }, "cron tick: its sources' syncs queued");
+  deps.log.info(
+    { event: 'schedule.tick_done', ...result, ms: Date.now() - started },
+    "cron tick: its sources' syncs queued",
+  );
   return result;
 }
 
@@ -119,13 +135,22 @@ export async function queueCronTick(deps: Pick<PipelineDeps, 'sql' | 'queues' | 
  * Queue the sync of one source for a tick job of its own: the job of a per-source scheduler (one
  * per source before schedulers were per cron pattern) that fires before reconcile removes it.
  */
-export function queueTickSync(deps: Pick<PipelineDeps, 'queues' | 'settings' | 'log'>, tick: Job, sourceId: number): Promise<TickResult> {
+export function queueTickSync(
+  deps: Pick<PipelineDeps, 'queues' | 'settings' | 'log'>,
+  tick: Job,
+  sourceId: number,
+): Promise<TickResult> {
   const { tickAt, windowMs } = tickOf(deps, tick);
   return queueSync(deps, sourceId, tickAt, tickAt + syncOffsetMs(sourceId, windowMs));
 }
 
 /** Queue a source's sync for a tick, to start at `startAt`, unless one is still pending. */
-async function queueSync(deps: Pick<PipelineDeps, 'queues' | 'log'>, sourceId: number, tickAt: number, startAt: number): Promise<TickResult> {
+async function queueSync(
+  deps: Pick<PipelineDeps, 'queues' | 'log'>,
+  sourceId: number,
+  tickAt: number,
+  startAt: number,
+): Promise<TickResult> {
   const jobId = scheduledSyncJobId(sourceId, tickAt);
   const data: SyncJob = { sourceId, trigger: 'cron', tickAt };
   const job = await deps.queues.schedule.add('sync', data, {
@@ -139,7 +164,10 @@ async function queueSync(deps: Pick<PipelineDeps, 'queues' | 'log'>, sourceId: n
   const syncJobId = job.id ?? jobId;
   const queued = syncJobId === jobId;
   if (queued) {
-    deps.log.debug({ event: 'schedule.sync_queued', sourceId, tickAt, startAt, bullJobId: jobId }, 'cron tick: sync queued');
+    deps.log.debug(
+      { event: 'schedule.sync_queued', sourceId, tickAt, startAt, bullJobId: jobId },
+      'cron tick: sync queued',
+    );
   } else {
     // rare (syncs not keeping up with the cron), so worth the extra read: waiting means a
     // backlog, active a sync that outlasts the period

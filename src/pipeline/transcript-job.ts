@@ -14,7 +14,14 @@
  */
 import { z } from 'zod';
 import { ApiError, LimitExceededError, NotFoundError, SchemaMismatchError } from '../api/errors.ts';
-import { endBatchLocally, recordNotFound, recordPollAnswer, recordRefusedPoll, scheduleNextPoll, type PolledBatch } from '../db/batch-polls.ts';
+import {
+  endBatchLocally,
+  recordNotFound,
+  recordPollAnswer,
+  recordRefusedPoll,
+  scheduleNextPoll,
+  type PolledBatch,
+} from '../db/batch-polls.ts';
 import { markUnfinishedFailed, type LandItem } from '../db/items.ts';
 import { DeliveredTranscriptSchema } from '../db/transcripts.ts';
 import { recordOutcomes } from '../db/video-sync.ts';
@@ -49,7 +56,11 @@ export async function pollTranscriptJob(
   const nothing = { landed: 0, sunk: 0, changed: 0, duplicates: 0, quarantined: 0 };
   const previousDelayMs = opts.previousDelayMs ?? settings.pollInitialDelayMs;
   const later = (): PollResult => ({
-    jobId, status: batch.status, terminal: false, ...nothing, nextDelayMs: nextPollDelayMs(previousDelayMs, false, settings),
+    jobId,
+    status: batch.status,
+    terminal: false,
+    ...nothing,
+    nextDelayMs: nextPollDelayMs(previousDelayMs, false, settings),
   });
 
   let answer: unknown;
@@ -66,7 +77,17 @@ export async function pollTranscriptJob(
     } else {
       await recordRefusedPoll(sql, jobId, `poll answered ${e.code}: ${e.message}; polled again`);
       const next = later();
-      log.warn({ event: 'poll.refused', mode: 'generate', jobId, code: e.code, status: e.status, nextDelayMs: next.nextDelayMs }, 'transcript job poll refused: polled again later');
+      log.warn(
+        {
+          event: 'poll.refused',
+          mode: 'generate',
+          jobId,
+          code: e.code,
+          status: e.status,
+          nextDelayMs: next.nextDelayMs,
+        },
+        'transcript job poll refused: polled again later',
+      );
       return next;
     }
   }
@@ -76,7 +97,10 @@ export async function pollTranscriptJob(
     const why = `the answer does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`;
     await recordRefusedPoll(sql, jobId, `poll ${batch.polls + 1}: ${why}; polled again`);
     const next = later();
-    log.warn({ event: 'poll.incomplete', mode: 'generate', jobId, landed: 0, changed: 0, polls: batch.polls + 1, reason: why }, 'transcript job answer unreadable: polled again');
+    log.warn(
+      { event: 'poll.incomplete', mode: 'generate', jobId, landed: 0, changed: 0, polls: batch.polls + 1, reason: why },
+      'transcript job answer unreadable: polled again',
+    );
     return next;
   }
   const result = parsed.data;
@@ -96,21 +120,45 @@ export async function pollTranscriptJob(
       failed: 0,
       creditsEstimated: null,
       polls,
-      reason: reading.unknownStatus !== null ? `status ${JSON.stringify(reading.unknownStatus)} is not one this interface version lists: still polled` : null,
+      reason:
+        reading.unknownStatus !== null
+          ? `status ${JSON.stringify(reading.unknownStatus)} is not one this interface version lists: still polled`
+          : null,
       completedAt: null,
       terminal: false,
     });
     await scheduleNextPoll(sql, jobId, nextDelayMs);
     if (reading.unknownStatus !== null) {
-      log.warn({ event: 'poll.unknown_status', mode: 'generate', jobId, upstreamStatus: reading.unknownStatus, landed: 0 }, 'transcript job status unknown to this interface version: still polled');
+      log.warn(
+        { event: 'poll.unknown_status', mode: 'generate', jobId, upstreamStatus: reading.unknownStatus, landed: 0 },
+        'transcript job status unknown to this interface version: still polled',
+      );
     }
-    log.info({ event: 'poll.landed', mode: 'generate', jobId, status, landed: 0, changed: 0, polls, quarantined: 0, duplicates: 0, total: 1, finished: 0 }, 'transcript job polled');
+    log.info(
+      {
+        event: 'poll.landed',
+        mode: 'generate',
+        jobId,
+        status,
+        landed: 0,
+        changed: 0,
+        polls,
+        quarantined: 0,
+        duplicates: 0,
+        total: 1,
+        finished: 0,
+      },
+      'transcript job polled',
+    );
     return { jobId, status, terminal: false, ...nothing, nextDelayMs };
   }
 
   const status = reading.status!;
   // the transcript is written with its item, as a batch's items are (src/pipeline/store-items.ts)
-  const item = prepareItem({ jobId, kind: batch.kind, mode: batch.mode }, jobItem(videoIdOf(batch), status, result, answer));
+  const item = prepareItem(
+    { jobId, kind: batch.kind, mode: batch.mode },
+    jobItem(videoIdOf(batch), status, result, answer),
+  );
   const stored = await sql.begin(async (tx) => {
     const s = await storePrepared(tx, batch, [item], settings);
     const landed = s.rows.some((r) => r.state === 'sunk');
@@ -138,7 +186,21 @@ export async function pollTranscriptJob(
     log.warn({ event: 'credits.read_failed', jobId, err }, 'could not read /me after the transcript job'),
   );
   log.info(
-    { event: 'poll.landed', mode: 'generate', jobId, status, landed, sunk: landed, changed: changed.length, polls, quarantined, duplicates: 0, total: 1, finished: 1, errorCode },
+    {
+      event: 'poll.landed',
+      mode: 'generate',
+      jobId,
+      status,
+      landed,
+      sunk: landed,
+      changed: changed.length,
+      polls,
+      quarantined,
+      duplicates: 0,
+      total: 1,
+      finished: 1,
+      errorCode,
+    },
     'transcript job polled',
   );
   return { jobId, status, terminal: true, landed, sunk: landed, changed: changed.length, duplicates: 0, quarantined };
@@ -159,7 +221,13 @@ function jobItem(videoId: string, status: BatchStatus, result: LiberalJobResult,
     if (delivered.success) return { ...base, state: 'landed', errorCode: null };
     const issue = delivered.error.issues[0];
     return result.content === undefined
-      ? { ...base, state: 'quarantined', errorCode: null, reason: 'job completed without content', reasonCode: 'no-result' }
+      ? {
+          ...base,
+          state: 'quarantined',
+          errorCode: null,
+          reason: 'job completed without content',
+          reasonCode: 'no-result',
+        }
       : {
           ...base,
           state: 'quarantined',
@@ -170,7 +238,8 @@ function jobItem(videoId: string, status: BatchStatus, result: LiberalJobResult,
   }
   const code = result.error?.error ?? null;
   // failed (or expired) without a reason: unfinished, like an item left when its batch ends
-  if (code === null || code === UNFINISHED_AT_END_CODE) return { ...base, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE };
+  if (code === null || code === UNFINISHED_AT_END_CODE)
+    return { ...base, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE };
   const outcome = classifyItem({ videoId, errorCode: code }, 'transcript');
   return { ...base, state: outcome.state, errorCode: outcome.errorCode };
 }
@@ -191,14 +260,34 @@ function readBody(rawBody: string | undefined): unknown {
  * (a moment's trouble upstream must not end it). Then its result is gone for good: the batch
  * ends `expired` with `result-expired`, its item `failed` (EXPIRED_RESULT_OUTCOME).
  */
-async function notFound(deps: PipelineDeps, batch: PolledBatch, message: string, later: PollResult): Promise<PollResult> {
+async function notFound(
+  deps: PipelineDeps,
+  batch: PolledBatch,
+  message: string,
+  later: PollResult,
+): Promise<PollResult> {
   const { sql, log, settings } = deps;
   const { jobId } = batch;
   const spanMs = await recordNotFound(sql, jobId, `the API answered not-found: ${message}`);
   if (spanMs < settings.batchNotFoundConfirmMs) {
-    log.warn({ event: 'poll.not_found', mode: 'generate', jobId, notFoundForMs: Math.round(spanMs), confirmMs: settings.batchNotFoundConfirmMs }, 'transcript job not found upstream: confirming before expiring it');
+    log.warn(
+      {
+        event: 'poll.not_found',
+        mode: 'generate',
+        jobId,
+        notFoundForMs: Math.round(spanMs),
+        confirmMs: settings.batchNotFoundConfirmMs,
+      },
+      'transcript job not found upstream: confirming before expiring it',
+    );
     const untilConfirmedMs = Math.ceil(settings.batchNotFoundConfirmMs - spanMs);
-    return { ...later, nextDelayMs: Math.min(later.nextDelayMs ?? settings.pollMaxDelayMs, Math.max(settings.pollMinDelayMs, untilConfirmedMs)) };
+    return {
+      ...later,
+      nextDelayMs: Math.min(
+        later.nextDelayMs ?? settings.pollMaxDelayMs,
+        Math.max(settings.pollMinDelayMs, untilConfirmedMs),
+      ),
+    };
   }
   const errorCode = LOCAL_BATCH_END_CODES.resultExpired;
   const reason =
@@ -208,10 +297,36 @@ async function notFound(deps: PipelineDeps, batch: PolledBatch, message: string,
   const { state, errorCode: itemCode } = EXPIRED_RESULT_OUTCOME;
   const marked = await sql.begin(async (tx) => {
     const ids = await markUnfinishedFailed(tx, jobId, itemCode);
-    await recordOutcomes(tx, { jobId, kind: batch.kind, lang: batch.lang }, ids.map((videoId) => ({ videoId, state, errorCode: itemCode })), settings.transcriptRecheckMs);
+    await recordOutcomes(
+      tx,
+      { jobId, kind: batch.kind, lang: batch.lang },
+      ids.map((videoId) => ({ videoId, state, errorCode: itemCode })),
+      settings.transcriptRecheckMs,
+    );
     await endBatchLocally(tx, jobId, { status: 'expired', errorCode, reason });
     return ids;
   });
-  log.warn({ event: 'batch.ended', mode: 'generate', jobId, status: 'expired', errorCode, retryable: 0, failed: marked.length, reason }, 'transcript job ended locally');
-  return { jobId, status: 'expired', terminal: true, landed: 0, sunk: 0, changed: marked.length, duplicates: 0, quarantined: 0 };
+  log.warn(
+    {
+      event: 'batch.ended',
+      mode: 'generate',
+      jobId,
+      status: 'expired',
+      errorCode,
+      retryable: 0,
+      failed: marked.length,
+      reason,
+    },
+    'transcript job ended locally',
+  );
+  return {
+    jobId,
+    status: 'expired',
+    terminal: true,
+    landed: 0,
+    sunk: 0,
+    changed: marked.length,
+    duplicates: 0,
+    quarantined: 0,
+  };
 }

@@ -15,7 +15,15 @@
 import type { Account } from '../api/schemas.ts';
 import { ApiError, ForbiddenError, GatewayForbiddenError, UnauthorizedError } from '../api/errors.ts';
 import { insertCreditSnapshot } from '../db/credit-snapshots.ts';
-import { clearHolds, describeHold, describeHoldKey, holdsForKey, LIFTED_BY_SYNC, setHold, type UpstreamHoldRow } from '../db/upstream-holds.ts';
+import {
+  clearHolds,
+  describeHold,
+  describeHoldKey,
+  holdsForKey,
+  LIFTED_BY_SYNC,
+  setHold,
+  type UpstreamHoldRow,
+} from '../db/upstream-holds.ts';
 import { HOLD_CODES_JUDGED_BY_ME, type HoldCode } from '../domain/refusals.ts';
 import type { PipelineDeps } from './deps.ts';
 
@@ -37,7 +45,11 @@ export function meRefusesKey(e: unknown): boolean {
  * error is returned as it is (retryable: no refusal code takes it). Any other error is returned
  * unchanged, without asking.
  */
-export async function judgeGatewayForbidden(deps: Pick<PipelineDeps, 'api' | 'log'>, e: unknown, signal?: AbortSignal): Promise<unknown> {
+export async function judgeGatewayForbidden(
+  deps: Pick<PipelineDeps, 'api' | 'log'>,
+  e: unknown,
+  signal?: AbortSignal,
+): Promise<unknown> {
   if (!(e instanceof GatewayForbiddenError)) return e;
   let meError: unknown;
   try {
@@ -47,8 +59,15 @@ export async function judgeGatewayForbidden(deps: Pick<PipelineDeps, 'api' | 'lo
   }
   const keyRefused = meRefusesKey(meError);
   deps.log.warn(
-    { event: 'hold.gateway_forbidden', endpoint: e.endpoint, keyRefused, meCode: meError instanceof ApiError ? meError.code : meError === undefined ? null : 'error' },
-    keyRefused ? 'a 403 from a gateway, and /me refuses the key too: the key is refused' : 'a 403 from a gateway while /me answers: a passing upstream fault, nothing marked',
+    {
+      event: 'hold.gateway_forbidden',
+      endpoint: e.endpoint,
+      keyRefused,
+      meCode: meError instanceof ApiError ? meError.code : meError === undefined ? null : 'error',
+    },
+    keyRefused
+      ? 'a 403 from a gateway, and /me refuses the key too: the key is refused'
+      : 'a 403 from a gateway while /me answers: a passing upstream fault, nothing marked',
   );
   if (!keyRefused) return e;
   return new UnauthorizedError({
@@ -69,17 +88,30 @@ export async function holdsApplying(deps: Pick<PipelineDeps, 'sql' | 'api'>): Pr
  * Record a refusal of this process's key as a hold; a new one is logged (error, once per hold),
  * with `fields` for context (`jobId`, `sourceId`). Returns true when the hold is new.
  */
-export async function recordHold(deps: HoldDeps, code: HoldCode, reason: string, fields: Record<string, unknown> = {}): Promise<boolean> {
+export async function recordHold(
+  deps: HoldDeps,
+  code: HoldCode,
+  reason: string,
+  fields: Record<string, unknown> = {},
+): Promise<boolean> {
   const key = deps.api.keyFingerprint;
   const isNew = await setHold(deps.sql, key, code, reason);
-  if (isNew) deps.log.error({ event: 'hold.set', code, reason, keyFingerprint: key, ...fields }, describeHold({ code, reason, since: new Date(), keyFingerprint: key }));
+  if (isNew)
+    deps.log.error(
+      { event: 'hold.set', code, reason, keyFingerprint: key, ...fields },
+      describeHold({ code, reason, since: new Date(), keyFingerprint: key }),
+    );
   return isNew;
 }
 
 /** A sync a person started got through with this key: its holds lift (another key's stay). */
 export async function liftHolds(deps: HoldDeps, reason: string = LIFTED_BY_SYNC): Promise<HoldCode[]> {
   const cleared = await clearHolds(deps.sql, deps.api.keyFingerprint, undefined, reason);
-  if (cleared.length > 0) deps.log.info({ event: 'hold.cleared', cleared, keyFingerprint: deps.api.keyFingerprint }, 'upstream hold cleared: scheduled syncs resume');
+  if (cleared.length > 0)
+    deps.log.info(
+      { event: 'hold.cleared', cleared, keyFingerprint: deps.api.keyFingerprint },
+      'upstream hold cleared: scheduled syncs resume',
+    );
   return cleared;
 }
 
@@ -130,16 +162,36 @@ export async function recheckHolds(deps: RecheckDeps, opts: RecheckOptions = {})
   // only holds read before asking: a hold set while /me was in flight was set for a newer reason
   const lift = judged.filter((c) => c === 'unauthorized' || (c === 'credits' && creditsBack));
   const cleared =
-    lift.length === 0 ? [] : await clearHolds(deps.sql, deps.api.keyFingerprint, lift, `recheck: /me answered, ${left} credits left`);
-  const fields = { usedCredits: me.usedCredits, maxCredits: me.maxCredits, creditReserve: deps.settings.creditReserve, keyFingerprint: deps.api.keyFingerprint };
-  if (cleared.length > 0) log.info({ event: 'hold.recheck_cleared', cleared, ...fields }, 'upstream hold lifted by a re-check: scheduled syncs resume');
+    lift.length === 0
+      ? []
+      : await clearHolds(deps.sql, deps.api.keyFingerprint, lift, `recheck: /me answered, ${left} credits left`);
+  const fields = {
+    usedCredits: me.usedCredits,
+    maxCredits: me.maxCredits,
+    creditReserve: deps.settings.creditReserve,
+    keyFingerprint: deps.api.keyFingerprint,
+  };
+  if (cleared.length > 0)
+    log.info(
+      { event: 'hold.recheck_cleared', cleared, ...fields },
+      'upstream hold lifted by a re-check: scheduled syncs resume',
+    );
   const standing = judged.filter((c) => !lift.includes(c));
-  if (standing.length > 0) log.debug({ event: 'hold.recheck_standing', holds: standing, ...fields }, 'upstream hold stands: no credits above the reserve');
+  if (standing.length > 0)
+    log.debug(
+      { event: 'hold.recheck_standing', holds: standing, ...fields },
+      'upstream hold stands: no credits above the reserve',
+    );
   return cleared;
 }
 
 /** `/me` did not answer: a refused key is held; anything else leaves the holds as they are. */
-async function onMeRefused(deps: RecheckDeps, e: unknown, judged: readonly HoldCode[], atStart: boolean): Promise<void> {
+async function onMeRefused(
+  deps: RecheckDeps,
+  e: unknown,
+  judged: readonly HoldCode[],
+  atStart: boolean,
+): Promise<void> {
   const { log } = deps;
   const code = e instanceof ApiError ? e.code : 'error';
   const keyFingerprint = deps.api.keyFingerprint;
@@ -156,7 +208,10 @@ async function onMeRefused(deps: RecheckDeps, e: unknown, judged: readonly HoldC
   }
   if (e instanceof UnauthorizedError) await recordHold(deps, 'unauthorized', e.message);
   if (atStart) {
-    log.warn({ event: 'daemon.api_key_unchecked', code, keyFingerprint }, 'could not check the API key at start (/me did not answer); re-checked while a hold stands, and by every sync');
+    log.warn(
+      { event: 'daemon.api_key_unchecked', code, keyFingerprint },
+      'could not check the API key at start (/me did not answer); re-checked while a hold stands, and by every sync',
+    );
     return;
   }
   log.warn({ event: 'hold.recheck_refused', code, holds: judged, keyFingerprint }, 'upstream hold stands: /me refused');
@@ -167,7 +222,13 @@ function reportUpgradeOnce(deps: RecheckDeps, holds: readonly UpstreamHoldRow[],
   if (!upgrade || memory.upgradeReportedSince === upgrade.since.getTime()) return;
   memory.upgradeReportedSince = upgrade.since.getTime();
   deps.log.warn(
-    { event: 'hold.needs_person', code: upgrade.code, since: upgrade.since.toISOString(), keyFingerprint: upgrade.keyFingerprint, needsPerson: true },
+    {
+      event: 'hold.needs_person',
+      code: upgrade.code,
+      since: upgrade.since.toISOString(),
+      keyFingerprint: upgrade.keyFingerprint,
+      needsPerson: true,
+    },
     'upstream hold needs a person: /me cannot tell whether the plan allows batches; upgrade it, then run videosite-ingest backfill --all',
   );
 }
@@ -199,7 +260,11 @@ export function startHoldRecheck(deps: RecheckDeps, opts: { intervalMs: number }
   const run = (atStart = false): Promise<HoldCode[]> => {
     running ??= recheckHolds(deps, { signal: abort.signal, memory, atStart })
       .catch((err: unknown) => {
-        if (!abort.signal.aborted) deps.log.warn({ event: 'hold.recheck_failed', err }, 'upstream hold re-check failed; retrying at the next interval');
+        if (!abort.signal.aborted)
+          deps.log.warn(
+            { event: 'hold.recheck_failed', err },
+            'upstream hold re-check failed; retrying at the next interval',
+          );
         return [];
       })
       .finally(() => {

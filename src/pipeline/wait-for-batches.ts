@@ -36,7 +36,11 @@ const everySettled = (batches: readonly BatchProgress[]): boolean => batches.eve
  * once settled is not read again (nothing of it changes the wait): a backfill of thousands of
  * batches reads fewer as they end, not all of them every second.
  */
-export async function waitForBatches(sql: Queryable, jobIds: readonly string[], opts: WaitOptions = {}): Promise<WaitResult> {
+export async function waitForBatches(
+  sql: Queryable,
+  jobIds: readonly string[],
+  opts: WaitOptions = {},
+): Promise<WaitResult> {
   const done = opts.done ?? everySettled;
   const deadline = opts.timeoutMs !== undefined ? Date.now() + opts.timeoutMs : Infinity;
   let last = '';
@@ -49,7 +53,9 @@ export async function waitForBatches(sql: Queryable, jobIds: readonly string[], 
     });
     for (const b of await batchProgress(sql, toRead)) latest.set(b.jobId, b);
     // in the order they were submitted, as batchProgress gives them
-    const batches = [...latest.values()].sort((a, b) => a.submittedAt.localeCompare(b.submittedAt) || a.jobId.localeCompare(b.jobId));
+    const batches = [...latest.values()].sort(
+      (a, b) => a.submittedAt.localeCompare(b.submittedAt) || a.jobId.localeCompare(b.jobId),
+    );
     if (opts.onProgress) {
       const key = JSON.stringify(batches);
       if (key !== last) {

@@ -73,7 +73,12 @@ export interface PostOutcome {
 }
 
 /** The record of one POST of an event, as `webhook_deliveries` keeps it. */
-export function deliveryAttempt(endpointId: number, event: { id: number; type: string }, attempt: number, out: PostOutcome): DeliveryAttempt {
+export function deliveryAttempt(
+  endpointId: number,
+  event: { id: number; type: string },
+  attempt: number,
+  out: PostOutcome,
+): DeliveryAttempt {
   return {
     endpointId,
     eventId: event.id,
@@ -94,8 +99,12 @@ export function webhookBody(e: { id: number; type: string; occurredAt: Date; dat
 }
 
 /** The keys that sign deliveries to an endpoint, newest first; throws WebhookSecretError when one cannot be opened. */
-export function signingKeys(target: Pick<EndpointTarget, 'id' | 'secrets'>, secretsKey: Buffer | undefined): SigningKey[] {
-  if (target.secrets.length === 0) throw new WebhookSecretError('secret-unreadable', 'the endpoint has no secret in force');
+export function signingKeys(
+  target: Pick<EndpointTarget, 'id' | 'secrets'>,
+  secretsKey: Buffer | undefined,
+): SigningKey[] {
+  if (target.secrets.length === 0)
+    throw new WebhookSecretError('secret-unreadable', 'the endpoint has no secret in force');
   return target.secrets.map((s) => ({ key: openSecret(secretsKey, target.id, s), legacy: s.format === 'legacy' }));
 }
 
@@ -163,7 +172,15 @@ export interface DeliveryTarget {
 
 /** An attempt that ended before any request: a secret that cannot be opened, a private address. */
 export function notSent(error: string): PostOutcome {
-  return { delivered: false, startedAt: new Date(), durationMs: 0, responseCode: null, responseBody: null, error, aborted: false };
+  return {
+    delivered: false,
+    startedAt: new Date(),
+    durationMs: 0,
+    responseCode: null,
+    responseBody: null,
+    error,
+    aborted: false,
+  };
 }
 
 /** POSTs `body` signed with the target's keys, within `timeoutMs` overall. Never throws. */
@@ -200,13 +217,23 @@ export async function postEvent(
       durationMs: performance.now() - t0,
       responseCode: res.statusCode,
       responseBody: kept,
-      error: isDelivered(res.statusCode) ? null : `answered ${res.statusCode}${res.statusCode >= 300 && res.statusCode < 400 ? ' (a redirect: not followed)' : ''}`,
+      error: isDelivered(res.statusCode)
+        ? null
+        : `answered ${res.statusCode}${res.statusCode >= 300 && res.statusCode < 400 ? ' (a redirect: not followed)' : ''}`,
       aborted: false,
     };
   } catch (e: unknown) {
     const aborted = o.signal?.aborted === true;
     const message = timeout.aborted ? `no answer within ${o.timeoutMs} ms` : describeNetworkError(e);
-    return { delivered: false, startedAt, durationMs: performance.now() - t0, responseCode: null, responseBody: null, error: message, aborted };
+    return {
+      delivered: false,
+      startedAt,
+      durationMs: performance.now() - t0,
+      responseCode: null,
+      responseBody: null,
+      error: message,
+      aborted,
+    };
   }
 }
 
@@ -224,7 +251,10 @@ async function readStart(body: AsyncIterable<Buffer> & { destroy(): unknown }, m
     // a body cut short still leaves what arrived, and the status decided the outcome already
   }
   body.destroy();
-  return Buffer.concat(parts).subarray(0, max).toString('utf8').replace(/\u0000/g, '');
+  return Buffer.concat(parts)
+    .subarray(0, max)
+    .toString('utf8')
+    .replace(/\u0000/g, '');
 }
 
 function describeNetworkError(e: unknown): string {
@@ -251,7 +281,9 @@ export function startWebhookDelivery(deps: WebhookDeps, opts: { owner?: string; 
   const leaseMs = 2 * settings.webhookTimeoutMs + WEBHOOK_LEASE_MARGIN_MS;
   const dispatcher = webhookDispatcher(settings.webhookTimeoutMs);
   const stopping = new AbortController();
-  const stopped = new Promise<void>((resolve) => stopping.signal.addEventListener('abort', () => resolve(), { once: true }));
+  const stopped = new Promise<void>((resolve) =>
+    stopping.signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
   let wakeUp: () => void = () => undefined;
   let woken = new Promise<void>((resolve) => (wakeUp = resolve));
   const wake = () => {
@@ -276,7 +308,11 @@ export function startWebhookDelivery(deps: WebhookDeps, opts: { owner?: string; 
     // measured on a disk-synced Postgres).
     let renewedAt = performance.now();
     for (;;) {
-      const events = await readEvents(sql, { afterId: cursor, types: ep.eventTypes ?? undefined, limit: WEBHOOK_READ_EVENTS });
+      const events = await readEvents(sql, {
+        afterId: cursor,
+        types: ep.eventTypes ?? undefined,
+        limit: WEBHOOK_READ_EVENTS,
+      });
       for (const e of events) {
         if (stopping.signal.aborted) return;
         if (sent > 0 && performance.now() - turnStartedAt >= WEBHOOK_TURN_MS) return;
@@ -306,7 +342,10 @@ export function startWebhookDelivery(deps: WebhookDeps, opts: { owner?: string; 
 
   const deliverOne = async (ep: LeasedEndpoint, keys: SigningKey[], e: EventRow, attempt: number): Promise<boolean> => {
     const target = { url: ep.url, allowPrivate: ep.allowPrivate, keys };
-    const out = await postEvent(dispatcher, target, e.id, webhookBody(e), { timeoutMs: settings.webhookTimeoutMs, signal: stopping.signal });
+    const out = await postEvent(dispatcher, target, e.id, webhookBody(e), {
+      timeoutMs: settings.webhookTimeoutMs,
+      signal: stopping.signal,
+    });
     if (out.aborted) return false;
     if (out.delivered) return recordDelivered(sql, owner, deliveryAttempt(ep.id, e, attempt, out));
     await recordFailure(ep, e, attempt, out);
@@ -314,7 +353,12 @@ export function startWebhookDelivery(deps: WebhookDeps, opts: { owner?: string; 
   };
 
   const recordFailure = async (ep: LeasedEndpoint, e: EventRow, attempt: number, out: PostOutcome): Promise<void> => {
-    const backoffMs = webhookBackoffMs(attempt, settings.webhookBackoffBaseMs, settings.webhookBackoffMaxMs, Math.random());
+    const backoffMs = webhookBackoffMs(
+      attempt,
+      settings.webhookBackoffBaseMs,
+      settings.webhookBackoffMaxMs,
+      Math.random(),
+    );
     const failed = await recordFailed(sql, owner, deliveryAttempt(ep.id, e, attempt, out), {
       backoffMs,
       disableAfterMs: settings.webhookDisableAfterMs,
@@ -323,12 +367,28 @@ export function startWebhookDelivery(deps: WebhookDeps, opts: { owner?: string; 
     });
     if (failed?.disabled) {
       log.error(
-        { event: 'webhook.endpoint_disabled', endpointId: ep.id, eventId: e.id, attempt, failingSince: failed.failingSince, responseCode: out.responseCode, error: out.error },
+        {
+          event: 'webhook.endpoint_disabled',
+          endpointId: ep.id,
+          eventId: e.id,
+          attempt,
+          failingSince: failed.failingSince,
+          responseCode: out.responseCode,
+          error: out.error,
+        },
         'webhook endpoint disabled: it kept failing',
       );
     } else {
       log.warn(
-        { event: 'webhook.delivery_failed', endpointId: ep.id, eventId: e.id, attempt, responseCode: out.responseCode, error: out.error, retryInMs: backoffMs },
+        {
+          event: 'webhook.delivery_failed',
+          endpointId: ep.id,
+          eventId: e.id,
+          attempt,
+          responseCode: out.responseCode,
+          error: out.error,
+          retryInMs: backoffMs,
+        },
         'webhook delivery failed: retried after a backoff',
       );
     }
@@ -350,7 +410,10 @@ export function startWebhookDelivery(deps: WebhookDeps, opts: { owner?: string; 
         }
       } catch (err: unknown) {
         if (stopping.signal.aborted) return;
-        log.warn({ event: 'webhook.worker_error', err }, 'webhook delivery loop failed; trying again at the next interval');
+        log.warn(
+          { event: 'webhook.worker_error', err },
+          'webhook delivery loop failed; trying again at the next interval',
+        );
       }
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
@@ -366,10 +429,16 @@ export function startWebhookDelivery(deps: WebhookDeps, opts: { owner?: string; 
 
   // LISTEN on a connection of its own (postgres.js opens one for listeners, re-listening after a
   // reconnect, when `onlisten` fires again: a look then catches up on what was missed)
-  const listening = sql.listen(EVENTS_CHANNEL, () => wake(), () => wake()).catch((err: unknown) => {
-    log.warn({ event: 'webhook.worker_error', err }, 'could not LISTEN for events; relying on the interval');
-    return undefined;
-  });
+  const listening = sql
+    .listen(
+      EVENTS_CHANNEL,
+      () => wake(),
+      () => wake(),
+    )
+    .catch((err: unknown) => {
+      log.warn({ event: 'webhook.worker_error', err }, 'could not LISTEN for events; relying on the interval');
+      return undefined;
+    });
   const loops = Array.from({ length: opts.slots ?? WEBHOOK_SLOTS }, () => loop());
 
   return {

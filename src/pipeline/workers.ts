@@ -27,7 +27,14 @@ import type { RedisClient } from '../queues/connection.ts';
 import { ApiError, LimitExceededError } from '../api/errors.ts';
 import { SourceNotFoundError } from '../db/sources.ts';
 import { QUEUE_POLL, QUEUE_SCHEDULE, QUEUE_SINK } from '../queues/names.ts';
-import { PayloadError, parsePayload, PollJobSchema, SinkJobSchema, SyncJobSchema, TickJobSchema } from '../queues/payloads.ts';
+import {
+  PayloadError,
+  parsePayload,
+  PollJobSchema,
+  SinkJobSchema,
+  SyncJobSchema,
+  TickJobSchema,
+} from '../queues/payloads.ts';
 import type { PipelineDeps } from './deps.ts';
 import { PERMANENT_API_CODES } from '../domain/refusals.ts';
 import { pollBatch, recordPollFailure } from './poller.ts';
@@ -56,7 +63,6 @@ export const MAX_STALLED_COUNT = 10;
  * switched-back setting takes seconds; each retry costs one failed write, nothing upstream.
  */
 export const READ_ONLY_RETRY_MS = 5_000;
-
 
 export interface WorkerSet {
   workers: Worker[];
@@ -96,7 +102,10 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
   /** Put a job back in the queue without burning an attempt: another worker takes it up. */
   const handBack = async (job: Job, token: string | undefined, what: string): Promise<never> => {
     await job.moveToDelayed(Date.now(), token);
-    log.info({ event: 'job.handed_back', queue: job.queueName, bullJobId: job.id }, `${what} interrupted by shutdown: job handed back`);
+    log.info(
+      { event: 'job.handed_back', queue: job.queueName, bullJobId: job.id },
+      `${what} interrupted by shutdown: job handed back`,
+    );
     throw new DelayedError();
   };
 
@@ -115,7 +124,10 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
    */
   const readOnly = async (worker: Worker, job: Job): Promise<never> => {
     await worker.rateLimit(READ_ONLY_RETRY_MS);
-    log.warn({ event: 'db.read_only', queue: job.queueName, bullJobId: job.id, retryInMs: READ_ONLY_RETRY_MS }, 'database is read-only: job put back, queue paused');
+    log.warn(
+      { event: 'db.read_only', queue: job.queueName, bullJobId: job.id, retryInMs: READ_ONLY_RETRY_MS },
+      'database is read-only: job put back, queue paused',
+    );
     throw Worker.RateLimitError();
   };
 
@@ -142,11 +154,20 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
           const tick = parsePayload(QUEUE_SCHEDULE, TickJobSchema, job.data);
           const blocked = schemaBlocked();
           if (blocked) {
-            log.warn({ event: 'schedule.schema_blocked', ...('cron' in tick ? { cron: tick.cron } : { sourceId: tick.sourceId }), incompatible: blocked }, 'cron tick skipped: the schema has a newer migration not marked backward-compatible');
+            log.warn(
+              {
+                event: 'schedule.schema_blocked',
+                ...('cron' in tick ? { cron: tick.cron } : { sourceId: tick.sourceId }),
+                incompatible: blocked,
+              },
+              'cron tick skipped: the schema has a newer migration not marked backward-compatible',
+            );
             return { skipped: 'schema-newer', incompatible: blocked };
           }
           try {
-            return await ('cron' in tick ? queueCronTick(deps, job, tick.cron) : queueTickSync(deps, job, tick.sourceId));
+            return await ('cron' in tick
+              ? queueCronTick(deps, job, tick.cron)
+              : queueTickSync(deps, job, tick.sourceId));
           } catch (e: unknown) {
             if (isReadOnlyError(e)) return readOnly(w, job);
             throw e;
@@ -155,13 +176,19 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
         const data = parsePayload(QUEUE_SCHEDULE, SyncJobSchema, job.data);
         const blocked = schemaBlocked();
         if (blocked) {
-          log.warn({ event: 'schedule.schema_blocked', sourceId: data.sourceId, incompatible: blocked }, 'sync not run: the schema has a newer migration not marked backward-compatible');
+          log.warn(
+            { event: 'schedule.schema_blocked', sourceId: data.sourceId, incompatible: blocked },
+            'sync not run: the schema has a newer migration not marked backward-compatible',
+          );
           return { skipped: 'schema-newer', incompatible: blocked };
         }
         try {
           const r = await syncSource(deps, data.sourceId, { trigger: data.trigger });
           if (r.outcome === 'in-flight') {
-            log.info({ event: 'schedule.sync_in_flight', sourceId: data.sourceId, trigger: data.trigger, detail: r.detail }, 'sync found its source busy: nothing submitted');
+            log.info(
+              { event: 'schedule.sync_in_flight', sourceId: data.sourceId, trigger: data.trigger, detail: r.detail },
+              'sync found its source busy: nothing submitted',
+            );
           }
           return r;
         } catch (e: unknown) {
@@ -243,13 +270,17 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
   const webhooks = opts.roles.includes('webhooks') ? startWebhookDelivery(deps) : undefined;
   // nor is the search indexer: it builds the windows of what the polls and sinks stored (in
   // every process that stores transcripts, so no deployment of roles is left without one)
-  const searchIndexer = opts.roles.includes('poller') || opts.roles.includes('sink') ? startSearchIndexer(deps) : undefined;
+  const searchIndexer =
+    opts.roles.includes('poller') || opts.roles.includes('sink') ? startSearchIndexer(deps) : undefined;
 
   for (const w of workers) {
     w.on('failed', (job, err) => {
       // a payload that fails its schema fails once, for good: this line is its only report, with the failing path
       const payload = err instanceof PayloadError ? { payloadPath: err.path } : {};
-      log.error({ event: 'job.failed', queue: w.name, bullJobId: job?.id, attemptsMade: job?.attemptsMade, ...payload, err }, 'job failed');
+      log.error(
+        { event: 'job.failed', queue: w.name, bullJobId: job?.id, attemptsMade: job?.attemptsMade, ...payload, err },
+        'job failed',
+      );
     });
     w.on('error', (err) => {
       log.error({ event: 'worker.error', queue: w.name, err }, 'worker error');

@@ -32,7 +32,8 @@ export const REDIS_CLUSTER_SLOTS_REFRESH_TIMEOUT_MS = 3_000;
 export const REDIS_CLUSTER_FAILOVER_RETRY_MS = 500;
 
 /** The capped backoff of every reconnect (node and cluster). */
-const reconnectDelay = (times: number): number => Math.min(200 * 2 ** Math.min(times, 10), REDIS_RECONNECT_MAX_DELAY_MS);
+const reconnectDelay = (times: number): number =>
+  Math.min(200 * 2 ** Math.min(times, 10), REDIS_RECONNECT_MAX_DELAY_MS);
 
 /**
  * A primary that was demoted to a replica (a managed Redis's failover, `REPLICAOF`) still
@@ -44,7 +45,10 @@ const reconnectDelay = (times: number): number => Math.min(200 * 2 ** Math.min(t
 function reconnectOnReadonly(log: Logger = silentLogger()): NonNullable<RedisOptions['reconnectOnError']> {
   return (err) => {
     if (!err.message.startsWith('READONLY')) return false;
-    log.warn({ event: 'redis.readonly_reconnect', err: { message: err.message } }, 'Redis answered READONLY (a failed-over primary): reconnecting');
+    log.warn(
+      { event: 'redis.readonly_reconnect', err: { message: err.message } },
+      'Redis answered READONLY (a failed-over primary): reconnecting',
+    );
     return 2;
   };
 }
@@ -72,7 +76,10 @@ export function createRedis(url: string, opts: RedisOptions & { log?: Logger } =
  * A cluster client from its startup nodes: it learns the rest (and every failover) from
  * CLUSTER SLOTS and MOVED answers. The node options (`redisOptions`) are those of a single node.
  */
-export function createRedisCluster(nodes: { host: string; port: number }[], opts: RedisConnectionOptions & { cluster?: ClusterOptions } = {}): Cluster {
+export function createRedisCluster(
+  nodes: { host: string; port: number }[],
+  opts: RedisConnectionOptions & { cluster?: ClusterOptions } = {},
+): Cluster {
   return new Cluster(nodes, {
     clusterRetryStrategy: reconnectDelay,
     // commands wait while no node is reachable (a failover), as a single node's do
@@ -104,7 +111,10 @@ export function createRedisFromConfig(
   if (config.redisClusterNodes !== undefined) {
     return createRedisCluster(config.redisClusterNodes, { log: opts.log, password: config.redisPassword });
   }
-  return createRedis(config.redisUrl, { log: opts.log, ...(config.redisPassword === undefined ? {} : { password: config.redisPassword }) });
+  return createRedis(config.redisUrl, {
+    log: opts.log,
+    ...(config.redisPassword === undefined ? {} : { password: config.redisPassword }),
+  });
 }
 
 /** The variable a user fixes when Redis cannot be reached. */

@@ -108,7 +108,9 @@ export function createApiLimiter(opts: ApiLimiterOptions): ApiLimiter {
   return {
     async acquire(signal) {
       for (;;) {
-        const wait = Number(await opts.redis.eval(ACQUIRE_LUA, 2, bucketKey, pausedKey, rate / 1000, burst, maxPauseMs));
+        const wait = Number(
+          await opts.redis.eval(ACQUIRE_LUA, 2, bucketKey, pausedKey, rate / 1000, burst, maxPauseMs),
+        );
         if (wait <= 0) return;
         // a long pause (a 429's Retry-After) is waited out in slices, re-read from Redis each
         // time: a pause that ends early (lifted by hand, lost with a Redis restart) ends here too

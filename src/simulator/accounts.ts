@@ -74,7 +74,9 @@ export class Accounts {
   /** The `/me` answer of a key. */
   me(key: string): Account | undefined {
     const a = this.accounts.get(key);
-    return a && { organizationId: a.organizationId, plan: a.plan, maxCredits: a.maxCredits, usedCredits: a.usedCredits };
+    return (
+      a && { organizationId: a.organizationId, plan: a.plan, maxCredits: a.maxCredits, usedCredits: a.usedCredits }
+    );
   }
 
   setDefaultRateLimit(limit: RateLimit): void {

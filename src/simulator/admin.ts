@@ -61,7 +61,11 @@ type AdminHandler = (req: AdminRequest) => Reply;
 
 export function buildAdminRouter(sim: Simulator): Router<AdminHandler> {
   const r = new Router<AdminHandler>();
-  const clockState = () => ({ nowMs: sim.clock.now(), now: new Date(sim.clock.now()).toISOString(), speed: sim.clock.speed() });
+  const clockState = () => ({
+    nowMs: sim.clock.now(),
+    now: new Date(sim.clock.now()).toISOString(),
+    speed: sim.clock.speed(),
+  });
   const unknownChannel = (id: string) => errorReply('not-found', `Channel ${id} not found.`);
 
   r.add('GET', '/catalog', () => json({ platform: sim.platform, seed: sim.seed, channels: sim.catalog.channels() }));

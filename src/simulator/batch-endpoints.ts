@@ -20,7 +20,12 @@ import { errorReply, json, RawJson, type Reply } from './respond.ts';
 import type { Router } from './router.ts';
 import { chooseLang, shapeContent } from './transcripts.ts';
 
-type Source = { videoIds?: string[] | undefined; playlistId?: string | undefined; channelId?: string | undefined; limit?: number | undefined };
+type Source = {
+  videoIds?: string[] | undefined;
+  playlistId?: string | undefined;
+  channelId?: string | undefined;
+  limit?: number | undefined;
+};
 
 /** The distinct entries of a batch request, or the error answer. */
 function expand(deps: ApiDeps, src: Source): { entries: BatchEntry[] } | { reply: Reply } {
@@ -71,7 +76,9 @@ function createBatch(deps: ApiDeps, kind: BatchKind): Handler {
       );
     }
     const parsed =
-      kind === 'video' ? parseBody(VideoBatchRequestSchema, req.body) : parseBody(TranscriptBatchRequestSchema, req.body);
+      kind === 'video'
+        ? parseBody(VideoBatchRequestSchema, req.body)
+        : parseBody(TranscriptBatchRequestSchema, req.body);
     if (!parsed.ok) return parsed.reply;
     const body = parsed.value as Source & { lang?: string | undefined; text?: boolean | undefined };
     const expanded = expand(deps, body);

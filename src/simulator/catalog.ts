@@ -139,7 +139,10 @@ export class Catalog {
   private generateChannel(c: number): void {
     const r = this.rng('channel', c);
     const name = text.channelName(r);
-    let slug = name.normalize('NFKD').replace(/[^A-Za-z0-9]/g, '').slice(0, 20);
+    let slug = name
+      .normalize('NFKD')
+      .replace(/[^A-Za-z0-9]/g, '')
+      .slice(0, 20);
     // handles are 3..30 characters: pad the short ones the way people do
     if (slug.length < 3) slug = `${slug}Channel`;
     let handle = slug.toLowerCase();
@@ -299,7 +302,8 @@ export class Catalog {
   randomVideo(r: Rng): VideoRef {
     const channel = r.int(0, this.chans.length - 1);
     const counts = this.chans[channel]!.counts;
-    const kind: VideoKind = r.chance(0.85) || counts.short + counts.live === 0 ? 'video' : counts.short > 0 ? 'short' : 'live';
+    const kind: VideoKind =
+      r.chance(0.85) || counts.short + counts.live === 0 ? 'video' : counts.short > 0 ? 'short' : 'live';
     return { channel, kind, index: r.int(0, Math.max(0, counts[kind] - 1)) };
   }
 
@@ -311,7 +315,11 @@ export class Catalog {
     const r = this.rng('facts', ref.channel, ref.kind, ref.index);
     const roll = r.next();
     const fate: VideoFate =
-      roll < this.opts.privateShare ? 'private' : roll < this.opts.privateShare + this.opts.goneShare ? 'gone' : 'public';
+      roll < this.opts.privateShare
+        ? 'private'
+        : roll < this.opts.privateShare + this.opts.goneShare
+          ? 'gone'
+          : 'public';
     const langs: Lang[] = [];
     if (!r.chance(this.opts.noTranscriptShare)) {
       langs.push(r.chance(0.85) ? ch.lang : 'en');
@@ -397,7 +405,7 @@ export class Catalog {
     }
     const total = ref.kind === 'video' ? ch.initialRegular : ch.counts[ref.kind];
     const span = CATALOG_AS_OF_MS - ch.createdMs;
-    return Math.floor(ch.createdMs + (span * (ref.index + 1)) / (total + 1) + r.next() * DAY_MS / 2);
+    return Math.floor(ch.createdMs + (span * (ref.index + 1)) / (total + 1) + (r.next() * DAY_MS) / 2);
   }
 
   /** The chunks of a transcript in one of the video's languages (the caller checks which). */

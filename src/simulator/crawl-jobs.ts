@@ -83,7 +83,13 @@ export class CrawlJobs {
    * The CrawlJob at `nowMs`; `nextUrl(skip)` builds the absolute URL of the next page of results.
    * Undefined when the crawl is unknown, purged or another key's.
    */
-  view(id: string, apiKey: string, skip: number, nowMs: number, nextUrl: (skip: number) => string): CrawlJob | undefined {
+  view(
+    id: string,
+    apiKey: string,
+    skip: number,
+    nowMs: number,
+    nextUrl: (skip: number) => string,
+  ): CrawlJob | undefined {
     const c = this.crawls.get(id);
     if (!c || c.apiKey !== apiKey) return undefined;
     if (nowMs >= c.doneMs + c.purgeMs) {

@@ -28,7 +28,8 @@ export function registerExtractEndpoints(router: Router<Handler>, deps: ApiDeps)
       const u = httpUrl(url);
       if (!u) return errorReply('invalid-request', 'Invalid body: url: expected an http(s) video URL');
       if (isPlatformHost(deps.platform, u)) return notFound('Video');
-      if (!socialPlatformOf(u)) return errorReply('invalid-request', 'Invalid body: url: not a URL of a supported platform');
+      if (!socialPlatformOf(u))
+        return errorReply('invalid-request', 'Invalid body: url: not a URL of a supported platform');
       mediaKey = u.href;
       durationS = deps.transcriptJobs.mediaDurationS(undefined, u.href, undefined);
     }

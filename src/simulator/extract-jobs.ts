@@ -111,7 +111,8 @@ function instanceOf(schema: JsonSchema, r: Rng, depth: number): unknown {
     case 'null':
       return null;
     default:
-      if (schema.format === 'date-time') return new Date(Date.UTC(2024, 0, 1) + r.int(0, 365) * 86_400_000).toISOString();
+      if (schema.format === 'date-time')
+        return new Date(Date.UTC(2024, 0, 1) + r.int(0, 365) * 86_400_000).toISOString();
       if (schema.format === 'uri') return `https://example.com/${words(r, 'en', 1)}`;
       return r.chance(0.5) ? title(r, 'en') : sentence(r, 'en', 4, 14);
   }
@@ -143,8 +144,13 @@ export class ExtractJobs {
     const schema = job.schema ?? PROMPT_ONLY_SCHEMA;
     const value = instanceOf(schema, r, 0);
     // `data` is an object whatever the schema's root says
-    const data = value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : { value };
-    return job.schema === undefined ? { status: 'completed', error: null, data, schema } : { status: 'completed', error: null, data };
+    const data =
+      value !== null && typeof value === 'object' && !Array.isArray(value)
+        ? (value as Record<string, unknown>)
+        : { value };
+    return job.schema === undefined
+      ? { status: 'completed', error: null, data, schema }
+      : { status: 'completed', error: null, data };
   }
 }
 

@@ -145,7 +145,8 @@ export class FaultInjector {
   rollPost(): PostFault {
     if (this.faults.resetRate > 0 && this.rng.chance(this.faults.resetRate)) return 'reset';
     if (this.faults.truncateRate > 0 && this.rng.chance(this.faults.truncateRate)) return 'truncate';
-    if (this.faults.schemaViolationRate > 0 && this.rng.chance(this.faults.schemaViolationRate)) return 'schema-violation';
+    if (this.faults.schemaViolationRate > 0 && this.rng.chance(this.faults.schemaViolationRate))
+      return 'schema-violation';
     return undefined;
   }
 

@@ -17,7 +17,11 @@ const RESERVED_SEGMENTS = new Set(['watch', 'playlist', 'results', 'feed', 'shor
 
 function asUrl(input: string): URL | undefined {
   const s = input.trim();
-  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(s) ? s : /^[^\s/]+\.[^\s/]+\//.test(s) ? `https://${s}` : undefined;
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(s)
+    ? s
+    : /^[^\s/]+\.[^\s/]+\//.test(s)
+      ? `https://${s}`
+      : undefined;
   if (withScheme === undefined) return undefined;
   try {
     return new URL(withScheme);
@@ -27,7 +31,10 @@ function asUrl(input: string): URL | undefined {
 }
 
 function segments(url: URL): string[] {
-  return url.pathname.split('/').filter((s) => s !== '').map((s) => decodeURIComponent(s));
+  return url.pathname
+    .split('/')
+    .filter((s) => s !== '')
+    .map((s) => decodeURIComponent(s));
 }
 
 /** The 11-character video ID of an ID or a video URL (watch, short link, shorts, embed, live). */

@@ -46,10 +46,7 @@ export interface BatchJob {
   failAfter: number | undefined;
 }
 
-export type ItemView =
-  | { state: 'processing' }
-  | { state: 'ok' }
-  | { state: 'error'; errorCode: ItemErrorCode };
+export type ItemView = { state: 'processing' } | { state: 'ok' } | { state: 'error'; errorCode: ItemErrorCode };
 
 /** What a poll sees at one instant. */
 export interface BatchView {
@@ -173,7 +170,12 @@ function timeline(job: BatchJob): Timeline {
   if (stopMs > expireMs) {
     return { startMs, endMs: expireMs, end: 'expired', finishedAtEnd: finishedBy(job, startMs, expireMs) };
   }
-  return { startMs, endMs: stopMs, end: job.failAfter === undefined ? 'completed' : 'failed', finishedAtEnd: stopItems };
+  return {
+    startMs,
+    endMs: stopMs,
+    end: job.failAfter === undefined ? 'completed' : 'failed',
+    finishedAtEnd: stopItems,
+  };
 }
 
 /** The state of a batch at `nowMs`. */
@@ -182,7 +184,13 @@ export function viewBatch(job: BatchJob, nowMs: number): BatchView {
   const n = job.entries.length;
   const ended = nowMs >= t.endMs;
   const finished = ended ? t.finishedAtEnd : finishedBy(job, t.startMs, nowMs);
-  const status: JobStatus = ended ? (t.end === 'completed' ? 'completed' : 'failed') : nowMs < t.startMs ? 'queued' : 'active';
+  const status: JobStatus = ended
+    ? t.end === 'completed'
+      ? 'completed'
+      : 'failed'
+    : nowMs < t.startMs
+      ? 'queued'
+      : 'active';
   // an expired batch's results are gone at once; the others' after the retention period
   const resultsGone = ended && (t.end === 'expired' || nowMs >= t.endMs + job.timings.retentionMs);
   const stoppedByFailure = ended && t.end === 'failed';

@@ -57,7 +57,11 @@ export function registerMediaEndpoints(router: Router<Handler>, deps: ApiDeps): 
       }
       if (mode === 'native') {
         if (!req.charge(1)) return creditsExhausted();
-        return errorReply('transcript-unavailable', 'No native transcript is available.', `video ${v.facts.id} has no transcript; use mode=auto or mode=generate`);
+        return errorReply(
+          'transcript-unavailable',
+          'No native transcript is available.',
+          `video ${v.facts.id} has no transcript; use mode=auto or mode=generate`,
+        );
       }
     }
     // what follows transcribes the audio (no captions to answer from, or asked to generate):
@@ -101,8 +105,17 @@ export function registerMediaEndpoints(router: Router<Handler>, deps: ApiDeps): 
         description: video.description === '' ? null : video.description,
         author: { username: ch.handle, displayName: ch.name, verified: (ch.subscriberCount ?? 0) > 100_000 },
         // the published document gives the video platform's share count as null
-        stats: { views: video.viewCount ?? null, likes: video.likeCount ?? null, comments: hash32(video.id) % 5000, shares: null },
-        media: { type: 'video', duration: video.duration, ...(video.thumbnail === undefined ? {} : { thumbnailUrl: video.thumbnail }) },
+        stats: {
+          views: video.viewCount ?? null,
+          likes: video.likeCount ?? null,
+          comments: hash32(video.id) % 5000,
+          shares: null,
+        },
+        media: {
+          type: 'video',
+          duration: video.duration,
+          ...(video.thumbnail === undefined ? {} : { thumbnailUrl: video.thumbnail }),
+        },
         tags: [...video.tags],
         additionalData: { channelId: ch.id, videoKind: ref.kind, transcriptLanguages: [...video.transcriptLanguages] },
       };
@@ -115,7 +128,12 @@ export function registerMediaEndpoints(router: Router<Handler>, deps: ApiDeps): 
     if (ownHost(url)) return notFound('Media');
     const platform = socialPlatformOf(url);
     if (!platform) return errorReply('invalid-request', 'Invalid query: url: not a URL of a supported platform');
-    const body = socialMetadata(deps.seed, platform, url, deps.transcriptJobs.mediaDurationS(undefined, url.href, undefined));
+    const body = socialMetadata(
+      deps.seed,
+      platform,
+      url,
+      deps.transcriptJobs.mediaDurationS(undefined, url.href, undefined),
+    );
     return req.charge(1) ? json(body) : creditsExhausted();
   });
 

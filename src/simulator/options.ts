@@ -22,7 +22,10 @@ export const DEFAULT_RATE_LIMIT: RateLimit = { requestsPerSecond: 1000, burst: 2
 const share = z.number().min(0).max(1);
 const count = (max: number) => z.number().int().min(0).max(max);
 const range = (max: number) =>
-  z.object({ min: count(max), max: count(max) }).strict().refine((r) => r.min <= r.max, 'min must not exceed max');
+  z
+    .object({ min: count(max), max: count(max) })
+    .strict()
+    .refine((r) => r.min <= r.max, 'min must not exceed max');
 const ms = z.number().int().min(0);
 
 export const CatalogSettingsSchema = z
@@ -119,9 +122,17 @@ export const JOB_DEFAULTS: JobSettings = {
 export const SimulatorOptionsSchema = z
   .object({
     /** seed of the catalog and of every random choice; default 1 */
-    seed: z.number().int().min(0).max(2 ** 32 - 1).optional(),
+    seed: z
+      .number()
+      .int()
+      .min(0)
+      .max(2 ** 32 - 1)
+      .optional(),
     /** the platform path segment; default 'videosite' */
-    platform: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'expected lowercase letters, digits and dashes').optional(),
+    platform: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9-]*$/, 'expected lowercase letters, digits and dashes')
+      .optional(),
     /** interface to listen on; default 127.0.0.1 */
     host: z.string().min(1).optional(),
     /** port; default 0 (a random free port; the CLI's default is 8787) */

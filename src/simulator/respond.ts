@@ -14,7 +14,14 @@ export type Reply =
   | { kind: 'json'; status: number; body: unknown; headers?: Headers }
   | { kind: 'raw'; status: number; body: string; contentType: string; headers?: Headers }
   /** `head` followed by `"<arrayKey>": [items...]`, serialised one item at a time */
-  | { kind: 'stream'; status: number; head: Record<string, unknown>; arrayKey: string; items: Iterable<unknown>; headers?: Headers };
+  | {
+      kind: 'stream';
+      status: number;
+      head: Record<string, unknown>;
+      arrayKey: string;
+      items: Iterable<unknown>;
+      headers?: Headers;
+    };
 
 /** An item already serialised: written into a streamed answer as is. */
 export class RawJson {
@@ -118,7 +125,11 @@ export async function writeReply(res: ServerResponse, reply: Reply, damage: Dama
 }
 
 /** The first `afterFraction` of `buf` at once, then one byte per `byteEveryMs`; stops when the client leaves. */
-async function trickle(res: ServerResponse, buf: Buffer, t: { afterFraction: number; byteEveryMs: number }): Promise<void> {
+async function trickle(
+  res: ServerResponse,
+  buf: Buffer,
+  t: { afterFraction: number; byteEveryMs: number },
+): Promise<void> {
   let gone = res.destroyed;
   let wake: (() => void) | undefined;
   const onClose = () => {

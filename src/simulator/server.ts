@@ -157,7 +157,14 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     const ref = catalog.findVideo(videoId);
     if (!ref) return undefined;
     const f = catalog.facts(ref);
-    return { id: f.id, channelId: f.channelId, kind: ref.kind, fate: f.fate, transcriptLanguages: [...f.transcriptLanguages], durationS: f.durationS };
+    return {
+      id: f.id,
+      channelId: f.channelId,
+      kind: ref.kind,
+      fate: f.fate,
+      transcriptLanguages: [...f.transcriptLanguages],
+      durationS: f.durationS,
+    };
   };
   const accounts = new Accounts(clock, settings.rateLimit);
   accounts.set(settings.apiKey, { organizationId: 'org_dev', ...settings.devAccount });
@@ -211,15 +218,25 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       return errorReply('unauthorized', 'Missing API key.', 'Send the API key in the x-api-key header.');
     }
     // the key itself is never echoed: answers and logs may end up anywhere
-    if (!accounts.has(apiKey)) return errorReply('unauthorized', 'Invalid API key.', 'The API key is unknown or was revoked.');
+    if (!accounts.has(apiKey))
+      return errorReply('unauthorized', 'Invalid API key.', 'The API key is unknown or was revoked.');
     const rate = accounts.takeToken(apiKey);
     if (!rate.ok) {
-      return errorReply('limit-exceeded', 'Rate limit exceeded.', `Too many requests; retry after ${rate.retryAfterS} s.`, {
-        'retry-after': String(rate.retryAfterS),
-      });
+      return errorReply(
+        'limit-exceeded',
+        'Rate limit exceeded.',
+        `Too many requests; retry after ${rate.retryAfterS} s.`,
+        {
+          'retry-after': String(rate.retryAfterS),
+        },
+      );
     }
     if (body === undefined) {
-      return errorReply('invalid-request', 'Invalid body: (root): too large', `the limit is ${settings.maxBodyBytes} bytes`);
+      return errorReply(
+        'invalid-request',
+        'Invalid body: (root): too large',
+        `the limit is ${settings.maxBodyBytes} bytes`,
+      );
     }
     return match.handler({
       params: match.params,
@@ -239,7 +256,11 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   /** Count the videos a batch POST names (a playlist or channel body: the videos it expands to). */
   function recordBatchPost(endpoint: string, body: string): void {
     const kind =
-      endpoint === `POST /${settings.platform}/video/batch` ? 'video' : endpoint === `POST /${settings.platform}/transcript/batch` ? 'transcript' : undefined;
+      endpoint === `POST /${settings.platform}/video/batch`
+        ? 'video'
+        : endpoint === `POST /${settings.platform}/transcript/batch`
+          ? 'transcript'
+          : undefined;
     if (kind === undefined) return;
     let b: { videoIds?: unknown; playlistId?: unknown; channelId?: unknown; limit?: unknown; lang?: unknown };
     try {
@@ -276,10 +297,22 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     // answer (a step's own headers win; a gateway's page carries none)
     let billed = 0;
     const withBilling = (reply: Reply, own: Record<string, string> = {}): Reply =>
-      faults.current().dropBillingHeader ? reply : { ...reply, headers: { [BILLING_HEADER]: String(billed), ...(reply.headers ?? {}), ...own } };
+      faults.current().dropBillingHeader
+        ? reply
+        : { ...reply, headers: { [BILLING_HEADER]: String(billed), ...(reply.headers ?? {}), ...own } };
     const done = (status: number | 'reset' | 'hang') => {
       stats.record(endpoint, status);
-      log.debug({ event: 'simulator.request', method, endpoint, status, ms: Date.now() - started, scripted: step !== undefined }, 'simulator request');
+      log.debug(
+        {
+          event: 'simulator.request',
+          method,
+          endpoint,
+          status,
+          ms: Date.now() - started,
+          scripted: step !== undefined,
+        },
+        'simulator request',
+      );
     };
 
     if (step?.delayMs) await sleep(step.delayMs);
@@ -295,7 +328,12 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       if (step.status !== undefined) {
         const reply = withBilling(scriptedReply(step));
         done(reply.status);
-        return writeReply(res, reply, { stall: step.stallBody, truncateAt: step.truncateAt, cutAfterMs: step.cutAfterMs, trickle: step.trickle });
+        return writeReply(res, reply, {
+          stall: step.stallBody,
+          truncateAt: step.truncateAt,
+          cutAfterMs: step.cutAfterMs,
+          trickle: step.trickle,
+        });
       }
     }
     if (!step) {
@@ -467,6 +505,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     });
     return closing;
   };
-  log.info({ event: 'simulator.listening', url: sim.baseUrl, platform: settings.platform, seed: settings.seed }, 'simulator listening');
+  log.info(
+    { event: 'simulator.listening', url: sim.baseUrl, platform: settings.platform, seed: settings.seed },
+    'simulator listening',
+  );
   return sim;
 }

@@ -40,7 +40,11 @@ function mediaOf(r: Rng, type: (typeof POST_TYPES)[number], base: string, durati
       const n = r.int(2, 5);
       const items: Array<Extract<Media, { type: 'carousel' }>['items'][number]> = [];
       for (let i = 0; i < n; i++) {
-        items.push(r.chance(0.7) ? { type: 'image', url: `${base}/${i}.jpg` } : { type: 'video', duration: r.int(3, 60), thumbnailUrl: `${base}/${i}-thumb.jpg` });
+        items.push(
+          r.chance(0.7)
+            ? { type: 'image', url: `${base}/${i}.jpg` }
+            : { type: 'video', duration: r.int(3, 60), thumbnailUrl: `${base}/${i}-thumb.jpg` },
+        );
       }
       return { type: 'carousel', items };
     }
@@ -74,7 +78,9 @@ export function socialMetadata(seed: number, platform: SocialPlatform, url: URL,
       shares: NO_SHARE_COUNT.has(platform) ? null : h % 300,
     },
     media: mediaOf(r, type, base, durationS),
-    tags: words(r, 'en', r.int(0, 4)).split(' ').filter((w) => w !== ''),
+    tags: words(r, 'en', r.int(0, 4))
+      .split(' ')
+      .filter((w) => w !== ''),
     createdAt: new Date(POSTS_AS_OF_MS - r.int(0, 730) * DAY_MS - r.int(0, DAY_MS - 1)).toISOString(),
   };
   if (r.chance(0.5)) body.additionalData = { language: 'en', caption: sentence(r, 'en', 3, 8) };

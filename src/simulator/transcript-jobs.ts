@@ -84,7 +84,15 @@ export class TranscriptJobs {
       if (nowMs >= job.createdMs + job.queuedMs + job.runMs + job.resultMs) this.jobs.delete(id);
     }
     const id = `tj_${randomUUID()}`;
-    this.jobs.set(id, { ...req, id, apiKey, createdMs: nowMs, queuedMs: t.queuedMs, runMs: t.runMs, resultMs: t.resultMs });
+    this.jobs.set(id, {
+      ...req,
+      id,
+      apiKey,
+      createdMs: nowMs,
+      queuedMs: t.queuedMs,
+      runMs: t.runMs,
+      resultMs: t.resultMs,
+    });
     return id;
   }
 
@@ -119,7 +127,10 @@ export class TranscriptJobs {
       }
       // generated from the audio in the requested language (or English)
       const genLang = job.lang ?? 'en';
-      const content = shapeContent(generatedChunks(this.seed, f.id, genLang, Math.max(3, Math.round(f.durationS / 8) % 40)), job);
+      const content = shapeContent(
+        generatedChunks(this.seed, f.id, genLang, Math.max(3, Math.round(f.durationS / 8) % 40)),
+        job,
+      );
       const availableLangs: string[] = [...f.transcriptLanguages];
       if (!availableLangs.includes(genLang)) availableLangs.push(genLang);
       return { status: 'completed', error: null, content, lang: genLang, availableLangs };

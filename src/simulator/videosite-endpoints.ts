@@ -57,7 +57,11 @@ export function isPlatformHost(platform: string, url: URL): boolean {
 /** 206 with an Error body: a 2xx that still costs a credit. */
 function transcriptUnavailable(req: ApiRequest, videoId: string): Reply {
   if (!req.charge(1)) return creditsExhausted();
-  return errorReply('transcript-unavailable', 'No transcript is available for this video.', `video ${videoId} has no transcript`);
+  return errorReply(
+    'transcript-unavailable',
+    'No transcript is available for this video.',
+    `video ${videoId} has no transcript`,
+  );
 }
 
 const LANG_CODE_RE = /^[a-z]{2}(-[A-Za-z]{2,4})?$/;
@@ -83,7 +87,7 @@ function search(deps: ApiDeps, q: ReturnType<typeof SearchQuerySchema.parse>): S
     if (!m) return errorReply('invalid-request', 'Invalid query: nextPageToken: not a token of this search');
     offset = Number(m[1]);
   }
-  const total = 40 + (rngFor(deps.seed, 'search-total', q.query).int(0, 460));
+  const total = 40 + rngFor(deps.seed, 'search-total', q.query).int(0, 460);
   const count = q.limit !== undefined ? Math.min(q.limit, total) : Math.max(0, Math.min(PAGE, total - offset));
   const wanted = q.type === 'video' || q.type === 'channel' || q.type === 'playlist' ? q.type : undefined;
   const results: SearchItem[] = [];
@@ -200,12 +204,19 @@ export function registerVideositeEndpoints(router: Router<Handler>, deps: ApiDep
     const source = v.facts.transcriptLanguages[0];
     if (source === undefined) return transcriptUnavailable(req, v.facts.id);
     const target = q.value.lang;
-    let chunks = catalog.transcriptChunks(v.ref, v.facts.transcriptLanguages.includes(target as Lang) ? target : source);
+    let chunks = catalog.transcriptChunks(
+      v.ref,
+      v.facts.transcriptLanguages.includes(target as Lang) ? target : source,
+    );
     if (!v.facts.transcriptLanguages.includes(target as Lang)) {
       // "translated": same timings, text in the target language's script
       const r = rngFor(deps.seed, 'translate', v.facts.id, target);
       const script: Lang = (LANGS as readonly string[]).includes(target) ? (target as Lang) : 'en';
-      chunks = chunks.map((c) => ({ ...c, text: captionText(r, script), ...(c.lang !== undefined ? { lang: target } : {}) }));
+      chunks = chunks.map((c) => ({
+        ...c,
+        text: captionText(r, script),
+        ...(c.lang !== undefined ? { lang: target } : {}),
+      }));
     }
     const body: TranslatedTranscript = { content: shapeContent(chunks, q.value), lang: target };
     // priced per started minute of the transcript (UPSTREAM.md, "Credits")
@@ -217,6 +228,8 @@ export function registerVideositeEndpoints(router: Router<Handler>, deps: ApiDep
     if (!q.ok) return q.reply;
     const out = search(deps, q.value);
     // one credit a page; with `limit` the API pages for the caller and charges each page
-    return 'kind' in out ? out : paid(req, out, 200, q.value.limit !== undefined ? searchCredits(out.results.length) : PRICES.searchPage);
+    return 'kind' in out
+      ? out
+      : paid(req, out, 200, q.value.limit !== undefined ? searchCredits(out.results.length) : PRICES.searchPage);
   });
 }

@@ -41,7 +41,11 @@ export class SyntheticWeb {
   }
 
   /** The Markdown of a page and the URLs it links to. */
-  private page(url: URL, noLinks: boolean, lang: Lang): { name: string; description: string; content: string; urls: string[] } {
+  private page(
+    url: URL,
+    noLinks: boolean,
+    lang: Lang,
+  ): { name: string; description: string; content: string; urls: string[] } {
     const origin = url.origin;
     const r = rngFor(this.seed, 'page', url.href, lang);
     const name = title(r, lang);

@@ -54,7 +54,9 @@ const CHANNEL_VIDEOS = 80;
 const chromiumMissing = !existsSync(CHROMIUM_PATH);
 const inCi = Boolean(process.env.CI);
 if (chromiumMissing && !inCi) {
-  console.warn(`skipping test/browser/overview.test.ts: ${CHROMIUM_PATH} is missing (install it: apt-get install chromium)`);
+  console.warn(
+    `skipping test/browser/overview.test.ts: ${CHROMIUM_PATH} is missing (install it: apt-get install chromium)`,
+  );
 }
 
 interface AdminDaemon {
@@ -81,8 +83,22 @@ describe.skipIf(chromiumMissing && !inCi)('the admin pages in headless Chromium'
     if (chromiumMissing) throw new Error(`${CHROMIUM_PATH} is missing: .ci/run installs it (apt-get install chromium)`);
     h = await createPipelineHarness('browser', { catalog: { channels: 2, channelSizes: [CHANNEL_VIDEOS, 30] } });
     const [first, second] = h.sim.catalog.channels();
-    const ch = await registerSource(h.deps, { kind: 'channel', ref: first!.handle, limit: CHANNEL_VIDEOS, langs: ['en'], textOnly: false, cron: null });
-    const pl = await registerSource(h.deps, { kind: 'playlist', ref: second!.playlistIds[0]!, limit: 30, langs: ['en'], textOnly: true, cron: null });
+    const ch = await registerSource(h.deps, {
+      kind: 'channel',
+      ref: first!.handle,
+      limit: CHANNEL_VIDEOS,
+      langs: ['en'],
+      textOnly: false,
+      cron: null,
+    });
+    const pl = await registerSource(h.deps, {
+      kind: 'playlist',
+      ref: second!.playlistIds[0]!,
+      limit: 30,
+      langs: ['en'],
+      textOnly: true,
+      cron: null,
+    });
     channelTitle = ch.title!;
     channelId = ch.id;
     playlistTitle = pl.title!;
@@ -97,15 +113,23 @@ describe.skipIf(chromiumMissing && !inCi)('the admin pages in headless Chromium'
     await syncSource(h.deps, ch.id, { trigger: 'backfill' });
     await syncSource(h.deps, pl.id, { trigger: 'backfill' });
     h.sim.clock.advance(h.sim.jobSettings().queuedMs + 1_000);
-    halfDoneJobId = await waitFor(async () => {
-      const [b] = await h.database.sql<{ job_id: string }[]>`
+    halfDoneJobId = await waitFor(
+      async () => {
+        const [b] = await h.database.sql<{ job_id: string }[]>`
         select job_id from batches
         where source_id = ${ch.id} and kind = 'video' and status = 'active' and succeeded + failed = ${ITEMS_PER_SECOND}`;
-      return b?.job_id;
-    }, 20_000, 'the daemon to poll the channel batch a quarter done');
+        return b?.job_id;
+      },
+      20_000,
+      'the daemon to poll the channel batch a quarter done',
+    );
 
     userDataDir = mkdtempSync(join(tmpdir(), 'vsi-chromium-'));
-    context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 900 } });
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM_PATH,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1280, height: 900 },
+    });
   });
 
   afterAll(async () => {
@@ -124,22 +148,36 @@ describe.skipIf(chromiumMissing && !inCi)('the admin pages in headless Chromium'
   async function startAdminDaemon(): Promise<AdminDaemon> {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const child = spawn(process.execPath, ['bin/videosite-ingest.js', 'daemon', '--role', 'poller,sink', '--admin-port', String(port)], {
-      cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...h.env, ADMIN_TOKEN: TOKEN, LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['bin/videosite-ingest.js', 'daemon', '--role', 'poller,sink', '--admin-port', String(port)],
+      {
+        cwd: REPO_ROOT,
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOME: process.env.HOME ?? '',
+          ...h.env,
+          ADMIN_TOKEN: TOKEN,
+          LOG_LEVEL: 'info',
+        },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     let log = '';
     child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
     const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    await waitFor(async () => {
-      if (child.exitCode !== null) throw new Error(`daemon exited with ${child.exitCode}:\n${log}`);
-      try {
-        return (await fetch(`${url}/healthz`)).ok ? true : undefined;
-      } catch {
-        return undefined;
-      }
-    }, 30_000, 'the daemon admin server');
+    await waitFor(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`daemon exited with ${child.exitCode}:\n${log}`);
+        try {
+          return (await fetch(`${url}/healthz`)).ok ? true : undefined;
+        } catch {
+          return undefined;
+        }
+      },
+      30_000,
+      'the daemon admin server',
+    );
     return { child, exit, log: () => log, adminUrl: url };
   }
 
@@ -164,11 +202,15 @@ describe.skipIf(chromiumMissing && !inCi)('the admin pages in headless Chromium'
     expect(outer).not.toBeNull();
     expect(filled / outer!.width).toBeGreaterThan(0.2);
     expect(filled / outer!.width).toBeLessThan(0.3);
-    expect(await page.locator(`tr[data-job-id="${halfDoneJobId}"]`).innerText()).toContain(`${ITEMS_PER_SECOND} / ${CHANNEL_VIDEOS} finished`);
+    expect(await page.locator(`tr[data-job-id="${halfDoneJobId}"]`).innerText()).toContain(
+      `${ITEMS_PER_SECOND} / ${CHANNEL_VIDEOS} finished`,
+    );
 
     // the daemon's own metrics count its polls (the client hook wired through its context)
     const metrics = await (await fetch(`${adminUrl}/metrics`)).text();
-    expect(metrics).toMatch(/^vsi_api_requests_total\{endpoint="GET \/videosite\/batch\/\{jobId\}",status="200"\} [1-9]/m);
+    expect(metrics).toMatch(
+      /^vsi_api_requests_total\{endpoint="GET \/videosite\/batch\/\{jobId\}",status="200"\} [1-9]/m,
+    );
 
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, 'overview.png'), fullPage: true });
@@ -184,7 +226,9 @@ describe.skipIf(chromiumMissing && !inCi)('the admin pages in headless Chromium'
     await page.locator(`#sources tr[data-source-id="${channelId}"] a`).first().click();
     await page.waitForURL(`${adminUrl}/sources/${channelId}`);
     expect(await page.locator('h2.page').innerText()).toContain(channelTitle);
-    const [stats] = await sql<{ videos: number; transcripts: number }[]>`select videos, transcripts from source_stats where source_id = ${channelId}`;
+    const [stats] = await sql<
+      { videos: number; transcripts: number }[]
+    >`select videos, transcripts from source_stats where source_id = ${channelId}`;
     expect(await page.locator('#videos').innerText()).toBe(String(stats!.videos));
     expect(await page.locator('#transcripts').innerText()).toBe(String(stats!.transcripts));
     const batchRow = page.locator(`#batches tr[data-job-id="${halfDoneJobId}"]`);
@@ -195,10 +239,18 @@ describe.skipIf(chromiumMissing && !inCi)('the admin pages in headless Chromium'
     await batchRow.locator('a').first().click();
     await page.waitForURL(`${adminUrl}/batches/${encodeURIComponent(halfDoneJobId)}`);
     expect(await page.locator('#summary').innerText()).toContain(channelTitle);
-    expect(await page.locator(`[role="progressbar"][aria-label="batch ${halfDoneJobId}"]`).getAttribute('aria-valuenow')).toBe(String(ITEMS_PER_SECOND));
-    const itemIds = (await sql<{ video_id: string }[]>`select video_id from batch_items where job_id = ${halfDoneJobId} order by video_id`).map((r) => r.video_id);
+    expect(
+      await page.locator(`[role="progressbar"][aria-label="batch ${halfDoneJobId}"]`).getAttribute('aria-valuenow'),
+    ).toBe(String(ITEMS_PER_SECOND));
+    const itemIds = (
+      await sql<
+        { video_id: string }[]
+      >`select video_id from batch_items where job_id = ${halfDoneJobId} order by video_id`
+    ).map((r) => r.video_id);
     // the first page of its items (finished ones, and those still processing), by video ID
-    expect(await page.locator('#items tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-video-id')))).toEqual(itemIds.slice(0, BATCH_ITEMS_PER_PAGE));
+    expect(
+      await page.locator('#items tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-video-id'))),
+    ).toEqual(itemIds.slice(0, BATCH_ITEMS_PER_PAGE));
     await page.screenshot({ path: join(ARTIFACTS, 'batch.png'), fullPage: true });
 
     // a stored one (its metadata in the payload), on the first page
@@ -207,7 +259,9 @@ describe.skipIf(chromiumMissing && !inCi)('the admin pages in headless Chromium'
       where job_id = ${halfDoneJobId} and state = 'sunk' and video_id = any(${itemIds.slice(0, BATCH_ITEMS_PER_PAGE)}::text[])
       order by video_id limit 1`;
     await page.locator(`#items tr[data-video-id="${stored!.video_id}"] a`).click();
-    await page.waitForURL(`${adminUrl}/batches/${encodeURIComponent(halfDoneJobId)}/items/${encodeURIComponent(stored!.video_id)}`);
+    await page.waitForURL(
+      `${adminUrl}/batches/${encodeURIComponent(halfDoneJobId)}/items/${encodeURIComponent(stored!.video_id)}`,
+    );
     expect(await page.locator('#payload').innerText()).toBe(stored!.pretty);
     expect(stored!.pretty).toContain(`"videoId": "${stored!.video_id}"`);
     await page.screenshot({ path: join(ARTIFACTS, 'item.png'), fullPage: true });
@@ -283,7 +337,11 @@ describe.skipIf(chromiumMissing && !inCi)('the admin pages in headless Chromium'
       await page.locator('main button[aria-haspopup="menu"]').first().click();
       await page.getByRole('menuitem', { name: 'Pause', exact: true }).click();
       await page.getByRole('button', { name: 'Confirm', exact: true }).click();
-      await waitFor(async () => ((await h.queues.schedule.isPaused()) ? true : undefined), 15_000, 'the schedule queue paused from the dashboard');
+      await waitFor(
+        async () => ((await h.queues.schedule.isPaused()) ? true : undefined),
+        15_000,
+        'the schedule queue paused from the dashboard',
+      );
     } finally {
       await h.queues.schedule.resume();
     }
@@ -332,7 +390,11 @@ describe.skipIf(chromiumMissing && !inCi)('the admin pages in headless Chromium'
     const own = await startAdminDaemon();
     // the admin server answers before the daemon has finished starting: a SIGTERM before its
     // handlers are set (right after `daemon.started`) would be the default one
-    await waitFor(async () => (parseLogLines(own.log()).some((l) => l.event === 'daemon.started') ? true : undefined), 30_000, 'daemon.started');
+    await waitFor(
+      async () => (parseLogLines(own.log()).some((l) => l.event === 'daemon.started') ? true : undefined),
+      30_000,
+      'daemon.started',
+    );
     own.child.kill('SIGTERM');
     expect(await own.exit).toBe(0);
     const events = parseLogLines(own.log());

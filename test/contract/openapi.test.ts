@@ -21,7 +21,9 @@ import { startRecordingProxy, type Exchange, type RecordingProxy } from '../help
 
 type Json = Record<string, unknown>;
 
-const DOCUMENT: Json = JSON.parse(readFileSync(new URL('../../upstream/openapi-v1.json', import.meta.url), 'utf8')) as Json;
+const DOCUMENT: Json = JSON.parse(
+  readFileSync(new URL('../../upstream/openapi-v1.json', import.meta.url), 'utf8'),
+) as Json;
 
 /** The production spelling of the platform segment, as the document has it. */
 const PLATFORM = 'youtube';
@@ -49,7 +51,16 @@ const DAY_MS = 24 * HOUR_MS;
 const ERRATA: ReadonlyArray<{ pointer: string; expected: unknown; replacement: unknown; why: string }> = [
   {
     pointer: '/components/schemas/YouTubeBatchResults/properties/results/items/properties/errorCode/enum',
-    expected: ['invalid-request', 'internal-error', 'forbidden', 'unauthorized', 'upgrade-required', 'transcript-unavailable', 'not-found', 'limit-exceeded'],
+    expected: [
+      'invalid-request',
+      'internal-error',
+      'forbidden',
+      'unauthorized',
+      'upgrade-required',
+      'transcript-unavailable',
+      'not-found',
+      'limit-exceeded',
+    ],
     replacement: [
       'invalid-request',
       'internal-error',
@@ -91,7 +102,9 @@ function withErrata(document: Json): Json {
   for (const e of ERRATA) {
     const found = getAt(doc, e.pointer);
     if (JSON.stringify(found) !== JSON.stringify(e.expected)) {
-      throw new Error(`erratum at ${e.pointer} no longer applies (the document now has ${JSON.stringify(found)}): review it`);
+      throw new Error(
+        `erratum at ${e.pointer} no longer applies (the document now has ${JSON.stringify(found)}): review it`,
+      );
     }
     setAt(doc, e.pointer, e.replacement);
   }
@@ -133,13 +146,19 @@ async function drive<T>(label: string, statuses: number | number[], call: () => 
   } catch (e: unknown) {
     error = e;
   }
-  const got = proxy.exchanges().slice(before).map((x) => x.answer?.status ?? 0);
+  const got = proxy
+    .exchanges()
+    .slice(before)
+    .map((x) => x.answer?.status ?? 0);
   if (JSON.stringify(got) !== JSON.stringify(want)) {
-    throw new Error(`${label}: expected answers ${JSON.stringify(want)}, saw ${JSON.stringify(got)}${error === undefined ? '' : ` (${String(error)})`}`);
+    throw new Error(
+      `${label}: expected answers ${JSON.stringify(want)}, saw ${JSON.stringify(got)}${error === undefined ? '' : ` (${String(error)})`}`,
+    );
   }
   const last = want.at(-1)!;
   const success = last >= 200 && last < 300 && last !== 206;
-  if (success && error !== undefined) throw new Error(`${label}: the client refused a ${last} answer: ${String(error)}`);
+  if (success && error !== undefined)
+    throw new Error(`${label}: the client refused a ${last} answer: ${String(error)}`);
   if (!success && !(error instanceof ApiError && error.status === last)) {
     throw new Error(`${label}: expected an ApiError with status ${last}, got ${String(error)}`);
   }
@@ -147,7 +166,18 @@ async function drive<T>(label: string, statuses: number | number[], call: () => 
 }
 
 /** Every operation of the document once, with arguments that reach its handler. */
-function oneCallPerOperation(c: ApiClient, ids: { video: string; playlist: string; channel: string; batch: string; crawl: string; transcriptJob: string; extractJob: string }): Array<[string, () => Promise<unknown>]> {
+function oneCallPerOperation(
+  c: ApiClient,
+  ids: {
+    video: string;
+    playlist: string;
+    channel: string;
+    batch: string;
+    crawl: string;
+    transcriptJob: string;
+    extractJob: string;
+  },
+): Array<[string, () => Promise<unknown>]> {
   const url = `https://www.${PLATFORM}.com/watch?v=${ids.video}`;
   return [
     ['video', () => c.getVideo({ id: ids.video })],
@@ -178,7 +208,9 @@ async function driveEverything(): Promise<void> {
   const c = client(sim.apiKey);
   const channels = sim.catalog.channels();
   const ch = channels[0]!;
-  const videos: VideoInfo[] = channels.flatMap((x) => sim.catalog.videoIds(x.id)!.map((id) => sim.catalog.videoInfo(id)!));
+  const videos: VideoInfo[] = channels.flatMap((x) =>
+    sim.catalog.videoIds(x.id)!.map((id) => sim.catalog.videoInfo(id)!),
+  );
   const captioned = videos.filter((v) => v.fate === 'public' && v.transcriptLanguages.length > 0);
   const silent = videos.find((v) => v.fate === 'public' && v.transcriptLanguages.length === 0)!;
   const gone = videos.find((v) => v.fate === 'gone')!;
@@ -206,7 +238,9 @@ async function driveEverything(): Promise<void> {
   await drive('channel videos unknown', 404, () => c.getChannelVideos({ id: unknownChannel }));
 
   // transcripts of the platform
-  await drive('transcript', 200, () => c.getTranscript({ videoId: video.id, lang: video.transcriptLanguages[0], chunkSize: 300 }));
+  await drive('transcript', 200, () =>
+    c.getTranscript({ videoId: video.id, lang: video.transcriptLanguages[0], chunkSize: 300 }),
+  );
   await drive('transcript by URL, text', 200, () => c.getTranscript({ url: watch(video.id), text: true }));
   await drive('transcript unavailable', 206, () => c.getTranscript({ videoId: silent.id }));
   await drive('transcript gone', 404, () => c.getTranscript({ videoId: gone.id }));
@@ -214,16 +248,22 @@ async function driveEverything(): Promise<void> {
   await drive('translate, text', 200, () => c.translateTranscript({ url: watch(video.id), lang: 'fr', text: true }));
   await drive('translate unavailable', 206, () => c.translateTranscript({ videoId: silent.id, lang: 'de' }));
   await drive('translate gone', 404, () => c.translateTranscript({ videoId: gone.id, lang: 'de' }));
-  await drive('translate to no language code', 400, () => c.translateTranscript({ videoId: video.id, lang: 'english' }));
+  await drive('translate to no language code', 400, () =>
+    c.translateTranscript({ videoId: video.id, lang: 'english' }),
+  );
 
   // batches, their lifecycle on the simulated clock
   const tooMany = videos.slice(0, MAX_VIDEO_IDS + 1).map((v) => v.id);
   const tb = await drive('transcript batch', 200, () =>
     c.createTranscriptBatch({ videoIds: [video.id, captioned[1]!.id, silent.id, gone.id], lang: 'en' }),
   );
-  await drive('transcript batch of a channel, text', 200, () => c.createTranscriptBatch({ channelId: ch.id, limit: 3, text: true }));
+  await drive('transcript batch of a channel, text', 200, () =>
+    c.createTranscriptBatch({ channelId: ch.id, limit: 3, text: true }),
+  );
   await drive('transcript batch too long', 400, () => c.createTranscriptBatch({ videoIds: tooMany }));
-  const vb = await drive('video batch of a playlist', 200, () => c.createVideoBatch({ playlistId: playlist, limit: 5 }));
+  const vb = await drive('video batch of a playlist', 200, () =>
+    c.createVideoBatch({ playlistId: playlist, limit: 5 }),
+  );
   await drive('video batch', 200, () => c.createVideoBatch({ videoIds: [video.id, shortId, gone.id] }));
   await drive('video batch too long', 400, () => c.createVideoBatch({ videoIds: tooMany }));
   await drive('video batch of an unknown playlist', 404, () => c.createVideoBatch({ playlistId: unknownPlaylist }));
@@ -239,10 +279,20 @@ async function driveEverything(): Promise<void> {
   const page1 = await drive('search', 200, () => c.search({ query: 'cooking' }));
   await drive('search, next page', 200, () => c.search({ query: 'cooking', nextPageToken: page1.nextPageToken }));
   await drive('search with filters', 200, () =>
-    c.search({ query: 'guitar', type: 'video', uploadDate: 'month', duration: 'medium', sortBy: 'views', features: ['creative-commons', 'hd'], limit: 25 }),
+    c.search({
+      query: 'guitar',
+      type: 'video',
+      uploadDate: 'month',
+      duration: 'medium',
+      sortBy: 'views',
+      features: ['creative-commons', 'hd'],
+      limit: 25,
+    }),
   );
   await drive('search of channels', 200, () => c.search({ query: 'guitar', type: 'channel', limit: 3 }));
-  await drive('search with a token of no search', 400, () => c.search({ query: 'cooking', nextPageToken: 'bm90LWEtdG9rZW4' }));
+  await drive('search with a token of no search', 400, () =>
+    c.search({ query: 'cooking', nextPageToken: 'bm90LWEtdG9rZW4' }),
+  );
 
   // web pages
   await drive('scrape', 200, () => c.scrape({ url: 'https://docs.test/guide', noLinks: true, lang: 'en' }));
@@ -254,16 +304,29 @@ async function driveEverything(): Promise<void> {
   await drive('crawl scraping', 200, () => c.getCrawl(crawl.jobId));
   sim.clock.advance(25 * CRAWL_PAGE_MS);
   const first = await drive('crawl completed', 200, () => c.getCrawl(crawl.jobId));
-  expect(first.next, `docs.test must have more than one page of results (it has ${site.urls.length} pages)`).toBeDefined();
+  expect(
+    first.next,
+    `docs.test must have more than one page of results (it has ${site.urls.length} pages)`,
+  ).toBeDefined();
   await drive('crawl, second page', 200, () => c.getCrawl(crawl.jobId, { skip: 10 }));
 
   // transcripts of any media URL, and their jobs
-  await drive('media transcript', 200, () => c.getMediaTranscript({ url: watch(video.id), mode: 'native', lang: video.transcriptLanguages[0] }));
-  await drive('media transcript, text', 200, () => c.getMediaTranscript({ url: watch(video.id), mode: 'auto', text: true }));
-  const tj = await drive('media transcript job', 202, () => c.getMediaTranscript({ url: 'https://clips.test/v/7', mode: 'generate', lang: 'en', chunkSize: 500 }));
+  await drive('media transcript', 200, () =>
+    c.getMediaTranscript({ url: watch(video.id), mode: 'native', lang: video.transcriptLanguages[0] }),
+  );
+  await drive('media transcript, text', 200, () =>
+    c.getMediaTranscript({ url: watch(video.id), mode: 'auto', text: true }),
+  );
+  const tj = await drive('media transcript job', 202, () =>
+    c.getMediaTranscript({ url: 'https://clips.test/v/7', mode: 'generate', lang: 'en', chunkSize: 500 }),
+  );
   if (tj.kind !== 'job') throw new Error('a generated transcript must be a job');
-  await drive('media transcript of a gone video', 404, () => c.getMediaTranscript({ url: watch(gone.id), mode: 'native' }));
-  await drive('media transcript of no http URL', 400, () => c.getMediaTranscript({ url: 'ftp://media.test/a.mp3', mode: 'native' }));
+  await drive('media transcript of a gone video', 404, () =>
+    c.getMediaTranscript({ url: watch(gone.id), mode: 'native' }),
+  );
+  await drive('media transcript of no http URL', 400, () =>
+    c.getMediaTranscript({ url: 'ftp://media.test/a.mp3', mode: 'native' }),
+  );
   await drive('transcript job queued', 200, () => c.getTranscriptJob(tj.jobId));
   sim.clock.advance(QUEUED_MS);
   await drive('transcript job active', 200, () => c.getTranscriptJob(tj.jobId));
@@ -275,7 +338,9 @@ async function driveEverything(): Promise<void> {
   for (const [label, url] of [
     ['metadata', watch(video.id)],
     ['metadata of a short', watch(shortId)],
-    ...['clips', 'photos', 'micro', 'social'].flatMap((host) => [0, 1, 2, 3].map((i) => [`metadata of ${host} ${i}`, `https://${host}.test/p/${i}`])),
+    ...['clips', 'photos', 'micro', 'social'].flatMap((host) =>
+      [0, 1, 2, 3].map((i) => [`metadata of ${host} ${i}`, `https://${host}.test/p/${i}`]),
+    ),
   ] as Array<[string, string]>) {
     const m = await drive(label, 200, () => c.getMetadata({ url }));
     metadataTypes.add(m.type);
@@ -284,12 +349,26 @@ async function driveEverything(): Promise<void> {
   await drive('metadata of an unsupported platform', 400, () => c.getMetadata({ url: 'https://unknown.test/p/1' }));
 
   // extract jobs
-  const schema = { type: 'object', properties: { topics: { type: 'array', items: { type: 'string' } }, mood: { type: 'string', enum: ['calm', 'loud'] }, rating: { type: 'integer', minimum: 1, maximum: 5 } }, required: ['topics'] };
-  const ex1 = await drive('extract by prompt', 202, () => c.startExtract({ url: watch(video.id), prompt: 'the main topics and takeaways' }));
+  const schema = {
+    type: 'object',
+    properties: {
+      topics: { type: 'array', items: { type: 'string' } },
+      mood: { type: 'string', enum: ['calm', 'loud'] },
+      rating: { type: 'integer', minimum: 1, maximum: 5 },
+    },
+    required: ['topics'],
+  };
+  const ex1 = await drive('extract by prompt', 202, () =>
+    c.startExtract({ url: watch(video.id), prompt: 'the main topics and takeaways' }),
+  );
   const ex2 = await drive('extract by schema', 202, () => c.startExtract({ url: 'https://clips.test/v/7', schema }));
-  await drive('extract by both', 202, () => c.startExtract({ url: watch(captioned[1]!.id), prompt: 'the mood', schema }));
+  await drive('extract by both', 202, () =>
+    c.startExtract({ url: watch(captioned[1]!.id), prompt: 'the mood', schema }),
+  );
   await drive('extract of a gone video', 404, () => c.startExtract({ url: watch(gone.id), prompt: 'anything' }));
-  await drive('extract of an unsupported platform', 400, () => c.startExtract({ url: 'https://unknown.test/v/1', prompt: 'anything' }));
+  await drive('extract of an unsupported platform', 400, () =>
+    c.startExtract({ url: 'https://unknown.test/v/1', prompt: 'anything' }),
+  );
   await drive('extract job queued', 200, () => c.getExtractJob(ex1.jobId));
   sim.clock.advance(QUEUED_MS);
   await drive('extract job active', 200, () => c.getExtractJob(ex1.jobId));
@@ -318,7 +397,15 @@ async function driveEverything(): Promise<void> {
   await drive('metadata over the rate limit', 429, () => slow.getMetadata({ url: watch(video.id) }));
 
   // 500 from every operation: the simulator's own internal-error answer
-  const ids = { video: video.id, playlist, channel: ch.id, batch: tb.jobId, crawl: crawl.jobId, transcriptJob: tj.jobId, extractJob: ex1.jobId };
+  const ids = {
+    video: video.id,
+    playlist,
+    channel: ch.id,
+    batch: tb.jobId,
+    crawl: crawl.jobId,
+    transcriptJob: tj.jobId,
+    extractJob: ex1.jobId,
+  };
   sim.setFaults({ errorRate: 1 });
   for (const [label, call] of oneCallPerOperation(c, ids)) await drive(`${label}, internal error`, 500, call);
   sim.setFaults({ errorRate: 0 });
@@ -338,8 +425,20 @@ beforeAll(async () => {
     platform: PLATFORM,
     // frozen: only the drive moves time
     clockSpeed: 0,
-    catalog: { channels: 2, videosPerChannel: { min: 40, max: 40 }, privateShare: 0.05, goneShare: 0.08, noTranscriptShare: 0.15, transcriptChunks: { min: 3, max: 6 } },
-    jobs: { queuedMs: QUEUED_MS, transcriptJobMs: TRANSCRIPT_JOB_MS, extractJobMs: EXTRACT_JOB_MS, crawlPageMs: CRAWL_PAGE_MS },
+    catalog: {
+      channels: 2,
+      videosPerChannel: { min: 40, max: 40 },
+      privateShare: 0.05,
+      goneShare: 0.08,
+      noTranscriptShare: 0.15,
+      transcriptChunks: { min: 3, max: 6 },
+    },
+    jobs: {
+      queuedMs: QUEUED_MS,
+      transcriptJobMs: TRANSCRIPT_JOB_MS,
+      extractJobMs: EXTRACT_JOB_MS,
+      crawlPageMs: CRAWL_PAGE_MS,
+    },
     maxVideoIds: MAX_VIDEO_IDS,
     accounts: { [BROKE_KEY]: { maxCredits: 0 }, [SLOW_KEY]: { rateLimit: { requestsPerSecond: 0.001, burst: 1 } } },
   });
@@ -387,7 +486,9 @@ describe('the published interface document (upstream/openapi-v1.json)', () => {
   it("every answer's status is listed for its operation and its body matches that status's schema", () => {
     const problems = problemsOf(contract, exchanges).filter((p) => !p.where.startsWith('request'));
     expect(problems).toEqual([]);
-    const pairs = new Set(exchanges.map((x) => `${contract.operationOf(x.request.method, x.request.path)?.key} ${x.answer?.status}`));
+    const pairs = new Set(
+      exchanges.map((x) => `${contract.operationOf(x.request.method, x.request.path)?.key} ${x.answer?.status}`),
+    );
     console.info(
       `contract: ${exchanges.length} exchanges validated over ${contract.operations.length} operations, ` +
         `${pairs.size} of ${contract.operations.reduce((n, o) => n + o.statuses.length, 0)} documented operation/status pairs`,
@@ -405,14 +506,21 @@ describe('the published interface document (upstream/openapi-v1.json)', () => {
   });
 
   it('search `features` goes out as repeated keys with hyphenated values, checked like every other query', () => {
-    const withFeatures = exchanges.filter((x) => x.request.path.endsWith('/search') && (x.request.query.features?.length ?? 0) > 0);
+    const withFeatures = exchanges.filter(
+      (x) => x.request.path.endsWith('/search') && (x.request.query.features?.length ?? 0) > 0,
+    );
     expect(withFeatures.length).toBeGreaterThan(0);
     for (const x of withFeatures) expect(x.request.query.features).toEqual(['creative-commons', 'hd']);
   });
 });
 
 /** Copies of the document broken on purpose, each with the exchanges it must then fail. */
-const BREAKS: ReadonlyArray<{ name: string; breakIt: (doc: Json) => void; fails: (x: Exchange) => boolean; where: string }> = [
+const BREAKS: ReadonlyArray<{
+  name: string;
+  breakIt: (doc: Json) => void;
+  fails: (x: Exchange) => boolean;
+  where: string;
+}> = [
   {
     name: 'a required field added to Metadata fails every 200 /metadata answer',
     breakIt: (doc) => (getAt(doc, '/components/schemas/Metadata/required') as string[]).push('sponsor'),
@@ -423,7 +531,11 @@ const BREAKS: ReadonlyArray<{ name: string; breakIt: (doc: Json) => void; fails:
     name: 'the Error codes narrowed (no `not-found`) fail every 404 answer',
     breakIt: (doc) => {
       const codes = getAt(doc, '/components/schemas/Error/properties/error/enum') as string[];
-      setAt(doc, '/components/schemas/Error/properties/error/enum', codes.filter((c) => c !== 'not-found'));
+      setAt(
+        doc,
+        '/components/schemas/Error/properties/error/enum',
+        codes.filter((c) => c !== 'not-found'),
+      );
     },
     fails: (x) => x.answer?.status === 404,
     where: 'response.body',
@@ -431,7 +543,10 @@ const BREAKS: ReadonlyArray<{ name: string; breakIt: (doc: Json) => void; fails:
   {
     name: 'the channel video types narrowed (no `short`) fail the requests that ask for shorts',
     breakIt: (doc) => {
-      const params = getAt(doc, '/paths/~1youtube~1channel~1videos/get/parameters') as Array<{ name: string; schema: Json }>;
+      const params = getAt(doc, '/paths/~1youtube~1channel~1videos/get/parameters') as Array<{
+        name: string;
+        schema: Json;
+      }>;
       params.find((p) => p.name === 'type')!.schema.enum = ['all', 'video', 'live'];
     },
     fails: (x) => x.request.path === '/v1/youtube/channel/videos' && x.request.query.type?.[0] === 'short',

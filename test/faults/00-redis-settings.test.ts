@@ -18,7 +18,11 @@ function composeRedisArgs(): string[] {
   const cmd = lines.findIndex((l, i) => i > start && /^ {4}command:\s*$/.test(l));
   const args: string[] = [];
   for (let i = cmd + 1; i < lines.length && /^ {6}- /.test(lines[i]!); i++) {
-    args.push(lines[i]!.replace(/^ {6}- /, '').trim().replace(/^"(.*)"$/, '$1'));
+    args.push(
+      lines[i]!.replace(/^ {6}- /, '')
+        .trim()
+        .replace(/^"(.*)"$/, '$1'),
+    );
   }
   expect(args[0]).toBe('redis-server');
   return args.slice(1);
@@ -44,7 +48,12 @@ it("00 docker-compose's Redis keeps queued work across a SIGKILL and never evict
   await redis.kill();
   await redis.start();
   const survived = (await redis.command('GET', '{vsi}:probe')).includes('in flight');
-  figures('00 redis-settings', { appendonly: 'yes', appendfsync: 'everysec', policy: 'noeviction', survives_sigkill: survived });
+  figures('00 redis-settings', {
+    appendonly: 'yes',
+    appendfsync: 'everysec',
+    policy: 'noeviction',
+    survives_sigkill: survived,
+  });
   expect(survived).toBe(true);
 });
 
@@ -55,7 +64,11 @@ it('00 a daemon warns at startup when Redis may evict keys, and not otherwise', 
   const lru = await startRedisServer({ args: ['--maxmemory-policy', 'allkeys-lru'] });
   servers.push(lru);
   const loud = rig.cli(['daemon'], { REDIS_URL: lru.url }, 'daemon-lru');
-  const warning = await loud.waitForLog((l) => l.event === 'daemon.redis_eviction_policy', 60_000, 'the eviction warning');
+  const warning = await loud.waitForLog(
+    (l) => l.event === 'daemon.redis_eviction_policy',
+    60_000,
+    'the eviction warning',
+  );
   await loud.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
   expect(warning.level).toBe(40);
   expect(warning.policy).toBe('allkeys-lru');

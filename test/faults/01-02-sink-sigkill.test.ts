@@ -29,7 +29,15 @@
 import { Queue } from 'bullmq';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { QUEUE_SINK } from '../../src/queues/names.ts';
-import { expectedTranscripts, ledger, movedStamps, rewrittenRows, rowsVsRaw, settle, writeStamps } from '../helpers/fault-checks.ts';
+import {
+  expectedTranscripts,
+  ledger,
+  movedStamps,
+  rewrittenRows,
+  rowsVsRaw,
+  settle,
+  writeStamps,
+} from '../helpers/fault-checks.ts';
 import { countOf, FAULT_ENV, figures, publicVideoIds, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
 import { waitUntil, within, type CliProcess } from '../helpers/proc.ts';
 
@@ -55,10 +63,16 @@ afterEach(async () => {
 
 async function videoBatchOf(sourceId: number): Promise<string> {
   const { sql } = rig.db();
-  return waitUntil(async () => {
-    const [b] = await sql<{ job_id: string }[]>`select job_id from batches where source_id = ${sourceId} and kind = 'video'`;
-    return b?.job_id;
-  }, 60_000, 'the video batch to be recorded');
+  return waitUntil(
+    async () => {
+      const [b] = await sql<
+        { job_id: string }[]
+      >`select job_id from batches where source_id = ${sourceId} and kind = 'video'`;
+      return b?.job_id;
+    },
+    60_000,
+    'the video batch to be recorded',
+  );
 }
 
 /**
@@ -67,13 +81,17 @@ async function videoBatchOf(sourceId: number): Promise<string> {
  */
 async function leaveLanded(jobId: string): Promise<void> {
   const { sql } = rig.db();
-  await waitUntil(async () => {
-    const [r] = await sql<{ open: number }[]>`
+  await waitUntil(
+    async () => {
+      const [r] = await sql<{ open: number }[]>`
       select count(*)::int as open from batches b
       where b.job_id = ${jobId} and (b.status in ('submitted', 'queued', 'active')
         or exists (select 1 from batch_items i where i.job_id = b.job_id and i.state in ('processing', 'landed')))`;
-    return r!.open === 0 ? true : undefined;
-  }, 120_000, 'the poller to store the batch');
+      return r!.open === 0 ? true : undefined;
+    },
+    120_000,
+    'the poller to store the batch',
+  );
   await sql.begin(async (tx) => {
     await tx`update batch_items set state = 'landed', sunk_at = null where job_id = ${jobId} and state = 'sunk'`;
     await tx`update video_sync set last_state = 'landed' where last_job_id = ${jobId} and last_state = 'sunk'`;
@@ -119,10 +137,15 @@ it('01 SIGKILL a sink worker while it writes a 5000-item batch: rows equal the r
   const s1 = await startSink('sink-1');
 
   // mid-write: some chunks committed, most not
-  const sunkAtKill = await waitUntil(async () => {
-    const n = await sunkOf(batch);
-    return n >= 300 ? n : undefined;
-  }, 90_000, 'the sink to be writing the batch', 50);
+  const sunkAtKill = await waitUntil(
+    async () => {
+      const n = await sunkOf(batch);
+      return n >= 300 ? n : undefined;
+    },
+    90_000,
+    'the sink to be writing the batch',
+    50,
+  );
   s1.kill('SIGKILL');
   await s1.exited;
   expect(sunkAtKill).toBeLessThan(BATCH - 500);
@@ -193,10 +216,15 @@ it('02 SIGKILL the same sink job twice: it is completed, not failed as stalled',
   const s1 = await startSink('sink-a');
 
   // first kill: the job writing the video batch
-  const job = await waitUntil(async () => {
-    const j = await activeSinkJob(batch);
-    return j && (await sunkOf(batch)) >= 200 ? j : undefined;
-  }, 90_000, 'the sink job of the batch to be writing', 50);
+  const job = await waitUntil(
+    async () => {
+      const j = await activeSinkJob(batch);
+      return j && (await sunkOf(batch)) >= 200 ? j : undefined;
+    },
+    90_000,
+    'the sink job of the batch to be writing',
+    50,
+  );
   s1.kill('SIGKILL');
   await s1.exited;
   const sunkAfterFirst = await sunkOf(batch);
@@ -207,14 +235,19 @@ it('02 SIGKILL the same sink job twice: it is completed, not failed as stalled',
   await waitUntil(
     async () => ((await rig.redis().exists(`${rig.prefix}:${QUEUE_SINK}:${job.id}:lock`)) === 0 ? true : undefined),
     30_000,
-    'the killed worker\'s lock to expire',
+    "the killed worker's lock to expire",
   );
   const s2 = await startSink('sink-b');
-  await waitUntil(async () => {
-    const j = await sinkQueue.getJob(job.id!);
-    if (!j || (await j.getState()) !== 'active' || j.attemptsStarted <= job.attemptsStarted) return undefined;
-    return (await sunkOf(batch)) >= sunkAfterFirst + 100 ? true : undefined;
-  }, 90_000, 'the same job to be running again', 50);
+  await waitUntil(
+    async () => {
+      const j = await sinkQueue.getJob(job.id!);
+      if (!j || (await j.getState()) !== 'active' || j.attemptsStarted <= job.attemptsStarted) return undefined;
+      return (await sunkOf(batch)) >= sunkAfterFirst + 100 ? true : undefined;
+    },
+    90_000,
+    'the same job to be running again',
+    50,
+  );
   s2.kill('SIGKILL');
   await s2.exited;
   const sunkAfterSecond = await sunkOf(batch);
@@ -225,17 +258,24 @@ it('02 SIGKILL the same sink job twice: it is completed, not failed as stalled',
   await settle(rig, [source.id], 180_000);
   // the rows are all there (reconcile's sink job wrote them); the job itself ends once its dead
   // worker's lock expires and the stalled check hands it to the new worker
-  await waitUntil(async () => {
-    const j = await sinkQueue.getJob(job.id!);
-    const st = j ? await j.getState() : 'removed';
-    return st === 'active' || st === 'waiting' ? undefined : true;
-  }, 60_000, 'the twice-killed job to end');
+  await waitUntil(
+    async () => {
+      const j = await sinkQueue.getJob(job.id!);
+      const st = j ? await j.getState() : 'removed';
+      return st === 'active' || st === 'waiting' ? undefined : true;
+    },
+    60_000,
+    'the twice-killed job to end',
+  );
   const s = await ledger(rig);
   const stalls = stalledLines(s2, job.id!) + stalledLines(s3, job.id!);
   const failed = await sinkQueue.getFailed();
   const left = await sinkQueue.getJob(job.id!);
   const state = left ? await left.getState() : 'completed (removed)';
-  const failedLines = poller.logs().concat(s2.logs(), s3.logs()).filter((l) => l.event === 'job.failed');
+  const failedLines = poller
+    .logs()
+    .concat(s2.logs(), s3.logs())
+    .filter((l) => l.event === 'job.failed');
   const failedJobs = failedLines.length;
   const { sql } = rig.db();
   const [mine] = await sql<{ n: number }[]>`select count(*)::int as n from videos where last_job_id = ${batch}`;

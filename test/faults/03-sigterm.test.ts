@@ -41,12 +41,17 @@ async function startDaemon(label: string): Promise<CliProcess> {
 async function startWriting(sourceId: number): Promise<void> {
   const submit = await rig.run(['backfill', '--source', String(sourceId), '--no-wait']);
   expect(submit.code, submit.stderr).toBe(0);
-  await waitUntil(async () => {
-    const n = await countOf(rig.db().sql`
+  await waitUntil(
+    async () => {
+      const n = await countOf(rig.db().sql`
       select count(*)::int as n from batch_items i join batches b using (job_id)
       where b.source_id = ${sourceId} and i.state = 'sunk'`);
-    return n >= 200 ? true : undefined;
-  }, 90_000, 'the sink to be writing', 50);
+      return n >= 200 ? true : undefined;
+    },
+    90_000,
+    'the sink to be writing',
+    50,
+  );
 }
 
 async function activeJobs(): Promise<number> {
@@ -73,7 +78,12 @@ it('03a SIGTERM during a batch: exit within the grace period, 0 stalled jobs', a
   const d2 = await startDaemon('daemon-2');
   const s = await settle(rig, [source.id], 180_000);
   const stalled = d2.logs().filter((l) => l.event === 'job.stalled').length;
-  figures('03a sigterm', { exit_s: exitMs / 1000, exit_code: exit.code ?? -1, stalled_jobs: active + stalled, handed_back: handedBack });
+  figures('03a sigterm', {
+    exit_s: exitMs / 1000,
+    exit_code: exit.code ?? -1,
+    stalled_jobs: active + stalled,
+    handed_back: handedBack,
+  });
   expect(exit.code, d1.stderr().slice(-2000)).toBe(0);
   expect(exitMs).toBeLessThan(GRACE_MS + EXIT_SLACK_MS);
   expect(active).toBe(0);
@@ -102,7 +112,11 @@ it('03b SIGTERM with Redis unreachable: still exits within the grace period', as
   rig.redisProxy.set({ mode: 'pass' });
   const d4 = await startDaemon('daemon-4');
   const s = await settle(rig, [source.id], 180_000);
-  figures('03b sigterm-redis-unreachable', { exit_s: exitMs / 1000, exit_code: exit.code ?? -1, rows_missing: publicVideoIds(rig.sim, ch.id).length - s.videos });
+  figures('03b sigterm-redis-unreachable', {
+    exit_s: exitMs / 1000,
+    exit_code: exit.code ?? -1,
+    rows_missing: publicVideoIds(rig.sim, ch.id).length - s.videos,
+  });
   expect(exitMs, d3.stderr().slice(-3000)).toBeLessThan(GRACE_MS + EXIT_SLACK_MS);
   expect(exit.code).toBe(0);
   expect(s.unsettledItems).toBe(0);

@@ -29,11 +29,16 @@ it('04 SIGKILL Redis and restart it empty: 0 items lost, every batch resumes fro
   expect(submit.code, submit.stderr).toBe(0);
 
   await waitUntil(
-    async () => ((await countOf(sql`select count(*)::int as n from batch_items where state in ('landed', 'sunk')`)) >= 60 ? true : undefined),
+    async () =>
+      (await countOf(sql`select count(*)::int as n from batch_items where state in ('landed', 'sunk')`)) >= 60
+        ? true
+        : undefined,
     60_000,
     'the first items to land',
   );
-  const before = await countOf(sql`select count(*)::int as n from batches where status in ('submitted', 'queued', 'active')`);
+  const before = await countOf(
+    sql`select count(*)::int as n from batches where status in ('submitted', 'queued', 'active')`,
+  );
   expect(before).toBe(2);
 
   await rig.redisServer.kill();
@@ -42,18 +47,23 @@ it('04 SIGKILL Redis and restart it empty: 0 items lost, every batch resumes fro
   expect((await rig.redisServer.command('DBSIZE')).trim()).toBe(':0');
 
   // processing has resumed when a batch is polled again after the restart
-  const resumedAt = await waitUntil(async () => {
-    const [r] = await sql<{ at: Date | null }[]>`
+  const resumedAt = await waitUntil(
+    async () => {
+      const [r] = await sql<{ at: Date | null }[]>`
       select max(last_polled_at) as at from batches where last_polled_at > ${new Date(restartedAt)}`;
-    return r?.at ? Date.now() : undefined;
-  }, 60_000, 'a poll after the Redis restart');
+      return r?.at ? Date.now() : undefined;
+    },
+    60_000,
+    'a poll after the Redis restart',
+  );
   await daemon.waitForLog((l) => l.event === 'reconcile.after_reconnect', 30_000, 'the reconnect reconcile');
 
   const s = await settle(rig, [source.id], 120_000);
   const wantVideos = publicVideoIds(rig.sim, ch.id).length;
   const wantTranscripts = expectedTranscripts(rig.sim, ch.id);
   const lost = wantVideos - s.videos + (wantTranscripts - s.transcripts);
-  const posts = requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
+  const posts =
+    requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
   const duplicates = posts - s.batches + s.duplicateItems;
   const resumedAfterS = (resumedAt - restartedAt) / 1000;
   figures('04 redis-restart-empty', { lost, duplicates, resumed_after_s: resumedAfterS, items: s.items });

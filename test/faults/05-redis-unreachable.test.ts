@@ -30,7 +30,8 @@ it('05 Redis unreachable for 60 s: workers resume without a restart', async () =
   expect(submit.code, submit.stderr).toBe(0);
   const { sql } = rig.db();
   await waitUntil(
-    async () => ((await countOf(sql`select count(*)::int as n from batch_items where state = 'sunk'`)) >= 20 ? true : undefined),
+    async () =>
+      (await countOf(sql`select count(*)::int as n from batch_items where state = 'sunk'`)) >= 20 ? true : undefined,
     60_000,
     'the first items to be stored',
   );
@@ -43,15 +44,20 @@ it('05 Redis unreachable for 60 s: workers resume without a restart', async () =
   rig.redisProxy.set({ mode: 'pass' });
   const healedAt = Date.now();
 
-  const resumedAt = await waitUntil(async () => {
-    const [r] = await sql<{ at: Date | null }[]>`
+  const resumedAt = await waitUntil(
+    async () => {
+      const [r] = await sql<{ at: Date | null }[]>`
       select max(last_polled_at) as at from batches where last_polled_at > ${new Date(healedAt)}`;
-    return r?.at ? Date.now() : undefined;
-  }, 60_000, 'a poll after Redis came back');
+      return r?.at ? Date.now() : undefined;
+    },
+    60_000,
+    'a poll after Redis came back',
+  );
   const s = await settle(rig, [source.id], 120_000);
   const settledAt = Date.now();
   const lost = publicVideoIds(rig.sim, ch.id).length - s.videos + (expectedTranscripts(rig.sim, ch.id) - s.transcripts);
-  const posts = requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
+  const posts =
+    requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
   figures('05 redis-unreachable', {
     outage_s: OUTAGE_MS / 1000,
     resumed_after_s: (resumedAt - healedAt) / 1000,

@@ -29,30 +29,40 @@ it('06 SIGKILL Postgres during an upsert and restart it: rows exact, 0 duplicate
   expect(submit.code, submit.stderr).toBe(0);
 
   const sunkQuery = () => countOf(rig.db().sql`select count(*)::int as n from batch_items where state = 'sunk'`);
-  const sunkAtKill = await waitUntil(async () => {
-    const n = await sunkQuery();
-    return n >= 200 ? n : undefined;
-  }, 90_000, 'the sink to be writing', 50);
+  const sunkAtKill = await waitUntil(
+    async () => {
+      const n = await sunkQuery();
+      return n >= 200 ? n : undefined;
+    },
+    90_000,
+    'the sink to be writing',
+    50,
+  );
   await rig.pg.kill();
   const downAt = Date.now();
   await new Promise((r) => setTimeout(r, 2_000));
   await rig.pg.start();
   const upAt = Date.now();
 
-  const resumedAt = await waitUntil(async () => {
-    try {
-      return (await sunkQuery()) > sunkAtKill ? Date.now() : undefined;
-    } catch (e) {
-      if (process.env.DEBUG_FAULTS) console.log('test query failed', e);
-      return undefined;
-    }
-  }, 90_000, 'the sink to write again after the restart').catch((e: unknown) => {
+  const resumedAt = await waitUntil(
+    async () => {
+      try {
+        return (await sunkQuery()) > sunkAtKill ? Date.now() : undefined;
+      } catch (e) {
+        if (process.env.DEBUG_FAULTS) console.log('test query failed', e);
+        return undefined;
+      }
+    },
+    90_000,
+    'the sink to write again after the restart',
+  ).catch((e: unknown) => {
     throw new Error(`${String(e)}\ndaemon stderr tail:\n${daemon.stderr().slice(-6000)}`);
   });
   const s = await settle(rig, [source.id], 180_000);
   const wantVideos = publicVideoIds(rig.sim, ch.id).length;
   const wantTranscripts = expectedTranscripts(rig.sim, ch.id);
-  const posts = requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
+  const posts =
+    requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
   const failedAttempts = daemon.logs().filter((l) => l.event === 'job.failed').length;
   figures('06 postgres-sigkill', {
     rows_missing: wantVideos - s.videos + (wantTranscripts - s.transcripts),

@@ -74,7 +74,8 @@ async function damage(): Promise<{ videos: string[]; deleted: string[]; transcri
       from transcripts d
       where t.video_id = ${t.video_id} and t.lang = ${t.lang} and d.video_id = ${donor.video_id} and d.lang = ${donor.lang}`;
   }
-  for (const t of langsNulled) await sql`update transcripts set available_langs = null where video_id = ${t.video_id} and lang = ${t.lang}`;
+  for (const t of langsNulled)
+    await sql`update transcripts set available_langs = null where video_id = ${t.video_id} and lang = ${t.lang}`;
   const key = (t: { video_id: string; lang: string }) => `t:${t.video_id}:${t.lang}`;
   return {
     videos: picked.map((p) => `v:${p.id}`),
@@ -113,7 +114,9 @@ it('07 replay --batch after damaging rows: every damaged row restored exactly, t
   for (const b of batches) {
     const r = await rig.run(['replay', '--batch', b.job_id]);
     expect(r.code, r.stderr).toBe(0);
-    const m = /(\d+) stored item\(s\) re-sunk from raw: (\d+) row\(s\) inserted, (\d+) updated, (\d+) unchanged/.exec(r.stdout);
+    const m = /(\d+) stored item\(s\) re-sunk from raw: (\d+) row\(s\) inserted, (\d+) updated, (\d+) unchanged/.exec(
+      r.stdout,
+    );
     expect(m, r.stdout).not.toBeNull();
     expect(Number(m![1])).toBe(b.sunk);
     counts.items += Number(m![1]);

@@ -35,7 +35,9 @@ const SYNC_ENV = { RETRY_BACKOFF_BASE_MS: '0', RETRY_ATTEMPTS_MAX: String(RETRY_
 
 let rig: FaultRig;
 beforeAll(async () => {
-  rig = await startFaultRig('08-bad-items', { sim: { catalog: { channels: 1, channelSizes: [30], privateShare: 0, goneShare: 0 } } });
+  rig = await startFaultRig('08-bad-items', {
+    sim: { catalog: { channels: 1, channelSizes: [30], privateShare: 0, goneShare: 0 } },
+  });
 });
 afterAll(async () => {
   await rig?.close();
@@ -57,13 +59,19 @@ it('08 bad items: good ones land, bad ones are kept raw; no quarantined video bo
     JSON.stringify({ videoId: a, video: video(a), errorCode: null }),
     JSON.stringify({ videoId: b, video: video(b), errorCode: null }),
     JSON.stringify({ videoId: a, video: { ...video(a), title: 'a second, different copy' }, errorCode: null }),
-    JSON.stringify({ videoId: c, video: video(c), errorCode: null }).replace(/"title":"/, '"title":"nul \\u0000 inside '),
+    JSON.stringify({ videoId: c, video: video(c), errorCode: null }).replace(
+      /"title":"/,
+      '"title":"nul \\u0000 inside ',
+    ),
     JSON.stringify({ videoId: d, video: { ...video(d), title: null }, errorCode: null }),
     JSON.stringify({ videoId: e, video: null, errorCode: 'brand-new-code' }),
     JSON.stringify({ videoId: f, video: video(f), errorCode: null }),
   ];
   // the unknown-code video's re-submissions end the same way, so the cap is reached
-  const again = [1, 2].map((n) => ({ job: `${JOB}_again_${n}`, body: batchBody([JSON.stringify({ videoId: e, video: null, errorCode: 'brand-new-code' })], 0) }));
+  const again = [1, 2].map((n) => ({
+    job: `${JOB}_again_${n}`,
+    body: batchBody([JSON.stringify({ videoId: e, video: null, errorCode: 'brand-new-code' })], 0),
+  }));
   rig.sim.script([
     { match: 'POST /videosite/video/batch', status: 200, body: { jobId: JOB } },
     { match: `GET /videosite/batch/${JOB}`, status: 200, body: batchBody(items, 5) },
@@ -80,10 +88,17 @@ it('08 bad items: good ones land, bad ones are kept raw; no quarantined video bo
   expect(r.stdout).toMatch(/3 item\(s\) quarantined/);
 
   const { sql } = rig.db();
-  const rows = await sql<{
-    video_id: string; state: string; error_code: string | null; reason: string | null; reason_code: string | null;
-    payload: unknown; payload_raw: string | null;
-  }[]>`
+  const rows = await sql<
+    {
+      video_id: string;
+      state: string;
+      error_code: string | null;
+      reason: string | null;
+      reason_code: string | null;
+      payload: unknown;
+      payload_raw: string | null;
+    }[]
+  >`
     select video_id, state, error_code, reason, reason_code, payload, payload_raw from batch_items where job_id = ${JOB} order by video_id`;
   const landed = rows.filter((x) => x.state === 'sunk' || x.state === 'landed');
   const quarantined = rows.filter((x) => x.state === 'quarantined');
@@ -133,7 +148,9 @@ it('08 bad items: good ones land, bad ones are kept raw; no quarantined video bo
   const postsMax = postsPerVideoMax(rig.sim);
   const [sync] = await sql<{ attempts: number; last_state: string; last_error_code: string | null }[]>`
     select attempts, last_state, last_error_code from video_sync where video_id = ${e} and kind = 'video'`;
-  const [stillQuarantined] = await sql<{ n: number }[]>`select count(*)::int as n from batch_items where state = 'quarantined'`;
+  const [stillQuarantined] = await sql<
+    { n: number }[]
+  >`select count(*)::int as n from batch_items where state = 'quarantined'`;
   const metadataPostsOther = Math.max(0, ...[a, b, f].map(postsOf));
   figures('08 bad-items', {
     items_in: items.length,
@@ -154,7 +171,11 @@ it('08 bad items: good ones land, bad ones are kept raw; no quarantined video bo
   expect(metadataPostsOther).toBe(1);
   // the unknown code: re-submitted (it is retryable, not stuck), RETRY_ATTEMPTS_MAX times in all, then no more
   expect(postsOf(e)).toBe(RETRY_ATTEMPTS_MAX);
-  expect(sync).toMatchObject({ attempts: RETRY_ATTEMPTS_MAX, last_state: 'retryable', last_error_code: 'brand-new-code' });
+  expect(sync).toMatchObject({
+    attempts: RETRY_ATTEMPTS_MAX,
+    last_state: 'retryable',
+    last_error_code: 'brand-new-code',
+  });
   // transcripts: each video's bought once per language; the cap is the most any video was posted
   expect(videosPaidTwice(rig.sim).filter((x) => x.what !== 'video')).toEqual([]);
   expect(postsMax).toBe(RETRY_ATTEMPTS_MAX);

@@ -85,7 +85,10 @@ it('09 429 with Retry-After 120: 0 API calls in the window, 0 attempts burned', 
   expect(pauseLeftS).toBeGreaterThan(RETRY_AFTER_S - WATCH_MS / 1000 - 10);
   expect(queueLimitLeftS).toBeGreaterThan(RETRY_AFTER_S - WATCH_MS / 1000 - 10);
   expect(attempts).toBe(0);
-  expect(states.every((st) => st === 'waiting' || st === 'delayed' || st === 'prioritized' || st === 'active'), String(states)).toBe(true);
+  expect(
+    states.every((st) => st === 'waiting' || st === 'delayed' || st === 'prioritized' || st === 'active'),
+    String(states),
+  ).toBe(true);
   expect(failedLines).toHaveLength(0);
   expect(s.videos).toBe(publicVideoIds(rig.sim, ch.id).length);
   daemon.kill('SIGTERM');

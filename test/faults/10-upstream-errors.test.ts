@@ -36,14 +36,24 @@ afterEach(async () => {
 });
 
 const syncRuns = (sourceId: number) =>
-  countOf(rig.db().sql`select count(*)::int as n from sync_runs where source_id = ${sourceId} and finished_at is not null`);
+  countOf(
+    rig.db().sql`select count(*)::int as n from sync_runs where source_id = ${sourceId} and finished_at is not null`,
+  );
 
 it('10a a poll answered 500, 500, then 200 succeeds within the retry budget', async () => {
   const ch = rig.sim.catalog.channels()[0]!;
   const source = await rig.addSource({ ref: ch.id });
   rig.sim.script([
-    { match: 'GET /videosite/batch/*', status: 500, body: { error: 'internal-error', message: 'boom', details: 'scripted' } },
-    { match: 'GET /videosite/batch/*', status: 500, body: { error: 'internal-error', message: 'boom', details: 'scripted' } },
+    {
+      match: 'GET /videosite/batch/*',
+      status: 500,
+      body: { error: 'internal-error', message: 'boom', details: 'scripted' },
+    },
+    {
+      match: 'GET /videosite/batch/*',
+      status: 500,
+      body: { error: 'internal-error', message: 'boom', details: 'scripted' },
+    },
   ]);
   const r = await rig.run(['backfill', '--source', String(source.id), '--no-wait']);
   expect(r.code, r.stderr).toBe(0);
@@ -52,7 +62,12 @@ it('10a a poll answered 500, 500, then 200 succeeds within the retry budget', as
   const retries = daemon.logs().filter((l) => l.event === 'upstream.retry' && l.status === 500).length;
   const failedJobs = daemon.logs().filter((l) => l.event === 'job.failed').length;
   const [v] = await rig.db().sql<{ n: number }[]>`select count(*)::int as n from videos`;
-  figures('10a poll-500-500-200', { http_500s: batchStats.byStatus['500'] ?? 0, retries, job_attempts_burned: failedJobs, budget: 5 });
+  figures('10a poll-500-500-200', {
+    http_500s: batchStats.byStatus['500'] ?? 0,
+    retries,
+    job_attempts_burned: failedJobs,
+    budget: 5,
+  });
   expect(batchStats.byStatus['500']).toBe(2);
   expect(retries).toBe(2);
   expect(failedJobs).toBe(0);
@@ -65,10 +80,18 @@ it('10b a batch POST whose answer is lost: 0 duplicate batches upstream; re-subm
   const postsBefore = requestsTo(rig.sim, VIDEO_POST);
   const source = await rig.addSource({ ref: ch.id, cron: EVERY_2S });
 
-  await waitUntil(() => (rig.apiProxy.events().some((e) => e.kind === 'answer-lost') ? true : undefined), 60_000, 'the lost answer');
+  await waitUntil(
+    () => (rig.apiProxy.events().some((e) => e.kind === 'answer-lost') ? true : undefined),
+    60_000,
+    'the lost answer',
+  );
   // the next scheduled syncs look, and must not submit the video batch again
   const runsAfterLoss = await syncRuns(source.id);
-  await waitUntil(async () => ((await syncRuns(source.id)) >= runsAfterLoss + 3 ? true : undefined), 60_000, 'three more scheduled syncs');
+  await waitUntil(
+    async () => ((await syncRuns(source.id)) >= runsAfterLoss + 3 ? true : undefined),
+    60_000,
+    'three more scheduled syncs',
+  );
   const postsUpstream = requestsTo(rig.sim, VIDEO_POST) - postsBefore;
   const [src] = await rig.db().sql<{ last_error_code: string | null; last_error: string | null }[]>`
     select last_error_code, last_error from sources where id = ${source.id}`;
@@ -79,11 +102,15 @@ it('10b a batch POST whose answer is lost: 0 duplicate batches upstream; re-subm
 
   // a person agrees to pay again
   const replay = await rig.run(['replay', '--lost', '--yes']);
-  await waitUntil(async () => {
-    const [n] = await rig.db().sql<{ n: number }[]>`
+  await waitUntil(
+    async () => {
+      const [n] = await rig.db().sql<{ n: number }[]>`
       select count(*)::int as n from videos v join source_videos sv on sv.video_id = v.id where sv.source_id = ${source.id}`;
-    return n!.n === publicVideoIds(rig.sim, ch.id).length ? true : undefined;
-  }, 60_000, 'the re-submitted batch to land');
+      return n!.n === publicVideoIds(rig.sim, ch.id).length ? true : undefined;
+    },
+    60_000,
+    'the re-submitted batch to land',
+  );
   const postsAfterConsent = requestsTo(rig.sim, VIDEO_POST) - postsBefore;
   figures('10b post-answer-lost', {
     posts_upstream: postsUpstream,
@@ -108,18 +135,34 @@ it('10c a batch POST swallowed before the upstream: the next scheduled sync subm
   rig.apiProxy.dropRequest({ request: /^POST \/v1\/videosite\/video\/batch /m });
   const postsBefore = requestsTo(rig.sim, VIDEO_POST);
   const source = await rig.addSource({ ref: ch.id, cron: EVERY_2S });
-  await waitUntil(() => (rig.apiProxy.events().some((e) => e.kind === 'request-dropped') ? true : undefined), 60_000, 'the swallowed POST');
-  await waitUntil(async () => {
-    const [n] = await rig.db().sql<{ n: number }[]>`
+  await waitUntil(
+    () => (rig.apiProxy.events().some((e) => e.kind === 'request-dropped') ? true : undefined),
+    60_000,
+    'the swallowed POST',
+  );
+  await waitUntil(
+    async () => {
+      const [n] = await rig.db().sql<{ n: number }[]>`
       select count(*)::int as n from videos v join source_videos sv on sv.video_id = v.id where sv.source_id = ${source.id}`;
-    return n!.n === publicVideoIds(rig.sim, ch.id).length ? true : undefined;
-  }, 90_000, 'the batch to be submitted again and land');
+      return n!.n === publicVideoIds(rig.sim, ch.id).length ? true : undefined;
+    },
+    90_000,
+    'the batch to be submitted again and land',
+  );
   const runsNow = await syncRuns(source.id);
-  await waitUntil(async () => ((await syncRuns(source.id)) >= runsNow + 2 ? true : undefined), 60_000, 'two more scheduled syncs');
+  await waitUntil(
+    async () => ((await syncRuns(source.id)) >= runsNow + 2 ? true : undefined),
+    60_000,
+    'two more scheduled syncs',
+  );
   const posts = requestsTo(rig.sim, VIDEO_POST) - postsBefore;
   const [sub] = await rig.db().sql<{ n: number }[]>`
     select count(*)::int as n from batch_submissions where source_id = ${source.id} and state = 'not-created'`;
-  figures('10c post-swallowed', { posts_upstream: posts, duplicate_batches: posts - 1, resubmitted_by_next_sync: sub!.n });
+  figures('10c post-swallowed', {
+    posts_upstream: posts,
+    duplicate_batches: posts - 1,
+    resubmitted_by_next_sync: sub!.n,
+  });
   expect(posts).toBe(1);
   expect(sub!.n).toBe(1);
   daemon.kill('SIGTERM');

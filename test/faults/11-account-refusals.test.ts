@@ -54,7 +54,11 @@ async function observe(status: number, code: string, refusedUpstream = true): Pr
   const refusedCount = () =>
     Object.values(rig.sim.stats().byEndpoint).reduce((n, e) => n + (e.byStatus[String(status)] ?? 0), 0);
   if (refusedUpstream) await waitUntil(() => (refusedCount() > 0 ? true : undefined), 30_000, `a ${status} answer`);
-  await daemon.waitForLog((l) => l.event === 'hold.set' && l.level === 50 && l.code === code, 10_000, `the ${code} hold logged`);
+  await daemon.waitForLog(
+    (l) => l.event === 'hold.set' && l.level === 50 && l.code === code,
+    10_000,
+    `the ${code} hold logged`,
+  );
   const callsAtRefusal = rig.sim.stats().total;
   await new Promise((r) => setTimeout(r, WINDOW_MS));
   const callsAfter = rig.sim.stats().total - callsAtRefusal;
@@ -81,13 +85,22 @@ async function clearAndResume(): Promise<{ backfillCode: number | null; resumedC
 }
 
 it('11a 401: not retried, scheduling pauses, status and logs say why, 0 calls until cleared', async () => {
-  const unauthorized = { error: 'unauthorized', message: 'Invalid API key.', details: 'The API key is unknown or was revoked.' };
+  const unauthorized = {
+    error: 'unauthorized',
+    message: 'Invalid API key.',
+    details: 'The API key is unknown or was revoked.',
+  };
   // the key is refused for everything, as long as the script lasts (cleared below)
   rig.sim.script(Array.from({ length: 100 }, () => ({ match: '* /**', status: 401, body: unauthorized })));
   const o = await observe(401, 'unauthorized');
   rig.sim.clearScript();
   const resumed = await clearAndResume();
-  figures('11a refused-401', { refused_requests: o.refusedRequests, retries: o.refusedRequests - 1, calls_until_cleared: o.callsAfter, hold: o.holdCode ?? 'none' });
+  figures('11a refused-401', {
+    refused_requests: o.refusedRequests,
+    retries: o.refusedRequests - 1,
+    calls_until_cleared: o.callsAfter,
+    hold: o.holdCode ?? 'none',
+  });
   expect(o.refusedRequests).toBe(1);
   expect(o.callsAfter).toBe(0);
   expect(o.holdCode).toBe('unauthorized');
@@ -104,7 +117,12 @@ it('11b 402: not retried, scheduling pauses, 0 calls until the plan is fixed', a
   const o = await observe(402, 'upgrade-required');
   rig.sim.setAccount(rig.sim.apiKey, { plan: 'pro' });
   const resumed = await clearAndResume();
-  figures('11b refused-402', { refused_requests: o.refusedRequests, retries: o.refusedRequests - 1, calls_until_cleared: o.callsAfter, hold: o.holdCode ?? 'none' });
+  figures('11b refused-402', {
+    refused_requests: o.refusedRequests,
+    retries: o.refusedRequests - 1,
+    calls_until_cleared: o.callsAfter,
+    hold: o.holdCode ?? 'none',
+  });
   expect(o.refusedRequests).toBe(1);
   expect(o.callsAfter).toBe(0);
   expect(o.holdCode).toBe('upgrade-required');
@@ -121,7 +139,11 @@ it('11c credits used up: not retried, scheduling pauses, 0 calls until credits r
   const o = await observe(429, 'credits', false);
   rig.sim.setAccount(rig.sim.apiKey, { usedCredits: 0 });
   const resumed = await clearAndResume();
-  figures('11c refused-credits', { refused_requests: o.refusedRequests, calls_until_cleared: o.callsAfter, hold: o.holdCode ?? 'none' });
+  figures('11c refused-credits', {
+    refused_requests: o.refusedRequests,
+    calls_until_cleared: o.callsAfter,
+    hold: o.holdCode ?? 'none',
+  });
   expect(o.refusedRequests).toBe(0);
   expect(o.callsAfter).toBe(0);
   expect(o.holdCode).toBe('credits');

@@ -11,14 +11,18 @@ import { figures, publicVideoIds, requestsTo, startFaultRig, type FaultRig } fro
 let rig: FaultRig;
 beforeAll(async () => {
   rig = await startFaultRig('12-expiry', {
-    sim: { catalog: { channels: 1, channelSizes: [120] }, jobs: { queuedMs: 500, itemsPerSecond: 15, lifetimeMs: 5_000 } },
+    sim: {
+      catalog: { channels: 1, channelSizes: [120] },
+      jobs: { queuedMs: 500, itemsPerSecond: 15, lifetimeMs: 5_000 },
+    },
   });
 });
 afterAll(async () => {
   await rig?.close();
 });
 
-const posts = () => requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
+const posts = () =>
+  requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
 
 it('12 processing, then expired, then result-unavailable: every item accounted for; replay --expired re-submits once', async () => {
   const ch = rig.sim.catalog.channels()[0]!;
@@ -35,7 +39,9 @@ it('12 processing, then expired, then result-unavailable: every item accounted f
   const items = await sql<{ state: string; error_code: string | null; n: number }[]>`
     select state, error_code, count(*)::int as n from batch_items group by state, error_code`;
   const count = (state: string, code?: string | null) =>
-    items.filter((i) => i.state === state && (code === undefined || i.error_code === code)).reduce((n, i) => n + i.n, 0);
+    items
+      .filter((i) => i.state === state && (code === undefined || i.error_code === code))
+      .reduce((n, i) => n + i.n, 0);
   const total = items.reduce((n, i) => n + i.n, 0);
   const stored = count('sunk');
   const retryable = count('retryable');

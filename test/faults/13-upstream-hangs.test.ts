@@ -39,7 +39,11 @@ it('13 upstream hangs: timeouts fire within their setting + 1 s, the job keeps i
   await daemon.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
   const submit = await rig.run(['backfill', '--source', String(source.id), '--no-wait']);
   expect(submit.code, submit.stderr).toBe(0);
-  await waitUntil(() => (rig.sim.stats().byEndpoint['GET /videosite/batch/{jobId}'] ? true : undefined), 30_000, 'the first poll');
+  await waitUntil(
+    () => (rig.sim.stats().byEndpoint['GET /videosite/batch/{jobId}'] ? true : undefined),
+    30_000,
+    'the first poll',
+  );
 
   const [video] = await rig.db().sql<{ job_id: string }[]>`select job_id from batches where kind = 'video'`;
   const path = `/videosite/batch/${video!.job_id}`;
@@ -51,24 +55,33 @@ it('13 upstream hangs: timeouts fire within their setting + 1 s, the job keeps i
     { match: `GET ${path}`, status: 200, body: '{"status":"active","results":[{"videoId":"x"', stallBody: true },
   ]);
   // each hung request, from sent (at the proxy) to dropped by the client that gave up
-  const timed = await waitUntil(() => {
-    const ev = rig.apiProxy.events().slice(watchFrom);
-    const out: number[] = [];
-    for (const r of ev.filter((e) => e.kind === 'request').slice(0, 2)) {
-      const next = ev.find((e) => e.conn === r.conn && e.at >= r.at && e !== r && (e.kind === 'client-closed' || e.kind === 'request'));
-      if (!next) return undefined;
-      if (next.kind !== 'client-closed') throw new Error(`a scripted hang was answered on connection ${r.conn}`);
-      out.push(next.at - r.at);
-    }
-    return out.length === 2 ? out : undefined;
-  }, 60_000, 'both hung requests to time out').catch((e: unknown) => {
+  const timed = await waitUntil(
+    () => {
+      const ev = rig.apiProxy.events().slice(watchFrom);
+      const out: number[] = [];
+      for (const r of ev.filter((e) => e.kind === 'request').slice(0, 2)) {
+        const next = ev.find(
+          (e) => e.conn === r.conn && e.at >= r.at && e !== r && (e.kind === 'client-closed' || e.kind === 'request'),
+        );
+        if (!next) return undefined;
+        if (next.kind !== 'client-closed') throw new Error(`a scripted hang was answered on connection ${r.conn}`);
+        out.push(next.at - r.at);
+      }
+      return out.length === 2 ? out : undefined;
+    },
+    60_000,
+    'both hung requests to time out',
+  ).catch((e: unknown) => {
     throw new Error(`${String(e)}\n${JSON.stringify(rig.sim.stats().byEndpoint)}\n${daemon.stderr().slice(-4000)}`);
   });
 
   const s = await settle(rig, [source.id], 90_000);
   const logs = daemon.logs();
   const stalls = logs.filter((l) => l.event === 'job.stalled').length;
-  const lockErrors = logs.filter((l) => l.event === 'worker.error' || /lock/i.test(String((l.err as { message?: string } | undefined)?.message ?? ''))).length;
+  const lockErrors = logs.filter(
+    (l) =>
+      l.event === 'worker.error' || /lock/i.test(String((l.err as { message?: string } | undefined)?.message ?? '')),
+  ).length;
   // the hang is retried inside the poll (a GET); the stall breaks the answer mid-stream, after
   // the poll began landing it: the poll keeps what landed, says why, and comes back later,
   // without failing the job's attempt

@@ -49,7 +49,10 @@ afterAll(async () => {
  * the ticks of CRON's scheduler (`repeat:<scheduler>:<tick ms>`) by tick ms.
  */
 async function finishedScheduleJobs(): Promise<{ syncs: Map<string, number>; ticks: Map<number, number> }> {
-  const entries = (await rig.redis().xrange(`${rig.prefix}:${QUEUE_SCHEDULE}:events`, '-', '+')) as [string, string[]][];
+  const entries = (await rig.redis().xrange(`${rig.prefix}:${QUEUE_SCHEDULE}:events`, '-', '+')) as [
+    string,
+    string[],
+  ][];
   const syncs = new Map<string, number>();
   const ticks = new Map<number, number>();
   const tickRe = new RegExp(`^repeat:${cronSchedulerId(CRON)}:(\\d+)$`);
@@ -103,7 +106,12 @@ it('14 three daemons at once on an empty database and Redis: migrations once, on
   // (a tick's sync starts well within a period of its tick)
   const firstTick = Math.floor(Date.now() / PERIOD_MS) + 1;
   const lastTick = firstTick + TICKS - 1;
-  await waitUntil(() => (Date.now() >= (lastTick + 1) * PERIOD_MS + PERIOD_MS / 2 ? true : undefined), 60_000, 'the window to pass', 200);
+  await waitUntil(
+    () => (Date.now() >= (lastTick + 1) * PERIOD_MS + PERIOD_MS / 2 ? true : undefined),
+    60_000,
+    'the window to pass',
+    200,
+  );
   const runs = await sql<{ source_id: number; tick: number; n: number }[]>`
     select source_id, floor(extract(epoch from started_at) * 1000 / ${PERIOD_MS})::int as tick, count(*)::int as n
     from sync_runs
@@ -125,13 +133,15 @@ it('14 three daemons at once on an empty database and Redis: migrations once, on
       const j = jobs.syncs.get(`${id}@${t * PERIOD_MS}`) ?? 0;
       runsInWindow += n;
       jobsInWindow += j;
-      if (n !== 1 || j !== 1) perTick.push(`source ${id} tick ${t * PERIOD_MS}: ${n} sync run(s), ${j} job(s) finished`);
+      if (n !== 1 || j !== 1)
+        perTick.push(`source ${id} tick ${t * PERIOD_MS}: ${n} sync run(s), ${j} job(s) finished`);
     }
   }
   const s = await settle(rig, [], 60_000);
 
   const schedulers = await scheduleQueue.getJobSchedulers(0, -1);
-  const posts = requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
+  const posts =
+    requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
   const postsMax = postsPerVideoMax(rig.sim);
   const metadataPosts = postsPerVideo(rig.sim, 'video');
   const transcriptPosts = postsPerVideo(rig.sim, 'transcript:en');

@@ -60,7 +60,8 @@ it('15 secret scan: API key, database and Redis passwords, admin token in no log
 
   const verbose = { LOG_LEVEL: 'trace' };
   const outputs: { where: string; text: string }[] = [];
-  const keep = (where: string, r: { stdout: string; stderr: string }) => outputs.push({ where, text: `${r.stdout}\n${r.stderr}` });
+  const keep = (where: string, r: { stdout: string; stderr: string }) =>
+    outputs.push({ where, text: `${r.stdout}\n${r.stderr}` });
 
   const ch = rig.sim.catalog.channels()[0]!;
   const migrate = await rig.run(['migrate'], verbose);
@@ -90,13 +91,20 @@ it('15 secret scan: API key, database and Redis passwords, admin token in no log
 
   // the daemon with its admin server, everything at trace level
   const adminPort = await freePort();
-  const daemon = rig.cli(['daemon', '--admin-port', String(adminPort)], { ...verbose, ADMIN_TOKEN: SECRETS.adminToken }, 'daemon');
+  const daemon = rig.cli(
+    ['daemon', '--admin-port', String(adminPort)],
+    { ...verbose, ADMIN_TOKEN: SECRETS.adminToken },
+    'daemon',
+  );
   await daemon.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
   const admin = `http://127.0.0.1:${adminPort}`;
   const adminStatus: Record<string, number> = {};
   let jobsSeen = 0;
   const get = async (path: string, where: string): Promise<string> => {
-    const r = await fetch(`${admin}${path}`, { headers: bearer(SECRETS.adminToken), signal: AbortSignal.timeout(8_000) });
+    const r = await fetch(`${admin}${path}`, {
+      headers: bearer(SECRETS.adminToken),
+      signal: AbortSignal.timeout(8_000),
+    });
     const text = await r.text();
     outputs.push({ where: `admin ${path} (${where})`, text: `${JSON.stringify([...r.headers])}\n${text}` });
     adminStatus[path] = r.status;
@@ -108,9 +116,16 @@ it('15 secret scan: API key, database and Redis passwords, admin token in no log
    */
   const scanAdmin = async (where: string, pagesOnly = false): Promise<void> => {
     const pages = ['/healthz', '/readyz', '/metrics', '/'];
-    const dashboard = ['/admin/queues', '/admin/queues/api/queues', '/admin/queues/api/redis/stats', '/admin/queues/api/job-schedulers'];
+    const dashboard = [
+      '/admin/queues',
+      '/admin/queues/api/queues',
+      '/admin/queues/api/redis/stats',
+      '/admin/queues/api/job-schedulers',
+    ];
     for (const path of pagesOnly ? pages : [...pages, ...dashboard]) {
-      await get(path, where).catch((e: unknown) => outputs.push({ where: `admin ${path} (${where}): no answer`, text: String(e) }));
+      await get(path, where).catch((e: unknown) =>
+        outputs.push({ where: `admin ${path} (${where}): no answer`, text: String(e) }),
+      );
     }
     if (pagesOnly) return;
     // the drill-down pages: every source, the latest batches, a few raw items of each
@@ -120,17 +135,23 @@ it('15 secret scan: API key, database and Redis passwords, admin token in no log
     for (const b of await sql<{ job_id: string }[]>`select job_id from batches order by submitted_at desc limit 4`) {
       const job = encodeURIComponent(b.job_id);
       drill.push(`/batches/${job}`);
-      for (const i of await sql<{ video_id: string }[]>`select video_id from batch_items where job_id = ${b.job_id} order by video_id limit 2`) {
+      for (const i of await sql<
+        { video_id: string }[]
+      >`select video_id from batch_items where job_id = ${b.job_id} order by video_id limit 2`) {
         drill.push(`/batches/${job}/items/${encodeURIComponent(i.video_id)}`);
       }
     }
     for (const path of drill) {
-      await get(path, where).catch((e: unknown) => outputs.push({ where: `admin ${path} (${where}): no answer`, text: String(e) }));
+      await get(path, where).catch((e: unknown) =>
+        outputs.push({ where: `admin ${path} (${where}): no answer`, text: String(e) }),
+      );
     }
     for (const q of QUEUES) {
       let listing: { queues?: { name: string; jobs: { id: string }[] }[] } = {};
       try {
-        listing = JSON.parse(await get(`/admin/queues/api/queues?activeQueue=${q}&status=latest&jobsPerPage=300`, where)) as typeof listing;
+        listing = JSON.parse(
+          await get(`/admin/queues/api/queues?activeQueue=${q}&status=latest&jobsPerPage=300`, where),
+        ) as typeof listing;
       } catch {
         continue; // an answer that is not JSON was kept and is scanned as it is
       }
@@ -146,7 +167,10 @@ it('15 secret scan: API key, database and Redis passwords, admin token in no log
   await scanAdmin('idle');
 
   // a 401: the wrong key
-  const refused = await rig.run(['backfill', '--all', '--timeout', '30s'], { ...verbose, API_KEY: SECRETS.wrongApiKey });
+  const refused = await rig.run(['backfill', '--all', '--timeout', '30s'], {
+    ...verbose,
+    API_KEY: SECRETS.wrongApiKey,
+  });
   expect(refused.code).toBe(3);
   expect(refused.stdout + refused.stderr).toMatch(/unauthorized|Invalid API key/);
   keep('backfill with a wrong key (401)', refused);
@@ -181,10 +205,15 @@ it('15 secret scan: API key, database and Redis passwords, admin token in no log
   await new Promise((r) => setTimeout(r, 1_000));
   await scanAdmin('postgres unreachable', true);
   rig.pgProxy.set({ mode: 'pass' });
-  await waitUntil(async () => {
-    const r = await fetch(`${admin}/readyz`).catch(() => undefined);
-    return r?.status === 200 ? true : undefined;
-  }, 60_000, 'the daemon to be ready again', 500);
+  await waitUntil(
+    async () => {
+      const r = await fetch(`${admin}/readyz`).catch(() => undefined);
+      return r?.status === 200 ? true : undefined;
+    },
+    60_000,
+    'the daemon to be ready again',
+    500,
+  );
   await scanAdmin('recovered');
 
   const [status, statusText, sourcesList] = await Promise.all([
@@ -218,7 +247,10 @@ it('15 secret scan: API key, database and Redis passwords, admin token in no log
       .map(([name]) => `${name} in ${o.where}`),
   );
   // the admin server's last line of defence redacts the API key; a redaction is a leak it hid
-  const redacted = daemon.logs().filter((l) => l.event === 'admin.secret_redacted').map((l) => `admin redaction: ${String(l.path)}`);
+  const redacted = daemon
+    .logs()
+    .filter((l) => l.event === 'admin.secret_redacted')
+    .map((l) => `admin redaction: ${String(l.path)}`);
   const bytes = outputs.reduce((n, o) => n + o.text.length, 0);
   figures('15 secret-scan', {
     places: outputs.length,
@@ -232,7 +264,8 @@ it('15 secret scan: API key, database and Redis passwords, admin token in no log
   expect(rdb).toContain(`${rig.prefix}:poll`);
   expect(dump).toContain(publicVideoIds(rig.sim, ch.id)[0]!);
   expect(outputs.find((o) => o.where === 'daemon')!.text).toContain('"event":"daemon.started"');
-  for (const path of ['/metrics', '/', '/admin/queues', '/admin/queues/api/queues', '/batches', '/sources/1']) expect(adminStatus[path], path).toBe(200);
+  for (const path of ['/metrics', '/', '/admin/queues', '/admin/queues/api/queues', '/batches', '/sources/1'])
+    expect(adminStatus[path], path).toBe(200);
   // raw items were among the pages scanned, and they were the real ones
   const itemPages = Object.entries(adminStatus).filter(([path]) => /^\/batches\/[^/]+\/items\//.test(path));
   expect(itemPages.length).toBeGreaterThan(0);
@@ -243,6 +276,8 @@ it('15 secret scan: API key, database and Redis passwords, admin token in no log
   expect(overview).toContain(ch.id);
   expect(scansInFlight).toBeGreaterThan(0);
   expect(jobsSeen).toBeGreaterThan(0);
-  expect(outputs.some((o) => o.where.startsWith('admin /readyz (redis unreachable)') && /"redis":"(?!ok)/.test(o.text))).toBe(true);
+  expect(
+    outputs.some((o) => o.where.startsWith('admin /readyz (redis unreachable)') && /"redis":"(?!ok)/.test(o.text)),
+  ).toBe(true);
   expect([...leaks, ...redacted]).toEqual([]);
 });

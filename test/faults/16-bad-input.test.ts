@@ -93,7 +93,8 @@ function envCases(): Case[] {
   for (const v of ENV_VARIABLES) {
     const values = BAD_VALUES[v] ?? (NUMERIC.test(v) ? ['abc'] : []);
     if (values.length === 0) throw new Error(`no malformed value known for ${v}: add one to BAD_VALUES`);
-    for (const value of values) cases.push({ args: ['status'], env: { [v]: value }, names: new RegExp(`^error: ${v}: `, 'm') });
+    for (const value of values)
+      cases.push({ args: ['status'], env: { [v]: value }, names: new RegExp(`^error: ${v}: `, 'm') });
   }
   return cases;
 }
@@ -131,7 +132,13 @@ it('16 bad input everywhere: exit 2, a message naming the field, no stack trace'
   const results = await runAll(cases);
   const bad = results
     .filter((r) => r.code !== 2 || !r.c.names.test(r.stderr) || STACK_FRAME.test(r.stderr) || r.stdout !== '')
-    .map((r) => ({ args: r.c.args.join(' '), env: r.c.env, code: r.code, stderr: r.stderr.slice(0, 600), stdout: r.stdout.slice(0, 200) }));
+    .map((r) => ({
+      args: r.c.args.join(' '),
+      env: r.c.env,
+      code: r.code,
+      stderr: r.stderr.slice(0, 600),
+      stdout: r.stdout.slice(0, 200),
+    }));
   figures('16 bad-input', {
     arg_cases: ARG_CASES.length,
     env_cases: cases.length - ARG_CASES.length,

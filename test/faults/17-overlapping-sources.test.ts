@@ -222,7 +222,15 @@ it('17c --text overlap: plain text never replaces chunks; a chunk-wanting source
   const p30 = c3!.playlistIds[0]!;
   const inPlaylist = playlistIds(p30);
   const textFirst = await rig.addSource({ kind: 'playlist', ref: p30, langs: ['en'], textOnly: true });
-  const fwd = await rig.run(['backfill', '--source', String(textPlaylist.id), '--source', String(textFirst.id), '--timeout', '60s']);
+  const fwd = await rig.run([
+    'backfill',
+    '--source',
+    String(textPlaylist.id),
+    '--source',
+    String(textFirst.id),
+    '--timeout',
+    '60s',
+  ]);
   expect(fwd.code, fwd.stdout + fwd.stderr).toBe(0);
   const chunkedKeys = new Set(chunkedBefore.map((t) => `${t.video_id}:${t.lang}`));
   const plainDeliveries = await sql<{ video_id: string; lang: string }[]>`
@@ -235,8 +243,13 @@ it('17c --text overlap: plain text never replaces chunks; a chunk-wanting source
     select video_id, lang, content_sha256, chunks is not null as chunked from transcripts
     where (video_id || ':' || lang) = any(${[...chunkedKeys]}::text[]) order by video_id, lang`;
   const downgraded = chunkedAfter.filter((t) => !t.chunked).length;
-  const changed = chunkedAfter.filter((t) => t.content_sha256 !== chunkedBefore.find((b) => b.video_id === t.video_id && b.lang === t.lang)?.content_sha256).length;
-  const enRebought = playlistIds(p01).filter((id) => (postsPerVideo(rig.sim, 'transcript:en').get(id) ?? 0) !== (enPostsBefore.get(id) ?? 0)).length;
+  const changed = chunkedAfter.filter(
+    (t) =>
+      t.content_sha256 !== chunkedBefore.find((b) => b.video_id === t.video_id && b.lang === t.lang)?.content_sha256,
+  ).length;
+  const enRebought = playlistIds(p01).filter(
+    (id) => (postsPerVideo(rig.sim, 'transcript:en').get(id) ?? 0) !== (enPostsBefore.get(id) ?? 0),
+  ).length;
 
   const plainOnly = await countOf(sql`
     select count(*)::int as n from transcripts t where t.video_id = any(${inPlaylist}::text[]) and t.chunks is null
@@ -267,7 +280,9 @@ it('17c --text overlap: plain text never replaces chunks; a chunk-wanting source
   const snapshot = postsSnapshot();
   const codes = await moreSyncs(rig, [textPlaylist.id, textFirst.id, channel3.id], 3);
   const postsMovedInMoreSyncs = Object.entries(postsSnapshot()).flatMap(([what, m]) =>
-    Object.entries(m).filter(([id, n]) => snapshot[what]?.[id] !== n).map(([id]) => `${what}:${id}`),
+    Object.entries(m)
+      .filter(([id, n]) => snapshot[what]?.[id] !== n)
+      .map(([id]) => `${what}:${id}`),
   );
   const downgradedLater = await countOf(sql`
     select count(*)::int as n from transcripts where (video_id || ':' || lang) = any(${[...chunkedKeys]}::text[]) and chunks is null`);

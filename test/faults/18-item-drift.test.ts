@@ -29,7 +29,16 @@ const RETRY_JOBS = ['batch_scripted_item_drift_r2', 'batch_scripted_item_drift_r
 let rig: FaultRig;
 beforeAll(async () => {
   rig = await startFaultRig('18-item-drift', {
-    sim: { catalog: { channels: 1, channelSizes: [8], privateShare: 0, goneShare: 0, noTranscriptShare: 0, transcriptChunks: { min: 2, max: 4 } } },
+    sim: {
+      catalog: {
+        channels: 1,
+        channelSizes: [8],
+        privateShare: 0,
+        goneShare: 0,
+        noTranscriptShare: 0,
+        transcriptChunks: { min: 2, max: 4 },
+      },
+    },
   });
 });
 afterAll(async () => {
@@ -39,7 +48,14 @@ afterAll(async () => {
 it('18 item drift: unknown code retried within the cap, null field and lone surrogate quarantined once, extra fields land raw-exact', async () => {
   const ch = rig.sim.catalog.channels()[0]!;
   // the channel's listing, newest first: what a source with --limit 6 submits
-  const [a, b, c, d, e, f] = rig.sim.catalog.videoIds(ch.id)!.slice(0, 6) as [string, string, string, string, string, string];
+  const [a, b, c, d, e, f] = rig.sim.catalog.videoIds(ch.id)!.slice(0, 6) as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
   const video = (id: string) => rig.sim.catalog.video(id)!;
 
   // JSON text written by hand where it matters: the escapes reach the client as sent
@@ -49,7 +65,10 @@ it('18 item drift: unknown code retried within the cap, null field and lone surr
   const itemC =
     `{"videoId":${JSON.stringify(c)},"video":${JSON.stringify({ ...video(c), chapters: [{ at: 0, name: 'intro' }], ratingV2: { stars: 4.5, votes: 12 } })},` +
     `"errorCode":null,"servedBy":"edge-7","trace":{"id":"t-1","hops":[1,2]}}`;
-  const itemD = JSON.stringify({ videoId: d, video: video(d), errorCode: null }).replace('"title":"', '"title":"bad \\ud800 x ');
+  const itemD = JSON.stringify({ videoId: d, video: video(d), errorCode: null }).replace(
+    '"title":"',
+    '"title":"bad \\ud800 x ',
+  );
   const itemEFirst = `{"videoId":${JSON.stringify(e)},"video":null,"errorCode":"processing"}`;
   const itemELater = unknownCode(e);
   const itemF = JSON.stringify({ videoId: f, video: video(f), errorCode: null });
@@ -68,12 +87,20 @@ it('18 item drift: unknown code retried within the cap, null field and lone surr
     {
       match: `GET /videosite/batch/${JOB}`,
       status: 200,
-      body: answer('completed', [itemA, itemB, itemC, itemD, itemELater, itemF], '{"total":6,"succeeded":4,"failed":2}'),
+      body: answer(
+        'completed',
+        [itemA, itemB, itemC, itemD, itemELater, itemF],
+        '{"total":6,"succeeded":4,"failed":2}',
+      ),
     },
     // the re-submissions meet the same unknown code: only the cap stops them
     ...RETRY_JOBS.flatMap((job) => [
       { match: 'POST /videosite/video/batch', status: 200, body: { jobId: job } },
-      { match: `GET /videosite/batch/${job}`, status: 200, body: answer('completed', [unknownCode(a), unknownCode(e)], '{"total":2,"succeeded":0,"failed":2}') },
+      {
+        match: `GET /videosite/batch/${job}`,
+        status: 200,
+        body: answer('completed', [unknownCode(a), unknownCode(e)], '{"total":2,"succeeded":0,"failed":2}'),
+      },
     ]),
   ]);
 
@@ -83,7 +110,15 @@ it('18 item drift: unknown code retried within the cap, null field and lone surr
   expect(first.code, first.stdout + first.stderr).toBe(1);
 
   const { sql } = rig.db();
-  type Row = { video_id: string; state: string; error_code: string | null; reason: string | null; reason_code: string | null; payload: unknown; payload_raw: string | null };
+  type Row = {
+    video_id: string;
+    state: string;
+    error_code: string | null;
+    reason: string | null;
+    reason_code: string | null;
+    payload: unknown;
+    payload_raw: string | null;
+  };
   const rows = await sql<Row[]>`
     select video_id, state, error_code, reason, reason_code, payload, payload_raw from batch_items where job_id = ${JOB}`;
   const row = (id: string) => rows.find((r) => r.video_id === id);
@@ -151,7 +186,10 @@ it('18 item drift: unknown code retried within the cap, null field and lone surr
   expect(stored.map((v) => v.id).sort()).toEqual([c, f].sort());
 
   // re-submissions: the two retryable videos, twice more (3 submissions in all), then never
-  expect(codes.every((code) => code === 0 || code === 1), String(codes)).toBe(true);
+  expect(
+    codes.every((code) => code === 0 || code === 1),
+    String(codes),
+  ).toBe(true);
   expect(retryBatches.map((r) => r.job_id)).toEqual(RETRY_JOBS);
   for (const r of retryBatches) {
     expect([...r.ids].sort()).toEqual([a, e].sort());

@@ -24,7 +24,16 @@ const UNKNOWN_POLLS = 300;
 let rig: FaultRig;
 beforeAll(async () => {
   rig = await startFaultRig('19-unknown-status', {
-    sim: { catalog: { channels: 2, channelSizes: [8, 8], privateShare: 0, goneShare: 0, noTranscriptShare: 0, transcriptChunks: { min: 2, max: 4 } } },
+    sim: {
+      catalog: {
+        channels: 2,
+        channelSizes: [8, 8],
+        privateShare: 0,
+        goneShare: 0,
+        noTranscriptShare: 0,
+        transcriptChunks: { min: 2, max: 4 },
+      },
+    },
   });
 });
 afterAll(async () => {
@@ -45,7 +54,11 @@ it('19a unknown status with results, then completed: results land meanwhile, the
   const JOB = 'batch_scripted_unknown_then_completed';
   rig.sim.script([
     { match: 'POST /videosite/video/batch', status: 200, body: { jobId: JOB } },
-    { match: `GET /videosite/batch/${JOB}`, status: 200, body: answer('cancelled', [result(a), result(b), unfinished(c), unfinished(d)], 2) },
+    {
+      match: `GET /videosite/batch/${JOB}`,
+      status: 200,
+      body: answer('cancelled', [result(a), result(b), unfinished(c), unfinished(d)], 2),
+    },
     ...Array.from({ length: UNKNOWN_POLLS }, () => ({
       match: `GET /videosite/batch/${JOB}`,
       status: 200,
@@ -57,18 +70,38 @@ it('19a unknown status with results, then completed: results land meanwhile, the
   const backfill = rig.cli(['backfill', '--source', String(source.id), '--timeout', '90s'], {}, 'backfill-unknown');
 
   // while the head still says `cancelled`: the three results are stored
-  const during = await waitUntil(async () => {
-    const [r] = await sql<{ status: string; upstream_status: string | null; polls: number; landed: number; stored: number; processing: number }[]>`
+  const during = await waitUntil(
+    async () => {
+      const [r] = await sql<
+        {
+          status: string;
+          upstream_status: string | null;
+          polls: number;
+          landed: number;
+          stored: number;
+          processing: number;
+        }[]
+      >`
       select b.status, b.upstream_status, b.polls,
         (select count(*)::int from batch_items i where i.job_id = b.job_id and i.state in ('landed', 'sunk')) as landed,
         (select count(*)::int from batch_items i where i.job_id = b.job_id and i.state = 'processing') as processing,
         (select count(*)::int from videos v where v.id = any(${[a, b, c]}::text[])) as stored
       from batches b where b.job_id = ${JOB}`;
-    return r && r.stored === 3 && r.polls >= 3 ? r : undefined;
-  }, 60_000, 'results stored while the batch status is unknown', 200);
+      return r && r.stored === 3 && r.polls >= 3 ? r : undefined;
+    },
+    60_000,
+    'results stored while the batch status is unknown',
+    200,
+  );
   // now let the upstream finish the batch (both calls in one tick: no poll falls in between)
   rig.sim.clearScript();
-  rig.sim.script([{ match: `GET /videosite/batch/${JOB}`, status: 200, body: answer('completed', [result(a), result(b), result(c), result(d)], 4) }]);
+  rig.sim.script([
+    {
+      match: `GET /videosite/batch/${JOB}`,
+      status: 200,
+      body: answer('completed', [result(a), result(b), result(c), result(d)], 4),
+    },
+  ]);
   const ended = await backfill.exited;
   expect(ended.code, backfill.stdout() + backfill.stderr().slice(-3000)).toBe(0);
 
@@ -118,7 +151,9 @@ it('19b unknown status for good: expired locally at BATCH_MAX_AGE_MS, unfinished
   rig.sim.clearScript();
 
   const { sql } = rig.db();
-  const [expired] = await sql<{ status: string; error_code: string | null; upstream_status: string | null; polls: number; age_s: number }[]>`
+  const [expired] = await sql<
+    { status: string; error_code: string | null; upstream_status: string | null; polls: number; age_s: number }[]
+  >`
     select status, error_code, upstream_status, polls,
       extract(epoch from terminal_at - submitted_at)::float8 as age_s
     from batches where job_id = ${JOB}`;
@@ -130,7 +165,9 @@ it('19b unknown status for good: expired locally at BATCH_MAX_AGE_MS, unfinished
   const later = await sql<{ job_id: string; status: string; ids: string[] }[]>`
     select job_id, status, array(select jsonb_array_elements_text(request->'videoIds')) as ids
     from batches where source_id = ${source.id} and kind = 'video' and job_id <> ${JOB} order by submitted_at`;
-  const stored = (await sql<{ id: string }[]>`select id from videos where id = any(${[g, h, i, j]}::text[])`).map((v) => v.id).sort();
+  const stored = (await sql<{ id: string }[]>`select id from videos where id = any(${[g, h, i, j]}::text[])`)
+    .map((v) => v.id)
+    .sort();
   const videoPosts = postsPerVideo(rig.sim, 'video');
 
   figures('19b unknown-status-forever', {

@@ -28,7 +28,16 @@ import { moreSyncs, postsPerVideoMax, videosPaidTwice } from '../helpers/posts.t
 let rig: FaultRig;
 beforeAll(async () => {
   rig = await startFaultRig('20-poison', {
-    sim: { catalog: { channels: 1, channelSizes: [12], shortsPerChannel: 0, livesPerChannel: 0, privateShare: 0, goneShare: 0 } },
+    sim: {
+      catalog: {
+        channels: 1,
+        channelSizes: [12],
+        shortsPerChannel: 0,
+        livesPerChannel: 0,
+        privateShare: 0,
+        goneShare: 0,
+      },
+    },
   });
 });
 afterAll(async () => {
@@ -103,12 +112,23 @@ it('20 poison numbers and dates: good items stored, poison quarantined raw, batc
   const { sql } = rig.db();
   const batches = await sql<{ job_id: string; status: string; reason: string | null }[]>`
     select job_id, status, reason from batches where job_id in (${VJOB}, ${TJOB}) order by job_id`;
-  const rows = await sql<{ job_id: string; video_id: string; state: string; reason: string | null; reason_code: string | null; raw: string | null }[]>`
+  const rows = await sql<
+    {
+      job_id: string;
+      video_id: string;
+      state: string;
+      reason: string | null;
+      reason_code: string | null;
+      raw: string | null;
+    }[]
+  >`
     select job_id, video_id, state, reason, reason_code, coalesce(payload::text, '') || coalesce(payload_raw, '') as raw
     from batch_items where job_id in (${VJOB}, ${TJOB})`;
   const of = (job: string, id: string) => rows.find((r) => r.job_id === job && r.video_id === id);
   const stored = new Set((await sql<{ id: string }[]>`select id from videos`).map((r) => r.id));
-  const storedT = new Set((await sql<{ video_id: string }[]>`select video_id from transcripts where lang = 'en'`).map((r) => r.video_id));
+  const storedT = new Set(
+    (await sql<{ video_id: string }[]>`select video_id from transcripts where lang = 'en'`).map((r) => r.video_id),
+  );
   const goodV = ids.filter((id) => !poisonV[id]);
   const goodT = ids.filter((id) => !poisonT[id]);
   const quarantined = rows.filter((r) => r.state === 'quarantined');
@@ -119,7 +139,10 @@ it('20 poison numbers and dates: good items stored, poison quarantined raw, batc
   const failedPoll = await redis.zcard(`${rig.prefix}:poll:failed`);
   const status = await rig.run(['status', '--json']);
   expect(status.code, status.stderr).toBe(0);
-  const report = JSON.parse(status.stdout) as { items: { landed: number; quarantined: number }; quarantined: { byReason: Record<string, number> } };
+  const report = JSON.parse(status.stdout) as {
+    items: { landed: number; quarantined: number };
+    quarantined: { byReason: Record<string, number> };
+  };
   const check = await rowsVsRaw(rig);
   // what was stored for the poison items, if anything (the evidence when one slipped through)
   const storedPoison = await sql<{ k: string; v: string }[]>`
@@ -168,11 +191,18 @@ it('20 poison numbers and dates: good items stored, poison quarantined raw, batc
   expect(goodV.filter((id) => !stored.has(id))).toEqual([]);
   expect(goodT.filter((id) => of(TJOB, id)?.state !== 'sunk')).toEqual([]);
   expect(goodT.filter((id) => !storedT.has(id))).toEqual([]);
-  expect(check.mismatched.filter((k) => goodV.some((id) => k === `v:${id}`) || goodT.some((id) => k === `t:${id}:en`))).toEqual([]);
+  expect(
+    check.mismatched.filter((k) => goodV.some((id) => k === `v:${id}`) || goodT.some((id) => k === `t:${id}:en`)),
+  ).toEqual([]);
   // every poison item is quarantined with the reason, its raw text kept, and not stored
   const poisons = [
     ...Object.entries(poisonV).map(([id, p]) => ({ job: VJOB, id, needle: p.needle, path: p.field })),
-    ...Object.entries(poisonT).map(([id, lit]) => ({ job: TJOB, id, needle: `"offset":${lit}`, path: 'transcript\\.content|offset' })),
+    ...Object.entries(poisonT).map(([id, lit]) => ({
+      job: TJOB,
+      id,
+      needle: `"offset":${lit}`,
+      path: 'transcript\\.content|offset',
+    })),
   ];
   // (soft: one poison that slips through must not hide how the others fared)
   const storedAs = (key: string) => storedPoison.find((x) => x.k === key)?.v ?? 'not stored';

@@ -27,7 +27,16 @@ import type { LogLine } from '../helpers/proc.ts';
 let rig: FaultRig;
 beforeAll(async () => {
   rig = await startFaultRig('21-download', {
-    sim: { catalog: { channels: 2, channelSizes: [40, 100], shortsPerChannel: 0, livesPerChannel: 0, privateShare: 0, goneShare: 0 } },
+    sim: {
+      catalog: {
+        channels: 2,
+        channelSizes: [40, 100],
+        shortsPerChannel: 0,
+        livesPerChannel: 0,
+        privateShare: 0,
+        goneShare: 0,
+      },
+    },
   });
 });
 afterAll(async () => {
@@ -55,12 +64,17 @@ async function itemRows(jobId: string): Promise<Map<string, { state: string; lan
 }
 
 async function batchRow(jobId: string): Promise<{ status: string; polls: number }> {
-  const [b] = await rig.db().sql<{ status: string; polls: number }[]>`select status, polls from batches where job_id = ${jobId}`;
+  const [b] = await rig.db().sql<
+    { status: string; polls: number }[]
+  >`select status, polls from batches where job_id = ${jobId}`;
   return b!;
 }
 
 /** Items whose `landed_at` differs between two readings (landed again) or that vanished. */
-function relanded(before: Map<string, { landedAt: string | null }>, after: Map<string, { landedAt: string | null }>): string[] {
+function relanded(
+  before: Map<string, { landedAt: string | null }>,
+  after: Map<string, { landedAt: string | null }>,
+): string[] {
   return [...before].filter(([id, r]) => after.get(id)?.landedAt !== r.landedAt).map(([id]) => id);
 }
 
@@ -89,8 +103,16 @@ it('21a a body trickling one byte a second: the poll ends at POLL_MAX_DURATION_M
 
   const source = await rig.addSource({ ref: ch.id });
   const started = Date.now();
-  const p = rig.cli(['backfill', '--source', String(source.id), '--timeout', '60s'], { POLL_MAX_DURATION_MS: String(POLL_MAX_DURATION_MS) }, 'backfill-21a');
-  const incomplete = await p.waitForLog((l: LogLine) => l.event === 'poll.incomplete' && l.jobId === JOB, 30_000, 'the trickled poll to end');
+  const p = rig.cli(
+    ['backfill', '--source', String(source.id), '--timeout', '60s'],
+    { POLL_MAX_DURATION_MS: String(POLL_MAX_DURATION_MS) },
+    'backfill-21a',
+  );
+  const incomplete = await p.waitForLog(
+    (l: LogLine) => l.event === 'poll.incomplete' && l.jobId === JOB,
+    30_000,
+    'the trickled poll to end',
+  );
   const afterFirst = await itemRows(JOB);
   const batchAfterFirst = await batchRow(JOB);
   const r = await p.exited;
@@ -101,12 +123,17 @@ it('21a a body trickling one byte a second: the poll ends at POLL_MAX_DURATION_M
   // the trickled connection: asked at `asked`, closed by the client at `closed`
   const events = rig.apiProxy.events();
   const ask = events.find((e) => e.kind === 'request' && e.line?.includes(JOB));
-  const closed = ask ? events.find((e) => e.conn === ask.conn && e.kind === 'client-closed' && e.at >= ask.at) : undefined;
+  const closed = ask
+    ? events.find((e) => e.conn === ask.conn && e.kind === 'client-closed' && e.at >= ask.at)
+    : undefined;
   const closedAfterMs = ask && closed ? closed.at - ask.at : -1;
   const moved = relanded(afterFirst, final);
   const lost = ids.filter((id) => !final.has(id)).length;
   const stored = await storedOf(ids);
-  const codes = await moreSyncs(rig, [source.id], 3, { RETRY_BACKOFF_BASE_MS: '0', POLL_MAX_DURATION_MS: String(POLL_MAX_DURATION_MS) });
+  const codes = await moreSyncs(rig, [source.id], 3, {
+    RETRY_BACKOFF_BASE_MS: '0',
+    POLL_MAX_DURATION_MS: String(POLL_MAX_DURATION_MS),
+  });
   const posts = postsPerVideo(rig.sim, 'video');
   const postsMax = Math.max(...ids.map((id) => posts.get(id) ?? 0));
 
@@ -169,10 +196,22 @@ it('21b a download broken at 90%: the chunks before the break are committed, the
 
   const source = await rig.addSource({ ref: ch.id });
   const started = Date.now();
-  const p = rig.cli(['backfill', '--source', String(source.id), '--timeout', '60s'], { LAND_CHUNK_ITEMS: String(LAND_CHUNK_ITEMS) }, 'backfill-21b');
-  const instant = await p.waitForLog((l: LogLine) => l.event === 'poll.incomplete' && l.jobId === JOB && l.polls === 1, 30_000, 'the first broken poll to end');
+  const p = rig.cli(
+    ['backfill', '--source', String(source.id), '--timeout', '60s'],
+    { LAND_CHUNK_ITEMS: String(LAND_CHUNK_ITEMS) },
+    'backfill-21b',
+  );
+  const instant = await p.waitForLog(
+    (l: LogLine) => l.event === 'poll.incomplete' && l.jobId === JOB && l.polls === 1,
+    30_000,
+    'the first broken poll to end',
+  );
   const afterInstant = await itemRows(JOB);
-  const broken = await p.waitForLog((l: LogLine) => l.event === 'poll.incomplete' && l.jobId === JOB && l.polls === 2, 30_000, 'the second broken poll to end');
+  const broken = await p.waitForLog(
+    (l: LogLine) => l.event === 'poll.incomplete' && l.jobId === JOB && l.polls === 2,
+    30_000,
+    'the second broken poll to end',
+  );
   const afterBreak = await itemRows(JOB);
   const batchAfterBreak = await batchRow(JOB);
   const r = await p.exited;
@@ -182,7 +221,10 @@ it('21b a download broken at 90%: the chunks before the break are committed, the
   const moved = relanded(afterBreak, final);
   const lost = ids.filter((id) => !final.has(id)).length;
   const stored = await storedOf(ids);
-  const codes = await moreSyncs(rig, [source.id], 3, { RETRY_BACKOFF_BASE_MS: '0', LAND_CHUNK_ITEMS: String(LAND_CHUNK_ITEMS) });
+  const codes = await moreSyncs(rig, [source.id], 3, {
+    RETRY_BACKOFF_BASE_MS: '0',
+    LAND_CHUNK_ITEMS: String(LAND_CHUNK_ITEMS),
+  });
   const posts = postsPerVideo(rig.sim, 'video');
   const postsMax = Math.max(...ids.map((id) => posts.get(id) ?? 0));
 

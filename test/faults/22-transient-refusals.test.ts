@@ -37,7 +37,8 @@ afterAll(async () => {
 
 const channel = (i: number) => rig.sim.catalog.channels()[i]!;
 const videoIdsOf = (i: number) => rig.sim.catalog.videoIds(channel(i).id)!;
-const answered = (endpoint: string, status: number) => rig.sim.stats().byEndpoint[endpoint]?.byStatus[String(status)] ?? 0;
+const answered = (endpoint: string, status: number) =>
+  rig.sim.stats().byEndpoint[endpoint]?.byStatus[String(status)] ?? 0;
 
 /** The most batch POSTs (metadata or transcript) that named any one of `ids`. */
 function maxPostsOf(ids: string[]): number {
@@ -55,7 +56,17 @@ async function storedOf(sourceId: number): Promise<number> {
 }
 
 async function batchesOf(sourceId: number) {
-  return rig.db().sql<{ job_id: string; kind: string; status: string; error_code: string | null; polls: number; not_found_since: Date | null; request: { videoIds?: string[] } }[]>`
+  return rig.db().sql<
+    {
+      job_id: string;
+      kind: string;
+      status: string;
+      error_code: string | null;
+      polls: number;
+      not_found_since: Date | null;
+      request: { videoIds?: string[] };
+    }[]
+  >`
     select job_id, kind, status, error_code, polls, not_found_since, request from batches where source_id = ${sourceId} order by submitted_at, job_id`;
 }
 
@@ -66,7 +77,11 @@ async function unsettledItemsOf(sourceId: number): Promise<number> {
     where b.source_id = ${sourceId} and i.state in ('processing', 'landed')`);
 }
 
-const notFoundBody = { error: 'not-found', message: 'Batch job not found.', details: 'No batch job with this ID exists for this account.' };
+const notFoundBody = {
+  error: 'not-found',
+  message: 'Batch job not found.',
+  details: 'No batch job with this ID exists for this account.',
+};
 
 it('22a a gateway HTML 404 on a poll: not expired, the next poll lands everything; 1 POST per video', async () => {
   const source = await rig.addSource({ ref: channel(0).id });
@@ -163,37 +178,59 @@ it('22c a JSON not-found on every poll past BATCH_NOT_FOUND_CONFIRM_MS: expired 
     // slow enough that a first answer carries some results and leaves the rest unfinished
     rig.sim.setJobSettings({ itemsPerSecond: 4 });
     const first = rig.cli(['backfill', '--source', String(source.id), '--timeout', '30s'], env, 'backfill-22c');
-    const jobId = await waitUntil(async () => {
-      const [row] = await sql<{ job_id: string; landed: number }[]>`
+    const jobId = await waitUntil(
+      async () => {
+        const [row] = await sql<{ job_id: string; landed: number }[]>`
         select b.job_id, (select count(*)::int from batch_items i where i.job_id = b.job_id and i.state in ('landed', 'sunk')) as landed
         from batches b where b.source_id = ${source.id} and b.kind = 'video'`;
-      return row && row.landed >= 3 ? row.job_id : undefined;
-    }, 30_000, 'a first answer with some results', 50);
+        return row && row.landed >= 3 ? row.job_id : undefined;
+      },
+      30_000,
+      'a first answer with some results',
+      50,
+    );
     // from now on the upstream no longer knows the job (the sync's transcript batch goes on)
     const before = answered(POLL, 404);
-    rig.sim.script(Array.from({ length: 60 }, () => ({ match: `GET /videosite/batch/${jobId}`, status: 404, body: notFoundBody })));
+    rig.sim.script(
+      Array.from({ length: 60 }, () => ({ match: `GET /videosite/batch/${jobId}`, status: 404, body: notFoundBody })),
+    );
     const firstEnd = await first.exited;
     rig.sim.clearScript();
     rig.sim.setJobSettings({ itemsPerSecond: 2000 });
     fig.not_found_answers = answered(POLL, 404) - before;
 
-    const [expired] = await sql<{ status: string; error_code: string | null; span_ms: number | null; reason: string | null }[]>`
+    const [expired] = await sql<
+      { status: string; error_code: string | null; span_ms: number | null; reason: string | null }[]
+    >`
       select status, error_code, reason, (extract(epoch from terminal_at - not_found_since) * 1000)::float8 as span_ms
       from batches where job_id = ${jobId}`;
     fig.batch = `${expired!.status}(${expired!.error_code ?? '-'})`;
     fig.not_found_span_ms = Math.round(expired!.span_ms ?? -1);
-    const failedJobs = first.logs().filter((l) => l.event === 'job.failed').map((l) => (l.err as { message?: string } | undefined)?.message);
+    const failedJobs = first
+      .logs()
+      .filter((l) => l.event === 'job.failed')
+      .map((l) => (l.err as { message?: string } | undefined)?.message);
     // the first sync ends at once, not at its timeout: the batch expired, the rest landed
-    expect(expired, `${JSON.stringify(expired)}; job failures: ${JSON.stringify(failedJobs.slice(0, 2))}`).toMatchObject({ status: 'expired', error_code: 'not-found' });
+    expect(
+      expired,
+      `${JSON.stringify(expired)}; job failures: ${JSON.stringify(failedJobs.slice(0, 2))}`,
+    ).toMatchObject({ status: 'expired', error_code: 'not-found' });
     expect(firstEnd.code, first.stdout() + first.stderr()).toBe(1);
     expect(first.stdout()).not.toMatch(/timed out/);
     expect(fig.not_found_answers).toBeGreaterThanOrEqual(2);
     expect(expired!.span_ms).toBeGreaterThanOrEqual(1500);
 
-    const items = await sql<{ video_id: string; state: string }[]>`select video_id, state from batch_items where job_id = ${jobId}`;
+    const items = await sql<
+      { video_id: string; state: string }[]
+    >`select video_id, state from batch_items where job_id = ${jobId}`;
     const keptBefore = items.filter((i) => i.state === 'sunk' || i.state === 'landed').map((i) => i.video_id);
     const retryable = items.filter((i) => i.state === 'retryable').map((i) => i.video_id);
-    Object.assign(fig, { items: items.length, kept_before_expiry: keptBefore.length, retryable: retryable.length, lost: ids.length - items.length });
+    Object.assign(fig, {
+      items: items.length,
+      kept_before_expiry: keptBefore.length,
+      retryable: retryable.length,
+      lost: ids.length - items.length,
+    });
     // every item of the answer has a final state: kept, or retryable
     expect(ids.length - items.length).toBe(0);
     expect(keptBefore.length + retryable.length).toBe(items.length);
@@ -205,15 +242,23 @@ it('22c a JSON not-found on every poll past BATCH_NOT_FOUND_CONFIRM_MS: expired 
     // the three after the fault
     const added = rig.sim.catalog.addVideos(channel(2).id, 2)!;
     const resync = await rig.run(['backfill', '--source', String(source.id), '--timeout', '60s'], env);
-    const resubmitted = (await batchesOf(source.id)).filter((b) => b.kind === 'video' && b.job_id !== jobId).flatMap((b) => b.request.videoIds ?? []);
+    const resubmitted = (await batchesOf(source.id))
+      .filter((b) => b.kind === 'video' && b.job_id !== jobId)
+      .flatMap((b) => b.request.videoIds ?? []);
     fig.resubmitted = resubmitted.filter((id) => !added.includes(id)).length;
     expect(resync.code, resync.stdout + resync.stderr).toBe(0);
     expect(resubmitted.sort()).toEqual([...retryable, ...added].sort());
     const syncs = await moreSyncs(rig, [source.id], 2, env);
     const posts = postsPerVideo(rig.sim, 'video');
     const transcriptPosts = postsPerVideo(rig.sim, 'transcript');
-    const [src] = await sql<{ last_error_code: string | null }[]>`select last_error_code from sources where id = ${source.id}`;
-    Object.assign(fig, { stored: await storedOf(source.id), expected: ids.length + added.length, posts_per_video_max: maxPostsOf([...ids, ...added]) });
+    const [src] = await sql<
+      { last_error_code: string | null }[]
+    >`select last_error_code from sources where id = ${source.id}`;
+    Object.assign(fig, {
+      stored: await storedOf(source.id),
+      expected: ids.length + added.length,
+      posts_per_video_max: maxPostsOf([...ids, ...added]),
+    });
     expect(syncs).toEqual([0, 0]);
     expect(fig.stored).toBe(fig.expected);
     expect(src!.last_error_code).toBeNull();
@@ -240,7 +285,11 @@ it('22d Retry-After of a year on a 429: capped at API_RETRY_AFTER_MAX_MS, logged
       match: 'GET /videosite/channel/videos',
       status: 429,
       headers: { 'retry-after': String(YEAR_S) },
-      body: { error: 'limit-exceeded', message: 'Rate limit exceeded.', details: `Too many requests; retry after ${YEAR_S} s.` },
+      body: {
+        error: 'limit-exceeded',
+        message: 'Rate limit exceeded.',
+        details: `Too many requests; retry after ${YEAR_S} s.`,
+      },
     },
   ]);
   const started = Date.now();
@@ -249,12 +298,17 @@ it('22d Retry-After of a year on a 429: capped at API_RETRY_AFTER_MAX_MS, logged
   // the pause every process reads before a request (src/queues/limiter.ts)
   const redis = rig.redis();
   const pausedKey = `${rig.prefix}:api:paused-until`;
-  const pause = await waitUntil(async () => {
-    const [until, pttl, time] = await Promise.all([redis.get(pausedKey), redis.pttl(pausedKey), redis.time()]);
-    if (until === null) return undefined;
-    const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
-    return { remainingMs: Number(until) - now, pttl };
-  }, 5_000, 'the shared pause in Redis', 20);
+  const pause = await waitUntil(
+    async () => {
+      const [until, pttl, time] = await Promise.all([redis.get(pausedKey), redis.pttl(pausedKey), redis.time()]);
+      if (until === null) return undefined;
+      const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+      return { remainingMs: Number(until) - now, pttl };
+    },
+    5_000,
+    'the shared pause in Redis',
+    20,
+  );
   const end = await p.exited;
   const backfillMs = Date.now() - started;
   const listing429s = answered(LISTING, 429);
@@ -293,7 +347,11 @@ it('22e a 401 on a poll while /me works: no hold, lands; the key refused for the
   // re-checks every second: a hold set by mistake would be lifted quickly, so the events are read too
   const daemon = rig.cli(['daemon'], { HOLD_RECHECK_MS: '1000' }, 'daemon-22e');
   await daemon.waitForLog((l) => l.event === 'daemon.started', 60_000, 'daemon started');
-  const unauthorized = { error: 'unauthorized', message: 'Invalid API key.', details: 'The API key is unknown or was revoked.' };
+  const unauthorized = {
+    error: 'unauthorized',
+    message: 'Invalid API key.',
+    details: 'The API key is unknown or was revoked.',
+  };
   const holdSets = () => countOf(sql`select count(*)::int as n from upstream_hold_events where event = 'set'`);
 
   // (1) one 401 on a poll, then normal answers
@@ -306,7 +364,10 @@ it('22e a 401 on a poll while /me works: no hold, lands; the key refused for the
   // the metadata batch can land before the transcript batch is polled again
   await waitUntil(
     async () =>
-      (await storedOf(transient.id)) === videoIdsOf(4).length && (await batchesOf(transient.id)).every((b) => b.status === 'completed') ? true : undefined,
+      (await storedOf(transient.id)) === videoIdsOf(4).length &&
+      (await batchesOf(transient.id)).every((b) => b.status === 'completed')
+        ? true
+        : undefined,
     60_000,
     'the batches to land and complete',
   );
@@ -322,10 +383,14 @@ it('22e a 401 on a poll while /me works: no hold, lands; the key refused for the
   const sub2 = await rig.run(['backfill', '--source', String(revoked.id), '--no-wait']);
   expect(sub2.code, sub2.stderr).toBe(0);
   rig.sim.script(Array.from({ length: 200 }, () => ({ match: '* /**', status: 401, body: unauthorized })));
-  await waitUntil(async () => {
-    const [h] = await sql<{ code: string }[]>`select code from upstream_holds`;
-    return h?.code;
-  }, 30_000, 'an unauthorized hold');
+  await waitUntil(
+    async () => {
+      const [h] = await sql<{ code: string }[]>`select code from upstream_holds`;
+      return h?.code;
+    },
+    30_000,
+    'an unauthorized hold',
+  );
   const held = await sql<{ code: string; scope: string }[]>`select code, scope from upstream_holds`;
   const status2 = JSON.parse((await rig.run(['status', '--json'])).stdout) as { upstreamHolds: { code: string }[] };
   // while it stands: no call but the free /me of the re-checks
@@ -337,8 +402,14 @@ it('22e a 401 on a poll while /me works: no hold, lands; the key refused for the
   // the key works again: the daemon's re-check lifts the hold, the batch lands
   rig.sim.clearScript();
   rig.sim.setJobSettings({ queuedMs: 100 });
-  await waitUntil(async () => ((await storedOf(revoked.id)) === videoIdsOf(5).length ? true : undefined), 60_000, 'the held batch to land');
-  const lifted = await countOf(sql`select count(*)::int as n from upstream_hold_events where event = 'lifted' and code = 'unauthorized'`);
+  await waitUntil(
+    async () => ((await storedOf(revoked.id)) === videoIdsOf(5).length ? true : undefined),
+    60_000,
+    'the held batch to land',
+  );
+  const lifted = await countOf(
+    sql`select count(*)::int as n from upstream_hold_events where event = 'lifted' and code = 'unauthorized'`,
+  );
   // three more syncs of both sources
   const syncs = await moreSyncs(rig, [transient.id, revoked.id]);
   const max = maxPostsOf([...videoIdsOf(4), ...videoIdsOf(5)]);

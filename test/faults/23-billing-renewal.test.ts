@@ -23,7 +23,9 @@ let sourceId: number;
 let channelId: string;
 
 beforeAll(async () => {
-  rig = await startFaultRig('23-billing-renewal', { sim: { catalog: { channels: 1, channelSizes: [20], privateShare: 0, goneShare: 0 } } });
+  rig = await startFaultRig('23-billing-renewal', {
+    sim: { catalog: { channels: 1, channelSizes: [20], privateShare: 0, goneShare: 0 } },
+  });
   channelId = rig.sim.catalog.channels()[0]!.id;
   sourceId = (await rig.addSource({ ref: channelId, cron: EVERY_SECOND })).id;
   daemon = rig.cli(['daemon'], { HOLD_RECHECK_MS: String(HOLD_RECHECK_MS) }, 'daemon');
@@ -49,14 +51,24 @@ it('23 credits used up, then the billing period renews: the hold lifts by itself
   const account = rig.sim.getAccount(rig.sim.apiKey)!;
   rig.sim.setAccount(rig.sim.apiKey, { usedCredits: account.maxCredits });
   const added = rig.sim.catalog.addVideos(channelId, 5)!;
-  await waitUntil(async () => {
-    const [h] = await sql<{ code: string }[]>`select code from upstream_holds`;
-    return h?.code;
-  }, 30_000, 'a hold after the refusal');
+  await waitUntil(
+    async () => {
+      const [h] = await sql<{ code: string }[]>`select code from upstream_holds`;
+      return h?.code;
+    },
+    30_000,
+    'a hold after the refusal',
+  );
   // the hold is written before the refused sync records its run: wait for both
   const refusedRunsNow = () =>
-    countOf(sql`select count(*)::int as n from sync_runs where source_id = ${sourceId} and outcome in ('refused-credits', 'refused-upstream')`);
-  await waitUntil(async () => ((await refusedRunsNow()) >= 1 ? true : undefined), 15_000, 'the refused sync run recorded').catch(() => undefined);
+    countOf(
+      sql`select count(*)::int as n from sync_runs where source_id = ${sourceId} and outcome in ('refused-credits', 'refused-upstream')`,
+    );
+  await waitUntil(
+    async () => ((await refusedRunsNow()) >= 1 ? true : undefined),
+    15_000,
+    'the refused sync run recorded',
+  ).catch(() => undefined);
   const held = await sql<{ code: string; scope: string }[]>`select code, scope from upstream_holds`;
   const refusedRuns = await refusedRunsNow();
   const status = JSON.parse((await rig.run(['status', '--json'])).stdout) as { upstreamHolds: { code: string }[] };
@@ -72,15 +84,25 @@ it('23 credits used up, then the billing period renews: the hold lifts by itself
   // the billing period renews upstream; nobody touches the pipeline
   const renewedAt = Date.now();
   rig.sim.setAccount(rig.sim.apiKey, { usedCredits: 0 });
-  await waitUntil(async () => ((await countOf(sql`select count(*)::int as n from upstream_holds`)) === 0 ? true : undefined), 15_000, 'the hold to lift');
+  await waitUntil(
+    async () => ((await countOf(sql`select count(*)::int as n from upstream_holds`)) === 0 ? true : undefined),
+    15_000,
+    'the hold to lift',
+  );
   const liftMs = Date.now() - renewedAt;
   const events = await sql<{ code: string; event: string; reason: string | null }[]>`
     select code, event, reason from upstream_hold_events order by id`;
   const liftedLog = await daemon.waitForLog((l) => l.event === 'hold.recheck_cleared', 5_000, 'the lift logged');
-  await waitUntil(async () => ((await storedVideos()) === before + added.length ? true : undefined), 30_000, 'the next tick to land the new videos');
+  await waitUntil(
+    async () => ((await storedVideos()) === before + added.length ? true : undefined),
+    30_000,
+    'the next tick to land the new videos',
+  );
   const landMs = Date.now() - renewedAt;
   await settle(rig, [sourceId], 30_000);
-  const [src] = await sql<{ last_error_code: string | null }[]>`select last_error_code from sources where id = ${sourceId}`;
+  const [src] = await sql<
+    { last_error_code: string | null }[]
+  >`select last_error_code from sources where id = ${sourceId}`;
   const statusAfter = JSON.parse((await rig.run(['status', '--json'])).stdout) as {
     upstreamHolds: unknown[];
     holdEvents: { code: string; event: string }[];

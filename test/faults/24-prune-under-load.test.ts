@@ -111,7 +111,9 @@ it('24 prune again and again while a daemon lands and sinks: nothing not yet sun
 
   const { sql } = rig.db();
   const prunedUnsettled = await countOf(sql`select count(*)::int as n from prune_audit`);
-  const [items] = await sql<{ sunk: number; sunk_kept: number; pruned: number; pruned_unsettled: number; pruned_without_sha: number }[]>`
+  const [items] = await sql<
+    { sunk: number; sunk_kept: number; pruned: number; pruned_unsettled: number; pruned_without_sha: number }[]
+  >`
     select
       count(*) filter (where state = 'sunk')::int as sunk,
       count(*) filter (where state = 'sunk' and payload_pruned_at is null)::int as sunk_kept,

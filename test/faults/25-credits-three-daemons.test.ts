@@ -36,7 +36,10 @@ let rig: FaultRig;
 beforeAll(async () => {
   rig = await startFaultRig('25-credits', {
     // a little latency: the syncs of one tick overlap while each waits on the API, as they do in production
-    sim: { latencyMs: 30, catalog: { channels: SOURCES, channelSizes: Array<number>(SOURCES).fill(VIDEOS), privateShare: 0, goneShare: 0 } },
+    sim: {
+      latencyMs: 30,
+      catalog: { channels: SOURCES, channelSizes: Array<number>(SOURCES).fill(VIDEOS), privateShare: 0, goneShare: 0 },
+    },
   });
 });
 afterAll(async () => {
@@ -65,13 +68,20 @@ it('25 three daemons, twelve sources, credits for four batches: at most the budg
   const { sql } = rig.db();
   // every source synced once (the tick), or the tick's syncs are over: an account spent to
   // the reserve holds the syncs not started yet (no run), which the judging below counts
-  await waitUntil(async () => {
-    const [r] = await sql<{ finished: number; running: number; held: number }[]>`
+  await waitUntil(
+    async () => {
+      const [r] = await sql<{ finished: number; running: number; held: number }[]>`
       select (select count(distinct source_id)::int from sync_runs where finished_at is not null) as finished,
         (select count(*)::int from sync_runs where finished_at is null) as running,
         (select count(*)::int from upstream_holds) as held`;
-    return r!.finished === SOURCES || (r!.held > 0 && r!.running === 0 && Date.now() > fireAt + 5_000) ? true : undefined;
-  }, FIRE_IN_MS + 60_000, 'a finished sync of every source', 250);
+      return r!.finished === SOURCES || (r!.held > 0 && r!.running === 0 && Date.now() > fireAt + 5_000)
+        ? true
+        : undefined;
+    },
+    FIRE_IN_MS + 60_000,
+    'a finished sync of every source',
+    250,
+  );
   await settle(rig, [], 60_000);
   for (const d of daemons) d.kill('SIGTERM');
   const codes = await Promise.all(daemons.map((d) => d.exited));
@@ -81,12 +91,19 @@ it('25 three daemons, twelve sources, credits for four batches: at most the budg
     select source_id, outcome, detail from sync_runs order by id`;
   const submittedSources = new Set(runs.filter((r) => r.outcome === 'submitted').map((r) => r.source_id));
   const refusedSources = new Set(runs.filter((r) => r.outcome === 'refused-credits').map((r) => r.source_id));
-  const batches = await sql<{ source_id: number; credits_estimated: number }[]>`select source_id, credits_estimated from batches`;
-  const submissions = await sql<{ state: string; n: number }[]>`select state, count(*)::int as n from batch_submissions group by state`;
-  const posts = requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
+  const batches = await sql<
+    { source_id: number; credits_estimated: number }[]
+  >`select source_id, credits_estimated from batches`;
+  const submissions = await sql<
+    { state: string; n: number }[]
+  >`select state, count(*)::int as n from batch_submissions group by state`;
+  const posts =
+    requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
   const listings = requestsTo(rig.sim, 'GET /videosite/channel/videos');
   const refused429 = Object.values(rig.sim.stats().byEndpoint).reduce((n, e) => n + (e.byStatus['429'] ?? 0), 0);
-  const openReservations = await countOf(sql`select count(*)::int as n from credit_reservations where released_at is null`);
+  const openReservations = await countOf(
+    sql`select count(*)::int as n from credit_reservations where released_at is null`,
+  );
   const [errors] = await sql<{ codes: string[] }[]>`
     select coalesce(array_agg(distinct last_error_code), '{}') as codes from sources where id <> all(${[...submittedSources]}::int[])`;
   figures('25 credits-three-daemons', {
@@ -115,7 +132,10 @@ it('25 three daemons, twelve sources, credits for four batches: at most the budg
   expect(submittedSources.size).toBe(batches.length / 2);
   // the rest refused and recorded, each with why
   for (const id of sourceIds.filter((x) => !submittedSources.has(x))) expect(refusedSources.has(id)).toBe(true);
-  for (const r of runs.filter((x) => x.outcome === 'refused-credits')) expect(r.detail).toMatch(/^not enough credits: (listing this source|this submission) needs \d+, \d+ are left above the reserve of 1000$/);
+  for (const r of runs.filter((x) => x.outcome === 'refused-credits'))
+    expect(r.detail).toMatch(
+      /^not enough credits: (listing this source|this submission) needs \d+, \d+ are left above the reserve of 1000$/,
+    );
   expect(runs.filter((r) => !['submitted', 'refused-credits', 'up-to-date'].includes(r.outcome))).toEqual([]);
   expect(errors!.codes).toEqual(['credits']);
   // no submission lost or undecided: every POST is a batch row

@@ -88,10 +88,17 @@ function receiver(port: number, written: Map<number, NewEvent>): Receiver {
       let id = -1;
       let ok = false;
       try {
-        const e = JSON.parse(body) as { id: number; type: string; occurred_at: string; data: { n?: number; videoId?: string } };
+        const e = JSON.parse(body) as {
+          id: number;
+          type: string;
+          occurred_at: string;
+          data: { n?: number; videoId?: string };
+        };
         id = e.id;
         const w = written.get(e.id);
-        const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : (v ?? '')]));
+        const headers = Object.fromEntries(
+          Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : (v ?? '')]),
+        );
         ok =
           verifySignature(headers, body) &&
           headers['webhook-id'] === String(e.id) &&
@@ -171,7 +178,11 @@ it('26 a receiver refusing connections for 60 s, then up: all 10 000 events deli
     await sleepUntil(downAt + (w * OUTAGE_MS) / WRITES);
     const rows: NewEvent[] = Array.from({ length: perWrite }, (_, i) => {
       const n = w * perWrite + i;
-      return { type: TYPES[n % TYPES.length]!, data: { n, videoId: `vid${String(n).padStart(7, '0')}` }, videoId: `vid${String(n).padStart(7, '0')}` };
+      return {
+        type: TYPES[n % TYPES.length]!,
+        data: { n, videoId: `vid${String(n).padStart(7, '0')}` },
+        videoId: `vid${String(n).padStart(7, '0')}`,
+      };
     });
     const got = await sql.begin((tx) => recordEvents(tx, rows));
     got.forEach((id, i) => written.set(id, rows[i]!));
@@ -181,7 +192,9 @@ it('26 a receiver refusing connections for 60 s, then up: all 10 000 events deli
   const outageS = (Date.now() - downAt) / 1000;
 
   // before recovery: the daemon kept trying the first event and only it; the cursor did not move
-  const [during] = await sql<{ failed: number; delivered: number; events_tried: number; first_tried: number | null; not_refused: number }[]>`
+  const [during] = await sql<
+    { failed: number; delivered: number; events_tried: number; first_tried: number | null; not_refused: number }[]
+  >`
     select count(*) filter (where status = 'failed')::int as failed,
       count(*) filter (where status = 'delivered')::int as delivered,
       count(distinct event_id) filter (where status = 'failed')::int as events_tried,
@@ -198,10 +211,16 @@ it('26 a receiver refusing connections for 60 s, then up: all 10 000 events deli
   // too, and the scenario reports how many it lost. The drain takes ~22 s on a quiet machine, but
   // it is CPU-bound (a signature and a request per event): beside the other lane of the suite and
   // other tests on 2 cores it once took over 120 s. Its time is a figure (drain_s), not a bound.
-  await waitUntil(async () => {
-    const [r] = await sql<{ cursor: number }[]>`select cursor::float8 as cursor from webhook_endpoints where id = ${ep}`;
-    return r!.cursor === ids.at(-1) ? true : undefined;
-  }, 300_000, 'the cursor at the last event');
+  await waitUntil(
+    async () => {
+      const [r] = await sql<
+        { cursor: number }[]
+      >`select cursor::float8 as cursor from webhook_endpoints where id = ${ep}`;
+      return r!.cursor === ids.at(-1) ? true : undefined;
+    },
+    300_000,
+    'the cursor at the last event',
+  );
   const after = await endpoint(ep);
   daemon.kill('SIGTERM');
   const exit = await daemon.exited;
@@ -260,6 +279,13 @@ it('26 a receiver refusing connections for 60 s, then up: all 10 000 events deli
   expect(deliveries!.delivered).toBe(arrivals.length);
   expect(deliveries!.failed).toBeGreaterThanOrEqual(during!.failed);
   expect(resumedAfterMs).toBeLessThan(RESUME_WITHIN_MS);
-  expect(after).toMatchObject({ enabled: true, cursor: ids.at(-1), pending: 0, failures: 0, failingSince: null, state: 'ok' });
+  expect(after).toMatchObject({
+    enabled: true,
+    cursor: ids.at(-1),
+    pending: 0,
+    failures: 0,
+    failingSince: null,
+    state: 'ok',
+  });
   expect(exit.code).toBe(0);
 }, 480_000);

@@ -8,7 +8,15 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { expectedTranscripts, settle } from '../helpers/fault-checks.ts';
-import { countOf, figures, landedByNewPoll, publicVideoIds, requestsTo, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
+import {
+  countOf,
+  figures,
+  landedByNewPoll,
+  publicVideoIds,
+  requestsTo,
+  startFaultRig,
+  type FaultRig,
+} from '../helpers/fault-rig.ts';
 import { postsPerVideoMax, videosPaidTwice } from '../helpers/posts.ts';
 import { freePort, waitUntil } from '../helpers/proc.ts';
 import { startRedisCluster, type RedisCluster } from '../helpers/redis-cluster.ts';
@@ -18,7 +26,9 @@ let cluster: RedisCluster;
 let clusterEnv: Record<string, string>;
 beforeAll(async () => {
   rig = await startFaultRig('27-redis-cluster', {
-    sim: { catalog: { channels: 3, channelSizes: [60, 40, 400], playlistsPerChannel: 1, playlistSize: { min: 20, max: 30 } } },
+    sim: {
+      catalog: { channels: 3, channelSizes: [60, 40, 400], playlistsPerChannel: 1, playlistSize: { min: 20, max: 30 } },
+    },
   });
   cluster = await startRedisCluster({ nodeTimeoutMs: 2_000 });
   clusterEnv = {
@@ -34,8 +44,13 @@ afterAll(async () => {
 
 /** Public videos of a playlist, and those with a transcript in any language (what a `langs: ['en']` source stores). */
 function playlistExpected(playlistId: string): { videos: string[]; transcripts: number } {
-  const ids = rig.sim.catalog.playlistVideoIds(playlistId)!.filter((id) => rig.sim.catalog.videoInfo(id)!.fate === 'public');
-  return { videos: ids, transcripts: ids.filter((id) => rig.sim.catalog.videoInfo(id)!.transcriptLanguages.length > 0).length };
+  const ids = rig.sim.catalog
+    .playlistVideoIds(playlistId)!
+    .filter((id) => rig.sim.catalog.videoInfo(id)!.fate === 'public');
+  return {
+    videos: ids,
+    transcripts: ids.filter((id) => rig.sim.catalog.videoInfo(id)!.transcriptLanguages.length > 0).length,
+  };
 }
 
 /** Keys under the prefix on each master (DBSIZE would count other tests' nothing; SCAN is exact). */
@@ -56,7 +71,7 @@ async function keysPerMaster(prefix: string): Promise<Map<number, number>> {
   return counts;
 }
 
-it('27 a channel and a playlist through a 3-master Redis Cluster, then the prefix\'s master SIGKILLed mid-run: rows exact, resumed, 0 lost, 0 paid twice', async () => {
+it("27 a channel and a playlist through a 3-master Redis Cluster, then the prefix's master SIGKILLed mid-run: rows exact, resumed, 0 lost, 0 paid twice", async () => {
   const { sql } = rig.db();
   const [c0, c1, c2] = rig.sim.catalog.channels();
   const playlist = c1!.playlistIds[0]!;
@@ -64,7 +79,11 @@ it('27 a channel and a playlist through a 3-master Redis Cluster, then the prefi
   // --- part 1: backfill through the cluster, rows exact as on one node ---
   const chSource = await rig.addSource({ ref: c0!.id, langs: ['en'] });
   const plSource = await rig.addSource({ kind: 'playlist', ref: playlist, langs: ['en'] });
-  const backfill = await rig.run(['backfill', '--source', String(chSource.id), '--source', String(plSource.id), '--timeout', '120s'], clusterEnv, 180_000);
+  const backfill = await rig.run(
+    ['backfill', '--source', String(chSource.id), '--source', String(plSource.id), '--timeout', '120s'],
+    clusterEnv,
+    180_000,
+  );
   expect(backfill.stderr).not.toMatch(/MOVED|CROSSSLOT/);
   const s1 = await settle(rig, [chSource.id, plSource.id], 60_000);
   const pl = playlistExpected(playlist);
@@ -83,27 +102,47 @@ it('27 a channel and a playlist through a 3-master Redis Cluster, then the prefi
   const submit = await rig.run(['backfill', '--source', String(bigSource.id), '--no-wait'], clusterEnv);
   expect(submit.code, submit.stderr).toBe(0);
   await waitUntil(
-    async () => ((await countOf(sql`select count(*)::int as n from batch_items i join batches b using (job_id) where b.source_id = ${bigSource.id} and i.state in ('landed', 'sunk')`)) >= 60 ? true : undefined),
+    async () =>
+      (await countOf(
+        sql`select count(*)::int as n from batch_items i join batches b using (job_id) where b.source_id = ${bigSource.id} and i.state in ('landed', 'sunk')`,
+      )) >= 60
+        ? true
+        : undefined,
     60_000,
     'the first items of the big channel to land',
   );
-  const open = await countOf(sql`select count(*)::int as n from batches where status in ('submitted', 'queued', 'active')`);
+  const open = await countOf(
+    sql`select count(*)::int as n from batches where status in ('submitted', 'queued', 'active')`,
+  );
   expect(open).toBeGreaterThan(0);
 
   const victim = await cluster.masterOfKey(rig.prefix);
   await cluster.kill(victim);
   const killedAt = Date.now();
   // resumed: items landed by a poll started after the kill (fault-rig.ts landedByNewPoll)
-  const resumedAt = await waitUntil(() => landedByNewPoll(daemon, killedAt), 60_000, 'items landed by a poll started after the master was killed');
+  const resumedAt = await waitUntil(
+    () => landedByNewPoll(daemon, killedAt),
+    60_000,
+    'items landed by a poll started after the master was killed',
+  );
   // the replica took over the slot (CLUSTER NODES says so once the master is flagged failed)
-  const newMaster = await waitUntil(() => cluster.masterOfKey(rig.prefix).then((p) => (p === victim ? undefined : p), () => undefined), 30_000, 'a new master for the prefix');
+  const newMaster = await waitUntil(
+    () =>
+      cluster.masterOfKey(rig.prefix).then(
+        (p) => (p === victim ? undefined : p),
+        () => undefined,
+      ),
+    30_000,
+    'a new master for the prefix',
+  );
   await cluster.waitHealthy(30_000);
 
   const s2 = await settle(rig, [bigSource.id], 180_000);
   const wantVideos = wantVideos1 + publicVideoIds(rig.sim, c2!.id).length;
   const wantTranscripts = wantTranscripts1 + expectedTranscripts(rig.sim, c2!.id);
   const lost = wantVideos - s2.videos + (wantTranscripts - s2.transcripts);
-  const posts = requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
+  const posts =
+    requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
   const resumedAfterS = (resumedAt - killedAt) / 1000;
   const sameDaemon = daemon.running() && daemon.pid === pid;
 

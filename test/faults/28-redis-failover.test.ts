@@ -8,7 +8,15 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { expectedTranscripts, settle } from '../helpers/fault-checks.ts';
-import { countOf, figures, landedByNewPoll, publicVideoIds, requestsTo, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
+import {
+  countOf,
+  figures,
+  landedByNewPoll,
+  publicVideoIds,
+  requestsTo,
+  startFaultRig,
+  type FaultRig,
+} from '../helpers/fault-rig.ts';
 import { videosPaidTwice } from '../helpers/posts.ts';
 import { waitUntil } from '../helpers/proc.ts';
 import { startRedisServer, type RedisServer } from '../helpers/redis-server.ts';
@@ -42,11 +50,16 @@ it('28 primary demoted with REPLICAOF, replica promoted, endpoint moved: the dae
   const submit = await rig.run(['backfill', '--source', String(source.id), '--no-wait']);
   expect(submit.code, submit.stderr).toBe(0);
   await waitUntil(
-    async () => ((await countOf(sql`select count(*)::int as n from batch_items where state in ('landed', 'sunk')`)) >= 60 ? true : undefined),
+    async () =>
+      (await countOf(sql`select count(*)::int as n from batch_items where state in ('landed', 'sunk')`)) >= 60
+        ? true
+        : undefined,
     60_000,
     'the first items to land',
   );
-  expect(await countOf(sql`select count(*)::int as n from batches where status in ('submitted', 'queued', 'active')`)).toBe(2);
+  expect(
+    await countOf(sql`select count(*)::int as n from batches where status in ('submitted', 'queued', 'active')`),
+  ).toBe(2);
 
   // the failover: B promoted, A demoted to B's replica, the endpoint moved to B
   expect((await replica.command('REPLICAOF', 'NO', 'ONE')).trim()).toBe('+OK');
@@ -55,14 +68,19 @@ it('28 primary demoted with REPLICAOF, replica promoted, endpoint moved: the dae
   const failedOverAt = Date.now();
 
   // resumed: items landed by a poll started after the failover (fault-rig.ts landedByNewPoll)
-  const resumedAt = await waitUntil(() => landedByNewPoll(daemon, failedOverAt), 60_000, 'items landed by a poll started after the failover');
+  const resumedAt = await waitUntil(
+    () => landedByNewPoll(daemon, failedOverAt),
+    60_000,
+    'items landed by a poll started after the failover',
+  );
   await daemon.waitForLog((l) => l.event === 'redis.readonly_reconnect', 30_000, 'the READONLY reconnect');
 
   const s = await settle(rig, [source.id], 120_000);
   const wantVideos = publicVideoIds(rig.sim, ch.id).length;
   const wantTranscripts = expectedTranscripts(rig.sim, ch.id);
   const lost = wantVideos - s.videos + (wantTranscripts - s.transcripts);
-  const posts = requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
+  const posts =
+    requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
   const readonlyReconnects = daemon.logs().filter((l) => l.event === 'redis.readonly_reconnect').length;
   const resumedAfterS = (resumedAt - failedOverAt) / 1000;
   const samePid = daemon.running() && daemon.pid === pid;

@@ -50,7 +50,9 @@ let hookServer: Server | undefined;
 let viaBouncer: Record<string, string>;
 
 beforeAll(async () => {
-  rig = await startFaultRig('29-pgbouncer', { sim: { catalog: { channels: CHANNEL_SIZES.length, channelSizes: CHANNEL_SIZES } } });
+  rig = await startFaultRig('29-pgbouncer', {
+    sim: { catalog: { channels: CHANNEL_SIZES.length, channelSizes: CHANNEL_SIZES } },
+  });
   bouncer = await startPgBouncer({ pgPort: rig.pg.port, poolSize: POOL_SIZE });
   viaBouncer = { DATABASE_URL: bouncer.url(rig.database), DATABASE_PREPARE: 'false', WEBHOOK_POLL_INTERVAL_MS: '1000' };
 });
@@ -93,7 +95,10 @@ function samplePools(): { stop(): Promise<{ clients: number; servers: number }> 
         for (const p of await bouncer.show('POOLS')) {
           if (p.database !== rig.database) continue;
           peak.clients = Math.max(peak.clients, Number(p.cl_active) + Number(p.cl_waiting));
-          peak.servers = Math.max(peak.servers, Number(p.sv_active) + Number(p.sv_idle) + Number(p.sv_used) + Number(p.sv_tested) + Number(p.sv_login));
+          peak.servers = Math.max(
+            peak.servers,
+            Number(p.sv_active) + Number(p.sv_idle) + Number(p.sv_used) + Number(p.sv_tested) + Number(p.sv_login),
+          );
         }
       } catch {
         // the console is busy: the next sample
@@ -168,16 +173,28 @@ it('29 the pipeline through PgBouncer in transaction pooling: rows exact, one sy
   await sql`update sources set cron = null`;
 
   // webhooks and `events --follow`: every followed event, with LISTEN reaching nobody
-  const followed = (await sql<{ id: number }[]>`
-    select id::int as id from events where type = any(${FOLLOWED_TYPES.split(',')}) order by id`).map((r) => r.id);
-  await waitUntil(() => (followed.every((id) => hook.ids.has(id)) ? true : undefined), 60_000, 'every followed event delivered', 250);
+  const followed = (
+    await sql<{ id: number }[]>`
+    select id::int as id from events where type = any(${FOLLOWED_TYPES.split(',')}) order by id`
+  ).map((r) => r.id);
+  await waitUntil(
+    () => (followed.every((id) => hook.ids.has(id)) ? true : undefined),
+    60_000,
+    'every followed event delivered',
+    250,
+  );
   const printed = () =>
     follower
       .stdout()
       .split('\n')
       .filter((l) => l.startsWith('{'))
       .map((l) => (JSON.parse(l) as { id: number }).id);
-  await waitUntil(() => (printed().length >= followed.length ? true : undefined), 30_000, 'every followed event printed', 250);
+  await waitUntil(
+    () => (printed().length >= followed.length ? true : undefined),
+    30_000,
+    'every followed event printed',
+    250,
+  );
   follower.kill('SIGTERM');
   const followerExit = await follower.exited;
 
@@ -185,7 +202,9 @@ it('29 the pipeline through PgBouncer in transaction pooling: rows exact, one sy
   const daemonExits = await Promise.all(daemons.map((d) => d.exited));
 
   // a replay (free: re-sinks one batch from its raw items) and status, through the pooler
-  const [batch] = await sql<{ job_id: string }[]>`select job_id from batches where kind = 'video' order by submitted_at limit 1`;
+  const [batch] = await sql<
+    { job_id: string }[]
+  >`select job_id from batches where kind = 'video' order by submitted_at limit 1`;
   const replay = await rig.run(['replay', '--batch', batch!.job_id], viaBouncer, 120_000);
   const status = await rig.run(['status', '--json'], viaBouncer, 60_000);
   const statusSources = (JSON.parse(status.stdout) as { sources: unknown[] }).sources.length;
@@ -199,7 +218,9 @@ it('29 the pipeline through PgBouncer in transaction pooling: rows exact, one sy
       (select count(*)::int from sync_runs where id > ${runsBefore}) as runs`;
   const [leftLeases] = await sql<{ n: number }[]>`select count(*)::int as n from source_sync_leases`;
   const logs = daemons.flatMap((d) => d.logs());
-  const busy = logs.filter((l) => l.event === 'schedule.sync_in_flight' && /another process/.test(String(l.detail))).length + backfillBusy;
+  const busy =
+    logs.filter((l) => l.event === 'schedule.sync_in_flight' && /another process/.test(String(l.detail))).length +
+    backfillBusy;
   const jobFailures = logs.filter((l) => l.event === 'job.failed').length;
   const daemonErrors = daemons.flatMap(errorsOf);
   const preparedErrors = [...daemons, follower].filter((p) => /prepared statement/.test(p.stderr())).length;

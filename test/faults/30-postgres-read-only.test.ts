@@ -39,7 +39,9 @@ afterAll(async () => {
   await rig?.close();
 });
 
-async function readyz(port: number): Promise<{ status: number; body: { checks?: Record<string, string>; reason?: string } }> {
+async function readyz(
+  port: number,
+): Promise<{ status: number; body: { checks?: Record<string, string>; reason?: string } }> {
   try {
     const res = await fetch(`http://127.0.0.1:${port}/readyz`);
     return { status: res.status, body: (await res.json()) as { checks?: Record<string, string> } };
@@ -77,7 +79,12 @@ it('30 Postgres read-only for 30 s mid-run: /readyz 503 read-only then 200, 0 at
   }
 
   const sunk = () => countOf(sql`select count(*)::int as n from batch_items where state = 'sunk'`);
-  await waitUntil(async () => ((await sunk()) >= 300 ? true : undefined), 90_000, 'the poller to be landing items', 100);
+  await waitUntil(
+    async () => ((await sunk()) >= 300 ? true : undefined),
+    90_000,
+    'the poller to be landing items',
+    100,
+  );
   const queues = QUEUE_NAMES.map((name) => new Queue(name, { connection: rig.redis(), prefix: rig.prefix }));
   let maxAttemptsMade = 0;
   const sampleAttempts = async () => {
@@ -92,10 +99,15 @@ it('30 Postgres read-only for 30 s mid-run: /readyz 503 read-only then 200, 0 at
     await setReadOnly(true);
     const readOnlyAt = Date.now();
     const sunkAtReadOnly = await sunk();
-    const during = await waitUntil(async () => {
-      const r = await readyz(port);
-      return r.status === 503 && r.body.checks?.postgres === 'read-only' ? r : undefined;
-    }, 10_000, '/readyz to say read-only', 200);
+    const during = await waitUntil(
+      async () => {
+        const r = await readyz(port);
+        return r.status === 503 && r.body.checks?.postgres === 'read-only' ? r : undefined;
+      },
+      10_000,
+      '/readyz to say read-only',
+      200,
+    );
     const readOnlySeenAfterS = (Date.now() - readOnlyAt) / 1000;
     let readyDuring = 0;
     while (Date.now() - readOnlyAt < READ_ONLY_MS) {
@@ -106,9 +118,19 @@ it('30 Postgres read-only for 30 s mid-run: /readyz 503 read-only then 200, 0 at
     const sunkDuring = (await sunk()) - sunkAtReadOnly;
     await setReadOnly(false);
     const writableAt = Date.now();
-    await waitUntil(async () => ((await readyz(port)).status === 200 ? true : undefined), 15_000, '/readyz to be ready again', 200);
+    await waitUntil(
+      async () => ((await readyz(port)).status === 200 ? true : undefined),
+      15_000,
+      '/readyz to be ready again',
+      200,
+    );
     const readyAfterS = (Date.now() - writableAt) / 1000;
-    const resumedAt = await waitUntil(async () => ((await sunk()) > sunkAtReadOnly + sunkDuring ? Date.now() : undefined), 60_000, 'landing to resume', 100);
+    const resumedAt = await waitUntil(
+      async () => ((await sunk()) > sunkAtReadOnly + sunkDuring ? Date.now() : undefined),
+      60_000,
+      'landing to resume',
+      100,
+    );
     // no more syncs: the run ends
     await sql`update sources set cron = null where id = ${source.id}`;
     const s = await settle(rig, [source.id], 180_000);
@@ -124,7 +146,8 @@ it('30 Postgres read-only for 30 s mid-run: /readyz 503 read-only then 200, 0 at
     const readOnlyHits = logs.filter((l) => l.event === 'db.read_only');
     const wantVideos = publicVideoIds(rig.sim, ch.id).length;
     const wantTranscripts = expectedTranscripts(rig.sim, ch.id);
-    const posts = requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
+    const posts =
+      requestsTo(rig.sim, 'POST /videosite/video/batch') + requestsTo(rig.sim, 'POST /videosite/transcript/batch');
     figures('30 postgres-read-only', {
       read_only_s: READ_ONLY_MS / 1000,
       readyz_read_only_after_s: readOnlySeenAfterS,

@@ -60,10 +60,21 @@ it('31 a newer schema: goes on while compatible, stops scheduling and says why w
   const apiCalls = () => rig.sim.stats().total;
 
   // 1. a newer build adds a compatible migration, then the source gets a cron
-  const compatible = newerBuildMigrations([{ tag: COMPATIBLE, sql: `-- vsi: backward-compatible\nCREATE TABLE IF NOT EXISTS "rolling_probe" ("id" bigint PRIMARY KEY);\n` }]);
+  const compatible = newerBuildMigrations([
+    {
+      tag: COMPATIBLE,
+      sql: `-- vsi: backward-compatible\nCREATE TABLE IF NOT EXISTS "rolling_probe" ("id" bigint PRIMARY KEY);\n`,
+    },
+  ]);
   builds.push(compatible);
-  expect((await migrateDatabase(rig.pg.url(rig.database), undefined, { migrationsFolder: compatible.folder })).applied).toBe(1);
-  const seenCompatible = await daemon.waitForLog((l) => l.event === 'schema.newer', 30_000, 'schema.newer (compatible)');
+  expect(
+    (await migrateDatabase(rig.pg.url(rig.database), undefined, { migrationsFolder: compatible.folder })).applied,
+  ).toBe(1);
+  const seenCompatible = await daemon.waitForLog(
+    (l) => l.event === 'schema.newer',
+    30_000,
+    'schema.newer (compatible)',
+  );
   expect(seenCompatible).toMatchObject({ newer: [COMPATIBLE], incompatible: [], scheduling: true });
   const readyCompatible = await readyz(port);
   expect(readyCompatible.status).toBe(200);
@@ -91,13 +102,25 @@ it('31 a newer schema: goes on while compatible, stops scheduling and says why w
 
   // 2. the next newer build adds a migration it does not mark compatible
   const incompatible = newerBuildMigrations([
-    { tag: COMPATIBLE, sql: `-- vsi: backward-compatible\nCREATE TABLE IF NOT EXISTS "rolling_probe" ("id" bigint PRIMARY KEY);\n` },
-    { tag: INCOMPATIBLE, sql: `ALTER TABLE "rolling_probe" ADD COLUMN IF NOT EXISTS "required" text NOT NULL DEFAULT '';\n` },
+    {
+      tag: COMPATIBLE,
+      sql: `-- vsi: backward-compatible\nCREATE TABLE IF NOT EXISTS "rolling_probe" ("id" bigint PRIMARY KEY);\n`,
+    },
+    {
+      tag: INCOMPATIBLE,
+      sql: `ALTER TABLE "rolling_probe" ADD COLUMN IF NOT EXISTS "required" text NOT NULL DEFAULT '';\n`,
+    },
   ]);
   builds.push(incompatible);
-  expect((await migrateDatabase(rig.pg.url(rig.database), undefined, { migrationsFolder: incompatible.folder })).applied).toBe(1);
+  expect(
+    (await migrateDatabase(rig.pg.url(rig.database), undefined, { migrationsFolder: incompatible.folder })).applied,
+  ).toBe(1);
   const migratedAt = Date.now();
-  const stoppedLine = await daemon.waitForLog((l) => l.event === 'schema.newer' && l.scheduling === false, 30_000, 'schema.newer (incompatible)');
+  const stoppedLine = await daemon.waitForLog(
+    (l) => l.event === 'schema.newer' && l.scheduling === false,
+    30_000,
+    'schema.newer (incompatible)',
+  );
   expect(stoppedLine).toMatchObject({ newer: [COMPATIBLE, INCOMPATIBLE], incompatible: [INCOMPATIBLE] });
   // a sync that had already started when the verdict changed may finish; judged from then on
   await new Promise((r) => setTimeout(r, 3_500));
@@ -112,15 +135,28 @@ it('31 a newer schema: goes on while compatible, stops scheduling and says why w
   const stopped = await readyz(port);
   const statusJson = await rig.run(['status', '--json']);
   expect(statusJson.code, statusJson.stderr).toBe(0);
-  const schema = (JSON.parse(statusJson.stdout) as { schema: { state: string; newer: { tag: string; backwardCompatible: boolean }[]; reason: string | null } }).schema;
+  const schema = (
+    JSON.parse(statusJson.stdout) as {
+      schema: { state: string; newer: { tag: string; backwardCompatible: boolean }[]; reason: string | null };
+    }
+  ).schema;
   const statusText = await rig.run(['status']);
   expect(statusText.code, statusText.stderr).toBe(0);
 
   // 3. a person marks it compatible: the daemon resumes at its next look
   await sql`update schema_compat set backward_compatible = true where tag = ${INCOMPATIBLE}`;
-  const resumedLine = await daemon.waitForLog((l) => l.event === 'schema.newer' && l.scheduling === true && Array.isArray(l.newer) && l.newer.length === 2, 30_000, 'schema.newer (marked compatible)');
+  const resumedLine = await daemon.waitForLog(
+    (l) => l.event === 'schema.newer' && l.scheduling === true && Array.isArray(l.newer) && l.newer.length === 2,
+    30_000,
+    'schema.newer (marked compatible)',
+  );
   const runsAtResume = await syncRuns();
-  await waitUntil(async () => ((await syncRuns()) > runsAtResume ? true : undefined), 30_000, 'a sync after the mark', 200);
+  await waitUntil(
+    async () => ((await syncRuns()) > runsAtResume ? true : undefined),
+    30_000,
+    'a sync after the mark',
+    200,
+  );
   const readyResumed = await readyz(port);
 
   figures('31 rolling-upgrade incompatible', {

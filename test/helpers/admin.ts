@@ -42,12 +42,17 @@ export function rawRequest(baseUrl: string, r: RawRequest): Promise<RawAnswer> {
     else headers['content-length'] = String(body.length);
   }
   return new Promise((resolve, reject) => {
-    const req = request({ host: url.hostname, port: url.port, method: r.method ?? 'GET', path: r.path, headers, setHost: false }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (d: Buffer) => parts.push(d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(parts).toString('utf8') }));
-      res.on('error', reject);
-    });
+    const req = request(
+      { host: url.hostname, port: url.port, method: r.method ?? 'GET', path: r.path, headers, setHost: false },
+      (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (d: Buffer) => parts.push(d));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(parts).toString('utf8') }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     if (body !== undefined && r.chunked) {
       for (let i = 0; i < body.length; i += 8_192) req.write(body.subarray(i, i + 8_192));

@@ -41,8 +41,12 @@ export function catalogCoverage(sim: Simulator, ids: readonly string[], lang: st
 export function partlyCoveredLang(sim: Simulator, ids: readonly string[]): string {
   const withAny = ids.filter((id) => catalogErrorCode(sim, id, 'transcript') === null);
   const counts = new Map<string, number>();
-  for (const id of withAny) for (const l of infoOf(sim, id).transcriptLanguages) counts.set(l, (counts.get(l) ?? 0) + 1);
-  const lang = [...counts].filter(([, n]) => n > 0 && n < withAny.length).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0];
-  if (lang === undefined) throw new Error(`no language covers some but not all of ${withAny.length} videos: pick another catalog`);
+  for (const id of withAny)
+    for (const l of infoOf(sim, id).transcriptLanguages) counts.set(l, (counts.get(l) ?? 0) + 1);
+  const lang = [...counts]
+    .filter(([, n]) => n > 0 && n < withAny.length)
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]?.[0];
+  if (lang === undefined)
+    throw new Error(`no language covers some but not all of ${withAny.length} videos: pick another catalog`);
   return lang;
 }

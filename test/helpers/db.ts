@@ -21,7 +21,12 @@ export interface TestDatabase {
 
 /** A unique, valid database name: `vsi_test_<label>_<random>` (at most 63 bytes). */
 export function testDatabaseName(label = 'db'): string {
-  const clean = label.toLowerCase().replace(/[^a-z0-9_]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 30) || 'db';
+  const clean =
+    label
+      .toLowerCase()
+      .replace(/[^a-z0-9_]+/g, '_')
+      .replace(/^_+|_+$/g, '')
+      .slice(0, 30) || 'db';
   return `vsi_test_${clean}_${randomBytes(5).toString('hex')}`;
 }
 

@@ -27,13 +27,17 @@ export async function ledger(rig: FaultRig): Promise<Settled> {
   const [t] = await sql<{ n: number }[]>`select count(*)::int as n from transcripts`;
   const statuses: Record<string, number> = {};
   let batches = 0;
-  for (const r of await sql<{ status: string; n: number }[]>`select status, count(*)::int as n from batches group by status`) {
+  for (const r of await sql<
+    { status: string; n: number }[]
+  >`select status, count(*)::int as n from batches group by status`) {
     statuses[r.status] = r.n;
     batches += r.n;
   }
   const itemStates: Record<string, number> = {};
   let items = 0;
-  for (const r of await sql<{ state: string; n: number }[]>`select state, count(*)::int as n from batch_items group by state`) {
+  for (const r of await sql<
+    { state: string; n: number }[]
+  >`select state, count(*)::int as n from batch_items group by state`) {
     itemStates[r.state] = r.n;
     items += r.n;
   }
@@ -57,14 +61,19 @@ export async function ledger(rig: FaultRig): Promise<Settled> {
 /** Wait until every batch is terminal and nothing is left landed-but-not-sunk; then the ledger. */
 export async function settle(rig: FaultRig, _sourceIds: number[], timeoutMs: number): Promise<Settled> {
   const { sql } = rig.db();
-  await waitUntil(async () => {
-    const [r] = await sql<{ open: number; landed: number; total: number }[]>`
+  await waitUntil(
+    async () => {
+      const [r] = await sql<{ open: number; landed: number; total: number }[]>`
       select
         (select count(*)::int from batches where status in ('submitted', 'queued', 'active')) as open,
         (select count(*)::int from batch_items where state in ('landed', 'processing')) as landed,
         (select count(*)::int from batches) as total`;
-    return r!.total > 0 && r!.open === 0 && r!.landed === 0 ? true : undefined;
-  }, timeoutMs, 'every batch to finish and every landed item to be stored', 250);
+      return r!.total > 0 && r!.open === 0 && r!.landed === 0 ? true : undefined;
+    },
+    timeoutMs,
+    'every batch to finish and every landed item to be stored',
+    250,
+  );
   return ledger(rig);
 }
 
@@ -95,7 +104,8 @@ export interface RowsVsRaw {
  */
 export async function rowsVsRaw(rig: FaultRig): Promise<RowsVsRaw> {
   const { sql } = rig.db();
-  const arr = (j: string) => `case when jsonb_typeof(${j}) = 'array' then array(select e from jsonb_array_elements_text(${j}) with ordinality as a(e, o) order by o) end`;
+  const arr = (j: string) =>
+    `case when jsonb_typeof(${j}) = 'array' then array(select e from jsonb_array_elements_text(${j}) with ordinality as a(e, o) order by o) end`;
   const [counts] = await sql<{ v: number; t: number }[]>`
     select
       (select count(distinct i.video_id)::int from batch_items i join batches b using (job_id)

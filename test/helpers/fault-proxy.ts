@@ -179,44 +179,52 @@ export async function startFaultProxy(opts: {
     target.on('close', (hadError) => {
       if (hadError) destroyHard(client);
     });
-    forward(client, () => c.target, (chunk) => {
-      if (settings.mode === 'blackhole') {
-        c.swallowed = true;
-        return false;
-      }
-      const text = chunk.toString('latin1');
-      const firstLine = text.split('\r\n', 1)[0] ?? '';
-      for (const w of watched) {
-        if (w.test(text)) events.push({ conn: c.id, kind: 'request', at: Date.now(), line: firstLine });
-      }
-      const drop = drops.find((r) => r.left > 0 && r.request.test(text));
-      if (drop) {
-        drop.left--;
-        c.swallowed = true;
-        events.push({ conn: c.id, kind: 'request-dropped', at: Date.now(), line: firstLine });
-      }
-      if (c.swallowed) return false;
-      const rule = rules.find((r) => r.left > 0 && r.request.test(text));
-      if (rule) {
-        rule.left--;
-        c.loseNext = true;
-      }
-      return true;
-    });
-    forward(target, () => c.client, () => {
-      if (settings.mode === 'blackhole' || c.swallowed) {
-        c.swallowed = true;
-        return false;
-      }
-      if (c.loseNext) {
-        // the request went through and was handled; its answer never arrives
-        events.push({ conn: c.id, kind: 'answer-lost', at: Date.now() });
-        destroyHard(client);
-        target.destroy();
-        return false;
-      }
-      return true;
-    });
+    forward(
+      client,
+      () => c.target,
+      (chunk) => {
+        if (settings.mode === 'blackhole') {
+          c.swallowed = true;
+          return false;
+        }
+        const text = chunk.toString('latin1');
+        const firstLine = text.split('\r\n', 1)[0] ?? '';
+        for (const w of watched) {
+          if (w.test(text)) events.push({ conn: c.id, kind: 'request', at: Date.now(), line: firstLine });
+        }
+        const drop = drops.find((r) => r.left > 0 && r.request.test(text));
+        if (drop) {
+          drop.left--;
+          c.swallowed = true;
+          events.push({ conn: c.id, kind: 'request-dropped', at: Date.now(), line: firstLine });
+        }
+        if (c.swallowed) return false;
+        const rule = rules.find((r) => r.left > 0 && r.request.test(text));
+        if (rule) {
+          rule.left--;
+          c.loseNext = true;
+        }
+        return true;
+      },
+    );
+    forward(
+      target,
+      () => c.client,
+      () => {
+        if (settings.mode === 'blackhole' || c.swallowed) {
+          c.swallowed = true;
+          return false;
+        }
+        if (c.loseNext) {
+          // the request went through and was handled; its answer never arrives
+          events.push({ conn: c.id, kind: 'answer-lost', at: Date.now() });
+          destroyHard(client);
+          target.destroy();
+          return false;
+        }
+        return true;
+      },
+    );
   });
 
   await new Promise<void>((resolve, reject) => {

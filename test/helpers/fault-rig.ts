@@ -156,7 +156,10 @@ export async function startFaultRig(label: string, opts: FaultRigOptions = {}): 
     async close() {
       // every step bounded: a hung close must not keep the servers alive (the hook would time out)
       await within(killAll(procs), 10_000);
-      await within(Promise.allSettled([db?.close(), api?.close(), redis ? closeRedis(redis, 1_000) : undefined]), 8_000);
+      await within(
+        Promise.allSettled([db?.close(), api?.close(), redis ? closeRedis(redis, 1_000) : undefined]),
+        8_000,
+      );
       await within(Promise.allSettled([apiProxy.close(), redisProxy.close(), pgProxy.close()]), 5_000);
       await within(Promise.allSettled([redisServer.stop(), pg.destroy(), sim.close()]), 30_000);
     },
@@ -203,6 +206,8 @@ export function requestsTo(sim: Simulator, endpoint: string): number {
  * nothing for 60 s. `poll.landed` says how long its poll took (`ms`), so when it began.
  */
 export function landedByNewPoll(daemon: CliProcess, faultAt: number): number | undefined {
-  const l = daemon.logs().find((x) => x.event === 'poll.landed' && Number(x.landed) > 0 && x.time - Number(x.ms) > faultAt);
+  const l = daemon
+    .logs()
+    .find((x) => x.event === 'poll.landed' && Number(x.landed) > 0 && x.time - Number(x.ms) > faultAt);
   return l?.time;
 }

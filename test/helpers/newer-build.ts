@@ -26,7 +26,9 @@ export function newerBuildMigrations(extra: ExtraMigration[]): NewerBuild {
   const folder = mkdtempSync(join(tmpdir(), 'vsi-newer-build-'));
   cpSync(MIGRATIONS_FOLDER, folder, { recursive: true });
   const journalPath = join(folder, 'meta', '_journal.json');
-  const journal = JSON.parse(readFileSync(journalPath, 'utf8')) as { entries: { idx: number; version: string; when: number; tag: string; breakpoints: boolean }[] };
+  const journal = JSON.parse(readFileSync(journalPath, 'utf8')) as {
+    entries: { idx: number; version: string; when: number; tag: string; breakpoints: boolean }[];
+  };
   const last = journal.entries[journal.entries.length - 1]!;
   const whens: number[] = [];
   extra.forEach((m, i) => {

@@ -23,7 +23,17 @@ const DOC_ID = 'https://contract.invalid/openapi.json';
  * document can be registered as a schema (its `$ref`s then resolve) while ajv's strict mode still
  * refuses any keyword it does not know inside the schemas themselves.
  */
-const DOCUMENT_KEYS = ['openapi', 'info', 'jsonSchemaDialect', 'servers', 'paths', 'webhooks', 'components', 'security', 'tags'];
+const DOCUMENT_KEYS = [
+  'openapi',
+  'info',
+  'jsonSchemaDialect',
+  'servers',
+  'paths',
+  'webhooks',
+  'components',
+  'security',
+  'tags',
+];
 /** OpenAPI 3.1's own schema keywords beside JSON Schema's: annotations for validation. */
 const OPENAPI_SCHEMA_KEYWORDS = ['example', 'xml', 'externalDocs', 'discriminator'];
 
@@ -153,7 +163,8 @@ export function createContract(document: Json): Contract {
   const compile = (pointer: string) => ajv.compile({ $ref: `${DOC_ID}#${fragment(pointer)}` });
 
   const servers = doc.servers as Array<{ url: string }> | undefined;
-  const basePath = servers?.[0] === undefined ? '' : new URL(servers[0].url, 'http://x.invalid').pathname.replace(/\/+$/, '');
+  const basePath =
+    servers?.[0] === undefined ? '' : new URL(servers[0].url, 'http://x.invalid').pathname.replace(/\/+$/, '');
   const securitySchemes = (at(doc, '/components/securitySchemes') ?? {}) as Record<string, Json>;
 
   function apiKeyHeadersOf(requirements: unknown): string[] {
@@ -162,7 +173,8 @@ export function createContract(document: Json): Contract {
     for (const req of requirements as Array<Record<string, unknown>>) {
       for (const name of Object.keys(req)) {
         const scheme = securitySchemes[name];
-        if (scheme?.type === 'apiKey' && scheme.in === 'header' && typeof scheme.name === 'string') out.push(scheme.name.toLowerCase());
+        if (scheme?.type === 'apiKey' && scheme.in === 'header' && typeof scheme.name === 'string')
+          out.push(scheme.name.toLowerCase());
       }
     }
     return out;
@@ -173,7 +185,10 @@ export function createContract(document: Json): Contract {
     if (content === null || typeof content !== 'object') return [];
     return Object.keys(content as Json).map((mediaType) => {
       const schemaPointer = `${contentPointer}/${escapePointerPart(mediaType)}/schema`;
-      return { mediaType: mediaType.toLowerCase(), validate: at(doc, schemaPointer) === undefined ? undefined : compile(schemaPointer) };
+      return {
+        mediaType: mediaType.toLowerCase(),
+        validate: at(doc, schemaPointer) === undefined ? undefined : compile(schemaPointer),
+      };
     });
   }
 
@@ -256,7 +271,8 @@ export function createContract(document: Json): Contract {
     const m = op.regex.exec(rel)!;
     for (const header of op.apiKeyHeaders) {
       const v = req.headers[header];
-      if (v === undefined || v === '') problem(`request.headers.${header}`, 'the API key header the document requires is missing');
+      if (v === undefined || v === '')
+        problem(`request.headers.${header}`, 'the API key header the document requires is missing');
     }
     for (const p of op.parameters) {
       if (p.in === 'path') {
@@ -277,10 +293,13 @@ export function createContract(document: Json): Contract {
         const raw = p.explode ? values : values.flatMap((v) => v.split(','));
         value = raw.map((v) => coerce(v, firstType(items)));
       } else {
-        if (values.length > 1) problem(`request.query.${p.name}`, `sent ${values.length} times, but it is not an array`);
+        if (values.length > 1)
+          problem(`request.query.${p.name}`, `sent ${values.length} times, but it is not an array`);
         value = coerce(values[0]!, firstType(p.schema));
       }
-      if (!p.validate(value)) for (const d of describe(p.validate.errors)) problem(`request.query.${p.name}`, `${JSON.stringify(value)}: ${d}`);
+      if (!p.validate(value))
+        for (const d of describe(p.validate.errors))
+          problem(`request.query.${p.name}`, `${JSON.stringify(value)}: ${d}`);
     }
     const declared = new Set(op.parameters.filter((p) => p.in === 'query').map((p) => p.name));
     for (const name of Object.keys(req.query)) {
@@ -297,7 +316,10 @@ export function createContract(document: Json): Contract {
     const mediaType = mediaTypeOf(req.headers['content-type']);
     const media = op.body.media.find((x) => x.mediaType === mediaType);
     if (media === undefined) {
-      problem('request.headers.content-type', `${String(mediaType)} is not one of ${op.body.media.map((x) => x.mediaType).join(', ')}`);
+      problem(
+        'request.headers.content-type',
+        `${String(mediaType)} is not one of ${op.body.media.map((x) => x.mediaType).join(', ')}`,
+      );
       return;
     }
     let json: unknown;
@@ -307,7 +329,8 @@ export function createContract(document: Json): Contract {
       problem('request.body', 'not JSON');
       return;
     }
-    if (media.validate && !media.validate(json)) for (const d of describe(media.validate.errors)) problem('request.body', d);
+    if (media.validate && !media.validate(json))
+      for (const d of describe(media.validate.errors)) problem('request.body', d);
   }
 
   function checkAnswer(ex: Exchange, op: CompiledOperation, problem: (where: string, message: string) => void): void {
@@ -327,7 +350,10 @@ export function createContract(document: Json): Contract {
     const mediaType = mediaTypeOf(answer.headers['content-type']);
     const media = listed.find((x) => x.mediaType === mediaType);
     if (media === undefined) {
-      problem('response.headers.content-type', `${String(mediaType)} is not one of ${listed.map((x) => x.mediaType).join(', ')}`);
+      problem(
+        'response.headers.content-type',
+        `${String(mediaType)} is not one of ${listed.map((x) => x.mediaType).join(', ')}`,
+      );
       return;
     }
     if (!media.validate) return;
@@ -344,7 +370,8 @@ export function createContract(document: Json): Contract {
   function check(ex: Exchange): Problem[] {
     const problems: Problem[] = [];
     const op = operationOf(ex.request.method, ex.request.path);
-    const problem = (where: string, message: string) => problems.push({ seq: ex.seq, operation: op?.key, where, message });
+    const problem = (where: string, message: string) =>
+      problems.push({ seq: ex.seq, operation: op?.key, where, message });
     if (op === undefined) {
       problem('request', `${ex.request.method} ${ex.request.path} is no operation of the document`);
       return problems;

@@ -25,7 +25,9 @@ export function pgBinDir(): string {
   if (fromEnv) return fromEnv;
   const root = '/usr/lib/postgresql';
   const versions = existsSync(root)
-    ? readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a))
+    ? readdirSync(root)
+        .filter((v) => existsSync(join(root, v, 'bin', 'initdb')))
+        .sort((a, b) => Number(b) - Number(a))
     : [];
   if (versions.length === 0) throw new Error('no Postgres server binaries under /usr/lib/postgresql (set PG_BIN)');
   return join(root, versions[0]!, 'bin');
@@ -60,7 +62,11 @@ const isRoot = () => typeof process.getuid === 'function' && process.getuid() ==
 async function pgRun(bin: string, args: string[], timeoutMs = 60_000, env?: Record<string, string>): Promise<string> {
   const file = join(pgBinDir(), bin);
   const [cmd, argv] = isRoot() ? ['runuser', ['-u', 'postgres', '--', file, ...args]] : [file, args];
-  const r = await run(cmd, argv, { timeout: timeoutMs, maxBuffer: 256 * 1024 * 1024, env: env ? { ...process.env, ...env } : undefined });
+  const r = await run(cmd, argv, {
+    timeout: timeoutMs,
+    maxBuffer: 256 * 1024 * 1024,
+    env: env ? { ...process.env, ...env } : undefined,
+  });
   return r.stdout;
 }
 
@@ -128,17 +134,22 @@ export async function startPgCluster(opts: PgClusterOptions = {}): Promise<PgClu
   const url = (database: string) => `postgres://${user}@127.0.0.1:${port}/${database}`;
 
   const ready = async () => {
-    await waitUntil(async () => {
-      const sql = postgres(url('postgres'), { max: 1, connect_timeout: 2, onnotice: () => {} });
-      try {
-        await sql`select 1`;
-        return true;
-      } catch {
-        return undefined;
-      } finally {
-        await sql.end({ timeout: 1 });
-      }
-    }, 60_000, `postgres on port ${port}`, 200);
+    await waitUntil(
+      async () => {
+        const sql = postgres(url('postgres'), { max: 1, connect_timeout: 2, onnotice: () => {} });
+        try {
+          await sql`select 1`;
+          return true;
+        } catch {
+          return undefined;
+        } finally {
+          await sql.end({ timeout: 1 });
+        }
+      },
+      60_000,
+      `postgres on port ${port}`,
+      200,
+    );
   };
 
   const start = async () => {
@@ -170,12 +181,22 @@ export async function startPgCluster(opts: PgClusterOptions = {}): Promise<PgClu
           // already gone
         }
       }
-      await waitUntil(() => (victims.some(alive) ? undefined : true), 15_000, 'the killed postgres processes to exit', 50);
+      await waitUntil(
+        () => (victims.some(alive) ? undefined : true),
+        15_000,
+        'the killed postgres processes to exit',
+        50,
+      );
     },
     start,
     async dump(database) {
       const env = opts.password === undefined ? undefined : { PGPASSWORD: opts.password };
-      return pgRun('pg_dump', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '--no-owner', database], 120_000, env);
+      return pgRun(
+        'pg_dump',
+        ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '--no-owner', database],
+        120_000,
+        env,
+      );
     },
     async destroy() {
       try {

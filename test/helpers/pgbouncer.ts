@@ -45,7 +45,9 @@ export async function startPgBouncer(opts: PgBouncerOptions): Promise<PgBouncer>
   const dir = mkdtempSync(join(tmpdir(), 'vsi-faults-pgbouncer-'));
   const pidFile = join(dir, 'pgbouncer.pid');
   const logFile = join(dir, 'pgbouncer.log');
-  cleanupWhenGone(`[ -f ${shellQuote(pidFile)} ] && kill -9 "$(cat ${shellQuote(pidFile)})" 2>/dev/null; rm -rf ${shellQuote(dir)}`);
+  cleanupWhenGone(
+    `[ -f ${shellQuote(pidFile)} ] && kill -9 "$(cat ${shellQuote(pidFile)})" 2>/dev/null; rm -rf ${shellQuote(dir)}`,
+  );
   const ini = join(dir, 'pgbouncer.ini');
   writeFileSync(join(dir, 'userlist.txt'), '"postgres" ""\n');
   writeFileSync(
@@ -88,7 +90,13 @@ export async function startPgBouncer(opts: PgBouncerOptions): Promise<PgBouncer>
 
   const show = async (what: string): Promise<Record<string, unknown>[]> => {
     // the admin console speaks only the simple query protocol
-    const admin = postgres(url('pgbouncer'), { max: 1, connect_timeout: 2, prepare: false, fetch_types: false, onnotice: () => {} });
+    const admin = postgres(url('pgbouncer'), {
+      max: 1,
+      connect_timeout: 2,
+      prepare: false,
+      fetch_types: false,
+      onnotice: () => {},
+    });
     try {
       return [...(await admin.unsafe(`SHOW ${what}`).simple())] as Record<string, unknown>[];
     } finally {
@@ -96,15 +104,20 @@ export async function startPgBouncer(opts: PgBouncerOptions): Promise<PgBouncer>
     }
   };
 
-  await waitUntil(async () => {
-    if (child.exitCode !== null) throw new Error(`pgbouncer exited with ${child.exitCode}: ${stderr.trim()}`);
-    try {
-      await show('VERSION');
-      return true;
-    } catch {
-      return undefined;
-    }
-  }, 15_000, `pgbouncer on port ${port}`, 100);
+  await waitUntil(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`pgbouncer exited with ${child.exitCode}: ${stderr.trim()}`);
+      try {
+        await show('VERSION');
+        return true;
+      } catch {
+        return undefined;
+      }
+    },
+    15_000,
+    `pgbouncer on port ${port}`,
+    100,
+  );
 
   return {
     port,

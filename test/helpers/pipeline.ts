@@ -60,7 +60,10 @@ export interface PipelineHarness {
   close(): Promise<void>;
 }
 
-export async function createPipelineHarness(label: string, simOptions: SimulatorOptions = {}): Promise<PipelineHarness> {
+export async function createPipelineHarness(
+  label: string,
+  simOptions: SimulatorOptions = {},
+): Promise<PipelineHarness> {
   const sim = await startSimulator({ seed: 1, jobs: { queuedMs: 100, itemsPerSecond: 2000 }, ...simOptions });
   const database = await createTestDatabase(label);
   const config = loadConfig({});
@@ -126,7 +129,12 @@ export interface CliResult {
 }
 
 /** Run `videosite-ingest <args>` as a real process; `input`, when given, is its standard input. */
-export function runCli(args: string[], env: Record<string, string>, timeoutMs = 120_000, input?: string): Promise<CliResult> {
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 120_000,
+  input?: string,
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['bin/videosite-ingest.js', ...args], {
       cwd: REPO_ROOT,
@@ -148,7 +156,11 @@ export function runCli(args: string[], env: Record<string, string>, timeoutMs = 
 }
 
 /** Poll `check` until it returns a value other than undefined, or fail after `timeoutMs`. */
-export async function waitFor<T>(check: () => Promise<T | undefined>, timeoutMs = 30_000, what = 'condition'): Promise<T> {
+export async function waitFor<T>(
+  check: () => Promise<T | undefined>,
+  timeoutMs = 30_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();

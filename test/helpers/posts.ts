@@ -33,7 +33,12 @@ export function videosPaidTwice(sim: Simulator): { what: string; videoId: string
  * Run `backfill --source ...` `times` more times, one after the other, each to its end; returns
  * their exit codes. The scenario then checks POSTs per video did not grow where they must not.
  */
-export async function moreSyncs(rig: FaultRig, sourceIds: number[], times = 3, env: Record<string, string> = {}): Promise<number[]> {
+export async function moreSyncs(
+  rig: FaultRig,
+  sourceIds: number[],
+  times = 3,
+  env: Record<string, string> = {},
+): Promise<number[]> {
   const codes: number[] = [];
   for (let i = 0; i < times; i++) {
     const args = ['backfill', ...sourceIds.flatMap((id) => ['--source', String(id)]), '--timeout', '60s'];

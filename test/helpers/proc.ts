@@ -140,7 +140,11 @@ export function startCli(args: string[], env: Record<string, string>, label = ar
         const timer = setTimeout(() => {
           const i = waiters.indexOf(w);
           if (i >= 0) waiters.splice(i, 1);
-          reject(new Error(`${label} (pid ${child.pid}): no log line "${what}" within ${timeoutMs} ms; exit ${done ? 'yes' : 'no'}; stderr tail:\n${err.slice(-3000)}`));
+          reject(
+            new Error(
+              `${label} (pid ${child.pid}): no log line "${what}" within ${timeoutMs} ms; exit ${done ? 'yes' : 'no'}; stderr tail:\n${err.slice(-3000)}`,
+            ),
+          );
         }, timeoutMs);
         waiters.push(w);
         void exited.then(() => {
@@ -150,7 +154,11 @@ export function startCli(args: string[], env: Record<string, string>, label = ar
             if (i < 0) return;
             waiters.splice(i, 1);
             clearTimeout(timer);
-            reject(new Error(`${label} (pid ${child.pid}) exited before logging "${what}"; stderr tail:\n${err.slice(-3000)}`));
+            reject(
+              new Error(
+                `${label} (pid ${child.pid}) exited before logging "${what}"; stderr tail:\n${err.slice(-3000)}`,
+              ),
+            );
           }, 50);
         });
       });

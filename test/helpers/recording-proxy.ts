@@ -103,7 +103,11 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
             done.push({
               seq: mine,
               request: recorded,
-              answer: { status: upRes.statusCode ?? 0, headers: { ...upRes.headers }, body: Buffer.concat(answerChunks).toString('utf8') },
+              answer: {
+                status: upRes.statusCode ?? 0,
+                headers: { ...upRes.headers },
+                body: Buffer.concat(answerChunks).toString('utf8'),
+              },
             });
             res.end();
           });

@@ -76,7 +76,14 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
       'redis-server',
       [
         ...['--port', String(port), '--cluster-port', String(busPort), '--bind', '127.0.0.1'],
-        ...['--cluster-enabled', 'yes', '--cluster-config-file', join(nodeDir, 'nodes.conf'), '--cluster-node-timeout', String(nodeTimeoutMs)],
+        ...[
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(nodeDir, 'nodes.conf'),
+          '--cluster-node-timeout',
+          String(nodeTimeoutMs),
+        ],
         ...['--save', '', '--appendonly', 'no', '--dir', nodeDir, '--pidfile', pidFile],
       ],
       { stdio: ['ignore', 'ignore', 'ignore'] },
@@ -87,17 +94,26 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
   }
   cleanupWhenGone(`rm -rf ${shellQuote(dir)}`);
   for (const port of ports) {
-    await waitUntil(async () => {
-      try {
-        return (await redisCommand(port, ['PING'], 1_000)).startsWith('+PONG') ? true : undefined;
-      } catch {
-        return undefined;
-      }
-    }, 15_000, `redis-server (cluster) on port ${port}`);
+    await waitUntil(
+      async () => {
+        try {
+          return (await redisCommand(port, ['PING'], 1_000)).startsWith('+PONG') ? true : undefined;
+        } catch {
+          return undefined;
+        }
+      },
+      15_000,
+      `redis-server (cluster) on port ${port}`,
+    );
   }
-  await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { timeout: 60_000 });
+  await run(
+    'redis-cli',
+    ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'],
+    { timeout: 60_000 },
+  );
 
-  const alivePorts = () => ports.filter((p) => children.get(p)?.exitCode === null && children.get(p)?.signalCode === null);
+  const alivePorts = () =>
+    ports.filter((p) => children.get(p)?.exitCode === null && children.get(p)?.signalCode === null);
   const command = (port: number, ...args: string[]) => redisCommand(port, args, 5_000);
 
   const cluster: RedisCluster = {
@@ -120,12 +136,19 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
               const [a, b] = s.split('-').map(Number);
               return [a!, b ?? a!] as [number, number];
             });
-          return { port, role: flags.includes('master') ? 'master' : 'slave', alive: !flags.includes('fail') && f[7] === 'connected', slots };
+          return {
+            port,
+            role: flags.includes('master') ? 'master' : 'slave',
+            alive: !flags.includes('fail') && f[7] === 'connected',
+            slots,
+          };
         });
     },
     async masterOfKey(key) {
       const slot = Number(replyText(await command(alivePorts()[0]!, 'CLUSTER', 'KEYSLOT', key)));
-      const owner = (await cluster.nodes()).find((n) => n.role === 'master' && n.alive && n.slots.some(([a, b]) => slot >= a && slot <= b));
+      const owner = (await cluster.nodes()).find(
+        (n) => n.role === 'master' && n.alive && n.slots.some(([a, b]) => slot >= a && slot <= b),
+      );
       if (!owner) throw new Error(`no live master serves slot ${slot}`);
       return owner.port;
     },
@@ -137,17 +160,22 @@ export async function startRedisCluster(opts: RedisClusterOptions = {}): Promise
       }
     },
     async waitHealthy(timeoutMs = 30_000) {
-      await waitUntil(async () => {
-        try {
-          const info = replyText(await command(alivePorts()[0]!, 'CLUSTER', 'INFO'));
-          if (!info.includes('cluster_state:ok')) return undefined;
-          const masters = (await cluster.nodes()).filter((n) => n.role === 'master' && n.alive);
-          const served = masters.reduce((sum, m) => sum + m.slots.reduce((s, [a, b]) => s + b - a + 1, 0), 0);
-          return served === 16384 ? true : undefined;
-        } catch {
-          return undefined;
-        }
-      }, timeoutMs, 'the Redis Cluster to be healthy', 200);
+      await waitUntil(
+        async () => {
+          try {
+            const info = replyText(await command(alivePorts()[0]!, 'CLUSTER', 'INFO'));
+            if (!info.includes('cluster_state:ok')) return undefined;
+            const masters = (await cluster.nodes()).filter((n) => n.role === 'master' && n.alive);
+            const served = masters.reduce((sum, m) => sum + m.slots.reduce((s, [a, b]) => s + b - a + 1, 0), 0);
+            return served === 16384 ? true : undefined;
+          } catch {
+            return undefined;
+          }
+        },
+        timeoutMs,
+        'the Redis Cluster to be healthy',
+        200,
+      );
     },
     async stop() {
       for (const port of ports) await cluster.kill(port);

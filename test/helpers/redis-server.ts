@@ -32,7 +32,8 @@ export interface RedisServerOptions {
   password?: string;
 }
 
-const resp = (args: string[]) => `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`;
+const resp = (args: string[]) =>
+  `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`;
 
 /**
  * Send a command as a RESP array (after AUTH when `password` is given) and read until the reply
@@ -79,7 +80,9 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
   const dir = mkdtempSync(join(tmpdir(), 'vsi-faults-redis-'));
   const pidFile = join(dir, 'redis.pid');
   // whatever happens to this test process, the server goes with it
-  cleanupWhenGone(`[ -f ${shellQuote(pidFile)} ] && kill -9 "$(cat ${shellQuote(pidFile)})" 2>/dev/null; rm -rf ${shellQuote(dir)}`);
+  cleanupWhenGone(
+    `[ -f ${shellQuote(pidFile)} ] && kill -9 "$(cat ${shellQuote(pidFile)})" 2>/dev/null; rm -rf ${shellQuote(dir)}`,
+  );
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
 
@@ -87,7 +90,20 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
     const c = spawn(
       'redis-server',
       [
-        ...['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--pidfile', pidFile],
+        ...[
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--dir',
+          dir,
+          '--pidfile',
+          pidFile,
+        ],
         ...(opts.password === undefined ? [] : ['--requirepass', opts.password]),
         ...(opts.args ?? []),
       ],
@@ -95,14 +111,18 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
     );
     child = c;
     exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
-    await waitUntil(async () => {
-      if (c.exitCode !== null) throw new Error(`redis-server exited with ${c.exitCode} on port ${port}`);
-      try {
-        return (await redisCommand(port, ['PING'], 1_000, opts.password)).startsWith('+PONG') ? true : undefined;
-      } catch {
-        return undefined;
-      }
-    }, 15_000, `redis-server on port ${port}`);
+    await waitUntil(
+      async () => {
+        if (c.exitCode !== null) throw new Error(`redis-server exited with ${c.exitCode} on port ${port}`);
+        try {
+          return (await redisCommand(port, ['PING'], 1_000, opts.password)).startsWith('+PONG') ? true : undefined;
+        } catch {
+          return undefined;
+        }
+      },
+      15_000,
+      `redis-server on port ${port}`,
+    );
   };
 
   const kill = async () => {

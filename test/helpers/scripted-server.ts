@@ -22,7 +22,9 @@ export type ScriptedAnswer =
    * `suffix`, written as fast as the client reads it and no faster; what was written is recorded
    * in `floods` once the response ends or the client goes away
    */
-  | { flood: { status: number; prefix?: string; fillBytes: number; suffix?: string; headers?: Record<string, string> } };
+  | {
+      flood: { status: number; prefix?: string; fillBytes: number; suffix?: string; headers?: Record<string, string> };
+    };
 
 /** What the server wrote of a `flood` answer. */
 export interface FloodRecord {
@@ -96,7 +98,13 @@ export async function startScriptedServer(opts: { port?: number } = {}): Promise
       const url = new URL(req.url ?? '/', 'http://local');
       const path = url.pathname.startsWith(BASE_PATH) ? url.pathname.slice(BASE_PATH.length) : url.pathname;
       const method = req.method ?? 'GET';
-      requests.push({ method, path, query: url.searchParams, headers: req.headers, body: Buffer.concat(chunks).toString() });
+      requests.push({
+        method,
+        path,
+        query: url.searchParams,
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString(),
+      });
       const answer = queues.get(`${method} ${path}`)?.shift();
       if (answer === undefined) {
         send(res, 404, { error: 'not-found', message: `unscripted: ${method} ${path}`, details: 'scripted server' });

@@ -32,34 +32,65 @@ let admin: AdminServer;
 let channelId: number;
 let playlistId: number;
 
-async function get(path: string, headers: Record<string, string> = bearer(TOKEN)): Promise<{ status: number; text: string; headers: Headers }> {
+async function get(
+  path: string,
+  headers: Record<string, string> = bearer(TOKEN),
+): Promise<{ status: number; text: string; headers: Headers }> {
   const res = await fetch(`${admin.url}${path}`, { headers });
   return { status: res.status, text: await res.text(), headers: res.headers };
 }
 
 /** The `href`s of the page that start with `prefix`, decoded from their HTML escaping. */
 function links(text: string, prefix: string): string[] {
-  return [...text.matchAll(/href="([^"]*)"/g)].map((m) => m[1]!.replace(/&amp;/g, '&')).filter((href) => href.startsWith(prefix));
+  return [...text.matchAll(/href="([^"]*)"/g)]
+    .map((m) => m[1]!.replace(/&amp;/g, '&'))
+    .filter((href) => href.startsWith(prefix));
 }
 
 const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'" };
 const unescapeHtml = (s: string) => s.replace(/&(amp|lt|gt|quot|#39);/g, (e) => ENTITIES[e]!);
 
-const attr = (text: string, name: string) => [...text.matchAll(new RegExp(`<tr ${name}="([^"]*)">`, 'g'))].map((m) => m[1]!);
+const attr = (text: string, name: string) =>
+  [...text.matchAll(new RegExp(`<tr ${name}="([^"]*)">`, 'g'))].map((m) => m[1]!);
 
 beforeAll(async () => {
   h = await createPipelineHarness('admin-pages', { catalog: { channels: 2, channelSizes: [60, 40] } });
   workers = h.startWorkers(['poller', 'sink']);
   admin = await startAdminServer({
-    port: 0, token: TOKEN, sql: h.database.sql, redis: h.redis, queues: h.queues, metrics: createMetrics({ processMetrics: false }),
-    secrets: [h.sim.apiKey], log: silentLogger(),
+    port: 0,
+    token: TOKEN,
+    sql: h.database.sql,
+    redis: h.redis,
+    queues: h.queues,
+    metrics: createMetrics({ processMetrics: false }),
+    secrets: [h.sim.apiKey],
+    log: silentLogger(),
   });
   const [first, second] = h.sim.catalog.channels();
-  const ch = await registerSource(h.deps, { kind: 'channel', ref: first!.handle, limit: 60, langs: ['en'], textOnly: false, cron: null });
-  const pl = await registerSource(h.deps, { kind: 'playlist', ref: second!.playlistIds[0]!, limit: 40, langs: ['en'], textOnly: true, cron: null });
+  const ch = await registerSource(h.deps, {
+    kind: 'channel',
+    ref: first!.handle,
+    limit: 60,
+    langs: ['en'],
+    textOnly: false,
+    cron: null,
+  });
+  const pl = await registerSource(h.deps, {
+    kind: 'playlist',
+    ref: second!.playlistIds[0]!,
+    limit: 40,
+    langs: ['en'],
+    textOnly: true,
+    cron: null,
+  });
   channelId = ch.id;
   playlistId = pl.id;
-  const report = await runBackfill(h.deps, { sourceIds: [ch.id, pl.id], wait: true, timeoutMs: 30_000, checkIntervalMs: 100 });
+  const report = await runBackfill(h.deps, {
+    sourceIds: [ch.id, pl.id],
+    wait: true,
+    timeoutMs: 30_000,
+    checkIntervalMs: 100,
+  });
   expect(report.exitCode, JSON.stringify(report.problems)).toBe(0);
 });
 
@@ -99,7 +130,11 @@ describe('a source page', () => {
       expect(s!.videos).toBeGreaterThan(0);
 
       // its batches, the latest first, each linked to its page
-      const jobIds = (await sql<{ job_id: string }[]>`select job_id from batches where source_id = ${channelId} order by submitted_at desc, job_id desc`).map((r) => r.job_id);
+      const jobIds = (
+        await sql<
+          { job_id: string }[]
+        >`select job_id from batches where source_id = ${channelId} order by submitted_at desc, job_id desc`
+      ).map((r) => r.job_id);
       expect(jobIds.length).toBeGreaterThan(0);
       expect(attr(page.text, 'data-job-id')).toEqual(jobIds);
       for (const j of jobIds) expect(page.text).toContain(`href="/batches/${encodeURIComponent(j)}"`);
@@ -108,18 +143,27 @@ describe('a source page', () => {
       // that way, each shown video one of them and linked to its latest item
       const ids = h.sim.catalog.videoIds(h.sim.catalog.channels()[0]!.id)!;
       const expected = new Map<string, string[]>();
-      for (const [kind, lang] of [['video', ''], ['transcript', 'en']] as const) {
+      for (const [kind, lang] of [
+        ['video', ''],
+        ['transcript', 'en'],
+      ] as const) {
         for (const id of ids) {
           const code = catalogErrorCode(h.sim, id, kind);
-          if (code !== null) expected.set(`${kind} ${lang} ${code}`, [...(expected.get(`${kind} ${lang} ${code}`) ?? []), id]);
+          if (code !== null)
+            expected.set(`${kind} ${lang} ${code}`, [...(expected.get(`${kind} ${lang} ${code}`) ?? []), id]);
         }
       }
       expect(expected.size).toBeGreaterThan(0);
-      expect([...page.text.matchAll(/<tr data-error-code="([^"]+)" data-kind="([^"]+)" data-lang="([^"]*)">/g)].map((m) => `${m[2]} ${m[3]} ${m[1]}`).sort())
-        .toEqual([...expected.keys()].sort());
+      expect(
+        [...page.text.matchAll(/<tr data-error-code="([^"]+)" data-kind="([^"]+)" data-lang="([^"]*)">/g)]
+          .map((m) => `${m[2]} ${m[3]} ${m[1]}`)
+          .sort(),
+      ).toEqual([...expected.keys()].sort());
       for (const [key, videos] of expected) {
         const [kind, lang, code] = key.split(' ');
-        const row = new RegExp(`<tr data-error-code="${code}" data-kind="${kind}" data-lang="${lang}">[\\s\\S]*?</tr>`).exec(page.text)?.[0];
+        const row = new RegExp(
+          `<tr data-error-code="${code}" data-kind="${kind}" data-lang="${lang}">[\\s\\S]*?</tr>`,
+        ).exec(page.text)?.[0];
         expect(row, key).toContain(`<td class="num">${videos.length}</td>`);
         const shown = links(row!, '/batches/').map((href) => decodeURIComponent(href.split('/items/')[1]!));
         expect(shown.length).toBe(Math.min(SOURCE_ERROR_VIDEOS_SHOWN, videos.length));
@@ -130,10 +174,16 @@ describe('a source page', () => {
       // what its videos got in the language asked: as the catalog says
       const want = catalogCoverage(h.sim, ids, 'en');
       const cov = /<tr data-coverage-lang="en">([\s\S]*?)<\/tr>/.exec(page.text)?.[1];
-      expect([...cov!.matchAll(/<td class="num">(\d+)<\/td>/g)].map((m) => Number(m[1]))).toEqual([want.asked, want.none, want.pending]);
+      expect([...cov!.matchAll(/<td class="num">(\d+)<\/td>/g)].map((m) => Number(m[1]))).toEqual([
+        want.asked,
+        want.none,
+        want.pending,
+      ]);
 
       // its sync runs
-      const runs = await sql<{ id: number }[]>`select id::int from sync_runs where source_id = ${channelId} order by started_at desc, id desc`;
+      const runs = await sql<
+        { id: number }[]
+      >`select id::int from sync_runs where source_id = ${channelId} order by started_at desc, id desc`;
       expect(attr(page.text, 'data-run-id')).toEqual(runs.map((r) => String(r.id)));
     } finally {
       await sql`update sources set cron = null, max_credits_per_day = null where id = ${channelId}`;
@@ -147,20 +197,32 @@ describe('a source page', () => {
       select 'paged-' || lpad(i::text, 3, '0'), ${playlistId}, 'video', 'completed', 2, '{}', now() - interval '1 day' - i * interval '1 minute', 1
       from generate_series(1, 120) i returning job_id`;
     try {
-      const all = (await sql<{ job_id: string }[]>`select job_id from batches where source_id = ${playlistId} order by submitted_at desc, job_id desc`).map((r) => r.job_id);
+      const all = (
+        await sql<
+          { job_id: string }[]
+        >`select job_id from batches where source_id = ${playlistId} order by submitted_at desc, job_id desc`
+      ).map((r) => r.job_id);
       const pages = Math.ceil(all.length / SOURCE_BATCHES_PER_PAGE);
       const seen: string[] = [];
       for (let n = 1; n <= pages; n++) {
         const r = await get(`/sources/${playlistId}?page=${n}`);
         expect(r.status).toBe(200);
         const rows = attr(r.text, 'data-job-id');
-        expect(rows.length).toBe(n < pages ? SOURCE_BATCHES_PER_PAGE : all.length - (pages - 1) * SOURCE_BATCHES_PER_PAGE);
+        expect(rows.length).toBe(
+          n < pages ? SOURCE_BATCHES_PER_PAGE : all.length - (pages - 1) * SOURCE_BATCHES_PER_PAGE,
+        );
         seen.push(...rows);
         if (n < pages) expect(links(r.text, `/sources/${playlistId}?page=${n + 1}`)).not.toHaveLength(0);
       }
       expect(seen).toEqual(all);
-      expect(attr((await get(`/sources/${playlistId}?page=${pages + 7}`)).text, 'data-job-id')).toEqual(all.slice((pages - 1) * SOURCE_BATCHES_PER_PAGE));
-      for (const [q, name, value] of [['page=0', 'page', '0'], ['page=x', 'page', 'x'], ['runs=-1', 'runs', '-1']] as const) {
+      expect(attr((await get(`/sources/${playlistId}?page=${pages + 7}`)).text, 'data-job-id')).toEqual(
+        all.slice((pages - 1) * SOURCE_BATCHES_PER_PAGE),
+      );
+      for (const [q, name, value] of [
+        ['page=0', 'page', '0'],
+        ['page=x', 'page', 'x'],
+        ['runs=-1', 'runs', '-1'],
+      ] as const) {
         const bad = await get(`/sources/${playlistId}?${q}`);
         expect(bad.status, q).toBe(400);
         expect(bad.text).toBe(`${name}: invalid value "${value}": expected a whole number from 1\n`);
@@ -174,13 +236,19 @@ describe('a source page', () => {
 describe('a batch page and an item page', () => {
   /** the channel's video batch: 60 items */
   async function channelVideoBatch(): Promise<string> {
-    const [b] = await h.database.sql<{ job_id: string }[]>`select job_id from batches where source_id = ${channelId} and kind = 'video'`;
+    const [b] = await h.database.sql<
+      { job_id: string }[]
+    >`select job_id from batches where source_id = ${channelId} and kind = 'video'`;
     return b!.job_id;
   }
 
   it('shows the batch and pages its items by video ID, each linked to its raw item', async () => {
     const jobId = await channelVideoBatch();
-    const items = (await h.database.sql<{ video_id: string }[]>`select video_id from batch_items where job_id = ${jobId} order by video_id`).map((r) => r.video_id);
+    const items = (
+      await h.database.sql<
+        { video_id: string }[]
+      >`select video_id from batch_items where job_id = ${jobId} order by video_id`
+    ).map((r) => r.video_id);
     expect(items).toHaveLength(60);
     const first = await get(`/batches/${encodeURIComponent(jobId)}`);
     expect(first.status).toBe(200);
@@ -195,15 +263,23 @@ describe('a batch page and an item page', () => {
     const href = links(first.text, `/batches/${encodeURIComponent(jobId)}/items/`)[0]!;
     const item = await get(href);
     expect(item.status).toBe(200);
-    const [stored] = await h.database.sql<{ pretty: string }[]>`select jsonb_pretty(payload) as pretty from batch_items where job_id = ${jobId} and video_id = ${items[0]!}`;
+    const [stored] = await h.database.sql<
+      { pretty: string }[]
+    >`select jsonb_pretty(payload) as pretty from batch_items where job_id = ${jobId} and video_id = ${items[0]!}`;
     expect(item.text).toContain(`<pre class="payload" id="payload">${escapeHtml(stored!.pretty)}</pre>`);
   });
 
   it('a payload holding markup is shown as text; one past the limit is cut; a pruned one shows its sha256 and size', async () => {
     const { sql } = h.database;
     const jobId = await channelVideoBatch();
-    const [a, b, c] = (await sql<{ video_id: string }[]>`select video_id from batch_items where job_id = ${jobId} and state = 'sunk' order by video_id limit 3`).map((r) => r.video_id);
-    const saved = await sql<{ video_id: string; payload: string }[]>`select video_id, payload::text as payload from batch_items where job_id = ${jobId} and video_id = any(${[a!, b!, c!]}::text[])`;
+    const [a, b, c] = (
+      await sql<
+        { video_id: string }[]
+      >`select video_id from batch_items where job_id = ${jobId} and state = 'sunk' order by video_id limit 3`
+    ).map((r) => r.video_id);
+    const saved = await sql<
+      { video_id: string; payload: string }[]
+    >`select video_id, payload::text as payload from batch_items where job_id = ${jobId} and video_id = any(${[a!, b!, c!]}::text[])`;
     const itemPath = (v: string) => `/batches/${encodeURIComponent(jobId)}/items/${encodeURIComponent(v)}`;
     try {
       await sql`update batch_items set payload = jsonb_set(payload, '{video,title}', to_jsonb(${'<script>alert(1)</script><img src=x onerror=alert(2)>'}::text)) where job_id = ${jobId} and video_id = ${a!}`;
@@ -223,9 +299,13 @@ describe('a batch page and an item page', () => {
 
       await sql`update batch_items set payload_sha256 = encode(sha256(convert_to(payload::text, 'UTF8')), 'hex'), payload_bytes = octet_length(payload::text),
         payload = null, payload_pruned_at = now() - interval '2 days' where job_id = ${jobId} and video_id = ${c!}`;
-      const [p] = await sql<{ sha: string; bytes: number }[]>`select payload_sha256 as sha, payload_bytes as bytes from batch_items where job_id = ${jobId} and video_id = ${c!}`;
+      const [p] = await sql<
+        { sha: string; bytes: number }[]
+      >`select payload_sha256 as sha, payload_bytes as bytes from batch_items where job_id = ${jobId} and video_id = ${c!}`;
       const pruned = await get(itemPath(c!));
-      expect(pruned.text).toMatch(/<p id="pruned">Pruned by retention <time [^>]+>[^<]+<\/time> <span class="muted small">\(2 d ago\)<\/span>/);
+      expect(pruned.text).toMatch(
+        /<p id="pruned">Pruned by retention <time [^>]+>[^<]+<\/time> <span class="muted small">\(2 d ago\)<\/span>/,
+      );
       expect(pruned.text).toContain(`<code>${p!.sha}</code>`);
       expect(pruned.text).toContain(`${p!.bytes} bytes`);
       expect(pruned.text).not.toContain('<pre');
@@ -245,14 +325,20 @@ describe('a batch page and an item page', () => {
       values (${jobId}, ${odd}, 'quarantined', ${'{"videoId": "zz", "x": "<i>\\u0000</i>"}'}, 'a value Postgres cannot store <here>', 'unstorable')`;
     try {
       // the page the item falls on, by video ID as Postgres orders them
-      const [before] = await sql<{ n: number }[]>`select count(*)::int as n from batch_items where job_id = ${jobId} and video_id < ${odd}`;
-      const batch = await get(`/batches/${encodeURIComponent(jobId)}?page=${Math.floor(before!.n / BATCH_ITEMS_PER_PAGE) + 1}`);
+      const [before] = await sql<
+        { n: number }[]
+      >`select count(*)::int as n from batch_items where job_id = ${jobId} and video_id < ${odd}`;
+      const batch = await get(
+        `/batches/${encodeURIComponent(jobId)}?page=${Math.floor(before!.n / BATCH_ITEMS_PER_PAGE) + 1}`,
+      );
       const href = `/batches/${encodeURIComponent(jobId)}/items/${encodeURIComponent(odd)}`;
       expect(links(batch.text, href)).toEqual([href]);
       expect(batch.text).toContain(`<code>${escapeHtml(odd)}</code>`);
       const item = await get(href);
       expect(item.status).toBe(200);
-      expect(item.text).toContain('<pre class="payload" id="payload">{&quot;videoId&quot;: &quot;zz&quot;, &quot;x&quot;: &quot;&lt;i&gt;\\u0000&lt;/i&gt;&quot;}</pre>');
+      expect(item.text).toContain(
+        '<pre class="payload" id="payload">{&quot;videoId&quot;: &quot;zz&quot;, &quot;x&quot;: &quot;&lt;i&gt;\\u0000&lt;/i&gt;&quot;}</pre>',
+      );
       expect(item.text).toContain('kept as text (payload_raw)');
       expect(item.text).toContain('a value Postgres cannot store &lt;here&gt;');
     } finally {
@@ -264,7 +350,9 @@ describe('a batch page and an item page', () => {
 describe('every batch, 404s, the token, the hold banner, a cancelled section', () => {
   it('/batches pages every batch, the latest first, and filters by status', async () => {
     const { sql } = h.database;
-    const all = (await sql<{ job_id: string }[]>`select job_id from batches order by submitted_at desc, job_id desc`).map((r) => r.job_id);
+    const all = (
+      await sql<{ job_id: string }[]>`select job_id from batches order by submitted_at desc, job_id desc`
+    ).map((r) => r.job_id);
     const r = await get('/batches');
     expect(r.status).toBe(200);
     expect(attr(r.text, 'data-job-id')).toEqual(all.slice(0, BATCHES_PER_PAGE));
@@ -276,7 +364,9 @@ describe('every batch, 404s, the token, the hold banner, a cancelled section', (
       expect(attr(failed.text, 'data-job-id')).toEqual([failedOne]);
       const bad = await get('/batches?status=done');
       expect(bad.status).toBe(400);
-      expect(bad.text).toBe('status: invalid value "done": expected one of submitted, queued, active, completed, failed, expired\n');
+      expect(bad.text).toBe(
+        'status: invalid value "done": expected one of submitted, queued, active, completed, failed, expired\n',
+      );
     } finally {
       await sql`update batches set status = 'completed' where job_id = ${failedOne!}`;
     }
@@ -310,13 +400,22 @@ describe('every batch, 404s, the token, the hold banner, a cancelled section', (
     const { sql } = h.database;
     const [b] = await sql<{ job_id: string; video_id: string }[]>`select job_id, video_id from batch_items limit 1`;
     const job = encodeURIComponent(b!.job_id);
-    const pages = ['/', `/sources/${channelId}`, '/batches', `/batches/${job}`, `/batches/${job}/items/${encodeURIComponent(b!.video_id)}`, '/sources/424242'];
+    const pages = [
+      '/',
+      `/sources/${channelId}`,
+      '/batches',
+      `/batches/${job}`,
+      `/batches/${job}/items/${encodeURIComponent(b!.video_id)}`,
+      '/sources/424242',
+    ];
     for (const p of pages) expect((await get(p)).text, p).not.toContain('data-hold=');
     await sql`insert into upstream_holds (code, scope, reason) values ('upgrade-required', 'submit', ${'the plan has no batches <upgrade>'})`;
     try {
       for (const p of pages) {
         const r = await get(p);
-        expect(r.text, p).toMatch(/<div class="banner" role="alert" data-hold="upgrade-required"><strong>On hold \(upgrade-required\)<\/strong> <span class="small">set (just now|\d+ s ago)<\/span>: [^<]*the plan has no batches &lt;upgrade&gt;/);
+        expect(r.text, p).toMatch(
+          /<div class="banner" role="alert" data-hold="upgrade-required"><strong>On hold \(upgrade-required\)<\/strong> <span class="small">set (just now|\d+ s ago)<\/span>: [^<]*the plan has no batches &lt;upgrade&gt;/,
+        );
       }
     } finally {
       await sql`delete from upstream_holds where code = 'upgrade-required'`;
@@ -326,8 +425,14 @@ describe('every batch, 404s, the token, the hold banner, a cancelled section', (
   it('a section Postgres cancels is left out and logged; the rest of the page is shown', async () => {
     const lines: string[] = [];
     const own = await startAdminServer({
-      port: 0, token: TOKEN, sql: h.database.sql, redis: h.redis, queues: h.queues, metrics: createMetrics({ processMetrics: false }),
-      log: createLogger({ level: 'warn', destination: { write: (line: string) => lines.push(line) } }), queryTimeoutMs: 300,
+      port: 0,
+      token: TOKEN,
+      sql: h.database.sql,
+      redis: h.redis,
+      queues: h.queues,
+      metrics: createMetrics({ processMetrics: false }),
+      log: createLogger({ level: 'warn', destination: { write: (line: string) => lines.push(line) } }),
+      queryTimeoutMs: 300,
     });
     const locker = await h.database.sql.reserve();
     try {
@@ -339,9 +444,11 @@ describe('every batch, 404s, the token, the hold banner, a cancelled section', (
       expect(text).toContain('Not shown: runs (the database did not answer in time; see the daemon log).');
       expect(text).toContain('Sync runs not shown');
       expect(text).toMatch(/<tr data-job-id=/);
-      expect(parseLogLines(lines.join('')).filter((l) => l.event === 'admin.section_failed').map((l) => [l.page, l.section, l.cancelled])).toEqual([
-        ['source', 'runs', true],
-      ]);
+      expect(
+        parseLogLines(lines.join(''))
+          .filter((l) => l.event === 'admin.section_failed')
+          .map((l) => [l.page, l.section, l.cancelled]),
+      ).toEqual([['source', 'runs', true]]);
     } finally {
       await locker`rollback`;
       locker.release();

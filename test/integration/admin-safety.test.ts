@@ -98,7 +98,12 @@ describe('DNS rebinding: the Host must be a name of this server', () => {
     // the page is same-origin with itself: its requests look like the dashboard's own
     const origin = { origin: `http://evil.example:${portOf(open)}`, 'sec-fetch-site': 'same-origin' };
     expect((await send(open, { method: 'PUT', path: PAUSE_PATH, headers: { ...host, ...origin } })).status).toBe(421);
-    const add = await send(open, { method: 'POST', path: ADD_PATH, headers: { ...host, ...origin, 'content-type': 'application/json' }, body: ADD_SYNC });
+    const add = await send(open, {
+      method: 'POST',
+      path: ADD_PATH,
+      headers: { ...host, ...origin, 'content-type': 'application/json' },
+      body: ADD_SYNC,
+    });
     expect(add.status).toBe(421);
     expect(await h.queues.schedule.isPaused()).toBe(false);
     expect(await scheduleJobs()).toBe(before);
@@ -106,13 +111,25 @@ describe('DNS rebinding: the Host must be a name of this server', () => {
 
   it('accepts the loopback names, IP addresses and ADMIN_ALLOWED_HOSTS, with the port', async () => {
     const port = portOf(guarded);
-    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `LocalHost:${port}`, `[::1]:${port}`, `10.1.2.3:${port}`, `${ALLOWED_NAME}:${port}`, ALLOWED_NAME.toUpperCase()]) {
+    for (const host of [
+      `127.0.0.1:${port}`,
+      `localhost:${port}`,
+      `LocalHost:${port}`,
+      `[::1]:${port}`,
+      `10.1.2.3:${port}`,
+      `${ALLOWED_NAME}:${port}`,
+      ALLOWED_NAME.toUpperCase(),
+    ]) {
       const r = await send(guarded, { path: '/', headers: { host, ...bearer(TOKEN) } });
       expect(r.status, host).toBe(200);
     }
     // the extra name is this server's only: the local default does not take it
     expect((await send(open, { path: '/', headers: { host: `${ALLOWED_NAME}:${portOf(open)}` } })).status).toBe(421);
-    for (const host of [`${ALLOWED_NAME}.evil.example:${port}`, `localhost.evil.example:${port}`, `127.0.0.1.nip.io:${port}`]) {
+    for (const host of [
+      `${ALLOWED_NAME}.evil.example:${port}`,
+      `localhost.evil.example:${port}`,
+      `127.0.0.1.nip.io:${port}`,
+    ]) {
       expect((await send(guarded, { path: '/', headers: { host, ...bearer(TOKEN) } })).status, host).toBe(421);
     }
   });
@@ -142,15 +159,24 @@ describe('cross-site requests cannot change anything', () => {
       expect(r.text.length).toBeLessThan(400);
     }
     // without a token the same forms are refused too (the page needs no credentials then)
-    const local: Record<string, string>[] = [{ 'content-type': 'text/plain', origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' }, { 'content-type': 'text/plain' }];
+    const local: Record<string, string>[] = [
+      { 'content-type': 'text/plain', origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' },
+      { 'content-type': 'text/plain' },
+    ];
     for (const headers of local) {
-      expect((await send(open, { method: 'POST', path: ADD_PATH, headers, body: ADD_SYNC })).status, JSON.stringify(headers)).toBe(403);
+      expect(
+        (await send(open, { method: 'POST', path: ADD_PATH, headers, body: ADD_SYNC })).status,
+        JSON.stringify(headers),
+      ).toBe(403);
     }
     expect(await scheduleJobs()).toBe(before);
   });
 
   it('a state-changing request from a foreign Origin, or that Sec-Fetch-Site marks cross-site, is refused', async () => {
-    for (const [server, auth] of [[guarded, basic(TOKEN)], [open, {}]] as const) {
+    for (const [server, auth] of [
+      [guarded, basic(TOKEN)],
+      [open, {}],
+    ] as const) {
       const foreign: Record<string, string>[] = [
         { origin: 'https://evil.example' },
         { origin: 'null' },
@@ -165,13 +191,19 @@ describe('cross-site requests cannot change anything', () => {
     }
     expect(await h.queues.schedule.isPaused()).toBe(false);
     // reading stays possible from a link (a navigation from another site is a GET)
-    expect((await send(guarded, { path: '/', headers: { ...bearer(TOKEN), 'sec-fetch-site': 'cross-site' } })).status).toBe(200);
+    expect(
+      (await send(guarded, { path: '/', headers: { ...bearer(TOKEN), 'sec-fetch-site': 'cross-site' } })).status,
+    ).toBe(200);
   });
 
   it("the dashboard's own requests still work: PUT and JSON POST, with the token (bearer or basic) and without one", async () => {
     const before = await scheduleJobs();
     try {
-      for (const [server, auth] of [[guarded, basic(TOKEN)], [guarded, bearer(TOKEN)], [open, {}]] as const) {
+      for (const [server, auth] of [
+        [guarded, basic(TOKEN)],
+        [guarded, bearer(TOKEN)],
+        [open, {}],
+      ] as const) {
         const headers = { ...auth, ...sameOrigin(server) };
         const pause = await send(server, { method: 'PUT', path: PAUSE_PATH, headers });
         expect(pause.status, pause.text).toBeLessThan(300);
@@ -181,17 +213,42 @@ describe('cross-site requests cannot change anything', () => {
         expect(await h.queues.schedule.isPaused()).toBe(false);
       }
       // "add job" as the dashboard sends it (axios: a JSON body), and as a script sends it
-      const ui = await send(guarded, { method: 'POST', path: ADD_PATH, headers: { ...basic(TOKEN), ...sameOrigin(guarded), 'content-type': 'application/json' }, body: ADD_SYNC });
+      const ui = await send(guarded, {
+        method: 'POST',
+        path: ADD_PATH,
+        headers: { ...basic(TOKEN), ...sameOrigin(guarded), 'content-type': 'application/json' },
+        body: ADD_SYNC,
+      });
       expect(ui.status, ui.text).toBe(200);
-      const script = await send(guarded, { method: 'POST', path: ADD_PATH, headers: { ...bearer(TOKEN), 'content-type': 'application/json' }, body: ADD_SYNC });
+      const script = await send(guarded, {
+        method: 'POST',
+        path: ADD_PATH,
+        headers: { ...bearer(TOKEN), 'content-type': 'application/json' },
+        body: ADD_SYNC,
+      });
       expect(script.status, script.text).toBe(200);
-      const local = await send(open, { method: 'POST', path: ADD_PATH, headers: { 'content-type': 'application/json' }, body: ADD_SYNC });
+      const local = await send(open, {
+        method: 'POST',
+        path: ADD_PATH,
+        headers: { 'content-type': 'application/json' },
+        body: ADD_SYNC,
+      });
       expect(local.status, local.text).toBe(200);
       expect(await scheduleJobs()).toBe(before + 3);
       // the dashboard's routes read JSON only: another body type, or a body that is not JSON, adds nothing
-      const notJson = await send(guarded, { method: 'POST', path: ADD_PATH, headers: { ...bearer(TOKEN), 'content-type': 'text/plain' }, body: ADD_SYNC });
+      const notJson = await send(guarded, {
+        method: 'POST',
+        path: ADD_PATH,
+        headers: { ...bearer(TOKEN), 'content-type': 'text/plain' },
+        body: ADD_SYNC,
+      });
       expect(notJson.status).toBe(415);
-      const broken = await send(guarded, { method: 'POST', path: ADD_PATH, headers: { ...bearer(TOKEN), 'content-type': 'application/json' }, body: '{"name":' });
+      const broken = await send(guarded, {
+        method: 'POST',
+        path: ADD_PATH,
+        headers: { ...bearer(TOKEN), 'content-type': 'application/json' },
+        body: '{"name":',
+      });
       expect(broken.status).toBe(400);
       expect(await scheduleJobs()).toBe(before + 3);
     } finally {
@@ -224,7 +281,16 @@ describe('headers every answer carries', () => {
   it('our pages, the dashboard, its API, the probes, metrics and refusals', async () => {
     const port = portOf(guarded);
     const answers: [string, RawAnswer][] = [];
-    for (const path of ['/', '/batches', '/search?q=x', '/admin/queues', '/admin/queues/', '/admin/queues/api/queues', '/healthz', '/readyz']) {
+    for (const path of [
+      '/',
+      '/batches',
+      '/search?q=x',
+      '/admin/queues',
+      '/admin/queues/',
+      '/admin/queues/api/queues',
+      '/healthz',
+      '/readyz',
+    ]) {
       const r = await send(guarded, { path, headers: bearer(TOKEN) });
       expect(r.status, path).toBeLessThan(300);
       answers.push([path, r]);
@@ -232,7 +298,15 @@ describe('headers every answer carries', () => {
     answers.push(['/metrics', await send(guarded, { path: '/metrics', headers: bearer(METRICS_TOKEN) })]);
     answers.push(['401', await send(guarded, { path: '/' })]);
     answers.push(['421', await send(guarded, { path: '/', headers: { host: `evil.example:${port}` } })]);
-    answers.push(['403', await send(guarded, { method: 'POST', path: ADD_PATH, headers: { ...basic(TOKEN), 'content-type': 'text/plain' }, body: ADD_SYNC })]);
+    answers.push([
+      '403',
+      await send(guarded, {
+        method: 'POST',
+        path: ADD_PATH,
+        headers: { ...basic(TOKEN), 'content-type': 'text/plain' },
+        body: ADD_SYNC,
+      }),
+    ]);
     answers.push(['open /admin/queues', await send(open, { path: '/admin/queues' })]);
     for (const [what, r] of answers) frameHeaders(r, what);
   });
@@ -263,8 +337,17 @@ describe('request bodies are bounded', () => {
     const before = await scheduleJobs();
     const big = JSON.stringify({ name: 'sync', data: { sourceId: 1, pad: 'x'.repeat(100 * 1024) } });
     for (const chunked of [false, true]) {
-      for (const [server, auth] of [[guarded, bearer(TOKEN)], [open, {}]] as const) {
-        const r = await send(server, { method: 'POST', path: ADD_PATH, headers: { ...auth, 'content-type': 'application/json' }, body: big, chunked });
+      for (const [server, auth] of [
+        [guarded, bearer(TOKEN)],
+        [open, {}],
+      ] as const) {
+        const r = await send(server, {
+          method: 'POST',
+          path: ADD_PATH,
+          headers: { ...auth, 'content-type': 'application/json' },
+          body: big,
+          chunked,
+        });
         expect(r.status, `chunked ${chunked}`).toBe(413);
         expect(r.text.length).toBeLessThan(400);
       }
@@ -298,14 +381,25 @@ describe('/metrics with METRICS_TOKEN', () => {
       ADMIN_ALLOWED_HOSTS: `${ALLOWED_NAME}, other.example.internal`,
     });
     try {
-      await waitUntil(async () => {
-        if (!daemon.running()) throw new Error(`daemon exited:\n${daemon.stderr()}`);
-        return (await rawRequest(url, { path: '/healthz' }).catch(() => undefined))?.status === 200 ? true : undefined;
-      }, 30_000, 'the daemon admin server');
+      await waitUntil(
+        async () => {
+          if (!daemon.running()) throw new Error(`daemon exited:\n${daemon.stderr()}`);
+          return (await rawRequest(url, { path: '/healthz' }).catch(() => undefined))?.status === 200
+            ? true
+            : undefined;
+        },
+        30_000,
+        'the daemon admin server',
+      );
       expect((await rawRequest(url, { path: '/metrics' })).status).toBe(401);
       expect((await rawRequest(url, { path: '/metrics', headers: bearer(METRICS_TOKEN) })).status).toBe(200);
-      expect((await rawRequest(url, { path: '/', headers: { host: `other.example.internal:${port}`, ...bearer(TOKEN) } })).status).toBe(200);
-      expect((await rawRequest(url, { path: '/', headers: { host: `evil.example:${port}`, ...bearer(TOKEN) } })).status).toBe(421);
+      expect(
+        (await rawRequest(url, { path: '/', headers: { host: `other.example.internal:${port}`, ...bearer(TOKEN) } }))
+          .status,
+      ).toBe(200);
+      expect(
+        (await rawRequest(url, { path: '/', headers: { host: `evil.example:${port}`, ...bearer(TOKEN) } })).status,
+      ).toBe(421);
     } finally {
       daemon.kill('SIGTERM');
       await daemon.exited;

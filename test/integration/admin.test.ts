@@ -42,7 +42,10 @@ let deps: PipelineDeps;
 let workers: WorkerSet;
 let admin: AdminServer;
 
-async function get(path: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string; headers: Headers }> {
+async function get(
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string; headers: Headers }> {
   const res = await fetch(`${admin.url}${path}`, { headers });
   return { status: res.status, text: await res.text(), headers: res.headers };
 }
@@ -56,7 +59,9 @@ async function scrape(): Promise<Sample[]> {
 }
 
 async function pgBatchesByStatus(): Promise<Record<string, number>> {
-  const rows = await h.database.sql<{ status: string; n: number }[]>`select status, count(*)::int as n from batches group by status`;
+  const rows = await h.database.sql<
+    { status: string; n: number }[]
+  >`select status, count(*)::int as n from batches group by status`;
   return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }
 
@@ -98,8 +103,22 @@ async function closePipeline(): Promise<void> {
 /** A channel and a playlist of the catalog, registered as sources. */
 async function registerSources(): Promise<number[]> {
   const [first, second] = h.sim.catalog.channels();
-  const ch = await registerSource(deps, { kind: 'channel', ref: first!.handle, limit: 60, langs: ['en'], textOnly: false, cron: null });
-  const pl = await registerSource(deps, { kind: 'playlist', ref: second!.playlistIds[0]!, limit: 40, langs: ['en'], textOnly: true, cron: null });
+  const ch = await registerSource(deps, {
+    kind: 'channel',
+    ref: first!.handle,
+    limit: 60,
+    langs: ['en'],
+    textOnly: false,
+    cron: null,
+  });
+  const pl = await registerSource(deps, {
+    kind: 'playlist',
+    ref: second!.playlistIds[0]!,
+    limit: 40,
+    langs: ['en'],
+    textOnly: true,
+    cron: null,
+  });
   return [ch.id, pl.id];
 }
 
@@ -120,18 +139,26 @@ describe('metrics during and after a backfill', () => {
     h.sim.clock.setSpeed(0);
     const run = startBackfill(sourceIds);
     try {
-      const jobIds = await waitFor(async () => {
-        const rows = await h.database.sql<{ job_id: string }[]>`select job_id from batches`;
-        return rows.length === 4 ? rows.map((r) => r.job_id) : undefined;
-      }, 15_000, 'four batches submitted');
+      const jobIds = await waitFor(
+        async () => {
+          const rows = await h.database.sql<{ job_id: string }[]>`select job_id from batches`;
+          return rows.length === 4 ? rows.map((r) => r.job_id) : undefined;
+        },
+        15_000,
+        'four batches submitted',
+      );
       // one simulated second of work: 20 items of each batch finish
       h.sim.clock.advance(h.sim.jobSettings().queuedMs + 1_000);
       // (the playlist holds fewer videos than that: its batches are done)
-      await waitFor(async () => {
-        const rows = await h.database.sql<{ n: number }[]>`
+      await waitFor(
+        async () => {
+          const rows = await h.database.sql<{ n: number }[]>`
           select count(*)::int as n from batches where succeeded + failed = least(total, ${ITEMS_PER_SECOND})`;
-        return rows[0]!.n === jobIds.length ? true : undefined;
-      }, 15_000, 'every batch polled after one simulated second');
+          return rows[0]!.n === jobIds.length ? true : undefined;
+        },
+        15_000,
+        'every batch polled after one simulated second',
+      );
 
       // every poll recorded in Postgres made its GET before (read first, then scrape)
       const [recorded] = await h.database.sql<{ n: number }[]>`select sum(polls)::int as n from batches`;
@@ -142,8 +169,12 @@ describe('metrics during and after a backfill', () => {
       expect(polls).toBeGreaterThanOrEqual(recorded!.n);
       expect(sum(m, 'vsi_api_requests_total', { endpoint: 'POST /videosite/video/batch' })).toBe(2);
       expect(sum(m, 'vsi_api_requests_total', { endpoint: 'POST /videosite/transcript/batch' })).toBe(2);
-      expect(value(m, 'vsi_api_request_duration_seconds_count', { endpoint: 'GET /videosite/batch/{jobId}', status: '200' })).toBe(polls);
-      expect(value(m, 'vsi_api_request_duration_seconds_sum', { endpoint: 'GET /videosite/batch/{jobId}', status: '200' })).toBeGreaterThan(0);
+      expect(
+        value(m, 'vsi_api_request_duration_seconds_count', { endpoint: 'GET /videosite/batch/{jobId}', status: '200' }),
+      ).toBe(polls);
+      expect(
+        value(m, 'vsi_api_request_duration_seconds_sum', { endpoint: 'GET /videosite/batch/{jobId}', status: '200' }),
+      ).toBeGreaterThan(0);
 
       // batches by status, as Postgres has them (zeros included)
       const pg = await pgBatchesByStatus();
@@ -153,7 +184,9 @@ describe('metrics during and after a backfill', () => {
       }
 
       // one poll job per batch in flight, waiting for its next turn
-      const pollJobs = ['waiting', 'active', 'delayed'].map((state) => value(m, 'vsi_queue_jobs', { queue: 'poll', state })!);
+      const pollJobs = ['waiting', 'active', 'delayed'].map((state) =>
+        value(m, 'vsi_queue_jobs', { queue: 'poll', state })!,
+      );
       expect(pollJobs.reduce((a, b) => a + b, 0)).toBe(pg.active);
       expect(value(m, 'vsi_queue_jobs', { queue: 'poll', state: 'failed' })).toBe(0);
       expect(value(m, 'vsi_queue_jobs', { queue: 'schedule', state: 'waiting' })).toBe(0);
@@ -187,10 +220,14 @@ describe('metrics during and after a backfill', () => {
     h.sim.setJobSettings({ itemsPerSecond: ITEMS_PER_SECOND });
     h.sim.clock.setSpeed(0);
     const run = startBackfill(await registerSources());
-    await waitFor(async () => {
-      const rows = await h.database.sql<{ n: number }[]>`select count(*)::int as n from batches`;
-      return rows[0]!.n === 4 ? true : undefined;
-    }, 15_000, 'four batches submitted');
+    await waitFor(
+      async () => {
+        const rows = await h.database.sql<{ n: number }[]>`select count(*)::int as n from batches`;
+        return rows[0]!.n === 4 ? true : undefined;
+      },
+      15_000,
+      'four batches submitted',
+    );
     h.sim.clock.setSpeed(1);
     h.sim.clock.advance(10_000);
     const report = await run;
@@ -213,7 +250,9 @@ describe('metrics during and after a backfill', () => {
     const errors = await sql<{ error_code: string; state: string; n: number }[]>`
       select error_code, state, count(*)::int as n from batch_items where error_code is not null group by 1, 2`;
     // the catalog has private, gone and transcript-less videos: each code is reported
-    expect(new Set(errors.map((e) => e.error_code))).toEqual(new Set(['forbidden', 'not-found', 'transcript-unavailable']));
+    expect(new Set(errors.map((e) => e.error_code))).toEqual(
+      new Set(['forbidden', 'not-found', 'transcript-unavailable']),
+    );
     for (const e of errors) {
       expect(value(m, 'vsi_batch_items_by_error_code', { error_code: e.error_code, state: e.state })).toBe(e.n);
     }
@@ -247,7 +286,10 @@ describe('probes and access control', () => {
     expect(health.text).toBe('ok\n');
     const ready = await get('/readyz');
     expect(ready.status, ready.text).toBe(200);
-    expect(JSON.parse(ready.text)).toEqual({ ready: true, checks: { postgres: 'ok', redis: 'ok', migrations: 'ok', schema: 'ok' } });
+    expect(JSON.parse(ready.text)).toEqual({
+      ready: true,
+      checks: { postgres: 'ok', redis: 'ok', migrations: 'ok', schema: 'ok' },
+    });
   });
 
   it('the overview and the queue dashboard need the token, as bearer or basic auth', async () => {
@@ -261,7 +303,9 @@ describe('probes and access control', () => {
       expect((await get(path, basic(TOKEN))).status, `${path} basic`).toBe(200);
     }
     // the dashboard's API lists our three queues
-    const queues = JSON.parse((await get('/admin/queues/api/queues', bearer(TOKEN))).text) as { queues: { name: string }[] };
+    const queues = JSON.parse((await get('/admin/queues/api/queues', bearer(TOKEN))).text) as {
+      queues: { name: string }[];
+    };
     expect(queues.queues.map((q) => q.name).sort()).toEqual(['poll', 'schedule', 'sink']);
   });
 
@@ -282,7 +326,8 @@ describe('probes and access control', () => {
       expect(page.text).toMatch(/<svg class="chart"[^>]*aria-label="Credits used over time/);
       expect(page.text).toContain('transcript-unavailable');
     } finally {
-      await h.database.sql`update sources set last_error = null, last_error_code = null, last_error_at = null where id = ${first!}`;
+      await h.database
+        .sql`update sources set last_error = null, last_error_code = null, last_error_at = null where id = ${first!}`;
     }
   });
 
@@ -330,16 +375,23 @@ describe('probes and access control', () => {
         expect(rows.length).toBeLessThanOrEqual(OVERVIEW_SOURCES_PER_PAGE);
         seen.push(...rows);
       }
-      expect([...seen].sort((a, b) => a - b)).toEqual([...backfilledIds, ...added.map((s) => s.id)].sort((a, b) => a - b));
+      expect([...seen].sort((a, b) => a - b)).toEqual(
+        [...backfilledIds, ...added.map((s) => s.id)].sort((a, b) => a - b),
+      );
       // past the last page: the last one
-      expect(rowsOf((await get(`/?page=${pages + 5}`, bearer(TOKEN))).text)).toEqual(seen.slice((pages - 1) * OVERVIEW_SOURCES_PER_PAGE));
+      expect(rowsOf((await get(`/?page=${pages + 5}`, bearer(TOKEN))).text)).toEqual(
+        seen.slice((pages - 1) * OVERVIEW_SOURCES_PER_PAGE),
+      );
       const bad = await get('/?page=abc', bearer(TOKEN));
       expect(bad.status).toBe(400);
       expect(bad.text).toBe('page: invalid value "abc": expected a whole number from 1\n');
 
       // storage per table as the catalog has it, and the latest prune
-      for (const table of ['batch_items', 'videos', 'transcripts', 'prune_runs']) expect(first.text).toContain(`<tr data-table="${table}">`);
-      expect(first.text).toMatch(/<p class="small" id="last-prune">Last prune 2 h ago: daily prune freed 5\.0 MB: batch_items 1234 row\(s\), 5\.0 MB<\/p>/);
+      for (const table of ['batch_items', 'videos', 'transcripts', 'prune_runs'])
+        expect(first.text).toContain(`<tr data-table="${table}">`);
+      expect(first.text).toMatch(
+        /<p class="small" id="last-prune">Last prune 2 h ago: daily prune freed 5\.0 MB: batch_items 1234 row\(s\), 5\.0 MB<\/p>/,
+      );
     } finally {
       await sql`delete from sources where id = any(${added.map((s) => s.id)}::int[])`;
       await sql`delete from prune_runs where id = ${prune!.id}`;
@@ -360,7 +412,11 @@ describe('probes and access control', () => {
       union all select 'playlist', 'PLnew' || i, 'PLnew' || i, 10, false, null from generate_series(1, 3) i
       returning id, ref`;
     try {
-      const hoursOf = new Map(added.filter((s) => s.ref.startsWith('PLstale')).map((s) => [String(s.id), 24 + Number(s.ref.slice('PLstale'.length))]));
+      const hoursOf = new Map(
+        added
+          .filter((s) => s.ref.startsWith('PLstale'))
+          .map((s) => [String(s.id), 24 + Number(s.ref.slice('PLstale'.length))]),
+      );
       const m = await scrape();
       const series = samples(m, 'vsi_source_seconds_since_sync');
       expect(series).toHaveLength(STALEST_SOURCES_SHOWN);
@@ -371,14 +427,22 @@ describe('probes and access control', () => {
         expect(s.labels.kind).toBe('playlist');
         expect(Math.abs(s.value - hoursOf.get(s.labels.source_id!)! * 3_600)).toBeLessThan(120);
       }
-      expect(Math.abs(value(m, 'vsi_source_seconds_since_sync_max', { kind: 'playlist' })! - (24 + 130) * 3_600)).toBeLessThan(120);
+      expect(
+        Math.abs(value(m, 'vsi_source_seconds_since_sync_max', { kind: 'playlist' })! - (24 + 130) * 3_600),
+      ).toBeLessThan(120);
 
       // every source counted once by kind and state, every kind and state present
       const [all] = await sql<{ n: number }[]>`select count(*)::int as n from sources`;
       expect(sum(m, 'vsi_sources')).toBe(all!.n);
       expect(samples(m, 'vsi_sources')).toHaveLength(SOURCE_KINDS.length * 3);
-      const delta = (state: string) => value(m, 'vsi_sources', { kind: 'playlist', state })! - value(before, 'vsi_sources', { kind: 'playlist', state })!;
-      expect({ active: delta('active'), paused: delta('paused'), never_synced: delta('never_synced') }).toEqual({ active: 130, paused: 7, never_synced: 3 });
+      const delta = (state: string) =>
+        value(m, 'vsi_sources', { kind: 'playlist', state })! -
+        value(before, 'vsi_sources', { kind: 'playlist', state })!;
+      expect({ active: delta('active'), paused: delta('paused'), never_synced: delta('never_synced') }).toEqual({
+        active: 130,
+        paused: 7,
+        never_synced: 3,
+      });
       expect(value(m, 'vsi_sources', { kind: 'search', state: 'active' })).toBe(0);
     } finally {
       await sql`delete from sources where id = any(${added.map((s) => s.id)}::int[])`;
@@ -431,7 +495,12 @@ describe('probes and access control', () => {
         where datname = current_database() and wait_event_type = 'Lock' and pid <> ${(await locker<{ pid: number }[]>`select pg_backend_pid() as pid`)[0]!.pid}`;
       expect(waiting[0]!.n).toBe(0);
       const events = parseLogLines(lines.join(''));
-      expect(events.filter((l) => l.event === 'metrics.family_failed').map((l) => [l.family, l.cancelled]).sort()).toEqual([
+      expect(
+        events
+          .filter((l) => l.event === 'metrics.family_failed')
+          .map((l) => [l.family, l.cancelled])
+          .sort(),
+      ).toEqual([
         ['item_errors', true],
         ['quarantined', true],
       ]);
@@ -448,13 +517,28 @@ describe('probes and access control', () => {
 
   it('refuses to listen beyond loopback without a token; listens with one', async () => {
     const base = { port: 0, sql: h.database.sql, redis: h.redis, queues: h.queues, log: silentLogger() };
-    await expect(startAdminServer({ ...base, host: '0.0.0.0', token: undefined, metrics: createMetrics({ processMetrics: false }) })).rejects.toThrow(
-      ConfigError,
-    );
-    await expect(startAdminServer({ ...base, host: '0.0.0.0', token: undefined, metrics: createMetrics({ processMetrics: false }) })).rejects.toThrow(
-      /ADMIN_TOKEN: not set, but the admin server would listen on 0\.0\.0\.0, beyond loopback/,
-    );
-    const open = await startAdminServer({ ...base, host: '0.0.0.0', token: TOKEN, metrics: createMetrics({ processMetrics: false }) });
+    await expect(
+      startAdminServer({
+        ...base,
+        host: '0.0.0.0',
+        token: undefined,
+        metrics: createMetrics({ processMetrics: false }),
+      }),
+    ).rejects.toThrow(ConfigError);
+    await expect(
+      startAdminServer({
+        ...base,
+        host: '0.0.0.0',
+        token: undefined,
+        metrics: createMetrics({ processMetrics: false }),
+      }),
+    ).rejects.toThrow(/ADMIN_TOKEN: not set, but the admin server would listen on 0\.0\.0\.0, beyond loopback/);
+    const open = await startAdminServer({
+      ...base,
+      host: '0.0.0.0',
+      token: TOKEN,
+      metrics: createMetrics({ processMetrics: false }),
+    });
     try {
       expect((await fetch(`${open.url}/`)).status).toBe(401);
       expect((await fetch(`${open.url}/healthz`)).status).toBe(200);
@@ -462,7 +546,12 @@ describe('probes and access control', () => {
       await open.close();
     }
     // on loopback without a token, every page is served
-    const local = await startAdminServer({ ...base, host: '127.0.0.1', token: undefined, metrics: createMetrics({ processMetrics: false }) });
+    const local = await startAdminServer({
+      ...base,
+      host: '127.0.0.1',
+      token: undefined,
+      metrics: createMetrics({ processMetrics: false }),
+    });
     try {
       expect((await fetch(`${local.url}/admin/queues`)).status).toBe(200);
     } finally {
@@ -482,7 +571,9 @@ describe('probes and access control', () => {
     expect(noToken.stderr).toMatch(/^error: ADMIN_TOKEN: not set, but the admin server would listen on 0\.0\.0\.0/m);
     expect(parseLogLines(noToken.stderr).filter((l) => l.event === 'daemon.started')).toEqual([]);
     expect(shortToken.code).toBe(2);
-    expect(shortToken.stderr).toMatch(/^error: ADMIN_TOKEN: invalid value \(value hidden\): expected at least 16 characters/m);
+    expect(shortToken.stderr).toMatch(
+      /^error: ADMIN_TOKEN: invalid value \(value hidden\): expected at least 16 characters/m,
+    );
     expect(shortToken.stderr).not.toContain('short');
   });
 });
@@ -514,22 +605,35 @@ describe('readiness follows its own Redis', () => {
       await waitFor(async () => ((await ready()).status === 200 ? true : undefined), 10_000, 'ready with its Redis up');
 
       await server.kill();
-      const down = await waitFor(async () => {
-        const r = await ready();
-        return r.status === 503 ? r : undefined;
-      }, 10_000, 'unready with its Redis down');
-      expect(down.body).toEqual({ ready: false, checks: { postgres: 'ok', redis: 'down', migrations: 'ok', schema: 'ok' } });
+      const down = await waitFor(
+        async () => {
+          const r = await ready();
+          return r.status === 503 ? r : undefined;
+        },
+        10_000,
+        'unready with its Redis down',
+      );
+      expect(down.body).toEqual({
+        ready: false,
+        checks: { postgres: 'ok', redis: 'down', migrations: 'ok', schema: 'ok' },
+      });
       const m = await fetch(`${own.url}/metrics`);
       expect(m.status).toBe(200);
       const text = await m.text();
       expect(text).not.toMatch(/^vsi_queue_jobs\{/m);
-      expect(value(parseMetrics(text), 'vsi_metrics_collect_errors_total', { family: 'queues' })).toBeGreaterThanOrEqual(1);
+      expect(
+        value(parseMetrics(text), 'vsi_metrics_collect_errors_total', { family: 'queues' }),
+      ).toBeGreaterThanOrEqual(1);
 
       await server.start();
-      const up = await waitFor(async () => {
-        const r = await ready();
-        return r.status === 200 ? r : undefined;
-      }, 15_000, 'ready again with its Redis back');
+      const up = await waitFor(
+        async () => {
+          const r = await ready();
+          return r.status === 200 ? r : undefined;
+        },
+        15_000,
+        'ready again with its Redis back',
+      );
       expect(up.body.checks).toEqual({ postgres: 'ok', redis: 'ok', migrations: 'ok', schema: 'ok' });
     } finally {
       await own.close();

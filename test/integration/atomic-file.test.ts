@@ -41,7 +41,9 @@ describe('the temporary file', () => {
     const victim = join(d, 'victim');
     writeFileSync(victim, 'precious\n');
     symlinkSync(victim, join(d, '.out.same.partial'));
-    await expect(openAtomicFile(join(d, 'out'), { tempName: () => '.out.same.partial' })).rejects.toMatchObject({ code: 'EEXIST' });
+    await expect(openAtomicFile(join(d, 'out'), { tempName: () => '.out.same.partial' })).rejects.toMatchObject({
+      code: 'EEXIST',
+    });
     expect(readFileSync(victim, 'utf8')).toBe('precious\n');
     expect(names(d)).toEqual(['.out.same.partial', 'victim']);
   });

@@ -30,7 +30,14 @@ describe('backfill of many sources', () => {
     expect(BACKFILL_SYNC_CONCURRENCY).toBeGreaterThan(1);
     const ids: number[] = [];
     for (const ch of h.sim.catalog.channels().slice(0, CHANNELS)) {
-      const s = await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: VIDEOS, langs: ['en'], textOnly: false, cron: null });
+      const s = await registerSource(h.deps, {
+        kind: 'channel',
+        ref: ch.id,
+        limit: VIDEOS,
+        langs: ['en'],
+        textOnly: false,
+        cron: null,
+      });
       ids.push(s.id);
     }
     // a first sync costs its listing, then a metadata and a transcript batch: 2 x (1 + VIDEOS). Room for 1 of 6:
@@ -67,7 +74,14 @@ describe('side by side with slow POSTs', () => {
     // two sources of its own: nothing of theirs in flight, everything still due
     const ids: number[] = [];
     for (const ch of h.sim.catalog.channels().slice(CHANNELS)) {
-      const s = await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: VIDEOS, langs: ['en'], textOnly: false, cron: null });
+      const s = await registerSource(h.deps, {
+        kind: 'channel',
+        ref: ch.id,
+        limit: VIDEOS,
+        langs: ['en'],
+        textOnly: false,
+        cron: null,
+      });
       ids.push(s.id);
     }
     expect(ids).toHaveLength(2);

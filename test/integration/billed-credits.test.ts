@@ -65,8 +65,12 @@ describe('credits billed = /me = the dry-run estimate', () => {
     const before = await used();
     sourceIds.push(addedId(await cli(['sources', 'add', 'channel', c0!.handle, '--lang', 'en'])));
     sourceIds.push(addedId(await cli(['sources', 'add', 'playlist', c1!.playlistIds[0]!, '--lang', 'en'])));
-    sourceIds.push(addedId(await cli(['sources', 'add', 'search', 'billing exactness', '--limit', '30', '--lang', 'en'])));
-    sourceIds.push(addedId(await cli(['sources', 'add', 'videos', ...h.sim.catalog.videoIds(c2!.id)!.slice(0, 5), '--lang', 'en'])));
+    sourceIds.push(
+      addedId(await cli(['sources', 'add', 'search', 'billing exactness', '--limit', '30', '--lang', 'en'])),
+    );
+    sourceIds.push(
+      addedId(await cli(['sources', 'add', 'videos', ...h.sim.catalog.videoIds(c2!.id)!.slice(0, 5), '--lang', 'en'])),
+    );
     const rows = await charges();
     expect(sum(rows)).toBe((await used()) - before);
     for (const r of rows) expect(r.basis).toBe('header');
@@ -107,7 +111,9 @@ describe('credits billed = /me = the dry-run estimate', () => {
 
   it('backfill --refresh of each source, a generated transcript among them: billed = /me = the dry-run estimate, to the credit', async () => {
     // a list of videos known (from the channel's batch) to have no captions, generated from their audio
-    sourceIds.push(addedId(await cli(['sources', 'add', 'videos', ...withoutCaptions, '--lang', 'en', '--generate-missing'])));
+    sourceIds.push(
+      addedId(await cli(['sources', 'add', 'videos', ...withoutCaptions, '--lang', 'en', '--generate-missing'])),
+    );
     // one source at a time: syncs run side by side may split shared videos into other batches
     // than the plan's (the dry run says so), which changes the per-batch credits
     let generated = 0;
@@ -135,7 +141,12 @@ describe('credits billed = /me = the dry-run estimate', () => {
   it('status shows what was billed today, per day and per source', async () => {
     const r = await cli(['status', '--json']);
     expectExit(r, 0);
-    const report = JSON.parse(r.stdout) as { credits: { billedByDay: { credits: number }[]; billedTodayBySource: { sourceId: number | null; credits: number }[] } };
+    const report = JSON.parse(r.stdout) as {
+      credits: {
+        billedByDay: { credits: number }[];
+        billedTodayBySource: { sourceId: number | null; credits: number }[];
+      };
+    };
     const all = sum(await charges());
     expect(report.credits.billedByDay[0]!.credits).toBe(all);
     expect(report.credits.billedTodayBySource.reduce((n, s) => n + s.credits, 0)).toBe(all);
@@ -149,7 +160,9 @@ describe('an answer without x-billable-requests', () => {
     h.sim.setFaults({ dropBillingHeader: true });
     try {
       const [, , c2] = h.sim.catalog.channels();
-      const id = addedId(await cli(['sources', 'add', 'videos', ...h.sim.catalog.videoIds(c2!.id)!.slice(5, 8), '--lang', 'en']));
+      const id = addedId(
+        await cli(['sources', 'add', 'videos', ...h.sim.catalog.videoIds(c2!.id)!.slice(5, 8), '--lang', 'en']),
+      );
       const chargedBefore = (await charges()).length;
       const before = await used();
       const r = await cli(['backfill', '--source', String(id)]);
@@ -168,7 +181,9 @@ describe('an answer without x-billable-requests', () => {
 describe('an answer whose header disagrees with /me', () => {
   it('is recorded as the header says, and backfill reports the difference to /me', async () => {
     const [, , c2] = h.sim.catalog.channels();
-    const id = addedId(await cli(['sources', 'add', 'videos', ...h.sim.catalog.videoIds(c2!.id)!.slice(8, 11), '--lang', 'en']));
+    const id = addedId(
+      await cli(['sources', 'add', 'videos', ...h.sim.catalog.videoIds(c2!.id)!.slice(8, 11), '--lang', 'en']),
+    );
     const before = await used();
     h.sim.script([{ match: 'POST /videosite/video/batch', process: true, headers: { 'x-billable-requests': '0' } }]);
     try {
@@ -203,7 +218,9 @@ describe('a request the client gave up on', () => {
     h.sim.script([{ match: 'GET /videosite/channel', process: true, hang: true }]);
     const before = await used();
     try {
-      await expect(client.getChannel({ id: h.sim.catalog.channels()[1]!.id }, { expectedCredits: 1 })).rejects.toMatchObject({ code: 'timeout' });
+      await expect(
+        client.getChannel({ id: h.sim.catalog.channels()[1]!.id }, { expectedCredits: 1 }),
+      ).rejects.toMatchObject({ code: 'timeout' });
     } finally {
       h.sim.clearScript();
       await client.close();
@@ -211,19 +228,32 @@ describe('a request the client gave up on', () => {
     expect(events).toHaveLength(1);
     expect(chargeOf(events[0]!)).toEqual({ credits: 1, basis: 'unanswered', estimated: 1 });
     // the server went on and completed it: charged all the same
-    await waitFor(async () => ((await used()) === before + 1 ? true : undefined), 10_000, 'the timed-out request charged');
+    await waitFor(
+      async () => ((await used()) === before + 1 ? true : undefined),
+      10_000,
+      'the timed-out request charged',
+    );
   });
 });
 
 describe('a crawl', () => {
   it('bills 1 for the request in its answer, and 1 per page crawled after it: /me = crawlCredits(pages)', async () => {
     const events: RequestEvent[] = [];
-    const client = createApiClient({ baseUrl: h.sim.baseUrl, apiKey: h.sim.apiKey, platform: h.sim.platform, onRequest: (e) => events.push(e) });
+    const client = createApiClient({
+      baseUrl: h.sim.baseUrl,
+      apiKey: h.sim.apiKey,
+      platform: h.sim.platform,
+      onRequest: (e) => events.push(e),
+    });
     try {
       const before = await used();
       const { jobId } = await client.startCrawl({ url: 'https://docs.example.com/guide', limit: 12 });
       expect(events.at(-1)).toMatchObject({ endpoint: 'POST /web/crawl', billedCredits: 1 });
-      await waitFor(async () => ((await client.getCrawl(jobId)).status === 'completed' ? true : undefined), 30_000, 'the crawl completed');
+      await waitFor(
+        async () => ((await client.getCrawl(jobId)).status === 'completed' ? true : undefined),
+        30_000,
+        'the crawl completed',
+      );
       let pages = 0;
       for await (const _ of client.crawlPages(jobId)) pages++;
       expect(pages).toBeGreaterThan(0);

@@ -19,8 +19,13 @@ beforeAll(async () => {
   // regular videos only, every one public with captions: each test decides what changes
   h = await createPipelineHarness('change-history', {
     catalog: {
-      channels: 3, channelSizes: [8, 8, 8], shortsPerChannel: 0, livesPerChannel: 0,
-      noTranscriptShare: 0, privateShare: 0, goneShare: 0,
+      channels: 3,
+      channelSizes: [8, 8, 8],
+      shortsPerChannel: 0,
+      livesPerChannel: 0,
+      noTranscriptShare: 0,
+      privateShare: 0,
+      goneShare: 0,
     },
   });
   h.startWorkers(['poller', 'sink']);
@@ -38,7 +43,8 @@ async function ok(args: string[]): Promise<CliResult> {
   return r;
 }
 
-const backfill = (id: number, ...more: string[]) => ok(['backfill', '--source', String(id), '--timeout', '45s', ...more]);
+const backfill = (id: number, ...more: string[]) =>
+  ok(['backfill', '--source', String(id), '--timeout', '45s', ...more]);
 
 interface Ev {
   id: number;
@@ -61,7 +67,8 @@ async function itemEventsSince(since: number): Promise<Ev[]> {
 }
 
 /** [type, videoId] of each event, sorted, for an exact comparison that names what is extra or missing. */
-const kinds = (evs: Ev[]) => evs.map((e) => [e.type, e.video_id ?? '']).sort((a, b) => `${a[0]} ${a[1]}`.localeCompare(`${b[0]} ${b[1]}`));
+const kinds = (evs: Ev[]) =>
+  evs.map((e) => [e.type, e.video_id ?? '']).sort((a, b) => `${a[0]} ${a[1]}`.localeCompare(`${b[0]} ${b[1]}`));
 
 /**
  * A channel of the catalog as a source asking one language, every video of it having that
@@ -78,7 +85,9 @@ async function channelSource(index: number): Promise<{ sourceId: number; lang: s
   }
   // a limit above the channel's size: a new upload does not push an old video out of the listing
   await ok(['sources', 'add', 'channel', ch.handle, '--limit', '50', '--lang', lang]);
-  const [row] = await h.database.sql<{ id: number }[]>`select id from sources where ref = ${ch.handle} order by id desc limit 1`;
+  const [row] = await h.database.sql<
+    { id: number }[]
+  >`select id from sources where ref = ${ch.handle} order by id desc limit 1`;
   return { sourceId: row!.id, lang, ids };
 }
 
@@ -113,7 +122,9 @@ const changesOf = (ids: string[]) => h.database.sql<ChangeRow[]>`
 /** In video order: the two changes of one sync are written by whichever batch lands first. */
 const byVideo = (rows: ChangeRow[]) => [...rows].sort((a, b) => a.video_id.localeCompare(b.video_id));
 
-const transcriptsOf = (ids: string[]) => h.database.sql<{ video_id: string; lang: string; content_sha256: string; text: string }[]>`
+const transcriptsOf = (ids: string[]) => h.database.sql<
+  { video_id: string; lang: string; content_sha256: string; text: string }[]
+>`
   select video_id, lang, content_sha256, text from transcripts where video_id in ${h.database.sql(ids)} order by video_id, lang`;
 
 describe('change history and events', () => {
@@ -123,7 +134,9 @@ describe('change history and events', () => {
     const before = await lastEventId();
     await backfill(sourceId);
 
-    const videos = (await sql<{ id: string }[]>`select id from videos where id in ${sql(ids)} order by id`).map((r) => r.id);
+    const videos = (await sql<{ id: string }[]>`select id from videos where id in ${sql(ids)} order by id`).map(
+      (r) => r.id,
+    );
     expect(videos).toEqual([...ids].sort());
     const transcripts = await transcriptsOf(ids);
     expect(transcripts.map((t) => [t.video_id, t.lang])).toEqual([...ids].sort().map((id) => [id, lang]));
@@ -131,10 +144,12 @@ describe('change history and events', () => {
     const videoJobs = await batchesOf(sourceId, 'video');
     const transcriptJobs = await batchesOf(sourceId, 'transcript');
     const evs = await itemEventsSince(before);
-    expect(kinds(evs)).toEqual(kinds([
-      ...videos.map((v) => ({ type: 'video.added', video_id: v }) as Ev),
-      ...transcripts.map((t) => ({ type: 'transcript.added', video_id: t.video_id }) as Ev),
-    ]));
+    expect(kinds(evs)).toEqual(
+      kinds([
+        ...videos.map((v) => ({ type: 'video.added', video_id: v }) as Ev),
+        ...transcripts.map((t) => ({ type: 'transcript.added', video_id: t.video_id }) as Ev),
+      ]),
+    );
     for (const e of evs) {
       expect(e.source_id, `${e.type} ${e.video_id}`).toBe(sourceId);
       if (e.type === 'video.added') {
@@ -142,7 +157,13 @@ describe('change history and events', () => {
         expect(videoJobs).toContain(e.data.jobId);
       } else {
         const t = transcripts.find((x) => x.video_id === e.video_id)!;
-        expect(e.data).toMatchObject({ videoId: t.video_id, sourceId, lang, sha256: t.content_sha256, jobId: expect.any(String) });
+        expect(e.data).toMatchObject({
+          videoId: t.video_id,
+          sourceId,
+          lang,
+          sha256: t.content_sha256,
+          jobId: expect.any(String),
+        });
         expect(transcriptJobs).toContain(e.data.jobId);
       }
     }
@@ -159,7 +180,9 @@ describe('change history and events', () => {
     const beforeRefresh = await lastEventId();
     await backfill(sourceId, '--refresh');
     expect(Object.fromEntries(postsPerVideo(h.sim, 'video'))).toEqual(Object.fromEntries(ids.map((id) => [id, 1])));
-    expect(Object.fromEntries(postsPerVideo(h.sim, `transcript:${lang}`))).toEqual(Object.fromEntries(ids.map((id) => [id, 1])));
+    expect(Object.fromEntries(postsPerVideo(h.sim, `transcript:${lang}`))).toEqual(
+      Object.fromEntries(ids.map((id) => [id, 1])),
+    );
     expect(await itemEventsSince(beforeRefresh)).toEqual([]);
     expect(await changesOf(ids)).toEqual([]);
     const seenAgain = await versionsOf(ids);
@@ -167,7 +190,8 @@ describe('change history and events', () => {
       versions.map((v) => [v.video_id, v.lang, v.content_sha256, v.job_id]),
     );
     // the same content delivered again is seen again, not a new version
-    for (const [i, v] of seenAgain.entries()) expect(v.last_seen_at.getTime(), v.video_id).toBeGreaterThan(versions[i]!.last_seen_at.getTime());
+    for (const [i, v] of seenAgain.entries())
+      expect(v.last_seen_at.getTime(), v.video_id).toBeGreaterThan(versions[i]!.last_seen_at.getTime());
 
     // the first batches re-sunk from their raw items: rows rewritten, no event
     const beforeReplay = await lastEventId();
@@ -185,9 +209,14 @@ describe('change history and events', () => {
     const firstVideoJobs = await batchesOf(sourceId, 'video');
     const firstTranscriptJobs = await batchesOf(sourceId, 'transcript');
     const [edited, reuploaded, gone] = ids as [string, string, string];
-    const titleOf = async (id: string) => (await sql<{ title: string }[]>`select title from videos where id = ${id}`)[0]!.title;
+    const titleOf = async (id: string) =>
+      (await sql<{ title: string }[]>`select title from videos where id = ${id}`)[0]!.title;
     const shaOf = async (id: string) =>
-      (await sql<{ s: string }[]>`select content_sha256 as s from transcripts where video_id = ${id} and lang = ${lang}`)[0]!.s;
+      (
+        await sql<
+          { s: string }[]
+        >`select content_sha256 as s from transcripts where video_id = ${id} and lang = ${lang}`
+      )[0]!.s;
     const oldTitle = await titleOf(edited);
     const oldSha = await shaOf(reuploaded);
     const newTitle = `${oldTitle} (edited)`;
@@ -212,19 +241,24 @@ describe('change history and events', () => {
     const newVideoJobs = (await batchesOf(sourceId, 'video')).filter((j) => !firstVideoJobs.includes(j));
     const newTranscriptJobs = (await batchesOf(sourceId, 'transcript')).filter((j) => !firstTranscriptJobs.includes(j));
     const evs = await itemEventsSince(before);
-    expect(kinds(evs)).toEqual(kinds([
-      { type: 'video.changed', video_id: edited },
-      { type: 'transcript.changed', video_id: reuploaded },
-      { type: 'video.gone', video_id: gone },
-      { type: 'video.added', video_id: fresh },
-      { type: 'transcript.added', video_id: fresh },
-    ] as Ev[]));
+    expect(kinds(evs)).toEqual(
+      kinds([
+        { type: 'video.changed', video_id: edited },
+        { type: 'transcript.changed', video_id: reuploaded },
+        { type: 'video.gone', video_id: gone },
+        { type: 'video.added', video_id: fresh },
+        { type: 'transcript.added', video_id: fresh },
+      ] as Ev[]),
+    );
     const ev = (type: string) => evs.find((e) => e.type === type)!;
     for (const e of evs) expect(e.source_id, e.type).toBe(sourceId);
 
     // the title: event, history row and the row of now agree on old and new
     expect(ev('video.changed').data).toMatchObject({
-      videoId: edited, sourceId, jobId: expect.any(String), fields: { title: { old: oldTitle, new: newTitle } },
+      videoId: edited,
+      sourceId,
+      jobId: expect.any(String),
+      fields: { title: { old: oldTitle, new: newTitle } },
     });
     // the title only: nothing else of the video changed upstream
     expect(ev('video.changed').data.fields).toEqual({ title: { old: oldTitle, new: newTitle } });
@@ -235,7 +269,12 @@ describe('change history and events', () => {
     const newSha = await shaOf(reuploaded);
     expect(newSha).not.toBe(oldSha);
     expect(ev('transcript.changed').data).toMatchObject({
-      videoId: reuploaded, sourceId, lang, sha256: newSha, previousSha256: oldSha, jobId: expect.any(String),
+      videoId: reuploaded,
+      sourceId,
+      lang,
+      sha256: newSha,
+      previousSha256: oldSha,
+      jobId: expect.any(String),
     });
     expect(newTranscriptJobs).toContain(ev('transcript.changed').data.jobId);
     const versions = await versionsOf([reuploaded]);
@@ -246,15 +285,28 @@ describe('change history and events', () => {
     expect(now!.text).not.toBe(versions[0]!.text);
 
     // gone: the row stays, marked
-    expect(ev('video.gone').data).toMatchObject({ videoId: gone, sourceId, jobId: expect.any(String), reason: 'not-found' });
+    expect(ev('video.gone').data).toMatchObject({
+      videoId: gone,
+      sourceId,
+      jobId: expect.any(String),
+      reason: 'not-found',
+    });
     const goneRow = async () =>
-      (await sql<{ title: string | null; gone_at: Date | null; gone_reason: string | null }[]>`
-        select title, gone_at, gone_reason from videos where id = ${gone}`)[0];
-    expect(await goneRow()).toMatchObject({ title: expect.any(String), gone_at: expect.any(Date), gone_reason: 'not-found' });
+      (
+        await sql<{ title: string | null; gone_at: Date | null; gone_reason: string | null }[]>`
+        select title, gone_at, gone_reason from videos where id = ${gone}`
+      )[0];
+    expect(await goneRow()).toMatchObject({
+      title: expect.any(String),
+      gone_at: expect.any(Date),
+      gone_reason: 'not-found',
+    });
     // what status says of it: counted by reason, in --json and in the text
     const status = await ok(['status', '--json']);
     expect(JSON.parse(status.stdout).gone).toEqual({ total: 1, byReason: { 'not-found': 1 } });
-    expect((await ok(['status'])).stdout).toContain('Videos gone upstream (rows kept; a refresh sees them come back): 1 (not-found 1)');
+    expect((await ok(['status'])).stdout).toContain(
+      'Videos gone upstream (rows kept; a refresh sees them come back): 1 (not-found 1)',
+    );
     expect((await transcriptsOf([gone])).length).toBe(1);
 
     // the new upload
@@ -262,15 +314,33 @@ describe('change history and events', () => {
     expect(newVideoJobs).toContain(ev('video.added').data.jobId);
     const [freshTranscript] = await transcriptsOf([fresh]);
     expect(ev('transcript.added').data).toMatchObject({
-      videoId: fresh, sourceId, lang, sha256: freshTranscript!.content_sha256, jobId: expect.any(String),
+      videoId: fresh,
+      sourceId,
+      lang,
+      sha256: freshTranscript!.content_sha256,
+      jobId: expect.any(String),
     });
     expect((await versionsOf([fresh])).map((v) => v.content_sha256)).toEqual([freshTranscript!.content_sha256]);
 
     const all = [...ids, fresh];
-    expect(byVideo(await changesOf(all))).toEqual(byVideo([
-      { video_id: edited, field: 'title', old_value: oldTitle, new_value: newTitle, job_id: ev('video.changed').data.jobId as string },
-      { video_id: gone, field: 'gone', old_value: null, new_value: 'not-found', job_id: ev('video.gone').data.jobId as string },
-    ]));
+    expect(byVideo(await changesOf(all))).toEqual(
+      byVideo([
+        {
+          video_id: edited,
+          field: 'title',
+          old_value: oldTitle,
+          new_value: newTitle,
+          job_id: ev('video.changed').data.jobId as string,
+        },
+        {
+          video_id: gone,
+          field: 'gone',
+          old_value: null,
+          new_value: 'not-found',
+          job_id: ev('video.gone').data.jobId as string,
+        },
+      ]),
+    );
 
     // an older batch re-sunk does not write the older title, text or presence back
     const beforeReplay = await lastEventId();
@@ -300,8 +370,14 @@ describe('change history and events', () => {
 
     // what a user reads: the one title change, as a JSON line
     const r = await ok(['events', '--json', '--type', 'video.changed', '--source', String(sourceId)]);
-    const lines = r.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id: number; type: string; data: unknown });
-    expect(lines.map((l) => [l.id, l.type, l.data])).toEqual([[ev('video.changed').id, 'video.changed', ev('video.changed').data]]);
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { id: number; type: string; data: unknown });
+    expect(lines.map((l) => [l.id, l.type, l.data])).toEqual([
+      [ev('video.changed').id, 'video.changed', ev('video.changed').data],
+    ]);
   }, 90_000);
   it('a source asking for a refresh buys again, at its syncs, only the videos last fetched longer ago than that', async () => {
     const { sql } = h.database;

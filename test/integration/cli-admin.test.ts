@@ -57,7 +57,9 @@ function channel(i: number) {
 describe('migrate', () => {
   it('creates a missing database and applies every migration; run again, says the schema is current; backfill --all has nothing to do', async () => {
     const env = { ...h.env, DATABASE_URL: testServerUrl(freshDb) };
-    const migrations = readdirSync(fileURLToPath(new URL('../../migrations', import.meta.url))).filter((f) => f.endsWith('.sql'));
+    const migrations = readdirSync(fileURLToPath(new URL('../../migrations', import.meta.url))).filter((f) =>
+      f.endsWith('.sql'),
+    );
     expect(migrations.length).toBeGreaterThan(0);
 
     const first = await cli(['migrate'], env);
@@ -72,7 +74,9 @@ describe('migrate', () => {
     const used = await usedCredits();
     const empty = await cli(['backfill', '--all'], env);
     expectExit(empty, 0);
-    expect(empty.stdout).toBe('nothing to sync: no sources registered (add one: videosite-ingest sources add channel @handle)\n');
+    expect(empty.stdout).toBe(
+      'nothing to sync: no sources registered (add one: videosite-ingest sources add channel @handle)\n',
+    );
     expect(await usedCredits()).toBe(used);
   });
 });
@@ -91,7 +95,17 @@ describe('sources add', () => {
     const rows = await h.database.sql`
       select kind, ref, external_id, title, max_videos, langs, text_only, cron, paused from sources where id = ${Number(m![1])}`;
     expect(rows).toEqual([
-      { kind: 'channel', ref: ch.handle, external_id: ch.id, title: ch.name, max_videos: 50, langs: ['en'], text_only: false, cron: null, paused: false },
+      {
+        kind: 'channel',
+        ref: ch.handle,
+        external_id: ch.id,
+        title: ch.name,
+        max_videos: 50,
+        langs: ['en'],
+        text_only: false,
+        cron: null,
+        paused: false,
+      },
     ]);
     // resolving the handle is the one request that costs
     expect((await usedCredits()) - before).toBe(1);
@@ -99,7 +113,19 @@ describe('sources add', () => {
 
   it('registers a playlist with several languages, plain text and a cron schedule, and schedules it in Redis', async () => {
     const playlistId = channel(1).playlistIds[0]!;
-    const r = await cli(['sources', 'add', 'playlist', playlistId, '--limit', '5', '--lang', 'en,de', '--text', '--cron', '0 3 * * *']);
+    const r = await cli([
+      'sources',
+      'add',
+      'playlist',
+      playlistId,
+      '--limit',
+      '5',
+      '--lang',
+      'en,de',
+      '--text',
+      '--cron',
+      '0 3 * * *',
+    ]);
     expectExit(r, 0);
     const m = /^source (\d+) added: playlist (\S+) /.exec(r.stdout);
     expect(m, r.stdout).not.toBeNull();
@@ -111,8 +137,11 @@ describe('sources add', () => {
     for (const t of next) expect(t).toMatch(/^\d{4}-\d{2}-\d{2} 03:00$/);
     expect(Date.parse(`${next[1]}Z`) - Date.parse(`${next[0]}Z`)).toBe(86_400_000);
     const id = Number(m![1]);
-    const rows = await h.database.sql`select external_id, max_videos, langs, text_only, cron from sources where id = ${id}`;
-    expect(rows).toEqual([{ external_id: playlistId, max_videos: 5, langs: ['en', 'de'], text_only: true, cron: '0 3 * * *' }]);
+    const rows = await h.database
+      .sql`select external_id, max_videos, langs, text_only, cron from sources where id = ${id}`;
+    expect(rows).toEqual([
+      { external_id: playlistId, max_videos: 5, langs: ['en', 'de'], text_only: true, cron: '0 3 * * *' },
+    ]);
     expect(await schedulerPattern('0 3 * * *')).toBe('0 3 * * *');
   });
 
@@ -127,7 +156,14 @@ describe('sources add', () => {
 
   it('refuses a channel registered already, even under another spelling', async () => {
     const ch = channel(2);
-    const existing = await registerSource(h.deps, { kind: 'channel', ref: ch.handle, limit: 10, langs: [], textOnly: false, cron: null });
+    const existing = await registerSource(h.deps, {
+      kind: 'channel',
+      ref: ch.handle,
+      limit: 10,
+      langs: [],
+      textOnly: false,
+      cron: null,
+    });
     const sources = await sourceCount();
     const r = await cli(['sources', 'add', 'channel', ch.id]);
     expectCleanError(r, 2, `channel ${ch.id} is already registered as source ${existing.id}`);
@@ -147,7 +183,12 @@ describe('sources add', () => {
     expectCleanError(zero!, 2, "option '--limit <n>' argument '0' is invalid", 'from 1 to 5000');
     expectCleanError(tooMany!, 2, "option '--limit <n>' argument '5001' is invalid", 'from 1 to 5000');
     expectCleanError(cron!, 2, "option '--cron <expr>' argument 'bad' is invalid", 'five fields');
-    expectCleanError(lang!, 2, "option '--lang <xx[,yy]>' argument 'english' is invalid", '"english" is not a language code');
+    expectCleanError(
+      lang!,
+      2,
+      "option '--lang <xx[,yy]>' argument 'english' is invalid",
+      '"english" is not a language code',
+    );
     expect(h.sim.stats().total).toBe(requests);
     expect(await sourceCount()).toBe(sources);
   });
@@ -162,12 +203,25 @@ describe('sources add', () => {
       cli(['sources', 'add', 'playlist', playlistId, '--cron', '*/3 * * * * *']),
       cli(['sources', 'add', 'playlist', playlistId, '--cron', '*/2 * * * *']),
     ]);
-    expectCleanError(four!, 2, "argument '0 3 * *' is invalid", 'has 4 fields; expected five fields: minute hour day-of-month month day-of-week');
+    expectCleanError(
+      four!,
+      2,
+      "argument '0 3 * *' is invalid",
+      'has 4 fields; expected five fields: minute hour day-of-month month day-of-week',
+    );
     expectCleanError(hour!, 2, 'field 2 (hour) has 24, out of its range 0-23');
     expectCleanError(seconds!, 2, 'has 6 fields');
-    expectCleanError(often!, 2, '--cron "*/2 * * * *" fires every 2 min at its closest, more often than SOURCE_MIN_INTERVAL_MS allows (5 min)', 'e.g. "*/5 * * * *"');
+    expectCleanError(
+      often!,
+      2,
+      '--cron "*/2 * * * *" fires every 2 min at its closest, more often than SOURCE_MIN_INTERVAL_MS allows (5 min)',
+      'e.g. "*/5 * * * *"',
+    );
     // the limit is a setting: with it lowered the same cron is taken
-    const ok = await cli(['sources', 'add', 'playlist', playlistId, '--cron', '*/2 * * * *'], { ...h.env, SOURCE_MIN_INTERVAL_MS: '60000' });
+    const ok = await cli(['sources', 'add', 'playlist', playlistId, '--cron', '*/2 * * * *'], {
+      ...h.env,
+      SOURCE_MIN_INTERVAL_MS: '60000',
+    });
     expectExit(ok, 0);
     expect(h.sim.stats().total).toBeGreaterThan(requests);
     expect(await sourceCount()).toBe(sources + 1);
@@ -186,9 +240,30 @@ describe('sources add', () => {
 describe('sources list, pause, resume, remove', () => {
   it('lists every source in Postgres, as a table and as JSON', async () => {
     // sources of its own (references no other test registers), beside whatever the others added
-    await registerSource(h.deps, { kind: 'channel', ref: channel(3).id, limit: 10, langs: ['en'], textOnly: false, cron: null });
-    await registerSource(h.deps, { kind: 'playlist', ref: channel(0).playlistIds[1]!, limit: 10, langs: [], textOnly: true, cron: null });
-    await registerSource(h.deps, { kind: 'playlist', ref: channel(1).playlistIds[1]!, limit: 10, langs: [], textOnly: false, cron: '0 4 * * *' });
+    await registerSource(h.deps, {
+      kind: 'channel',
+      ref: channel(3).id,
+      limit: 10,
+      langs: ['en'],
+      textOnly: false,
+      cron: null,
+    });
+    await registerSource(h.deps, {
+      kind: 'playlist',
+      ref: channel(0).playlistIds[1]!,
+      limit: 10,
+      langs: [],
+      textOnly: true,
+      cron: null,
+    });
+    await registerSource(h.deps, {
+      kind: 'playlist',
+      ref: channel(1).playlistIds[1]!,
+      limit: 10,
+      langs: [],
+      textOnly: false,
+      cron: '0 4 * * *',
+    });
     const rows = await h.database.sql<{ id: number; kind: string; external_id: string; paused: boolean }[]>`
       select id, kind, external_id, paused from sources order by id`;
     expect(rows.length).toBeGreaterThanOrEqual(3);
@@ -196,7 +271,9 @@ describe('sources list, pause, resume, remove', () => {
 
     expectExit(table, 0);
     const lines = table.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^id\s+kind\s+external id\s+title\s+limit\s+langs\s+credits\/day\s+refresh\s+cron\s+paused\s+last synced$/);
+    expect(lines[0]).toMatch(
+      /^id\s+kind\s+external id\s+title\s+limit\s+langs\s+credits\/day\s+refresh\s+cron\s+paused\s+last synced$/,
+    );
     expect(lines).toHaveLength(rows.length + 1);
     rows.forEach((s, i) => {
       expect(lines[i + 1]).toMatch(new RegExp(`^${s.id}\\s+${s.kind}\\s+${s.external_id}\\s`));
@@ -209,11 +286,19 @@ describe('sources list, pause, resume, remove', () => {
 
   it('pause and resume flip `paused`, and take the cron schedule out of Redis and put it back', async () => {
     const playlistId = channel(2).playlistIds[0]!;
-    const s = await registerSource(h.deps, { kind: 'playlist', ref: playlistId, limit: 10, langs: [], textOnly: false, cron: '*/5 * * * *' });
+    const s = await registerSource(h.deps, {
+      kind: 'playlist',
+      ref: playlistId,
+      limit: 10,
+      langs: [],
+      textOnly: false,
+      cron: '*/5 * * * *',
+    });
     // what `sources add` does after registering: the pattern is scheduled before the pause
     await syncSchedulers(h.deps);
     expect(await schedulerPattern('*/5 * * * *')).toBe('*/5 * * * *');
-    const paused = async () => (await h.database.sql<{ paused: boolean }[]>`select paused from sources where id = ${s.id}`)[0]!.paused;
+    const paused = async () =>
+      (await h.database.sql<{ paused: boolean }[]>`select paused from sources where id = ${s.id}`)[0]!.paused;
 
     const p = await cli(['sources', 'pause', String(s.id)]);
     expectExit(p, 0);
@@ -230,10 +315,20 @@ describe('sources list, pause, resume, remove', () => {
 
   it('remove deletes the source and its schedule; an unknown ID is a usage error', async () => {
     const playlistId = channel(3).playlistIds[1]!;
-    const s = await registerSource(h.deps, { kind: 'playlist', ref: playlistId, limit: 10, langs: [], textOnly: false, cron: '0 * * * *' });
+    const s = await registerSource(h.deps, {
+      kind: 'playlist',
+      ref: playlistId,
+      limit: 10,
+      langs: [],
+      textOnly: false,
+      cron: '0 * * * *',
+    });
     await syncSchedulers(h.deps);
     expect(await schedulerPattern('0 * * * *')).toBe('0 * * * *');
-    const [removed, unknown] = await Promise.all([cli(['sources', 'remove', String(s.id)]), cli(['sources', 'remove', '999'])]);
+    const [removed, unknown] = await Promise.all([
+      cli(['sources', 'remove', String(s.id)]),
+      cli(['sources', 'remove', '999']),
+    ]);
     expectExit(removed, 0);
     expect(removed.stdout).toBe(`source ${s.id} removed: playlist ${playlistId} (${s.title})\n`);
     expect(await h.database.sql`select 1 from sources where id = ${s.id}`).toHaveLength(0);
@@ -289,15 +384,83 @@ describe('--help', () => {
   const CONTRACT: [string[], string[]][] = [
     [['migrate'], []],
     // each kind is a subcommand of `sources add`, with the options of the contract and its own
-    [['sources', 'add', 'channel'], ['--limit', '--lang', '--text', '--cron', '--include', '--generate-missing', '--max-generate-minutes', '--max-credits-per-day', '--refresh']],
-    [['sources', 'add', 'playlist'], ['--limit', '--lang', '--text', '--cron', '--include', '--generate-missing', '--max-generate-minutes', '--max-credits-per-day', '--refresh']],
-    [['sources', 'add', 'videos'], ['--file', '--lang', '--text', '--cron', '--generate-missing', '--max-generate-minutes', '--max-credits-per-day', '--refresh']],
+    [
+      ['sources', 'add', 'channel'],
+      [
+        '--limit',
+        '--lang',
+        '--text',
+        '--cron',
+        '--include',
+        '--generate-missing',
+        '--max-generate-minutes',
+        '--max-credits-per-day',
+        '--refresh',
+      ],
+    ],
+    [
+      ['sources', 'add', 'playlist'],
+      [
+        '--limit',
+        '--lang',
+        '--text',
+        '--cron',
+        '--include',
+        '--generate-missing',
+        '--max-generate-minutes',
+        '--max-credits-per-day',
+        '--refresh',
+      ],
+    ],
+    [
+      ['sources', 'add', 'videos'],
+      [
+        '--file',
+        '--lang',
+        '--text',
+        '--cron',
+        '--generate-missing',
+        '--max-generate-minutes',
+        '--max-credits-per-day',
+        '--refresh',
+      ],
+    ],
     [
       ['sources', 'add', 'search'],
-      ['--limit', '--upload-date', '--type', '--duration', '--sort-by', '--features', '--lang', '--text', '--cron', '--generate-missing', '--max-generate-minutes', '--max-credits-per-day', '--refresh'],
+      [
+        '--limit',
+        '--upload-date',
+        '--type',
+        '--duration',
+        '--sort-by',
+        '--features',
+        '--lang',
+        '--text',
+        '--cron',
+        '--generate-missing',
+        '--max-generate-minutes',
+        '--max-credits-per-day',
+        '--refresh',
+      ],
     ],
     [['sources', 'list'], ['--json']],
-    [['sources', 'edit'], ['--cron', '--no-cron', '--limit', '--lang', '--text', '--chunks', '--include', '--no-include', '--max-credits-per-day', '--no-max-credits-per-day', '--refresh', '--no-refresh']],
+    [
+      ['sources', 'edit'],
+      [
+        '--cron',
+        '--no-cron',
+        '--limit',
+        '--lang',
+        '--text',
+        '--chunks',
+        '--include',
+        '--no-include',
+        '--max-credits-per-day',
+        '--no-max-credits-per-day',
+        '--refresh',
+        '--no-refresh',
+      ],
+    ],
     [['sources', 'remove'], []],
     [['sources', 'pause'], []],
     [['sources', 'resume'], []],
@@ -310,9 +473,18 @@ describe('--help', () => {
     [['demo'], []],
     [['events'], ['--since', '--type', '--source', '--follow', '--json', '--limit']],
     // issue #27: no --secret (a secret never travels in the arguments)
-    [['webhooks', 'add'], ['--events', '--allow-private', '--secret-stdin', '--secret-file']],
-    [['webhooks', 'rotate-secret'], ['--grace', '--secret-stdin', '--secret-file']],
-    [['webhooks', 'edit'], ['--allow-private', '--no-allow-private']],
+    [
+      ['webhooks', 'add'],
+      ['--events', '--allow-private', '--secret-stdin', '--secret-file'],
+    ],
+    [
+      ['webhooks', 'rotate-secret'],
+      ['--grace', '--secret-stdin', '--secret-file'],
+    ],
+    [
+      ['webhooks', 'edit'],
+      ['--allow-private', '--no-allow-private'],
+    ],
     [['webhooks', 'encrypt-secrets'], []],
     [['webhooks', 'list'], ['--json']],
     [['webhooks', 'remove'], []],
@@ -326,13 +498,29 @@ describe('--help', () => {
     expectExit(r, 0);
     expect(r.stderr).toBe('');
     const listed = [...r.stdout.matchAll(/^ {2}(\w+)/gm)].map((m) => m[1]);
-    const expected = ['migrate', 'sources', 'daemon', 'backfill', 'replay', 'status', 'prune', 'events', 'webhooks', 'export', 'search', 'simulator', 'demo'];
+    const expected = [
+      'migrate',
+      'sources',
+      'daemon',
+      'backfill',
+      'replay',
+      'status',
+      'prune',
+      'events',
+      'webhooks',
+      'export',
+      'search',
+      'simulator',
+      'demo',
+    ];
     expect(program.commands.map((c) => c.name()).sort()).toEqual([...expected].sort());
     for (const name of expected) expect(listed).toContain(name);
   });
 
   it('the commands with the most options exit 0 from --help and list them', async () => {
-    const spawned = CONTRACT.filter(([path]) => ['sources add channel', 'sources add search', 'backfill', 'replay'].includes(path.join(' ')));
+    const spawned = CONTRACT.filter(([path]) =>
+      ['sources add channel', 'sources add search', 'backfill', 'replay'].includes(path.join(' ')),
+    );
     const results = await Promise.all(spawned.map(([path]) => cli([...path, '--help'])));
     spawned.forEach(([path, contract], i) => {
       const r = results[i]!;
@@ -342,11 +530,16 @@ describe('--help', () => {
       const listed = listedOptions(r.stdout);
       expect(listed).toEqual(expect.arrayContaining(contract));
       // and nothing in the help that the command does not take
-      expect([...listed].sort()).toEqual(commandAt(path).options.map((o) => o.long!).filter((f) => f !== '--help').sort());
+      expect([...listed].sort()).toEqual(
+        commandAt(path)
+          .options.map((o) => o.long!)
+          .filter((f) => f !== '--help')
+          .sort(),
+      );
     });
   });
 
-  it('every command\'s help (the text --help prints) lists the options of the contract', () => {
+  it("every command's help (the text --help prints) lists the options of the contract", () => {
     for (const [path, contract] of CONTRACT) {
       const listed = listedOptions(commandAt(path).helpInformation());
       expect(listed, path.join(' ')).toEqual(expect.arrayContaining(contract));

@@ -22,7 +22,9 @@ let h: PipelineHarness;
 /** A harness of its own for the enclosing describe block: set before its first test, closed after its last. */
 function ownHarness(label: string): void {
   beforeAll(async () => {
-    h = await createPipelineHarness(`cli-backfill-${label}`, { catalog: { channels: 4, channelSizes: [30, 20, 20, 20] } });
+    h = await createPipelineHarness(`cli-backfill-${label}`, {
+      catalog: { channels: 4, channelSizes: [30, 20, 20, 20] },
+    });
   });
   afterAll(async () => {
     await h?.close();
@@ -127,8 +129,12 @@ describe('backfill --all, status, replay --batch', () => {
     expect(byId.get(playlistSource.id)?.videos).toBe(playlistVideos.length);
 
     // now: each video's latest outcome per kind and language; history: every item received
-    const [latest] = await h.database.sql<{ sunk: number }[]>`select count(*)::int as sunk from video_sync where last_state = 'sunk'`;
-    const [items] = await h.database.sql<{ sunk: number }[]>`select count(*)::int as sunk from batch_items where state = 'sunk'`;
+    const [latest] = await h.database.sql<
+      { sunk: number }[]
+    >`select count(*)::int as sunk from video_sync where last_state = 'sunk'`;
+    const [items] = await h.database.sql<
+      { sunk: number }[]
+    >`select count(*)::int as sunk from batch_items where state = 'sunk'`;
     expect(report.items.sunk).toBe(latest!.sunk);
     expect(report.items.sunk).toBeGreaterThan(0);
     expect(report.history.items.sunk).toBe(items!.sunk);
@@ -144,12 +150,16 @@ describe('backfill --all, status, replay --batch', () => {
     expect(human.stdout).toMatch(/^Credits\n {2}plan pro: \d+ of \d+ used/m);
 
     // the storage per table, as the catalog has it, and the latest prune (none here)
-    const [size] = await h.database.sql<{ bytes: number }[]>`select pg_total_relation_size('batch_items')::float8 as bytes`;
+    const [size] = await h.database.sql<
+      { bytes: number }[]
+    >`select pg_total_relation_size('batch_items')::float8 as bytes`;
     // (autovacuum may add a map fork since, never take room away)
     const itemsBytes = report.storage.find((t) => t.table === 'batch_items')?.totalBytes;
     expect(itemsBytes).toBeGreaterThan(0);
     expect(itemsBytes).toBeLessThanOrEqual(size!.bytes);
-    expect(report.storage.map((t) => t.table)).toEqual(expect.arrayContaining(['videos', 'transcripts', 'source_stats', 'item_counts']));
+    expect(report.storage.map((t) => t.table)).toEqual(
+      expect.arrayContaining(['videos', 'transcripts', 'source_stats', 'item_counts']),
+    );
     expect(report.lastPrune).toBeNull();
     expect(human.stdout).toMatch(/^Storage: \d+(\.\d)? [kMG]B in \d+ tables\n/m);
     expect(human.stdout).toMatch(/^batch_items\s+(\d+|-)\s+\d+(\.\d)? [kMG]B\s/m);
@@ -173,7 +183,9 @@ describe('backfill --all, status, replay --batch', () => {
         `${batch!.sunk} unchanged; no API call\n`,
     );
     expect(h.sim.stats().total).toBe(requests);
-    expect(await h.database.sql`select video_id, lang, updated_at from transcripts order by video_id, lang`).toEqual(before);
+    expect(await h.database.sql`select video_id, lang, updated_at from transcripts order by video_id, lang`).toEqual(
+      before,
+    );
   });
 
   it('replay --batch of an unknown job is a usage error; replay --failed with nothing retryable submits nothing', async () => {
@@ -253,7 +265,9 @@ async function pendingRetryable(): Promise<number> {
  * A source whose batches age out before they finish: one item a second and a 3 s lifetime, so
  * each batch has a few items done when it expires. Returns the backfill and what it left retryable.
  */
-async function expireASource(channelIndex: number): Promise<{ source: Source; r: CliResult; retryable: RetryableByKind }> {
+async function expireASource(
+  channelIndex: number,
+): Promise<{ source: Source; r: CliResult; retryable: RetryableByKind }> {
   const source = await addSource('channel', channel(channelIndex).id);
   h.sim.setJobSettings({ itemsPerSecond: 1, lifetimeMs: 3_000 });
   let r: CliResult;
@@ -286,8 +300,12 @@ describe('an expired batch: backfill exits 1, replay --expired shows and guards 
     expect(r.stdout).toContain('not everything landed (exit 1)');
     for (const b of batches) {
       const n = retryable.find((g) => g.kind === b.kind)!.n;
-      expect(r.stdout).toContain(`batch ${b.job_id} (${b.kind}${b.kind === 'transcript' ? ' en' : ''}, source ${source.id}) expired (job-expired)`);
-      expect(r.stdout).toContain(`batch ${b.job_id} (${b.kind}${b.kind === 'transcript' ? ' en' : ''}, source ${source.id}): ${n} item(s) left retryable`);
+      expect(r.stdout).toContain(
+        `batch ${b.job_id} (${b.kind}${b.kind === 'transcript' ? ' en' : ''}, source ${source.id}) expired (job-expired)`,
+      );
+      expect(r.stdout).toContain(
+        `batch ${b.job_id} (${b.kind}${b.kind === 'transcript' ? ' en' : ''}, source ${source.id}): ${n} item(s) left retryable`,
+      );
     }
   });
 
@@ -302,7 +320,9 @@ describe('an expired batch: backfill exits 1, replay --expired shows and guards 
     expectExit(dry!, 0);
     expect(dry!.stdout).toContain(`estimated cost: ${estimate} credit(s)`);
     for (const g of retryable) {
-      expect(dry!.stdout).toMatch(new RegExp(`^${source.id}\\s+${g.kind}.*\\s${g.n}\\s+batch_\\S+\\s+${g.n + 1}\\s*$`, 'm'));
+      expect(dry!.stdout).toMatch(
+        new RegExp(`^${source.id}\\s+${g.kind}.*\\s${g.n}\\s+batch_\\S+\\s+${g.n + 1}\\s*$`, 'm'),
+      );
     }
     expectExit(noYes!, 2);
     expect(noYes!.stdout).toContain(`estimated cost: ${estimate} credit(s)`);
@@ -359,7 +379,9 @@ describe('an expired batch: replay --expired --yes re-submits its items once', (
     expect((await usedCredits()) - used).toBe(jobIds.length + before.length);
 
     // each old item points at the one new batch that carries its video, of the same kind
-    const after = await h.database.sql<{ job_id: string; video_id: string; resubmitted_in: string | null; new_kind: string | null; in_new: boolean }[]>`
+    const after = await h.database.sql<
+      { job_id: string; video_id: string; resubmitted_in: string | null; new_kind: string | null; in_new: boolean }[]
+    >`
       select i.job_id, i.video_id, i.resubmitted_in, nb.kind as new_kind,
         exists (select 1 from batch_items n where n.job_id = i.resubmitted_in and n.video_id = i.video_id) as in_new
       from batch_items i left join batches nb on nb.job_id = i.resubmitted_in

@@ -65,10 +65,17 @@ describe('upstream text with terminal escapes', () => {
       values ('playlist', 'PLhostile0000', 'PLhostile0000', ${HOSTILE}, 10, ${`upstream said: ${HOSTILE}`}, 'internal-error', now())
       returning id`;
     sourceId = s!.id;
-    await h.database.sql`insert into videos (id, title, channel_id, channel_name) values ('hostile0001', ${HOSTILE}, 'UChostile', ${HOSTILE})`;
+    await h.database
+      .sql`insert into videos (id, title, channel_id, channel_name) values ('hostile0001', ${HOSTILE}, 'UChostile', ${HOSTILE})`;
     const row = transcriptRowFromApi(
       'hostile0001',
-      { content: [{ text: `the zebracorn ${ESC}]0;pwned${'\x07'} gallops ${ESC}[31m far`, offset: 1_000, duration: 2_000 }], lang: 'en', availableLangs: ['en'] },
+      {
+        content: [
+          { text: `the zebracorn ${ESC}]0;pwned${'\x07'} gallops ${ESC}[31m far`, offset: 1_000, duration: 2_000 },
+        ],
+        lang: 'en',
+        availableLangs: ['en'],
+      },
       'job-hostile-1',
     );
     await upsertTranscripts(h.database.sql, [row]);
@@ -113,11 +120,12 @@ describe('upstream text with terminal escapes', () => {
     }
     const listed = (JSON.parse(listJson.stdout) as { id: number; title: string }[]).find((s) => s.id === sourceId);
     expect(listed?.title).toBe(HOSTILE);
-    const reported = (JSON.parse(statusJson.stdout) as { sources: { id: number; title: string }[] }).sources.find((s) => s.id === sourceId);
+    const reported = (JSON.parse(statusJson.stdout) as { sources: { id: number; title: string }[] }).sources.find(
+      (s) => s.id === sourceId,
+    );
     expect(reported?.title).toBe(HOSTILE);
   });
 });
-
 
 describe('control characters in a search query', () => {
   it('exit 2 naming the character, not a database error', async () => {
@@ -126,7 +134,6 @@ describe('control characters in a search query', () => {
     expectCleanError(esc!, 2, 'words', '\\u001b', 'control character');
   });
 });
-
 
 describe('strict dates', () => {
   it('export --since and replay --since refuse an impossible date or a date-time without a zone: exit 2, the option, the value, the forms', async () => {
@@ -156,7 +163,6 @@ describe('strict dates', () => {
   });
 });
 
-
 describe('credentials in a bad URL are never echoed', () => {
   it('DATABASE_URL, REDIS_URL, API_BASE_URL: exit 2 naming the variable, the password shown as ***', async () => {
     const cases: [string, string, string][] = [
@@ -175,7 +181,6 @@ describe('credentials in a bad URL are never echoed', () => {
   });
 });
 
-
 describe('large inputs', () => {
   it('sources add videos --file with 300 000 IDs registers them all', async () => {
     const n = 300_000;
@@ -186,27 +191,36 @@ describe('large inputs', () => {
     expectExit(r, 0);
     const m = /^source (\d+) added: videos /m.exec(r.stdout);
     expect(m, r.stdout).not.toBeNull();
-    const [c] = await h.database.sql<{ n: number }[]>`select count(*)::int as n from source_videos where source_id = ${Number(m![1])}`;
+    const [c] = await h.database.sql<
+      { n: number }[]
+    >`select count(*)::int as n from source_videos where source_id = ${Number(m![1])}`;
     expect(c!.n).toBe(n);
   }, 240_000);
 
   it('events renders a table of 300 000 rows', async () => {
     const n = 300_000;
     const [before] = await h.database.sql<{ id: string | null }[]>`select max(id)::text as id from events`;
-    await h.database.sql`insert into events (type, data) select 'source.synced', jsonb_build_object('n', g) from generate_series(1, ${n}::int) as g`;
-    const r = await cli(['events', '--since', before!.id ?? '0', '--type', 'source.synced', '--limit', String(n)], {}, 180_000);
+    await h.database
+      .sql`insert into events (type, data) select 'source.synced', jsonb_build_object('n', g) from generate_series(1, ${n}::int) as g`;
+    const r = await cli(
+      ['events', '--since', before!.id ?? '0', '--type', 'source.synced', '--limit', String(n)],
+      {},
+      180_000,
+    );
     expectExit(r, 0);
     expect(r.stdout.split('\n').filter((l) => l !== '')).toHaveLength(n + 1);
   }, 240_000);
 });
-
 
 describe('a saved search query is bounded', () => {
   it('a 100 kB query, or one with control characters, is refused at sources add: exit 2, nothing registered, no API call', async () => {
     const sources = await sourceCount();
     const requests = h.sim.stats().total;
     const huge = 'x'.repeat(100_000);
-    const [long, control] = await Promise.all([cli(['sources', 'add', 'search', huge]), cli(['sources', 'add', 'search', `cats${ESC}[2J dogs`])]);
+    const [long, control] = await Promise.all([
+      cli(['sources', 'add', 'search', huge]),
+      cli(['sources', 'add', 'search', `cats${ESC}[2J dogs`]),
+    ]);
     expectCleanError(long!, 2, 'query', '100000 characters', 'at most');
     expect(long!.stderr.length).toBeLessThan(1_000);
     expectCleanError(control!, 2, 'query', '\\u001b');
@@ -215,24 +229,31 @@ describe('a saved search query is bounded', () => {
   });
 });
 
-
 describe('a queue job whose payload fails its schema', () => {
   it('fails at its first attempt, for good, logged once with the failing path', async () => {
     const workers = h.startWorkers(['scheduler', 'poller']);
     try {
-      const sync = await h.queues.schedule.add('sync', { sourceId: 'not-a-number' } as never, { jobId: 'bad-sync-payload' });
+      const sync = await h.queues.schedule.add('sync', { sourceId: 'not-a-number' } as never, {
+        jobId: 'bad-sync-payload',
+      });
       const poll = await h.queues.poll.add('poll', { jobId: 42 } as never, { jobId: 'bad-poll-payload' });
       for (const job of [sync, poll]) {
         const queue = job.queueName === h.queues.schedule.name ? h.queues.schedule : h.queues.poll;
-        const state = await waitFor(async () => {
-          const j = await queue.getJob(job.id!);
-          return j && j.attemptsMade >= 1 ? await j.getState() : undefined;
-        }, 20_000, `job ${job.id} to be tried`);
+        const state = await waitFor(
+          async () => {
+            const j = await queue.getJob(job.id!);
+            return j && j.attemptsMade >= 1 ? await j.getState() : undefined;
+          },
+          20_000,
+          `job ${job.id} to be tried`,
+        );
         const after = await queue.getJob(job.id!);
         expect(state, `job ${job.id}`).toBe('failed');
         expect(after!.attemptsMade).toBe(1);
       }
-      const failed = lines.filter((l) => l.event === 'job.failed' && (l.bullJobId === 'bad-sync-payload' || l.bullJobId === 'bad-poll-payload'));
+      const failed = lines.filter(
+        (l) => l.event === 'job.failed' && (l.bullJobId === 'bad-sync-payload' || l.bullJobId === 'bad-poll-payload'),
+      );
       expect(failed.map((l) => [l.bullJobId, l.payloadPath])).toEqual(
         expect.arrayContaining([
           ['bad-sync-payload', 'sourceId'],

@@ -119,7 +119,10 @@ afterEach(async () => {
 describe('wire format', () => {
   it('sends the key as x-api-key, parameters in the query, bodies as JSON', async () => {
     const c = makeClient();
-    server.script('GET', '/videosite/playlist/videos', { status: 200, body: { videoIds: ['a'], shortIds: [], liveIds: ['l'] } });
+    server.script('GET', '/videosite/playlist/videos', {
+      status: 200,
+      body: { videoIds: ['a'], shortIds: [], liveIds: ['l'] },
+    });
     server.script('POST', '/videosite/transcript/batch', { status: 200, body: { jobId: 'j-1' } });
 
     await expect(c.getPlaylistVideos({ id: 'PL x&y', limit: 50 })).resolves.toEqual({
@@ -145,7 +148,13 @@ describe('wire format', () => {
     const ids = { videoIds: [], shortIds: [], liveIds: [] };
     const cases: Array<[string, string, unknown, () => Promise<unknown>, unknown]> = [
       ['POST', '/vs2/video/batch', { jobId: 'b1' }, () => c.createVideoBatch({ videoIds: ['v'] }), { jobId: 'b1' }],
-      ['POST', '/vs2/transcript/batch', { jobId: 'b2' }, () => c.createTranscriptBatch({ videoIds: ['v'] }), { jobId: 'b2' }],
+      [
+        'POST',
+        '/vs2/transcript/batch',
+        { jobId: 'b2' },
+        () => c.createTranscriptBatch({ videoIds: ['v'] }),
+        { jobId: 'b2' },
+      ],
       [
         'GET',
         // the job ID is one encoded path segment
@@ -173,7 +182,13 @@ describe('wire format', () => {
         () => c.translateTranscript({ url: 'https://v.test/v', lang: 'de', text: true }),
         { content: 'hallo', lang: 'de' },
       ],
-      ['GET', '/transcript', transcript, () => c.getMediaTranscript({ url: 'https://v.test/v', mode: 'auto' }), { kind: 'transcript', transcript }],
+      [
+        'GET',
+        '/transcript',
+        transcript,
+        () => c.getMediaTranscript({ url: 'https://v.test/v', mode: 'auto' }),
+        { kind: 'transcript', transcript },
+      ],
       ['GET', '/transcript/t1', { status: 'active' }, () => c.getTranscriptJob('t1'), { status: 'active' }],
       [
         'GET',
@@ -182,10 +197,22 @@ describe('wire format', () => {
         () => c.scrape({ url: 'https://w.test', noLinks: true }),
         { url: 'https://w.test', content: '# x', countCharacters: 3, urls: [] },
       ],
-      ['GET', '/web/map', { urls: ['https://w.test/a'] }, () => c.mapSite({ url: 'https://w.test' }), { urls: ['https://w.test/a'] }],
+      [
+        'GET',
+        '/web/map',
+        { urls: ['https://w.test/a'] },
+        () => c.mapSite({ url: 'https://w.test' }),
+        { urls: ['https://w.test/a'] },
+      ],
       ['POST', '/web/crawl', { jobId: 'c1' }, () => c.startCrawl({ url: 'https://w.test', limit: 5 }), { jobId: 'c1' }],
       ['GET', '/web/crawl/c1', { status: 'scraping' }, () => c.getCrawl('c1', { skip: 10 }), { status: 'scraping' }],
-      ['GET', '/vs2/search', { query: 'q', results: [] }, () => c.search({ query: 'q', limit: 3 }), { query: 'q', results: [] }],
+      [
+        'GET',
+        '/vs2/search',
+        { query: 'q', results: [] },
+        () => c.search({ query: 'q', limit: 3 }),
+        { query: 'q', results: [] },
+      ],
       [
         'GET',
         '/metadata',
@@ -193,7 +220,13 @@ describe('wire format', () => {
         () => c.getMetadata({ url: 'https://v.test/v' }),
         { platform: 'videosite', type: 'video', id: 'v', title: null },
       ],
-      ['POST', '/extract', { jobId: 'e1' }, () => c.startExtract({ url: 'https://v.test/v', prompt: 'topics' }), { jobId: 'e1' }],
+      [
+        'POST',
+        '/extract',
+        { jobId: 'e1' },
+        () => c.startExtract({ url: 'https://v.test/v', prompt: 'topics' }),
+        { jobId: 'e1' },
+      ],
       [
         'GET',
         '/extract/e1',
@@ -243,7 +276,13 @@ describe('wire format', () => {
 
   it('always sends mode on GET /transcript: native unless asked (the interface defaults to auto, which may buy a generation)', async () => {
     const c = makeClient();
-    server.script('GET', '/transcript', { status: 200, body: transcript }, { status: 200, body: transcript }, { status: 202, body: { jobId: 'tj-1' } });
+    server.script(
+      'GET',
+      '/transcript',
+      { status: 200, body: transcript },
+      { status: 200, body: transcript },
+      { status: 202, body: { jobId: 'tj-1' } },
+    );
     await c.getMediaTranscript({ url: 'https://v.test/a' });
     await c.readMediaTranscript({ url: 'https://v.test/b', lang: 'en' });
     await c.getMediaTranscript({ url: 'https://v.test/c', mode: 'generate' });
@@ -280,7 +319,10 @@ describe('error answers', () => {
 
   it('maps the 206 answer to transcript-unavailable and does not retry it', async () => {
     const c = makeClient();
-    server.script('GET', '/videosite/transcript', { status: 206, body: errorBody('transcript-unavailable', 'no captions') });
+    server.script('GET', '/videosite/transcript', {
+      status: 206,
+      body: errorBody('transcript-unavailable', 'no captions'),
+    });
     const e = await caught(c.getTranscript({ videoId: 'v1' }));
     expect(e).toBeInstanceOf(TranscriptUnavailableError);
     expect(e.status).toBe(206);
@@ -375,7 +417,13 @@ describe('GET retries', () => {
 
   it('gives up after maxAttempts and throws the last error', async () => {
     const c = makeClient();
-    server.script('GET', '/me', { reset: true }, { reset: true }, { status: 503, body: errorBody('internal-error', 'down') });
+    server.script(
+      'GET',
+      '/me',
+      { reset: true },
+      { reset: true },
+      { status: 503, body: errorBody('internal-error', 'down') },
+    );
     const e = await caught(c.me());
     expect(e).toBeInstanceOf(InternalError);
     expect(e.status).toBe(503);
@@ -396,7 +444,11 @@ describe('GET retries', () => {
 
   it('does not sleep through a Retry-After longer than maxDelayMs: the caller gets it to pause', async () => {
     const c = makeClient();
-    server.script('GET', '/me', { status: 429, body: errorBody('limit-exceeded', 'quota'), headers: { 'retry-after': '3600' } });
+    server.script('GET', '/me', {
+      status: 429,
+      body: errorBody('limit-exceeded', 'quota'),
+      headers: { 'retry-after': '3600' },
+    });
     const e = await caught(c.me());
     expect(e).toBeInstanceOf(LimitExceededError);
     expect(e.retryAfterMs).toBe(3_600_000);
@@ -433,10 +485,15 @@ describe('GET retries', () => {
         order.push(`acquire ${server.requests.length}`);
       },
     });
-    server.script('GET', '/me', { status: 500, body: errorBody('internal-error') }, {
-      status: 200,
-      body: { organizationId: 'o', plan: 'p', maxCredits: 1, usedCredits: 0 },
-    });
+    server.script(
+      'GET',
+      '/me',
+      { status: 500, body: errorBody('internal-error') },
+      {
+        status: 200,
+        body: { organizationId: 'o', plan: 'p', maxCredits: 1, usedCredits: 0 },
+      },
+    );
     await c.me();
     // each acquire happened before the request it let through
     expect(order).toEqual(['acquire 0', 'acquire 1']);
@@ -477,7 +534,11 @@ describe('Retry-After is capped (API_RETRY_AFTER_MAX_MS)', () => {
   it('exposes at most the cap, everywhere, and logs the capping once per answer', async () => {
     // default cap (1 h); the policy's maxDelayMs (5 s) is below it, so the caller gets it to pause
     const c = makeClient();
-    server.script('GET', '/me', { status: 429, body: errorBody('limit-exceeded', 'slow down'), headers: { 'retry-after': YEAR_S } });
+    server.script('GET', '/me', {
+      status: 429,
+      body: errorBody('limit-exceeded', 'slow down'),
+      headers: { 'retry-after': YEAR_S },
+    });
     const e = await caught(c.me());
     expect(e).toBeInstanceOf(LimitExceededError);
     expect(e.retryAfterMs).toBe(HOUR_MS);
@@ -495,7 +556,11 @@ describe('Retry-After is capped (API_RETRY_AFTER_MAX_MS)', () => {
       'GET',
       '/videosite/search',
       { status: 429, body: errorBody('limit-exceeded', 'slow down'), headers: { 'retry-after': YEAR_S } },
-      { status: 503, body: errorBody('internal-error', 'busy'), headers: { 'retry-after': 'Fri, 01 Jan 2100 00:00:00 GMT' } },
+      {
+        status: 503,
+        body: errorBody('internal-error', 'busy'),
+        headers: { 'retry-after': 'Fri, 01 Jan 2100 00:00:00 GMT' },
+      },
       { status: 200, body: { query: 'q', results: [] } },
     );
     await expect(c.search({ query: 'q' })).resolves.toEqual({ query: 'q', results: [] });
@@ -510,7 +575,11 @@ describe('Retry-After is capped (API_RETRY_AFTER_MAX_MS)', () => {
 
   it('leaves a Retry-After under the cap alone, unlogged', async () => {
     const c = makeClient({ retryAfterMaxMs: 10_000 });
-    server.script('GET', '/me', { status: 429, body: errorBody('limit-exceeded', 'quota'), headers: { 'retry-after': '7' } });
+    server.script('GET', '/me', {
+      status: 429,
+      body: errorBody('limit-exceeded', 'quota'),
+      headers: { 'retry-after': '7' },
+    });
     const e = await caught(c.me());
     expect(e.retryAfterMs).toBe(7_000);
     expect(logged().filter((l) => l.event === 'upstream.retry_after_capped')).toEqual([]);
@@ -546,7 +615,10 @@ describe('answer bodies are bounded', () => {
 
   it('fails an answer whose content-length is over the limit before reading it', async () => {
     const c = makeClient({ maxBodyBytes: MAX });
-    server.script('GET', '/web/map', { status: 200, body: { urls: Array.from({ length: 10_000 }, (_, i) => `https://w.test/${i}`) } });
+    server.script('GET', '/web/map', {
+      status: 200,
+      body: { urls: Array.from({ length: 10_000 }, (_, i) => `https://w.test/${i}`) },
+    });
     const e = await caught(c.mapSite({ url: 'https://w.test' }));
     expect(e).toBeInstanceOf(SchemaMismatchError);
     expect(e.message).toContain('API_MAX_BODY_BYTES');
@@ -607,10 +679,18 @@ describe('answer bodies are bounded', () => {
   it('never keeps part of the key where a body is cut', async () => {
     const c = makeClient({ maxBodyBytes: 1_024, retry: { maxAttempts: 1 } });
     // the key straddles the 2 KiB rawBody prefix of an error body ...
-    server.script('GET', '/me', { status: 502, body: `${'x'.repeat(RAW_BODY_PREFIX_CHARS - 6)}${API_KEY}${'y'.repeat(5_000)}` });
+    server.script('GET', '/me', {
+      status: 502,
+      body: `${'x'.repeat(RAW_BODY_PREFIX_CHARS - 6)}${API_KEY}${'y'.repeat(5_000)}`,
+    });
     // ... and the 1 KiB read limit of a JSON answer
     server.script('GET', '/videosite/search', {
-      flood: { status: 200, prefix: `{"pad":"${'x'.repeat(1_024 - 8 - 6)}${API_KEY}`, fillBytes: 1024 * 1024, suffix: '"}' },
+      flood: {
+        status: 200,
+        prefix: `{"pad":"${'x'.repeat(1_024 - 8 - 6)}${API_KEY}`,
+        fillBytes: 1024 * 1024,
+        suffix: '"}',
+      },
     });
     const [gateway, large] = [await caught(c.me()), await caught(c.search({ query: 'q' }))];
     // replaced before the prefix was taken: the cut falls inside '[redacted]', not inside the key
@@ -683,7 +763,11 @@ describe('job-creating POSTs', () => {
 describe('openBatch (streaming)', () => {
   it('hands over the body as a stream after retrying up to the head', async () => {
     const c = makeClient();
-    const body = { status: 'active', stats: { total: 1, succeeded: 0, failed: 0 }, results: [{ videoId: 'a', errorCode: 'processing' }] };
+    const body = {
+      status: 'active',
+      stats: { total: 1, succeeded: 0, failed: 0 },
+      results: [{ videoId: 'a', errorCode: 'processing' }],
+    };
     server.script('GET', '/videosite/batch/big', { reset: true }, { status: 200, body });
     const answer = await c.openBatch('big');
     expect(answer.status).toBe(200);
@@ -737,7 +821,10 @@ describe('crawl pagination', () => {
       for await (const p of c.crawlPages('cr2')) seen.push(p.url);
       expect(seen).toEqual(['https://w.test/1', 'https://w.test/2']);
       expect(other.requests).toEqual([]);
-      expect(server.requests.map((r) => `${r.path}?${r.query.toString()}`)).toEqual(['/web/crawl/cr2?', '/web/crawl/cr2?skip=1']);
+      expect(server.requests.map((r) => `${r.path}?${r.query.toString()}`)).toEqual([
+        '/web/crawl/cr2?',
+        '/web/crawl/cr2?skip=1',
+      ]);
     } finally {
       await other.close();
     }
@@ -779,7 +866,10 @@ describe('the API key', () => {
       { status: 502, body: `<html>upstream rejected x-api-key: ${API_KEY}</html>` },
     );
     server.script('GET', '/videosite/video', { status: 200, body: `{"echo":"${API_KEY}"` });
-    server.script('POST', '/videosite/video/batch', { status: 401, body: { error: 'unauthorized', message: 'no', details: API_KEY } });
+    server.script('POST', '/videosite/video/batch', {
+      status: 401,
+      body: { error: 'unauthorized', message: 'no', details: API_KEY },
+    });
     server.script('GET', '/videosite/channel', { hang: true }, { reset: true });
 
     const errors = [

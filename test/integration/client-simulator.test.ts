@@ -82,7 +82,13 @@ beforeAll(async () => {
     // frozen: only the tests move time
     clockSpeed: 0,
     catalog: { privateShare: 0.1, goneShare: 0.05, noTranscriptShare: 0.15 },
-    jobs: { queuedMs: QUEUED_MS, itemsPerSecond: ITEMS_PER_SECOND, transcriptJobMs: TRANSCRIPT_JOB_MS, crawlPageMs: CRAWL_PAGE_MS, extractJobMs: EXTRACT_JOB_MS },
+    jobs: {
+      queuedMs: QUEUED_MS,
+      itemsPerSecond: ITEMS_PER_SECOND,
+      transcriptJobMs: TRANSCRIPT_JOB_MS,
+      crawlPageMs: CRAWL_PAGE_MS,
+      extractJobMs: EXTRACT_JOB_MS,
+    },
   });
 });
 afterAll(async () => {
@@ -144,7 +150,10 @@ describe('one success per endpoint', () => {
     expect(tr.lang).toBe('de');
     expect(typeof tr.content).toBe('string');
 
-    const media = await c.getMediaTranscript({ url: `https://www.${sim.platform}.com/watch?v=${v.id}`, lang: v.transcriptLanguages[0] });
+    const media = await c.getMediaTranscript({
+      url: `https://www.${sim.platform}.com/watch?v=${v.id}`,
+      lang: v.transcriptLanguages[0],
+    });
     expect(media.kind).toBe('transcript');
     if (media.kind === 'transcript') expect(media.transcript.lang).toBe(v.transcriptLanguages[0]);
   });
@@ -190,7 +199,10 @@ describe('one success per endpoint', () => {
     const long = allVideos().find((v) => v.fate === 'public' && v.durationS > 600)!;
     const schema = {
       type: 'object',
-      properties: { topics: { type: 'array', items: { type: 'string' } }, rating: { type: 'integer', minimum: 1, maximum: 5 } },
+      properties: {
+        topics: { type: 'array', items: { type: 'string' } },
+        rating: { type: 'integer', minimum: 1, maximum: 5 },
+      },
       required: ['topics', 'rating'],
     };
     const before = sim.stats().creditsCharged;
@@ -201,7 +213,10 @@ describe('one success per endpoint', () => {
       .flatMap((ch) => sim.catalog.videoIds(ch.id, 'short')!.map((id) => sim.catalog.videoInfo(id)!))
       .find((v) => v.fate === 'public')!;
     expect(short.durationS).toBeLessThanOrEqual(60);
-    const byPrompt = await c.startExtract({ url: `https://www.${sim.platform}.com/shorts/${short.id}`, prompt: 'the main topics' });
+    const byPrompt = await c.startExtract({
+      url: `https://www.${sim.platform}.com/shorts/${short.id}`,
+      prompt: 'the main topics',
+    });
     // a short of under a minute costs a minute's worth
     expect(sim.stats().creditsCharged - before).toBe(5 * Math.ceil(long.durationS / 60) + 5);
     expect(seen('POST /extract')).toEqual({ '202': 2 });
@@ -213,7 +228,9 @@ describe('one success per endpoint', () => {
     const done = await c.getExtractJob(bySchema.jobId);
     expect(done.status).toBe('completed');
     expect(Array.isArray(done.data?.topics)).toBe(true);
-    expect(done.data?.rating).toSatisfy((r: unknown) => Number.isInteger(r) && (r as number) >= 1 && (r as number) <= 5);
+    expect(done.data?.rating).toSatisfy(
+      (r: unknown) => Number.isInteger(r) && (r as number) >= 1 && (r as number) <= 5,
+    );
     // the job wrote no schema of its own: the request had one
     expect(done.schema).toBeUndefined();
     const prompted = await c.getExtractJob(byPrompt.jobId);
@@ -277,14 +294,22 @@ describe('one success per endpoint', () => {
       try {
         const first = await c.getCrawl(jobId);
         // the premise: the simulator gives next in that shape
-        const expected = { absolute: `${sim.baseUrl}/web/crawl/${jobId}?skip=10`, published: `${sim.baseUrl.replace(/\/v1$/, '')}/v1/crawl/${jobId}?skip=10`, relative: `/v1/web/crawl/${jobId}?skip=10`, token: 'skip=10', offset: '10' };
+        const expected = {
+          absolute: `${sim.baseUrl}/web/crawl/${jobId}?skip=10`,
+          published: `${sim.baseUrl.replace(/\/v1$/, '')}/v1/crawl/${jobId}?skip=10`,
+          relative: `/v1/web/crawl/${jobId}?skip=10`,
+          token: 'skip=10',
+          offset: '10',
+        };
         expect(first.next).toBe(expected[shape]);
         sim.resetStats();
         const urls: string[] = [];
         for await (const p of c.crawlPages(jobId)) urls.push(p.url);
         expect(urls).toEqual(map.urls);
         // every page asked on the crawl's own endpoint (the published shape's /v1/crawl/... is not one)
-        expect(sim.stats().byEndpoint['GET /web/crawl/{jobId}']?.byStatus).toEqual({ '200': Math.ceil(map.urls.length / CRAWL_PAGE_SIZE) });
+        expect(sim.stats().byEndpoint['GET /web/crawl/{jobId}']?.byStatus).toEqual({
+          '200': Math.ceil(map.urls.length / CRAWL_PAGE_SIZE),
+        });
         expect(sim.stats().total).toBe(Math.ceil(map.urls.length / CRAWL_PAGE_SIZE));
       } finally {
         sim.setJobSettings({ crawlNext: 'absolute' });
@@ -333,8 +358,10 @@ describe('a batch through the client', () => {
     const byId = new Map(batch.results.map((r) => [r.videoId, r]));
     for (const v of videos) {
       const item = byId.get(v.id)!;
-      if (v.fate === 'public' && v.transcriptLanguages.length > 0) expect(item.transcript?.availableLangs).toEqual(v.transcriptLanguages);
-      if (v.fate === 'public' && v.transcriptLanguages.length === 0) expect(item.errorCode).toBe('transcript-unavailable');
+      if (v.fate === 'public' && v.transcriptLanguages.length > 0)
+        expect(item.transcript?.availableLangs).toEqual(v.transcriptLanguages);
+      if (v.fate === 'public' && v.transcriptLanguages.length === 0)
+        expect(item.errorCode).toBe('transcript-unavailable');
     }
   });
 });
@@ -454,7 +481,11 @@ describe('retries against the simulator', () => {
   it('POST: retried when the API refused it with its own 503 Error object', async () => {
     const c = makeClient();
     sim.script([
-      { match: 'POST /web/crawl', status: 503, body: { error: 'internal-error', message: 'busy', details: 'scripted' } },
+      {
+        match: 'POST /web/crawl',
+        status: 503,
+        body: { error: 'internal-error', message: 'busy', details: 'scripted' },
+      },
     ]);
     const { jobId } = await c.startCrawl({ url: 'https://a.test/', limit: 3 });
     expect(jobId).toMatch(/^crawl_/);

@@ -21,12 +21,25 @@ import { insertSubmittedBatch, markRetryableTakenUp } from '../../src/db/batch-r
 import { batchCountsByStatus, creditsEstimatedTotal } from '../../src/db/batches.ts';
 import { createDb, type Queryable } from '../../src/db/connection.ts';
 import { itemErrorCodeCounts, itemStateCounts } from '../../src/db/item-counts.ts';
-import { landItems, markQuarantined, markSunk, markUnfinishedRetryable, reopenSunk, type LandItem } from '../../src/db/items.ts';
+import {
+  landItems,
+  markQuarantined,
+  markSunk,
+  markUnfinishedRetryable,
+  reopenSunk,
+  type LandItem,
+} from '../../src/db/items.ts';
 import { committedMigrations, ensureDatabase, MIGRATIONS_FOLDER, migrateDatabase } from '../../src/db/migrate.ts';
 import { quarantineCounts, requalifyQuarantined } from '../../src/db/quarantine.ts';
 import { addSourceVideos, rememberVideos } from '../../src/db/source-videos.ts';
 import { sourcesWithStats } from '../../src/db/source-stats.ts';
-import { languageCoverage, outcomeCounts, outcomeErrorCounts, sourceLanguageCoverage, sourceOutcomes } from '../../src/db/video-outcomes.ts';
+import {
+  languageCoverage,
+  outcomeCounts,
+  outcomeErrorCounts,
+  sourceLanguageCoverage,
+  sourceOutcomes,
+} from '../../src/db/video-outcomes.ts';
 import { claimVideos, markSinkOutcome, pointClaimsAt, recordOutcomes, releaseClaims } from '../../src/db/video-sync.ts';
 import { BATCH_COUNT_SHARDS, ITEM_COUNT_SHARDS } from '../../src/domain/items.ts';
 import { createTestDatabase, dropDatabase, testDatabaseName, testServerUrl, type TestDatabase } from '../helpers/db.ts';
@@ -45,21 +58,60 @@ beforeEach(async () => {
   await database.sql`truncate batch_items, batches, videos, transcripts, source_videos, sources, video_sync restart identity cascade`;
 });
 
-async function batch(jobId: string, kind: 'video' | 'transcript' = 'video', sourceId: number | null = null, sql: Queryable = database.sql): Promise<void> {
+async function batch(
+  jobId: string,
+  kind: 'video' | 'transcript' = 'video',
+  sourceId: number | null = null,
+  sql: Queryable = database.sql,
+): Promise<void> {
   await insertSubmittedBatch(sql, {
-    jobId, sourceId, kind, lang: kind === 'transcript' ? 'en' : null, mode: 'batch', creditsEstimated: 11,
-    request: { videoIds: [] }, textOnly: false, replayOf: null, firstPollDelayMs: 0,
+    jobId,
+    sourceId,
+    kind,
+    lang: kind === 'transcript' ? 'en' : null,
+    mode: 'batch',
+    creditsEstimated: 11,
+    request: { videoIds: [] },
+    textOnly: false,
+    replayOf: null,
+    firstPollDelayMs: 0,
   });
 }
 
-const landed = (videoId: string): LandItem => ({ videoId, state: 'landed', errorCode: null, payload: { videoId, video: { id: videoId } } });
-const failed = (videoId: string, errorCode: string): LandItem => ({ videoId, state: 'failed', errorCode, payload: { videoId, errorCode } });
-const processing = (videoId: string): LandItem => ({ videoId, state: 'processing', errorCode: 'processing', payload: { videoId, errorCode: 'processing' } });
-const retryable = (videoId: string): LandItem => ({ videoId, state: 'retryable', errorCode: 'internal-error', payload: { videoId, errorCode: 'internal-error' } });
-const quarantined = (videoId: string, reasonCode: 'schema' | 'too-large' | undefined): LandItem => ({
-  videoId, state: 'quarantined', errorCode: null, payload: { videoId, odd: true }, reason: 'does not match', reasonCode,
+const landed = (videoId: string): LandItem => ({
+  videoId,
+  state: 'landed',
+  errorCode: null,
+  payload: { videoId, video: { id: videoId } },
 });
-const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${String(i).padStart(4, '0')}`);
+const failed = (videoId: string, errorCode: string): LandItem => ({
+  videoId,
+  state: 'failed',
+  errorCode,
+  payload: { videoId, errorCode },
+});
+const processing = (videoId: string): LandItem => ({
+  videoId,
+  state: 'processing',
+  errorCode: 'processing',
+  payload: { videoId, errorCode: 'processing' },
+});
+const retryable = (videoId: string): LandItem => ({
+  videoId,
+  state: 'retryable',
+  errorCode: 'internal-error',
+  payload: { videoId, errorCode: 'internal-error' },
+});
+const quarantined = (videoId: string, reasonCode: 'schema' | 'too-large' | undefined): LandItem => ({
+  videoId,
+  state: 'quarantined',
+  errorCode: null,
+  payload: { videoId, odd: true },
+  reason: 'does not match',
+  reasonCode,
+});
+const ids = (prefix: string, n: number) =>
+  Array.from({ length: n }, (_, i) => `${prefix}${String(i).padStart(4, '0')}`);
 
 /** Every counter equals a fresh count of `batch_items`, per batch and per shard; the readers agree. */
 async function expectItemCountersExact(sql: Queryable = database.sql): Promise<void> {
@@ -79,7 +131,9 @@ async function expectItemCountersExact(sql: Queryable = database.sql): Promise<v
   expect(keptShards).toEqual(freshShards);
 
   // what status, /metrics and backfill progress read
-  const byState = await sql<{ state: string; n: number }[]>`select state, count(*)::int as n from batch_items group by state`;
+  const byState = await sql<
+    { state: string; n: number }[]
+  >`select state, count(*)::int as n from batch_items group by state`;
   const { byState: read, retryablePending } = await itemStateCounts(sql);
   for (const [state, n] of Object.entries(read)) expect(n, state).toBe(byState.find((r) => r.state === state)?.n ?? 0);
   const [pending] = await sql<{ n: number }[]>`
@@ -92,7 +146,8 @@ async function expectItemCountersExact(sql: Queryable = database.sql): Promise<v
   const reasons = await sql<{ reason: string; n: number }[]>`
     select coalesce(reason_code, 'unknown') as reason, count(*)::int as n from batch_items where state = 'quarantined' group by 1`;
   const byReason = await quarantineCounts(sql);
-  for (const [reason, n] of Object.entries(byReason)) expect(n, reason).toBe(reasons.find((r) => r.reason === reason)?.n ?? 0);
+  for (const [reason, n] of Object.entries(byReason))
+    expect(n, reason).toBe(reasons.find((r) => r.reason === reason)?.n ?? 0);
 
   const jobIds = (await sql<{ job_id: string }[]>`select job_id from batches`).map((r) => r.job_id);
   for (const b of await batchProgress(sql, jobIds)) {
@@ -101,7 +156,11 @@ async function expectItemCountersExact(sql: Queryable = database.sql): Promise<v
     for (const state of ['processing', 'landed', 'sunk', 'failed', 'retryable', 'quarantined'] as const) {
       expect(b[state], `${b.jobId} ${state}`).toBe(rows.filter((r) => r.state === state).reduce((n, r) => n + r.n, 0));
     }
-    expect(b.errors).toEqual(Object.fromEntries(rows.filter((r) => r.state === 'failed' && r.error_code !== null).map((r) => [r.error_code, r.n])));
+    expect(b.errors).toEqual(
+      Object.fromEntries(
+        rows.filter((r) => r.state === 'failed' && r.error_code !== null).map((r) => [r.error_code, r.n]),
+      ),
+    );
   }
 }
 
@@ -144,20 +203,53 @@ describe('item counters', () => {
 
     // landing: new rows of every state, in chunks of 7 (several statements per call)
     const [a, b, c] = [ids('va', 40), ids('vb', 30), ids('vc', 25)];
-    await landItems(sql, 'job-a', [...a.slice(0, 20).map(landed), ...a.slice(20, 30).map((v) => failed(v, 'not-found')), ...a.slice(30).map(processing)], 7);
-    await landItems(sql, 'job-b', [...b.slice(0, 10).map(landed), ...b.slice(10, 20).map(retryable), ...b.slice(20, 25).map((v) => quarantined(v, 'schema')), ...b.slice(25).map((v) => quarantined(v, undefined))], 7);
-    await landItems(sql, 'job-c', [...c.slice(0, 20).map(processing), ...c.slice(20).map((v) => failed(v, 'transcript-unavailable'))]);
+    await landItems(
+      sql,
+      'job-a',
+      [
+        ...a.slice(0, 20).map(landed),
+        ...a.slice(20, 30).map((v) => failed(v, 'not-found')),
+        ...a.slice(30).map(processing),
+      ],
+      7,
+    );
+    await landItems(
+      sql,
+      'job-b',
+      [
+        ...b.slice(0, 10).map(landed),
+        ...b.slice(10, 20).map(retryable),
+        ...b.slice(20, 25).map((v) => quarantined(v, 'schema')),
+        ...b.slice(25).map((v) => quarantined(v, undefined)),
+      ],
+      7,
+    );
+    await landItems(sql, 'job-c', [
+      ...c.slice(0, 20).map(processing),
+      ...c.slice(20).map((v) => failed(v, 'transcript-unavailable')),
+    ]);
     await expectItemCountersExact();
 
     // a later poll: processing → landed / failed (ON CONFLICT DO UPDATE), the rest unchanged
-    await landItems(sql, 'job-a', [...a.slice(30, 35).map(landed), ...a.slice(35).map((v) => failed(v, 'forbidden')), ...a.slice(0, 5).map(landed)], 4);
+    await landItems(
+      sql,
+      'job-a',
+      [...a.slice(30, 35).map(landed), ...a.slice(35).map((v) => failed(v, 'forbidden')), ...a.slice(0, 5).map(landed)],
+      4,
+    );
     await landItems(sql, 'job-c', c.slice(0, 10).map(landed));
     await expectItemCountersExact();
 
     // the sink: landed → sunk, some → quarantined
     await sql.begin(async (tx) => {
       await markSunk(tx, 'job-a', a.slice(0, 18));
-      await markQuarantined(tx, 'job-a', a.slice(18, 20).map((videoId) => ({ videoId, reason: 'Postgres cannot store it', reasonCode: 'unstorable' as const })));
+      await markQuarantined(
+        tx,
+        'job-a',
+        a
+          .slice(18, 20)
+          .map((videoId) => ({ videoId, reason: 'Postgres cannot store it', reasonCode: 'unstorable' as const })),
+      );
     });
     await markSunk(sql, 'job-c', c.slice(0, 10));
     await expectItemCountersExact();
@@ -170,17 +262,26 @@ describe('item counters', () => {
     await reopenSunk(sql, 'job-a');
     await expectItemCountersExact();
     await markSunk(sql, 'job-a', a.slice(0, 18));
-    await requalifyQuarantined(sql, { jobId: 'job-b', kind: 'transcript', lang: 'en' }, [
-      ...b.slice(20, 23).map((videoId) => ({ videoId, state: 'landed' as const, errorCode: null, reason: null, reasonCode: null })),
-      { videoId: b[23]!, state: 'failed', errorCode: 'not-found', reason: null, reasonCode: null },
-      { videoId: b[25]!, state: 'quarantined', errorCode: null, reason: 'still odd', reasonCode: 'too-large' },
-    ], 60_000);
+    await requalifyQuarantined(
+      sql,
+      { jobId: 'job-b', kind: 'transcript', lang: 'en' },
+      [
+        ...b
+          .slice(20, 23)
+          .map((videoId) => ({ videoId, state: 'landed' as const, errorCode: null, reason: null, reasonCode: null })),
+        { videoId: b[23]!, state: 'failed', errorCode: 'not-found', reason: null, reasonCode: null },
+        { videoId: b[25]!, state: 'quarantined', errorCode: null, reason: 'still odd', reasonCode: 'too-large' },
+      ],
+      60_000,
+    );
     await expectItemCountersExact();
 
     // a prune dropping payloads changes no key: no counter written (the rows keep the transaction
     // that last wrote them)
-    const perBatchRows = () => sql`select job_id, state, error_code, xmin::text from batch_item_counts order by 1, 2, 3`;
-    const shardRows = () => sql`select shard, state, error_code, reason_code, pending, xmin::text from item_counts order by 1, 2, 3, 4, 5`;
+    const perBatchRows = () =>
+      sql`select job_id, state, error_code, xmin::text from batch_item_counts order by 1, 2, 3`;
+    const shardRows = () =>
+      sql`select shard, state, error_code, reason_code, pending, xmin::text from item_counts order by 1, 2, 3, 4, 5`;
     const before = await perBatchRows();
     const shardRowsBefore = await shardRows();
     await sql`update batch_items set payload = null, payload_pruned_at = now() where state in ('sunk', 'failed')`;
@@ -252,17 +353,26 @@ describe('item counters', () => {
         const chunks = [videos.slice(0, 20), videos.slice(20, 40), videos.slice(40)];
         return chunks.map(async (chunk, k) => {
           await pool.sql.begin(async (tx) => {
-            await landItems(tx, jobId, [
-              ...chunk.slice(0, 14).map(landed),
-              ...chunk.slice(14, 16).map((v) => failed(v, k % 2 === 0 ? 'not-found' : 'forbidden')),
-              ...chunk.slice(16, 18).map(retryable),
-              ...chunk.slice(18).map((v) => quarantined(v, 'schema')),
-            ], 5);
+            await landItems(
+              tx,
+              jobId,
+              [
+                ...chunk.slice(0, 14).map(landed),
+                ...chunk.slice(14, 16).map((v) => failed(v, k % 2 === 0 ? 'not-found' : 'forbidden')),
+                ...chunk.slice(16, 18).map(retryable),
+                ...chunk.slice(18).map((v) => quarantined(v, 'schema')),
+              ],
+              5,
+            );
           });
           await pool.sql.begin(async (tx) => {
             await markSunk(tx, jobId, chunk.slice(0, 12));
             await markRetryableTakenUp(tx, 'video', null, 'job-c-resubmit', chunk.slice(16, 17));
-            await markQuarantined(tx, jobId, chunk.slice(12, 14).map((videoId) => ({ videoId, reason: 'odd', reasonCode: 'unstorable' as const })));
+            await markQuarantined(
+              tx,
+              jobId,
+              chunk.slice(12, 14).map((videoId) => ({ videoId, reason: 'odd', reasonCode: 'unstorable' as const })),
+            );
           });
         });
       });
@@ -290,14 +400,20 @@ async function databaseUpTo(lastTag: string): Promise<{ name: string; url: strin
   const dir = mkdtempSync(join(tmpdir(), 'vsi-migrations-'));
   const client = postgres(url, { max: 1, onnotice: () => {} });
   try {
-    const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta/_journal.json'), 'utf8')) as { entries: { tag: string }[] };
+    const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta/_journal.json'), 'utf8')) as {
+      entries: { tag: string }[];
+    };
     const applied = journal.entries.findIndex((e) => e.tag === lastTag) + 1;
     expect(applied, lastTag).toBeGreaterThan(0);
     journal.entries = journal.entries.slice(0, applied);
     mkdirSync(join(dir, 'meta'));
     writeFileSync(join(dir, 'meta/_journal.json'), JSON.stringify(journal));
     for (const e of journal.entries) copyFileSync(join(MIGRATIONS_FOLDER, `${e.tag}.sql`), join(dir, `${e.tag}.sql`));
-    await migrate(drizzle(client), { migrationsFolder: dir, migrationsSchema: 'drizzle', migrationsTable: '__drizzle_migrations' });
+    await migrate(drizzle(client), {
+      migrationsFolder: dir,
+      migrationsSchema: 'drizzle',
+      migrationsTable: '__drizzle_migrations',
+    });
     return { name, url, applied };
   } finally {
     await client.end({ timeout: 5 });
@@ -315,7 +431,11 @@ describe('migration 0006 (item_counts.pending)', () => {
       const { sql } = handle;
       for (const j of ['job-m1', 'job-m2', 'job-m3']) await batch(j, 'video', null, sql);
       await landItems(sql, 'job-m1', [...ids('m1r', 10).map(retryable), ...ids('m1l', 5).map(landed)]);
-      await landItems(sql, 'job-m2', [...ids('m2r', 8).map(retryable), ...ids('m2f', 3).map((v) => failed(v, 'not-found')), quarantined('m2q', 'schema')]);
+      await landItems(sql, 'job-m2', [
+        ...ids('m2r', 8).map(retryable),
+        ...ids('m2f', 3).map((v) => failed(v, 'not-found')),
+        quarantined('m2q', 'schema'),
+      ]);
       await markRetryableTakenUp(sql, 'video', null, 'job-m3', ids('m1r', 4));
       // a counter that drifted under 0005 (edited by hand): a recount does not carry it over
       await sql`update item_counts set n = n + 7 where state = 'landed'`;
@@ -325,7 +445,9 @@ describe('migration 0006 (item_counts.pending)', () => {
       expect((await itemStateCounts(sql)).retryablePending).toBe(6 + 8);
       await expectItemCountersExact(sql);
       // the 5-array function of 0005 is gone; the triggers keep the new key from here on
-      expect(await sql`select pronargs from pg_proc where proname = 'batch_item_counts_add'`).toEqual([{ pronargs: 6 }]);
+      expect(await sql`select pronargs from pg_proc where proname = 'batch_item_counts_add'`).toEqual([
+        { pronargs: 6 },
+      ]);
       await markRetryableTakenUp(sql, 'video', null, 'job-m3', ids('m2r', 3));
       expect((await itemStateCounts(sql)).retryablePending).toBe(6 + 5);
       await expectItemCountersExact(sql);
@@ -461,7 +583,9 @@ describe('batch counters', () => {
       from batch_counts where batches <> 0 or credits_estimated <> 0 order by 1, 2`;
     expect(kept).toEqual(fresh);
     const byStatus = Object.fromEntries(
-      (await sql<{ status: string; n: number }[]>`select status, count(*)::int as n from batches group by status`).map((r) => [r.status, r.n]),
+      (await sql<{ status: string; n: number }[]>`select status, count(*)::int as n from batches group by status`).map(
+        (r) => [r.status, r.n],
+      ),
     );
     expect(await batchCountsByStatus(sql)).toEqual(byStatus);
     const [total] = await sql<{ n: number }[]>`select coalesce(sum(credits_estimated), 0)::int as n from batches`;
@@ -500,7 +624,8 @@ async function expectOutcomeCountersExact(sql: Queryable = database.sql): Promis
   for (const c of await outcomeCounts(sql)) {
     const rows = await sql<{ state: string; n: number }[]>`
       select last_state as state, count(*)::int as n from video_sync where kind = ${c.kind} and lang = ${c.lang} group by 1`;
-    for (const [state, n] of Object.entries(c.byState)) expect(n, `${c.kind} ${c.lang} ${state}`).toBe(rows.find((r) => r.state === state)?.n ?? 0);
+    for (const [state, n] of Object.entries(c.byState))
+      expect(n, `${c.kind} ${c.lang} ${state}`).toBe(rows.find((r) => r.state === state)?.n ?? 0);
   }
   // an unfinished item's `processing` code is not an error: in flight, not listed
   const errors = await sql`
@@ -510,7 +635,8 @@ async function expectOutcomeCountersExact(sql: Queryable = database.sql): Promis
 }
 
 describe('video outcome counters (migrations/0008)', () => {
-  const outcome = (state: 'sunk' | 'failed' | 'retryable' | 'landed', errorCode: string | null = null, deliveredLang?: string) =>
+  const outcome =
+    (state: 'sunk' | 'failed' | 'retryable' | 'landed', errorCode: string | null = null, deliveredLang?: string) =>
     (videoId: string) => ({ videoId, state, errorCode, deliveredLang });
 
   it('equal a fresh count after claims, outcomes, the sink, re-claims, releases, deletes and truncation', async () => {
@@ -530,7 +656,12 @@ describe('video outcome counters (migrations/0008)', () => {
     await recordOutcomes(sql, t1, vids.slice(24, 27).map(outcome('landed')), 60_000);
     await recordOutcomes(sql, t1, [{ videoId: vids[27]!, state: 'processing', errorCode: 'processing' }], 60_000);
     expect((await outcomeErrorCounts(sql)).map((e) => e.errorCode)).not.toContain('processing');
-    await recordOutcomes(sql, { jobId: 'job-v1', kind: 'video', lang: null }, vids.slice(0, 20).map(outcome('sunk')), 60_000);
+    await recordOutcomes(
+      sql,
+      { jobId: 'job-v1', kind: 'video', lang: null },
+      vids.slice(0, 20).map(outcome('sunk')),
+      60_000,
+    );
     await expectOutcomeCountersExact();
     // the sink stores the landed ones, one of them in another language
     await markSinkOutcome(sql, 'job-t1', vids.slice(24, 27), 'sunk', ['de', 'de', 'fr']);
@@ -545,23 +676,42 @@ describe('video outcome counters (migrations/0008)', () => {
     await recordOutcomes(sql, { ...t1, jobId: 'job-t2' }, vids.slice(18, 24).map(outcome('sunk', null, 'de')), 60_000);
     await releaseClaims(sql, 99);
     await expectOutcomeCountersExact();
-    expect((await languageCoverage(sql))[0]).toEqual({ lang: 'de', asked: 18, fellBack: { en: 5, fr: 1 }, none: 3, pending: 3 });
+    expect((await languageCoverage(sql))[0]).toEqual({
+      lang: 'de',
+      asked: 18,
+      fellBack: { en: 5, fr: 1 },
+      none: 3,
+      pending: 3,
+    });
     // per source: its own videos only, never bought ones pending
-    const [src] = await sql<{ id: number }[]>`insert into sources (kind, ref, external_id, max_videos, langs) values ('playlist', 'p', 'p', 100, '{de}') returning id`;
+    const [src] = await sql<
+      { id: number }[]
+    >`insert into sources (kind, ref, external_id, max_videos, langs) values ('playlist', 'p', 'p', 100, '{de}') returning id`;
     await sql`insert into source_videos (source_id, video_id) select ${src!.id}, v from unnest(${[...vids.slice(8, 16), 'never-bought']}::text[]) as v`;
     expect(await sourceLanguageCoverage(sql, [src!.id])).toEqual([
       { sourceId: src!.id, lang: 'de', asked: 2, fellBack: { en: 5 }, none: 1, pending: 1 },
     ]);
     // the overview's read of a page: the same coverage, and each source's errors in what it buys
     // (another source's language is not its error)
-    const [other] = await sql<{ id: number }[]>`insert into sources (kind, ref, external_id, max_videos, langs) values ('playlist', 'q', 'q', 100, '{en}') returning id`;
+    const [other] = await sql<
+      { id: number }[]
+    >`insert into sources (kind, ref, external_id, max_videos, langs) values ('playlist', 'q', 'q', 100, '{en}') returning id`;
     await sql`insert into source_videos (source_id, video_id) select ${other!.id}, v from unnest(${vids.slice(14, 20)}::text[]) as v`;
     expect(await sourceOutcomes(sql, [src!.id, other!.id])).toEqual({
       coverage: [
         { sourceId: src!.id, lang: 'de', asked: 2, fellBack: { en: 5 }, none: 1, pending: 1 },
         { sourceId: other!.id, lang: 'en', asked: 0, fellBack: {}, none: 0, pending: 6 },
       ],
-      errors: [{ sourceId: src!.id, kind: 'transcript', lang: 'de', errorCode: 'transcript-unavailable', state: 'failed', videos: 1 }],
+      errors: [
+        {
+          sourceId: src!.id,
+          kind: 'transcript',
+          lang: 'de',
+          errorCode: 'transcript-unavailable',
+          state: 'failed',
+          videos: 1,
+        },
+      ],
     });
     await sql`delete from video_sync where video_id in ('v0001', 'v0012')`;
     await expectOutcomeCountersExact();
@@ -580,7 +730,12 @@ describe('video outcome counters (migrations/0008)', () => {
             const vids = ids(`w${w}-`, 200);
             await claimVideos(tx, { kind: 'transcript', lang: 'en', textOnly: false, submission: 100 + w }, vids);
             await pointClaimsAt(tx, 100 + w, `job-c${w}`);
-            await recordOutcomes(tx, { jobId: `job-c${w}`, kind: 'transcript', lang: 'en' }, vids.map(outcome('sunk', null, 'en')), 60_000);
+            await recordOutcomes(
+              tx,
+              { jobId: `job-c${w}`, kind: 'transcript', lang: 'en' },
+              vids.map(outcome('sunk', null, 'en')),
+              60_000,
+            );
           }),
         ),
       );
@@ -614,7 +769,9 @@ describe('migration 0008 (video_outcome_counts, video_sync.delivered_lang)', () 
         { video_id: 'c', kind: 'transcript', delivered_lang: 'fr' },
         { video_id: 'd', kind: 'transcript', delivered_lang: null },
       ]);
-      expect(await languageCoverage(client)).toEqual([{ lang: 'de', asked: 1, fellBack: { en: 1 }, none: 1, pending: 0 }]);
+      expect(await languageCoverage(client)).toEqual([
+        { lang: 'de', asked: 1, fellBack: { en: 1 }, none: 1, pending: 0 },
+      ]);
       await expectOutcomeCountersExact(client);
     } finally {
       await client.end({ timeout: 5 });

@@ -11,7 +11,13 @@ import { loadConfig } from '../../src/config.ts';
 import { createDb, type DbHandle } from '../../src/db/connection.ts';
 import { CREDIT_RESERVATIONS_PRUNE_MAX, heldCredits, type DbInstant } from '../../src/db/credit-reservations.ts';
 import { insertSource } from '../../src/db/sources.ts';
-import { BudgetRefusedError, CREDIT_RESERVATION_TTL_MS, reserveCredits, type CreditCheck, type CreditRequest } from '../../src/pipeline/credits.ts';
+import {
+  BudgetRefusedError,
+  CREDIT_RESERVATION_TTL_MS,
+  reserveCredits,
+  type CreditCheck,
+  type CreditRequest,
+} from '../../src/pipeline/credits.ts';
 import type { PipelineDeps } from '../../src/pipeline/deps.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
@@ -60,12 +66,20 @@ function account(left: number) {
 
 type Account_ = ReturnType<typeof account>;
 
-function deps(pool: number, acc: Account_, settings: Partial<PipelineDeps['settings']> = {}): Pick<PipelineDeps, 'sql' | 'api' | 'settings'> {
+function deps(
+  pool: number,
+  acc: Account_,
+  settings: Partial<PipelineDeps['settings']> = {},
+): Pick<PipelineDeps, 'sql' | 'api' | 'settings'> {
   return { sql: pools[pool]!.sql, api: acc.api, settings: { ...loadConfig({}).pipeline, ...settings } };
 }
 
-const check = (pool: number, acc: Account_, req: Partial<CreditRequest> & { estimate: number }, settings?: Partial<PipelineDeps['settings']>) =>
-  reserveCredits(deps(pool, acc, settings), { sourceId: null, ...req });
+const check = (
+  pool: number,
+  acc: Account_,
+  req: Partial<CreditRequest> & { estimate: number },
+  settings?: Partial<PipelineDeps['settings']>,
+) => reserveCredits(deps(pool, acc, settings), { sourceId: null, ...req });
 
 /** Until `cond` holds (a check waiting on the lock, a read in progress). */
 async function until(cond: () => boolean | Promise<boolean>, what: string): Promise<void> {
@@ -110,7 +124,11 @@ describe('credit reservations in Postgres, shared by processes', () => {
     expect(b.refused?.limit).toBe('account');
     const rows = await openRows();
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ credits: 600, holder: `${(await import('node:os')).hostname()}:${process.pid}`, ttl_s: CREDIT_RESERVATION_TTL_MS / 1000 });
+    expect(rows[0]).toMatchObject({
+      credits: 600,
+      holder: `${(await import('node:os')).hostname()}:${process.pid}`,
+      ttl_s: CREDIT_RESERVATION_TTL_MS / 1000,
+    });
     await a.release();
     expect(await openRows()).toEqual([]);
   });
@@ -121,7 +139,9 @@ describe('credit reservations in Postgres, shared by processes', () => {
     const checks = await Promise.all(Array.from({ length: 30 }, (_, i) => check(i % 3, acc, { estimate: 100 })));
     expect(checks.filter((c) => c.hold).length).toBe(10);
     expect(checks.filter((c) => c.refused).length).toBe(20);
-    const [sum] = await database.sql<{ n: number }[]>`select sum(credits)::int as n from credit_reservations where released_at is null`;
+    const [sum] = await database.sql<
+      { n: number }[]
+    >`select sum(credits)::int as n from credit_reservations where released_at is null`;
     expect(sum!.n).toBe(1000);
     await Promise.all(checks.map((c) => c.hold?.release()));
   });
@@ -204,7 +224,9 @@ describe('credit reservations in Postgres, shared by processes', () => {
     expect(tight.left()).toBe(10);
     await clear();
     // a daily budget counts reservations: headroom would use it up, so none
-    const budgeted = granted(await check(0, account(1_000_000), { estimate: 10, headroom: 240 }, { creditBudgetPerDay: 100_000 }));
+    const budgeted = granted(
+      await check(0, account(1_000_000), { estimate: 10, headroom: 240 }, { creditBudgetPerDay: 100_000 }),
+    );
     expect(budgeted.reserved).toBe(10);
     await clear();
   });
@@ -230,7 +252,9 @@ describe('credit reservations in Postgres, shared by processes', () => {
     const hold = granted(await check(0, acc, { estimate: 100 }));
     await database.sql`update credit_reservations set expires_at = now() + interval '1 second'`;
     expect(await hold.renew()).toBe(true);
-    const [r] = await database.sql<{ s: number }[]>`select extract(epoch from expires_at - now())::float8 as s from credit_reservations`;
+    const [r] = await database.sql<
+      { s: number }[]
+    >`select extract(epoch from expires_at - now())::float8 as s from credit_reservations`;
     expect(r!.s).toBeGreaterThan(CREDIT_RESERVATION_TTL_MS / 1000 - 5);
     await database.sql`update credit_reservations set expires_at = now() - interval '1 second'`;
     expect(await hold.renew()).toBe(false);
@@ -243,8 +267,10 @@ describe('credit reservations in Postgres, shared by processes', () => {
       select 1, 'old', now() - interval '1 hour', now() - interval '1 hour', now() - interval '50 minutes'
       from generate_series(1, 250)`;
     const acc = account(1000);
-    await (granted(await check(0, acc, { estimate: 1 }))).release();
-    const [n] = await database.sql<{ n: number }[]>`select count(*)::int as n from credit_reservations where holder = 'old'`;
+    await granted(await check(0, acc, { estimate: 1 })).release();
+    const [n] = await database.sql<
+      { n: number }[]
+    >`select count(*)::int as n from credit_reservations where holder = 'old'`;
     expect(n!.n).toBe(250 - CREDIT_RESERVATIONS_PRUNE_MAX);
   });
 });
@@ -253,7 +279,9 @@ describe('daily budgets in the same check', () => {
   it("a source's budget counts its open reservations and refuses without calling /me; another source is not limited by it", async () => {
     await clear();
     const [a, b] = await Promise.all(
-      ['aaaaaaaaaaa', 'bbbbbbbbbbb'].map((v) => insertSource(database.db, { kind: 'videos', ref: v, externalId: `budget-${v}`, maxVideos: 1 })),
+      ['aaaaaaaaaaa', 'bbbbbbbbbbb'].map((v) =>
+        insertSource(database.db, { kind: 'videos', ref: v, externalId: `budget-${v}`, maxVideos: 1 }),
+      ),
     );
     const acc = account(1_000_000);
     const held = granted(await check(0, acc, { sourceId: a!.id, sourceBudget: 100, estimate: 60 }));
@@ -261,10 +289,12 @@ describe('daily budgets in the same check', () => {
     const refused = (await check(1, acc, { sourceId: a!.id, sourceBudget: 100, estimate: 50 })).refused;
     expect(refused).toBeInstanceOf(BudgetRefusedError);
     expect(refused?.limit).toBe('source-budget');
-    expect(refused?.message).toMatch(/^daily credit budget spent: this submission needs 50, 40 are left of --max-credits-per-day 100 of source \d+ \(60 spent or reserved/);
+    expect(refused?.message).toMatch(
+      /^daily credit budget spent: this submission needs 50, 40 are left of --max-credits-per-day 100 of source \d+ \(60 spent or reserved/,
+    );
     expect(acc.state.reads).toBe(reads);
     // the other source has a budget of its own
-    await (granted(await check(2, acc, { sourceId: b!.id, sourceBudget: 100, estimate: 100 }))).release();
+    await granted(await check(2, acc, { sourceId: b!.id, sourceBudget: 100, estimate: 100 })).release();
     await held.release();
     await database.sql`delete from sources where id = any(${[a!.id, b!.id]}::int[])`;
   });
@@ -272,7 +302,12 @@ describe('daily budgets in the same check', () => {
   it('CREDIT_BUDGET_PER_DAY counts every source: batches recorded today, listings, and POSTs whose answer was lost', async () => {
     await clear();
     const acc = account(1_000_000);
-    const s = await insertSource(database.db, { kind: 'videos', ref: 'ccccccccccc', externalId: 'budget-installation', maxVideos: 1 });
+    const s = await insertSource(database.db, {
+      kind: 'videos',
+      ref: 'ccccccccccc',
+      externalId: 'budget-installation',
+      maxVideos: 1,
+    });
     // today: a batch of 30 credits, a listing of 2; yesterday's do not count
     await database.sql`
       insert into batches (job_id, source_id, kind, status, credits_estimated, request, submitted_at)

@@ -19,13 +19,7 @@ import { upsertVideos, videoRowFromApi, type VideoRow } from '../../src/db/video
 import { transcriptRowFromApi, upsertTranscripts } from '../../src/db/transcripts.ts';
 import { landItems, markSunk, markUnfinishedRetryable, nextLandedChunk } from '../../src/db/items.ts';
 import { UnstorableValueError } from '../../src/db/storable.ts';
-import {
-  createTestDatabase,
-  dropDatabase,
-  testDatabaseName,
-  testServerUrl,
-  type TestDatabase,
-} from '../helpers/db.ts';
+import { createTestDatabase, dropDatabase, testDatabaseName, testServerUrl, type TestDatabase } from '../helpers/db.ts';
 
 function video(id: string, over: Partial<Video> = {}): Video {
   return {
@@ -142,7 +136,8 @@ describe('repositories', () => {
         select id, updated_at::text, first_seen_at::text from videos where id like 'a%' order by id`;
 
       expect(await upsertVideos(t.sql, rows)).toEqual({ inserted: 0, updated: 0, unchanged: 3 });
-      const after = await t.sql`select id, updated_at::text, first_seen_at::text from videos where id like 'a%' order by id`;
+      const after =
+        await t.sql`select id, updated_at::text, first_seen_at::text from videos where id like 'a%' order by id`;
       expect(after).toEqual(before);
     });
 
@@ -182,11 +177,18 @@ describe('repositories', () => {
       const title = 'Ünïcödé 🎬👩‍👩‍👧 עברית "quotes" \\back\\slash\ttab\r\nline é (e + U+0301)';
       const description = `${'𝒜 long description 🚀 '.repeat(30_000)}end`;
       const row = videoRowFromApi(
-        video('d1', { title, description, tags: ['😀', '', 'NULL', '{a,b}'], uploadDate: '2024-02-29T23:59:59.123456+05:30' }),
+        video('d1', {
+          title,
+          description,
+          tags: ['😀', '', 'NULL', '{a,b}'],
+          uploadDate: '2024-02-29T23:59:59.123456+05:30',
+        }),
         'job-1',
       );
       await upsertVideos(t.sql, [row]);
-      const [d1] = await t.sql<{ title: string; description: string; tags: string[]; bytes: number; same_instant: boolean }[]>`
+      const [d1] = await t.sql<
+        { title: string; description: string; tags: string[]; bytes: number; same_instant: boolean }[]
+      >`
         select title, description, tags, octet_length(description) as bytes,
                upload_date = '2024-02-29T18:29:59.123456Z'::timestamptz as same_instant
         from videos where id = 'd1'`;
@@ -198,9 +200,13 @@ describe('repositories', () => {
     });
 
     it('maps the channel and duration, and the last of duplicate rows wins', async () => {
-      const rows = [videoRowFromApi(video('e1', { title: 'first' }), 'job-1'), videoRowFromApi(video('e1', { title: 'second' }), 'job-1')];
+      const rows = [
+        videoRowFromApi(video('e1', { title: 'first' }), 'job-1'),
+        videoRowFromApi(video('e1', { title: 'second' }), 'job-1'),
+      ];
       expect(await upsertVideos(t.sql, rows)).toEqual({ inserted: 1, updated: 0, unchanged: 0 });
-      const [e1] = await t.sql`select title, channel_id, channel_name, duration_s, transcript_languages from videos where id = 'e1'`;
+      const [e1] =
+        await t.sql`select title, channel_id, channel_name, duration_s, transcript_languages from videos where id = 'e1'`;
       expect(e1).toEqual({
         title: 'second',
         channel_id: 'UCchannel',
@@ -245,14 +251,24 @@ describe('repositories', () => {
     });
 
     it('stores string content as text with NULL chunks, and empty content as "" with []', async () => {
-      const plain = transcriptRowFromApi('t2', { content: 'Plain text,  as delivered.\n', lang: 'en', availableLangs: ['en'] }, 'job-t');
+      const plain = transcriptRowFromApi(
+        't2',
+        { content: 'Plain text,  as delivered.\n', lang: 'en', availableLangs: ['en'] },
+        'job-t',
+      );
       const empty = transcriptRowFromApi('t3', { content: [], lang: 'en', availableLangs: [] }, 'job-t');
       await upsertTranscripts(t.sql, [plain, empty]);
       const rows = await t.sql`
         select video_id, text, chunks is null as chunks_null, chunks = '[]'::jsonb as chunks_empty, text_only
         from transcripts where video_id in ('t2', 't3') order by video_id`;
       expect(rows).toEqual([
-        { video_id: 't2', text: 'Plain text,  as delivered.\n', chunks_null: true, chunks_empty: null, text_only: true },
+        {
+          video_id: 't2',
+          text: 'Plain text,  as delivered.\n',
+          chunks_null: true,
+          chunks_empty: null,
+          text_only: true,
+        },
         { video_id: 't3', text: '', chunks_null: false, chunks_empty: true, text_only: false },
       ]);
     });
@@ -263,7 +279,11 @@ describe('repositories', () => {
       const [before] = await t.sql`select updated_at::text from transcripts where video_id = 't4'`;
 
       // same content, keys in another order, another job: nothing to write
-      const reordered = { availableLangs: ['en'], lang: 'en', content: chunks.map((c) => Object.fromEntries(Object.entries(c).reverse())) } as Transcript;
+      const reordered = {
+        availableLangs: ['en'],
+        lang: 'en',
+        content: chunks.map((c) => Object.fromEntries(Object.entries(c).reverse())),
+      } as Transcript;
       expect(await upsertTranscripts(t.sql, [transcriptRowFromApi('t4', reordered, 'job-2')])).toEqual({
         inserted: 0,
         updated: 0,
@@ -288,7 +308,9 @@ describe('repositories', () => {
   describe('batch items', () => {
     /** A batch of its own for each test: no test reads the items another one landed. */
     async function newBatch(jobId: string, videoIds: string[]): Promise<string> {
-      await t.db.insert(batches).values({ jobId, kind: 'video', status: 'active', creditsEstimated: videoIds.length, request: { videoIds } });
+      await t.db
+        .insert(batches)
+        .values({ jobId, kind: 'video', status: 'active', creditsEstimated: videoIds.length, request: { videoIds } });
       return jobId;
     }
 
@@ -297,7 +319,12 @@ describe('repositories', () => {
     it('lands items once and never lets a later answer replace a landed payload', async () => {
       const JOB = await newBatch('job-land-once', ['i1', 'i2', 'i3']);
       const first = await landItems(t.sql, JOB, [
-        { videoId: 'i1', state: 'processing', errorCode: 'processing', payload: { videoId: 'i1', errorCode: 'processing' } },
+        {
+          videoId: 'i1',
+          state: 'processing',
+          errorCode: 'processing',
+          payload: { videoId: 'i1', errorCode: 'processing' },
+        },
         { videoId: 'i2', state: 'landed', errorCode: null, payload: JSON.parse(landedRaw), payloadRaw: landedRaw },
         { videoId: 'i3', state: 'failed', errorCode: 'not-found', payload: { videoId: 'i3', errorCode: 'not-found' } },
       ]);
@@ -306,7 +333,12 @@ describe('repositories', () => {
       // the same answer again writes nothing
       expect(
         await landItems(t.sql, JOB, [
-          { videoId: 'i1', state: 'processing', errorCode: 'processing', payload: { videoId: 'i1', errorCode: 'processing' } },
+          {
+            videoId: 'i1',
+            state: 'processing',
+            errorCode: 'processing',
+            payload: { videoId: 'i1', errorCode: 'processing' },
+          },
           { videoId: 'i2', state: 'landed', errorCode: null, payload: JSON.parse(landedRaw), payloadRaw: landedRaw },
         ]),
       ).toMatchObject({ written: 0, landed: 0, rows: [] });
@@ -329,7 +361,14 @@ describe('repositories', () => {
       expect(rows).toEqual([
         { video_id: 'i1', state: 'landed', error_code: null, views: '1200', duration: '61.5', has_landed_at: true },
         // numbers as received, not as a JS double would print them
-        { video_id: 'i2', state: 'landed', error_code: null, views: '12345678901234567890', duration: '1.50', has_landed_at: true },
+        {
+          video_id: 'i2',
+          state: 'landed',
+          error_code: null,
+          views: '12345678901234567890',
+          duration: '1.50',
+          has_landed_at: true,
+        },
         { video_id: 'i3', state: 'failed', error_code: 'not-found', views: null, duration: null, has_landed_at: false },
       ]);
     });
@@ -351,9 +390,15 @@ describe('repositories', () => {
       expect(await nextLandedChunk(t.sql, JOB, 10)).toEqual([]);
 
       await landItems(t.sql, JOB, [
-        { videoId: 'i1', state: 'retryable', errorCode: 'result-unavailable', payload: { videoId: 'i1', errorCode: 'result-unavailable' } },
+        {
+          videoId: 'i1',
+          state: 'retryable',
+          errorCode: 'result-unavailable',
+          payload: { videoId: 'i1', errorCode: 'result-unavailable' },
+        },
       ]);
-      const [i1] = await t.sql`select state, payload->'video'->>'id' as id, sunk_at is not null as has_sunk_at from batch_items where job_id = ${JOB} and video_id = 'i1'`;
+      const [i1] =
+        await t.sql`select state, payload->'video'->>'id' as id, sunk_at is not null as has_sunk_at from batch_items where job_id = ${JOB} and video_id = 'i1'`;
       expect(i1).toEqual({ state: 'sunk', id: 'i1', has_sunk_at: true });
     });
 
@@ -361,12 +406,15 @@ describe('repositories', () => {
       const JOB = await newBatch('job-raw-only', ['i4']);
       const payload = { videoId: 'i4', video: video('i4', { title: 'nul \u0000 and lone \uDC00' }) };
       const raw = JSON.stringify(payload);
-      expect(await landItems(t.sql, JOB, [{ videoId: 'i4', state: 'landed', errorCode: null, payload, payloadRaw: raw }])).toEqual({
+      expect(
+        await landItems(t.sql, JOB, [{ videoId: 'i4', state: 'landed', errorCode: null, payload, payloadRaw: raw }]),
+      ).toEqual({
         written: 1,
         landed: 1,
         rows: [{ videoId: 'i4', state: 'landed', errorCode: null }],
       });
-      const [row] = await t.sql`select payload is null as payload_null, payload_raw from batch_items where job_id = ${JOB} and video_id = 'i4'`;
+      const [row] =
+        await t.sql`select payload is null as payload_null, payload_raw from batch_items where job_id = ${JOB} and video_id = 'i4'`;
       expect(row).toEqual({ payload_null: true, payload_raw: raw });
       const [item] = await nextLandedChunk(t.sql, JOB, 10);
       expect(item!.payload).toEqual(payload);
@@ -376,10 +424,16 @@ describe('repositories', () => {
       const JOB2 = await newBatch('job-expiring', ['j1', 'j2']);
       await landItems(t.sql, JOB2, [
         { videoId: 'j1', state: 'landed', errorCode: null, payload: { videoId: 'j1', video: video('j1') } },
-        { videoId: 'j2', state: 'processing', errorCode: 'processing', payload: { videoId: 'j2', errorCode: 'processing' } },
+        {
+          videoId: 'j2',
+          state: 'processing',
+          errorCode: 'processing',
+          payload: { videoId: 'j2', errorCode: 'processing' },
+        },
       ]);
       expect(await markUnfinishedRetryable(t.sql, JOB2, 'processing')).toHaveLength(1);
-      const rows = await t.sql`select video_id, state, error_code from batch_items where job_id = ${JOB2} order by video_id`;
+      const rows =
+        await t.sql`select video_id, state, error_code from batch_items where job_id = ${JOB2} order by video_id`;
       expect(rows).toEqual([
         { video_id: 'j1', state: 'landed', error_code: null },
         { video_id: 'j2', state: 'retryable', error_code: 'processing' },
@@ -394,7 +448,13 @@ describe('repositories', () => {
       // kind and language), not a limit of one batch in flight.
       const [src] = await t.db
         .insert(sources)
-        .values({ kind: 'videos', ref: '3 video IDs', externalId: 'videos:0123456789abcdef', maxVideos: 3, langs: ['en'] })
+        .values({
+          kind: 'videos',
+          ref: '3 video IDs',
+          externalId: 'videos:0123456789abcdef',
+          maxVideos: 3,
+          langs: ['en'],
+        })
         .returning({ id: sources.id });
       const sourceId = src!.id;
       const base = { sourceId, creditsEstimated: 3, request: { videoIds: ['a', 'b'] } };
@@ -405,9 +465,12 @@ describe('repositories', () => {
         { ...base, jobId: 't-en-2', kind: 'transcript', lang: 'en', status: 'submitted' },
         { ...base, jobId: 'g-en-1', kind: 'transcript', lang: 'en', status: 'queued', mode: 'generate' },
       ]);
-      const inFlight = await t.sql`select job_id from batches where source_id = ${sourceId} and status in ('submitted', 'queued', 'active') order by job_id`;
+      const inFlight =
+        await t.sql`select job_id from batches where source_id = ${sourceId} and status in ('submitted', 'queued', 'active') order by job_id`;
       expect(inFlight.map((r) => r.job_id)).toEqual(['g-en-1', 't-en-1', 't-en-2', 'v-1', 'v-2']);
-      await expect(t.db.insert(batches).values({ ...base, jobId: 'g-v-1', kind: 'video', status: 'queued', mode: 'generate' })).rejects.toMatchObject({
+      await expect(
+        t.db.insert(batches).values({ ...base, jobId: 'g-v-1', kind: 'video', status: 'queued', mode: 'generate' }),
+      ).rejects.toMatchObject({
         cause: expect.objectContaining({ code: '23514', constraint_name: 'batches_mode_ck' }),
       });
       await expect(
@@ -436,7 +499,7 @@ describe('repositories', () => {
       }
       const textBytes = transcripts.reduce((n, r) => n + r.text.length, 0) / N;
 
-      const timeChunks = async <R,>(rows: R[], upsert: (chunk: R[]) => Promise<unknown>): Promise<number> => {
+      const timeChunks = async <R>(rows: R[], upsert: (chunk: R[]) => Promise<unknown>): Promise<number> => {
         const t0 = performance.now();
         for (let i = 0; i < rows.length; i += CHUNK) await upsert(rows.slice(i, i + CHUNK));
         return Math.round(performance.now() - t0);

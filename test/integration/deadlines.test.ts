@@ -14,11 +14,20 @@ let h: PipelineHarness;
 let sourceId: number;
 
 /** The channel listing answers a tenth of its body, then a byte every 2 s: minutes for the rest. */
-const TRICKLE = [{ match: 'GET /videosite/channel/videos', process: true, trickle: { afterFraction: 0.1, byteEveryMs: 2_000 } }];
+const TRICKLE = [
+  { match: 'GET /videosite/channel/videos', process: true, trickle: { afterFraction: 0.1, byteEveryMs: 2_000 } },
+];
 
 beforeAll(async () => {
   h = await createPipelineHarness('deadlines', { catalog: { channels: 2, channelSizes: [40, 10] } });
-  const s = await registerSource(h.deps, { kind: 'channel', ref: h.sim.catalog.channels()[0]!.id, limit: 100, langs: ['en'], textOnly: false, cron: null });
+  const s = await registerSource(h.deps, {
+    kind: 'channel',
+    ref: h.sim.catalog.channels()[0]!.id,
+    limit: 100,
+    langs: ['en'],
+    textOnly: false,
+    cron: null,
+  });
   sourceId = s.id;
 });
 
@@ -27,7 +36,12 @@ afterAll(async () => {
 });
 
 async function leaseHeld(): Promise<boolean> {
-  return (await h.database.sql`select 1 from source_sync_leases where source_id = ${sourceId} and expires_at > clock_timestamp()`).length > 0;
+  return (
+    (
+      await h.database
+        .sql`select 1 from source_sync_leases where source_id = ${sourceId} and expires_at > clock_timestamp()`
+    ).length > 0
+  );
 }
 
 async function lastRun(): Promise<{ outcome: string | null; finished: boolean }> {
@@ -59,7 +73,12 @@ describe('a trickling listing', () => {
       try {
         const p = startCli(['backfill', '--source', String(sourceId)], h.env);
         // the listing is under way (its answer trickling) before the signal
-        await waitFor(async () => ((h.sim.stats().byEndpoint['GET /videosite/channel/videos']?.total ?? 0) > listingsBefore ? true : undefined), 30_000, 'the listing requested');
+        await waitFor(
+          async () =>
+            (h.sim.stats().byEndpoint['GET /videosite/channel/videos']?.total ?? 0) > listingsBefore ? true : undefined,
+          30_000,
+          'the listing requested',
+        );
         await waitFor(async () => ((await leaseHeld()) ? true : undefined), 10_000, 'the lease taken');
         const sent = Date.now();
         p.kill(signal);
@@ -80,7 +99,9 @@ describe('a trickling listing', () => {
 
 describe('the client', () => {
   it('gives an attempt up at requestTimeoutMs however steadily the answer trickles', async () => {
-    h.sim.script([{ match: 'GET /videosite/channel', process: true, trickle: { afterFraction: 0.1, byteEveryMs: 200 } }]);
+    h.sim.script([
+      { match: 'GET /videosite/channel', process: true, trickle: { afterFraction: 0.1, byteEveryMs: 200 } },
+    ]);
     const client = createApiClient({
       baseUrl: h.sim.baseUrl,
       apiKey: h.sim.apiKey,
@@ -90,7 +111,9 @@ describe('the client', () => {
     });
     try {
       const started = Date.now();
-      await expect(client.getChannel({ id: h.sim.catalog.channels()[1]!.id })).rejects.toMatchObject({ code: 'timeout' });
+      await expect(client.getChannel({ id: h.sim.catalog.channels()[1]!.id })).rejects.toMatchObject({
+        code: 'timeout',
+      });
       expect(Date.now() - started).toBeLessThan(10_000);
     } finally {
       h.sim.clearScript();

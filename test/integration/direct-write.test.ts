@@ -30,7 +30,13 @@ function expected(channelIndex: number): { videos: string[]; transcripts: string
   const ch = h.sim.catalog.channels()[channelIndex]!;
   const infos = h.sim.catalog.videoIds(ch.id)!.map((id) => h.sim.catalog.videoInfo(id)!);
   const pub = infos.filter((v) => v.fate === 'public');
-  return { videos: pub.map((v) => v.id).sort(), transcripts: pub.filter((v) => v.transcriptLanguages.length > 0).map((v) => v.id).sort() };
+  return {
+    videos: pub.map((v) => v.id).sort(),
+    transcripts: pub
+      .filter((v) => v.transcriptLanguages.length > 0)
+      .map((v) => v.id)
+      .sort(),
+  };
 }
 
 /** Rows that differ from the raw item they were written from (`v:<id>`, `t:<id>`), and rows without one. */
@@ -62,7 +68,14 @@ async function notSunkInVideoSync(videoIds: string[], transcriptIds: string[]): 
 describe('the poller writes the rows', () => {
   it('a daemon with --role scheduler,poller (no sink) fills videos and transcripts, each item sunk as it lands', async () => {
     const ch = h.sim.catalog.channels()[0]!;
-    const s = await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: 5000, langs: ['en'], textOnly: false, cron: '* * * * * *' });
+    const s = await registerSource(h.deps, {
+      kind: 'channel',
+      ref: ch.id,
+      limit: 5000,
+      langs: ['en'],
+      textOnly: false,
+      cron: '* * * * * *',
+    });
     const want = expected(0);
     const child = spawn(process.execPath, ['bin/videosite-ingest.js', 'daemon', '--role', 'scheduler,poller'], {
       cwd: REPO_ROOT,
@@ -73,19 +86,25 @@ describe('the poller writes the rows', () => {
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
     try {
-      await waitFor(async () => {
-        const [r] = await h.database.sql<{ v: number; t: number; open: number }[]>`
+      await waitFor(
+        async () => {
+          const [r] = await h.database.sql<{ v: number; t: number; open: number }[]>`
           select (select count(*)::int from videos where channel_id = ${ch.id}) as v,
             (select count(distinct video_id)::int from transcripts where video_id = any(${want.transcripts}::text[])) as t,
             (select count(*)::int from batches where source_id = ${s.id} and status in ('submitted', 'queued', 'active')) as open`;
-        return r!.v === want.videos.length && r!.t === want.transcripts.length && r!.open === 0 ? true : undefined;
-      }, 45_000, 'the channel to be stored by the poller');
+          return r!.v === want.videos.length && r!.t === want.transcripts.length && r!.open === 0 ? true : undefined;
+        },
+        45_000,
+        'the channel to be stored by the poller',
+      );
     } finally {
       child.kill('SIGTERM');
     }
     expect(await exited, stderr).toBe(0);
 
-    const videos = await h.database.sql<{ id: string }[]>`select id from videos where channel_id = ${ch.id} order by id`;
+    const videos = await h.database.sql<
+      { id: string }[]
+    >`select id from videos where channel_id = ${ch.id} order by id`;
     expect(videos.map((v) => v.id)).toEqual(want.videos);
     // every delivered item went landed → sunk in one transaction: one clock reading for both
     const items = await h.database.sql<{ state: string; n: number; same_tx: number }[]>`
@@ -102,10 +121,21 @@ describe('the poller writes the rows', () => {
 
   it('a chunk landed but not written (a crash between the steps) is finished by the sink, from the raw copy', async () => {
     const ch = h.sim.catalog.channels()[1]!;
-    const s = await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: 5000, langs: ['en'], textOnly: false, cron: null });
+    const s = await registerSource(h.deps, {
+      kind: 'channel',
+      ref: ch.id,
+      limit: 5000,
+      langs: ['en'],
+      textOnly: false,
+      cron: null,
+    });
     const pollers = h.startWorkers(['poller']);
     const r = await syncSource(h.deps, s.id);
-    await waitFor(async () => ((await batchProgress(h.database.sql, r.jobIds)).every(isSettled) ? true : undefined), 30_000, 'the batches to settle');
+    await waitFor(
+      async () => ((await batchProgress(h.database.sql, r.jobIds)).every(isSettled) ? true : undefined),
+      30_000,
+      'the batches to settle',
+    );
     await pollers.close(2_000);
     const want = expected(1);
     const { sql } = h.database;
@@ -125,12 +155,18 @@ describe('the poller writes the rows', () => {
     const rec = await reconcile(h.deps);
     expect(rec.sinks).toBe(2);
     h.startWorkers(['sink']);
-    await waitFor(async () => {
-      const [n] = await sql<{ n: number }[]>`
+    await waitFor(
+      async () => {
+        const [n] = await sql<{ n: number }[]>`
         select count(*)::int as n from batch_items i join batches b using (job_id) where b.source_id = ${s.id} and i.state = 'landed'`;
-      return n!.n === 0 ? true : undefined;
-    }, 30_000, 'the sink to finish the landed items');
-    const t = await sql<{ video_id: string }[]>`select distinct video_id from transcripts where video_id = any(${ids}::text[]) order by video_id`;
+        return n!.n === 0 ? true : undefined;
+      },
+      30_000,
+      'the sink to finish the landed items',
+    );
+    const t = await sql<
+      { video_id: string }[]
+    >`select distinct video_id from transcripts where video_id = any(${ids}::text[]) order by video_id`;
     expect(t.map((x) => x.video_id)).toEqual([...ids].sort());
     const v = await sql<{ id: string }[]>`select id from videos where id = any(${vids}::text[]) order by id`;
     expect(v.map((x) => x.id)).toEqual([...vids].sort());
@@ -140,7 +176,14 @@ describe('the poller writes the rows', () => {
 
   it('two polls of the same answer at once land and write each item once', async () => {
     const ch = h.sim.catalog.channels()[2]!;
-    const s = await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: 5000, langs: ['en'], textOnly: false, cron: null });
+    const s = await registerSource(h.deps, {
+      kind: 'channel',
+      ref: ch.id,
+      limit: 5000,
+      langs: ['en'],
+      textOnly: false,
+      cron: null,
+    });
     const r = await syncSource(h.deps, s.id);
     // finished upstream, never polled (no poll worker runs)
     await new Promise((res) => setTimeout(res, 500));

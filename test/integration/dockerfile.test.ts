@@ -22,16 +22,7 @@
  * temporary folder for a look after the run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import {
-  cpSync,
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  statSync,
-} from 'node:fs';
+import { cpSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { setPriority, tmpdir } from 'node:os';
 import { join, posix, relative, resolve, sep } from 'node:path';
@@ -179,7 +170,7 @@ function expandAt(s: string, i: number, vars: ReadonlyMap<string, string>): [str
 
 function expandAll(s: string, vars: ReadonlyMap<string, string>): string {
   let out = '';
-  for (let i = 0; i < s.length; ) {
+  for (let i = 0; i < s.length;) {
     if (s[i] === '$') {
       const [v, next] = expandAt(s, i, vars);
       out += v;
@@ -291,12 +282,21 @@ export interface Build {
 }
 
 /** Docker's predefined ARGs: the build sees the host's proxies without an ARG line. */
-const PROXY_VARS = ['HTTP_PROXY', 'HTTPS_PROXY', 'FTP_PROXY', 'NO_PROXY', 'ALL_PROXY'].flatMap((v) => [v, v.toLowerCase()]);
+const PROXY_VARS = ['HTTP_PROXY', 'HTTPS_PROXY', 'FTP_PROXY', 'NO_PROXY', 'ALL_PROXY'].flatMap((v) => [
+  v,
+  v.toLowerCase(),
+]);
 /**
  * This machine's network setup, not part of the image: its CA bundle (a TLS-inspecting proxy)
  * and a registry mirror, so `npm ci` reaches the registry here as the build host would.
  */
-const HOST_NETWORK_VARS = ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'npm_config_registry', 'NPM_CONFIG_REGISTRY'];
+const HOST_NETWORK_VARS = [
+  'NODE_EXTRA_CA_CERTS',
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+  'npm_config_registry',
+  'NPM_CONFIG_REGISTRY',
+];
 
 const live = new Set<ChildProcess>();
 
@@ -370,7 +370,13 @@ interface Proc {
  * `background` lowers its CPU priority, which changes nothing but timing: the build's npm ci and
  * tsc then yield a 2-core machine to the other test files running beside this one.
  */
-function run(argv: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number, background = false): Promise<Proc> {
+function run(
+  argv: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  timeoutMs: number,
+  background = false,
+): Promise<Proc> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(argv[0]!, argv.slice(1), { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     live.add(child);
@@ -416,7 +422,7 @@ function tail(s: string, n = 4000): string {
 /** Copies what one COPY instruction copies. */
 function copy(ins: Instruction, stage: Stage, stages: Stage[], ignore: readonly IgnoreRule[]): void {
   const v = vars(stage);
-  let list = execForm(ins.args)?.map((w) => expandAll(w, v)) ?? words(ins.args, v);
+  const list = execForm(ins.args)?.map((w) => expandAll(w, v)) ?? words(ins.args, v);
   let from: Stage | undefined;
   while (list[0]?.startsWith('--')) {
     const flag = list.shift()!;
@@ -424,7 +430,9 @@ function copy(ins: Instruction, stage: Stage, stages: Stage[], ignore: readonly 
     if (name === '--from') {
       from = stages.find((s) => s.name === value?.toLowerCase() || String(s.index) === value);
       if (!from) {
-        throw new Error(`Dockerfile line ${ins.line}: COPY --from=${value}: only earlier build stages are supported, not images`);
+        throw new Error(
+          `Dockerfile line ${ins.line}: COPY --from=${value}: only earlier build stages are supported, not images`,
+        );
       }
     } else if (name !== '--chown' && name !== '--chmod' && name !== '--link') {
       // --chown/--chmod/--link change ownership, modes and caching, which this test does not model
@@ -440,7 +448,8 @@ function copy(ins: Instruction, stage: Stage, stages: Stage[], ignore: readonly 
     throw new Error(`Dockerfile line ${ins.line}: COPY with more than one source needs a destination ending in /`);
   }
   for (const src of sources) {
-    if (/[*?[]/.test(src)) throw new Error(`Dockerfile line ${ins.line}: COPY wildcards (${src}) are not supported by this test`);
+    if (/[*?[]/.test(src))
+      throw new Error(`Dockerfile line ${ins.line}: COPY wildcards (${src}) are not supported by this test`);
     let srcHost: string;
     let filter: ((p: string) => boolean) | undefined;
     if (from) {
@@ -460,9 +469,12 @@ function copy(ins: Instruction, stage: Stage, stages: Stage[], ignore: readonly 
       };
     }
     if (!existsSync(srcHost)) {
-      throw new Error(`Dockerfile line ${ins.line}: COPY ${from ? `--from=${from.name ?? from.index} ` : ''}${src}: not found`);
+      throw new Error(
+        `Dockerfile line ${ins.line}: COPY ${from ? `--from=${from.name ?? from.index} ` : ''}${src}: not found`,
+      );
     }
-    if (!from && !sameRoot(CONTEXT, srcHost)) throw new Error(`Dockerfile line ${ins.line}: COPY ${src} leaves the build context`);
+    if (!from && !sameRoot(CONTEXT, srcHost))
+      throw new Error(`Dockerfile line ${ins.line}: COPY ${src} leaves the build context`);
     const target = hostPath(stage, dest);
     if (statSync(srcHost).isDirectory()) {
       // a folder's contents are copied into the destination, not the folder itself
@@ -508,7 +520,9 @@ export async function buildImage(dockerfile: string, dir: string, onStep?: (what
         const major = /^node:(\d+)/.exec(base)?.[1];
         const host = process.versions.node.split('.')[0];
         if (major !== undefined && major !== host) {
-          console.warn(`dockerfile test: FROM ${base} but this machine runs Node ${process.versions.node}; the result may differ`);
+          console.warn(
+            `dockerfile test: FROM ${base} but this machine runs Node ${process.versions.node}; the result may differ`,
+          );
         }
       }
       stage = {
@@ -570,7 +584,8 @@ export async function buildImage(dockerfile: string, dir: string, onStep?: (what
       }
       case 'EXPOSE': {
         for (const p of words(ins.args, vars(stage))) {
-          if (!/^\d+(-\d+)?(\/(tcp|udp|sctp))?$/i.test(p)) throw new Error(`Dockerfile line ${ins.line}: EXPOSE ${p} is not a port`);
+          if (!/^\d+(-\d+)?(\/(tcp|udp|sctp))?$/i.test(p))
+            throw new Error(`Dockerfile line ${ins.line}: EXPOSE ${p} is not a port`);
         }
         break;
       }
@@ -586,7 +601,10 @@ export async function buildImage(dockerfile: string, dir: string, onStep?: (what
         copy(ins, stage, build.stages, ignore);
         break;
       case 'RUN': {
-        if (/^--/.test(ins.args)) throw new Error(`Dockerfile line ${ins.line}: RUN flags (${ins.args.split(/\s/)[0]}) are not supported by this test`);
+        if (/^--/.test(ins.args))
+          throw new Error(
+            `Dockerfile line ${ins.line}: RUN flags (${ins.args.split(/\s/)[0]}) are not supported by this test`,
+          );
         const exec = execForm(ins.args);
         const argv = exec ?? ['sh', '-c', ins.args];
         refuseAbsolutePaths(ins.line, exec ?? [ins.args]);
@@ -618,7 +636,8 @@ function runImage(build: Build, args: string[], extraEnv: Record<string, string>
   if (!ep) throw new Error('the image has no ENTRYPOINT: `docker run IMAGE --help` would run `--help` as a program');
   if (!('exec' in ep)) throw new Error('a shell-form ENTRYPOINT ignores the arguments of `docker run IMAGE ...`');
   const argv = [...ep.exec, ...args];
-  if (argv[0]!.startsWith('/')) throw new Error(`ENTRYPOINT ${argv[0]}: absolute paths of the base image are not simulated`);
+  if (argv[0]!.startsWith('/'))
+    throw new Error(`ENTRYPOINT ${argv[0]}: absolute paths of the base image are not simulated`);
   return run(argv, hostPath(stage, stage.workdir), { ...environment(stage, false), ...extraEnv }, RUN_TIMEOUT_MS);
 }
 
@@ -633,7 +652,15 @@ function show(p: Proc): string {
 describe('the Dockerfile simulator itself', () => {
   it('joins continuation lines, drops comments inside them, reads both forms', () => {
     const ins = parseDockerfile(
-      ['# syntax=docker/dockerfile:1', 'FROM node:20 AS a', 'RUN echo a \\', '  # note', '  && echo b', 'CMD ["x", "y"]', ''].join('\n'),
+      [
+        '# syntax=docker/dockerfile:1',
+        'FROM node:20 AS a',
+        'RUN echo a \\',
+        '  # note',
+        '  && echo b',
+        'CMD ["x", "y"]',
+        '',
+      ].join('\n'),
     );
     expect(ins.map((i) => [i.line, i.keyword, i.args])).toEqual([
       [2, 'FROM', 'node:20 AS a'],
@@ -645,12 +672,17 @@ describe('the Dockerfile simulator itself', () => {
   });
 
   it('fails clearly on an instruction it does not understand', () => {
-    expect(() => parseDockerfile('FROM node:20\nHEALTHCHECK CMD true\n')).toThrow(/line 2: instruction HEALTHCHECK is not supported/);
+    expect(() => parseDockerfile('FROM node:20\nHEALTHCHECK CMD true\n')).toThrow(
+      /line 2: instruction HEALTHCHECK is not supported/,
+    );
     expect(() => parseDockerfile('FROM node:20\nRUN <<EOF\necho\nEOF\n')).toThrow(/heredocs/);
   });
 
   it('splits words with quotes and variables as Docker does', () => {
-    const v = new Map([['A', 'x y'], ['B', '']]);
+    const v = new Map([
+      ['A', 'x y'],
+      ['B', ''],
+    ]);
     expect(words(`K="$A" L='$A' M=\${B:-d} N=\${A:+set} O=\\$A`, v)).toEqual(['K=x y', 'L=$A', 'M=d', 'N=set', 'O=$A']);
   });
 
@@ -701,19 +733,25 @@ describe('the container defaults are safe (issue #27)', () => {
     const tokens = lines.filter((l) => /\b(ADMIN_TOKEN|METRICS_TOKEN)\s*[:=]/.test(l));
     expect(tokens.length, 'the daemon is given ADMIN_TOKEN').toBeGreaterThan(0);
     for (const l of tokens) {
-      const value = l.replace(/^\s*-?\s*(ADMIN_TOKEN|METRICS_TOKEN)\s*[:=]\s*/, '').trim().replace(/^["']|["']$/g, '');
+      const value = l
+        .replace(/^\s*-?\s*(ADMIN_TOKEN|METRICS_TOKEN)\s*[:=]\s*/, '')
+        .trim()
+        .replace(/^["']|["']$/g, '');
       expect(value, l).toMatch(/^\$\{(ADMIN_TOKEN|METRICS_TOKEN)(:?\?[^}]*|:-)?\}$/);
     }
     // published ports: the host's loopback only
-    const published = [...compose.matchAll(/^\s*-\s*["']?([^"'\n]*:\d+(?::\d+)?)["']?\s*$/gm)].map((m) => m[1]!).filter((p) => /^[\d.]*:?\d+:\d+$/.test(p));
+    const published = [...compose.matchAll(/^\s*-\s*["']?([^"'\n]*:\d+(?::\d+)?)["']?\s*$/gm)]
+      .map((m) => m[1]!)
+      .filter((p) => /^[\d.]*:?\d+:\d+$/.test(p));
     expect(published.length).toBeGreaterThan(0);
     for (const p of published) expect(p, 'a published port').toMatch(/^127\.0\.0\.1:/);
     // a service told to listen beyond loopback is given the token
-    const services = compose.split(/^  (?=[a-z][\w-]*:\s*$)/m).slice(1);
+    const services = compose.split(/^ {2}(?=[a-z][\w-]*:\s*$)/m).slice(1);
     for (const service of services) {
       const command = /command:\s*(\[.*\])/.exec(service)?.[1];
       const host = command === undefined ? undefined : optionValue(JSON.parse(command) as string[], '--admin-host');
-      if (host !== undefined && !isLoopbackHost(host)) expect(service, `${service.split(':')[0]} listens on ${host}`).toMatch(/ADMIN_TOKEN:/);
+      if (host !== undefined && !isLoopbackHost(host))
+        expect(service, `${service.split(':')[0]} listens on ${host}`).toMatch(/ADMIN_TOKEN:/);
     }
   });
 });
@@ -746,7 +784,7 @@ describe(`the container image (${LABEL}) builds and runs`, () => {
       try {
         build = await buildImage(DOCKERFILE, dir, (what) => (current = what));
       } catch (e) {
-        throw new Error(`${(e as Error).message}\n(at ${current})`);
+        throw new Error(`${(e as Error).message}\n(at ${current})`, { cause: e });
       }
       const slow = build.timings.filter((t) => t.ms > 1000).map((t) => `${(t.ms / 1000).toFixed(1)} s  ${t.what}`);
       console.log(`dockerfile test: built in ${((Date.now() - t0) / 1000).toFixed(1)} s\n${slow.join('\n')}`);
@@ -755,24 +793,33 @@ describe(`the container image (${LABEL}) builds and runs`, () => {
     BUILD_TIMEOUT_MS,
   );
 
-  it('`docker run IMAGE --help` lists the commands', async () => {
-    expect(build, 'the image did not build (see the test above)').toBeDefined();
-    const r = await runImage(build!, ['--help']);
-    expect(r.code, show(r)).toBe(0);
-    for (const command of ['migrate', 'sources', 'daemon', 'backfill', 'replay', 'status', 'simulator']) {
-      expect(r.stdout, show(r)).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
-    }
-  }, RUN_TIMEOUT_MS + 30_000);
+  it(
+    '`docker run IMAGE --help` lists the commands',
+    async () => {
+      expect(build, 'the image did not build (see the test above)').toBeDefined();
+      const r = await runImage(build!, ['--help']);
+      expect(r.code, show(r)).toBe(0);
+      for (const command of ['migrate', 'sources', 'daemon', 'backfill', 'replay', 'status', 'simulator']) {
+        expect(r.stdout, show(r)).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
+      }
+    },
+    RUN_TIMEOUT_MS + 30_000,
+  );
 
-  it("the default CMD's command exists and knows every option the CMD passes", async () => {
-    expect(build, 'the image did not build (see the test above)').toBeDefined();
-    const cmd = build!.final.cmd;
-    expect(cmd && 'exec' in cmd, 'CMD in exec form').toBe(true);
-    const args = (cmd as { exec: string[] }).exec;
-    const r = await runImage(build!, [args[0]!, '--help']);
-    expect(r.code, show(r)).toBe(0);
-    for (const flag of args.filter((a) => a.startsWith('--'))) expect(r.stdout, show(r)).toContain(flag.split('=')[0]);
-  }, RUN_TIMEOUT_MS + 30_000);
+  it(
+    "the default CMD's command exists and knows every option the CMD passes",
+    async () => {
+      expect(build, 'the image did not build (see the test above)').toBeDefined();
+      const cmd = build!.final.cmd;
+      expect(cmd && 'exec' in cmd, 'CMD in exec form').toBe(true);
+      const args = (cmd as { exec: string[] }).exec;
+      const r = await runImage(build!, [args[0]!, '--help']);
+      expect(r.code, show(r)).toBe(0);
+      for (const flag of args.filter((a) => a.startsWith('--')))
+        expect(r.stdout, show(r)).toContain(flag.split('=')[0]);
+    },
+    RUN_TIMEOUT_MS + 30_000,
+  );
 
   it('the image runs the compiled JavaScript of dist/: no sources, no tsx', () => {
     expect(build, 'the image did not build (see the test above)').toBeDefined();
@@ -795,13 +842,17 @@ describe(`the container image (${LABEL}) builds and runs`, () => {
     ).toBe(true);
   });
 
-  it('`docker run IMAGE migrate` applies every migration of the checkout (they ship in the image)', async () => {
-    expect(build, 'the image did not build (see the test above)').toBeDefined();
-    const name = testDatabaseName('dockerfile');
-    databases.push(name);
-    const migrations = readdirSync(join(CONTEXT, 'migrations')).filter((f) => f.endsWith('.sql')).length;
-    const r = await runImage(build!, ['migrate'], { DATABASE_URL: testServerUrl(name) });
-    expect(r.code, show(r)).toBe(0);
-    expect(r.stdout, show(r)).toContain(`${migrations} migration(s) applied`);
-  }, RUN_TIMEOUT_MS + 30_000);
+  it(
+    '`docker run IMAGE migrate` applies every migration of the checkout (they ship in the image)',
+    async () => {
+      expect(build, 'the image did not build (see the test above)').toBeDefined();
+      const name = testDatabaseName('dockerfile');
+      databases.push(name);
+      const migrations = readdirSync(join(CONTEXT, 'migrations')).filter((f) => f.endsWith('.sql')).length;
+      const r = await runImage(build!, ['migrate'], { DATABASE_URL: testServerUrl(name) });
+      expect(r.code, show(r)).toBe(0);
+      expect(r.stdout, show(r)).toContain(`${migrations} migration(s) applied`);
+    },
+    RUN_TIMEOUT_MS + 30_000,
+  );
 });

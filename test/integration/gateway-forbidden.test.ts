@@ -14,7 +14,8 @@ import type { ScriptStep } from '../../src/simulator/faults.ts';
 import { createPipelineHarness, runCli, type PipelineHarness } from '../helpers/pipeline.ts';
 import { expectCleanError } from '../helpers/cli.ts';
 
-const GATEWAY_PAGE = '<html><head><title>403 Forbidden</title></head><body><center><h1>403 Forbidden</h1></center></body></html>';
+const GATEWAY_PAGE =
+  '<html><head><title>403 Forbidden</title></head><body><center><h1>403 Forbidden</h1></center></body></html>';
 
 let h: PipelineHarness;
 let sourceId: number;
@@ -55,7 +56,14 @@ beforeAll(async () => {
   });
   h.startWorkers(['poller', 'sink']);
   channelId = h.sim.catalog.channels()[0]!.id;
-  const s = await registerSource(h.deps, { kind: 'channel', ref: channelId, limit: 5000, langs: ['en'], textOnly: false, cron: null });
+  const s = await registerSource(h.deps, {
+    kind: 'channel',
+    ref: channelId,
+    limit: 5000,
+    langs: ['en'],
+    textOnly: false,
+    cron: null,
+  });
   sourceId = s.id;
   expect((await backfill()).exitCode).toBe(0);
 });
@@ -71,7 +79,9 @@ describe('a 403 from a gateway while /me answers', () => {
     expect(report.exitCode).toBe(1);
     expect(report.syncErrors).toEqual([expect.objectContaining({ sourceId, code: 'gateway-forbidden' })]);
     expect(await lastRun()).toMatchObject({ outcome: 'error' });
-    const [src] = await h.database.sql<{ last_error_code: string }[]>`select last_error_code from sources where id = ${sourceId}`;
+    const [src] = await h.database.sql<
+      { last_error_code: string }[]
+    >`select last_error_code from sources where id = ${sourceId}`;
     expect(src!.last_error_code).toBe('gateway-forbidden');
     expect(await holds()).toEqual([]);
     await nothingMarkedForbidden();
@@ -97,19 +107,31 @@ describe('a 403 from a gateway while /me answers', () => {
 
     const again = await backfill();
     expect(again.syncErrors).toEqual([]);
-    const [generated] = await h.database.sql<{ origin: string }[]>`select origin from transcripts where video_id = ${refused!.video_id}`;
+    const [generated] = await h.database.sql<
+      { origin: string }[]
+    >`select origin from transcripts where video_id = ${refused!.video_id}`;
     expect(generated?.origin).toBe('generated');
   });
 
   it('on a batch poll: polled again, nothing held', async () => {
     await insertSubmittedBatch(h.database.sql, {
       // no source: a backfill of the source must not wait for this batch
-      jobId: 'batch_gateway_a', sourceId: null, kind: 'video', lang: null, mode: 'batch', creditsEstimated: 2,
-      request: { videoIds: ['v'] }, textOnly: false, replayOf: null, firstPollDelayMs: 60_000,
+      jobId: 'batch_gateway_a',
+      sourceId: null,
+      kind: 'video',
+      lang: null,
+      mode: 'batch',
+      creditsEstimated: 2,
+      request: { videoIds: ['v'] },
+      textOnly: false,
+      replayOf: null,
+      firstPollDelayMs: 60_000,
     });
     h.sim.script([gateway403('GET /videosite/batch/batch_gateway_a')]);
     expect((await pollBatch(h.deps, 'batch_gateway_a')).terminal).toBe(false);
-    const [b] = await h.database.sql<{ status: string; reason: string }[]>`select status, reason from batches where job_id = 'batch_gateway_a'`;
+    const [b] = await h.database.sql<
+      { status: string; reason: string }[]
+    >`select status, reason from batches where job_id = 'batch_gateway_a'`;
     expect(b).toMatchObject({ status: 'submitted', reason: expect.stringContaining('gateway-forbidden') });
     expect(await holds()).toEqual([]);
   });
@@ -134,14 +156,24 @@ describe('a 403 from a gateway, and /me refused too', () => {
 
   it('on a batch poll: polls are held on the key', async () => {
     await insertSubmittedBatch(h.database.sql, {
-      jobId: 'batch_gateway_b', sourceId: null, kind: 'video', lang: null, mode: 'batch', creditsEstimated: 2,
-      request: { videoIds: ['v'] }, textOnly: false, replayOf: null, firstPollDelayMs: 60_000,
+      jobId: 'batch_gateway_b',
+      sourceId: null,
+      kind: 'video',
+      lang: null,
+      mode: 'batch',
+      creditsEstimated: 2,
+      request: { videoIds: ['v'] },
+      textOnly: false,
+      replayOf: null,
+      firstPollDelayMs: 60_000,
     });
     h.sim.script([gateway403('GET /videosite/batch/batch_gateway_b'), gateway403('GET /me')]);
     try {
       expect((await pollBatch(h.deps, 'batch_gateway_b')).terminal).toBe(false);
       expect((await holds()).map((x) => x.code)).toEqual(['unauthorized']);
-      const [b] = await h.database.sql<{ status: string; reason: string }[]>`select status, reason from batches where job_id = 'batch_gateway_b'`;
+      const [b] = await h.database.sql<
+        { status: string; reason: string }[]
+      >`select status, reason from batches where job_id = 'batch_gateway_b'`;
       expect(b).toMatchObject({ status: 'submitted', reason: expect.stringContaining('polls held') });
     } finally {
       h.sim.clearScript();
@@ -154,7 +186,11 @@ describe('a 403 from a gateway, and /me refused too', () => {
     try {
       const count = async () => (await h.database.sql<{ n: number }[]>`select count(*)::int as n from sources`)[0]!.n;
       const before = await count();
-      const r = await runCli(['sources', 'add', 'playlist', h.sim.catalog.channels()[0]!.playlistIds[0]!], h.env, 60_000);
+      const r = await runCli(
+        ['sources', 'add', 'playlist', h.sim.catalog.channels()[0]!.playlistIds[0]!],
+        h.env,
+        60_000,
+      );
       expectCleanError(r, 3, 'GET /me refused the key too');
       expect(await count()).toBe(before);
     } finally {

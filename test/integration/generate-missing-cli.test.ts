@@ -40,7 +40,17 @@ describe('sources add --generate-missing, then one backfill', () => {
     const budget = Math.floor(allMinutes / 2);
 
     const add = await runCli(
-      ['sources', 'add', 'channel', channel.id, '--lang', 'en', '--generate-missing', '--max-generate-minutes', String(budget)],
+      [
+        'sources',
+        'add',
+        'channel',
+        channel.id,
+        '--lang',
+        'en',
+        '--generate-missing',
+        '--max-generate-minutes',
+        String(budget),
+      ],
       h.env,
       60_000,
     );

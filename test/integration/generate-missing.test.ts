@@ -31,14 +31,28 @@ function answered(endpoint: string): number {
 }
 
 async function backfill() {
-  const report = await runBackfill(h.deps, { sourceIds: [sourceId], wait: true, timeoutMs: 60_000, checkIntervalMs: 100 });
+  const report = await runBackfill(h.deps, {
+    sourceIds: [sourceId],
+    wait: true,
+    timeoutMs: 60_000,
+    checkIntervalMs: 100,
+  });
   expect(report.syncErrors).toEqual([]);
   return report;
 }
 
 /** The generate batches of the source, in the order they were requested. */
 async function generateBatches() {
-  return h.database.sql<{ job_id: string; video_id: string; status: string; polls: number; credits_estimated: number; last_polled_at: Date | null }[]>`
+  return h.database.sql<
+    {
+      job_id: string;
+      video_id: string;
+      status: string;
+      polls: number;
+      credits_estimated: number;
+      last_polled_at: Date | null;
+    }[]
+  >`
     select job_id, request->>'videoId' as video_id, status, polls, credits_estimated, last_polled_at
     from batches where source_id = ${sourceId} and mode = 'generate'
     order by submitted_at, job_id`;
@@ -51,7 +65,14 @@ beforeAll(async () => {
   });
   h.startWorkers(['poller', 'sink']);
   channelId = h.sim.catalog.channels()[0]!.id;
-  const s = await registerSource(h.deps, { kind: 'channel', ref: channelId, limit: 5000, langs: ['en'], textOnly: false, cron: null });
+  const s = await registerSource(h.deps, {
+    kind: 'channel',
+    ref: channelId,
+    limit: 5000,
+    langs: ['en'],
+    textOnly: false,
+    cron: null,
+  });
   sourceId = s.id;
 });
 
@@ -64,7 +85,7 @@ describe('--generate-missing', () => {
   let candidates: { id: string; minutes: number }[] = [];
   let budget = 0;
   /** what fits the budget, taken in that order, a video that would pass it skipped */
-  let fitting: { id: string; minutes: number }[] = [];
+  const fitting: { id: string; minutes: number }[] = [];
   let creditsAtStart = 0;
   let creditsBefore = 0;
   /** paid reads of the first sync (the channel's listing and metadata) */
@@ -96,7 +117,9 @@ describe('--generate-missing', () => {
     for (const r of rows) expect(r.last_error_code).toBe('transcript-unavailable');
     candidates = rows.map((r) => ({ id: r.id, minutes: Math.ceil(r.duration_s / 60) }));
     expect(candidates.length).toBeGreaterThanOrEqual(4);
-    expect(await h.database.sql`select 1 from transcripts where video_id = any(${candidates.map((c) => c.id)}::text[])`).toHaveLength(0);
+    expect(
+      await h.database.sql`select 1 from transcripts where video_id = any(${candidates.map((c) => c.id)}::text[])`,
+    ).toHaveLength(0);
 
     // a budget that only some fit: about half of all their minutes
     budget = Math.floor(candidates.reduce((n, c) => n + c.minutes, 0) / 2);
@@ -111,7 +134,8 @@ describe('--generate-missing', () => {
   });
 
   it('generates transcripts for exactly the videos that fit the minute budget, at 2 credits per started minute, polled through the poll queue', async () => {
-    await h.database.sql`update sources set generate_missing = true, max_generate_minutes = ${budget} where id = ${sourceId}`;
+    await h.database
+      .sql`update sources set generate_missing = true, max_generate_minutes = ${budget} where id = ${sourceId}`;
     creditsBefore = await used();
     const jobPollsBefore = answered('GET /transcript/{jobId}');
     const result = await submitGenerations(h.deps, await getSource(h.deps.db, sourceId), {});
@@ -122,12 +146,16 @@ describe('--generate-missing', () => {
     expect(result.minutes).toBeLessThanOrEqual(budget);
 
     // the poll queue polls each job to completion and the sink stores it
-    await waitFor(async () => {
-      const [row] = await h.database.sql<{ n: number }[]>`
+    await waitFor(
+      async () => {
+        const [row] = await h.database.sql<{ n: number }[]>`
         select count(*)::int as n from batch_items i join batches b using (job_id)
         where b.source_id = ${sourceId} and b.mode = 'generate' and b.status = 'completed' and i.state = 'sunk'`;
-      return row!.n === fitting.length ? true : undefined;
-    }, 30_000, 'generated transcripts sunk');
+        return row!.n === fitting.length ? true : undefined;
+      },
+      30_000,
+      'generated transcripts sunk',
+    );
 
     const batches = await generateBatches();
     expect(batches.map((b) => b.video_id)).toEqual(fitting.map((c) => c.id));
@@ -191,11 +219,15 @@ describe('--generate-missing', () => {
     await h.database.sql`update sources set max_generate_minutes = null where id = ${sourceId}`;
     const rest = await submitGenerations(h.deps, await getSource(h.deps.db, sourceId), {});
     expect(rest.videos).toBe(candidates.length - fitting.length);
-    await waitFor(async () => {
-      const [row] = await h.database.sql<{ n: number }[]>`
+    await waitFor(
+      async () => {
+        const [row] = await h.database.sql<{ n: number }[]>`
         select count(*)::int as n from batches where mode = 'generate' and status = 'completed'`;
-      return row!.n === candidates.length ? true : undefined;
-    }, 30_000, 'every generation completed');
+        return row!.n === candidates.length ? true : undefined;
+      },
+      30_000,
+      'every generation completed',
+    );
     const once = await h.database.sql<{ video_id: string; n: number }[]>`
       select request->>'videoId' as video_id, count(*)::int as n from batches where source_id = ${sourceId} and mode = 'generate' group by 1`;
     expect(once.map((r) => r.video_id).sort()).toEqual(candidates.map((c) => c.id).sort());
@@ -208,15 +240,37 @@ describe('a transcript job answered otherwise', () => {
   async function jobFor(jobId: string, videoId: string): Promise<void> {
     await h.database.sql.begin(async (tx) => {
       await insertSubmittedBatch(tx, {
-        jobId, sourceId: null, kind: 'transcript', lang: 'en', mode: 'generate', creditsEstimated: 2,
-        request: { url: `https://www.videosite.com/watch?v=${videoId}`, mode: 'generate', lang: 'en', videoId, durationS: 30 },
-        textOnly: false, replayOf: null, firstPollDelayMs: 0,
+        jobId,
+        sourceId: null,
+        kind: 'transcript',
+        lang: 'en',
+        mode: 'generate',
+        creditsEstimated: 2,
+        request: {
+          url: `https://www.videosite.com/watch?v=${videoId}`,
+          mode: 'generate',
+          lang: 'en',
+          videoId,
+          durationS: 30,
+        },
+        textOnly: false,
+        replayOf: null,
+        firstPollDelayMs: 0,
       });
       await landItems(tx, jobId, [{ videoId, state: 'processing', errorCode: null, payload: undefined }]);
     });
   }
   async function row(jobId: string) {
-    const [b] = await h.database.sql<{ status: string; upstream_status: string | null; error_code: string | null; reason: string | null; state: string; item_code: string | null }[]>`
+    const [b] = await h.database.sql<
+      {
+        status: string;
+        upstream_status: string | null;
+        error_code: string | null;
+        reason: string | null;
+        state: string;
+        item_code: string | null;
+      }[]
+    >`
       select b.status, b.upstream_status, b.error_code, b.reason, i.state, i.error_code as item_code
       from batches b join batch_items i using (job_id) where b.job_id = ${jobId}`;
     return b!;
@@ -226,25 +280,47 @@ describe('a transcript job answered otherwise', () => {
     await jobFor('tj_scripted_failed', 'scriptedAAA');
     h.sim.script([
       { match: 'GET /transcript/tj_scripted_failed', status: 200, body: { status: 'transcribing', error: null } },
-      { match: 'GET /transcript/tj_scripted_failed', status: 200, body: { status: 'failed', error: { error: 'internal-error', message: 'boom', details: 'x' } } },
+      {
+        match: 'GET /transcript/tj_scripted_failed',
+        status: 200,
+        body: { status: 'failed', error: { error: 'internal-error', message: 'boom', details: 'x' } },
+      },
     ]);
     const first = await pollBatch(h.deps, 'tj_scripted_failed');
     expect(first.terminal).toBe(false);
-    expect(await row('tj_scripted_failed')).toMatchObject({ status: 'submitted', upstream_status: 'transcribing', state: 'processing' });
+    expect(await row('tj_scripted_failed')).toMatchObject({
+      status: 'submitted',
+      upstream_status: 'transcribing',
+      state: 'processing',
+    });
     expect((await row('tj_scripted_failed')).reason).toContain('transcribing');
     const second = await pollBatch(h.deps, 'tj_scripted_failed');
     expect(second).toMatchObject({ terminal: true, status: 'failed' });
-    expect(await row('tj_scripted_failed')).toMatchObject({ status: 'failed', error_code: 'internal-error', state: 'retryable', item_code: 'internal-error' });
+    expect(await row('tj_scripted_failed')).toMatchObject({
+      status: 'failed',
+      error_code: 'internal-error',
+      state: 'retryable',
+      item_code: 'internal-error',
+    });
 
     await jobFor('tj_scripted_gone', 'scriptedBBB');
-    h.sim.script([{ match: 'GET /transcript/tj_scripted_gone', status: 200, body: { status: 'failed', error: { error: 'not-found', message: 'gone', details: 'x' } } }]);
+    h.sim.script([
+      {
+        match: 'GET /transcript/tj_scripted_gone',
+        status: 200,
+        body: { status: 'failed', error: { error: 'not-found', message: 'gone', details: 'x' } },
+      },
+    ]);
     expect(await pollBatch(h.deps, 'tj_scripted_gone')).toMatchObject({ terminal: true, status: 'failed' });
     expect(await row('tj_scripted_gone')).toMatchObject({ state: 'failed', item_code: 'not-found' });
   });
 
   it('a transcript answered at once is landed at once; a refusal of the video is its one attempt', async () => {
     // two more videos of the source without captions, as a sync would have recorded them
-    for (const [id, duration] of [['instantAAAA', 61], ['refusedAAAA', 30]] as const) {
+    for (const [id, duration] of [
+      ['instantAAAA', 61],
+      ['refusedAAAA', 30],
+    ] as const) {
       await h.database.sql`insert into videos (id, duration_s, upload_date) values (${id}, ${duration}, '2030-01-01')`;
       await h.database.sql`insert into source_videos (source_id, video_id) values (${sourceId}, ${id})`;
       await h.database.sql`
@@ -253,20 +329,34 @@ describe('a transcript job answered otherwise', () => {
     }
     const requests = () => h.sim.stats().byEndpoint['GET /transcript']?.total ?? 0;
     const before = requests();
-    const transcript = { content: [{ text: 'spoken words', offset: 0, duration: 1500 }], lang: 'en', availableLangs: [] };
+    const transcript = {
+      content: [{ text: 'spoken words', offset: 0, duration: 1500 }],
+      lang: 'en',
+      availableLangs: [],
+    };
     h.sim.script([
       { match: 'GET /transcript', status: 200, body: transcript },
-      { match: 'GET /transcript', status: 404, body: { error: 'not-found', message: 'Video not found.', details: 'gone' } },
+      {
+        match: 'GET /transcript',
+        status: 404,
+        body: { error: 'not-found', message: 'Video not found.', details: 'gone' },
+      },
     ]);
     const r = await submitGenerations(h.deps, await getSource(h.deps.db, sourceId), {});
     expect(requests() - before).toBe(2);
     expect(r.videos).toBe(1);
     expect(r.jobIds).toHaveLength(1);
     expect(r.jobIds[0]).toMatch(/^gen-sync:instantAAAA:en:/);
-    const stored = await waitFor(async () => {
-      const [t] = await h.database.sql<{ origin: string; text: string }[]>`select origin, text from transcripts where video_id = 'instantAAAA'`;
-      return t;
-    }, 10_000, 'the instant transcript sunk');
+    const stored = await waitFor(
+      async () => {
+        const [t] = await h.database.sql<
+          { origin: string; text: string }[]
+        >`select origin, text from transcripts where video_id = 'instantAAAA'`;
+        return t;
+      },
+      10_000,
+      'the instant transcript sunk',
+    );
     expect(stored).toEqual({ origin: 'generated', text: 'spoken words' });
     const [refused] = await h.database.sql<{ state: string }[]>`
       select state from batch_submissions where request->>'videoId' = 'refusedAAAA'`;
@@ -281,7 +371,11 @@ describe('a transcript job answered otherwise', () => {
     const deps = { ...h.deps, settings: { ...h.deps.settings, batchNotFoundConfirmMs: 0 } };
     // no job of that ID upstream: the simulator answers a JSON not-found
     expect(await pollBatch(deps, 'tj_scripted_unknown')).toMatchObject({ terminal: true, status: 'expired' });
-    expect(await row('tj_scripted_unknown')).toMatchObject({ status: 'expired', error_code: 'result-expired', state: 'failed', item_code: 'result-unavailable' });
+    expect(await row('tj_scripted_unknown')).toMatchObject({
+      status: 'expired',
+      error_code: 'result-expired',
+      state: 'failed',
+      item_code: 'result-unavailable',
+    });
   });
 });
-

@@ -28,7 +28,9 @@ let h: PipelineHarness;
 let procs: CliProcess[] = [];
 
 beforeEach(async () => {
-  h = await createPipelineHarness('holds-by-key', { catalog: { channels: 2, channelSizes: [CHANNEL_SIZE, CHANNEL_SIZE], privateShare: 0, goneShare: 0 } });
+  h = await createPipelineHarness('holds-by-key', {
+    catalog: { channels: 2, channelSizes: [CHANNEL_SIZE, CHANNEL_SIZE], privateShare: 0, goneShare: 0 },
+  });
 });
 
 afterEach(async () => {
@@ -45,12 +47,24 @@ function unknownKey(): string {
 
 async function addSource(channel: number): Promise<number> {
   const ch = h.sim.catalog.channels()[channel]!;
-  const s = await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: 100, langs: [], textOnly: false, cron: EVERY_SECOND });
+  const s = await registerSource(h.deps, {
+    kind: 'channel',
+    ref: ch.id,
+    limit: 100,
+    langs: [],
+    textOnly: false,
+    cron: EVERY_SECOND,
+  });
   return s.id;
 }
 
 async function startDaemon(env: Record<string, string> = {}, adminPort?: number): Promise<CliProcess> {
-  const args = ['daemon', '--role', 'scheduler,poller,sink', ...(adminPort === undefined ? [] : ['--admin-port', String(adminPort)])];
+  const args = [
+    'daemon',
+    '--role',
+    'scheduler,poller,sink',
+    ...(adminPort === undefined ? [] : ['--admin-port', String(adminPort)]),
+  ];
   const d = startCli(args, { ...h.env, LOG_LEVEL: 'info', ...env }, 'daemon');
   procs.push(d);
   return d;
@@ -62,7 +76,9 @@ async function storedVideos(): Promise<number> {
 }
 
 async function holdRows(): Promise<{ code: string; key_fingerprint: string | null }[]> {
-  return h.database.sql<{ code: string; key_fingerprint: string | null }[]>`select code, key_fingerprint from upstream_holds order by code, key_fingerprint`;
+  return h.database.sql<
+    { code: string; key_fingerprint: string | null }[]
+  >`select code, key_fingerprint from upstream_holds order by code, key_fingerprint`;
 }
 
 async function admin(port: number, path: string): Promise<{ status: number; text: string }> {
@@ -79,7 +95,9 @@ async function holdGauge(port: number): Promise<Record<string, number | undefine
 /** Every row of every table of the test database, as text. */
 async function everyRow(): Promise<string> {
   const sql = h.database.sql;
-  const tables = await sql<{ name: string }[]>`select table_name as name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE'`;
+  const tables = await sql<
+    { name: string }[]
+  >`select table_name as name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE'`;
   let text = '';
   for (const t of tables) {
     const [r] = await sql<{ rows: string | null }[]>`select string_agg(t::text, E'\n') as rows from ${sql(t.name)} t`;
@@ -113,21 +131,41 @@ it('a wrong key is refused (exit 3) and held alone: the daemon with the right ke
   const sourceId = await addSource(0);
   const port = await freePort();
   const daemon = await startDaemon({}, port);
-  await waitUntil(async () => ((await storedVideos()) === CHANNEL_SIZE ? true : undefined), WAIT_MS, 'the first scheduled sync to land');
+  await waitUntil(
+    async () => ((await storedVideos()) === CHANNEL_SIZE ? true : undefined),
+    WAIT_MS,
+    'the first scheduled sync to land',
+  );
   // and its batches to end: rows are stored before their batch is marked completed, and a sync
   // finding every kind still in flight makes no API call (the wrong key would not be tried)
-  await waitUntil(async () => {
-    const [r] = await h.database.sql<{ n: number }[]>`
+  await waitUntil(
+    async () => {
+      const [r] = await h.database.sql<{ n: number }[]>`
       select count(*)::int as n from batches where source_id = ${sourceId} and status = any(${[...BATCH_IN_FLIGHT_STATUSES]}::text[])`;
-    return r!.n === 0 ? true : undefined;
-  }, WAIT_MS, 'the first scheduled sync\'s batches to end');
+      return r!.n === 0 ? true : undefined;
+    },
+    WAIT_MS,
+    "the first scheduled sync's batches to end",
+  );
 
   const wrong = unknownKey();
   // the daemon's cron sync of the source may hold its lease at that moment (a busy machine makes
   // that likelier): the backfill then syncs nothing and says so; it is run again until it syncs
-  let backfill = await runCli(['backfill', '--source', String(sourceId), '--timeout', '30s'], { ...h.env, API_KEY: wrong, LOG_LEVEL: 'info' }, 60_000);
-  for (let tries = 1; tries < 10 && backfill.code === 0 && backfill.stdout.includes('another process is syncing this source'); tries++) {
-    backfill = await runCli(['backfill', '--source', String(sourceId), '--timeout', '30s'], { ...h.env, API_KEY: wrong, LOG_LEVEL: 'info' }, 60_000);
+  let backfill = await runCli(
+    ['backfill', '--source', String(sourceId), '--timeout', '30s'],
+    { ...h.env, API_KEY: wrong, LOG_LEVEL: 'info' },
+    60_000,
+  );
+  for (
+    let tries = 1;
+    tries < 10 && backfill.code === 0 && backfill.stdout.includes('another process is syncing this source');
+    tries++
+  ) {
+    backfill = await runCli(
+      ['backfill', '--source', String(sourceId), '--timeout', '30s'],
+      { ...h.env, API_KEY: wrong, LOG_LEVEL: 'info' },
+      60_000,
+    );
   }
   expect(backfill.code, `${backfill.stdout}\n${backfill.stderr}`).toBe(3);
   const refusedAt = new Date();
@@ -139,13 +177,23 @@ it('a wrong key is refused (exit 3) and held alone: the daemon with the right ke
 
   // the daemon with the right key is not held: its cron syncs, and new videos land
   const added = h.sim.catalog.addVideos(h.sim.catalog.channels()[0]!.id, 3)!;
-  await waitUntil(async () => ((await storedVideos()) === CHANNEL_SIZE + added.length ? true : undefined), WAIT_MS, 'the next scheduled sync to land the new videos');
-  await waitUntil(async () => {
-    const [r] = await h.database.sql<{ n: number }[]>`
+  await waitUntil(
+    async () => ((await storedVideos()) === CHANNEL_SIZE + added.length ? true : undefined),
+    WAIT_MS,
+    'the next scheduled sync to land the new videos',
+  );
+  await waitUntil(
+    async () => {
+      const [r] = await h.database.sql<{ n: number }[]>`
       select count(*)::int as n from sync_runs where source_id = ${sourceId} and started_at > ${refusedAt} and outcome in ('up-to-date', 'submitted')`;
-    return r!.n >= 2 ? true : undefined;
-  }, WAIT_MS, 'two more scheduled syncs');
-  const runs = await h.database.sql<{ outcome: string }[]>`select outcome from sync_runs where source_id = ${sourceId} and started_at > ${refusedAt}`;
+      return r!.n >= 2 ? true : undefined;
+    },
+    WAIT_MS,
+    'two more scheduled syncs',
+  );
+  const runs = await h.database.sql<
+    { outcome: string }[]
+  >`select outcome from sync_runs where source_id = ${sourceId} and started_at > ${refusedAt}`;
   expect(runs.filter((r) => r.outcome === 'held' || r.outcome === 'refused-upstream')).toEqual([]);
   expect(daemon.logs().filter((l) => l.event === 'sync.held' || l.event === 'hold.set')).toEqual([]);
   // and its admin server says so
@@ -183,7 +231,9 @@ it('a daemon started with a refused key says so at once, holds its key, and /rea
   const refusedMs = Date.now() - startedMs;
   await daemon.waitForLog((l) => l.event === 'daemon.started', WAIT_MS, 'daemon started');
   const lines = daemon.logs();
-  expect(lines.findIndex((l) => l.event === 'daemon.api_key_refused')).toBeLessThan(lines.findIndex((l) => l.event === 'daemon.started'));
+  expect(lines.findIndex((l) => l.event === 'daemon.api_key_refused')).toBeLessThan(
+    lines.findIndex((l) => l.event === 'daemon.started'),
+  );
   expect(refused).toMatchObject({ level: 50, code: 'unauthorized', keyFingerprint: keyFingerprint(key) });
   expect(refusedMs).toBeLessThan(30_000);
   expect(daemon.stderr()).not.toContain(key);
@@ -191,15 +241,28 @@ it('a daemon started with a refused key says so at once, holds its key, and /rea
 
   const held = await admin(port, '/readyz');
   expect(held.status, held.text).toBe(503);
-  const body = JSON.parse(held.text) as { ready: boolean; checks: Record<string, string>; holds: string[]; reason: string };
-  expect(body).toMatchObject({ ready: false, checks: { postgres: 'ok', redis: 'ok', migrations: 'ok', upstream: 'held' }, holds: ['unauthorized'] });
+  const body = JSON.parse(held.text) as {
+    ready: boolean;
+    checks: Record<string, string>;
+    holds: string[];
+    reason: string;
+  };
+  expect(body).toMatchObject({
+    ready: false,
+    checks: { postgres: 'ok', redis: 'ok', migrations: 'ok', upstream: 'held' },
+    holds: ['unauthorized'],
+  });
   expect(body.reason).toMatch(/^upstream hold: unauthorized/);
   expect(held.text).not.toContain(key);
   expect(await holdGauge(port)).toEqual({ unauthorized: 1, 'upgrade-required': 0, credits: 0 });
 
   // the key is accepted again (an account for it): the re-check lifts the hold, and both follow
   h.sim.setAccount(key, { maxCredits: 1000, usedCredits: 0 });
-  await waitUntil(async () => ((await admin(port, '/readyz')).status === 200 ? true : undefined), WAIT_MS, '/readyz 200 after the lift');
+  await waitUntil(
+    async () => ((await admin(port, '/readyz')).status === 200 ? true : undefined),
+    WAIT_MS,
+    '/readyz 200 after the lift',
+  );
   expect(await holdRows()).toEqual([]);
   expect(await holdGauge(port)).toEqual({ unauthorized: 0, 'upgrade-required': 0, credits: 0 });
 });
@@ -216,19 +279,26 @@ it('a held cron sync writes a held run at every tick and warns once per source a
   const heldRuns = async (sourceId: number, after: Date) =>
     h.database.sql<{ started_at: Date; detail: string }[]>`
       select started_at, detail from sync_runs where source_id = ${sourceId} and outcome = 'held' and started_at > ${after} order by started_at`;
-  const warnings = (sourceId: number) => daemon.logs().filter((l) => l.event === 'sync.held' && l.sourceId === sourceId);
+  const warnings = (sourceId: number) =>
+    daemon.logs().filter((l) => l.event === 'sync.held' && l.sourceId === sourceId);
   const watch = async (after: Date): Promise<void> => {
-    await waitUntil(async () => {
-      for (const s of sources) if ((await heldRuns(s, after)).length < 4) return undefined;
-      return true;
-    }, WAIT_MS, 'four held runs of each source');
+    await waitUntil(
+      async () => {
+        for (const s of sources) if ((await heldRuns(s, after)).length < 4) return undefined;
+        return true;
+      },
+      WAIT_MS,
+      'four held runs of each source',
+    );
   };
 
   const first = new Date(0);
   await watch(first);
   for (const s of sources) {
     const runs = await heldRuns(s, first);
-    expect(runs[0]!.detail).toMatch(new RegExp(`^upstream hold \\(upgrade-required\\) since .* on the API key with fingerprint ${fp}: no API call$`));
+    expect(runs[0]!.detail).toMatch(
+      new RegExp(`^upstream hold \\(upgrade-required\\) since .* on the API key with fingerprint ${fp}: no API call$`),
+    );
     // one run per tick (a tick a second), not several: a run starts up to a second late (its
     // offset, a busy worker), so N runs of N ticks span at least N - 2 seconds
     const spanMs = runs.at(-1)!.started_at.getTime() - runs[0]!.started_at.getTime();
@@ -251,7 +321,9 @@ it('a hold recorded before holds were per key applies to every key, and a key th
   const sql = h.database.sql;
   await sql`insert into upstream_holds (code, scope, reason) values ('unauthorized', 'all', 'Invalid API key.')`;
   expect(await setHold(sql, 'bbbbbbbbbbbb', 'credits', 'quota used up')).toBe(true);
-  expect((await holdsForKey(sql, 'aaaaaaaaaaaa')).map((x) => [x.code, x.keyFingerprint])).toEqual([['unauthorized', null]]);
+  expect((await holdsForKey(sql, 'aaaaaaaaaaaa')).map((x) => [x.code, x.keyFingerprint])).toEqual([
+    ['unauthorized', null],
+  ]);
   expect((await holdsForKey(sql, 'bbbbbbbbbbbb')).map((x) => [x.code, x.keyFingerprint])).toEqual([
     ['unauthorized', null],
     ['credits', 'bbbbbbbbbbbb'],

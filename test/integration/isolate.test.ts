@@ -45,7 +45,11 @@ it('the sink stores every transcript of a chunk but the one Postgres cannot inde
   const hugeLang = randomBytes(9000).toString('base64');
   const ids = ['v1', 'v2', 'v3', 'v4', 'v5'];
   for (const id of ids) {
-    const transcript = { content: [{ text: `hello ${id}`, offset: 0, duration: 1 }], lang: id === 'v3' ? hugeLang : 'en', availableLangs: ['en'] };
+    const transcript = {
+      content: [{ text: `hello ${id}`, offset: 0, duration: 1 }],
+      lang: id === 'v3' ? hugeLang : 'en',
+      availableLangs: ['en'],
+    };
     await t.sql`
       insert into batch_items (job_id, video_id, state, payload, landed_at)
       values (${job}, ${id}, 'landed', ${t.sql.json({ videoId: id, transcript, errorCode: null })}, now())`;

@@ -16,7 +16,9 @@ import { createPipelineHarness, runCli, type CliResult, type PipelineHarness } f
 let h: PipelineHarness;
 
 beforeAll(async () => {
-  h = await createPipelineHarness('language-fallback', { catalog: { channels: 2, channelSizes: [16, 16], noTranscriptShare: 0, privateShare: 0, goneShare: 0 } });
+  h = await createPipelineHarness('language-fallback', {
+    catalog: { channels: 2, channelSizes: [16, 16], noTranscriptShare: 0, privateShare: 0, goneShare: 0 },
+  });
   h.startWorkers(['poller', 'sink']);
 });
 
@@ -29,7 +31,9 @@ const cli = (args: string[]): Promise<CliResult> => runCli(args, h.env, 60_000);
 const TRANSCRIPT_POST = 'POST /videosite/transcript/batch';
 
 async function sourceId(ref: string): Promise<number> {
-  const [row] = await h.database.sql<{ id: number }[]>`select id from sources where ref = ${ref} order by id desc limit 1`;
+  const [row] = await h.database.sql<
+    { id: number }[]
+  >`select id from sources where ref = ${ref} order by id desc limit 1`;
   return row!.id;
 }
 
@@ -118,7 +122,8 @@ describe('what counts as news that the language appeared', () => {
     // metadata that listed de before the transcript fell back (an upstream that contradicted itself)
     await sql`insert into videos (id, title, transcript_languages, updated_at) values (${id}, 't', '{en,de}', now() - interval '1 hour')`;
     await sql`insert into transcripts (video_id, lang, text, content_sha256, available_langs, updated_at) values (${id}, 'en', 'x', 'h', '{en}', now() - interval '1 hour')`;
-    const appeared = async (lang: string) => (await readSyncFacts(sql, 'transcript', lang, [id])).rows[0]!.facts?.askedLangAppeared;
+    const appeared = async (lang: string) =>
+      (await readSyncFacts(sql, 'transcript', lang, [id])).rows[0]!.facts?.askedLangAppeared;
     expect(await appeared('de')).toBe(false);
     // a transcript of another language delivered since, whose availableLangs lists de: news
     await sql`update transcripts set available_langs = '{en,de}', updated_at = now() + interval '1 second' where video_id = ${id}`;

@@ -31,8 +31,14 @@ beforeAll(async () => {
   });
   h.startWorkers(['poller', 'sink']);
   admin = await startAdminServer({
-    port: 0, token: TOKEN, sql: h.database.sql, redis: h.redis, queues: h.queues, metrics: createMetrics({ processMetrics: false }),
-    secrets: [h.sim.apiKey], log: silentLogger(),
+    port: 0,
+    token: TOKEN,
+    sql: h.database.sql,
+    redis: h.redis,
+    queues: h.queues,
+    metrics: createMetrics({ processMetrics: false }),
+    secrets: [h.sim.apiKey],
+    log: silentLogger(),
   });
 });
 
@@ -49,7 +55,8 @@ async function ok(args: string[]): Promise<CliResult> {
   return r;
 }
 
-const statusJson = async (): Promise<StatusReport> => JSON.parse((await ok(['status', '--json'])).stdout) as StatusReport;
+const statusJson = async (): Promise<StatusReport> =>
+  JSON.parse((await ok(['status', '--json'])).stdout) as StatusReport;
 
 async function get(path: string): Promise<string> {
   const res = await fetch(`${admin.url}${path}`, { headers: bearer(TOKEN) });
@@ -117,9 +124,13 @@ describe('counts of now and language coverage', () => {
     expect(report.items.retryable).toBe(retriedTotal);
     expect(report.items.retryablePending).toBe(retriedTotal);
     expect(
-      Object.fromEntries(withCode(report, CODE).map((e) => [`${e.kind} ${e.lang}`, { state: e.state, items: e.items }])),
+      Object.fromEntries(
+        withCode(report, CODE).map((e) => [`${e.kind} ${e.lang}`, { state: e.state, items: e.items }]),
+      ),
     ).toEqual(Object.fromEntries([...retried].map(([k, n]) => [k, { state: 'retryable', items: n }])));
-    expect(report.history.itemErrors.find((e) => e.errorCode === CODE && e.state === 'retryable')?.items).toBe(retriedTotal);
+    expect(report.history.itemErrors.find((e) => e.errorCode === CODE && e.state === 'retryable')?.items).toBe(
+      retriedTotal,
+    );
     // the per kind and language table sums to the totals
     expect(report.outcomes.reduce((n, o) => n + o.retryable, 0)).toBe(retriedTotal);
 
@@ -167,18 +178,23 @@ describe('counts of now and language coverage', () => {
     expect(report.items.retryablePending).toBe(0);
     expect(report.items.processing + report.items.landed).toBe(0);
     expect(withCode(report, CODE)).toEqual([]);
-    expect(report.history.itemErrors.find((e) => e.errorCode === CODE && e.state === 'retryable')?.items).toBe(retriedTotal);
+    expect(report.history.itemErrors.find((e) => e.errorCode === CODE && e.state === 'retryable')?.items).toBe(
+      retriedTotal,
+    );
     expect(report.history.items.retryable).toBeGreaterThanOrEqual(retriedTotal);
 
     // every latest error code is what the catalog says of the videos: none left to chance
     const expected = new Map<string, number>();
     const add = (kind: string, l: string, code: string | null) => {
-      if (code !== null) expected.set(`${kind} ${l} ${code} failed`, (expected.get(`${kind} ${l} ${code} failed`) ?? 0) + 1);
+      if (code !== null)
+        expected.set(`${kind} ${l} ${code} failed`, (expected.get(`${kind} ${l} ${code} failed`) ?? 0) + 1);
     };
     for (const id of [...askedIds, ...otherIds]) add('video', '', catalogErrorCode(h.sim, id, 'video'));
     for (const id of askedIds) add('transcript', lang, catalogErrorCode(h.sim, id, 'transcript'));
     for (const id of otherIds) add('transcript', '', catalogErrorCode(h.sim, id, 'transcript'));
-    expect(new Map(report.itemErrors.map((e) => [`${e.kind} ${e.lang} ${e.errorCode} ${e.state}`, e.items]))).toEqual(expected);
+    expect(new Map(report.itemErrors.map((e) => [`${e.kind} ${e.lang} ${e.errorCode} ${e.state}`, e.items]))).toEqual(
+      expected,
+    );
 
     // what the asked language came to equals the catalog: in it, the first available one, or none
     const want: LanguageCoverage = catalogCoverage(h.sim, askedIds, lang);
@@ -196,16 +212,20 @@ describe('counts of now and language coverage', () => {
     // the batches whose items were re-submitted need nothing more
     for (const b of report.recent) expect(b.retryablePending, b.jobId).toBe(0);
     expect(text).not.toContain('Batches of the last 24 h that need attention:');
-    expect(text).toMatch(/Videos by latest outcome \(per kind and language, as things stand\): \d+ stored, 0 landed \(not yet stored\), 0 in flight, \d+ failed, 0 retryable, 0 quarantined/);
+    expect(text).toMatch(
+      /Videos by latest outcome \(per kind and language, as things stand\): \d+ stored, 0 landed \(not yet stored\), 0 in flight, \d+ failed, 0 retryable, 0 quarantined/,
+    );
 
     const m = await scrape();
     // the code's series stay, at 0: an alert on them sees it clear rather than vanish
-    for (const kind of ['video', 'transcript']) expect(value(m, 'vsi_videos_by_latest_error_code', { kind, error_code: CODE, state: 'retryable' })).toBe(0);
+    for (const kind of ['video', 'transcript'])
+      expect(value(m, 'vsi_videos_by_latest_error_code', { kind, error_code: CODE, state: 'retryable' })).toBe(0);
     expect(value(m, 'vsi_batch_items_by_error_code', { error_code: CODE, state: 'retryable' })).toBe(retriedTotal);
     expect(sum(m, 'vsi_videos_by_latest_outcome', { state: 'retryable' })).toBe(0);
     expect(value(m, 'vsi_videos_by_latest_outcome', { kind: 'transcript', lang, state: 'failed' })).toBe(want.none);
     expect(value(m, 'vsi_transcript_language_coverage', { lang, delivered: lang })).toBe(want.asked);
-    for (const [l, n] of Object.entries(want.fellBack)) expect(value(m, 'vsi_transcript_language_coverage', { lang, delivered: l })).toBe(n);
+    for (const [l, n] of Object.entries(want.fellBack))
+      expect(value(m, 'vsi_transcript_language_coverage', { lang, delivered: l })).toBe(n);
     expect(value(m, 'vsi_transcript_language_coverage', { lang, delivered: 'none' })).toBe(want.none);
     expect(value(m, 'vsi_transcript_language_coverage', { lang, delivered: 'pending' })).toBe(0);
 
@@ -224,7 +244,9 @@ describe('counts of now and language coverage', () => {
     const transcriptCodes = [...expected].filter(([k]) => k.startsWith(`transcript ${lang} `));
     for (const [k, n] of transcriptCodes) {
       const code = k.split(' ')[2]!;
-      const r = new RegExp(`<tr data-error-code="${code}" data-kind="transcript" data-lang="${lang}">[\\s\\S]*?</tr>`).exec(page)?.[0];
+      const r = new RegExp(
+        `<tr data-error-code="${code}" data-kind="transcript" data-lang="${lang}">[\\s\\S]*?</tr>`,
+      ).exec(page)?.[0];
       expect(r, code).toContain(`<td class="num">${n}</td>`);
     }
   });

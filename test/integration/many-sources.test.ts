@@ -31,7 +31,8 @@ const SCHEDULE_CONCURRENCY = 8;
 const POLL_CONCURRENCY = 4;
 const SINK_CONCURRENCY = 2;
 /** 8 syncs × 2 + 4 polls + 2 sinks + reconcile, daily prune, hold re-check, search indexer, webhook delivery: not one more */
-const POOL_NEEDED = SCHEDULE_CONCURRENCY * 2 + POLL_CONCURRENCY + SINK_CONCURRENCY + 3 + SEARCH_INDEX_CONNECTIONS + WEBHOOK_CONNECTIONS;
+const POOL_NEEDED =
+  SCHEDULE_CONCURRENCY * 2 + POLL_CONCURRENCY + SINK_CONCURRENCY + 3 + SEARCH_INDEX_CONNECTIONS + WEBHOOK_CONNECTIONS;
 /** the tick fires this long after the schedulers are written: time for the daemon to start */
 const TICK_LEAD_MS = 12_000;
 /** a DB clock and this process's clock on one machine agree within this */
@@ -83,7 +84,10 @@ afterAll(async () => {
 describe('pool size against the concurrency settings at startup', () => {
   it('daemon and backfill exit 2 with one connection too few, naming both settings, their values and a combination that fits', async () => {
     const env = daemonEnv({ DATABASE_POOL_MAX: String(POOL_NEEDED - 1) });
-    const [d, b] = await Promise.all([runCli(['daemon'], env, 30_000), runCli(['backfill', '--all'], { ...env, POLL_CONCURRENCY: '30' }, 30_000)]);
+    const [d, b] = await Promise.all([
+      runCli(['daemon'], env, 30_000),
+      runCli(['backfill', '--all'], { ...env, POLL_CONCURRENCY: '30' }, 30_000),
+    ]);
     expectCleanError(
       d,
       2,
@@ -93,7 +97,14 @@ describe('pool size against the concurrency settings at startup', () => {
       `or DATABASE_POOL_MAX=${POOL_NEEDED - 1} with SCHEDULE_CONCURRENCY=7 POLL_CONCURRENCY=${POLL_CONCURRENCY} SINK_CONCURRENCY=${SINK_CONCURRENCY}`,
     );
     // backfill: 4 syncs side by side × 2 + 30 polls + 2 sinks + its progress read
-    expectCleanError(b, 2, `DATABASE_POOL_MAX: ${POOL_NEEDED - 1} connections per pool are too few`, 'POLL_CONCURRENCY=30', 'may hold 42 at once', 'Valid: DATABASE_POOL_MAX=42');
+    expectCleanError(
+      b,
+      2,
+      `DATABASE_POOL_MAX: ${POOL_NEEDED - 1} connections per pool are too few`,
+      'POLL_CONCURRENCY=30',
+      'may hold 42 at once',
+      'Valid: DATABASE_POOL_MAX=42',
+    );
     // refused before connecting: no source was touched, no scheduler written
     expect(await h.queues.schedule.getJobSchedulers(0, -1)).toHaveLength(0);
   });
@@ -124,13 +135,19 @@ describe('2 000 sources on one cron', () => {
       expect(await syncSchedulers({ sql, queues: h.queues })).toBe(1);
       const schedulersWrittenMs = Date.now() - writing;
       const schedulers = await h.queues.schedule.getJobSchedulers(0, -1);
-      expect(schedulers.map((x) => ({ key: x.key, pattern: x.pattern, data: x.template?.data }))).toEqual([{ key: cronSchedulerId(cron), pattern: cron, data: { cron } }]);
+      expect(schedulers.map((x) => ({ key: x.key, pattern: x.pattern, data: x.template?.data }))).toEqual([
+        { key: cronSchedulerId(cron), pattern: cron, data: { cron } },
+      ]);
       expect(Date.now()).toBeLessThan(tickAt - 2_000);
 
       // a connection of its own, opened before the daemon: every other backend on this database is the daemon's
       watch = postgres(h.database.url, { max: 1, onnotice: () => {} });
       const [me] = await watch<{ pid: number }[]>`select pg_backend_pid() as pid`;
-      const before = new Set((await watch<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database()`).map((r) => r.pid));
+      const before = new Set(
+        (await watch<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database()`).map(
+          (r) => r.pid,
+        ),
+      );
       before.add(me!.pid);
 
       daemon = startCli(['daemon'], daemonEnv(), 'daemon');
@@ -149,7 +166,9 @@ describe('2 000 sources on one cron', () => {
             select a.pid, a.state, a.wait_event_type = 'Lock' and a.wait_event = 'advisory' as "lockWait"
             from pg_stat_activity a where a.datname = current_database()`;
           // a running sync holds its source's lease (src/db/locks.ts), a row, for its whole run
-          const [leases] = await watch!<{ n: number }[]>`select count(*)::int as n from source_sync_leases where expires_at > clock_timestamp()`;
+          const [leases] = await watch!<
+            { n: number }[]
+          >`select count(*)::int as n from source_sync_leases where expires_at > clock_timestamp()`;
           const theirs = activity.filter((a) => !before.has(a.pid));
           peakOpen = Math.max(peakOpen, theirs.length);
           peakBusy = Math.max(peakBusy, theirs.filter((a) => a.state !== 'idle').length);
@@ -157,7 +176,9 @@ describe('2 000 sources on one cron', () => {
           peakLockWaits = Math.max(peakLockWaits, theirs.filter((a) => a.lockWait).length);
           samples++;
           lockWaitSamples += theirs.filter((a) => a.lockWait).length;
-          const [r] = await watch!<{ n: number }[]>`select count(*)::int as n from sync_runs where finished_at is not null`;
+          const [r] = await watch!<
+            { n: number }[]
+          >`select count(*)::int as n from sync_runs where finished_at is not null`;
           return r!.n >= SOURCES ? r!.n : undefined;
         },
         Math.max(0, tickAt - Date.now()) + JITTER_MS + 150_000,
@@ -178,7 +199,9 @@ describe('2 000 sources on one cron', () => {
 
       // none before its offset in the window; late only by the queue (the workers were busy)
       const windowMs = jitterWindowMs(JITTER_MS, 24 * 3_600_000);
-      const lateMs = runs.map((r) => r.started.getTime() - (tickAt + syncOffsetMs(r.source_id, windowMs))).sort((a, b) => a - b);
+      const lateMs = runs
+        .map((r) => r.started.getTime() - (tickAt + syncOffsetMs(r.source_id, windowMs)))
+        .sort((a, b) => a - b);
       expect(lateMs[0]!).toBeGreaterThanOrEqual(-CLOCK_SLACK_MS);
       // spread: each tenth of the window saw syncs start, and no tenth more than a quarter of them
       const startsPerTenth = new Array<number>(10).fill(0);
@@ -189,9 +212,15 @@ describe('2 000 sources on one cron', () => {
       const lastFinished = Math.max(...runs.map((r) => r.finished.getTime()));
       // one tick job for the 2 000 sources, which queued each one's sync
       const ticks = daemon.logs().filter((l) => l.event === 'schedule.tick_done');
-      expect(ticks.map((l) => ({ cron: l.cron, tickAt: l.tickAt, sources: l.sources, queued: l.queued, skipped: l.skipped }))).toEqual([
-        { cron, tickAt, sources: SOURCES, queued: SOURCES, skipped: 0 },
-      ]);
+      expect(
+        ticks.map((l) => ({
+          cron: l.cron,
+          tickAt: l.tickAt,
+          sources: l.sources,
+          queued: l.queued,
+          skipped: l.skipped,
+        })),
+      ).toEqual([{ cron, tickAt, sources: SOURCES, queued: SOURCES, skipped: 0 }]);
       const q = (p: number) => lateMs[Math.min(lateMs.length - 1, Math.floor(p * lateMs.length))]!;
       process.stdout.write(
         `many-sources: sources=${SOURCES} schedulers=${schedulers.length} schedulers_written_ms=${schedulersWrittenMs} ` +
@@ -210,8 +239,12 @@ describe('2 000 sources on one cron', () => {
       const logs = daemon.logs();
       const errors = logs.filter((l) => l.level >= 50);
       expect(errors.map((l) => `${l.event ?? ''} ${l.msg}`)).toEqual([]);
-      expect(logs.filter((l) => l.event === 'job.failed' || l.event === 'worker.error' || l.event === 'rate_limit.paused')).toEqual([]);
-      expect(logs.filter((l) => l.event === 'schedule.tick_skipped' || l.event === 'schedule.sync_in_flight')).toEqual([]);
+      expect(
+        logs.filter((l) => l.event === 'job.failed' || l.event === 'worker.error' || l.event === 'rate_limit.paused'),
+      ).toEqual([]);
+      expect(logs.filter((l) => l.event === 'schedule.tick_skipped' || l.event === 'schedule.sync_in_flight')).toEqual(
+        [],
+      );
       // its reconcile at start found the scheduler as written, and did not rewrite it
       expect(logs.filter((l) => l.event === 'reconcile.requeued' && l.schedulers !== 0)).toEqual([]);
       // postgres.js: a connection not made in time; Postgres: 53300 "sorry, too many clients already"

@@ -20,7 +20,10 @@ let newer: NewerBuild;
 beforeAll(async () => {
   t = await createTestDatabase('migrate_lock');
   newer = newerBuildMigrations([
-    { tag: '0900_probe_column', sql: '-- vsi: backward-compatible\nALTER TABLE "sources" ADD COLUMN IF NOT EXISTS "upgrade_probe" text;\n' },
+    {
+      tag: '0900_probe_column',
+      sql: '-- vsi: backward-compatible\nALTER TABLE "sources" ADD COLUMN IF NOT EXISTS "upgrade_probe" text;\n',
+    },
   ]);
 });
 afterAll(async () => {
@@ -38,12 +41,22 @@ it('a migration behind a long transaction times out, retries, then fails naming 
     // the transaction is over a second old when the migration looks for the blockers
     await new Promise((r) => setTimeout(r, 1_200));
     const startedAt = Date.now();
-    const err = await migrateDatabase(t.url, undefined, { migrationsFolder: newer.folder, lockTimeoutMs: 300, lockRetries: 2, retryBaseDelayMs: 100 }).then(
+    const err = await migrateDatabase(t.url, undefined, {
+      migrationsFolder: newer.folder,
+      lockTimeoutMs: 300,
+      lockRetries: 2,
+      retryBaseDelayMs: 100,
+    }).then(
       () => undefined,
       (e: unknown) => e,
     );
     const tookMs = Date.now() - startedAt;
-    figures('migrate-lock-timeout', { lock_timeout_ms: 300, tries: 3, gave_up_after_s: tookMs / 1000, applied_while_blocked: 0 });
+    figures('migrate-lock-timeout', {
+      lock_timeout_ms: 300,
+      tries: 3,
+      gave_up_after_s: tookMs / 1000,
+      applied_while_blocked: 0,
+    });
     expect(err).toBeInstanceOf(MigrationError);
     const message = (err as Error).message;
     expect(message).toContain('0900_probe_column');
@@ -60,7 +73,12 @@ it('a migration behind a long transaction times out, retries, then fails naming 
     reserved.release();
     await blocker.end({ timeout: 5 });
   }
-  const r = await migrateDatabase(t.url, undefined, { migrationsFolder: newer.folder, lockTimeoutMs: 300, lockRetries: 2, retryBaseDelayMs: 100 });
+  const r = await migrateDatabase(t.url, undefined, {
+    migrationsFolder: newer.folder,
+    lockTimeoutMs: 300,
+    lockRetries: 2,
+    retryBaseDelayMs: 100,
+  });
   expect(r.applied).toBe(1);
   const [row] = await t.sql<{ tag: string; compatible: boolean; at: string }[]>`
     select tag, backward_compatible as compatible, created_at::text as at from schema_compat where tag = '0900_probe_column'`;
@@ -69,7 +87,9 @@ it('a migration behind a long transaction times out, retries, then fails naming 
 
 it('records every migration of the journal in schema_compat, with its mark, idempotently', async () => {
   await migrateDatabase(t.url);
-  const rows = await t.sql<{ tag: string; compatible: boolean }[]>`select tag, backward_compatible as compatible from schema_compat order by created_at`;
+  const rows = await t.sql<
+    { tag: string; compatible: boolean }[]
+  >`select tag, backward_compatible as compatible from schema_compat order by created_at`;
   expect(rows.find((r) => r.tag === '0012_schema_compat')?.compatible).toBe(true);
   expect(rows.length).toBeGreaterThanOrEqual(13);
 });

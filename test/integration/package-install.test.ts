@@ -11,7 +11,16 @@
  * the cache lacks them.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
@@ -27,12 +36,32 @@ import { dropDatabase, testDatabaseName, testServerUrl } from '../helpers/db.ts'
 
 const CHECKOUT = fileURLToPath(new URL('../..', import.meta.url));
 /** what the copy of the checkout leaves out: installed, built or produced by runs */
-const NOT_COPIED = new Set(['node_modules', '.git', 'dist', 'coverage', 'test-artifacts', 'test-results', join('bench', 'results')]);
+const NOT_COPIED = new Set([
+  'node_modules',
+  '.git',
+  'dist',
+  'coverage',
+  'test-artifacts',
+  'test-results',
+  join('bench', 'results'),
+]);
 /** `npm pack` (a build) and `npm install -g` (~100 packages, most from the cache) */
 const NPM_TIMEOUT_MS = 180_000;
 const RUN_TIMEOUT_MS = 60_000;
 /** environment of this machine that npm needs to reach the registry as configured here */
-const NETWORK_VARS = ['HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy', 'NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'npm_config_registry', 'NPM_CONFIG_REGISTRY'];
+const NETWORK_VARS = [
+  'HTTP_PROXY',
+  'HTTPS_PROXY',
+  'NO_PROXY',
+  'http_proxy',
+  'https_proxy',
+  'no_proxy',
+  'NODE_EXTRA_CA_CERTS',
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+  'npm_config_registry',
+  'NPM_CONFIG_REGISTRY',
+];
 
 interface Proc {
   code: number | null;
@@ -111,23 +140,56 @@ describe('the packed package installs into an empty prefix and runs there', () =
       symlinkSync(join(CHECKOUT, 'node_modules'), join(copy, 'node_modules'), 'dir');
       const packDir = join(work, 'pack');
       mkdirSync(packDir);
-      const pack = await run(['npm', 'pack', '--json', '--pack-destination', packDir], copy, npmEnv(home), NPM_TIMEOUT_MS);
+      const pack = await run(
+        ['npm', 'pack', '--json', '--pack-destination', packDir],
+        copy,
+        npmEnv(home),
+        NPM_TIMEOUT_MS,
+      );
       expect(pack.code, show(pack)).toBe(0);
       // npm prints the lifecycle scripts' output before the JSON
-      const [tarball] = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('\n[') + 1)) as { filename: string; files: { path: string }[] }[];
+      const [tarball] = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('\n[') + 1)) as {
+        filename: string;
+        files: { path: string }[];
+      }[];
       const files = tarball!.files.map((f) => f.path);
-      expect(files).toEqual(expect.arrayContaining(['bin/videosite-ingest.js', 'dist/cli/main.js', 'dist/db/migrate.js', 'scripts/patch-postgres.mjs', 'package.json']));
+      expect(files).toEqual(
+        expect.arrayContaining([
+          'bin/videosite-ingest.js',
+          'dist/cli/main.js',
+          'dist/db/migrate.js',
+          'scripts/patch-postgres.mjs',
+          'package.json',
+        ]),
+      );
       const migrations = readdirSync(join(CHECKOUT, 'migrations')).filter((f) => f.endsWith('.sql'));
       expect(files).toEqual(expect.arrayContaining(migrations.map((f) => `migrations/${f}`)));
       // the sources, tests and benchmark stay home
-      expect(files.filter((f) => !f.startsWith('node_modules/') && (/^(src|test|bench)\//.test(f) || f.endsWith('.ts')))).toEqual([]);
+      expect(
+        files.filter((f) => !f.startsWith('node_modules/') && (/^(src|test|bench)\//.test(f) || f.endsWith('.ts'))),
+      ).toEqual([]);
       // the one dependency it carries: the driver, patched (bundleDependencies)
-      expect(files).toEqual(expect.arrayContaining(['node_modules/postgres/src/connection.js', 'node_modules/postgres/cjs/src/connection.js']));
+      expect(files).toEqual(
+        expect.arrayContaining([
+          'node_modules/postgres/src/connection.js',
+          'node_modules/postgres/cjs/src/connection.js',
+        ]),
+      );
       expect(files.filter((f) => f.startsWith('node_modules/') && !f.startsWith('node_modules/postgres/'))).toEqual([]);
 
       mkdirSync(elsewhere);
       const install = await run(
-        ['npm', 'install', '--global', '--prefix', prefix, '--prefer-offline', '--no-audit', '--no-fund', join(packDir, tarball!.filename)],
+        [
+          'npm',
+          'install',
+          '--global',
+          '--prefix',
+          prefix,
+          '--prefer-offline',
+          '--no-audit',
+          '--no-fund',
+          join(packDir, tarball!.filename),
+        ],
         elsewhere,
         npmEnv(home),
         NPM_TIMEOUT_MS,
@@ -138,7 +200,8 @@ describe('the packed package installs into an empty prefix and runs there', () =
       tarballPath = join(packDir, tarball!.filename);
       // what the installed package runs on: its production dependencies, patched, and no compiler
       expect(existsSync(join(installedPackage, 'src'))).toBe(false);
-      for (const dev of ['tsx', 'typescript', 'vitest']) expect(existsSync(join(installedPackage, 'node_modules', dev)), dev).toBe(false);
+      for (const dev of ['tsx', 'typescript', 'vitest'])
+        expect(existsSync(join(installedPackage, 'node_modules', dev)), dev).toBe(false);
       expect(
         readFileSync(join(installedPackage, 'node_modules', 'postgres', 'src', 'connection.js'), 'utf8'),
         'postinstall (scripts/patch-postgres.mjs) ran in the installed package',
@@ -155,7 +218,16 @@ describe('the packed package installs into an empty prefix and runs there', () =
       mkdirSync(app);
       writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true }));
       const install = await run(
-        ['npm', 'install', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', 'postgres@3.4.9', tarballPath],
+        [
+          'npm',
+          'install',
+          '--ignore-scripts',
+          '--prefer-offline',
+          '--no-audit',
+          '--no-fund',
+          'postgres@3.4.9',
+          tarballPath,
+        ],
         app,
         npmEnv(home),
         NPM_TIMEOUT_MS,
@@ -171,7 +243,8 @@ describe('the packed package installs into an empty prefix and runs there', () =
       const bin = join(app, 'node_modules', '.bin', 'videosite-ingest');
       const name = testDatabaseName('pkg_dep');
       databases.push(name);
-      const migrate = () => run([bin, 'migrate'], elsewhere, { PATH, HOME: home, DATABASE_URL: testServerUrl(name) }, RUN_TIMEOUT_MS);
+      const migrate = () =>
+        run([bin, 'migrate'], elsewhere, { PATH, HOME: home, DATABASE_URL: testServerUrl(name) }, RUN_TIMEOUT_MS);
       const ok = await migrate();
       expect(ok.code, show(ok)).toBe(0);
 
@@ -209,7 +282,10 @@ describe('the packed package installs into an empty prefix and runs there', () =
         '  return next(url, context);\n' +
         '}\n',
     );
-    writeFileSync(join(work, 'register.mjs'), "import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n");
+    writeFileSync(
+      join(work, 'register.mjs'),
+      "import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n",
+    );
     const distOf = pathToFileURL(join(installedPackage, 'dist')).href + '/';
     const loadedBy = async (args: string[]): Promise<string[]> => {
       const list = join(work, `loaded-${args.join('-')}.txt`);
@@ -219,9 +295,13 @@ describe('the packed package installs into an empty prefix and runs there', () =
         VSI_LOADED_MODULES: list,
       });
       expect(r.code, show(r)).toBe(0);
-      return readFileSync(list, 'utf8').split('\n').filter((u) => u.startsWith(distOf)).map((u) => u.slice(distOf.length));
+      return readFileSync(list, 'utf8')
+        .split('\n')
+        .filter((u) => u.startsWith(distOf))
+        .map((u) => u.slice(distOf.length));
     };
-    const commandModules = (loaded: string[]) => loaded.filter((m) => Object.keys(COMMANDS).some((name) => m === `cli/${name}.js`));
+    const commandModules = (loaded: string[]) =>
+      loaded.filter((m) => Object.keys(COMMANDS).some((name) => m === `cli/${name}.js`));
     const [rootHelp, statusHelp] = await Promise.all([loadedBy(['--help']), loadedBy(['status', '--help'])]);
     // main and the small pure helpers it prints with (terminal-text.js), no command's module
     expect(rootHelp).toContain('cli/main.js');
@@ -241,22 +321,26 @@ describe('the packed package installs into an empty prefix and runs there', () =
     expect(r.stdout).toBe(`database ${name}: created; ${migrations} migration(s) applied\n`);
   });
 
-  it('`videosite-ingest demo` runs the whole product: rows land in its demo database', async () => {
-    expect(installed, 'the package did not install (see the test above)').toBe(true);
-    const name = testDatabaseName('pkg_demo');
-    const demoDb = `${name}_demo`;
-    databases.push(name, demoDb);
-    const r = await runInstalled(['demo'], { DATABASE_URL: testServerUrl(name), QUEUE_PREFIX: `{vsi-test-${name}}` });
-    expect(r.code, show(r)).toBe(0);
-    expect(r.stdout, show(r)).toContain('The rows are in Postgres');
-    const sql = postgres(testServerUrl(demoDb), { max: 1, onnotice: () => {} });
-    try {
-      const [row] = await sql<{ videos: number; transcripts: number }[]>`
+  it(
+    '`videosite-ingest demo` runs the whole product: rows land in its demo database',
+    async () => {
+      expect(installed, 'the package did not install (see the test above)').toBe(true);
+      const name = testDatabaseName('pkg_demo');
+      const demoDb = `${name}_demo`;
+      databases.push(name, demoDb);
+      const r = await runInstalled(['demo'], { DATABASE_URL: testServerUrl(name), QUEUE_PREFIX: `{vsi-test-${name}}` });
+      expect(r.code, show(r)).toBe(0);
+      expect(r.stdout, show(r)).toContain('The rows are in Postgres');
+      const sql = postgres(testServerUrl(demoDb), { max: 1, onnotice: () => {} });
+      try {
+        const [row] = await sql<{ videos: number; transcripts: number }[]>`
         select (select count(*)::int from videos) as videos, (select count(*)::int from transcripts) as transcripts`;
-      expect(row!.videos).toBeGreaterThan(0);
-      expect(row!.transcripts).toBeGreaterThan(0);
-    } finally {
-      await sql.end({ timeout: 5 });
-    }
-  }, 2 * RUN_TIMEOUT_MS);
+        expect(row!.videos).toBeGreaterThan(0);
+        expect(row!.transcripts).toBeGreaterThan(0);
+      } finally {
+        await sql.end({ timeout: 5 });
+      }
+    },
+    2 * RUN_TIMEOUT_MS,
+  );
 });

@@ -39,14 +39,28 @@ describe('ingesting a channel and a playlist', () => {
   /** the channel source, registered and backfilled once */
   const channelIngested = once(async () => {
     const ch = h.sim.catalog.channels()[CHANNEL.ingested]!;
-    const s = await registerSource(h.deps, { kind: 'channel', ref: ch.handle, limit: 5000, langs: ['en'], textOnly: false, cron: null });
+    const s = await registerSource(h.deps, {
+      kind: 'channel',
+      ref: ch.handle,
+      limit: 5000,
+      langs: ['en'],
+      textOnly: false,
+      cron: null,
+    });
     return { ch, s, report: await backfill([s.id]) };
   });
   /** the playlist source (plain-text transcripts), registered and backfilled once */
   const playlistIngested = once(async () => {
     const ch = h.sim.catalog.channels()[CHANNEL.playlist]!;
     const playlistId = ch.playlistIds[0]!;
-    const s = await registerSource(h.deps, { kind: 'playlist', ref: playlistId, limit: 5000, langs: ['en'], textOnly: true, cron: null });
+    const s = await registerSource(h.deps, {
+      kind: 'playlist',
+      ref: playlistId,
+      limit: 5000,
+      langs: ['en'],
+      textOnly: true,
+      cron: null,
+    });
     return { playlistId, s, report: await backfill([s.id]) };
   });
 
@@ -71,7 +85,12 @@ describe('ingesting a channel and a playlist', () => {
     const api = h.sim.catalog.video(sample.id)!;
     const [row] = await sql<{ title: string; description: string; view_count: number | null; tags: string[] }[]>`
       select title, description, view_count, tags from videos where id = ${sample.id}`;
-    expect(row).toEqual({ title: api.title, description: api.description, view_count: api.viewCount ?? null, tags: api.tags });
+    expect(row).toEqual({
+      title: api.title,
+      description: api.description,
+      view_count: api.viewCount ?? null,
+      tags: api.tags,
+    });
 
     const transcripts = await sql<{ video_id: string }[]>`
       select distinct video_id from transcripts where video_id = any(${regular}::text[])`;
@@ -82,9 +101,15 @@ describe('ingesting a channel and a playlist', () => {
       select i.video_id, b.kind, i.error_code from batch_items i join batches b using (job_id)
       where b.source_id = ${s.id} and i.state = 'failed'`;
     const expected = [
-      ...infos.filter((v) => v.fate === 'private').flatMap((v) => [`${v.id}/video/forbidden`, `${v.id}/transcript/forbidden`]),
-      ...infos.filter((v) => v.fate === 'gone').flatMap((v) => [`${v.id}/video/not-found`, `${v.id}/transcript/not-found`]),
-      ...available.filter((v) => v.transcriptLanguages.length === 0).map((v) => `${v.id}/transcript/transcript-unavailable`),
+      ...infos
+        .filter((v) => v.fate === 'private')
+        .flatMap((v) => [`${v.id}/video/forbidden`, `${v.id}/transcript/forbidden`]),
+      ...infos
+        .filter((v) => v.fate === 'gone')
+        .flatMap((v) => [`${v.id}/video/not-found`, `${v.id}/transcript/not-found`]),
+      ...available
+        .filter((v) => v.transcriptLanguages.length === 0)
+        .map((v) => `${v.id}/transcript/transcript-unavailable`),
     ];
     expect(errors.map((e) => `${e.video_id}/${e.kind}/${e.error_code}`).sort()).toEqual(expected.sort());
   });
@@ -94,7 +119,9 @@ describe('ingesting a channel and a playlist', () => {
     expect(report.exitCode).toBe(0);
     const ids = h.sim.catalog.playlistVideoIds(playlistId)!;
     const ok = ids.filter((id) => h.sim.catalog.videoInfo(id)!.fate === 'public');
-    const rows = await h.database.sql<{ n: number }[]>`select count(*)::int as n from videos where id = any(${ids}::text[])`;
+    const rows = await h.database.sql<
+      { n: number }[]
+    >`select count(*)::int as n from videos where id = any(${ids}::text[])`;
     expect(rows[0]!.n).toBe(ok.length);
     const texts = await h.database.sql<{ chunks: unknown; text: string }[]>`
       select chunks, text from transcripts where video_id = any(${ids}::text[])`;
@@ -117,7 +144,14 @@ describe('ingesting a channel and a playlist', () => {
   it('a source with 10 new videos spends 1 + 10 per batch plus the listing', async () => {
     // a channel of its own: the videos added here would change what the other tests expect
     const ch = h.sim.catalog.channels()[CHANNEL.newVideos]!;
-    const s = await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: 5000, langs: ['en'], textOnly: false, cron: null });
+    const s = await registerSource(h.deps, {
+      kind: 'channel',
+      ref: ch.id,
+      limit: 5000,
+      langs: ['en'],
+      textOnly: false,
+      cron: null,
+    });
     expect((await backfill([s.id])).exitCode).toBe(0);
     const added = h.sim.catalog.addVideos(ch.id, 10)!;
     const before = await used();
@@ -125,7 +159,9 @@ describe('ingesting a channel and a playlist', () => {
     expect(report.exitCode).toBe(0);
     // listing 1, metadata batch 1 + 10, transcript batch 1 + 10
     expect((await used()) - before).toBe(1 + (1 + 10) + (1 + 10));
-    const rows = await h.database.sql<{ n: number }[]>`select count(*)::int as n from videos where id = any(${added}::text[])`;
+    const rows = await h.database.sql<
+      { n: number }[]
+    >`select count(*)::int as n from videos where id = any(${added}::text[])`;
     const ok = added.filter((id) => h.sim.catalog.videoInfo(id)!.fate === 'public');
     expect(rows[0]!.n).toBe(ok.length);
   });
@@ -151,7 +187,14 @@ describe('ingesting a channel and a playlist', () => {
 describe('credit guard', () => {
   it('refuses a sync it cannot afford, records why, and submits nothing', async () => {
     const ch = h.sim.catalog.channels()[CHANNEL.creditGuard]!;
-    const s = await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: 40, langs: [], textOnly: false, cron: null });
+    const s = await registerSource(h.deps, {
+      kind: 'channel',
+      ref: ch.id,
+      limit: 40,
+      langs: [],
+      textOnly: false,
+      cron: null,
+    });
     const me = await h.api.me();
     // enough for the listing (1 credit), not for 2 x (1 + the listed videos)
     h.sim.setAccount(h.sim.apiKey, { maxCredits: me.usedCredits + 20 });
@@ -180,7 +223,14 @@ describe('credit guard', () => {
 describe('expiry and replay --expired', () => {
   it("re-submits an expired batch's unfinished items exactly once, and they land", async () => {
     const ch = h.sim.catalog.channels()[CHANNEL.expiry]!;
-    const src = await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: 40, langs: [], textOnly: false, cron: null });
+    const src = await registerSource(h.deps, {
+      kind: 'channel',
+      ref: ch.id,
+      limit: 40,
+      langs: [],
+      textOnly: false,
+      cron: null,
+    });
     // slow items, so the batch is still running when the clock jumps past its lifetime
     h.sim.setJobSettings({ itemsPerSecond: 2, lifetimeMs: 10_000 });
     const r = await syncSource(h.deps, src.id);
@@ -219,10 +269,14 @@ describe('expiry and replay --expired', () => {
     // asked again: nothing left to re-submit
     expect(await planResubmission(h.deps, { expiredOnly: true })).toEqual([]);
 
-    const settled = await waitFor(async () => {
-      const b = await batchProgress(h.database.sql, jobIds);
-      return b.every(isSettled) ? b : undefined;
-    }, 30_000, 'the re-submitted batches');
+    const settled = await waitFor(
+      async () => {
+        const b = await batchProgress(h.database.sql, jobIds);
+        return b.every(isSettled) ? b : undefined;
+      },
+      30_000,
+      'the re-submitted batches',
+    );
     expect(settled.map((b) => b.status)).toEqual(jobIds.map(() => 'completed'));
     expect(settled.reduce((n, b) => n + b.retryable + b.processing, 0)).toBe(0);
     const left = await h.database.sql<{ n: number }[]>`

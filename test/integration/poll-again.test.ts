@@ -33,11 +33,23 @@ afterAll(async () => {
   await h?.close();
 });
 
-describe('a poll that ran past its batch\'s expected end', () => {
+describe("a poll that ran past its batch's expected end", () => {
   it('reads the batch again at once and lands the rest, not after the minimum delay', async () => {
     const ch = h.sim.catalog.channels()[0]!;
-    const s = await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: VIDEOS, langs: ['en'], textOnly: false, cron: null });
-    const settings = { ...FAST_PIPELINE, pollInitialDelayMs: 1_000, pollMinDelayMs: MIN_DELAY_MS, pollMaxDelayMs: 2 * MIN_DELAY_MS };
+    const s = await registerSource(h.deps, {
+      kind: 'channel',
+      ref: ch.id,
+      limit: VIDEOS,
+      langs: ['en'],
+      textOnly: false,
+      cron: null,
+    });
+    const settings = {
+      ...FAST_PIPELINE,
+      pollInitialDelayMs: 1_000,
+      pollMinDelayMs: MIN_DELAY_MS,
+      pollMaxDelayMs: 2 * MIN_DELAY_MS,
+    };
     const { sql } = h.database;
     const deps = { ...h.deps, settings };
     const submitted = await syncSource(deps, s.id);
@@ -54,13 +66,17 @@ describe('a poll that ran past its batch\'s expected end', () => {
     });
     await holding;
 
-    const settled = await waitFor(async () => {
-      const [r] = await sql<{ open: number; unsettled: number }[]>`
+    const settled = await waitFor(
+      async () => {
+        const [r] = await sql<{ open: number; unsettled: number }[]>`
         select (select count(*)::int from batches where source_id = ${s.id} and status in ('submitted', 'queued', 'active')) as open,
           (select count(*)::int from batch_items i join batches b using (job_id)
             where b.source_id = ${s.id} and i.state not in ('sunk', 'failed')) as unsettled`;
-      return r!.open === 0 && r!.unsettled === 0 ? Date.now() : undefined;
-    }, 30_000, 'both batches to complete and land');
+        return r!.open === 0 && r!.unsettled === 0 ? Date.now() : undefined;
+      },
+      30_000,
+      'both batches to complete and land',
+    );
     // read again at once: a poll after the delay would begin at least MIN_DELAY_MS after the
     // slow one ended, which was after the release (4.3 s measured with the re-read turned off)
     expect(settled - released).toBeLessThan(MIN_DELAY_MS);

@@ -29,7 +29,8 @@ const OLD_DAYS = 100;
 let database: TestDatabase;
 let env: Record<string, string>;
 
-const cli = (args: string[], extra: Record<string, string> = {}): Promise<CliResult> => runCli(args, { ...env, ...extra }, 60_000);
+const cli = (args: string[], extra: Record<string, string> = {}): Promise<CliResult> =>
+  runCli(args, { ...env, ...extra }, 60_000);
 
 function video(id: string): Record<string, unknown> {
   return {
@@ -45,7 +46,11 @@ function video(id: string): Record<string, unknown> {
 
 /** A transcript item of about 20 KB, like a real one (random words: TOAST cannot squeeze it to nothing). */
 function transcriptItem(videoId: string): Record<string, unknown> {
-  const content = Array.from({ length: 200 }, (_, i) => ({ text: randomBytes(45).toString('base64'), offset: i * 1000, duration: 1000 }));
+  const content = Array.from({ length: 200 }, (_, i) => ({
+    text: randomBytes(45).toString('base64'),
+    offset: i * 1000,
+    duration: 1000,
+  }));
   return { videoId, transcript: { content, lang: 'en', availableLangs: ['en'] } };
 }
 
@@ -76,7 +81,19 @@ async function insertItem(r: Seed): Promise<void> {
 }
 
 /** Items past retention in the seed: what prune drops. */
-const ELIGIBLE = ['tOld01', 'tOld02', 'tOld03', 'tOld04', 'tRaw01', 'tFail01', 'vOld01', 'vOld02', 'vOld03', 'pOld01', 'pOld02'];
+const ELIGIBLE = [
+  'tOld01',
+  'tOld02',
+  'tOld03',
+  'tOld04',
+  'tRaw01',
+  'tFail01',
+  'vOld01',
+  'vOld02',
+  'vOld03',
+  'pOld01',
+  'pOld02',
+];
 /** Items that keep their payload: not settled (however old), or settled within retention. */
 const KEPT = ['tLanded01', 'tQuar01', 'tRetry01', 'pNew01', 'fNew01', 'fNew02'];
 
@@ -93,26 +110,88 @@ async function seed(): Promise<void> {
   await batch(FRESH, 'video', 5);
 
   for (const id of ['tOld01', 'tOld02', 'tOld03', 'tOld04']) {
-    await insertItem({ jobId: OLD_TRANSCRIPT, videoId: id, state: 'sunk', payload: transcriptItem(id), daysAgo: OLD_DAYS });
+    await insertItem({
+      jobId: OLD_TRANSCRIPT,
+      videoId: id,
+      state: 'sunk',
+      payload: transcriptItem(id),
+      daysAgo: OLD_DAYS,
+    });
   }
   // kept as text (jsonb could not hold it): its text is what the sha256 is of
-  await insertItem({ jobId: OLD_TRANSCRIPT, videoId: 'tRaw01', state: 'sunk', payloadRaw: JSON.stringify(transcriptItem('tRaw01')), daysAgo: OLD_DAYS });
+  await insertItem({
+    jobId: OLD_TRANSCRIPT,
+    videoId: 'tRaw01',
+    state: 'sunk',
+    payloadRaw: JSON.stringify(transcriptItem('tRaw01')),
+    daysAgo: OLD_DAYS,
+  });
   // a permanent error, settled when it landed
-  await insertItem({ jobId: OLD_TRANSCRIPT, videoId: 'tFail01', state: 'failed', errorCode: 'not-found', payload: { videoId: 'tFail01', errorCode: 'not-found' }, daysAgo: OLD_DAYS });
+  await insertItem({
+    jobId: OLD_TRANSCRIPT,
+    videoId: 'tFail01',
+    state: 'failed',
+    errorCode: 'not-found',
+    payload: { videoId: 'tFail01', errorCode: 'not-found' },
+    daysAgo: OLD_DAYS,
+  });
   // not settled, however old: landed and never sunk, set aside, left retryable, still processing
-  await insertItem({ jobId: OLD_TRANSCRIPT, videoId: 'tLanded01', state: 'landed', payload: transcriptItem('tLanded01'), daysAgo: OLD_DAYS });
-  await insertItem({ jobId: OLD_TRANSCRIPT, videoId: 'tQuar01', state: 'quarantined', payload: transcriptItem('tQuar01'), daysAgo: OLD_DAYS, reasonCode: 'schema' });
-  await insertItem({ jobId: OLD_TRANSCRIPT, videoId: 'tRetry01', state: 'retryable', errorCode: 'internal-error', payload: { videoId: 'tRetry01', errorCode: 'internal-error' } });
+  await insertItem({
+    jobId: OLD_TRANSCRIPT,
+    videoId: 'tLanded01',
+    state: 'landed',
+    payload: transcriptItem('tLanded01'),
+    daysAgo: OLD_DAYS,
+  });
+  await insertItem({
+    jobId: OLD_TRANSCRIPT,
+    videoId: 'tQuar01',
+    state: 'quarantined',
+    payload: transcriptItem('tQuar01'),
+    daysAgo: OLD_DAYS,
+    reasonCode: 'schema',
+  });
+  await insertItem({
+    jobId: OLD_TRANSCRIPT,
+    videoId: 'tRetry01',
+    state: 'retryable',
+    errorCode: 'internal-error',
+    payload: { videoId: 'tRetry01', errorCode: 'internal-error' },
+  });
   await insertItem({ jobId: OLD_TRANSCRIPT, videoId: 'tProc01', state: 'processing' });
   for (const id of ['vOld01', 'vOld02', 'vOld03']) {
-    await insertItem({ jobId: OLD_VIDEO, videoId: id, state: 'sunk', payload: { videoId: id, video: video(id) }, daysAgo: OLD_DAYS });
+    await insertItem({
+      jobId: OLD_VIDEO,
+      videoId: id,
+      state: 'sunk',
+      payload: { videoId: id, video: video(id) },
+      daysAgo: OLD_DAYS,
+    });
   }
   for (const id of ['pOld01', 'pOld02']) {
-    await insertItem({ jobId: PARTLY, videoId: id, state: 'sunk', payload: { videoId: id, video: video(id) }, daysAgo: OLD_DAYS });
+    await insertItem({
+      jobId: PARTLY,
+      videoId: id,
+      state: 'sunk',
+      payload: { videoId: id, video: video(id) },
+      daysAgo: OLD_DAYS,
+    });
   }
-  await insertItem({ jobId: PARTLY, videoId: 'pNew01', state: 'sunk', payload: { videoId: 'pNew01', video: video('pNew01') }, daysAgo: 10 });
+  await insertItem({
+    jobId: PARTLY,
+    videoId: 'pNew01',
+    state: 'sunk',
+    payload: { videoId: 'pNew01', video: video('pNew01') },
+    daysAgo: 10,
+  });
   for (const id of ['fNew01', 'fNew02']) {
-    await insertItem({ jobId: FRESH, videoId: id, state: 'sunk', payload: { videoId: id, video: video(id) }, daysAgo: 5 });
+    await insertItem({
+      jobId: FRESH,
+      videoId: id,
+      state: 'sunk',
+      payload: { videoId: id, video: video(id) },
+      daysAgo: 5,
+    });
   }
 
   // three runs past HISTORY_RETENTION_DAYS (180; one never finished), two recent
@@ -194,7 +273,16 @@ async function expectPrunedSeed(before: Map<string, ItemRaw>): Promise<void> {
   const runs = await database.sql<{ detail: string }[]>`select detail from sync_runs order by started_at`;
   expect(runs.map((r) => r.detail)).toEqual(['recent 1', 'recent 2']);
   const snaps = await database.sql<{ reason: string }[]>`select reason from credit_snapshots order by taken_at, id`;
-  expect(snaps.map((s) => s.reason)).toEqual(['h0 first', 'h1 first', 'h3 only', 'recent', 'recent', 'recent', 'recent', 'latest']);
+  expect(snaps.map((s) => s.reason)).toEqual([
+    'h0 first',
+    'h1 first',
+    'h3 only',
+    'recent',
+    'recent',
+    'recent',
+    'recent',
+    'latest',
+  ]);
 }
 
 beforeAll(async () => {
@@ -237,8 +325,15 @@ describe('prune', () => {
     const text = await cli(['prune', '--dry-run']);
     expectExit(text, 0);
     expect(text.stdout).toMatch(/^prune --dry-run \(run \d+, \d+\.\d s\): would free, nothing changed$/m);
-    expect(text.stdout).toMatch(new RegExp(`^batch_items\\s+${ELIGIBLE.length}\\s+\\d+\\.\\d kB\\s+raw payloads of items stored or failed before .* \\(RAW_RETENTION_DAYS=90\\)$`, 'm'));
-    expect(text.stdout).toMatch(/^sync_runs\s+3\s+\d+(\.\d)? k?B\s+runs started before .*\(HISTORY_RETENTION_DAYS=180\)$/m);
+    expect(text.stdout).toMatch(
+      new RegExp(
+        `^batch_items\\s+${ELIGIBLE.length}\\s+\\d+\\.\\d kB\\s+raw payloads of items stored or failed before .* \\(RAW_RETENTION_DAYS=90\\)$`,
+        'm',
+      ),
+    );
+    expect(text.stdout).toMatch(
+      /^sync_runs\s+3\s+\d+(\.\d)? k?B\s+runs started before .*\(HISTORY_RETENTION_DAYS=180\)$/m,
+    );
     expect(text.stdout).toMatch(/^credit_snapshots\s+3\s+/m);
     expect(text.stdout).toMatch(new RegExp(`^total\\s+${ELIGIBLE.length + 6}\\s+\\d+\\.\\d kB$`, 'm'));
     expect(await snapshot()).toEqual(before);
@@ -268,7 +363,15 @@ describe('prune', () => {
     // items keep their state: the per-batch counters (kept by triggers on batch_items) do not move
     expect(await counters()).toEqual(countsBefore);
 
-    const [run] = await database.sql<{ dry_run: boolean; trigger: string; finished: boolean; error: string | null; freed: Record<string, { rows: number }> }[]>`
+    const [run] = await database.sql<
+      {
+        dry_run: boolean;
+        trigger: string;
+        finished: boolean;
+        error: string | null;
+        freed: Record<string, { rows: number }>;
+      }[]
+    >`
       select dry_run, trigger, finished_at is not null as finished, error, freed from prune_runs`;
     expect(run).toMatchObject({ dry_run: false, trigger: 'cli', finished: true, error: null });
     expect(run!.freed.batch_items!.rows).toBe(ELIGIBLE.length);
@@ -282,7 +385,10 @@ describe('prune', () => {
   it('gives the same result in statements of two rows (snapshot hours spanning statements keep only their first)', async () => {
     const before = await itemsRaw();
     const config = loadConfig({});
-    const r = await prune({ sql: database.sql, log: silentLogger(), settings: config.pipeline }, { dryRun: false, trigger: 'cli', chunkRows: 2 });
+    const r = await prune(
+      { sql: database.sql, log: silentLogger(), settings: config.pipeline },
+      { dryRun: false, trigger: 'cli', chunkRows: 2 },
+    );
     expect(r.freed.batch_items.rows).toBe(ELIGIBLE.length);
     expect(r.freed.credit_snapshots.rows).toBe(3);
     await expectPrunedSeed(before);
@@ -313,11 +419,19 @@ describe('prune', () => {
 
   it('replay --batch of a pruned batch says how many items were pruned and when, exits 1, and changes nothing', async () => {
     expectExit(await cli(['prune']), 0);
-    const items = async () => database.sql`select job_id, video_id, state, payload, payload_pruned_at from batch_items order by job_id, video_id`;
+    const items = async () =>
+      database.sql`select job_id, video_id, state, payload, payload_pruned_at from batch_items order by job_id, video_id`;
     const before = await items();
 
     const partly = await cli(['replay', '--batch', PARTLY]);
-    expectCleanError(partly, 1, `batch ${PARTLY}: 2 of its 3 stored item(s) have no raw copy left`, 'RAW_RETENTION_DAYS, now 90', /pruned their payloads on \d{4}-\d\d-\d\d/, 'nothing was changed, no API call');
+    expectCleanError(
+      partly,
+      1,
+      `batch ${PARTLY}: 2 of its 3 stored item(s) have no raw copy left`,
+      'RAW_RETENTION_DAYS, now 90',
+      /pruned their payloads on \d{4}-\d\d-\d\d/,
+      'nothing was changed, no API call',
+    );
     const whole = await cli(['replay', '--batch', OLD_VIDEO]);
     expectCleanError(whole, 1, `batch ${OLD_VIDEO}: 3 of its 3 stored item(s) have no raw copy left`);
     expect(await items()).toEqual(before);
@@ -328,7 +442,7 @@ describe('prune', () => {
     expect(fresh.stdout).toMatch(/2 stored item\(s\) re-sunk from raw: 2 row\(s\) inserted/);
   });
 
-  it('a replay holding a batch\'s stored items is not raced: prune skips them without waiting, and they keep their payloads', async () => {
+  it("a replay holding a batch's stored items is not raced: prune skips them without waiting, and they keep their payloads", async () => {
     const deps = { sql: database.sql, log: silentLogger(), settings: loadConfig({}).pipeline };
     const before = await itemsRaw();
     let during: PruneReport | undefined;
@@ -354,7 +468,9 @@ describe('prune', () => {
     const r = await cli(['replay', '--quarantined']);
     expectExit(r, 0);
     expect(r.stdout).toMatch(/re-sank 1 quarantined item\(s\) from raw: 1 stored/);
-    const [t] = await database.sql<{ n: number }[]>`select count(*)::int as n from transcripts where video_id = 'tQuar01'`;
+    const [t] = await database.sql<
+      { n: number }[]
+    >`select count(*)::int as n from transcripts where video_id = 'tQuar01'`;
     expect(t!.n).toBe(1);
     // stored just now: its payload stays until it is RAW_RETENTION_DAYS old
     const after = await itemsRaw();
@@ -373,7 +489,10 @@ describe('the daily prune', () => {
     const reports = [ra, rb].filter((r) => r !== undefined);
     expect(reports).toHaveLength(1);
     expect(reports[0]!.freed.batch_items.rows).toBe(ELIGIBLE.length);
-    const daily = () => database.sql<{ id: number; error: string | null }[]>`select id, error from prune_runs where trigger = 'daily' order by id`;
+    const daily = () =>
+      database.sql<
+        { id: number; error: string | null }[]
+      >`select id, error from prune_runs where trigger = 'daily' order by id`;
     expect(await daily()).toHaveLength(1);
 
     // claimed within the last 24 h: neither runs it again

@@ -65,8 +65,12 @@ async function insertItem(r: ItemRow): Promise<void> {
       ${r.reason}, ${r.reasonCode}, ${r.state === 'sunk' ? new Date() : null}, ${r.state === 'sunk' ? new Date() : null})`;
 }
 
-async function items(): Promise<Record<string, { state: string; error_code: string | null; reason: string | null; reason_code: string | null }>> {
-  const rows = await database.sql<{ video_id: string; state: string; error_code: string | null; reason: string | null; reason_code: string | null }[]>`
+async function items(): Promise<
+  Record<string, { state: string; error_code: string | null; reason: string | null; reason_code: string | null }>
+> {
+  const rows = await database.sql<
+    { video_id: string; state: string; error_code: string | null; reason: string | null; reason_code: string | null }[]
+  >`
     select video_id, state, error_code, reason, reason_code from batch_items order by job_id, video_id`;
   return Object.fromEntries(rows.map(({ video_id, ...rest }) => [video_id, rest]));
 }
@@ -100,7 +104,15 @@ beforeAll(async () => {
   prefix = `{vsi-test-replayq-${randomBytes(4).toString('hex')}}`;
   queues = createQueues(redis, prefix);
   const metrics = createMetrics({ processMetrics: false });
-  admin = await startAdminServer({ port: 0, token: TOKEN, sql: database.sql, redis, queues, metrics, log: silentLogger() });
+  admin = await startAdminServer({
+    port: 0,
+    token: TOKEN,
+    sql: database.sql,
+    redis,
+    queues,
+    metrics,
+    log: silentLogger(),
+  });
   env = {
     DATABASE_URL: database.url,
     REDIS_URL: config.redisUrl,
@@ -120,54 +132,91 @@ beforeEach(async () => {
     values
       (${VIDEO_JOB}, 'video', null, 'completed', 7, 6, 0, 8, ${sql.json({ videoIds: [] })}, '2026-01-10T00:00:00Z', '2026-01-10T00:05:00Z', '2026-01-10T00:05:00Z'),
       (${TRANSCRIPT_JOB}, 'transcript', 'en', 'completed', 2, 1, 1, 3, ${sql.json({ videoIds: [] })}, '2026-02-01T00:00:00Z', '2026-02-01T00:05:00Z', '2026-02-01T00:05:00Z')`;
-  const stricter = 'item does not match the interface at video.viewCount: Invalid input: expected number, received null';
-  await insertItem({ jobId: VIDEO_JOB, videoId: 'vidSunk0001', payload: { videoId: 'vidSunk0001', video: video('vidSunk0001') }, reason: '', reasonCode: null, state: 'sunk' });
+  const stricter =
+    'item does not match the interface at video.viewCount: Invalid input: expected number, received null';
+  await insertItem({
+    jobId: VIDEO_JOB,
+    videoId: 'vidSunk0001',
+    payload: { videoId: 'vidSunk0001', video: video('vidSunk0001') },
+    reason: '',
+    reasonCode: null,
+    state: 'sunk',
+  });
   // valid today (null counts, an extra field): quarantined by a stricter version
   await insertItem({
-    jobId: VIDEO_JOB, videoId: 'vidFixed001',
-    payload: { videoId: 'vidFixed001', video: video('vidFixed001', { viewCount: null, likeCount: null, newField: { x: 1 } }) },
-    reason: stricter, reasonCode: 'schema',
+    jobId: VIDEO_JOB,
+    videoId: 'vidFixed001',
+    payload: {
+      videoId: 'vidFixed001',
+      video: video('vidFixed001', { viewCount: null, likeCount: null, newField: { x: 1 } }),
+    },
+    reason: stricter,
+    reasonCode: 'schema',
   });
   // its repeated copy in the same answer: never re-sunk (the first copy is the item)
   await insertItem({
-    jobId: VIDEO_JOB, videoId: 'vidFixed001#3',
+    jobId: VIDEO_JOB,
+    videoId: 'vidFixed001#3',
     payload: { videoId: 'vidFixed001', video: video('vidFixed001', { title: 'the second copy' }) },
-    reason: 'videoId "vidFixed001" repeated in the answer (item #3); the first copy is the item', reasonCode: 'duplicate',
+    reason: 'videoId "vidFixed001" repeated in the answer (item #3); the first copy is the item',
+    reasonCode: 'duplicate',
   });
   // still invalid today: duration is required
   await insertItem({
-    jobId: VIDEO_JOB, videoId: 'vidBroken01',
+    jobId: VIDEO_JOB,
+    videoId: 'vidBroken01',
     payload: { videoId: 'vidBroken01', video: video('vidBroken01', { duration: null }) },
-    reason: 'an older wording of the reason', reasonCode: 'schema',
+    reason: 'an older wording of the reason',
+    reasonCode: 'schema',
   });
   // quarantined before reason codes existed; its raw text only in payload_raw (read with JSON.parse)
   await insertItem({
-    jobId: VIDEO_JOB, videoId: 'vidLegacy01',
+    jobId: VIDEO_JOB,
+    videoId: 'vidLegacy01',
     payloadRaw: JSON.stringify({ videoId: 'vidLegacy01', video: video('vidLegacy01', { viewCount: 1234 }) }),
-    reason: 'quarantined by an old version', reasonCode: null,
+    reason: 'quarantined by an old version',
+    reasonCode: null,
   });
   // only a prefix was kept
   await insertItem({
-    jobId: VIDEO_JOB, videoId: 'vidTooBig01',
+    jobId: VIDEO_JOB,
+    videoId: 'vidTooBig01',
     payloadRaw: '{"videoId":"vidTooBig01","video":{"id":"vidTooBig01","title":"aaaa',
-    reason: 'item larger than ITEM_MAX_BYTES; its first bytes are kept', reasonCode: 'too-large',
+    reason: 'item larger than ITEM_MAX_BYTES; its first bytes are kept',
+    reasonCode: 'too-large',
   });
   // valid for the schema, but a bigint column cannot hold 1.5: the sink sets it aside again
   await insertItem({
-    jobId: VIDEO_JOB, videoId: 'vidPoison01',
+    jobId: VIDEO_JOB,
+    videoId: 'vidPoison01',
     payload: { videoId: 'vidPoison01', video: video('vidPoison01', { viewCount: 1.5 }) },
-    reason: 'video.viewCount: 1.5 is not a whole number a bigint column holds exactly', reasonCode: 'unstorable',
+    reason: 'video.viewCount: 1.5 is not a whole number a bigint column holds exactly',
+    reasonCode: 'unstorable',
   });
   // transcript batch: one now reads as a permanent errorCode, one as a transcript
   await insertItem({
-    jobId: TRANSCRIPT_JOB, videoId: 'vidFixed001',
+    jobId: TRANSCRIPT_JOB,
+    videoId: 'vidFixed001',
     payload: { videoId: 'vidFixed001', errorCode: 'not-found', transcript: null },
-    reason: 'item does not match the interface at transcript: expected object', reasonCode: 'schema',
+    reason: 'item does not match the interface at transcript: expected object',
+    reasonCode: 'schema',
   });
   await insertItem({
-    jobId: TRANSCRIPT_JOB, videoId: 'vidTrans001',
-    payload: { videoId: 'vidTrans001', transcript: { content: [{ text: 'hello', offset: 0, duration: 900 }, { text: 'there', offset: 900, duration: 800 }], lang: 'en', availableLangs: ['en', 'de'] } },
-    reason: 'item does not match the interface at transcript.content[0].lang: required', reasonCode: 'schema',
+    jobId: TRANSCRIPT_JOB,
+    videoId: 'vidTrans001',
+    payload: {
+      videoId: 'vidTrans001',
+      transcript: {
+        content: [
+          { text: 'hello', offset: 0, duration: 900 },
+          { text: 'there', offset: 900, duration: 800 },
+        ],
+        lang: 'en',
+        availableLangs: ['en', 'de'],
+      },
+    },
+    reason: 'item does not match the interface at transcript.content[0].lang: required',
+    reasonCode: 'schema',
   });
   // the scheduler's record: this batch is the latest word on these videos
   await sql`
@@ -206,10 +255,18 @@ describe('replay --quarantined', () => {
     // or an item without a readable video ID is not a video of its own)
     expect(report.history.items.quarantined).toBe(8);
     expect(report.quarantined.total).toBe(8);
-    const [latest] = await database.sql<{ n: number }[]>`select count(*)::int as n from video_sync where last_state = 'quarantined'`;
+    const [latest] = await database.sql<
+      { n: number }[]
+    >`select count(*)::int as n from video_sync where last_state = 'quarantined'`;
     expect(report.items.quarantined).toBe(latest!.n);
     expect(report.quarantined.byReason).toEqual({
-      schema: 4, 'no-result': 0, duplicate: 1, 'too-large': 1, unparsable: 0, unstorable: 1, unknown: 1,
+      schema: 4,
+      'no-result': 0,
+      duplicate: 1,
+      'too-large': 1,
+      unparsable: 0,
+      unstorable: 1,
+      unknown: 1,
     });
     expectExit(text, 0);
     expect(text.stdout).toMatch(/^Quarantined items .*: 8$/m);
@@ -257,7 +314,9 @@ describe('replay --quarantined', () => {
     expect(all.stdout).toMatch(/^schema\s+stored\s+2\s*$/m);
     expect(all.stdout).toMatch(/^duplicate\s+skipped \(duplicate\)\s+1\s*$/m);
     expectExit(recent, 0);
-    expect(recent.stdout).toMatch(/would re-sink 2 quarantined item\(s\) from raw \(by reason: schema: 2\): 1 stored, 1 failed, 0 retryable, 0 still quarantined, 0 skipped;/);
+    expect(recent.stdout).toMatch(
+      /would re-sink 2 quarantined item\(s\) from raw \(by reason: schema: 2\): 1 stored, 1 failed, 0 retryable, 0 still quarantined, 0 skipped;/,
+    );
     expect(await snapshot()).toEqual(before);
   });
 
@@ -272,7 +331,15 @@ describe('replay --quarantined', () => {
       select text, chunks, available_langs from transcripts where video_id = 'vidTrans001' and lang = 'en'`;
     expect(t).toMatchObject({ text: 'hello there', available_langs: ['en', 'de'] });
     expect(t!.chunks).toHaveLength(2);
-    const it = await database.sql<{ video_id: string; state: string; error_code: string | null; reason: string | null; reason_code: string | null }[]>`
+    const it = await database.sql<
+      {
+        video_id: string;
+        state: string;
+        error_code: string | null;
+        reason: string | null;
+        reason_code: string | null;
+      }[]
+    >`
       select video_id, state, error_code, reason, reason_code from batch_items where job_id = ${TRANSCRIPT_JOB} order by video_id`;
     expect(it).toEqual([
       { video_id: 'vidFixed001', state: 'failed', error_code: 'not-found', reason: null, reason_code: null },
@@ -294,7 +361,9 @@ describe('replay --quarantined', () => {
       're-sank 6 quarantined item(s) from raw: 2 stored (2 row(s) inserted, 0 updated, 0 unchanged), 0 failed, 0 retryable, ' +
         '2 still quarantined (schema: 1, unstorable: 1), 2 skipped (duplicate: 1, too-large: 1); no API call\n',
     );
-    const videos = await database.sql<{ id: string; title: string; view_count: number | null; like_count: number | null }[]>`
+    const videos = await database.sql<
+      { id: string; title: string; view_count: number | null; like_count: number | null }[]
+    >`
       select id, title, view_count, like_count from videos order by id`;
     // null stays null; the duplicate copy's title is not the stored one; nothing of the broken ones
     expect(videos).toEqual([
@@ -333,11 +402,15 @@ describe('replay --quarantined', () => {
     const before = await snapshot();
     const again = await cli(['replay', '--quarantined']);
     expectExit(again, 1);
-    expect(again.stdout).toMatch(/^re-sank 4 quarantined item\(s\) from raw: 0 stored .*2 still quarantined \(schema: 1, unstorable: 1\), 2 skipped/);
+    expect(again.stdout).toMatch(
+      /^re-sank 4 quarantined item\(s\) from raw: 0 stored .*2 still quarantined \(schema: 1, unstorable: 1\), 2 skipped/,
+    );
     const after = (await snapshot()) as { items: { video_id: string; updated_at: Date }[] };
     const b = before as typeof after;
     // only the poison item moved (landed for the sink, set aside again); nothing else was written
-    const moved = after.items.filter((row, i) => row.updated_at.getTime() !== b.items[i]!.updated_at.getTime()).map((row) => row.video_id);
+    const moved = after.items
+      .filter((row, i) => row.updated_at.getTime() !== b.items[i]!.updated_at.getTime())
+      .map((row) => row.video_id);
     expect(moved).toEqual(['vidPoison01']);
     expect((after as unknown as { videos: unknown }).videos).toEqual((b as unknown as { videos: unknown }).videos);
   });

@@ -14,7 +14,11 @@ import { createPipelineHarness, waitFor, type PipelineHarness } from '../helpers
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-function startDaemon(env: Record<string, string>): { child: ChildProcess; exited: Promise<number | null>; stderr: () => string } {
+function startDaemon(env: Record<string, string>): {
+  child: ChildProcess;
+  exited: Promise<number | null>;
+  stderr: () => string;
+} {
   const child = spawn(process.execPath, ['bin/videosite-ingest.js', 'daemon'], {
     cwd: REPO_ROOT,
     env: { PATH: process.env.PATH ?? '', ...env },
@@ -40,7 +44,14 @@ describe('two daemons at once', () => {
     for (const ch of h.sim.catalog.channels()) {
       // every second: both daemons see every tick; the job scheduler fires once per tick
       sources.push(
-        await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: 5000, langs: ['en'], textOnly: false, cron: '* * * * * *' }),
+        await registerSource(h.deps, {
+          kind: 'channel',
+          ref: ch.id,
+          limit: 5000,
+          langs: ['en'],
+          textOnly: false,
+          cron: '* * * * * *',
+        }),
       );
     }
     const daemons = [startDaemon(h.env), startDaemon(h.env)];
@@ -49,12 +60,16 @@ describe('two daemons at once', () => {
         .channels()
         .flatMap((c) => h.sim.catalog.videoIds(c.id)!)
         .filter((id) => h.sim.catalog.videoInfo(id)!.fate === 'public');
-      await waitFor(async () => {
-        const [r] = await h.database.sql<{ n: number }[]>`select count(*)::int as n from videos`;
-        const [pending] = await h.database.sql<{ n: number }[]>`
+      await waitFor(
+        async () => {
+          const [r] = await h.database.sql<{ n: number }[]>`select count(*)::int as n from videos`;
+          const [pending] = await h.database.sql<{ n: number }[]>`
           select count(*)::int as n from batches where status in ('submitted', 'queued', 'active')`;
-        return r!.n === expected.length && pending!.n === 0 ? true : undefined;
-      }, 45_000, 'both channels to land');
+          return r!.n === expected.length && pending!.n === 0 ? true : undefined;
+        },
+        45_000,
+        'both channels to land',
+      );
       // let a few more cron ticks pass: later syncs must find nothing to submit
       await new Promise((r) => setTimeout(r, 2500));
     } finally {
@@ -91,17 +106,30 @@ describe('Redis loses everything mid-run', () => {
 
   it('reconcile rebuilds the work from Postgres and the run completes with nothing lost or paid twice', async () => {
     const ch = h.sim.catalog.channels()[0]!;
-    const s = await registerSource(h.deps, { kind: 'channel', ref: ch.id, limit: 5000, langs: ['en'], textOnly: false, cron: null });
+    const s = await registerSource(h.deps, {
+      kind: 'channel',
+      ref: ch.id,
+      limit: 5000,
+      langs: ['en'],
+      textOnly: false,
+      cron: null,
+    });
     h.sim.setJobSettings({ itemsPerSecond: 40 });
     h.startWorkers(['poller', 'sink']);
     const r = await syncSource(h.deps, s.id);
     expect(r.jobIds).toHaveLength(2);
 
     // some items land, then Redis is wiped (as a restart without persistence would)
-    await waitFor(async () => {
-      const [n] = await h.database.sql<{ n: number }[]>`select count(*)::int as n from batch_items where state in ('landed', 'sunk')`;
-      return n!.n > 20 ? true : undefined;
-    }, 20_000, 'the first items to land');
+    await waitFor(
+      async () => {
+        const [n] = await h.database.sql<
+          { n: number }[]
+        >`select count(*)::int as n from batch_items where state in ('landed', 'sunk')`;
+        return n!.n > 20 ? true : undefined;
+      },
+      20_000,
+      'the first items to land',
+    );
     // wiped under running workers, as a Redis restart without persistence would do
     // (the workers keep running: a poll in progress may still write its own job back)
     const keysBefore = (await h.redis.keys(`${h.prefix}*`)).length;
@@ -111,10 +139,14 @@ describe('Redis loses everything mid-run', () => {
     // the daemon's periodic reconcile finds the batches in Postgres and re-creates their work
     const rec = await reconcile(h.deps);
     expect(rec.polls).toBeGreaterThanOrEqual(1);
-    const settled = await waitFor(async () => {
-      const b = await batchProgress(h.database.sql, r.jobIds);
-      return b.every(isSettled) ? b : undefined;
-    }, 30_000, 'the batches to finish after the wipe');
+    const settled = await waitFor(
+      async () => {
+        const b = await batchProgress(h.database.sql, r.jobIds);
+        return b.every(isSettled) ? b : undefined;
+      },
+      30_000,
+      'the batches to finish after the wipe',
+    );
     expect(settled.map((b) => b.status)).toEqual(['completed', 'completed']);
 
     const publicIds = h.sim.catalog.videoIds(ch.id)!.filter((id) => h.sim.catalog.videoInfo(id)!.fate === 'public');
@@ -122,7 +154,9 @@ describe('Redis loses everything mid-run', () => {
     expect(videos!.n).toBe(publicIds.length);
     const [items] = await h.database.sql<{ n: number }[]>`select count(*)::int as n from batch_items`;
     expect(items!.n).toBe(2 * 150);
-    const [notSunk] = await h.database.sql<{ n: number }[]>`select count(*)::int as n from batch_items where state = 'landed'`;
+    const [notSunk] = await h.database.sql<
+      { n: number }[]
+    >`select count(*)::int as n from batch_items where state = 'landed'`;
     expect(notSunk!.n).toBe(0);
     expect(h.sim.stats().byEndpoint['POST /videosite/video/batch']?.total).toBe(1);
   });

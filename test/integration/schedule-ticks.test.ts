@@ -47,33 +47,62 @@ afterAll(async () => {
 
 it('a tick while its source still syncs is skipped and logged; one sync at a time; the other source keeps its ticks', async () => {
   const [a, b] = h.sim.catalog.channels();
-  const slow = await registerSource(h.deps, { kind: 'channel', ref: a!.id, limit: 50, langs: [], textOnly: false, cron: EVERY_SECOND });
+  const slow = await registerSource(h.deps, {
+    kind: 'channel',
+    ref: a!.id,
+    limit: 50,
+    langs: [],
+    textOnly: false,
+    cron: EVERY_SECOND,
+  });
   // the listing answer of whichever source lists first is held: make it A's by scripting before B exists
   h.sim.script([{ match: 'GET /videosite/channel/videos', delayMs: SLOW_LISTING_MS }]);
   expect(await syncSchedulers(h.deps)).toBe(1);
   h.startWorkers(['scheduler']);
-  await waitUntil(async () => ((await runsOf(slow.id)).length > 0 ? true : undefined), 10_000, "A's first sync to start", 50);
-  const fast = await registerSource(h.deps, { kind: 'channel', ref: b!.id, limit: 50, langs: [], textOnly: false, cron: EVERY_SECOND });
+  await waitUntil(
+    async () => ((await runsOf(slow.id)).length > 0 ? true : undefined),
+    10_000,
+    "A's first sync to start",
+    50,
+  );
+  const fast = await registerSource(h.deps, {
+    kind: 'channel',
+    ref: b!.id,
+    limit: 50,
+    langs: [],
+    textOnly: false,
+    cron: EVERY_SECOND,
+  });
   // B joins the scheduler of its pattern, A's: nothing to write (its ticks read their sources
   // from Postgres), and the one scheduler is not rewritten (a daemon reconciles every minute)
   expect(await syncSchedulers(h.deps)).toBe(0);
-  expect(await schedulers()).toEqual([{ key: cronSchedulerId(EVERY_SECOND), pattern: EVERY_SECOND, data: { cron: EVERY_SECOND } }]);
+  expect(await schedulers()).toEqual([
+    { key: cronSchedulerId(EVERY_SECOND), pattern: EVERY_SECOND, data: { cron: EVERY_SECOND } },
+  ]);
 
   // A's slow sync, then one more after it
-  const runs = await waitUntil(async () => {
-    const r = await runsOf(slow.id);
-    return r.length >= 2 && r.every((x) => x.finished !== null) ? r : undefined;
-  }, 20_000, "A's slow sync and the next one", 100);
+  const runs = await waitUntil(
+    async () => {
+      const r = await runsOf(slow.id);
+      return r.length >= 2 && r.every((x) => x.finished !== null) ? r : undefined;
+    },
+    20_000,
+    "A's slow sync and the next one",
+    100,
+  );
   const first = runs[0]!;
   expect(first.finished!.getTime() - first.started.getTime()).toBeGreaterThanOrEqual(SLOW_LISTING_MS - 100);
   // one at a time: each run of A starts after the one before it finished
-  for (let i = 1; i < runs.length; i++) expect(runs[i]!.started.getTime()).toBeGreaterThanOrEqual(runs[i - 1]!.finished!.getTime());
+  for (let i = 1; i < runs.length; i++)
+    expect(runs[i]!.started.getTime()).toBeGreaterThanOrEqual(runs[i - 1]!.finished!.getTime());
 
   // the ticks that came while A's sync ran were skipped, each logged with the sync they found
   const skipped = lines.filter((l) => l.event === 'schedule.tick_skipped' && l.sourceId === slow.id);
   expect(skipped.length).toBeGreaterThanOrEqual(2);
   expect(skipped.every((l) => l.pendingState === 'active')).toBe(true);
-  const during = skipped.filter((l) => (l.tickAt as number) > first.started.getTime() && (l.tickAt as number) < first.finished!.getTime());
+  const during = skipped.filter(
+    (l) => (l.tickAt as number) > first.started.getTime() && (l.tickAt as number) < first.finished!.getTime(),
+  );
   expect(during.length).toBeGreaterThanOrEqual(2);
   // no sync of A ran into its own lock: the queue never ran two at once
   expect(lines.filter((l) => l.event === 'schedule.sync_in_flight')).toEqual([]);
@@ -92,14 +121,24 @@ it('a source paused after its pattern is scheduled is left out by the next ticks
   // Postgres only, no syncSchedulers: the ticks read their sources when they fire
   await setSourcePaused(h.deps.db, fast, true);
   const pausedAt = Date.now();
-  const ticks = await waitUntil(() => {
-    const t = lines.filter((l) => l.event === 'schedule.tick_done' && l.cron === EVERY_SECOND && (l.tickAt as number) > pausedAt);
-    return t.length >= 2 ? t : undefined;
-  }, 10_000, 'two ticks after the pause', 50);
+  const ticks = await waitUntil(
+    () => {
+      const t = lines.filter(
+        (l) => l.event === 'schedule.tick_done' && l.cron === EVERY_SECOND && (l.tickAt as number) > pausedAt,
+      );
+      return t.length >= 2 ? t : undefined;
+    },
+    10_000,
+    'two ticks after the pause',
+    50,
+  );
   expect(ticks.map((l) => l.sources)).toEqual(ticks.map(() => 1));
   // no sync of B was queued for them (a finished sync's job stays in Redis for minutes)
-  expect(lines.filter((l) => l.event === 'schedule.sync_queued' && l.sourceId === fast && (l.tickAt as number) > pausedAt)).toEqual([]);
-  for (const l of ticks) expect(await h.queues.schedule.getJob(scheduledSyncJobId(fast, l.tickAt as number))).toBeUndefined();
+  expect(
+    lines.filter((l) => l.event === 'schedule.sync_queued' && l.sourceId === fast && (l.tickAt as number) > pausedAt),
+  ).toEqual([]);
+  for (const l of ticks)
+    expect(await h.queues.schedule.getJob(scheduledSyncJobId(fast, l.tickAt as number))).toBeUndefined();
   // the scheduler is the same, and A still has it: nothing for a reconcile to write
   expect(await schedulers()).toEqual(before);
   expect(await syncSchedulers(h.deps)).toBe(0);
@@ -113,7 +152,9 @@ it('one scheduler per pattern: a second pattern gets its own; pausing every sour
     returning id`;
   expect(await syncSchedulers(h.deps)).toBe(1);
   expect(await schedulers()).toEqual(
-    [EVERY_SECOND, NEW_YEAR].map((cron) => ({ key: cronSchedulerId(cron), pattern: cron, data: { cron } })).sort((x, y) => x.key.localeCompare(y.key)),
+    [EVERY_SECOND, NEW_YEAR]
+      .map((cron) => ({ key: cronSchedulerId(cron), pattern: cron, data: { cron } }))
+      .sort((x, y) => x.key.localeCompare(y.key)),
   );
   // one of its sources paused: the pattern still has the other
   await setSourcePaused(h.deps.db, c!.id, true);
@@ -127,7 +168,14 @@ it('one scheduler per pattern: a second pattern gets its own; pausing every sour
 
 it("upgrade: an older release's per-source scheduler still syncs its source, and reconcile replaces it with its pattern's", async () => {
   const [, , ch] = h.sim.catalog.channels();
-  const e = await registerSource(h.deps, { kind: 'channel', ref: ch!.id, limit: 50, langs: [], textOnly: false, cron: NEW_YEAR_LATE });
+  const e = await registerSource(h.deps, {
+    kind: 'channel',
+    ref: ch!.id,
+    limit: 50,
+    langs: [],
+    textOnly: false,
+    cron: NEW_YEAR_LATE,
+  });
   // what a release with a scheduler per source left in Redis: its key and its ticks' payload
   const oldKey = `source.${e.id}`;
   await h.queues.schedule.upsertJobScheduler(
@@ -136,14 +184,21 @@ it("upgrade: an older release's per-source scheduler still syncs its source, and
     { name: TICK_JOB_NAME, data: { sourceId: e.id, trigger: 'cron' }, opts: { priority: TICK_PRIORITY } },
   );
   // its tick fires and queues E's sync, which runs
-  await waitUntil(async () => ((await runsOf(e.id)).some((r) => r.finished !== null) ? true : undefined), 10_000, "E's sync from its old tick", 50);
+  await waitUntil(
+    async () => ((await runsOf(e.id)).some((r) => r.finished !== null) ? true : undefined),
+    10_000,
+    "E's sync from its old tick",
+    50,
+  );
   expect(lines.some((l) => l.event === 'schedule.sync_queued' && l.sourceId === e.id)).toBe(true);
   expect(lines.filter((l) => l.event === 'job.failed' || l.level >= 50)).toEqual([]);
   expect(await h.queues.schedule.getJobCounts('failed')).toEqual({ failed: 0 });
 
   // reconcile removes the old scheduler and schedules E's pattern
   expect(await syncSchedulers(h.deps)).toBe(2);
-  expect((await schedulers()).map((x) => x.key).sort()).toEqual([cronSchedulerId(EVERY_SECOND), cronSchedulerId(NEW_YEAR_LATE)].sort());
+  expect((await schedulers()).map((x) => x.key).sort()).toEqual(
+    [cronSchedulerId(EVERY_SECOND), cronSchedulerId(NEW_YEAR_LATE)].sort(),
+  );
   expect(await syncSchedulers(h.deps)).toBe(0);
 });
 
@@ -152,15 +207,36 @@ it('a tick run again after its syncs finished (a retry, a stalled worker) syncs 
   // E's pattern never fires here: run its tick by hand, as a worker would, a jitter window late
   // so that E's sync is due at once
   const tickAt = Math.floor(Date.now() / 1000) * 1000 - h.deps.settings.scheduleJitterMs;
-  const tick = { id: `repeat:${cronSchedulerId(NEW_YEAR_LATE)}:${tickAt}`, opts: {}, timestamp: tickAt } as unknown as Job;
+  const tick = {
+    id: `repeat:${cronSchedulerId(NEW_YEAR_LATE)}:${tickAt}`,
+    opts: {},
+    timestamp: tickAt,
+  } as unknown as Job;
   const before = (await runsOf(e)).length;
-  expect(await queueCronTick(h.deps, tick, NEW_YEAR_LATE)).toEqual({ cron: NEW_YEAR_LATE, tickAt, sources: 1, queued: 1, skipped: 0 });
-  await waitUntil(async () => {
-    const r = await runsOf(e);
-    return r.length === before + 1 && r.every((x) => x.finished !== null) ? true : undefined;
-  }, 10_000, "E's sync for the tick", 50);
+  expect(await queueCronTick(h.deps, tick, NEW_YEAR_LATE)).toEqual({
+    cron: NEW_YEAR_LATE,
+    tickAt,
+    sources: 1,
+    queued: 1,
+    skipped: 0,
+  });
+  await waitUntil(
+    async () => {
+      const r = await runsOf(e);
+      return r.length === before + 1 && r.every((x) => x.finished !== null) ? true : undefined;
+    },
+    10_000,
+    "E's sync for the tick",
+    50,
+  );
   // again: the sync it stands for is found finished, nothing is added
-  expect(await queueCronTick(h.deps, tick, NEW_YEAR_LATE)).toEqual({ cron: NEW_YEAR_LATE, tickAt, sources: 1, queued: 1, skipped: 0 });
+  expect(await queueCronTick(h.deps, tick, NEW_YEAR_LATE)).toEqual({
+    cron: NEW_YEAR_LATE,
+    tickAt,
+    sources: 1,
+    queued: 1,
+    skipped: 0,
+  });
   await new Promise((r) => setTimeout(r, 1_500));
   expect(await runsOf(e)).toHaveLength(before + 1);
 });
@@ -168,7 +244,9 @@ it('a tick run again after its syncs finished (a retry, a stalled worker) syncs 
 /** The job schedulers in Redis: key, pattern and what their ticks carry, by key. */
 async function schedulers(): Promise<{ key: string; pattern: string | undefined | null; data: unknown }[]> {
   const all = await h.queues.schedule.getJobSchedulers(0, -1);
-  return all.map((s) => ({ key: s.key, pattern: s.pattern, data: s.template?.data })).sort((x, y) => x.key.localeCompare(y.key));
+  return all
+    .map((s) => ({ key: s.key, pattern: s.pattern, data: s.template?.data }))
+    .sort((x, y) => x.key.localeCompare(y.key));
 }
 
 /** The ID of the source registered `n`th (0: A, 1: B). */

@@ -36,11 +36,16 @@ let redis: ReturnType<typeof createRedis>;
 let queues: PipelineQueues;
 let admin: AdminServer;
 
-const cli = (args: string[], extra: Record<string, string> = {}): Promise<CliResult> => runCli(args, { ...env, ...extra }, 60_000);
+const cli = (args: string[], extra: Record<string, string> = {}): Promise<CliResult> =>
+  runCli(args, { ...env, ...extra }, 60_000);
 
 /** Chunks 0..n-1, each 2.5 s long, chunk i at `offsetMs(i)`; `said` puts texts at given indexes. */
 function chunks(n: number, said: Record<number, string>, offsetMs = (i: number) => 10_000 + i * 2_500) {
-  return Array.from({ length: n }, (_, i) => ({ text: said[i] ?? `filler line number ${i} about nothing`, offset: offsetMs(i), duration: 2_400 }));
+  return Array.from({ length: n }, (_, i) => ({
+    text: said[i] ?? `filler line number ${i} about nothing`,
+    offset: offsetMs(i),
+    duration: 2_400,
+  }));
 }
 
 let job = 0;
@@ -56,7 +61,8 @@ async function video(id: string, title: string, channelId: string, channelName: 
 const search = (query: string, more: { lang?: string; sourceId?: number; channelId?: string; limit?: number } = {}) =>
   searchTranscripts(database.sql, { query, limit: 20, ...more });
 const ids = (hits: SearchHit[]) => [...new Set(hits.map((h) => h.videoId))].sort();
-const marked = (snippet: string) => [...snippet.matchAll(new RegExp(`${SNIPPET_START}([^${SNIPPET_STOP}]*)${SNIPPET_STOP}`, 'g'))].map((m) => m[1]);
+const marked = (snippet: string) =>
+  [...snippet.matchAll(new RegExp(`${SNIPPET_START}([^${SNIPPET_STOP}]*)${SNIPPET_STOP}`, 'g'))].map((m) => m[1]);
 
 beforeAll(async () => {
   database = await createTestDatabase('search');
@@ -76,9 +82,17 @@ beforeAll(async () => {
   await database.sql`insert into source_videos (source_id, video_id) values (${sourceId}, 'vidCook'), (${sourceId}, 'vidFox')`;
 
   // chunk 6 at 1:02:00 (3 720 000 ms); its window (chunks 4..8) starts at 3 715 000 ms
-  await store('vidCook', 'en', chunks(12, { 6: 'now we whisk the saffron emulsion slowly' }, (i) => 3_705_000 + i * 2_500));
+  await store(
+    'vidCook',
+    'en',
+    chunks(12, { 6: 'now we whisk the saffron emulsion slowly' }, (i) => 3_705_000 + i * 2_500),
+  );
   // phrases across chunks 3|4 and 4|5: chunk 4 ends window 0 (chunks 0..4) and starts window 1 (4..8)
-  await store('vidFox', 'en', chunks(10, { 3: 'we saw a lazy', 4: 'dog and then the quick brown', 5: 'fox leapt over the fence' }));
+  await store(
+    'vidFox',
+    'en',
+    chunks(10, { 3: 'we saw a lazy', 4: 'dog and then the quick brown', 5: 'fox leapt over the fence' }),
+  );
   await store('vidGarden', 'en', chunks(3, { 1: 'our garden has red apples and pears' }));
   await store('vidSnake', 'en', chunks(3, { 1: 'a garden snake under apples that are red' }));
   await store('vidFr', 'fr', chunks(3, { 2: 'les élèves étaient à l’école très tôt' }));
@@ -91,7 +105,13 @@ beforeAll(async () => {
   redis = createRedis('redis://127.0.0.1:6379');
   queues = createQueues(redis, env.QUEUE_PREFIX!);
   admin = await startAdminServer({
-    port: 0, token: TOKEN, sql: database.sql, redis, queues, metrics: createMetrics({ processMetrics: false }), log: silentLogger(),
+    port: 0,
+    token: TOKEN,
+    sql: database.sql,
+    redis,
+    queues,
+    metrics: createMetrics({ processMetrics: false }),
+    log: silentLogger(),
   });
 }, 60_000);
 
@@ -107,7 +127,13 @@ describe('the index and the query', () => {
     const hits = await search('"saffron emulsion"');
     expect(hits).toHaveLength(1);
     const [h] = hits;
-    expect(h).toMatchObject({ videoId: 'vidCook', title: 'Cooking <b>pasta</b> & "sauce"', channelId: 'UCcook', channelName: 'Chef Anna', lang: 'en' });
+    expect(h).toMatchObject({
+      videoId: 'vidCook',
+      title: 'Cooking <b>pasta</b> & "sauce"',
+      channelId: 'UCcook',
+      channelName: 'Chef Anna',
+      lang: 'en',
+    });
     // chunk 6's offset, not its window's first chunk (3 715 s)
     expect(h!.seconds).toBe(3_720);
     expect(marked(h!.snippet)).toEqual(['saffron', 'emulsion']);
@@ -161,7 +187,9 @@ describe('the index and the query', () => {
     const he = await search('מירושלים');
     expect(ids(he)).toEqual(['vidHe']);
     expect(he[0]!.seconds).toBeNull();
-    const [row] = await database.sql<{ config: string }[]>`select config::text from transcript_windows where video_id = 'vidAr'`;
+    const [row] = await database.sql<
+      { config: string }[]
+    >`select config::text from transcript_windows where video_id = 'vidAr'`;
     expect(row!.config).toBe('arabic');
   });
 
@@ -190,7 +218,8 @@ describe('the index and the query', () => {
     try {
       await store('vidLater', 'en', chunks(3, { 1: 'the axolotl regrows its gills' }));
       const started = Date.now();
-      while ((await search('axolotl')).length === 0 && Date.now() - started < 10_000) await new Promise((r) => setTimeout(r, 50));
+      while ((await search('axolotl')).length === 0 && Date.now() - started < 10_000)
+        await new Promise((r) => setTimeout(r, 50));
       expect(ids(await search('axolotl'))).toEqual(['vidLater']);
     } finally {
       await indexer.stop();
@@ -201,11 +230,15 @@ describe('the index and the query', () => {
     await database.sql`
       insert into batches (job_id, kind, status, credits_estimated, request)
       values ('job-search-in-flight', 'transcript', 'active', 2, ${database.sql.json({ videoIds: ['vidWait'] })})`;
-    const indexer = startSearchIndexer({ sql: database.sql, log: silentLogger() }, { idleMs: 50, deferWhileLandingMs: 2_000 });
+    const indexer = startSearchIndexer(
+      { sql: database.sql, log: silentLogger() },
+      { idleMs: 50, deferWhileLandingMs: 2_000 },
+    );
     try {
       await store('vidWait', 'en', chunks(3, { 1: 'the narwhal dives under the ice' }));
       const stored = Date.now();
-      while ((await search('narwhal')).length === 0 && Date.now() - stored < 10_000) await new Promise((r) => setTimeout(r, 50));
+      while ((await search('narwhal')).length === 0 && Date.now() - stored < 10_000)
+        await new Promise((r) => setTimeout(r, 50));
       const foundAfterMs = Date.now() - stored;
       expect(ids(await search('narwhal'))).toEqual(['vidWait']);
       expect(foundAfterMs).toBeGreaterThanOrEqual(1_900);
@@ -224,12 +257,20 @@ describe('the index and the query', () => {
     const hits = await search('"green plums"');
     expect(ids(hits)).toEqual(['vidGarden']);
     // the windows are the new content's only
-    const [n] = await database.sql<{ n: number }[]>`select count(*)::int as n from transcript_windows where video_id = 'vidGarden'`;
+    const [n] = await database.sql<
+      { n: number }[]
+    >`select count(*)::int as n from transcript_windows where video_id = 'vidGarden'`;
     expect(n!.n).toBe(1);
     // a rolled-back write queues nothing: the index stays as it was
     await database.sql
       .begin(async (tx) => {
-        await upsertTranscripts(tx, [transcriptRowFromApi('vidGarden', { content: chunks(3, { 1: 'rolled back turnips' }), lang: 'en', availableLangs: ['en'] }, 'job-rb')]);
+        await upsertTranscripts(tx, [
+          transcriptRowFromApi(
+            'vidGarden',
+            { content: chunks(3, { 1: 'rolled back turnips' }), lang: 'en', availableLangs: ['en'] },
+            'job-rb',
+          ),
+        ]);
         expect(await tx`select 1 from search_index_queue where video_id = 'vidGarden'`).toHaveLength(1);
         throw new Error('roll back');
       })
@@ -257,7 +298,10 @@ describe('the CLI', () => {
   it('search --json prints one JSON line per hit, with the moment and, with VIDEO_URL_TEMPLATE, the link', async () => {
     const r = await cli(['search', '"saffron emulsion"', '--json'], { VIDEO_URL_TEMPLATE: URL_TEMPLATE });
     expectExit(r, 0);
-    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({
       video_id: 'vidCook',
@@ -296,7 +340,11 @@ describe('the CLI', () => {
     expect(none.stdout).toBe('');
     expectCleanError(await cli(['search', 'x', '--limit', '0']), 2, /--limit/);
     expectCleanError(await cli(['search', 'x', '--lang', 'french']), 2, /--lang.*"french"/);
-    expectCleanError(await cli(['search', 'x'], { VIDEO_URL_TEMPLATE: 'https://videos.example/watch' }), 2, /VIDEO_URL_TEMPLATE/);
+    expectCleanError(
+      await cli(['search', 'x'], { VIDEO_URL_TEMPLATE: 'https://videos.example/watch' }),
+      2,
+      /VIDEO_URL_TEMPLATE/,
+    );
   });
 });
 
@@ -308,7 +356,9 @@ describe('the admin search page', () => {
 
   it('every page has the box; /search?q= shows the hits, escaped, words marked', async () => {
     const overview = await get('/');
-    expect(overview.text).toMatch(/<form class="search" action="\/search" method="get"[^>]*><input type="search" name="q"/);
+    expect(overview.text).toMatch(
+      /<form class="search" action="\/search" method="get"[^>]*><input type="search" name="q"/,
+    );
     const page = await get(`/search?q=${encodeURIComponent('"saffron emulsion"')}`);
     expect(page.status).toBe(200);
     const row = /<tr data-video-id="vidCook">[\s\S]*?<\/tr>/.exec(page.text)?.[0];
@@ -327,7 +377,12 @@ describe('the admin search page', () => {
 
   it('with a URL template, the moment links to the video at that second', async () => {
     const app = new Hono();
-    registerPageRoutes(app, { sql: database.sql, log: silentLogger(), queuesPath: '/admin/queues', videoUrlTemplate: URL_TEMPLATE });
+    registerPageRoutes(app, {
+      sql: database.sql,
+      log: silentLogger(),
+      queuesPath: '/admin/queues',
+      videoUrlTemplate: URL_TEMPLATE,
+    });
     const res = await app.request('/search?q=saffron');
     const text = await res.text();
     expect(text).toContain('<a href="https://videos.example/watch?v=vidCook&amp;t=3720" rel="noreferrer">1:02:00</a>');

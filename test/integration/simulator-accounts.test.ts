@@ -89,7 +89,9 @@ describe('credits', () => {
     // refused: 400, 404 and 401 cost nothing
     expect((await call(sim, 'GET', '/videosite/video', { ...k, query: {} })).status).toBe(400);
     expect((await call(sim, 'GET', '/videosite/video', { ...k, query: { id: 'ZZZZZZZZZZZ' } })).status).toBe(404);
-    expect((await call(sim, 'GET', '/videosite/channel/videos', { ...k, query: { id: channelId, limit: 0 } })).status).toBe(400);
+    expect(
+      (await call(sim, 'GET', '/videosite/channel/videos', { ...k, query: { id: channelId, limit: 0 } })).status,
+    ).toBe(400);
     expect((await me(key)).usedCredits).toBe(1);
     // a batch costs 1 + videos at creation; polling is free
     const created = await call(sim, 'POST', '/videosite/video/batch', { ...k, body: { channelId, limit: 4 } });
@@ -97,7 +99,9 @@ describe('credits', () => {
     expect((await me(key)).usedCredits).toBe(1 + 5);
     for (let i = 0; i < 3; i++) expect((await call(sim, 'GET', `/videosite/batch/${jobId}`, k)).status).toBe(200);
     // a crawl and its polls, a transcript job and its polls
-    const crawl = JobIdSchema.parse((await call(sim, 'POST', '/web/crawl', { ...k, body: { url: 'https://example.org/', limit: 3 } })).json);
+    const crawl = JobIdSchema.parse(
+      (await call(sim, 'POST', '/web/crawl', { ...k, body: { url: 'https://example.org/', limit: 3 } })).json,
+    );
     await call(sim, 'GET', `/web/crawl/${crawl.jobId}`, k);
     const silent = withoutCaptions();
     const tj = await call(sim, 'GET', '/transcript', { ...k, query: { url: watchUrl(silent.id), mode: 'generate' } });
@@ -114,7 +118,10 @@ describe('credits', () => {
     sim.setAccount(key, { maxCredits: 100_000 });
     const k = { key };
     const silent = withoutCaptions();
-    const captioned = sim.catalog.videoIds(channelId)!.map((id) => sim.catalog.videoInfo(id)!).find((v) => v.transcriptLanguages.length > 0 && v.fate === 'public')!;
+    const captioned = sim.catalog
+      .videoIds(channelId)!
+      .map((id) => sim.catalog.videoInfo(id)!)
+      .find((v) => v.transcriptLanguages.length > 0 && v.fate === 'public')!;
     const perMinute = (v: { durationS: number }) => 2 * Math.ceil(v.durationS / 60);
     let used = 0;
     const spent = async () => {
@@ -124,17 +131,29 @@ describe('credits', () => {
       return d;
     };
     // auto without captions is generated; generate is generated even when captions exist
-    expect((await call(sim, 'GET', '/transcript', { ...k, query: { url: watchUrl(silent.id), mode: 'auto' } })).status).toBe(202);
+    expect(
+      (await call(sim, 'GET', '/transcript', { ...k, query: { url: watchUrl(silent.id), mode: 'auto' } })).status,
+    ).toBe(202);
     expect(await spent()).toBe(perMinute(silent));
-    expect((await call(sim, 'GET', '/transcript', { ...k, query: { url: watchUrl(captioned.id), mode: 'generate' } })).status).toBe(202);
+    expect(
+      (await call(sim, 'GET', '/transcript', { ...k, query: { url: watchUrl(captioned.id), mode: 'generate' } }))
+        .status,
+    ).toBe(202);
     expect(await spent()).toBe(perMinute(captioned));
     // captions (auto or native) cost 1, like any answer
-    expect((await call(sim, 'GET', '/transcript', { ...k, query: { url: watchUrl(captioned.id), mode: 'auto' } })).status).toBe(200);
-    expect((await call(sim, 'GET', '/transcript', { ...k, query: { url: watchUrl(captioned.id), mode: 'native' } })).status).toBe(200);
+    expect(
+      (await call(sim, 'GET', '/transcript', { ...k, query: { url: watchUrl(captioned.id), mode: 'auto' } })).status,
+    ).toBe(200);
+    expect(
+      (await call(sim, 'GET', '/transcript', { ...k, query: { url: watchUrl(captioned.id), mode: 'native' } })).status,
+    ).toBe(200);
     expect(await spent()).toBe(2);
     // not enough credits left for the minutes: refused, nothing charged
     sim.setAccount(key, { maxCredits: used + perMinute(silent) - 1 });
-    const refused = await call(sim, 'GET', '/transcript', { ...k, query: { url: watchUrl(silent.id), mode: 'generate' } });
+    const refused = await call(sim, 'GET', '/transcript', {
+      ...k,
+      query: { url: watchUrl(silent.id), mode: 'generate' },
+    });
     expect(refused.status).toBe(429);
     expect(ErrorBodySchema.parse(refused.json).error).toBe('limit-exceeded');
     expect(await spent()).toBe(0);
@@ -171,9 +190,13 @@ describe('credits', () => {
     const put = await admin(sim, 'PUT', '/accounts/test-admin', { plan: 'free', maxCredits: 5, usedCredits: 2 });
     expect(put.status).toBe(200);
     expect(await me('test-admin')).toMatchObject({ plan: 'free', maxCredits: 5, usedCredits: 2 });
-    expect((await call(sim, 'POST', '/videosite/video/batch', { key: 'test-admin', body: { channelId } })).status).toBe(402);
+    expect((await call(sim, 'POST', '/videosite/video/batch', { key: 'test-admin', body: { channelId } })).status).toBe(
+      402,
+    );
     await admin(sim, 'PUT', '/accounts/test-admin', { plan: 'business' });
-    expect((await call(sim, 'POST', '/videosite/video/batch', { key: 'test-admin', body: { channelId, limit: 2 } })).status).toBe(200);
+    expect(
+      (await call(sim, 'POST', '/videosite/video/batch', { key: 'test-admin', body: { channelId, limit: 2 } })).status,
+    ).toBe(200);
     expect((await me('test-admin')).usedCredits).toBe(5);
     const bad = await admin(sim, 'PUT', '/accounts/test-admin', { maxCredits: -1 });
     expect(bad.status).toBe(400);

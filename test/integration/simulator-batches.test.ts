@@ -24,7 +24,13 @@ beforeAll(async () => {
   sim = await startSimulator({
     seed: 42,
     catalog: { channelSizes: [300, 40], playlistSize: { min: 20, max: 20 } },
-    jobs: { queuedMs: 1000, itemsPerSecond: 100, lifetimeMs: LIFETIME_MS, retentionMs: RETENTION_MS, purgeMs: PURGE_MS },
+    jobs: {
+      queuedMs: 1000,
+      itemsPerSecond: 100,
+      lifetimeMs: LIFETIME_MS,
+      retentionMs: RETENTION_MS,
+      purgeMs: PURGE_MS,
+    },
     // a frozen clock: time moves only when a test advances it
     clockSpeed: 0,
   });
@@ -152,7 +158,9 @@ describe('batch lifecycle', () => {
       jobs: { failRate: 1, itemErrorRate: 0.2 },
     });
     try {
-      const created = await call(failing, 'POST', '/videosite/video/batch', { body: { channelId: failing.catalog.channels()[0]!.id, limit: 100 } });
+      const created = await call(failing, 'POST', '/videosite/video/batch', {
+        body: { channelId: failing.catalog.channels()[0]!.id, limit: 100 },
+      });
       const { jobId } = JobIdSchema.parse(created.json);
       failing.clock.advance(60_000);
       const b = BatchResultsSchema.parse((await call(failing, 'GET', `/videosite/batch/${jobId}`)).json);
@@ -199,18 +207,29 @@ describe('batch contents', () => {
       (await call(sim, 'GET', '/videosite/playlist/videos', { query: { id: playlistId } })).json,
     );
     expect(listing.videoIds.length + listing.shortIds.length + listing.liveIds.length).toBe(20);
-    const jobId = await createBatch('video', { playlistId: `https://www.videosite.com/playlist?list=${playlistId}`, limit: 50 });
+    const jobId = await createBatch('video', {
+      playlistId: `https://www.videosite.com/playlist?list=${playlistId}`,
+      limit: 50,
+    });
     sim.clock.advance(5000);
     const b = await poll(jobId);
     expect(b.results.map((i) => i.videoId)).toEqual(listing.videoIds);
-    for (const id of [...listing.shortIds, ...listing.liveIds]) expect(b.results.map((i) => i.videoId)).not.toContain(id);
+    for (const id of [...listing.shortIds, ...listing.liveIds])
+      expect(b.results.map((i) => i.videoId)).not.toContain(id);
   });
 
   it('videoIds accepts IDs and URLs, counts a video once, and reports unknown IDs as not-found', async () => {
     const [a, b, c] = sim.catalog.videoIds(big.id)!;
     const before = await usedCredits();
     const jobId = await createBatch('video', {
-      videoIds: [a, `https://www.videosite.com/watch?v=${a}&t=10`, `https://vs.be/${b}`, `https://www.videosite.com/shorts/${c}`, `https://www.videosite.com/embed/${c}`, 'AAAAAAAAAAA'],
+      videoIds: [
+        a,
+        `https://www.videosite.com/watch?v=${a}&t=10`,
+        `https://vs.be/${b}`,
+        `https://www.videosite.com/shorts/${c}`,
+        `https://www.videosite.com/embed/${c}`,
+        'AAAAAAAAAAA',
+      ],
     });
     expect(await usedCredits()).toBe(before + 1 + 4);
     sim.clock.advance(5000);

@@ -39,7 +39,15 @@ describe('simulator command', () => {
   it('--help exits 0 and lists the options', async () => {
     const p = run(['simulator', '--help']);
     expect(await p.exited).toBe(0);
-    for (const flag of ['--port', '--seed', '--platform', '--api-key', '--items-per-second', '--error-rate', '--clock-speed']) {
+    for (const flag of [
+      '--port',
+      '--seed',
+      '--platform',
+      '--api-key',
+      '--items-per-second',
+      '--error-rate',
+      '--clock-speed',
+    ]) {
       expect(p.out()).toContain(flag);
     }
   });
@@ -48,7 +56,9 @@ describe('simulator command', () => {
     const secret = 'sk-user-secret-4242';
     const p = run(['simulator', '--port', '0', '--seed', '3', '--platform', 'vidz', '--api-key', secret]);
     await waitFor(() => p.out().includes('\n'));
-    const m = /^simulator listening on (http:\/\/127\.0\.0\.1:\d+\/v1) \(platform vidz, api key (.+)\)\n$/.exec(p.out());
+    const m = /^simulator listening on (http:\/\/127\.0\.0\.1:\d+\/v1) \(platform vidz, api key (.+)\)\n$/.exec(
+      p.out(),
+    );
     expect(m, p.out() + p.err()).not.toBeNull();
     const baseUrl = m![1]!;
     const me = await call({ baseUrl, apiKey: secret }, 'GET', '/me');

@@ -82,14 +82,26 @@ describe('simulator catalog edits', () => {
   it('metadata: the video endpoint, a later batch and videoInfo show the edit', async () => {
     const v = freshVideo();
     const before = (await get(`video?id=${v.id}`)).body as unknown as Video;
-    const patch = { title: 'Edited title', description: 'New text', tags: ['a', 'b'], durationS: 4321, thumbnail: 'https://img.example/x.jpg' };
+    const patch = {
+      title: 'Edited title',
+      description: 'New text',
+      tags: ['a', 'b'],
+      durationS: 4321,
+      thumbnail: 'https://img.example/x.jpg',
+    };
     const res = await edit(v.id, patch);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ id: v.id, durationS: 4321 });
 
     const after = (await get(`video?id=${v.id}`)).body as unknown as Video;
     expect(before.title).not.toBe('Edited title');
-    expect(after).toMatchObject({ title: 'Edited title', description: 'New text', tags: ['a', 'b'], duration: 4321, thumbnail: 'https://img.example/x.jpg' });
+    expect(after).toMatchObject({
+      title: 'Edited title',
+      description: 'New text',
+      tags: ['a', 'b'],
+      duration: 4321,
+      thumbnail: 'https://img.example/x.jpg',
+    });
     // what was not edited stays as generated
     expect(after.uploadDate).toEqual(before.uploadDate);
     expect(after.transcriptLanguages).toEqual(before.transcriptLanguages);
@@ -117,7 +129,9 @@ describe('simulator catalog edits', () => {
     expect(item.transcript).toMatchObject({ lang: missing, availableLangs: langs });
     expect(item.transcript!.content).toEqual(single.content);
     // another language's transcript also lists the new one
-    expect(((await get(`transcript?videoId=${v.id}&lang=${langs[0]}`)).body as unknown as Transcript).availableLangs).toEqual(langs);
+    expect(
+      ((await get(`transcript?videoId=${v.id}&lang=${langs[0]}`)).body as unknown as Transcript).availableLangs,
+    ).toEqual(langs);
     expect(((await get(`video?id=${v.id}`)).body as unknown as Video).transcriptLanguages).toEqual(langs);
 
     await edit(v.id, { transcriptLanguages: [] });
@@ -134,7 +148,9 @@ describe('simulator catalog edits', () => {
     expect(revised).not.toEqual(original);
     expect((await batchItem('transcript', v.id, lang)).transcript!.content).toEqual(revised);
     await edit(v.id, { transcriptRevisions: { [lang]: 0 } });
-    expect(((await get(`transcript?videoId=${v.id}&lang=${lang}`)).body as unknown as Transcript).content).toEqual(original);
+    expect(((await get(`transcript?videoId=${v.id}&lang=${lang}`)).body as unknown as Transcript).content).toEqual(
+      original,
+    );
   });
 
   it('taken down (gone, private) and brought back: the endpoints and batch items follow', async () => {

@@ -38,7 +38,13 @@ beforeAll(async () => {
   sim = await startSimulator({
     seed: 7,
     clockSpeed: 0,
-    catalog: { channelSizes: [400], privateShare: 0.05, goneShare: 0.05, noTranscriptShare: 0.15, transcriptChunks: { min: 20, max: 40 } },
+    catalog: {
+      channelSizes: [400],
+      privateShare: 0.05,
+      goneShare: 0.05,
+      noTranscriptShare: 0.15,
+      transcriptChunks: { min: 20, max: 40 },
+    },
   });
   ch = sim.catalog.channels()[0]!;
   const infos = sim.catalog.videoIds(ch.id)!.map((id) => sim.catalog.videoInfo(id)!);
@@ -124,13 +130,17 @@ describe('platform resources', () => {
     expect(p.channel.id).toBe(ch.id);
     const all = VideoIdsSchema.parse((await call(sim, 'GET', '/videosite/playlist/videos', { query: { id } })).json);
     expect(all.videoIds.length + all.shortIds.length + all.liveIds.length).toBe(p.videoCount);
-    const two = VideoIdsSchema.parse((await call(sim, 'GET', '/videosite/playlist/videos', { query: { id, limit: 2 } })).json);
+    const two = VideoIdsSchema.parse(
+      (await call(sim, 'GET', '/videosite/playlist/videos', { query: { id, limit: 2 } })).json,
+    );
     expect(two.videoIds).toEqual(all.videoIds.slice(0, 2));
     expect((await call(sim, 'GET', '/videosite/playlist', { query: { id: 'PL' + 'x'.repeat(32) } })).status).toBe(404);
   });
 
   it('GET channel/videos: limit default 30, type filters the lists', async () => {
-    const all = VideoIdsSchema.parse((await call(sim, 'GET', '/videosite/channel/videos', { query: { id: ch.handle } })).json);
+    const all = VideoIdsSchema.parse(
+      (await call(sim, 'GET', '/videosite/channel/videos', { query: { id: ch.handle } })).json,
+    );
     expect(all.videoIds).toHaveLength(30);
     expect(all.shortIds).toHaveLength(ch.shortCount);
     expect(all.liveIds).toHaveLength(ch.liveCount);
@@ -158,7 +168,11 @@ describe('transcripts', () => {
     expect(chunks.length).toBeGreaterThanOrEqual(20);
 
     const merged = TranscriptSchema.parse(
-      (await call(sim, 'GET', '/videosite/transcript', { query: { url: `https://www.videosite.com/watch?v=${id}`, chunkSize: 400 } })).json,
+      (
+        await call(sim, 'GET', '/videosite/transcript', {
+          query: { url: `https://www.videosite.com/watch?v=${id}`, chunkSize: 400 },
+        })
+      ).json,
     ).content as TranscriptChunk[];
     expect(merged.length).toBeLessThan(chunks.length);
     expect(merged.map((c) => c.text).join(' ')).toBe(chunks.map((c) => c.text).join(' '));
@@ -187,22 +201,34 @@ describe('transcripts', () => {
 
   it('translate answers the target language with the same timings', async () => {
     const id = pub[1]!;
-    const orig = TranscriptSchema.parse((await call(sim, 'GET', '/videosite/transcript', { query: { videoId: id } })).json);
+    const orig = TranscriptSchema.parse(
+      (await call(sim, 'GET', '/videosite/transcript', { query: { videoId: id } })).json,
+    );
     const target = orig.availableLangs.includes('ja') ? 'ko' : 'ja';
     const r = await call(sim, 'GET', '/videosite/transcript/translate', { query: { videoId: id, lang: target } });
     expect(r.status).toBe(200);
     const tr = TranslatedTranscriptSchema.parse(r.json);
     expect(tr.lang).toBe(target);
-    expect((tr.content as TranscriptChunk[]).map((c) => c.offset)).toEqual((orig.content as TranscriptChunk[]).map((c) => c.offset));
+    expect((tr.content as TranscriptChunk[]).map((c) => c.offset)).toEqual(
+      (orig.content as TranscriptChunk[]).map((c) => c.offset),
+    );
     expect((await call(sim, 'GET', '/videosite/transcript/translate', { query: { videoId: id } })).status).toBe(400);
   });
 
   it('GET /transcript: 200 for a catalog video, 202 job for generate mode and other URLs, job completes on the clock', async () => {
     const id = pub[2]!;
-    const native = await call(sim, 'GET', '/transcript', { query: { url: `https://www.videosite.com/watch?v=${id}`, mode: 'native' } });
+    const native = await call(sim, 'GET', '/transcript', {
+      query: { url: `https://www.videosite.com/watch?v=${id}`, mode: 'native' },
+    });
     expect(native.status).toBe(200);
     TranscriptSchema.parse(native.json);
-    expect((await call(sim, 'GET', '/transcript', { query: { url: `https://www.videosite.com/watch?v=${noTranscriptId}`, mode: 'native' } })).status).toBe(206);
+    expect(
+      (
+        await call(sim, 'GET', '/transcript', {
+          query: { url: `https://www.videosite.com/watch?v=${noTranscriptId}`, mode: 'native' },
+        })
+      ).status,
+    ).toBe(206);
 
     const jobQueries: Array<Record<string, string | boolean>> = [
       { url: `https://www.videosite.com/watch?v=${id}`, mode: 'generate' },
@@ -233,7 +259,9 @@ describe('transcripts', () => {
 
 describe('web, search, metadata, me', () => {
   it('scrape and map', async () => {
-    const s = ScrapeSchema.parse((await call(sim, 'GET', '/web/scrape', { query: { url: 'https://example.org/docs' } })).json);
+    const s = ScrapeSchema.parse(
+      (await call(sim, 'GET', '/web/scrape', { query: { url: 'https://example.org/docs' } })).json,
+    );
     expect(s.countCharacters).toBe(s.content.length);
     expect(s.urls.length).toBeGreaterThan(0);
     expect(s.content).toMatch(/\]\(https?:/);
@@ -241,7 +269,9 @@ describe('web, search, metadata, me', () => {
       (await call(sim, 'GET', '/web/scrape', { query: { url: 'https://example.org/docs', noLinks: true } })).json,
     );
     expect(noLinks.content).not.toMatch(/\]\(https?:/);
-    const m = SiteMapSchema.parse((await call(sim, 'GET', '/web/map', { query: { url: 'https://example.org/' } })).json);
+    const m = SiteMapSchema.parse(
+      (await call(sim, 'GET', '/web/map', { query: { url: 'https://example.org/' } })).json,
+    );
     expect(m.urls.length).toBeGreaterThan(1);
     expect((await call(sim, 'GET', '/web/scrape', { query: { url: 'ftp://example.org/' } })).status).toBe(400);
   });
@@ -260,18 +290,28 @@ describe('web, search, metadata, me', () => {
       pages.push(...job.pages!.map((p) => p.url));
       next = job.next;
     }
-    const expected = Math.min(25, SiteMapSchema.parse((await call(sim, 'GET', '/web/map', { query: { url: 'https://example.org/' } })).json).urls.length);
+    const expected = Math.min(
+      25,
+      SiteMapSchema.parse((await call(sim, 'GET', '/web/map', { query: { url: 'https://example.org/' } })).json).urls
+        .length,
+    );
     expect(pages).toHaveLength(expected);
     expect(new Set(pages).size).toBe(expected);
   });
 
   it('search pages with nextPageToken only without limit', async () => {
-    const first = SearchResultsSchema.parse((await call(sim, 'GET', '/videosite/search', { query: { query: 'coffee 🔥' } })).json);
+    const first = SearchResultsSchema.parse(
+      (await call(sim, 'GET', '/videosite/search', { query: { query: 'coffee 🔥' } })).json,
+    );
     expect(first.query).toBe('coffee 🔥');
     expect(first.results.length).toBeGreaterThan(0);
     expect(first.nextPageToken).toBeDefined();
     const second = SearchResultsSchema.parse(
-      (await call(sim, 'GET', '/videosite/search', { query: { query: 'coffee 🔥', nextPageToken: first.nextPageToken! } })).json,
+      (
+        await call(sim, 'GET', '/videosite/search', {
+          query: { query: 'coffee 🔥', nextPageToken: first.nextPageToken! },
+        })
+      ).json,
     );
     expect(second.results[0]).not.toEqual(first.results[0]);
     const limited = SearchResultsSchema.parse(
@@ -284,7 +324,11 @@ describe('web, search, metadata, me', () => {
 
   it('search takes the interface filter values, features as repeated keys (one key is a list of one)', async () => {
     const search = (qs: string) => call(sim, 'GET', `${sim.baseUrl}/videosite/search?query=coffee&limit=3&${qs}`);
-    for (const qs of ['features=hd&features=creative-commons&features=4k', 'features=vr180', 'uploadDate=week&type=movie&duration=long&sortBy=views']) {
+    for (const qs of [
+      'features=hd&features=creative-commons&features=4k',
+      'features=vr180',
+      'uploadDate=week&type=movie&duration=long&sortBy=views',
+    ]) {
       const r = await search(qs);
       expect(r.status, qs).toBe(200);
       expect(SearchResultsSchema.parse(r.json).results).toHaveLength(3);
@@ -301,10 +345,16 @@ describe('web, search, metadata, me', () => {
   });
 
   it('metadata and me', async () => {
-    const m = MetadataSchema.parse((await call(sim, 'GET', '/metadata', { query: { url: `https://www.videosite.com/watch?v=${pub[0]}` } })).json);
+    const m = MetadataSchema.parse(
+      (await call(sim, 'GET', '/metadata', { query: { url: `https://www.videosite.com/watch?v=${pub[0]}` } })).json,
+    );
     expect(m).toMatchObject({ platform: 'videosite', id: pub[0] });
-    MetadataSchema.parse((await call(sim, 'GET', '/metadata', { query: { url: 'https://photos.example.com/p/abc' } })).json);
-    expect((await call(sim, 'GET', '/metadata', { query: { url: `https://www.videosite.com/watch?v=${goneId}` } })).status).toBe(404);
+    MetadataSchema.parse(
+      (await call(sim, 'GET', '/metadata', { query: { url: 'https://photos.example.com/p/abc' } })).json,
+    );
+    expect(
+      (await call(sim, 'GET', '/metadata', { query: { url: `https://www.videosite.com/watch?v=${goneId}` } })).status,
+    ).toBe(404);
     AccountSchema.parse((await call(sim, 'GET', '/me')).json);
   });
 
@@ -329,7 +379,11 @@ describe('options', () => {
   });
 
   it('the same seed gives the same catalog, videos and transcripts; another seed does not', async () => {
-    const [a, b, c] = await Promise.all([startSimulator({ seed: 99 }), startSimulator({ seed: 99 }), startSimulator({ seed: 100 })]);
+    const [a, b, c] = await Promise.all([
+      startSimulator({ seed: 99 }),
+      startSimulator({ seed: 99 }),
+      startSimulator({ seed: 100 }),
+    ]);
     try {
       const ca = (await admin(a, 'GET', '/catalog')).json;
       expect((await admin(b, 'GET', '/catalog')).json).toEqual(ca);
@@ -339,11 +393,17 @@ describe('options', () => {
       expect(b.catalog.videoIds(chId)).toEqual(ids);
       for (const id of ids.slice(0, 10)) {
         const q = { query: { id } };
-        expect((await call(b, 'GET', '/videosite/video', q)).text).toBe((await call(a, 'GET', '/videosite/video', q)).text);
+        expect((await call(b, 'GET', '/videosite/video', q)).text).toBe(
+          (await call(a, 'GET', '/videosite/video', q)).text,
+        );
       }
-      const withTranscript = ids.find((id) => a.catalog.videoInfo(id)!.transcriptLanguages.length > 0 && a.catalog.videoInfo(id)!.fate === 'public')!;
+      const withTranscript = ids.find(
+        (id) => a.catalog.videoInfo(id)!.transcriptLanguages.length > 0 && a.catalog.videoInfo(id)!.fate === 'public',
+      )!;
       const tq = { query: { videoId: withTranscript } };
-      expect((await call(b, 'GET', '/videosite/transcript', tq)).text).toBe((await call(a, 'GET', '/videosite/transcript', tq)).text);
+      expect((await call(b, 'GET', '/videosite/transcript', tq)).text).toBe(
+        (await call(a, 'GET', '/videosite/transcript', tq)).text,
+      );
     } finally {
       await Promise.all([a.close(), b.close(), c.close()]);
     }

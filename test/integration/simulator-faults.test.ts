@@ -16,7 +16,9 @@ let jobId: string;
 beforeAll(async () => {
   sim = await startSimulator({ clockSpeed: 0, catalog: { channels: 1 } });
   channelId = sim.catalog.channels()[0]!.id;
-  jobId = JobIdSchema.parse((await call(sim, 'POST', '/videosite/video/batch', { body: { channelId, limit: 5 } })).json).jobId;
+  jobId = JobIdSchema.parse(
+    (await call(sim, 'POST', '/videosite/video/batch', { body: { channelId, limit: 5 } })).json,
+  ).jobId;
   sim.clock.advance(5000);
 });
 afterEach(() => {
@@ -42,16 +44,27 @@ describe('scripted answers', () => {
     const third = await call(sim, 'GET', `/videosite/batch/${jobId}`);
     expect(third.status).toBe(200);
     expect(BatchResultsSchema.parse(third.json).status).toBe('completed');
-    expect(sim.stats().byEndpoint['GET /videosite/batch/{jobId}']).toEqual({ total: 3, byStatus: { reset: 1, '500': 1, '200': 1 } });
+    expect(sim.stats().byEndpoint['GET /videosite/batch/{jobId}']).toEqual({
+      total: 3,
+      byStatus: { reset: 1, '500': 1, '200': 1 },
+    });
   });
 
   it('steps only match their method and path, and are consumed in order', async () => {
-    sim.script([{ match: 'POST /videosite/*/batch', status: 503, body: { error: 'internal-error', message: 'busy', details: 'x' } }]);
+    sim.script([
+      {
+        match: 'POST /videosite/*/batch',
+        status: 503,
+        body: { error: 'internal-error', message: 'busy', details: 'x' },
+      },
+    ]);
     expect((await call(sim, 'GET', '/me')).status).toBe(200);
     const r = await call(sim, 'POST', '/videosite/transcript/batch', { body: { channelId, limit: 1 } });
     expect(r.status).toBe(503);
     expect(ErrorBodySchema.parse(r.json).message).toBe('busy');
-    expect((await call(sim, 'POST', '/videosite/transcript/batch', { body: { channelId, limit: 1 } })).status).toBe(200);
+    expect((await call(sim, 'POST', '/videosite/transcript/batch', { body: { channelId, limit: 1 } })).status).toBe(
+      200,
+    );
   });
 
   it('a processed reset loses the answer of a batch that was created and charged', async () => {
@@ -63,7 +76,10 @@ describe('scripted answers', () => {
 
   it('hang never sends headers; stallBody sends part of the body; close() ends both', async () => {
     const other = await startSimulator({ catalog: { channels: 1 } });
-    other.script([{ match: 'GET /me', hang: true }, { match: 'GET /me', stallBody: true }]);
+    other.script([
+      { match: 'GET /me', hang: true },
+      { match: 'GET /me', stallBody: true },
+    ]);
     await expect(
       request(`${other.baseUrl}/me`, { headers: { 'x-api-key': other.apiKey }, headersTimeout: 300 }),
     ).rejects.toMatchObject({ code: 'UND_ERR_HEADERS_TIMEOUT' });
@@ -113,7 +129,16 @@ describe('scripted answers', () => {
   });
 
   it('scripts and faults can be set through the admin API', async () => {
-    const r = await admin(sim, 'POST', '/script', { steps: [{ match: 'GET /me', status: 429, headers: { 'retry-after': '3' }, body: { error: 'limit-exceeded', message: 'slow down', details: '' } }] });
+    const r = await admin(sim, 'POST', '/script', {
+      steps: [
+        {
+          match: 'GET /me',
+          status: 429,
+          headers: { 'retry-after': '3' },
+          body: { error: 'limit-exceeded', message: 'slow down', details: '' },
+        },
+      ],
+    });
     expect(r.json).toEqual({ pending: 1 });
     const limited = await call(sim, 'GET', '/me');
     expect(limited.status).toBe(429);
@@ -202,7 +227,9 @@ describe('admin API', () => {
   it('lists the catalog and adds videos to a channel', async () => {
     const cat = (await admin(sim, 'GET', '/catalog')).json as { channels: Array<{ id: string; videoCount: number }> };
     const n = cat.channels[0]!.videoCount;
-    const added = (await admin(sim, 'POST', `/catalog/${channelId}/videos`, { count: 2 })).json as { videoIds: string[] };
+    const added = (await admin(sim, 'POST', `/catalog/${channelId}/videos`, { count: 2 })).json as {
+      videoIds: string[];
+    };
     expect(added.videoIds).toHaveLength(2);
     const listed = (await admin(sim, 'GET', `/catalog/${channelId}/videos`)).json as { videoIds: string[] };
     expect(listed.videoIds).toHaveLength(n + 2);
@@ -224,7 +251,9 @@ describe('admin API', () => {
 
   it('changes job settings for new batches', async () => {
     expect((await admin(sim, 'POST', '/jobs', { queuedMs: 10_000 })).json).toMatchObject({ queuedMs: 10_000 });
-    const id = JobIdSchema.parse((await call(sim, 'POST', '/videosite/video/batch', { body: { channelId, limit: 1 } })).json).jobId;
+    const id = JobIdSchema.parse(
+      (await call(sim, 'POST', '/videosite/video/batch', { body: { channelId, limit: 1 } })).json,
+    ).jobId;
     sim.clock.advance(5000);
     expect(BatchResultsSchema.parse((await call(sim, 'GET', `/videosite/batch/${id}`)).json).status).toBe('queued');
     await admin(sim, 'POST', '/jobs', { queuedMs: 1000 });

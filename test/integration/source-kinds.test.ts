@@ -75,16 +75,23 @@ async function namedBy(jobIds: readonly string[], kind: BatchKind): Promise<stri
 /** Every video ID named by any batch of the source of `kind`, with repeats. */
 async function namedBySource(sourceId: number, kind: BatchKind): Promise<string[]> {
   const rows = await h.database.sql<{ job_id: string }[]>`select job_id from batches where source_id = ${sourceId}`;
-  return namedBy(rows.map((r) => r.job_id), kind);
+  return namedBy(
+    rows.map((r) => r.job_id),
+    kind,
+  );
 }
 
 async function remembered(sourceId: number): Promise<string[]> {
-  const rows = await h.database.sql<{ video_id: string }[]>`select video_id from source_videos where source_id = ${sourceId}`;
+  const rows = await h.database.sql<
+    { video_id: string }[]
+  >`select video_id from source_videos where source_id = ${sourceId}`;
   return rows.map((r) => r.video_id).sort();
 }
 
 async function storedVideos(ids: readonly string[]): Promise<string[]> {
-  const rows = await h.database.sql<{ id: string }[]>`select id from videos where id = any(${[...ids]}::text[]) order by id`;
+  const rows = await h.database.sql<
+    { id: string }[]
+  >`select id from videos where id = any(${[...ids]}::text[]) order by id`;
   return rows.map((r) => r.id);
 }
 
@@ -96,12 +103,19 @@ const without = (ids: readonly string[], known: ReadonlyMap<string, number> | Re
  * The first `n` distinct video results of a search, paged as a person would read them, and how
  * many pages that took: the expectation a search source's sync is held to. Costs 1 credit a page.
  */
-async function firstResults(query: Pick<SearchQuery, 'query' | 'sortBy'>, n: number): Promise<{ ids: string[]; pages: number }> {
+async function firstResults(
+  query: Pick<SearchQuery, 'query' | 'sortBy'>,
+  n: number,
+): Promise<{ ids: string[]; pages: number }> {
   const ids: string[] = [];
   let pages = 0;
   let nextPageToken: string | undefined;
   do {
-    const page = await h.api.search({ ...query, type: 'video', ...(nextPageToken !== undefined ? { nextPageToken } : {}) });
+    const page = await h.api.search({
+      ...query,
+      type: 'video',
+      ...(nextPageToken !== undefined ? { nextPageToken } : {}),
+    });
     pages += 1;
     for (const r of page.results) if (r.type === 'video' && !ids.includes(r.id) && ids.length < n) ids.push(r.id);
     nextPageToken = page.nextPageToken;
@@ -147,14 +161,21 @@ describe('a channel with --include shorts,live', () => {
       expect(named.filter((id) => lives.includes(id)).length).toBeGreaterThan(0);
     }
     const extras = [...shorts, ...lives];
-    expect(await storedVideos(extras)).toEqual(sorted(extras.filter((id) => h.sim.catalog.videoInfo(id)!.fate === 'public')));
+    expect(await storedVideos(extras)).toEqual(
+      sorted(extras.filter((id) => h.sim.catalog.videoInfo(id)!.fate === 'public')),
+    );
     expect((await storedVideos(extras)).length).toBeGreaterThan(0);
-    const [shortRow] = await h.database.sql<{ channel_id: string }[]>`select channel_id from videos where id = ${(await storedVideos(shorts))[0]!}`;
+    const [shortRow] = await h.database.sql<
+      { channel_id: string }[]
+    >`select channel_id from videos where id = ${(await storedVideos(shorts))[0]!}`;
     expect(shortRow!.channel_id).toBe(ch().id);
 
     // the other channel: its regular videos only
     const otherRegular = h.sim.catalog.videoIds(other().id)!;
-    const otherExtras = new Set([...h.sim.catalog.videoIds(other().id, 'short')!, ...h.sim.catalog.videoIds(other().id, 'live')!]);
+    const otherExtras = new Set([
+      ...h.sim.catalog.videoIds(other().id, 'short')!,
+      ...h.sim.catalog.videoIds(other().id, 'live')!,
+    ]);
     expect(report.syncs[1]!.listed).toBe(otherRegular.length);
     for (const kind of ['video', 'transcript'] as const) {
       const named = await namedBySource(plain, kind);
@@ -250,7 +271,11 @@ describe('a saved search', () => {
     expect(h.sim.stats().total).toBe(requests);
     const [src] = await h.database.sql<{ kind: string; max_videos: number; search: unknown }[]>`
       select kind, max_videos, search from sources where id = ${sourceId}`;
-    expect(src).toEqual({ kind: 'search', max_videos: FIRST_LIMIT, search: { query: QUERY, sortBy: 'date', type: 'video' } });
+    expect(src).toEqual({
+      kind: 'search',
+      max_videos: FIRST_LIMIT,
+      search: { query: QUERY, sortBy: 'date', type: 'video' },
+    });
   });
 
   it('the first sync follows nextPageToken up to --limit results and buys the ones not yet bought', async () => {
@@ -282,7 +307,9 @@ describe('a saved search', () => {
     const [batches] = await h.database.sql<{ credits: number }[]>`
       select sum(credits_estimated)::int as credits from batches where job_id = any(${sync.jobIds}::text[])`;
     expect((await usedCredits()) - before).toBe(first.pages + batches!.credits);
-    expect(await storedVideos(first.ids)).toEqual(sorted(first.ids.filter((id) => h.sim.catalog.videoInfo(id)!.fate === 'public')));
+    expect(await storedVideos(first.ids)).toEqual(
+      sorted(first.ids.filter((id) => h.sim.catalog.videoInfo(id)!.fate === 'public')),
+    );
   });
 
   it('a later sync with more results buys only the videos not yet known, none twice', async () => {
@@ -326,20 +353,46 @@ describe('a saved search', () => {
       }
     }
     expect(await remembered(sourceId)).toEqual(sorted(second.ids));
-    expect(await storedVideos(second.ids)).toEqual(sorted(second.ids.filter((id) => h.sim.catalog.videoInfo(id)!.fate === 'public')));
+    expect(await storedVideos(second.ids)).toEqual(
+      sorted(second.ids.filter((id) => h.sim.catalog.videoInfo(id)!.fate === 'public')),
+    );
   });
 });
 
 describe('search filters', () => {
   it('sources add search keeps features as a list in the interface spelling and order; a sync sends them as the simulator takes them', async () => {
     const r = await cli([
-      'sources', 'add', 'search', 'filtered cooking', '--limit', '5',
-      '--features', '4k,creative_commons', '--features', 'hd', '--features', 'hd', '--upload-date', 'week', '--duration', 'medium',
+      'sources',
+      'add',
+      'search',
+      'filtered cooking',
+      '--limit',
+      '5',
+      '--features',
+      '4k,creative_commons',
+      '--features',
+      'hd',
+      '--features',
+      'hd',
+      '--upload-date',
+      'week',
+      '--duration',
+      'medium',
     ]);
     const id = addedSourceId(r, 'search');
-    const [src] = await h.database.sql<{ external_id: string; search: unknown }[]>`select external_id, search from sources where id = ${id}`;
-    expect(src!.search).toEqual({ query: 'filtered cooking', features: ['hd', 'creative-commons', '4k'], uploadDate: 'week', duration: 'medium', type: 'video' });
-    expect(src!.external_id).toBe('filtered cooking?uploadDate=week&type=video&duration=medium&features=hd,creative-commons,4k');
+    const [src] = await h.database.sql<
+      { external_id: string; search: unknown }[]
+    >`select external_id, search from sources where id = ${id}`;
+    expect(src!.search).toEqual({
+      query: 'filtered cooking',
+      features: ['hd', 'creative-commons', '4k'],
+      uploadDate: 'week',
+      duration: 'medium',
+      type: 'video',
+    });
+    expect(src!.external_id).toBe(
+      'filtered cooking?uploadDate=week&type=video&duration=medium&features=hd,creative-commons,4k',
+    );
     // the simulator answers 400 to a feature it does not list or to one comma-joined value
     const searches = requestsTo(SEARCH_ENDPOINT);
     const report = await backfill([id]);
@@ -369,10 +422,20 @@ describe('search filters', () => {
       cli(['sources', 'add', 'search', 'q', '--features', 'hd,creative-comons']),
       cli(['sources', 'add', 'search', 'q', '--type', 'channel']),
     ]);
-    expectCleanError(uploadDate!, 2, '--upload-date "yesterday" is not a valid uploadDate', 'all, hour, today, week, month, year');
+    expectCleanError(
+      uploadDate!,
+      2,
+      '--upload-date "yesterday" is not a valid uploadDate',
+      'all, hour, today, week, month, year',
+    );
     expectCleanError(type!, 2, '--type "short" is not a valid type', 'all, video, channel, playlist, movie');
     expectCleanError(duration!, 2, '--duration "forever" is not a valid duration', 'all, short, medium, long');
-    expectCleanError(features!, 2, '--features "creative-comons" is not a valid features', 'hd, subtitles, creative-commons, 3d, live, 4k, 360, location, hdr, vr180');
+    expectCleanError(
+      features!,
+      2,
+      '--features "creative-comons" is not a valid features',
+      'hd, subtitles, creative-commons, 3d, live, 4k, 360, location, hdr, vr180',
+    );
     // a value the interface takes, but not what a search source keeps
     expectCleanError(channelType!, 2, '--type "channel": a search source keeps videos');
     expect(await sourceCount()).toBe(sources);

@@ -14,7 +14,13 @@ import { syncSource } from '../../src/pipeline/scheduler.ts';
 import { waitForBatches } from '../../src/pipeline/wait-for-batches.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { postsPerVideo } from '../helpers/posts.ts';
-import { createPipelineHarness, FAST_PIPELINE, runCli, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
+import {
+  createPipelineHarness,
+  FAST_PIPELINE,
+  runCli,
+  type CliResult,
+  type PipelineHarness,
+} from '../helpers/pipeline.ts';
 
 const LIST_SIZE = 12_000;
 /** BATCH_SIZE's default: the most `videoIds` one batch POST may carry. */
@@ -121,73 +127,100 @@ describe('sources add videos --file with 12 000 IDs', () => {
     expect(new Set(remembered.map((v) => v.video_id))).toEqual(new Set(ids));
   });
 
-  it('the first sync submits batches of 5000, 5000 and 2000 per kind for exactly 3 + 12 000 credits each', async () => {
-    const before = await usedCredits();
-    const charged = h.sim.stats().creditsCharged;
-    const r = await syncSource(h.deps, sourceId);
-    expect(r.outcome).toBe('submitted');
-    expect(r.listed).toBe(LIST_SIZE);
-    expect(r.listingCredits).toBe(0);
-    expect(r.submitted).toBe(2 * LIST_SIZE);
-    expect(r.jobIds).toHaveLength(6);
+  it(
+    'the first sync submits batches of 5000, 5000 and 2000 per kind for exactly 3 + 12 000 credits each',
+    async () => {
+      const before = await usedCredits();
+      const charged = h.sim.stats().creditsCharged;
+      const r = await syncSource(h.deps, sourceId);
+      expect(r.outcome).toBe('submitted');
+      expect(r.listed).toBe(LIST_SIZE);
+      expect(r.listingCredits).toBe(0);
+      expect(r.submitted).toBe(2 * LIST_SIZE);
+      expect(r.jobIds).toHaveLength(6);
 
-    expect(await batchSizes(sourceId)).toEqual({ transcript: [5000, 5000, 2000], video: [5000, 5000, 2000] });
-    for (const kind of ['video', 'transcript']) {
-      const named = await batchVideoIds(sourceId, kind);
-      // each video once, in some batch of this kind
-      expect(named).toHaveLength(LIST_SIZE);
-      expect(new Set(named)).toEqual(new Set(ids));
-    }
+      expect(await batchSizes(sourceId)).toEqual({ transcript: [5000, 5000, 2000], video: [5000, 5000, 2000] });
+      for (const kind of ['video', 'transcript']) {
+        const named = await batchVideoIds(sourceId, kind);
+        // each video once, in some batch of this kind
+        expect(named).toHaveLength(LIST_SIZE);
+        expect(new Set(named)).toEqual(new Set(ids));
+      }
 
-    // credits: per kind, 1 per batch plus 1 per video; the list cost nothing
-    const perKind = 3 + LIST_SIZE;
-    expect((await usedCredits()) - before).toBe(2 * perKind);
-    expect(h.sim.stats().creditsCharged - charged).toBe(2 * perKind);
-    for (const [kind, endpoint] of [
-      ['video', 'POST /videosite/video/batch'],
-      ['transcript', 'POST /videosite/transcript/batch'],
-    ] as const) {
-      const posts = postsPerVideo(h.sim, kind);
-      expect(posts.size).toBe(LIST_SIZE);
-      expect([...posts.values()].every((n) => n === 1)).toBe(true);
-      // what the simulator charged this kind: one per POST, one per video named
-      expect(postCount(endpoint) + posts.size).toBe(perKind);
-      const [est] = await h.database.sql<{ credits: number }[]>`
+      // credits: per kind, 1 per batch plus 1 per video; the list cost nothing
+      const perKind = 3 + LIST_SIZE;
+      expect((await usedCredits()) - before).toBe(2 * perKind);
+      expect(h.sim.stats().creditsCharged - charged).toBe(2 * perKind);
+      for (const [kind, endpoint] of [
+        ['video', 'POST /videosite/video/batch'],
+        ['transcript', 'POST /videosite/transcript/batch'],
+      ] as const) {
+        const posts = postsPerVideo(h.sim, kind);
+        expect(posts.size).toBe(LIST_SIZE);
+        expect([...posts.values()].every((n) => n === 1)).toBe(true);
+        // what the simulator charged this kind: one per POST, one per video named
+        expect(postCount(endpoint) + posts.size).toBe(perKind);
+        const [est] = await h.database.sql<{ credits: number }[]>`
         select sum(credits_estimated)::int as credits from batches where source_id = ${sourceId} and kind = ${kind}`;
-      expect(est!.credits).toBe(perKind);
-    }
-    const [run] = await h.database.sql<{ listing_credits: number; videos_listed: number; videos_submitted: number; credits_estimated: number }[]>`
+        expect(est!.credits).toBe(perKind);
+      }
+      const [run] = await h.database.sql<
+        { listing_credits: number; videos_listed: number; videos_submitted: number; credits_estimated: number }[]
+      >`
       select listing_credits, videos_listed, videos_submitted, credits_estimated from sync_runs
       where source_id = ${sourceId} order by id desc limit 1`;
-    expect(run).toEqual({ listing_credits: 0, videos_listed: LIST_SIZE, videos_submitted: 2 * LIST_SIZE, credits_estimated: 2 * perKind });
-  }, HEAVY_TEST_MS);
+      expect(run).toEqual({
+        listing_credits: 0,
+        videos_listed: LIST_SIZE,
+        videos_submitted: 2 * LIST_SIZE,
+        credits_estimated: 2 * perKind,
+      });
+    },
+    HEAVY_TEST_MS,
+  );
 
-  it('lands the whole list; a later sync finds nothing due and spends nothing', async () => {
-    const jobIds = (await h.database.sql<{ job_id: string }[]>`select job_id from batches where source_id = ${sourceId}`).map((b) => b.job_id);
-    const { batches, timedOut } = await waitForBatches(h.database.sql, jobIds, { timeoutMs: 60_000, checkIntervalMs: 200 });
-    expect(timedOut).toBe(false);
-    expect(batches.map((b) => b.status)).toEqual(jobIds.map(() => 'completed'));
-    // every item ended as the catalog says: stored, or failed with its code; none left to retry.
-    // The catalog cuts a few titles through an emoji (a lone surrogate Postgres cannot hold):
-    // those are set aside as unstorable, by design.
-    expect(batches.reduce((n, b) => n + b.retryable + b.processing + b.landed, 0)).toBe(0);
-    const setAside = await h.database.sql<{ video_id: string; reason_code: string }[]>`
+  it(
+    'lands the whole list; a later sync finds nothing due and spends nothing',
+    async () => {
+      const jobIds = (
+        await h.database.sql<{ job_id: string }[]>`select job_id from batches where source_id = ${sourceId}`
+      ).map((b) => b.job_id);
+      const { batches, timedOut } = await waitForBatches(h.database.sql, jobIds, {
+        timeoutMs: 60_000,
+        checkIntervalMs: 200,
+      });
+      expect(timedOut).toBe(false);
+      expect(batches.map((b) => b.status)).toEqual(jobIds.map(() => 'completed'));
+      // every item ended as the catalog says: stored, or failed with its code; none left to retry.
+      // The catalog cuts a few titles through an emoji (a lone surrogate Postgres cannot hold):
+      // those are set aside as unstorable, by design.
+      expect(batches.reduce((n, b) => n + b.retryable + b.processing + b.landed, 0)).toBe(0);
+      const setAside = await h.database.sql<{ video_id: string; reason_code: string }[]>`
       select i.video_id, i.reason_code from batch_items i join batches b using (job_id)
       where b.source_id = ${sourceId} and b.kind = 'video' and i.state = 'quarantined'`;
-    expect(setAside.every((q) => q.reason_code === 'unstorable')).toBe(true);
-    const publicIds = ids.filter((id) => h.sim.catalog.videoInfo(id)!.fate === 'public');
-    const [stored] = await h.database.sql<{ n: number }[]>`select count(*)::int as n from videos where id = any(${ids}::text[])`;
-    expect(stored!.n).toBe(publicIds.length - setAside.length);
+      expect(setAside.every((q) => q.reason_code === 'unstorable')).toBe(true);
+      const publicIds = ids.filter((id) => h.sim.catalog.videoInfo(id)!.fate === 'public');
+      const [stored] = await h.database.sql<
+        { n: number }[]
+      >`select count(*)::int as n from videos where id = any(${ids}::text[])`;
+      expect(stored!.n).toBe(publicIds.length - setAside.length);
 
-    const before = await usedCredits();
-    const report = await runBackfill(h.deps, { sourceIds: [sourceId], wait: true, timeoutMs: 30_000, checkIntervalMs: 100 });
-    expect(report.syncs.map((s) => s.outcome)).toEqual(['up-to-date']);
-    expect(report.syncs[0]!.listed).toBe(LIST_SIZE);
-    expect(report.syncs[0]!.jobIds).toEqual([]);
-    expect(await usedCredits()).toBe(before);
-    // no POST since the first sync's six
-    expect(postCount('POST /videosite/video/batch') + postCount('POST /videosite/transcript/batch')).toBe(6);
-  }, HEAVY_TEST_MS);
+      const before = await usedCredits();
+      const report = await runBackfill(h.deps, {
+        sourceIds: [sourceId],
+        wait: true,
+        timeoutMs: 30_000,
+        checkIntervalMs: 100,
+      });
+      expect(report.syncs.map((s) => s.outcome)).toEqual(['up-to-date']);
+      expect(report.syncs[0]!.listed).toBe(LIST_SIZE);
+      expect(report.syncs[0]!.jobIds).toEqual([]);
+      expect(await usedCredits()).toBe(before);
+      // no POST since the first sync's six
+      expect(postCount('POST /videosite/video/batch') + postCount('POST /videosite/transcript/batch')).toBe(6);
+    },
+    HEAVY_TEST_MS,
+  );
 });
 
 describe('a bad line and standard input', () => {
@@ -195,7 +228,10 @@ describe('a bad line and standard input', () => {
     const good = h.sim.catalog.videoIds(h.sim.catalog.channels()[1]!.id)!;
     const file = join(dir, 'with-typo.txt');
     // line 6 is the typo (a 10-character ID)
-    await writeFile(file, ['# two good, a blank, a good, a bad', good[0], good[1], '', good[2], 'abcdefghij', good[3]].join('\n'));
+    await writeFile(
+      file,
+      ['# two good, a blank, a good, a bad', good[0], good[1], '', good[2], 'abcdefghij', good[3]].join('\n'),
+    );
     const sources = await sourceCount();
     const requests = h.sim.stats().total;
     const r = await runCli(['sources', 'add', 'videos', '--file', file], h.env, 60_000);
@@ -234,13 +270,20 @@ describe('a bad line and standard input', () => {
     expect(src!.max_videos).toBe(wanted.length);
 
     const before = await usedCredits();
-    const report = await runBackfill(h.deps, { sourceIds: [sourceId], wait: true, timeoutMs: 30_000, checkIntervalMs: 100 });
+    const report = await runBackfill(h.deps, {
+      sourceIds: [sourceId],
+      wait: true,
+      timeoutMs: 30_000,
+      checkIntervalMs: 100,
+    });
     expect(report.syncs.map((s) => s.outcome)).toEqual(['submitted']);
     expect(await batchSizes(sourceId)).toEqual({ transcript: [wanted.length], video: [wanted.length] });
     expect((await batchVideoIds(sourceId, 'video')).sort()).toEqual([...wanted].sort());
     expect((await usedCredits()) - before).toBe(2 * (1 + wanted.length));
     const publicIds = wanted.filter((id) => h.sim.catalog.videoInfo(id)!.fate === 'public');
-    const stored = await h.database.sql<{ id: string }[]>`select id from videos where id = any(${wanted}::text[]) order by id`;
+    const stored = await h.database.sql<
+      { id: string }[]
+    >`select id from videos where id = any(${wanted}::text[]) order by id`;
     expect(stored.map((v) => v.id)).toEqual(publicIds.sort());
   });
 });

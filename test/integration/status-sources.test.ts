@@ -71,7 +71,10 @@ describe('status with more sources than it lists', () => {
     const rows = sourceRows(r.stdout);
     expect(rows).toHaveLength(STATUS_SOURCES_SHOWN);
     // the sources needing attention first, then the rest by ID (the paused one among them)
-    expect(rows).toEqual([...attention, ...ids.filter((id) => !attention.includes(id)).slice(0, STATUS_SOURCES_SHOWN - attention.length)]);
+    expect(rows).toEqual([
+      ...attention,
+      ...ids.filter((id) => !attention.includes(id)).slice(0, STATUS_SOURCES_SHOWN - attention.length),
+    ]);
     expect(rows).toContain(paused);
     expect(r.stdout).toContain(
       `Sources: ${SOURCES} (2 need attention: 1 with an error, 1 overdue, 0 never synced; 1 paused); ` +
@@ -85,18 +88,32 @@ describe('status with more sources than it lists', () => {
     const rows = sourceRows(r.stdout);
     expect(rows).toHaveLength(SOURCES);
     expect(rows).toEqual([...attention, ...ids.filter((id) => !attention.includes(id))]);
-    expect(r.stdout).toContain(`Sources: ${SOURCES} (2 need attention: 1 with an error, 1 overdue, 0 never synced; 1 paused); all shown`);
+    expect(r.stdout).toContain(
+      `Sources: ${SOURCES} (2 need attention: 1 with an error, 1 overdue, 0 never synced; 1 paused); all shown`,
+    );
   });
 
   it('--json has the sources shown and a summary of every source; with --all-sources every one', async () => {
-    const [some, all] = await Promise.all([runCli(['status', '--json'], env), runCli(['status', '--json', '--all-sources'], env)]);
+    const [some, all] = await Promise.all([
+      runCli(['status', '--json'], env),
+      runCli(['status', '--json', '--all-sources'], env),
+    ]);
     expectExit(some, 0);
     expectExit(all, 0);
     const report = JSON.parse(some.stdout) as StatusReport;
     const summary = { total: SOURCES, paused: 1, withError: 1, overdue: 1, neverSynced: 0, attention: 2 };
     expect(report.sourcesSummary).toEqual({ ...summary, shown: STATUS_SOURCES_SHOWN });
-    expect(report.sources.map((s) => s.id)).toEqual([...attention, ...ids.filter((id) => !attention.includes(id)).slice(0, STATUS_SOURCES_SHOWN - attention.length)]);
-    expect(report.sources[0]).toMatchObject({ id: withError, lastError: 'upstream said no', lastErrorCode: 'forbidden', videos: 0, transcripts: 0 });
+    expect(report.sources.map((s) => s.id)).toEqual([
+      ...attention,
+      ...ids.filter((id) => !attention.includes(id)).slice(0, STATUS_SOURCES_SHOWN - attention.length),
+    ]);
+    expect(report.sources[0]).toMatchObject({
+      id: withError,
+      lastError: 'upstream said no',
+      lastErrorCode: 'forbidden',
+      videos: 0,
+      transcripts: 0,
+    });
     const every = JSON.parse(all.stdout) as StatusReport;
     expect(every.sourcesSummary).toEqual({ ...summary, shown: SOURCES });
     expect(every.sources).toHaveLength(SOURCES);

@@ -31,13 +31,28 @@ function requests(endpoint: string): number {
 }
 
 async function backfill() {
-  const report = await runBackfill(h.deps, { sourceIds: [sourceId], wait: true, timeoutMs: 60_000, checkIntervalMs: 100 });
+  const report = await runBackfill(h.deps, {
+    sourceIds: [sourceId],
+    wait: true,
+    timeoutMs: 60_000,
+    checkIntervalMs: 100,
+  });
   expect(report.syncErrors).toEqual([]);
   return report;
 }
 
 async function generateRows() {
-  return h.database.sql<{ job_id: string; video_id: string; status: string; error_code: string | null; reason: string | null; state: string; item_code: string | null }[]>`
+  return h.database.sql<
+    {
+      job_id: string;
+      video_id: string;
+      status: string;
+      error_code: string | null;
+      reason: string | null;
+      state: string;
+      item_code: string | null;
+    }[]
+  >`
     select b.job_id, b.request->>'videoId' as video_id, b.status, b.error_code, b.reason, i.state, i.error_code as item_code
     from batches b join batch_items i using (job_id)
     where b.source_id = ${sourceId} and b.mode = 'generate' order by b.job_id`;
@@ -50,7 +65,14 @@ beforeAll(async () => {
   });
   workers = h.startWorkers(['poller', 'sink']);
   const channelId = h.sim.catalog.channels()[0]!.id;
-  const s = await registerSource(h.deps, { kind: 'channel', ref: channelId, limit: 5000, langs: ['en'], textOnly: false, cron: null });
+  const s = await registerSource(h.deps, {
+    kind: 'channel',
+    ref: channelId,
+    limit: 5000,
+    langs: ['en'],
+    textOnly: false,
+    cron: null,
+  });
   sourceId = s.id;
 });
 
@@ -81,22 +103,35 @@ describe('a transcript job read after its hour', () => {
     // with the default confirmation window, one 404 ends nothing
     const first = await pollBatch(h.deps, jobs[0]!.job_id);
     expect(first.terminal).toBe(false);
-    expect((await generateRows())[0]).toMatchObject({ status: expect.stringMatching(/^(queued|active)$/), state: 'processing' });
+    expect((await generateRows())[0]).toMatchObject({
+      status: expect.stringMatching(/^(queued|active)$/),
+      state: 'processing',
+    });
 
     const confirmed = { ...h.deps, settings: { ...h.deps.settings, batchNotFoundConfirmMs: 0 } };
-    for (const j of jobs) expect(await pollBatch(confirmed, j.job_id)).toMatchObject({ terminal: true, status: 'expired' });
+    for (const j of jobs)
+      expect(await pollBatch(confirmed, j.job_id)).toMatchObject({ terminal: true, status: 'expired' });
     expect(h.sim.stats().byEndpoint['GET /transcript/{jobId}']?.byStatus['404']).toBe(jobs.length + 1);
     expect(requests('GET /transcript/{jobId}') - jobPolls).toBe(jobs.length + 1);
 
     // what the operator sees: the batch expired with the result's expiry, why, and its item failed
     for (const r of await generateRows()) {
-      expect(r).toMatchObject({ status: 'expired', error_code: 'result-expired', state: 'failed', item_code: 'result-unavailable' });
+      expect(r).toMatchObject({
+        status: 'expired',
+        error_code: 'result-expired',
+        state: 'failed',
+        item_code: 'result-unavailable',
+      });
       expect(r.reason).toContain('1 hour');
     }
     const events = await h.database.sql<{ type: string; error_code: string }[]>`
       select type, data->>'errorCode' as error_code from events where data->>'jobId' = any(${jobs.map((j) => j.job_id)}::text[])`;
-    expect(events.filter((e) => e.type === 'batch.expired').map((e) => e.error_code)).toEqual(jobs.map(() => 'result-expired'));
-    expect(await h.database.sql`select 1 from transcripts where video_id = any(${jobs.map((j) => j.video_id)}::text[])`).toHaveLength(0);
+    expect(events.filter((e) => e.type === 'batch.expired').map((e) => e.error_code)).toEqual(
+      jobs.map(() => 'result-expired'),
+    );
+    expect(
+      await h.database.sql`select 1 from transcripts where video_id = any(${jobs.map((j) => j.video_id)}::text[])`,
+    ).toHaveLength(0);
 
     // nothing buys them again on its own: not the next sync, not another generation run, not a replay plan
     workers = h.startWorkers(['poller', 'sink']);

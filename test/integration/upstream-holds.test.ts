@@ -99,7 +99,9 @@ it('records each new hold as a set event', async () => {
     { code: 'upgrade-required', event: 'set', reason: 'Batches are not part of this plan.' },
   ]);
   // a refusal seen again refreshes the hold: not a new event
-  expect(await setHold(h.database.sql, keyFingerprint(key), 'credits', 'quota used up (used 500 of 500 credits)')).toBe(false);
+  expect(await setHold(h.database.sql, keyFingerprint(key), 'credits', 'quota used up (used 500 of 500 credits)')).toBe(
+    false,
+  );
   expect(await events()).toHaveLength(3);
 });
 
@@ -113,7 +115,11 @@ it('unauthorized (scope all) stands while /me refuses the key, and lifts by itse
 
   // the key works again, on an account whose quota is used up
   h.sim.setAccount(key, { maxCredits: MAX_CREDITS, usedCredits: MAX_CREDITS });
-  await waitUntil(async () => ((await holds()).includes('unauthorized') ? undefined : true), WAIT_MS, 'the unauthorized hold lifted');
+  await waitUntil(
+    async () => ((await holds()).includes('unauthorized') ? undefined : true),
+    WAIT_MS,
+    'the unauthorized hold lifted',
+  );
   expect(await holds()).toEqual(['credits', 'upgrade-required']);
   const lifted = (await events()).filter((e) => e.event === 'lifted');
   expect(lifted).toEqual([{ code: 'unauthorized', event: 'lifted', reason: 'recheck: /me answered, 0 credits left' }]);
@@ -129,10 +135,18 @@ it('credits stands while the quota is used up, and lifts by itself when the bill
 
   // a new billing period: nothing used yet
   h.sim.setAccount(key, { usedCredits: 0 });
-  await waitUntil(async () => ((await holds()).includes('credits') ? undefined : true), WAIT_MS, 'the credits hold lifted');
+  await waitUntil(
+    async () => ((await holds()).includes('credits') ? undefined : true),
+    WAIT_MS,
+    'the credits hold lifted',
+  );
   expect(await holds()).toEqual(['upgrade-required']);
   const lifted = (await events()).filter((e) => e.event === 'lifted');
-  expect(lifted.at(-1)).toEqual({ code: 'credits', event: 'lifted', reason: `recheck: /me answered, ${MAX_CREDITS} credits left` });
+  expect(lifted.at(-1)).toEqual({
+    code: 'credits',
+    event: 'lifted',
+    reason: `recheck: /me answered, ${MAX_CREDITS} credits left`,
+  });
 
   const line = d.logs().find((l) => l.event === 'hold.recheck_cleared');
   expect(line).toMatchObject({ level: 30, cleared: ['credits'], usedCredits: 0, maxCredits: MAX_CREDITS });
@@ -151,9 +165,16 @@ it('upgrade-required stands through later re-checks, and the daemon says once th
   // a new credits hold on an account with credits: the next re-check lifts it, so re-checks ran
   const eventsBefore = (await events()).length;
   expect(await setHold(h.database.sql, keyFingerprint(key), 'credits', 'quota used up')).toBe(true);
-  await waitUntil(async () => ((await holds()).includes('credits') ? undefined : true), WAIT_MS, 'the new credits hold lifted');
+  await waitUntil(
+    async () => ((await holds()).includes('credits') ? undefined : true),
+    WAIT_MS,
+    'the new credits hold lifted',
+  );
   expect(await holds()).toEqual(['upgrade-required']);
-  expect((await events()).slice(eventsBefore).map((e) => `${e.code} ${e.event}`)).toEqual(['credits set', 'credits lifted']);
+  expect((await events()).slice(eventsBefore).map((e) => `${e.code} ${e.event}`)).toEqual([
+    'credits set',
+    'credits lifted',
+  ]);
   expect((await events()).filter((e) => e.code === 'upgrade-required').map((e) => e.event)).toEqual(['set']);
 
   // with only upgrade-required left, re-checks make no call: /me cannot judge it

@@ -57,7 +57,8 @@ const workers: WebhookWorker[] = [];
 const servers: Receiver[] = [];
 const procs: CliProcess[] = [];
 
-const cli = (args: string[], extra: Record<string, string> = {}): Promise<CliResult> => runCli(args, { ...env, ...extra }, 60_000);
+const cli = (args: string[], extra: Record<string, string> = {}): Promise<CliResult> =>
+  runCli(args, { ...env, ...extra }, 60_000);
 
 /** What a receiver does with one request: answer `status` (after `delayMs`), or never answer. */
 type Behaviour = { status: number; delayMs?: number; headers?: Record<string, string> } | 'hang';
@@ -98,11 +99,25 @@ function verify(secret: string, headers: Record<string, string>, body: string): 
 }
 
 /** An endpoint added straight into Postgres (the CLI's checks are tested on their own): 127.0.0.1 receivers, so --allow-private. */
-function addHook(url: string, eventTypes: EventType[] | null = null, o: { allowPrivate?: boolean; secretsKey?: Buffer } = {}): Promise<number> {
-  return addEndpoint(database.sql, { url, eventTypes, allowPrivate: o.allowPrivate ?? true, key: SECRET_KEY, secretsKey: o.secretsKey });
+function addHook(
+  url: string,
+  eventTypes: EventType[] | null = null,
+  o: { allowPrivate?: boolean; secretsKey?: Buffer } = {},
+): Promise<number> {
+  return addEndpoint(database.sql, {
+    url,
+    eventTypes,
+    allowPrivate: o.allowPrivate ?? true,
+    key: SECRET_KEY,
+    secretsKey: o.secretsKey,
+  });
 }
 
-async function startReceiver(secret: string, behave: Receiver['behave'] = () => ({ status: 200 }), port?: number): Promise<Receiver> {
+async function startReceiver(
+  secret: string,
+  behave: Receiver['behave'] = () => ({ status: 200 }),
+  port?: number,
+): Promise<Receiver> {
   const hung: ServerResponse[] = [];
   let server: Server;
   const r: Receiver = {
@@ -128,7 +143,9 @@ async function startReceiver(secret: string, behave: Receiver['behave'] = () => 
       req.on('data', (d: Buffer) => (body += d.toString()));
       req.on('end', () => {
         const parsed = JSON.parse(body) as { id: number; type: string };
-        const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : (v ?? '')]));
+        const headers = Object.fromEntries(
+          Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : (v ?? '')]),
+        );
         r.received.push({
           id: parsed.id,
           type: parsed.type,
@@ -163,7 +180,10 @@ async function startReceiver(secret: string, behave: Receiver['behave'] = () => 
 function startWorker(settings: PipelineSettings = FAST, owner?: string, url: string = database.url): WebhookWorker {
   const handle = createDb(url, { max: 4 });
   pools.push(handle);
-  const w = startWebhookDelivery({ sql: handle.sql, log: silentLogger(), settings }, owner === undefined ? {} : { owner });
+  const w = startWebhookDelivery(
+    { sql: handle.sql, log: silentLogger(), settings },
+    owner === undefined ? {} : { owner },
+  );
   workers.push(w);
   return w;
 }
@@ -180,7 +200,11 @@ async function writeEvents(n: number, type: EventType = 'source.synced'): Promis
 
 const uniqueIds = (r: Receiver) => [...new Set(r.received.map((x) => x.id))];
 const allReceived = (r: Receiver, ids: number[], timeoutMs = 20_000) =>
-  waitFor(async () => (ids.every((id) => r.received.some((x) => x.id === id)) ? true : undefined), timeoutMs, `events ${ids[0]}..${ids.at(-1)} received`);
+  waitFor(
+    async () => (ids.every((id) => r.received.some((x) => x.id === id)) ? true : undefined),
+    timeoutMs,
+    `events ${ids[0]}..${ids.at(-1)} received`,
+  );
 
 beforeAll(async () => {
   database = await createTestDatabase('webhooks');
@@ -212,7 +236,16 @@ describe('the webhooks command', () => {
     const receiver = await startReceiver(SECRET);
     const secretFile = join(scratch, 'secret');
     writeFileSync(secretFile, `${SECRET}\n`, { mode: 0o600 });
-    const added = await cli(['webhooks', 'add', receiver.url, '--allow-private', '--events', 'batch.completed,source.failed', '--secret-file', secretFile]);
+    const added = await cli([
+      'webhooks',
+      'add',
+      receiver.url,
+      '--allow-private',
+      '--events',
+      'batch.completed,source.failed',
+      '--secret-file',
+      secretFile,
+    ]);
     expectExit(added, 0);
     expect(added.stdout).toContain('secret: as given');
     const id = Number(/endpoint (\d+) added/.exec(added.stdout)![1]);
@@ -222,7 +255,12 @@ describe('the webhooks command', () => {
     expect(parseSecret(generatedSecret)).toHaveLength(32);
     expect(generated.stderr).toContain('set WEBHOOK_SECRETS_KEY');
     const stdinSecret = generateSecret().text;
-    const viaStdin = await runCli(['webhooks', 'add', 'https://example.invalid/other', '--secret-stdin'], env, 60_000, `${stdinSecret}\n`);
+    const viaStdin = await runCli(
+      ['webhooks', 'add', 'https://example.invalid/other', '--secret-stdin'],
+      env,
+      60_000,
+      `${stdinSecret}\n`,
+    );
     expectExit(viaStdin, 0);
     expect(viaStdin.stdout).toContain('secret: as given');
 
@@ -232,26 +270,50 @@ describe('the webhooks command', () => {
     expect(list.stdout).toContain('batch.completed,source.failed');
     expect(list.stdout).toMatch(new RegExp(`^${id}\\s.*\\sallowed\\s+not encrypted\\s`, 'm'));
     const listJson = await cli(['webhooks', 'list', '--json']);
-    expect((JSON.parse(listJson.stdout) as { id: number; allowPrivate: boolean; secrets: number }[]).find((e) => e.id === id)).toMatchObject({ allowPrivate: true, secrets: 1 });
+    expect(
+      (JSON.parse(listJson.stdout) as { id: number; allowPrivate: boolean; secrets: number }[]).find(
+        (e) => e.id === id,
+      ),
+    ).toMatchObject({ allowPrivate: true, secrets: 1 });
     const status = await cli(['status', '--json']);
-    for (const out of [added.stdout, added.stderr, viaStdin.stdout, viaStdin.stderr, list.stdout, list.stderr, listJson.stdout, listJson.stderr, status.stdout, status.stderr]) {
+    for (const out of [
+      added.stdout,
+      added.stderr,
+      viaStdin.stdout,
+      viaStdin.stderr,
+      list.stdout,
+      list.stderr,
+      listJson.stdout,
+      listJson.stderr,
+      status.stdout,
+      status.stderr,
+    ]) {
       for (const secret of [SECRET, generatedSecret, stdinSecret]) {
         expect(out).not.toContain(secret);
         expect(out).not.toContain(secret.slice('whsec_'.length));
       }
     }
     // the keys are in Postgres as given (no WEBHOOK_SECRETS_KEY here)
-    const stored = await database.sql<{ material: Buffer }[]>`select material from webhook_secrets where endpoint_id = ${id}`;
+    const stored = await database.sql<
+      { material: Buffer }[]
+    >`select material from webhook_secrets where endpoint_id = ${id}`;
     expect(stored.map((r) => r.material.equals(SECRET_KEY))).toEqual([true]);
 
     const test = await cli(['webhooks', 'test', String(id)]);
     expectExit(test, 0);
     expect(test.stdout).toBe('200\n');
-    expect(receiver.received.map((r) => [r.type, r.id, r.eventIdHeader, r.verified])).toEqual([['webhook.test', 0, '0', true]]);
-    const [attempt] = await database.sql`select status, response_code, event_type from webhook_deliveries where endpoint_id = ${id}`;
+    expect(receiver.received.map((r) => [r.type, r.id, r.eventIdHeader, r.verified])).toEqual([
+      ['webhook.test', 0, '0', true],
+    ]);
+    const [attempt] =
+      await database.sql`select status, response_code, event_type from webhook_deliveries where endpoint_id = ${id}`;
     expect(attempt).toMatchObject({ status: 'delivered', response_code: 200, event_type: 'webhook.test' });
 
-    expectCleanError(await cli(['webhooks', 'add', 'ftp://example.com/x']), 2, '"ftp://example.com/x" uses ftp (expected an http:// or https:// URL)');
+    expectCleanError(
+      await cli(['webhooks', 'add', 'ftp://example.com/x']),
+      2,
+      '"ftp://example.com/x" uses ftp (expected an http:// or https:// URL)',
+    );
     expectCleanError(await cli(['webhooks', 'add', 'not a url']), 2, '"not a url" is not a URL');
     const badType = await cli(['webhooks', 'add', receiver.url, '--events', 'video.deleted']);
     expectCleanError(badType, 2, '"video.deleted" is not an event type');
@@ -268,20 +330,39 @@ describe('the webhooks command', () => {
     const rotateInArgs = await cli(['webhooks', 'rotate-secret', '1', `--secret=${SECRET}`]);
     expectCleanError(rotateInArgs, 2, '--secret is not accepted');
     expect(rotateInArgs.stderr).not.toContain(SECRET);
-    const short = await runCli(['webhooks', 'add', 'https://example.invalid/hook', '--secret-stdin'], env, 60_000, 'hunter2-short\n');
+    const short = await runCli(
+      ['webhooks', 'add', 'https://example.invalid/hook', '--secret-stdin'],
+      env,
+      60_000,
+      'hunter2-short\n',
+    );
     expectCleanError(short, 2, '--secret-stdin: expected a Standard Webhooks secret', '(value hidden)');
     expect(short.stderr).not.toContain('hunter2-short');
     const tooShortKey = `whsec_${Buffer.from('sixteen-byte-key').toString('base64')}`;
-    const shortKey = await runCli(['webhooks', 'add', 'https://example.invalid/hook', '--secret-stdin'], env, 60_000, tooShortKey);
+    const shortKey = await runCli(
+      ['webhooks', 'add', 'https://example.invalid/hook', '--secret-stdin'],
+      env,
+      60_000,
+      tooShortKey,
+    );
     expectCleanError(shortKey, 2, 'expected a key of 24 to 64 bytes', '(value hidden)');
     expect(shortKey.stderr).not.toContain(tooShortKey);
-    expectCleanError(await cli(['webhooks', 'add', 'https://example.invalid/hook', '--secret-file', join(scratch, 'missing')]), 2, '--secret-file', 'cannot read the file (ENOENT)');
+    expectCleanError(
+      await cli(['webhooks', 'add', 'https://example.invalid/hook', '--secret-file', join(scratch, 'missing')]),
+      2,
+      '--secret-file',
+      'cannot read the file (ENOENT)',
+    );
     expect(await database.sql`select id from webhook_endpoints`).toHaveLength(before);
   });
 
   it('a URL with credentials is refused without showing them; private, loopback and link-local addresses only with --allow-private', async () => {
     const password = 's3cr3t-pass-do-not-show';
-    for (const url of [`https://alice:${password}@hooks.example.com/vsi`, `https://alice:${password}@hooks.example.com:99999/vsi`, `https://${password}@hooks.example.com/`]) {
+    for (const url of [
+      `https://alice:${password}@hooks.example.com/vsi`,
+      `https://alice:${password}@hooks.example.com:99999/vsi`,
+      `https://${password}@hooks.example.com/`,
+    ]) {
       const r = await cli(['webhooks', 'add', url]);
       expectCleanError(r, 2, '<url>: ', '***@hooks.example.com');
       expect(r.stderr).not.toContain(password);
@@ -289,9 +370,16 @@ describe('the webhooks command', () => {
     const creds = await cli(['webhooks', 'add', `https://alice:${password}@hooks.example.com/vsi`]);
     expectCleanError(creds, 2, 'carries credentials (user:password@)', 'remove them');
     // and Postgres refuses one written by other means
-    await expect(database.sql`insert into webhook_endpoints (url) values (${`https://alice:${password}@hooks.example.com/`})`).rejects.toThrow(/webhook_endpoints_url_credentials_ck/);
+    await expect(
+      database.sql`insert into webhook_endpoints (url) values (${`https://alice:${password}@hooks.example.com/`})`,
+    ).rejects.toThrow(/webhook_endpoints_url_credentials_ck/);
 
-    for (const url of ['http://127.0.0.1:8080/hook', 'http://169.254.169.254/latest/meta-data', 'http://[::ffff:10.0.0.1]/hook', 'http://localhost:8080/hook']) {
+    for (const url of [
+      'http://127.0.0.1:8080/hook',
+      'http://169.254.169.254/latest/meta-data',
+      'http://[::ffff:10.0.0.1]/hook',
+      'http://localhost:8080/hook',
+    ]) {
       expectCleanError(await cli(['webhooks', 'add', url]), 2, '<url>: ', 'names a private address', '--allow-private');
     }
     const allowed = await cli(['webhooks', 'add', 'http://10.1.2.3/hook', '--allow-private']);
@@ -299,7 +387,9 @@ describe('the webhooks command', () => {
     expect(allowed.stdout).toContain('private addresses allowed');
     const id = Number(/endpoint (\d+) added/.exec(allowed.stdout)![1]);
     expectExit(await cli(['webhooks', 'edit', String(id), '--no-allow-private']), 0);
-    expect((await database.sql`select allow_private from webhook_endpoints where id = ${id}`)[0]).toEqual({ allow_private: false });
+    expect((await database.sql`select allow_private from webhook_endpoints where id = ${id}`)[0]).toEqual({
+      allow_private: false,
+    });
     expectCleanError(await cli(['webhooks', 'edit', String(id)]), 2, 'nothing to change');
     expectCleanError(await cli(['webhooks', 'edit', '999999', '--allow-private']), 2, 'no webhook endpoint 999999');
   });
@@ -333,7 +423,9 @@ describe('delivery', () => {
 
   it('500, then a timeout, then refused connections, then recovery: every event arrives, none lost', async () => {
     let phase: '500' | 'hang' | 'ok' = '500';
-    const r = await startReceiver(SECRET, () => (phase === '500' ? { status: 500 } : phase === 'hang' ? 'hang' : { status: 200 }));
+    const r = await startReceiver(SECRET, () =>
+      phase === '500' ? { status: 500 } : phase === 'hang' ? 'hang' : { status: 200 },
+    );
     const ep = await addHook(r.url);
     startWorker();
     const ids = await writeEvents(5);
@@ -342,7 +434,8 @@ describe('delivery', () => {
     ids.push(...(await writeEvents(5)));
     await waitFor(
       async () => {
-        const [x] = await database.sql`select 1 from webhook_deliveries where endpoint_id = ${ep} and error like 'no answer within%' offset 1`;
+        const [x] =
+          await database.sql`select 1 from webhook_deliveries where endpoint_id = ${ep} and error like 'no answer within%' offset 1`;
         return x ? true : undefined;
       },
       10_000,
@@ -353,7 +446,8 @@ describe('delivery', () => {
     ids.push(...(await writeEvents(5)));
     await waitFor(
       async () => {
-        const [x] = await database.sql`select 1 from webhook_deliveries where endpoint_id = ${ep} and error like '%ECONNREFUSED%' offset 1`;
+        const [x] =
+          await database.sql`select 1 from webhook_deliveries where endpoint_id = ${ep} and error like '%ECONNREFUSED%' offset 1`;
         return x ? true : undefined;
       },
       10_000,
@@ -380,10 +474,14 @@ describe('delivery', () => {
     expect(by.refused).toBeGreaterThanOrEqual(2);
     expect(by.delivered).toBe(ids.length);
     expect(by.other ?? 0).toBeLessThanOrEqual(1);
-    const [state] = await database.sql`select enabled, failing_since, failures, cursor::float8 as cursor from webhook_endpoints where id = ${ep}`;
+    const [state] =
+      await database.sql`select enabled, failing_since, failures, cursor::float8 as cursor from webhook_endpoints where id = ${ep}`;
     expect(state).toMatchObject({ enabled: true, failing_since: null, failures: 0, cursor: ids.at(-1) });
     // every attempt was at the first event until it got through: the failures repeat, nothing is skipped
-    console.log(`failing receiver: events=${ids.length} delivered=${uniqueIds(r).length} lost=0 duplicates=${duplicates} attempts=${r.received.length} ` + `500s=${by['500']} timeouts=${by.timeout} refused=${by.refused} reset=${by.other ?? 0} verified=${delivered.length}`);
+    console.log(
+      `failing receiver: events=${ids.length} delivered=${uniqueIds(r).length} lost=0 duplicates=${duplicates} attempts=${r.received.length} ` +
+        `500s=${by['500']} timeouts=${by.timeout} refused=${by.refused} reset=${by.other ?? 0} verified=${delivered.length}`,
+    );
   });
 
   it('a redirect is not followed: the target is never hit, the attempt is recorded failed with the 3xx code', async () => {
@@ -395,7 +493,8 @@ describe('delivery', () => {
     await waitFor(async () => (redirecting.received.length >= 2 ? true : undefined), 10_000, 'two attempts');
     await new Promise((r) => setTimeout(r, 300));
     expect(target.received).toHaveLength(0);
-    const rows = await database.sql`select status, response_code, error from webhook_deliveries where endpoint_id = ${ep} order by id limit 2`;
+    const rows =
+      await database.sql`select status, response_code, error from webhook_deliveries where endpoint_id = ${ep} order by id limit 2`;
     expect(rows.map((x) => [x.status, x.response_code])).toEqual([
       ['failed', 302],
       ['failed', 302],
@@ -408,10 +507,15 @@ describe('delivery', () => {
     const ep = await addHook(`http://127.0.0.1:${closedPort}/hook`);
     startWorker({ ...FAST, webhookDisableAfterMs: 1_000 });
     const ids = await writeEvents(2);
-    const disabled = await waitFor(async () => {
-      const [row] = await database.sql`select enabled, disabled_reason from webhook_endpoints where id = ${ep} and not enabled`;
-      return row;
-    }, 15_000, 'the endpoint disabled');
+    const disabled = await waitFor(
+      async () => {
+        const [row] =
+          await database.sql`select enabled, disabled_reason from webhook_endpoints where id = ${ep} and not enabled`;
+        return row;
+      },
+      15_000,
+      'the endpoint disabled',
+    );
     expect(disabled.disabled_reason).toContain('WEBHOOK_DISABLE_AFTER_MS=1000');
     const attempts = (await database.sql`select 1 from webhook_deliveries where endpoint_id = ${ep}`).length;
     await new Promise((r) => setTimeout(r, 600));
@@ -435,9 +539,15 @@ describe('delivery', () => {
     const receiver = await startReceiver(SECRET, () => ({ status: 200 }), closedPort);
     try {
       expectExit(await cli(['webhooks', 'enable', String(ep)]), 0);
-      await waitFor(async () => (receiver.received.length >= 2 ? true : undefined), 15_000, 'the missed events delivered');
+      await waitFor(
+        async () => (receiver.received.length >= 2 ? true : undefined),
+        15_000,
+        'the missed events delivered',
+      );
       expect(receiver.received.map((r) => r.id)).toEqual(ids);
-      const after = (JSON.parse((await cli(['status', '--json'])).stdout) as StatusReport).webhooks.find((w) => w.id === ep);
+      const after = (JSON.parse((await cli(['status', '--json'])).stdout) as StatusReport).webhooks.find(
+        (w) => w.id === ep,
+      );
       expect(after).toMatchObject({ state: 'ok', pending: 0, disabledReason: null });
     } finally {
       await receiver.close();
@@ -446,7 +556,9 @@ describe('delivery', () => {
   });
 
   it('two workers on separate pools never deliver the same endpoint at once', async () => {
-    const receivers = await Promise.all([0, 1, 2].map(() => startReceiver(SECRET, () => ({ status: 200, delayMs: 20 }))));
+    const receivers = await Promise.all(
+      [0, 1, 2].map(() => startReceiver(SECRET, () => ({ status: 200, delayMs: 20 }))),
+    );
     for (const r of receivers) await addHook(r.url);
     startWorker(FAST, 'worker-a');
     startWorker(FAST, 'worker-b');
@@ -493,13 +605,19 @@ describe('secrets', () => {
     expect(verifiedBy(next, after)).toEqual([true, true, true]);
     expect(verifiedBy(SECRET, after)).toEqual([false, false, false]);
     expect(r.received.map((x) => x.id)).toEqual([...before, ...during, ...after]);
-    const [failed] = await database.sql<{ n: number }[]>`select count(*)::int as n from webhook_deliveries where endpoint_id = ${ep} and status = 'failed'`;
+    const [failed] = await database.sql<
+      { n: number }[]
+    >`select count(*)::int as n from webhook_deliveries where endpoint_id = ${ep} and status = 'failed'`;
     expect(failed!.n).toBe(0);
     // a rotation with --grace 0 drops the previous secret at once
     const now = await cli(['webhooks', 'rotate-secret', String(ep), '--grace', '0']);
     expectExit(now, 0);
     expect(now.stdout).toContain('the previous secret no longer signs');
-    expect((await database.sql`select 1 from webhook_secrets s where endpoint_id = ${ep} and (s.expires_at is null or s.expires_at > now())`).length).toBe(1);
+    expect(
+      (
+        await database.sql`select 1 from webhook_secrets s where endpoint_id = ${ep} and (s.expires_at is null or s.expires_at > now())`
+      ).length,
+    ).toBe(1);
     expectCleanError(await cli(['webhooks', 'rotate-secret', '999999']), 2, 'no webhook endpoint 999999');
   }, 60_000);
 
@@ -516,22 +634,32 @@ describe('secrets', () => {
     expectExit(added, 0);
     expect(added.stderr).not.toContain('WEBHOOK_SECRETS_KEY');
     const ep = Number(/endpoint (\d+) added/.exec(added.stdout)![1]);
-    const [row] = await database.sql<{ encryption: string; key_id: string; material: Buffer }[]>`select encryption, key_id, material from webhook_secrets where endpoint_id = ${ep}`;
+    const [row] = await database.sql<
+      { encryption: string; key_id: string; material: Buffer }[]
+    >`select encryption, key_id, material from webhook_secrets where endpoint_id = ${ep}`;
     expect(row).toMatchObject({ encryption: 'aes-256-gcm', key_id: secretsKeyId(secretsKey) });
     expect(row!.material.includes(SECRET_KEY)).toBe(false);
     const listed = await cli(['webhooks', 'list'], keyEnv);
     expect(listed.stdout).toMatch(new RegExp(`^${ep}\\s.*\\sencrypted\\s`, 'm'));
     expect(listed.stdout).toMatch(new RegExp(`^${plainEp}\\s.*not encrypted`, 'm'));
-    expect(listed.stderr).toContain('1 endpoint(s) have a secret stored unencrypted: videosite-ingest webhooks encrypt-secrets');
+    expect(listed.stderr).toContain(
+      '1 endpoint(s) have a secret stored unencrypted: videosite-ingest webhooks encrypt-secrets',
+    );
 
     // without the key the sealed secret cannot sign: nothing is sent, the attempt says why
     startWorker();
     const ids = await writeEvents(2);
     await allReceived(plainReceiver, ids);
-    const refused = await waitFor(async () => {
-      const [x] = await database.sql<{ error: string }[]>`select error from webhook_deliveries where endpoint_id = ${ep} and status = 'failed' limit 1`;
-      return x;
-    }, 10_000, 'a failed attempt');
+    const refused = await waitFor(
+      async () => {
+        const [x] = await database.sql<
+          { error: string }[]
+        >`select error from webhook_deliveries where endpoint_id = ${ep} and status = 'failed' limit 1`;
+        return x;
+      },
+      10_000,
+      'a failed attempt',
+    );
     expect(refused.error).toContain('WEBHOOK_SECRETS_KEY is not set');
     expect(r.received).toHaveLength(0);
     await stopWorkers();
@@ -567,12 +695,18 @@ describe('private addresses', () => {
     const byAddress = await addHook(`http://127.0.0.1:${r.port}/hooks/by-address`, null, { allowPrivate: false });
     startWorker();
     const ids = await writeEvents(2);
-    const errors = await waitFor(async () => {
-      const rows = await database.sql<{ endpoint_id: number; error: string }[]>`
+    const errors = await waitFor(
+      async () => {
+        const rows = await database.sql<{ endpoint_id: number; error: string }[]>`
         select distinct on (endpoint_id) endpoint_id, error from webhook_deliveries where status = 'failed' order by endpoint_id, id`;
-      return rows.length === 2 ? Object.fromEntries(rows.map((x) => [x.endpoint_id, x.error])) : undefined;
-    }, 10_000, 'both refused');
-    expect(errors[byName]).toMatch(/localhost resolves to (127\.0\.0\.1 \(127\.0\.0\.0\/8, loopback\)|::1 \(::1\/128, loopback\)): not connected/);
+        return rows.length === 2 ? Object.fromEntries(rows.map((x) => [x.endpoint_id, x.error])) : undefined;
+      },
+      10_000,
+      'both refused',
+    );
+    expect(errors[byName]).toMatch(
+      /localhost resolves to (127\.0\.0\.1 \(127\.0\.0\.0\/8, loopback\)|::1 \(::1\/128, loopback\)): not connected/,
+    );
     expect(errors[byName]).toContain('webhooks edit ID --allow-private');
     expect(errors[byAddress]).toContain('127.0.0.1 (127.0.0.0/8, loopback): not connected');
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -585,7 +719,12 @@ describe('private addresses', () => {
     expectExit(await cli(['webhooks', 'edit', String(byName), '--allow-private']), 0);
     expectExit(await cli(['webhooks', 'edit', String(byAddress), '--allow-private']), 0);
     await waitFor(async () => (r.received.length >= 4 ? true : undefined), 15_000, 'both delivered');
-    expect(r.received.filter((x) => x.verified).map((x) => x.id).sort()).toEqual([...ids, ...ids].sort());
+    expect(
+      r.received
+        .filter((x) => x.verified)
+        .map((x) => x.id)
+        .sort(),
+    ).toEqual([...ids, ...ids].sort());
   }, 60_000);
 });
 
@@ -608,11 +747,17 @@ describe('upgrade from before Standard Webhooks (migration 0017)', () => {
       const legacySecret = 'legacy-secret-0123456789abcdef';
       const [a] = await handle.sql<{ id: number }[]>`
         insert into webhook_endpoints (url, secret) values (${`http://alice:pa55@127.0.0.1:${r.port}/hook`}, ${legacySecret}) returning id`;
-      const [b] = await handle.sql<{ id: number }[]>`insert into webhook_endpoints (url, secret) values ('https://hooks.example.com/x', 'another-legacy-secret-0123') returning id`;
-      const [c] = await handle.sql<{ id: number }[]>`insert into webhook_endpoints (url, secret) values ('http://localhost:9/x', 'a-third-legacy-secret-0123') returning id`;
+      const [b] = await handle.sql<
+        { id: number }[]
+      >`insert into webhook_endpoints (url, secret) values ('https://hooks.example.com/x', 'another-legacy-secret-0123') returning id`;
+      const [c] = await handle.sql<
+        { id: number }[]
+      >`insert into webhook_endpoints (url, secret) values ('http://localhost:9/x', 'a-third-legacy-secret-0123') returning id`;
 
       await migrateDatabase(url);
-      const rows = await handle.sql<{ id: number; url: string; allow_private: boolean }[]>`select id, url, allow_private from webhook_endpoints order by id`;
+      const rows = await handle.sql<
+        { id: number; url: string; allow_private: boolean }[]
+      >`select id, url, allow_private from webhook_endpoints order by id`;
       expect(rows).toEqual([
         { id: a!.id, url: `http://127.0.0.1:${r.port}/hook`, allow_private: true },
         { id: b!.id, url: 'https://hooks.example.com/x', allow_private: false },
@@ -622,12 +767,17 @@ describe('upgrade from before Standard Webhooks (migration 0017)', () => {
         select format, encryption, material from webhook_secrets where endpoint_id = ${a!.id}`;
       expect(copied).toEqual({ format: 'legacy', encryption: 'none', material: Buffer.from(legacySecret) });
       // an endpoint an older build adds after the migration gets its secret copied too
-      const [d] = await handle.sql<{ id: number }[]>`insert into webhook_endpoints (url, secret) values ('https://hooks.example.com/y', 'added-by-an-older-build-0123') returning id`;
-      expect(await handle.sql`select format from webhook_secrets where endpoint_id = ${d!.id}`).toEqual([{ format: 'legacy' }]);
+      const [d] = await handle.sql<
+        { id: number }[]
+      >`insert into webhook_endpoints (url, secret) values ('https://hooks.example.com/y', 'added-by-an-older-build-0123') returning id`;
+      expect(await handle.sql`select format from webhook_secrets where endpoint_id = ${d!.id}`).toEqual([
+        { format: 'legacy' },
+      ]);
       await handle.sql`delete from webhook_endpoints where id <> ${a!.id}`;
 
       startWorker(FAST, undefined, url);
-      const event = async () => (await handle.sql<{ id: number }[]>`select id from events order by id desc limit 1`)[0]!.id;
+      const event = async () =>
+        (await handle.sql<{ id: number }[]>`select id from events order by id desc limit 1`)[0]!.id;
       await recordEvent(handle.sql, { type: 'source.synced', data: { n: 1 } });
       const first = await event();
       await waitFor(async () => (r.received.some((x) => x.id === first) ? true : undefined), 15_000, 'the first event');
@@ -641,7 +791,11 @@ describe('upgrade from before Standard Webhooks (migration 0017)', () => {
       await rotateSecret(handle.sql, a!.id, { key: SECRET_KEY, secretsKey: undefined, graceMs: 0 });
       await recordEvent(handle.sql, { type: 'source.synced', data: { n: 2 } });
       const second = await event();
-      await waitFor(async () => (r.received.some((x) => x.id === second) ? true : undefined), 15_000, 'the second event');
+      await waitFor(
+        async () => (r.received.some((x) => x.id === second) ? true : undefined),
+        15_000,
+        'the second event',
+      );
       const rotated = r.received.find((x) => x.id === second)!;
       expect(rotated.headers['videosite-signature']).toBeUndefined();
       expect(rotated.verified).toBe(true);
@@ -668,13 +822,15 @@ describe('fairness', () => {
     startWorker(settings);
     const t0 = performance.now();
     const ids = await writeEvents(EVENTS);
-    const firstAt = await waitFor(async () => fast.received[0]?.at, 120_000, 'the fast receiver\'s first event');
+    const firstAt = await waitFor(async () => fast.received[0]?.at, 120_000, "the fast receiver's first event");
     await allReceived(fast, ids, 120_000);
     const allAt = fast.received.at(-1)!.at;
     const slowCounts = slow.map((r) => r.received.length);
     const firstMs = Math.round(firstAt - t0);
     const allMs = Math.round(allAt - t0);
-    console.log(`fairness: fast first=${firstMs} ms all ${EVENTS}=${allMs} ms; slow receivers had ${slowCounts.join(' and ')} of ${EVENTS} (${SLOW_MS} ms each, timeout ${settings.webhookTimeoutMs} ms)`);
+    console.log(
+      `fairness: fast first=${firstMs} ms all ${EVENTS}=${allMs} ms; slow receivers had ${slowCounts.join(' and ')} of ${EVENTS} (${SLOW_MS} ms each, timeout ${settings.webhookTimeoutMs} ms)`,
+    );
     expect(fast.received.map((x) => x.id)).toEqual(ids);
     // within one delivery timeout of the events (plus a margin for a busy machine)
     expect(firstMs).toBeLessThan(settings.webhookTimeoutMs + 2_000);
@@ -687,7 +843,19 @@ describe('fairness', () => {
 
 describe('the daemon', () => {
   function daemon(extra: Record<string, string> = {}): CliProcess {
-    const p = startCli(['daemon', '--role', 'webhooks'], { ...env, LOG_LEVEL: 'debug', WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_BACKOFF_BASE_MS: '50', WEBHOOK_BACKOFF_MAX_MS: '200', WEBHOOK_POLL_INTERVAL_MS: '200', ...extra }, 'daemon-webhooks');
+    const p = startCli(
+      ['daemon', '--role', 'webhooks'],
+      {
+        ...env,
+        LOG_LEVEL: 'debug',
+        WEBHOOK_TIMEOUT_MS: '1000',
+        WEBHOOK_BACKOFF_BASE_MS: '50',
+        WEBHOOK_BACKOFF_MAX_MS: '200',
+        WEBHOOK_POLL_INTERVAL_MS: '200',
+        ...extra,
+      },
+      'daemon-webhooks',
+    );
     procs.push(p);
     return p;
   }

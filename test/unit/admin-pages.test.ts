@@ -9,7 +9,12 @@ import { describe, expect, it } from 'vitest';
 import { assertSafeExposure, credentialOf, isLoopbackHost, tokenMatches } from '../../src/admin/auth.ts';
 import { compactBytes, creditChartSvg, niceTop } from '../../src/admin/chart.ts';
 import { html, raw } from '../../src/admin/html.ts';
-import { OVERVIEW_SOURCES_PER_PAGE, renderOverview, type OverviewData, type OverviewSource } from '../../src/admin/overview.ts';
+import {
+  OVERVIEW_SOURCES_PER_PAGE,
+  renderOverview,
+  type OverviewData,
+  type OverviewSource,
+} from '../../src/admin/overview.ts';
 import { freshnessOf, type HoldsStatus } from '../../src/pipeline/status.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { renderBatchPage, type BatchPageData, type BatchView } from '../../src/admin/batch-page.ts';
@@ -68,16 +73,24 @@ describe('credentials', () => {
   it('ADMIN_TOKEN is validated and never echoed', () => {
     expect(loadConfig({ ADMIN_TOKEN: TOKEN }).admin.token).toBe(TOKEN);
     expect(loadConfig({}).admin.token).toBeUndefined();
-    expect(() => loadConfig({ ADMIN_TOKEN: 'short' })).toThrow(/^ADMIN_TOKEN: invalid value \(value hidden\): expected at least 16 characters$/);
-    expect(() => loadConfig({ ADMIN_TOKEN: 'has a blank in it, sixteen+' })).toThrow(/^ADMIN_TOKEN: invalid value \(value hidden\): expected printable ASCII/);
+    expect(() => loadConfig({ ADMIN_TOKEN: 'short' })).toThrow(
+      /^ADMIN_TOKEN: invalid value \(value hidden\): expected at least 16 characters$/,
+    );
+    expect(() => loadConfig({ ADMIN_TOKEN: 'has a blank in it, sixteen+' })).toThrow(
+      /^ADMIN_TOKEN: invalid value \(value hidden\): expected printable ASCII/,
+    );
   });
 });
 
 describe('html', () => {
   it('escapes every interpolated value, but not markup built with html or raw', () => {
     const title = `<script>alert("x")</script> & 'more'`;
-    expect(html`<td>${title}</td>`.value).toBe('<td>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;more&#39;</td>');
-    expect(html`<tr>${[html`<td>${'a<'}</td>`, raw('<td>b</td>')]}</tr>`.value).toBe('<tr><td>a&lt;</td><td>b</td></tr>');
+    expect(html`<td>${title}</td>`.value).toBe(
+      '<td>&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;more&#39;</td>',
+    );
+    expect(html`<tr>${[html`<td>${'a<'}</td>`, raw('<td>b</td>')]}</tr>`.value).toBe(
+      '<tr><td>a&lt;</td><td>b</td></tr>',
+    );
     expect(html`${null}${undefined}${false}${0}`.value).toBe('0');
   });
 });
@@ -89,10 +102,14 @@ describe('freshness', () => {
     expect(freshnessOf({ ...hourly, lastSyncedAt: '2026-03-10T12:00:05Z' }, now).label).toBe('fresh');
     expect(freshnessOf({ ...hourly, lastSyncedAt: '2026-03-10T11:00:05Z' }, now).label).toBe('overdue');
     // the run that is due just now still has its grace period
-    expect(freshnessOf({ ...hourly, lastSyncedAt: '2026-03-10T11:00:05Z' }, new Date('2026-03-10T12:05:00Z')).label).toBe('fresh');
+    expect(
+      freshnessOf({ ...hourly, lastSyncedAt: '2026-03-10T11:00:05Z' }, new Date('2026-03-10T12:05:00Z')).label,
+    ).toBe('fresh');
     expect(freshnessOf({ ...hourly, lastSyncedAt: null }, now).label).toBe('never synced');
     expect(freshnessOf({ ...hourly, paused: true, lastSyncedAt: null }, now).label).toBe('paused');
-    expect(freshnessOf({ paused: false, cron: null, lastSyncedAt: '2026-01-01T00:00:00Z' }, now).label).toBe('backfill only');
+    expect(freshnessOf({ paused: false, cron: null, lastSyncedAt: '2026-01-01T00:00:00Z' }, now).label).toBe(
+      'backfill only',
+    );
   });
 });
 
@@ -137,9 +154,22 @@ describe('sizes', () => {
 describe('overview page', () => {
   const now = new Date('2026-03-10T12:30:00Z');
   const source = (id: number): OverviewSource => ({
-    id, kind: 'channel', ref: `@channel${id}`, externalId: `UC${id}`, title: `Channel ${id}`, paused: false, cron: '0 * * * *',
-    maxVideos: 5000, langs: ['en'], lastSyncedAt: '2026-03-10T12:00:05Z', videos: 500, transcripts: 400,
-    lastError: null, lastErrorCode: null, lastErrorAt: null, freshness: { label: 'fresh', tone: 'ok' },
+    id,
+    kind: 'channel',
+    ref: `@channel${id}`,
+    externalId: `UC${id}`,
+    title: `Channel ${id}`,
+    paused: false,
+    cron: '0 * * * *',
+    maxVideos: 5000,
+    langs: ['en'],
+    lastSyncedAt: '2026-03-10T12:00:05Z',
+    videos: 500,
+    transcripts: 400,
+    lastError: null,
+    lastErrorCode: null,
+    lastErrorAt: null,
+    freshness: { label: 'fresh', tone: 'ok' },
   });
 
   it('with 2 000 sources shows one page of them, a summary and links to the others', () => {
@@ -147,13 +177,24 @@ describe('overview page', () => {
       now,
       unavailable: [],
       sources: {
-        total: 2000, paused: 40, withError: 12, overdue: 3, neverSynced: 5, attention: 20, page: 2, pages: 40,
-        rows: Array.from({ length: OVERVIEW_SOURCES_PER_PAGE }, (_, i) => source(100 + i)), errorsBySource: [], coverageBySource: [],
+        total: 2000,
+        paused: 40,
+        withError: 12,
+        overdue: 3,
+        neverSynced: 5,
+        attention: 20,
+        page: 2,
+        pages: 40,
+        rows: Array.from({ length: OVERVIEW_SOURCES_PER_PAGE }, (_, i) => source(100 + i)),
+        errorsBySource: [],
+        coverageBySource: [],
       },
     };
     const page = renderOverview(d);
     expect([...page.matchAll(/<tr data-source-id=/g)]).toHaveLength(OVERVIEW_SOURCES_PER_PAGE);
-    expect(page).toContain('2000 sources: <span class="bad-text">20 need attention</span> (12 with an error, 3 overdue, 5 never synced), listed first');
+    expect(page).toContain(
+      '2000 sources: <span class="bad-text">20 need attention</span> (12 with an error, 3 overdue, 5 never synced), listed first',
+    );
     expect(page).toContain('page 2 of 40 (sources 51–100)');
     for (const n of [1, 3, 40]) expect(page).toContain(`href="?page=${n}#sources"`);
     // (it was 1.4 MB with every source on it)
@@ -176,25 +217,69 @@ const NOW = new Date('2026-03-10T12:30:00Z');
 
 function progressOf(jobId: string, over: Partial<BatchProgress> = {}): BatchProgress {
   return {
-    jobId, sourceId: 7, kind: 'video', lang: null, status: 'completed', errorCode: null, upstreamStatus: 'completed', reason: null,
-    total: 60, polls: 4, creditsEstimated: 61, processing: 0, landed: 0, sunk: 55, failed: 3, retryable: 2, quarantined: 0,
-    finished: 60, submittedAt: '2026-03-10T11:00:00.000Z', completedAt: '2026-03-10T11:05:00.000Z', errors: { 'not-found': 3 }, ...over,
+    jobId,
+    sourceId: 7,
+    kind: 'video',
+    lang: null,
+    status: 'completed',
+    errorCode: null,
+    upstreamStatus: 'completed',
+    reason: null,
+    total: 60,
+    polls: 4,
+    creditsEstimated: 61,
+    processing: 0,
+    landed: 0,
+    sunk: 55,
+    failed: 3,
+    retryable: 2,
+    quarantined: 0,
+    finished: 60,
+    submittedAt: '2026-03-10T11:00:00.000Z',
+    completedAt: '2026-03-10T11:05:00.000Z',
+    errors: { 'not-found': 3 },
+    ...over,
   };
 }
 
 const HOLDS: HoldsStatus = {
   upstreamHolds: [
-    { code: 'unauthorized', scope: 'all', reason: 'key <refused>', since: '2026-03-10T12:00:00.000Z', message: 'upstream refused (unauthorized): key <refused>', keyFingerprint: null },
+    {
+      code: 'unauthorized',
+      scope: 'all',
+      reason: 'key <refused>',
+      since: '2026-03-10T12:00:00.000Z',
+      message: 'upstream refused (unauthorized): key <refused>',
+      keyFingerprint: null,
+    },
   ],
   holdEvents: [],
   lostSubmissions: [],
 };
 
 const SOURCE: SourceDetail = {
-  id: 7, kind: 'channel', ref: '@chan<7>', externalId: 'UC7', title: 'Channel <seven>', cron: '0 3 * * *', langs: ['en', 'de'], maxVideos: 500,
-  textOnly: false, include: [], paused: false, maxCreditsPerDay: 900, generateMissing: false, maxGenerateMinutes: null,
-  lastSyncedAt: new Date('2026-03-10T03:00:20Z'), lastError: null, lastErrorCode: null, lastErrorAt: null,
-  createdAt: new Date('2026-03-01T00:00:00Z'), updatedAt: new Date('2026-03-02T00:00:00Z'), videos: 480, transcripts: 900,
+  id: 7,
+  kind: 'channel',
+  ref: '@chan<7>',
+  externalId: 'UC7',
+  title: 'Channel <seven>',
+  cron: '0 3 * * *',
+  langs: ['en', 'de'],
+  maxVideos: 500,
+  textOnly: false,
+  include: [],
+  paused: false,
+  maxCreditsPerDay: 900,
+  generateMissing: false,
+  maxGenerateMinutes: null,
+  lastSyncedAt: new Date('2026-03-10T03:00:20Z'),
+  lastError: null,
+  lastErrorCode: null,
+  lastErrorAt: null,
+  createdAt: new Date('2026-03-01T00:00:00Z'),
+  updatedAt: new Date('2026-03-02T00:00:00Z'),
+  videos: 480,
+  transcripts: 900,
 };
 
 describe('paging parameters', () => {
@@ -202,7 +287,9 @@ describe('paging parameters', () => {
     expect(readPageParam('page', undefined)).toBe(1);
     expect(readPageParam('page', '3')).toBe(3);
     for (const bad of ['0', '-1', 'abc', '1.5', '', '1e3', '1234567890']) {
-      expect(readPageParam('runs', bad)).toEqual({ error: `runs: invalid value ${JSON.stringify(bad)}: expected a whole number from 1\n` });
+      expect(readPageParam('runs', bad)).toEqual({
+        error: `runs: invalid value ${JSON.stringify(bad)}: expected a whole number from 1\n`,
+      });
     }
   });
 
@@ -215,7 +302,9 @@ describe('paging parameters', () => {
   it('a batch status is one of the statuses, or none', () => {
     expect(readStatusParam(undefined)).toBeNull();
     expect(readStatusParam('failed')).toBe('failed');
-    expect(readStatusParam('FAILED')).toEqual({ error: 'status: invalid value "FAILED": expected one of submitted, queued, active, completed, failed, expired\n' });
+    expect(readStatusParam('FAILED')).toEqual({
+      error: 'status: invalid value "FAILED": expected one of submitted, queued, active, completed, failed, expired\n',
+    });
   });
 });
 
@@ -225,15 +314,51 @@ describe('source page', () => {
     unavailable: [],
     holds: { upstreamHolds: [], holdEvents: [], lostSubmissions: [] },
     source: SOURCE,
-    batches: { page: 2, pages: 3, limit: 50, offset: 50, total: 120, rows: [progressOf('job-b'), progressOf('job-a', { status: 'active', completedAt: null })] },
-    errors: [{ kind: 'transcript', lang: 'de', errorCode: 'not-found', state: 'failed', videos: 45, shown: [{ videoId: 'v<1>#2', jobId: 'job a' }, { videoId: 'v2', jobId: 'job-b' }] }],
+    batches: {
+      page: 2,
+      pages: 3,
+      limit: 50,
+      offset: 50,
+      total: 120,
+      rows: [progressOf('job-b'), progressOf('job-a', { status: 'active', completedAt: null })],
+    },
+    errors: [
+      {
+        kind: 'transcript',
+        lang: 'de',
+        errorCode: 'not-found',
+        state: 'failed',
+        videos: 45,
+        shown: [
+          { videoId: 'v<1>#2', jobId: 'job a' },
+          { videoId: 'v2', jobId: 'job-b' },
+        ],
+      },
+    ],
     coverage: [
       { lang: 'de', asked: 12, fellBack: { en: 2, 'f<r': 1 }, none: 1, pending: 4 },
       { lang: 'en', asked: 20, fellBack: {}, none: 0, pending: 0 },
     ],
     runs: {
-      page: 1, pages: 1, limit: 20, offset: 0, total: 1,
-      rows: [{ id: 11, startedAt: new Date('2026-03-10T03:00:00Z'), finishedAt: new Date('2026-03-10T03:00:20Z'), outcome: 'submitted', detail: null, videosListed: 500, videosSubmitted: 60, creditsEstimated: 62, listingCredits: 1, jobIds: ['job-b'] }],
+      page: 1,
+      pages: 1,
+      limit: 20,
+      offset: 0,
+      total: 1,
+      rows: [
+        {
+          id: 11,
+          startedAt: new Date('2026-03-10T03:00:00Z'),
+          finishedAt: new Date('2026-03-10T03:00:20Z'),
+          outcome: 'submitted',
+          detail: null,
+          videosListed: 500,
+          videosSubmitted: 60,
+          creditsEstimated: 62,
+          listingCredits: 1,
+          jobIds: ['job-b'],
+        },
+      ],
     },
     ...over,
   });
@@ -254,11 +379,17 @@ describe('source page', () => {
     // each video of an error code links to its item, its IDs encoded in the address and escaped in the text
     expect(page).toContain('<a href="/batches/job%20a/items/v%3C1%3E%232"><code>v&lt;1&gt;#2</code></a>');
     expect(page).toContain('2 shown of 45 videos');
-    expect(page).toMatch(/<tr data-error-code="not-found" data-kind="transcript" data-lang="de">[\s\S]*?<td class="num">45<\/td>/);
+    expect(page).toMatch(
+      /<tr data-error-code="not-found" data-kind="transcript" data-lang="de">[\s\S]*?<td class="num">45<\/td>/,
+    );
     // language coverage: per language asked, in it, fell back (which, escaped), none, pending
     const de = /<tr data-coverage-lang="de">([\s\S]*?)<\/tr>/.exec(page)?.[1]?.replace(/\s+/g, ' ');
-    expect(de).toBe(' <td><code>de</code></td><td class="num">12</td> <td>3 (<code>en</code> 2, <code>f&lt;r</code> 1)</td> <td class="num">1</td><td class="num">4</td> ');
-    expect(page).toMatch(/<tr data-coverage-lang="en">[\s\S]*?<td class="num">20<\/td>\s*<td><span class="muted">0<\/span><\/td>/);
+    expect(de).toBe(
+      ' <td><code>de</code></td><td class="num">12</td> <td>3 (<code>en</code> 2, <code>f&lt;r</code> 1)</td> <td class="num">1</td><td class="num">4</td> ',
+    );
+    expect(page).toMatch(
+      /<tr data-coverage-lang="en">[\s\S]*?<td class="num">20<\/td>\s*<td><span class="muted">0<\/span><\/td>/,
+    );
     // batches newest first as given, each linked; the pages keep the runs' page
     expect([...page.matchAll(/<tr data-job-id="([^"]+)">/g)].map((m) => m[1])).toEqual(['job-b', 'job-a']);
     expect(page).toContain('<a href="/batches/job-b"><code>job-b</code></a>');
@@ -278,14 +409,21 @@ describe('source page', () => {
   });
 
   it('an unknown source is a 404 page that still shows the hold', () => {
-    const { status, html: page } = renderSourcePage({ now: NOW, unavailable: [], holds: HOLDS, source: null }, { asked: '99<' });
+    const { status, html: page } = renderSourcePage(
+      { now: NOW, unavailable: [], holds: HOLDS, source: null },
+      { asked: '99<' },
+    );
     expect(status).toBe(404);
     expect(page).toContain('Source &quot;99&lt;&quot; does not exist.');
-    expect(page).toContain('<div class="banner" role="alert" data-hold="unauthorized"><strong>On hold (unauthorized)</strong> <span class="small">set 30 min ago</span>: upstream refused (unauthorized): key &lt;refused&gt;</div>');
+    expect(page).toContain(
+      '<div class="banner" role="alert" data-hold="unauthorized"><strong>On hold (unauthorized)</strong> <span class="small">set 30 min ago</span>: upstream refused (unauthorized): key &lt;refused&gt;</div>',
+    );
   });
 
   it('a section Postgres did not answer for is named and left out', () => {
-    const { status, html: page } = renderSourcePage(data({ errors: undefined, unavailable: ['errors'] }), { asked: '7' });
+    const { status, html: page } = renderSourcePage(data({ errors: undefined, unavailable: ['errors'] }), {
+      asked: '7',
+    });
     expect(status).toBe(200);
     expect(page).toContain('Not shown: errors (the database did not answer in time; see the daemon log).');
     expect(page).toContain('Latest error codes not shown');
@@ -295,21 +433,54 @@ describe('source page', () => {
 
 describe('batch page', () => {
   const batch: BatchView = {
-    ...progressOf('job/1', { kind: 'transcript', lang: 'de', status: 'expired', errorCode: 'job-expired', upstreamStatus: 'weird', reason: 'the API no longer knows it' }),
-    mode: 'batch', textOnly: true, replayOf: 'job/0', lastPolledAt: new Date('2026-03-10T11:04:00Z'), nextPollAt: null,
-    terminalAt: new Date('2026-03-10T11:05:00Z'), pollFailures: 0, updatedAt: new Date('2026-03-10T11:05:00Z'),
+    ...progressOf('job/1', {
+      kind: 'transcript',
+      lang: 'de',
+      status: 'expired',
+      errorCode: 'job-expired',
+      upstreamStatus: 'weird',
+      reason: 'the API no longer knows it',
+    }),
+    mode: 'batch',
+    textOnly: true,
+    replayOf: 'job/0',
+    lastPolledAt: new Date('2026-03-10T11:04:00Z'),
+    nextPollAt: null,
+    terminalAt: new Date('2026-03-10T11:05:00Z'),
+    pollFailures: 0,
+    updatedAt: new Date('2026-03-10T11:05:00Z'),
   };
   const row = (videoId: string, over: Partial<BatchItemRow> = {}): BatchItemRow => ({
-    videoId, state: 'sunk', errorCode: null, reason: null, reasonCode: null, landedAt: new Date('2026-03-10T11:01:00Z'),
-    sunkAt: new Date('2026-03-10T11:01:01Z'), resubmittedIn: null, payloadPrunedAt: null, ...over,
+    videoId,
+    state: 'sunk',
+    errorCode: null,
+    reason: null,
+    reasonCode: null,
+    landedAt: new Date('2026-03-10T11:01:00Z'),
+    sunkAt: new Date('2026-03-10T11:01:01Z'),
+    resubmittedIn: null,
+    payloadPrunedAt: null,
+    ...over,
   });
 
   it('shows what the batch is, how it went, and a page of its items, each linked to its raw item', () => {
     const d: BatchPageData = {
-      now: NOW, unavailable: [], holds: HOLDS, batch, sourceName: 'Channel <seven>',
+      now: NOW,
+      unavailable: [],
+      holds: HOLDS,
+      batch,
+      sourceName: 'Channel <seven>',
       items: {
-        page: 2, pages: 2, limit: 50, offset: 50, total: 60,
-        rows: [row('vid-1'), row('vid"2', { state: 'failed', errorCode: 'not-found' }), row('vid-3', { state: 'quarantined', reasonCode: 'schema', reason: 'item does not match <b>' })],
+        page: 2,
+        pages: 2,
+        limit: 50,
+        offset: 50,
+        total: 60,
+        rows: [
+          row('vid-1'),
+          row('vid"2', { state: 'failed', errorCode: 'not-found' }),
+          row('vid-3', { state: 'quarantined', reasonCode: 'schema', reason: 'item does not match <b>' }),
+        ],
       },
     };
     const { status, html: page } = renderBatchPage(d, { jobId: 'job/1' });
@@ -320,7 +491,11 @@ describe('batch page', () => {
     expect(page).toContain('<dt>credits estimated</dt><dd>61</dd>');
     expect(page).toContain('<a href="/batches/job%2F0"><code>job/0</code></a>');
     expect(page).toContain('aria-valuenow="60"');
-    expect([...page.matchAll(/<tr data-video-id="([^"]+)">/g)].map((m) => m[1])).toEqual(['vid-1', 'vid&quot;2', 'vid-3']);
+    expect([...page.matchAll(/<tr data-video-id="([^"]+)">/g)].map((m) => m[1])).toEqual([
+      'vid-1',
+      'vid&quot;2',
+      'vid-3',
+    ]);
     expect(page).toContain('<a href="/batches/job%2F1/items/vid%222"><code>vid&quot;2</code></a>');
     expect(page).toContain('<code>schema</code> item does not match &lt;b&gt;');
     expect(page).toContain('60 items recorded, by video ID · page 2 of 2 (51–53)');
@@ -337,17 +512,38 @@ describe('batch page', () => {
 
 describe('item page', () => {
   const item = (over: Partial<BatchItemView> = {}): BatchItemView => ({
-    jobId: 'job-1', videoId: 'vid-1', state: 'sunk', errorCode: null, reason: null, reasonCode: null,
-    landedAt: new Date('2026-03-10T11:01:00Z'), sunkAt: new Date('2026-03-10T11:01:01Z'), updatedAt: new Date('2026-03-10T11:01:01Z'),
-    resubmittedIn: null, payloadPrunedAt: null, payloadSha256: null, payloadBytes: null, form: 'json', text: '{}', textBytes: 2, ...over,
+    jobId: 'job-1',
+    videoId: 'vid-1',
+    state: 'sunk',
+    errorCode: null,
+    reason: null,
+    reasonCode: null,
+    landedAt: new Date('2026-03-10T11:01:00Z'),
+    sunkAt: new Date('2026-03-10T11:01:01Z'),
+    updatedAt: new Date('2026-03-10T11:01:01Z'),
+    resubmittedIn: null,
+    payloadPrunedAt: null,
+    payloadSha256: null,
+    payloadBytes: null,
+    form: 'json',
+    text: '{}',
+    textBytes: 2,
+    ...over,
   });
-  const render = (i: BatchItemView | null, maxBytes?: number) => renderItemPage({ now: NOW, unavailable: [], holds: HOLDS, item: i }, { jobId: 'job-1', videoId: 'vid-1', maxBytes });
+  const render = (i: BatchItemView | null, maxBytes?: number) =>
+    renderItemPage(
+      { now: NOW, unavailable: [], holds: HOLDS, item: i },
+      { jobId: 'job-1', videoId: 'vid-1', maxBytes },
+    );
 
   it('shows the stored payload escaped: markup in it is text, never markup', () => {
-    const text = '{\n    "videoId": "vid-1",\n    "video": {\n        "title": "<script>alert(1)</script><img src=x onerror=alert(2)>"\n    }\n}';
+    const text =
+      '{\n    "videoId": "vid-1",\n    "video": {\n        "title": "<script>alert(1)</script><img src=x onerror=alert(2)>"\n    }\n}';
     const { status, html: page } = render(item({ text, textBytes: Buffer.byteLength(text) }));
     expect(status).toBe(200);
-    expect(page).toContain('&quot;title&quot;: &quot;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;&quot;');
+    expect(page).toContain(
+      '&quot;title&quot;: &quot;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;&quot;',
+    );
     expect(page).not.toContain('<script');
     expect(page).not.toContain('<img');
     expect(page).not.toContain('id="truncated"');
@@ -368,8 +564,19 @@ describe('item page', () => {
   });
 
   it('a pruned item says when, with the sha256 and size kept', () => {
-    const page = render(item({ form: null, text: null, textBytes: null, payloadPrunedAt: new Date('2026-03-09T12:30:00Z'), payloadSha256: 'ab'.repeat(32), payloadBytes: 4096 })).html;
-    expect(page).toMatch(/<p id="pruned">Pruned by retention <time datetime="2026-03-09T12:30:00.000Z">2026-03-09 12:30:00Z<\/time> <span class="muted small">\(24 h ago\)<\/span>/);
+    const page = render(
+      item({
+        form: null,
+        text: null,
+        textBytes: null,
+        payloadPrunedAt: new Date('2026-03-09T12:30:00Z'),
+        payloadSha256: 'ab'.repeat(32),
+        payloadBytes: 4096,
+      }),
+    ).html;
+    expect(page).toMatch(
+      /<p id="pruned">Pruned by retention <time datetime="2026-03-09T12:30:00.000Z">2026-03-09 12:30:00Z<\/time> <span class="muted small">\(24 h ago\)<\/span>/,
+    );
     expect(page).toContain(`<code>${'ab'.repeat(32)}</code>`);
     expect(page).toContain('4096 bytes (4.0 kB)');
     expect(page).not.toContain('<pre');
@@ -391,8 +598,19 @@ describe('item page', () => {
 describe('batches page and the overview links', () => {
   it('lists every batch with status filters and pages that keep the filter', () => {
     const d: BatchesPageData = {
-      now: NOW, status: 'failed', unavailable: [], holds: HOLDS, byStatus: { completed: 400, failed: 120 },
-      list: { page: 1, pages: 3, limit: 50, offset: 0, total: 120, rows: [progressOf('job-9', { status: 'failed', sourceId: null })] },
+      now: NOW,
+      status: 'failed',
+      unavailable: [],
+      holds: HOLDS,
+      byStatus: { completed: 400, failed: 120 },
+      list: {
+        page: 1,
+        pages: 3,
+        limit: 50,
+        offset: 0,
+        total: 120,
+        rows: [progressOf('job-9', { status: 'failed', sourceId: null })],
+      },
       sourceNames: {},
     };
     const page = renderBatchesPage(d);
@@ -406,8 +624,19 @@ describe('batches page and the overview links', () => {
 
   it('the overview links each source, each batch and the list of every batch, and shows the hold', () => {
     const d: OverviewData = {
-      now: NOW, unavailable: [], holds: HOLDS,
-      sources: { total: 1, paused: 0, withError: 0, overdue: 0, neverSynced: 0, attention: 0, page: 1, pages: 1, rows: [{ ...SOURCE_ROW, langs: ['de'] }],
+      now: NOW,
+      unavailable: [],
+      holds: HOLDS,
+      sources: {
+        total: 1,
+        paused: 0,
+        withError: 0,
+        overdue: 0,
+        neverSynced: 0,
+        attention: 0,
+        page: 1,
+        pages: 1,
+        rows: [{ ...SOURCE_ROW, langs: ['de'] }],
         errorsBySource: [
           { sourceId: 7, kind: 'video', lang: '', errorCode: 'not-found', state: 'failed', videos: 2 },
           { sourceId: 7, kind: 'transcript', lang: 'de', errorCode: 'not-found', state: 'failed', videos: 3 },
@@ -425,24 +654,64 @@ describe('batches page and the overview links', () => {
     expect(page).toContain('<a href="/batches" id="more-batches">');
     expect(page).toContain('data-hold="unauthorized"');
     // what the source's videos got in the language asked, escaped; its latest error codes summed over kinds
-    expect(page).toContain('<div class="small nowrap" data-coverage-lang="de">de: 12 in de, 3 fell back (en 2, f&lt;r 1), 1 none, 4 pending</div>');
+    expect(page).toContain(
+      '<div class="small nowrap" data-coverage-lang="de">de: 12 in de, 3 fell back (en 2, f&lt;r 1), 1 none, 4 pending</div>',
+    );
     const errors = /<section id="errors">[\s\S]*?<\/section>/.exec(page)?.[0] ?? '';
-    expect([...errors.matchAll(/<th class="num">([^<]+)<\/th>/g)].map((m) => m[1])).toEqual(['internal-error', 'not-found']);
+    expect([...errors.matchAll(/<th class="num">([^<]+)<\/th>/g)].map((m) => m[1])).toEqual([
+      'internal-error',
+      'not-found',
+    ]);
     expect([...errors.matchAll(/<td class="num">(\d+)<\/td>/g)].map((m) => m[1])).toEqual(['1', '5']);
   });
 
   it('the overview lists recent changes (escaped, linked to their source) and the webhook endpoints without their path', () => {
     const d: OverviewData = {
-      now: NOW, unavailable: [],
+      now: NOW,
+      unavailable: [],
       changes: [
-        { id: 42, type: 'source.failed', occurredAt: new Date(NOW.getTime() - 60_000), data: { detail: '<script>x</script>' }, sourceId: 7, videoId: null },
-        { id: 41, type: 'batch.completed', occurredAt: new Date(NOW.getTime() - 120_000), data: { jobId: 'job-1' }, sourceId: null, videoId: null },
+        {
+          id: 42,
+          type: 'source.failed',
+          occurredAt: new Date(NOW.getTime() - 60_000),
+          data: { detail: '<script>x</script>' },
+          sourceId: 7,
+          videoId: null,
+        },
+        {
+          id: 41,
+          type: 'batch.completed',
+          occurredAt: new Date(NOW.getTime() - 120_000),
+          data: { jobId: 'job-1' },
+          sourceId: null,
+          videoId: null,
+        },
       ],
       webhooks: [
-        { id: 3, url: 'https://hooks.example.com/services/T0/B0/s3cr3tToken', eventTypes: null, state: 'disabled', pending: 12,
-          lastDeliveredAt: null, failingSince: null, nextAttemptAt: null, disabledAt: NOW.toISOString(), disabledReason: 'every delivery failed' },
-        { id: 4, url: 'http://127.0.0.1:9000/hook', eventTypes: ['batch.completed'], state: 'ok', pending: 0,
-          lastDeliveredAt: NOW.toISOString(), failingSince: null, nextAttemptAt: null, disabledAt: null, disabledReason: null },
+        {
+          id: 3,
+          url: 'https://hooks.example.com/services/T0/B0/s3cr3tToken',
+          eventTypes: null,
+          state: 'disabled',
+          pending: 12,
+          lastDeliveredAt: null,
+          failingSince: null,
+          nextAttemptAt: null,
+          disabledAt: NOW.toISOString(),
+          disabledReason: 'every delivery failed',
+        },
+        {
+          id: 4,
+          url: 'http://127.0.0.1:9000/hook',
+          eventTypes: ['batch.completed'],
+          state: 'ok',
+          pending: 0,
+          lastDeliveredAt: NOW.toISOString(),
+          failingSince: null,
+          nextAttemptAt: null,
+          disabledAt: null,
+          disabledReason: null,
+        },
       ],
     };
     const page = renderOverview(d);
@@ -461,16 +730,51 @@ describe('batches page and the overview links', () => {
 });
 
 const SOURCE_ROW: OverviewSource = {
-  id: 7, kind: 'channel', ref: '@channel7', externalId: 'UC7', title: 'Channel 7', paused: false, cron: '0 * * * *',
-  maxVideos: 5000, langs: ['en'], lastSyncedAt: '2026-03-10T12:00:05Z', videos: 500, transcripts: 400,
-  lastError: null, lastErrorCode: null, lastErrorAt: null, freshness: { label: 'fresh', tone: 'ok' },
+  id: 7,
+  kind: 'channel',
+  ref: '@channel7',
+  externalId: 'UC7',
+  title: 'Channel 7',
+  paused: false,
+  cron: '0 * * * *',
+  maxVideos: 5000,
+  langs: ['en'],
+  lastSyncedAt: '2026-03-10T12:00:05Z',
+  videos: 500,
+  transcripts: 400,
+  lastError: null,
+  lastErrorCode: null,
+  lastErrorAt: null,
+  freshness: { label: 'fresh', tone: 'ok' },
 };
 
 describe('hostile values on admin pages', () => {
   it("the item page's psql line keeps an upstream job ID inside one shell word", () => {
     const jobId = `x'$(touch /tmp/pwned)'`;
     const page = renderItemPage(
-      { now: NOW, unavailable: [], holds: HOLDS, item: { jobId, videoId: 'v', state: 'sunk', errorCode: null, reason: null, reasonCode: null, landedAt: NOW, sunkAt: NOW, updatedAt: NOW, resubmittedIn: null, payloadPrunedAt: null, payloadSha256: null, payloadBytes: null, form: 'text', text: 'x'.repeat(100), textBytes: 100 } },
+      {
+        now: NOW,
+        unavailable: [],
+        holds: HOLDS,
+        item: {
+          jobId,
+          videoId: 'v',
+          state: 'sunk',
+          errorCode: null,
+          reason: null,
+          reasonCode: null,
+          landedAt: NOW,
+          sunkAt: NOW,
+          updatedAt: NOW,
+          resubmittedIn: null,
+          payloadPrunedAt: null,
+          payloadSha256: null,
+          payloadBytes: null,
+          form: 'text',
+          text: 'x'.repeat(100),
+          textBytes: 100,
+        },
+      },
       { jobId, videoId: 'v', maxBytes: 10 },
     ).html;
     const sqlText = `select payload_raw from batch_items where job_id = 'x''$(touch /tmp/pwned)''' and video_id = 'v'`;

@@ -19,14 +19,32 @@ describe('Host', () => {
     expect(hostNameOf('admin.example.com')).toBe('admin.example.com');
     expect(hostNameOf('[::1]:9464')).toBe('::1');
     expect(hostNameOf('[::1]')).toBe('::1');
-    for (const bad of ['', 'a:b', 'a:99999', '::1', '[evil.example]:1', 'a b:1', 'user@host:1']) expect(hostNameOf(bad), bad).toBeUndefined();
+    for (const bad of ['', 'a:b', 'a:99999', '::1', '[evil.example]:1', 'a b:1', 'user@host:1'])
+      expect(hostNameOf(bad), bad).toBeUndefined();
   });
 
   it('answers to localhost, IP addresses and the names given; nothing else', () => {
-    for (const ok of ['localhost:9464', '127.0.0.1:9464', '127.0.0.2', '[::1]:9464', '10.0.0.5:80', '[fe80::1]:1', 'admin.example.com', 'ops.internal:443']) {
+    for (const ok of [
+      'localhost:9464',
+      '127.0.0.1:9464',
+      '127.0.0.2',
+      '[::1]:9464',
+      '10.0.0.5:80',
+      '[fe80::1]:1',
+      'admin.example.com',
+      'ops.internal:443',
+    ]) {
       expect(hostAllowed(ok, names), ok).toBe(true);
     }
-    for (const no of ['evil.example:9464', 'admin.example.com.evil.example', 'localhost.evil.example:9464', 'example.com', '127.0.0.1.nip.io', 'localhost.', '']) {
+    for (const no of [
+      'evil.example:9464',
+      'admin.example.com.evil.example',
+      'localhost.evil.example:9464',
+      'example.com',
+      '127.0.0.1.nip.io',
+      'localhost.',
+      '',
+    ]) {
       expect(hostAllowed(no, names), no).toBe(false);
     }
   });
@@ -35,7 +53,9 @@ describe('Host', () => {
 describe('cross-site requests', () => {
   it('reads are never refused', () => {
     for (const method of ['GET', 'HEAD', 'OPTIONS']) {
-      expect(crossSiteReason(req(method, { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' }))).toBeUndefined();
+      expect(
+        crossSiteReason(req(method, { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' })),
+      ).toBeUndefined();
     }
   });
 
@@ -47,18 +67,27 @@ describe('cross-site requests', () => {
     expect(crossSiteReason(req('PUT', { origin: 'http://127.0.0.1:9465' }))).toMatch(/another origin/);
     expect(crossSiteReason(req('PUT', { origin: 'https://127.0.0.1:9464' }, '127.0.0.1:9464'))).toBeUndefined();
     expect(crossSiteReason(req('PUT', { origin: 'http://localhost' }, 'localhost:80'))).toBeUndefined();
-    expect(crossSiteReason(req('PUT', { origin: 'http://127.0.0.1:9464', 'sec-fetch-site': 'same-origin' }))).toBeUndefined();
+    expect(
+      crossSiteReason(req('PUT', { origin: 'http://127.0.0.1:9464', 'sec-fetch-site': 'same-origin' })),
+    ).toBeUndefined();
   });
 
-  it("refuses a POST a form could send, whatever credentials ride along; accepts what needs a preflight", () => {
+  it('refuses a POST a form could send, whatever credentials ride along; accepts what needs a preflight', () => {
     const basic = { authorization: 'Basic YTpi' };
-    for (const type of [undefined, 'text/plain', 'text/plain;charset=UTF-8', 'application/x-www-form-urlencoded', 'Multipart/Form-Data; boundary=x']) {
+    for (const type of [
+      undefined,
+      'text/plain',
+      'text/plain;charset=UTF-8',
+      'application/x-www-form-urlencoded',
+      'Multipart/Form-Data; boundary=x',
+    ]) {
       const headers = type === undefined ? basic : { ...basic, 'content-type': type };
       expect(crossSiteReason(req('POST', headers)), String(type)).toMatch(/form/);
     }
     expect(crossSiteReason(req('POST', { ...basic, 'content-type': 'application/json' }))).toBeUndefined();
     expect(crossSiteReason(req('POST', { authorization: 'Bearer x', 'content-type': 'text/plain' }))).toBeUndefined();
     expect(crossSiteReason(req('POST', { ...basic, 'x-requested-with': 'XMLHttpRequest' }))).toBeUndefined();
-    for (const method of ['PUT', 'PATCH', 'DELETE']) expect(crossSiteReason(req(method, basic)), method).toBeUndefined();
+    for (const method of ['PUT', 'PATCH', 'DELETE'])
+      expect(crossSiteReason(req(method, basic)), method).toBeUndefined();
   });
 });

@@ -8,11 +8,9 @@ import { configErrorOf } from '../helpers/config.ts';
 
 describe('admin settings', () => {
   it('reads ADMIN_ALLOWED_HOSTS as lower-case host names, comma-separated; none by default', () => {
-    expect(loadConfig({ ADMIN_ALLOWED_HOSTS: 'Admin.Example.com, ops-1.internal ,localhost' }).admin.allowedHosts).toEqual([
-      'admin.example.com',
-      'ops-1.internal',
-      'localhost',
-    ]);
+    expect(
+      loadConfig({ ADMIN_ALLOWED_HOSTS: 'Admin.Example.com, ops-1.internal ,localhost' }).admin.allowedHosts,
+    ).toEqual(['admin.example.com', 'ops-1.internal', 'localhost']);
     expect(loadConfig({}).admin.allowedHosts).toEqual([]);
   });
 
@@ -32,7 +30,9 @@ describe('admin settings', () => {
   });
 
   it('METRICS_TOKEN: at least 16 printable characters, never echoed', () => {
-    expect(loadConfig({ METRICS_TOKEN: 'metrics-token-0123456789' }).admin.metricsToken).toBe('metrics-token-0123456789');
+    expect(loadConfig({ METRICS_TOKEN: 'metrics-token-0123456789' }).admin.metricsToken).toBe(
+      'metrics-token-0123456789',
+    );
     expect(loadConfig({}).admin.metricsToken).toBeUndefined();
     const m = configErrorOf({ METRICS_TOKEN: 'short' });
     expect(m).toBe('METRICS_TOKEN: invalid value (value hidden): expected at least 16 characters');

@@ -46,7 +46,11 @@ describe('errorFromResponse: a JSON not-found and a gateway 404', () => {
 
 describe('errorFromResponse: a 403 is a restricted video only when the API says so', () => {
   it('the interface Error object: ForbiddenError', () => {
-    const e = errorFromResponse({ status: 403, body: JSON.stringify({ error: 'forbidden', message: 'The video is private.', details: 'x' }), endpoint });
+    const e = errorFromResponse({
+      status: 403,
+      body: JSON.stringify({ error: 'forbidden', message: 'The video is private.', details: 'x' }),
+      endpoint,
+    });
     expect(e).toBeInstanceOf(ForbiddenError);
     expect(e.code).toBe('forbidden');
   });

@@ -1,12 +1,20 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { readBatchItems, readBatchStream, BatchStreamError, OVERSIZE_RAW_PREFIX_BYTES, type RawBatchItem } from '../../src/pipeline/batch-stream.ts';
+import {
+  readBatchItems,
+  readBatchStream,
+  BatchStreamError,
+  OVERSIZE_RAW_PREFIX_BYTES,
+  type RawBatchItem,
+} from '../../src/pipeline/batch-stream.ts';
 
 async function collect(chunks: string[]) {
-  const gen = readBatchStream((async function* () {
-    for (const c of chunks) yield Buffer.from(c);
-  })());
+  const gen = readBatchStream(
+    (async function* () {
+      for (const c of chunks) yield Buffer.from(c);
+    })(),
+  );
   const items: unknown[] = [];
   for (;;) {
     const r = await gen.next();
@@ -49,7 +57,9 @@ describe('readBatchStream', () => {
   });
 
   it('reads head fields placed after or before results', async () => {
-    const { head } = await collect(['{"results":[],"errorCode":"job-expired","status":"failed","stats":{"total":0,"succeeded":0,"failed":0}}']);
+    const { head } = await collect([
+      '{"results":[],"errorCode":"job-expired","status":"failed","stats":{"total":0,"succeeded":0,"failed":0}}',
+    ]);
     expect(head.status).toBe('failed');
     expect(head.errorCode).toBe('job-expired');
   });
@@ -71,9 +81,12 @@ describe('readBatchStream', () => {
 
 describe('readBatchItems (the byte scanner under readBatchStream)', () => {
   async function read(chunks: (string | Buffer)[], opts?: Parameters<typeof readBatchItems>[1]) {
-    const gen = readBatchItems((async function* () {
-      for (const c of chunks) yield typeof c === 'string' ? Buffer.from(c) : c;
-    })(), opts);
+    const gen = readBatchItems(
+      (async function* () {
+        for (const c of chunks) yield typeof c === 'string' ? Buffer.from(c) : c;
+      })(),
+      opts,
+    );
     const items: RawBatchItem[] = [];
     for (;;) {
       const r = await gen.next();
@@ -106,7 +119,12 @@ describe('readBatchItems (the byte scanner under readBatchStream)', () => {
       expect(items.map((i) => i.value)).toEqual(tricky);
       expect(items.map((i) => i.raw)).toEqual(tricky.map((t) => JSON.stringify(t)));
       expect(items.map((i) => i.index)).toEqual([0, 1, 2, 3, 4, 5]);
-      expect(head).toEqual({ status: 'active', stats: { total: 6, succeeded: 2, failed: 1 }, completedAt: null, sawResults: true });
+      expect(head).toEqual({
+        status: 'active',
+        stats: { total: 6, succeeded: 2, failed: 1 },
+        completedAt: null,
+        sawResults: true,
+      });
     }
   });
 
@@ -154,8 +172,17 @@ describe('readBatchItems (the byte scanner under readBatchStream)', () => {
   });
 
   it('reads a 5000-item answer cut into network-sized chunks', async () => {
-    const results = Array.from({ length: 5000 }, (_, i) => ({ videoId: `v${i}`, transcript: { content: [{ text: `t"${i}\\`, offset: i, duration: 1 }], lang: 'en', availableLangs: ['en'] }, errorCode: null }));
-    const text = JSON.stringify({ status: 'completed', results, stats: { total: 5000, succeeded: 5000, failed: 0 }, completedAt: '2024-01-01T00:00:00.000Z' });
+    const results = Array.from({ length: 5000 }, (_, i) => ({
+      videoId: `v${i}`,
+      transcript: { content: [{ text: `t"${i}\\`, offset: i, duration: 1 }], lang: 'en', availableLangs: ['en'] },
+      errorCode: null,
+    }));
+    const text = JSON.stringify({
+      status: 'completed',
+      results,
+      stats: { total: 5000, succeeded: 5000, failed: 0 },
+      completedAt: '2024-01-01T00:00:00.000Z',
+    });
     const { items } = await read(cut(text, 65_536));
     expect(items).toHaveLength(5000);
     expect(items[4999]!.value).toEqual(results[4999]);
@@ -175,13 +202,20 @@ describe('readBatchItems (the byte scanner under readBatchStream)', () => {
     };
     const third = { videoId: 'third', video: null, errorCode: 'processing' };
     const bigRaw = JSON.stringify(big);
-    const answer = JSON.stringify({ status: 'completed', results: [first, big, third], stats: { total: 3, succeeded: 3, failed: 0 } });
+    const answer = JSON.stringify({
+      status: 'completed',
+      results: [first, big, third],
+      stats: { total: 3, succeeded: 3, failed: 0 },
+    });
 
     it('yields an element over the limit as oversize (size, prefix, videoId), and reads on correctly', async () => {
       expect(Buffer.byteLength(bigRaw)).toBeGreaterThan(5 * MAX);
       for (const size of [7, 100, 1_000, 65_536]) {
         const { items, head } = await read(cut(answer, size), { maxItemBytes: MAX });
-        expect(items.map((i) => i.index), `chunks of ${size}`).toEqual([0, 1, 2]);
+        expect(
+          items.map((i) => i.index),
+          `chunks of ${size}`,
+        ).toEqual([0, 1, 2]);
         expect(items[0]!.value).toEqual(first);
         expect(items[0]!.oversize).toBeUndefined();
         expect(items[2]!.value).toEqual(third);
@@ -234,7 +268,7 @@ describe('readBatchItems (the byte scanner under readBatchStream)', () => {
           }
         };
         const items: RawBatchItem[] = [];
-        for (const gen = readBatchItems(source(), maxItemBytes === undefined ? {} : { maxItemBytes }); ; ) {
+        for (const gen = readBatchItems(source(), maxItemBytes === undefined ? {} : { maxItemBytes }); ;) {
           const r = await gen.next();
           if (r.done) break;
           items.push(r.value);
@@ -243,7 +277,10 @@ describe('readBatchItems (the byte scanner under readBatchStream)', () => {
       }
 
       const bounded = await chunksHeld(MAX);
-      expect(bounded.items.map((i) => i.oversize?.videoId ?? (i.value as { videoId: string }).videoId)).toEqual(['h', 'after']);
+      expect(bounded.items.map((i) => i.oversize?.videoId ?? (i.value as { videoId: string }).videoId)).toEqual([
+        'h',
+        'after',
+      ]);
       expect(bounded.items[0]!.oversize?.bytes).toBe(Buffer.byteLength(JSON.stringify(blob)));
       expect(bounded.held).toBeLessThanOrEqual(2);
       // the measurement itself: without a limit the element's chunks are all held
@@ -262,9 +299,9 @@ describe('readBatchItems (the byte scanner under readBatchStream)', () => {
     });
 
     it('still fails on a truncated oversize element', async () => {
-      await expect(read(cut(answer.slice(0, answer.indexOf('"third"') - 100), 1_000), { maxItemBytes: MAX })).rejects.toBeInstanceOf(
-        BatchStreamError,
-      );
+      await expect(
+        read(cut(answer.slice(0, answer.indexOf('"third"') - 100), 1_000), { maxItemBytes: MAX }),
+      ).rejects.toBeInstanceOf(BatchStreamError);
     });
   });
 });

@@ -32,7 +32,9 @@ describe('benchmark landing lag', () => {
     // the same line without its event (an older log, a reworded one) does not count
     const unnamed: LogLine[] = [{ time: 12_500, msg: 'batch polled', jobId: 'b', finished: 200 }];
     expect(landingLag([batch], unnamed, 100)).toEqual({ maxLagMs: undefined, worstJobId: undefined, unmeasured: 1 });
-    const reworded: LogLine[] = [{ time: 12_500, event: 'poll.landed', msg: 'a batch answer was read', jobId: 'b', finished: 200 }];
+    const reworded: LogLine[] = [
+      { time: 12_500, event: 'poll.landed', msg: 'a batch answer was read', jobId: 'b', finished: 200 },
+    ];
     expect(landingLag([batch], reworded, 100)).toEqual({ maxLagMs: 12_500 - 10_010, worstJobId: 'b', unmeasured: 0 });
   });
 });

@@ -21,13 +21,22 @@ const reference = (v: unknown) => JSON.stringify(v, sortKeys) ?? 'null';
 
 describe('canonicalJson', () => {
   const cases: [string, string][] = [
-    ['chunks with unsorted keys', '{"content":[{"text":"a ♪","offset":1.5,"duration":2,"lang":"en"},{"text":"b","offset":3,"duration":1}],"lang":"en","availableLangs":["en","de"]}'],
-    ['index-like keys, which an object lists first', '{"b":1,"10":2,"9":3,"a":{"2":1,"1":2,"01":3,"-1":4},"4294967295":5,"4294967294":6}'],
+    [
+      'chunks with unsorted keys',
+      '{"content":[{"text":"a ♪","offset":1.5,"duration":2,"lang":"en"},{"text":"b","offset":3,"duration":1}],"lang":"en","availableLangs":["en","de"]}',
+    ],
+    [
+      'index-like keys, which an object lists first',
+      '{"b":1,"10":2,"9":3,"a":{"2":1,"1":2,"01":3,"-1":4},"4294967295":5,"4294967294":6}',
+    ],
     ['keys differing by case and by non-ASCII characters', '{"é":1,"e":2,"E":3,"z":4,"Z":{"ß":1,"ss":2}}'],
     ['nested arrays and empty values', '{"x":[[{"b":null,"a":[]}],{}],"y":"","w":[1,"2",true,null]}'],
     ['a plain-text transcript', '{"content":"just text","lang":"en"}'],
     ['a __proto__ key', '{"content":[{"text":"x","__proto__":{"b":1,"a":2}}],"lang":"en"}'],
-    ['a key that names an Object.prototype method', '{"content":[{"toString":"t","constructor":"c","text":"x"},{"text":"y"}],"lang":"en"}'],
+    [
+      'a key that names an Object.prototype method',
+      '{"content":[{"toString":"t","constructor":"c","text":"x"},{"text":"y"}],"lang":"en"}',
+    ],
   ];
   for (const [name, json] of cases) {
     it(`matches the replacer-function form: ${name}`, () => {

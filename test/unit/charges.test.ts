@@ -6,21 +6,33 @@
 import { describe, expect, it } from 'vitest';
 import { billedCreditsOf } from '../../src/api/http.ts';
 import { budgetDelta, chargeOf } from '../../src/domain/charges.ts';
-import { batchCredits, crawlCredits, extractCredits, generateCredits, searchCredits, translationCredits } from '../../src/domain/prices.ts';
+import {
+  batchCredits,
+  crawlCredits,
+  extractCredits,
+  generateCredits,
+  searchCredits,
+  translationCredits,
+} from '../../src/domain/prices.ts';
 
 describe('billedCreditsOf', () => {
   it('reads a non-negative integer header, and nothing else', () => {
     expect(billedCreditsOf({ 'x-billable-requests': '7' })).toBe(7);
     expect(billedCreditsOf({ 'x-billable-requests': ' 0 ' })).toBe(0);
     expect(billedCreditsOf({ 'x-billable-requests': ['3', '4'] })).toBe(3);
-    for (const bad of ['-1', '1.5', 'abc', '', '1e3', '9999999999']) expect(billedCreditsOf({ 'x-billable-requests': bad })).toBeUndefined();
+    for (const bad of ['-1', '1.5', 'abc', '', '1e3', '9999999999'])
+      expect(billedCreditsOf({ 'x-billable-requests': bad })).toBeUndefined();
     expect(billedCreditsOf({})).toBeUndefined();
   });
 });
 
 describe('chargeOf', () => {
   it('takes the header over the estimate', () => {
-    expect(chargeOf({ status: 200, billedCredits: 12, expectedCredits: 11 })).toEqual({ credits: 12, basis: 'header', estimated: 11 });
+    expect(chargeOf({ status: 200, billedCredits: 12, expectedCredits: 11 })).toEqual({
+      credits: 12,
+      basis: 'header',
+      estimated: 11,
+    });
     expect(chargeOf({ status: 200, billedCredits: 1 })).toEqual({ credits: 1, basis: 'header', estimated: null });
   });
 
@@ -31,7 +43,11 @@ describe('chargeOf', () => {
   });
 
   it('records a refused paid request at 0, beside its estimate', () => {
-    expect(chargeOf({ status: 400, billedCredits: 0, expectedCredits: 5 })).toEqual({ credits: 0, basis: 'header', estimated: 5 });
+    expect(chargeOf({ status: 400, billedCredits: 0, expectedCredits: 5 })).toEqual({
+      credits: 0,
+      basis: 'header',
+      estimated: 5,
+    });
     expect(chargeOf({ status: 429, expectedCredits: 5 })).toEqual({ credits: 0, basis: 'price', estimated: 5 });
   });
 
@@ -41,7 +57,11 @@ describe('chargeOf', () => {
   });
 
   it('counts an unanswered paid request as possibly charged, unless it never left', () => {
-    expect(chargeOf({ failure: 'timeout', expectedCredits: 4 })).toEqual({ credits: 4, basis: 'unanswered', estimated: 4 });
+    expect(chargeOf({ failure: 'timeout', expectedCredits: 4 })).toEqual({
+      credits: 4,
+      basis: 'unanswered',
+      estimated: 4,
+    });
     expect(chargeOf({ failure: 'truncated', expectedCredits: 4 })?.basis).toBe('unanswered');
     expect(chargeOf({ failure: 'not-sent', expectedCredits: 4 })).toBeNull();
   });

@@ -64,10 +64,18 @@ describe('batch bodies', () => {
 
   it('sends a valid body at the limits', async () => {
     pool
-      .intercept({ path: '/v1/videosite/video/batch', method: 'POST', body: JSON.stringify({ channelId: 'UC1', limit: 5000 }) })
+      .intercept({
+        path: '/v1/videosite/video/batch',
+        method: 'POST',
+        body: JSON.stringify({ channelId: 'UC1', limit: 5000 }),
+      })
       .reply(200, { jobId: 'job-1' });
     pool
-      .intercept({ path: '/v1/videosite/video/batch', method: 'POST', body: JSON.stringify({ playlistId: 'PL1', limit: 1 }) })
+      .intercept({
+        path: '/v1/videosite/video/batch',
+        method: 'POST',
+        body: JSON.stringify({ playlistId: 'PL1', limit: 1 }),
+      })
       .reply(200, { jobId: 'job-2' });
     await expect(client.createVideoBatch({ channelId: 'UC1', limit: 5000 })).resolves.toEqual({ jobId: 'job-1' });
     await expect(client.createVideoBatch({ playlistId: 'PL1', limit: 1 })).resolves.toEqual({ jobId: 'job-2' });
@@ -83,7 +91,10 @@ describe('transcript queries', () => {
 
   it('allows chunkSize only without text', async () => {
     await rejectsOn(() => client.getTranscript({ videoId: 'v1', text: true, chunkSize: 100 }), 'chunkSize');
-    await rejectsOn(() => client.translateTranscript({ videoId: 'v1', lang: 'de', text: true, chunkSize: 100 }), 'chunkSize');
+    await rejectsOn(
+      () => client.translateTranscript({ videoId: 'v1', lang: 'de', text: true, chunkSize: 100 }),
+      'chunkSize',
+    );
   });
 
   it('needs exactly one of url and videoId', async () => {
@@ -140,7 +151,9 @@ describe('job IDs and crawls', () => {
 
 describe('client options', () => {
   it('refuses a missing key without echoing anything', () => {
-    expect(() => createApiClient({ baseUrl: `${ORIGIN}/v1`, apiKey: '', dispatcher: agent })).toThrow(/apiKey is required/);
+    expect(() => createApiClient({ baseUrl: `${ORIGIN}/v1`, apiKey: '', dispatcher: agent })).toThrow(
+      /apiKey is required/,
+    );
   });
   it('refuses a key a header cannot carry, without echoing it', () => {
     const key = 'secret-part\nsecond-line';

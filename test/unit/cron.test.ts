@@ -6,7 +6,14 @@ const from = new Date('2026-11-23T10:07:30Z');
 
 describe('a source cron', () => {
   it('accepts five valid fields, names and steps included', () => {
-    for (const ok of ['0 3 * * *', '*/5 * * * *', '5,35 9-17 * * mon-fri', '0 0 1 jan,jul *', '0 12 * * 7', '15 */6 1-15/2 * *']) {
+    for (const ok of [
+      '0 3 * * *',
+      '*/5 * * * *',
+      '5,35 9-17 * * mon-fri',
+      '0 0 1 jan,jul *',
+      '0 12 * * 7',
+      '15 */6 1-15/2 * *',
+    ]) {
       expect(() => checkCronSyntax(ok), ok).not.toThrow();
     }
   });
@@ -31,7 +38,11 @@ describe('a source cron', () => {
 
   it('gives the next three fires in UTC and the shortest interval', () => {
     const p = planCron('0 3 * * *', from);
-    expect(p.next.map((d) => d.toISOString())).toEqual(['2026-11-24T03:00:00.000Z', '2026-11-25T03:00:00.000Z', '2026-11-26T03:00:00.000Z']);
+    expect(p.next.map((d) => d.toISOString())).toEqual([
+      '2026-11-24T03:00:00.000Z',
+      '2026-11-25T03:00:00.000Z',
+      '2026-11-26T03:00:00.000Z',
+    ]);
     expect(p.minIntervalMs).toBe(24 * 3_600_000);
     // uneven steps: the closest two fires decide (56 -> 0 is 4 minutes)
     expect(planCron('*/7 * * * *', from).minIntervalMs).toBe(4 * 60_000);
@@ -39,7 +50,9 @@ describe('a source cron', () => {
   });
 
   it('refuses a schedule firing more often than the minimum interval, with a regular one to use instead', () => {
-    expect(() => checkSourceCron('* * * * *', FIVE_MIN, from)).toThrow(/fires every 1 min at its closest, more often than SOURCE_MIN_INTERVAL_MS allows \(5 min\).*e\.g\. "\*\/5 \* \* \* \*"/);
+    expect(() => checkSourceCron('* * * * *', FIVE_MIN, from)).toThrow(
+      /fires every 1 min at its closest, more often than SOURCE_MIN_INTERVAL_MS allows \(5 min\).*e\.g\. "\*\/5 \* \* \* \*"/,
+    );
     expect(() => checkSourceCron('*/7 * * * *', FIVE_MIN, from)).toThrow(/fires every 4 min/);
     expect(() => checkSourceCron('0,1 3 * * *', FIVE_MIN, from)).toThrow(CronError);
     expect(checkSourceCron('*/5 * * * *', FIVE_MIN, from).next[0]!.toISOString()).toBe('2026-11-23T10:10:00.000Z');

@@ -3,13 +3,25 @@
  * head is read. Pure functions, table-driven.
  */
 import { describe, expect, it } from 'vitest';
-import { dueReason, recheckAt, retrySpacingMs, type DuePolicy, type VideoSyncFacts } from '../../src/domain/attempts.ts';
+import {
+  dueReason,
+  recheckAt,
+  retrySpacingMs,
+  type DuePolicy,
+  type VideoSyncFacts,
+} from '../../src/domain/attempts.ts';
 import { readHead, storableDate } from '../../src/domain/batches.ts';
 import { findUnstorableNumber } from '../../src/db/storable.ts';
 import { classifyItem, classifyRawItem } from '../../src/domain/items.ts';
 
 const NOW = new Date('2026-06-01T12:00:00Z');
-const policy: DuePolicy = { now: NOW, retryAttemptsMax: 3, retryBackoffBaseMs: 600_000, wantsChunks: true, refreshAfterMs: null };
+const policy: DuePolicy = {
+  now: NOW,
+  retryAttemptsMax: 3,
+  retryBackoffBaseMs: 600_000,
+  wantsChunks: true,
+  refreshAfterMs: null,
+};
 const facts = (f: Partial<VideoSyncFacts>): VideoSyncFacts => ({
   lastState: 'sunk',
   lastErrorCode: null,
@@ -26,7 +38,15 @@ const facts = (f: Partial<VideoSyncFacts>): VideoSyncFacts => ({
 const minutesAgo = (m: number) => new Date(NOW.getTime() - m * 60_000);
 
 describe('item outcomes', () => {
-  const video = { id: 'v1', title: 't', description: '', duration: 1, channel: { id: 'c', name: 'n' }, tags: [], transcriptLanguages: [] };
+  const video = {
+    id: 'v1',
+    title: 't',
+    description: '',
+    duration: 1,
+    channel: { id: 'c', name: 'n' },
+    tags: [],
+    transcriptLanguages: [],
+  };
   it.each([
     [{ videoId: 'v1', video, errorCode: null }, 'landed', null],
     [{ videoId: 'v1', errorCode: 'processing' }, 'processing', 'processing'],
@@ -55,7 +75,10 @@ describe('item outcomes', () => {
   });
 
   it('a transcript item without a transcript and without a code is set aside', () => {
-    expect(classifyItem({ videoId: 'v', transcript: null }, 'transcript')).toMatchObject({ state: 'quarantined', reasonCode: 'no-result' });
+    expect(classifyItem({ videoId: 'v', transcript: null }, 'transcript')).toMatchObject({
+      state: 'quarantined',
+      reasonCode: 'no-result',
+    });
   });
 });
 
@@ -90,7 +113,9 @@ describe('when a video is due', () => {
   it('transcript-unavailable: re-checked when its time has come, within the cap', () => {
     const at = recheckAt('transcript-unavailable', minutesAgo(60), 30 * 60_000);
     expect(at).not.toBeNull();
-    expect(dueReason(facts({ lastState: 'failed', lastErrorCode: 'transcript-unavailable', nextCheckAt: at }), policy)).toBe('recheck');
+    expect(
+      dueReason(facts({ lastState: 'failed', lastErrorCode: 'transcript-unavailable', nextCheckAt: at }), policy),
+    ).toBe('recheck');
     expect(dueReason(facts({ lastState: 'failed', nextCheckAt: at, attempts: 3 }), policy)).toBeNull();
     expect(recheckAt('not-found', NOW, 1000)).toBeNull();
   });
@@ -111,7 +136,8 @@ describe('when a video is due', () => {
   it('a stored or gone video is fetched again only when the source asked for a refresh, once its latest outcome is that old', () => {
     const day = 24 * 3600_000;
     const weekly = { ...policy, refreshAfterMs: 7 * day };
-    const stored = (ageMs: number, f: Partial<VideoSyncFacts> = {}) => facts({ updatedAt: new Date(NOW.getTime() - ageMs), ...f });
+    const stored = (ageMs: number, f: Partial<VideoSyncFacts> = {}) =>
+      facts({ updatedAt: new Date(NOW.getTime() - ageMs), ...f });
     expect(dueReason(stored(8 * day), policy)).toBeNull();
     expect(dueReason(stored(8 * day), weekly)).toBe('refresh');
     expect(dueReason(stored(7 * day), weekly)).toBe('refresh');
@@ -136,7 +162,10 @@ describe('batch heads, read liberally', () => {
   it('known statuses map; job-expired wins', () => {
     expect(readHead({ status: 'completed' })).toEqual({ status: 'completed', unknownStatus: null, terminal: true });
     expect(readHead({ status: 'active' })).toEqual({ status: 'active', unknownStatus: null, terminal: false });
-    expect(readHead({ status: 'failed', errorCode: 'job-expired' })).toMatchObject({ status: 'expired', terminal: true });
+    expect(readHead({ status: 'failed', errorCode: 'job-expired' })).toMatchObject({
+      status: 'expired',
+      terminal: true,
+    });
   });
   it('an unknown status keeps the batch in flight and is recorded', () => {
     expect(readHead({ status: 'cancelled' })).toEqual({ status: null, unknownStatus: 'cancelled', terminal: false });

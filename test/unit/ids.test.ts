@@ -108,9 +108,17 @@ describe('parsePlaylistId', () => {
     ['bare 12-char ID (shortest accepted)', 'FLabcdefghij', 'FLabcdefghij'],
     ['bare ID with whitespace', `\n ${PL} `, PL],
     ['playlist URL', `https://videosite.example/playlist?list=${PL}`, PL],
-    ['playlist URL on a mobile host with other params', `https://m.videosite.example/playlist?feature=share&list=${PL}#x`, PL],
+    [
+      'playlist URL on a mobile host with other params',
+      `https://m.videosite.example/playlist?feature=share&list=${PL}#x`,
+      PL,
+    ],
     ['playlist URL without a scheme', `videosite.example/playlist?list=${OLAK}`, OLAK],
-    ['playlist URL with mixed-case host and trailing slash', `https://Music.VideoSite.EXAMPLE/playlist/?list=${PL}`, PL],
+    [
+      'playlist URL with mixed-case host and trailing slash',
+      `https://Music.VideoSite.EXAMPLE/playlist/?list=${PL}`,
+      PL,
+    ],
     ['watch URL naming a video and a list', `https://www.videosite.example/watch?v=${V}&list=${PL}&index=2`, PL],
     ['watch URL with list before v', `https://videosite.example/watch?list=${RD}&v=${V}&start_radio=1`, RD],
     ['short link with a list', `https://vs.example/${V}?list=${PL}`, PL],
@@ -169,9 +177,21 @@ describe('parseChannelRef', () => {
       'https://www.VideoSite.example/c/SomeName/videos?x=1#y',
       custom('SomeName', 'https://videosite.example/c/SomeName'),
     ],
-    ['/c/ URL over http on a mobile host', 'http://m.videosite.example/c/SomeName/', custom('SomeName', 'https://videosite.example/c/SomeName')],
-    ['/user/ URL', 'https://videosite.example/user/someuser', custom('someuser', 'https://videosite.example/user/someuser')],
-    ['/user/ URL without a scheme, port kept', 'localhost:4010/user/someuser', custom('someuser', 'https://localhost:4010/user/someuser')],
+    [
+      '/c/ URL over http on a mobile host',
+      'http://m.videosite.example/c/SomeName/',
+      custom('SomeName', 'https://videosite.example/c/SomeName'),
+    ],
+    [
+      '/user/ URL',
+      'https://videosite.example/user/someuser',
+      custom('someuser', 'https://videosite.example/user/someuser'),
+    ],
+    [
+      '/user/ URL without a scheme, port kept',
+      'localhost:4010/user/someuser',
+      custom('someuser', 'https://localhost:4010/user/someuser'),
+    ],
   ])('accepts %s', (_label, input, expected) => {
     expect(parseChannelRef(input)).toEqual(expected);
     expect(tryParseChannelRef(input)).toEqual(expected);
@@ -223,11 +243,31 @@ describe('errors', () => {
   });
 
   it.each([
-    ['video', () => parseVideoId('abc'), 'videoId', 'videoId: "abc" is not a video ID or video URL (expected an 11-character'],
-    ['playlist', () => parsePlaylistId('abc'), 'playlistId', 'playlistId: "abc" is not a playlist ID or playlist URL (expected'],
-    ['video, caller field', () => parseVideoId('abc', 'videoIds[3]'), 'videoIds[3]', 'videoIds[3]: "abc" is not a video ID'],
+    [
+      'video',
+      () => parseVideoId('abc'),
+      'videoId',
+      'videoId: "abc" is not a video ID or video URL (expected an 11-character',
+    ],
+    [
+      'playlist',
+      () => parsePlaylistId('abc'),
+      'playlistId',
+      'playlistId: "abc" is not a playlist ID or playlist URL (expected',
+    ],
+    [
+      'video, caller field',
+      () => parseVideoId('abc', 'videoIds[3]'),
+      'videoIds[3]',
+      'videoIds[3]: "abc" is not a video ID',
+    ],
     ['playlist, caller field', () => parsePlaylistId('abc', 'id'), 'id', 'id: "abc" is not a playlist ID'],
-    ['channel, caller field', () => parseChannelRef('a b', 'sources.ref'), 'sources.ref', 'sources.ref: "a b" is not a channel ID'],
+    [
+      'channel, caller field',
+      () => parseChannelRef('a b', 'sources.ref'),
+      'sources.ref',
+      'sources.ref: "a b" is not a channel ID',
+    ],
   ])('%s: path is the field and the message starts with it', (_label, f, path, start) => {
     const e = caught(f);
     expect(e.path).toBe(path);

@@ -22,9 +22,7 @@ function sourceFiles(dir: string): string[] {
 
 /** The text without comments (an example call in a doc comment is not a call). */
 function withoutComments(text: string): string {
-  return text
-    .replace(/\/\*[\s\S]*?\*\//g, (c) => c.replace(/[^\n]/g, ' '))
-    .replace(/(^|\s)\/\/(\s.*)?$/gm, '$1');
+  return text.replace(/\/\*[\s\S]*?\*\//g, (c) => c.replace(/[^\n]/g, ' ')).replace(/(^|\s)\/\/(\s.*)?$/gm, '$1');
 }
 
 /** The arguments of the call whose `(` is at `open`: up to the matching `)`, strings skipped. */
@@ -65,7 +63,9 @@ describe('log events', () => {
   it('finds the log calls it checks', () => {
     // a scanner that matched nothing would pass every check below
     expect(calls.length).toBeGreaterThan(50);
-    expect(calls.find((c) => c.where.startsWith(join('cli', 'daemon.ts')) && c.event === 'daemon.started')).toBeDefined();
+    expect(
+      calls.find((c) => c.where.startsWith(join('cli', 'daemon.ts')) && c.event === 'daemon.started'),
+    ).toBeDefined();
   });
 
   it('every log call in src/ carries an event field', () => {
@@ -73,7 +73,9 @@ describe('log events', () => {
   });
 
   it('every event logged is on the list in src/log-events.ts', () => {
-    expect(calls.filter((c) => c.event !== undefined && !isLogEvent(c.event)).map((c) => `${c.where} ${c.event}`)).toEqual([]);
+    expect(
+      calls.filter((c) => c.event !== undefined && !isLogEvent(c.event)).map((c) => `${c.where} ${c.event}`),
+    ).toEqual([]);
   });
 
   it('every event on the list is logged somewhere, once on the list, as a dotted lower-case name', () => {

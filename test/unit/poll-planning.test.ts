@@ -1,10 +1,25 @@
 import { describe, expect, it } from 'vitest';
-import { dueAgainNow, planNextPollMs, POLL_ETA_MARGIN_MS, POLL_LAND_MARGIN_MS, type PollProgress } from '../../src/pipeline/poller.ts';
+import {
+  dueAgainNow,
+  planNextPollMs,
+  POLL_ETA_MARGIN_MS,
+  POLL_LAND_MARGIN_MS,
+  type PollProgress,
+} from '../../src/pipeline/poller.ts';
 
 const settings = { pollMinDelayMs: 1_000, pollMaxDelayMs: 60_000, pollLandWithinMs: 10_000 };
 
 function progress(p: Partial<PollProgress>): PollProgress {
-  return { status: 'active', total: 5000, finished: 0, finishedBefore: 0, sinceBeforeMs: 0, sinceAnswerMs: 0, pollMs: 0, ...p };
+  return {
+    status: 'active',
+    total: 5000,
+    finished: 0,
+    finishedBefore: 0,
+    sinceBeforeMs: 0,
+    sinceAnswerMs: 0,
+    pollMs: 0,
+    ...p,
+  };
 }
 
 describe('planNextPollMs', () => {
@@ -35,20 +50,44 @@ describe('planNextPollMs', () => {
 
   it('keeps a finished item from waiting longer than the land-within budget, however slow the batch', () => {
     // 10 items/s with 4000 left would mean 400 s: half the budget minus this poll
-    const quick = planNextPollMs(30_000, progress({ finished: 1000, finishedBefore: 900, sinceBeforeMs: 10_000, pollMs: 500 }), settings);
+    const quick = planNextPollMs(
+      30_000,
+      progress({ finished: 1000, finishedBefore: 900, sinceBeforeMs: 10_000, pollMs: 500 }),
+      settings,
+    );
     expect(quick).toBe(5_000 - 500 - POLL_LAND_MARGIN_MS);
     // a long poll: what is left after three of them
-    const slow = planNextPollMs(30_000, progress({ finished: 1000, finishedBefore: 900, sinceBeforeMs: 10_000, pollMs: 3_000 }), settings);
+    const slow = planNextPollMs(
+      30_000,
+      progress({ finished: 1000, finishedBefore: 900, sinceBeforeMs: 10_000, pollMs: 3_000 }),
+      settings,
+    );
     expect(slow).toBe(Math.max(1_000, 10_000 - 9_000 - POLL_LAND_MARGIN_MS));
     // a poll that takes longer than the budget: poll again as soon as allowed
-    expect(planNextPollMs(30_000, progress({ finished: 1000, finishedBefore: 900, sinceBeforeMs: 10_000, pollMs: 4_000 }), settings)).toBe(1_000);
+    expect(
+      planNextPollMs(
+        30_000,
+        progress({ finished: 1000, finishedBefore: 900, sinceBeforeMs: 10_000, pollMs: 4_000 }),
+        settings,
+      ),
+    ).toBe(1_000);
   });
 
   it('backs off within the budget while a running batch shows no progress', () => {
-    expect(planNextPollMs(2_000, progress({ finished: 1000, finishedBefore: 1000, sinceBeforeMs: 4_000, pollMs: 100 }), settings)).toBe(4_000);
-    expect(planNextPollMs(8_000, progress({ finished: 1000, finishedBefore: 1000, sinceBeforeMs: 4_000, pollMs: 100 }), settings)).toBe(
-      5_000 - 100 - POLL_LAND_MARGIN_MS,
-    );
+    expect(
+      planNextPollMs(
+        2_000,
+        progress({ finished: 1000, finishedBefore: 1000, sinceBeforeMs: 4_000, pollMs: 100 }),
+        settings,
+      ),
+    ).toBe(4_000);
+    expect(
+      planNextPollMs(
+        8_000,
+        progress({ finished: 1000, finishedBefore: 1000, sinceBeforeMs: 4_000, pollMs: 100 }),
+        settings,
+      ),
+    ).toBe(5_000 - 100 - POLL_LAND_MARGIN_MS);
   });
 
   it('stays within the configured bounds', () => {
@@ -72,13 +111,27 @@ describe('dueAgainNow', () => {
 
   it('not while the rest is still expected to take longer than the poll took', () => {
     // 1000 of 5000 in 5 s: 20 s left, the poll took 3 s
-    expect(dueAgainNow(progress({ finished: 1000, sinceBeforeMs: 5_000, sinceAnswerMs: 3_000, pollMs: 3_100 }), settings)).toBe(false);
+    expect(
+      dueAgainNow(progress({ finished: 1000, sinceBeforeMs: 5_000, sinceAnswerMs: 3_000, pollMs: 3_100 }), settings),
+    ).toBe(false);
     // 4990 of 5000 at 200/s: 50 ms left, plus the margin, within the 1.2 s the poll took
-    expect(dueAgainNow(progress({ finished: 4990, finishedBefore: 3990, sinceBeforeMs: 5_000, sinceAnswerMs: 1_200 }), settings)).toBe(true);
+    expect(
+      dueAgainNow(
+        progress({ finished: 4990, finishedBefore: 3990, sinceBeforeMs: 5_000, sinceAnswerMs: 1_200 }),
+        settings,
+      ),
+    ).toBe(true);
   });
 
   it('not for a batch that shows no progress, nor one not running', () => {
-    expect(dueAgainNow(progress({ total: 250, finished: 249, finishedBefore: 249, sinceBeforeMs: 2_000, sinceAnswerMs: 5_000 }), settings)).toBe(false);
-    expect(dueAgainNow(progress({ status: 'queued', total: 250, sinceBeforeMs: 2_000, sinceAnswerMs: 5_000 }), settings)).toBe(false);
+    expect(
+      dueAgainNow(
+        progress({ total: 250, finished: 249, finishedBefore: 249, sinceBeforeMs: 2_000, sinceAnswerMs: 5_000 }),
+        settings,
+      ),
+    ).toBe(false);
+    expect(
+      dueAgainNow(progress({ status: 'queued', total: 250, sinceBeforeMs: 2_000, sinceAnswerMs: 5_000 }), settings),
+    ).toBe(false);
   });
 });

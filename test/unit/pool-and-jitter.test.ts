@@ -18,7 +18,14 @@ import { syncConcurrency } from '../../src/pipeline/backfill.ts';
 
 const ALL_ROLES = { scheduler: true, poller: true, sink: true };
 const daemon = (d: Partial<DaemonPoolInput> = {}) =>
-  daemonPoolPlan({ scheduleConcurrency: 2, pollConcurrency: 4, sinkConcurrency: 2, roles: ALL_ROLES, admin: false, ...d });
+  daemonPoolPlan({
+    scheduleConcurrency: 2,
+    pollConcurrency: 4,
+    sinkConcurrency: 2,
+    roles: ALL_ROLES,
+    admin: false,
+    ...d,
+  });
 
 describe('DATABASE_POOL_MAX against the concurrency settings', () => {
   it('counts a sync at two connections (its session lock and a statement), a poll and a sink at one, and the background work', () => {
@@ -28,12 +35,18 @@ describe('DATABASE_POOL_MAX against the concurrency settings', () => {
     // only the roles it runs; a sink-only daemon makes no API call, so no hold re-check, but it
     // runs the search indexer
     expect(poolDemand(daemon({ roles: { scheduler: false, poller: false, sink: true } }))).toBe(2 + 2 + 1);
-    expect(poolDemand(daemon({ scheduleConcurrency: 10, roles: { scheduler: true, poller: false, sink: false } }))).toBe(20 + 3);
+    expect(
+      poolDemand(daemon({ scheduleConcurrency: 10, roles: { scheduler: true, poller: false, sink: false } })),
+    ).toBe(20 + 3);
   });
 
   it('the defaults fit the default pool, for the daemon with an admin server and for backfill', () => {
     const p = loadConfig({}).pipeline;
-    const input = { scheduleConcurrency: p.scheduleConcurrency, pollConcurrency: p.pollConcurrency, sinkConcurrency: p.sinkConcurrency };
+    const input = {
+      scheduleConcurrency: p.scheduleConcurrency,
+      pollConcurrency: p.pollConcurrency,
+      sinkConcurrency: p.sinkConcurrency,
+    };
     expect(checkPool(DATABASE_POOL_MAX, () => daemon({ ...input, admin: true })).fits).toBe(true);
     const backfill = (pool: number) => backfillPoolPlan({ ...input, syncs: syncConcurrency(pool), wait: true });
     expect(checkPool(DATABASE_POOL_MAX, backfill).fits).toBe(true);
@@ -46,13 +59,19 @@ describe('DATABASE_POOL_MAX against the concurrency settings', () => {
     expect(v.demand).toBe(14);
     expect(v.message).toContain('10 connections per pool are too few');
     expect(v.message).toContain('SCHEDULE_CONCURRENCY=2 POLL_CONCURRENCY=4 SINK_CONCURRENCY=2 may hold 14 at once');
-    expect(v.message).toContain('Valid: DATABASE_POOL_MAX=14 with SCHEDULE_CONCURRENCY=2 POLL_CONCURRENCY=4 SINK_CONCURRENCY=2');
+    expect(v.message).toContain(
+      'Valid: DATABASE_POOL_MAX=14 with SCHEDULE_CONCURRENCY=2 POLL_CONCURRENCY=4 SINK_CONCURRENCY=2',
+    );
     // lowered one step at a time, the biggest holder first, until it fits the pool as it is
     expect(v.lowered).toEqual({ SCHEDULE_CONCURRENCY: 1, POLL_CONCURRENCY: 2, SINK_CONCURRENCY: 2 });
-    expect(v.message).toContain('or DATABASE_POOL_MAX=10 with SCHEDULE_CONCURRENCY=1 POLL_CONCURRENCY=2 SINK_CONCURRENCY=2');
+    expect(v.message).toContain(
+      'or DATABASE_POOL_MAX=10 with SCHEDULE_CONCURRENCY=1 POLL_CONCURRENCY=2 SINK_CONCURRENCY=2',
+    );
     // both suggestions really fit
     expect(checkPool(14, () => daemon()).fits).toBe(true);
-    expect(checkPool(10, () => daemon({ scheduleConcurrency: 1, pollConcurrency: 2, sinkConcurrency: 2 })).fits).toBe(true);
+    expect(checkPool(10, () => daemon({ scheduleConcurrency: 1, pollConcurrency: 2, sinkConcurrency: 2 })).fits).toBe(
+      true,
+    );
   });
 
   it('suggests only a bigger pool when even one job of each kind does not fit', () => {
@@ -77,14 +96,20 @@ describe('DATABASE_POOL_MAX against the concurrency settings', () => {
             expect(checkPool(bigger, planFor).fits).toBe(true);
             if (v.lowered) {
               const l = v.lowered;
-              const lowered = () => daemon({ scheduleConcurrency: l.SCHEDULE_CONCURRENCY!, pollConcurrency: l.POLL_CONCURRENCY!, sinkConcurrency: l.SINK_CONCURRENCY! });
+              const lowered = () =>
+                daemon({
+                  scheduleConcurrency: l.SCHEDULE_CONCURRENCY!,
+                  pollConcurrency: l.POLL_CONCURRENCY!,
+                  sinkConcurrency: l.SINK_CONCURRENCY!,
+                });
               expect(checkPool(pool, lowered).fits).toBe(true);
             }
           }
   });
 
-  it("backfill: its syncs side by side grow with the pool, so the pool it suggests fits with the syncs that pool brings", () => {
-    const planFor = (pool: number) => backfillPoolPlan({ pollConcurrency: 1, sinkConcurrency: 1, syncs: syncConcurrency(pool), wait: true });
+  it('backfill: its syncs side by side grow with the pool, so the pool it suggests fits with the syncs that pool brings', () => {
+    const planFor = (pool: number) =>
+      backfillPoolPlan({ pollConcurrency: 1, sinkConcurrency: 1, syncs: syncConcurrency(pool), wait: true });
     const v = checkPool(4, planFor);
     expect(v.fits).toBe(false);
     if (v.fits) return;

@@ -85,7 +85,9 @@ describe('on a terminal', () => {
   it('never grows past the terminal height, and keeps the running batches in sight', () => {
     const { writes, out } = sink({ isTTY: true, columns: 200, rows: 6 });
     const view = createProgressView(out);
-    const many = Array.from({ length: 10 }, (_, i) => batch({ jobId: `batch_${i}`, status: i < 7 ? 'completed' : 'active', sunk: i < 7 ? 100 : 0 }));
+    const many = Array.from({ length: 10 }, (_, i) =>
+      batch({ jobId: `batch_${i}`, status: i < 7 ? 'completed' : 'active', sunk: i < 7 ? 100 : 0 }),
+    );
     view.update(many);
     const lines = writes[0]!.split('\n').slice(0, -1);
     // rows - 2 lines: the summary, the first batches still running, one line for the rest

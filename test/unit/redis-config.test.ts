@@ -6,7 +6,6 @@ import { describe, expect, it } from 'vitest';
 import { hashTagOf, loadConfig } from '../../src/config.ts';
 import { configErrorOf } from '../helpers/config.ts';
 
-
 describe('Redis settings', () => {
   it('reads a hash tag as Redis Cluster does: the first {...} with something inside', () => {
     expect(hashTagOf('{vsi}')).toBe('vsi');
@@ -18,7 +17,10 @@ describe('Redis settings', () => {
   });
 
   it('refuses a QUEUE_PREFIX without a hash tag, naming it and an example, with or without a cluster', () => {
-    for (const env of [{ QUEUE_PREFIX: 'vsi' }, { QUEUE_PREFIX: '{}vsi', REDIS_CLUSTER_NODES: 'a:7000' }] as Record<string, string>[]) {
+    for (const env of [{ QUEUE_PREFIX: 'vsi' }, { QUEUE_PREFIX: '{}vsi', REDIS_CLUSTER_NODES: 'a:7000' }] as Record<
+      string,
+      string
+    >[]) {
       const m = configErrorOf(env);
       expect(m).toMatch(/^QUEUE_PREFIX: invalid value ".*vsi"/);
       expect(m).toContain('e.g. {vsi}');
@@ -36,7 +38,9 @@ describe('Redis settings', () => {
     expect(c.redisPassword).toBe('s3cret');
     expect(loadConfig({ REDIS_CLUSTER_NODES: 'a:7000', REDIS_PASSWORD: 'pw' }).redisPassword).toBe('pw');
     // as with REDIS_URL (ioredis): a password written in the URL wins
-    expect(loadConfig({ REDIS_CLUSTER_NODES: 'redis://:s3cret@b:7001', REDIS_PASSWORD: 'pw' }).redisPassword).toBe('s3cret');
+    expect(loadConfig({ REDIS_CLUSTER_NODES: 'redis://:s3cret@b:7001', REDIS_PASSWORD: 'pw' }).redisPassword).toBe(
+      's3cret',
+    );
     expect(loadConfig({}).redisClusterNodes).toBeUndefined();
   });
 
@@ -54,7 +58,11 @@ describe('Redis settings', () => {
       expect(m).toContain('e.g. redis-1:6379,redis-2:6379');
       expect(m).not.toContain('s3cret');
     }
-    expect(configErrorOf({ REDIS_CLUSTER_NODES: 'redis://:x@a:1,redis://:y@b:2' })).toMatch(/^REDIS_CLUSTER_NODES: .*different passwords/);
-    expect(configErrorOf({ REDIS_PASSWORD: 'pass\nword' })).toBe('REDIS_PASSWORD: invalid value (value hidden): expected no control characters (a stray newline?)');
+    expect(configErrorOf({ REDIS_CLUSTER_NODES: 'redis://:x@a:1,redis://:y@b:2' })).toMatch(
+      /^REDIS_CLUSTER_NODES: .*different passwords/,
+    );
+    expect(configErrorOf({ REDIS_PASSWORD: 'pass\nword' })).toBe(
+      'REDIS_PASSWORD: invalid value (value hidden): expected no control characters (a stray newline?)',
+    );
   });
 });

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { parseRetryAfter } from '../../src/api/errors.ts';
-import { backoffDelayMs, capRetryAfterMs, decideRetry, type AttemptOutcome, type RetryPolicy } from '../../src/api/retry.ts';
+import {
+  backoffDelayMs,
+  capRetryAfterMs,
+  decideRetry,
+  type AttemptOutcome,
+  type RetryPolicy,
+} from '../../src/api/retry.ts';
 import { API_RETRY_AFTER_MAX_MS } from '../../src/config.ts';
 
 const policy: RetryPolicy = { maxAttempts: 5, baseDelayMs: 100, maxDelayMs: 1_000 };
@@ -79,8 +85,13 @@ describe('decideRetry for GETs (idempotent)', () => {
 describe('decideRetry for job-creating POSTs', () => {
   it('retries only when the request never left or the API itself refused it', () => {
     expect(decideRetry('create', { kind: 'not-sent' }, 1, policy, half).retry).toBe(true);
-    expect(decideRetry('create', { kind: 'answered', status: 429, errorBody: true, retryAfterMs: 50 }, 1, policy, half).retry).toBe(true);
-    expect(decideRetry('create', { kind: 'answered', status: 429, errorBody: true }, 1, policy, half).retry).toBe(false);
+    expect(
+      decideRetry('create', { kind: 'answered', status: 429, errorBody: true, retryAfterMs: 50 }, 1, policy, half)
+        .retry,
+    ).toBe(true);
+    expect(decideRetry('create', { kind: 'answered', status: 429, errorBody: true }, 1, policy, half).retry).toBe(
+      false,
+    );
     expect(decideRetry('create', { kind: 'answered', status: 503, errorBody: true }, 1, policy, half).retry).toBe(true);
   });
 
@@ -126,7 +137,10 @@ describe('capRetryAfterMs', () => {
 
   it('caps a far HTTP date and absurd values too', () => {
     const now = Date.parse('2024-01-01T00:00:00Z');
-    expect(capRetryAfterMs(parseRetryAfter('Fri, 01 Jan 2100 00:00:00 GMT', now), HOUR_MS)).toEqual({ ms: HOUR_MS, capped: true });
+    expect(capRetryAfterMs(parseRetryAfter('Fri, 01 Jan 2100 00:00:00 GMT', now), HOUR_MS)).toEqual({
+      ms: HOUR_MS,
+      capped: true,
+    });
     expect(capRetryAfterMs(Number.POSITIVE_INFINITY, HOUR_MS)).toEqual({ ms: HOUR_MS, capped: true });
   });
 

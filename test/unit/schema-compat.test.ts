@@ -25,10 +25,17 @@ describe('schema compatibility', () => {
 });
 
 describe('migration lock settings', () => {
-  
   it('defaults to a 5 s lock timeout and 5 retries, and refuses a bad value naming the variable', () => {
-    expect(loadConfig({}).migration).toEqual({ lockTimeoutMs: MIGRATION_LOCK_TIMEOUT_MS, lockRetries: MIGRATION_LOCK_RETRIES, prepare: true });
-    expect(loadConfig({ MIGRATION_LOCK_TIMEOUT_MS: '250', MIGRATION_LOCK_RETRIES: '0' }).migration).toEqual({ lockTimeoutMs: 250, lockRetries: 0, prepare: true });
+    expect(loadConfig({}).migration).toEqual({
+      lockTimeoutMs: MIGRATION_LOCK_TIMEOUT_MS,
+      lockRetries: MIGRATION_LOCK_RETRIES,
+      prepare: true,
+    });
+    expect(loadConfig({ MIGRATION_LOCK_TIMEOUT_MS: '250', MIGRATION_LOCK_RETRIES: '0' }).migration).toEqual({
+      lockTimeoutMs: 250,
+      lockRetries: 0,
+      prepare: true,
+    });
     expect(loadConfig({ DATABASE_PREPARE: 'false' }).migration.prepare).toBe(false);
     expect(configErrorOf({ MIGRATION_LOCK_TIMEOUT_MS: '0' })).toMatch(/^MIGRATION_LOCK_TIMEOUT_MS: /);
     expect(configErrorOf({ MIGRATION_LOCK_TIMEOUT_MS: '50' })).toMatch(/^MIGRATION_LOCK_TIMEOUT_MS: .*100/);

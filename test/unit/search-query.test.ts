@@ -11,7 +11,9 @@ const ESC = '\x1b';
 
 describe('search query problems', () => {
   it('a NUL or another control character is named, with where it is', () => {
-    expect(searchQueryProblem('a\0b')).toMatch(/words: "a\\u0000b" holds a control character \(\\u0000 at position 2\)/);
+    expect(searchQueryProblem('a\0b')).toMatch(
+      /words: "a\\u0000b" holds a control character \(\\u0000 at position 2\)/,
+    );
     expect(searchQueryProblem(`a${ESC}[2J`)).toMatch(/\\u001b/);
     expect(searchQueryProblem('   ')).toMatch(/expected words/);
     expect(searchQueryProblem('x'.repeat(501))).toMatch(/at most 500 characters/);
@@ -23,7 +25,9 @@ describe('search query problems', () => {
       parseSource({ kind: 'search', ref: query, langs: [], textOnly: false, cron: null });
     expect(add('x'.repeat(SEARCH_SOURCE_QUERY_MAX_CHARS))).not.toThrow();
     expect(add('x'.repeat(SEARCH_SOURCE_QUERY_MAX_CHARS + 1))).toThrow(
-      new RegExp(`query: "x+…" \\(${SEARCH_SOURCE_QUERY_MAX_CHARS + 1} characters\\) is too long: a saved search query takes at most ${SEARCH_SOURCE_QUERY_MAX_CHARS} characters; nothing was registered`),
+      new RegExp(
+        `query: "x+…" \\(${SEARCH_SOURCE_QUERY_MAX_CHARS + 1} characters\\) is too long: a saved search query takes at most ${SEARCH_SOURCE_QUERY_MAX_CHARS} characters; nothing was registered`,
+      ),
     );
     expect(add('a\0b')).toThrow(/query: "a\\u0000b" holds a control character/);
   });

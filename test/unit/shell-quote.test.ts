@@ -17,12 +17,26 @@ describe('shellQuote', () => {
     expect(shellQuote('')).toBe("''");
     expect(shellQuote('$(touch /tmp/x)')).toBe("'$(touch /tmp/x)'");
     expect(shellQuote("it's")).toBe("'it'\\''s'");
-    const words = ['$(echo pwned)', '`echo pwned`', "a'b", 'a;b && c | d', 'new\nline', `esc${ESC}[2J`, 'ünïcode \u202e', '*', '~', '!x', '"$HOME"'];
+    const words = [
+      '$(echo pwned)',
+      '`echo pwned`',
+      "a'b",
+      'a;b && c | d',
+      'new\nline',
+      `esc${ESC}[2J`,
+      'ünïcode \u202e',
+      '*',
+      '~',
+      '!x',
+      '"$HOME"',
+    ];
     for (const w of words) {
       const echoed = execFileSync('bash', ['-c', `printf '%s' ${shellQuote(w)}`]).toString();
       expect(echoed, w).toBe(w);
     }
-    expect(shellCommand('videosite-ingest', 'replay', '--batch', '$(x)', 5)).toBe("videosite-ingest replay --batch '$(x)' 5");
+    expect(shellCommand('videosite-ingest', 'replay', '--batch', '$(x)', 5)).toBe(
+      "videosite-ingest replay --batch '$(x)' 5",
+    );
   });
 
   it('a word with control characters is written with escapes, so the hint shows no raw control', () => {
@@ -39,7 +53,22 @@ describe('the backfill summary', () => {
       syncs: [],
       syncErrors: [],
       batches: [
-        { jobId, sourceId: 1, kind: 'video', lang: null, status: 'completed', errorCode: null, total: 2, sunk: 1, failed: 0, retryable: 0, quarantined: 1, processing: 0, landed: 0, errors: {} },
+        {
+          jobId,
+          sourceId: 1,
+          kind: 'video',
+          lang: null,
+          status: 'completed',
+          errorCode: null,
+          total: 2,
+          sunk: 1,
+          failed: 0,
+          retryable: 0,
+          quarantined: 1,
+          processing: 0,
+          landed: 0,
+          errors: {},
+        },
       ],
       problems: [`batch ${jobId} (video, source 1): 1 item(s) quarantined (kept raw with the reason)`],
       exitCode: 1,

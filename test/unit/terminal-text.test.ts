@@ -75,9 +75,9 @@ describe('renderTable', () => {
 
 describe('shownCommanderError', () => {
   it('cuts a long quoted value and escapes control characters in what commander prints', () => {
-    expect(shownCommanderError(`error: command-argument value 'a${ESC}[2J\u202eb' is invalid for argument 'words'.\n`)).toBe(
-      "error: command-argument value 'a\\u001b[2J\\u202eb' is invalid for argument 'words'.\n",
-    );
+    expect(
+      shownCommanderError(`error: command-argument value 'a${ESC}[2J\u202eb' is invalid for argument 'words'.\n`),
+    ).toBe("error: command-argument value 'a\\u001b[2J\\u202eb' is invalid for argument 'words'.\n");
     const long = shownCommanderError(`error: option '--since <date>' argument '${'9'.repeat(1_000)}' is invalid.\n`);
     expect(long).toBe(`error: option '--since <date>' argument '${'9'.repeat(80)}…' (1000 characters) is invalid.\n`);
   });

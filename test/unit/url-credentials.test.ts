@@ -9,8 +9,12 @@ import { redactUrl, redactUrlsIn, urlWithoutPassword } from '../../src/url-crede
 
 describe('URL credentials', () => {
   it('redactUrl hides the password of a URL value, however it is written', () => {
-    expect(redactUrl('postgres://ingest:s3cret@db.example:5432/corpus')).toBe('postgres://ingest:***@db.example:5432/corpus');
-    expect(redactUrl('postgres://ingest:s3/cr#e?t@x@db.example/corpus')).toBe('postgres://ingest:***@db.example/corpus');
+    expect(redactUrl('postgres://ingest:s3cret@db.example:5432/corpus')).toBe(
+      'postgres://ingest:***@db.example:5432/corpus',
+    );
+    expect(redactUrl('postgres://ingest:s3/cr#e?t@x@db.example/corpus')).toBe(
+      'postgres://ingest:***@db.example/corpus',
+    );
     expect(redactUrl('redis://:s3cret@cache:6379')).toBe('redis://:***@cache:6379');
     expect(redactUrl('https://token123@api.example/v1')).toBe('https://***@api.example/v1');
     expect(redactUrl('postgres://ingest@db.example/corpus')).toBe('postgres://ingest@db.example/corpus');
@@ -45,9 +49,13 @@ describe('URL credentials', () => {
 
 describe('urlWithoutPassword', () => {
   it('drops the password of a URL a hint suggests, and redacts one that does not parse', () => {
-    expect(urlWithoutPassword('postgres://ingest:s3cret@db.example:5432/corpus_demo')).toBe('postgres://ingest@db.example:5432/corpus_demo');
+    expect(urlWithoutPassword('postgres://ingest:s3cret@db.example:5432/corpus_demo')).toBe(
+      'postgres://ingest@db.example:5432/corpus_demo',
+    );
     expect(urlWithoutPassword('postgres://ingest@db.example/corpus')).toBe('postgres://ingest@db.example/corpus');
-    expect(urlWithoutPassword('postgres://ingest:s3/cr#et@db.example/corpus')).toBe('postgres://ingest:***@db.example/corpus');
+    expect(urlWithoutPassword('postgres://ingest:s3/cr#et@db.example/corpus')).toBe(
+      'postgres://ingest:***@db.example/corpus',
+    );
   });
 });
 
@@ -55,7 +63,10 @@ describe('logs', () => {
   it('an error logged with a URL in its message or stack shows the password as ***', () => {
     let text = '';
     const log = createLogger({ destination: { write: (chunk: string) => void (text += chunk) } });
-    log.error({ event: 'worker.error', err: new Error('cannot reach redis://:s3cret@cache:6379 (refused)') }, 'worker error');
+    log.error(
+      { event: 'worker.error', err: new Error('cannot reach redis://:s3cret@cache:6379 (refused)') },
+      'worker error',
+    );
     log.warn({ event: 'redis.error', err: { message: 'postgres://u:s3cret@h/db is down' } }, 'redis connection error');
     expect(text).toContain('redis://:***@cache:6379');
     expect(text).toContain('postgres://u:***@h/db');

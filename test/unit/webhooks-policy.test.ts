@@ -7,9 +7,26 @@
 import { createHmac } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { parseSecretsKey, formatSecret, generateSecret, openSecret, parseSecret, sealSecret, secretsKeyId, WebhookSecretError } from '../../src/domain/webhook-secrets.ts';
+import {
+  parseSecretsKey,
+  formatSecret,
+  generateSecret,
+  openSecret,
+  parseSecret,
+  sealSecret,
+  secretsKeyId,
+  WebhookSecretError,
+} from '../../src/domain/webhook-secrets.ts';
 import { privateAddressRange, privateHostLiteral } from '../../src/domain/private-addresses.ts';
-import { deliveryHeaders, isDelivered, legacySignature, redactUrl, standardSignature, webhookBackoffMs, webhookUrlProblem } from '../../src/domain/webhooks.ts';
+import {
+  deliveryHeaders,
+  isDelivered,
+  legacySignature,
+  redactUrl,
+  standardSignature,
+  webhookBackoffMs,
+  webhookUrlProblem,
+} from '../../src/domain/webhooks.ts';
 
 const BODY = '{"id":7,"type":"batch.completed","occurred_at":"2026-11-23T10:00:00.000Z","data":{}}';
 
@@ -19,8 +36,21 @@ describe('webhook signatures', () => {
     const b = generateSecret();
     const now = Math.floor(Date.now() / 1000);
     expect(standardSignature(a.key, '7', now, BODY)).toBe(new Webhook(a.text).sign('7', new Date(now * 1000), BODY));
-    const headers = deliveryHeaders([{ key: b.key, legacy: false }, { key: a.key, legacy: false }], 7, now, BODY);
-    expect(headers).toMatchObject({ 'content-type': 'application/json', 'webhook-id': '7', 'webhook-timestamp': String(now), 'Videosite-Event-Id': '7' });
+    const headers = deliveryHeaders(
+      [
+        { key: b.key, legacy: false },
+        { key: a.key, legacy: false },
+      ],
+      7,
+      now,
+      BODY,
+    );
+    expect(headers).toMatchObject({
+      'content-type': 'application/json',
+      'webhook-id': '7',
+      'webhook-timestamp': String(now),
+      'Videosite-Event-Id': '7',
+    });
     expect(headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]{43}= v1,[A-Za-z0-9+/]{43}=$/);
     // a receiver holding either secret verifies; another secret does not
     expect(new Webhook(a.text).verify(BODY, headers)).toMatchObject({ id: 7 });
@@ -35,7 +65,15 @@ describe('webhook signatures', () => {
     expect(legacySignature(legacy, 1_795_000_000, BODY)).toBe(`t=1795000000,v1=${hex}`);
     const now = Math.floor(Date.now() / 1000);
     const fresh = generateSecret();
-    const headers = deliveryHeaders([{ key: fresh.key, legacy: false }, { key: legacy, legacy: true }], 7, now, BODY);
+    const headers = deliveryHeaders(
+      [
+        { key: fresh.key, legacy: false },
+        { key: legacy, legacy: true },
+      ],
+      7,
+      now,
+      BODY,
+    );
     expect(headers['Videosite-Signature']).toBe(legacySignature(legacy, now, BODY));
     expect(new Webhook(formatSecret(legacy)).verify(BODY, headers)).toMatchObject({ id: 7 });
   });
@@ -64,15 +102,29 @@ describe('webhook URLs and addresses', () => {
     expect(webhookUrlProblem('https://hooks.example.com/x?y=1', open)).toBeUndefined();
     expect(webhookUrlProblem('ftp://example.com/x', open)).toContain('"ftp://example.com/x" uses ftp');
     expect(webhookUrlProblem('example.com/x', open)).toContain('is not a URL');
-    for (const url of ['https://alice:pa55word@hooks.example.com/x', 'https://pa55word@hooks.example.com/x', 'https://alice:pa55word@hooks.example.com:99999/x', 'ftp://alice:pa55word@example.com/']) {
+    for (const url of [
+      'https://alice:pa55word@hooks.example.com/x',
+      'https://pa55word@hooks.example.com/x',
+      'https://alice:pa55word@hooks.example.com:99999/x',
+      'ftp://alice:pa55word@example.com/',
+    ]) {
       const problem = webhookUrlProblem(url, { allowPrivate: true })!;
       expect(problem).toContain('***@');
       expect(problem).not.toContain('pa55word');
     }
-    expect(webhookUrlProblem('https://alice:pa55word@hooks.example.com/x', open)).toContain('carries credentials (user:password@)');
+    expect(webhookUrlProblem('https://alice:pa55word@hooks.example.com/x', open)).toContain(
+      'carries credentials (user:password@)',
+    );
     expect(redactUrl('https://alice:pa55word@hooks.example.com/x')).toBe('https://***@hooks.example.com/x');
     expect(redactUrl('https://hooks.example.com/x')).toBe('https://hooks.example.com/x');
-    for (const url of ['http://127.0.0.1/x', 'http://10.0.0.8/x', 'http://[::1]:8080/x', 'http://localhost/x', 'http://api.localhost/x', 'http://0x7f.1/x']) {
+    for (const url of [
+      'http://127.0.0.1/x',
+      'http://10.0.0.8/x',
+      'http://[::1]:8080/x',
+      'http://localhost/x',
+      'http://api.localhost/x',
+      'http://0x7f.1/x',
+    ]) {
       expect(webhookUrlProblem(url, open), url).toContain('--allow-private');
       expect(webhookUrlProblem(url, { allowPrivate: true }), url).toBeUndefined();
     }
@@ -108,7 +160,23 @@ describe('webhook URLs and addresses', () => {
       ['0:0:0:0:0:ffff:c0a8:0101', '192.168.0.0/16'],
     ];
     for (const [address, range] of refused) expect(privateAddressRange(address), address).toContain(range);
-    for (const address of ['8.8.8.8', '1.1.1.1', '100.63.255.255', '100.128.0.0', '172.15.255.255', '172.32.0.0', '192.167.1.1', '169.253.0.1', '11.0.0.1', '2606:4700::1111', '::ffff:8.8.8.8', 'fec0::1', 'fbff::1', 'example.com', '']) {
+    for (const address of [
+      '8.8.8.8',
+      '1.1.1.1',
+      '100.63.255.255',
+      '100.128.0.0',
+      '172.15.255.255',
+      '172.32.0.0',
+      '192.167.1.1',
+      '169.253.0.1',
+      '11.0.0.1',
+      '2606:4700::1111',
+      '::ffff:8.8.8.8',
+      'fec0::1',
+      'fbff::1',
+      'example.com',
+      '',
+    ]) {
       expect(privateAddressRange(address), address).toBeUndefined();
     }
     expect(privateHostLiteral('LOCALHOST')).toContain('loopback');
@@ -121,7 +189,13 @@ describe('webhook secrets', () => {
     const g = generateSecret();
     expect(g.text).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(parseSecret(`  ${g.text}\n`).equals(g.key)).toBe(true);
-    for (const bad of ['hunter2-hunter2-hunter2-hunter2', `whsec_${Buffer.alloc(16, 7).toString('base64')}`, `whsec_${Buffer.alloc(65, 7).toString('base64')}`, 'whsec_not*base64', 'whsec_']) {
+    for (const bad of [
+      'hunter2-hunter2-hunter2-hunter2',
+      `whsec_${Buffer.alloc(16, 7).toString('base64')}`,
+      `whsec_${Buffer.alloc(65, 7).toString('base64')}`,
+      'whsec_not*base64',
+      'whsec_',
+    ]) {
       let err: unknown;
       try {
         parseSecret(bad);
@@ -139,7 +213,13 @@ describe('webhook secrets', () => {
     expect(parseSecretsKey(key.toString('hex'))).toEqual(key);
     expect(parseSecretsKey(key.toString('base64'))).toEqual(key);
     expect(parseSecretsKey(key.toString('base64').replace(/=$/, ''))).toEqual(key);
-    for (const bad of ['', 'abc', Buffer.alloc(16).toString('hex'), Buffer.alloc(31).toString('base64'), Buffer.alloc(48, 0xff).toString('base64')]) {
+    for (const bad of [
+      '',
+      'abc',
+      Buffer.alloc(16).toString('hex'),
+      Buffer.alloc(31).toString('base64'),
+      Buffer.alloc(48, 0xff).toString('base64'),
+    ]) {
       expect(typeof parseSecretsKey(bad)).toBe('string');
     }
   });
@@ -155,7 +235,9 @@ describe('webhook secrets', () => {
     // two seals of one key differ (a fresh IV each)
     expect(sealSecret(secretsKey, 3, key).material.equals(sealed.material)).toBe(false);
     expect(() => openSecret(undefined, 3, sealed)).toThrow('WEBHOOK_SECRETS_KEY is not set');
-    expect(() => openSecret(Buffer.alloc(32, 6), 3, sealed)).toThrow(`encrypted with key ${secretsKeyId(secretsKey)}, not with WEBHOOK_SECRETS_KEY`);
+    expect(() => openSecret(Buffer.alloc(32, 6), 3, sealed)).toThrow(
+      `encrypted with key ${secretsKeyId(secretsKey)}, not with WEBHOOK_SECRETS_KEY`,
+    );
     expect(() => openSecret(secretsKey, 4, sealed)).toThrow('stored for another endpoint');
     const tampered = { ...sealed, material: Buffer.from(sealed.material) };
     tampered.material[20] = tampered.material[20]! ^ 1;

@@ -79,7 +79,13 @@ export interface SourceAdapter {
   /** The video IDs to consider now, remembered in `source_videos`, and what listing them cost. */
   list(deps: AdapterDeps, source: Source, o?: CallOptions): Promise<Listing>;
   /** The batches that buy `due` (videos due for `kind`/`lang`), each within `batchSize`. */
-  buildBatches(source: Source, kind: BatchKind, lang: string | null, due: readonly string[], batchSize: number): PlannedBatch[];
+  buildBatches(
+    source: Source,
+    kind: BatchKind,
+    lang: string | null,
+    due: readonly string[],
+    batchSize: number,
+  ): PlannedBatch[];
 }
 
 /** A reference or option of `sources add` that is wrong: exit 2, nothing registered. */
@@ -114,14 +120,18 @@ export function videoIdBatches(
 }
 
 /** Options that only some kinds take: refuse them elsewhere rather than ignore them. */
-export function refuseOptions(spec: SourceSpec, allowed: { include?: boolean; filters?: boolean; limit?: boolean }): void {
+export function refuseOptions(
+  spec: SourceSpec,
+  allowed: { include?: boolean; filters?: boolean; limit?: boolean },
+): void {
   const kind = spec.kind;
   if (!allowed.include && spec.include.length > 0) {
     throw new SourceSpecError(`--include applies to channel and playlist sources, not to a ${kind} source`);
   }
   if (!allowed.filters) {
     const given = Object.keys(spec.filters);
-    if (given.length > 0) throw new SourceSpecError(`--${kebab(given[0]!)} applies to search sources, not to a ${kind} source`);
+    if (given.length > 0)
+      throw new SourceSpecError(`--${kebab(given[0]!)} applies to search sources, not to a ${kind} source`);
   }
   if (!allowed.limit && spec.limit !== undefined) {
     throw new SourceSpecError(`--limit does not apply to a ${kind} source (it submits every ID it was given)`);

@@ -28,7 +28,14 @@ export const channelAdapter: SourceAdapter = {
     try {
       const c = await api.getChannel({ id: parseChannelRef(ref.value, ref.where).canonical });
       await upsertChannel(sql, c);
-      return { ref: ref.value, externalId: c.id, title: c.name, maxVideos: sourceLimit(spec), search: null, videoIds: [] };
+      return {
+        ref: ref.value,
+        externalId: c.id,
+        title: c.name,
+        maxVideos: sourceLimit(spec),
+        search: null,
+        videoIds: [],
+      };
     } catch (e: unknown) {
       if (e instanceof ApiError && e.code === 'not-found') throw new SourceNotFoundUpstreamError('channel', ref.value);
       throw e;
@@ -37,15 +44,21 @@ export const channelAdapter: SourceAdapter = {
 
   async refresh({ sql, api }, source: Source, o) {
     if (await isRecordFresh(sql, 'channels', source.externalId, SOURCE_METADATA_REFRESH_MS)) return;
-    await upsertChannel(sql, await api.getChannel({ id: source.externalId }, { expectedCredits: PRICES.record, signal: o?.signal }));
+    await upsertChannel(
+      sql,
+      await api.getChannel({ id: source.externalId }, { expectedCredits: PRICES.record, signal: o?.signal }),
+    );
   },
 
   async list({ sql, api }, source, o) {
-    const listing = await api.getChannelVideos({
-      id: source.externalId,
-      limit: source.maxVideos,
-      type: source.include.length > 0 ? 'all' : 'video',
-    }, { expectedCredits: PRICES.listing, signal: o?.signal });
+    const listing = await api.getChannelVideos(
+      {
+        id: source.externalId,
+        limit: source.maxVideos,
+        type: source.include.length > 0 ? 'all' : 'video',
+      },
+      { expectedCredits: PRICES.listing, signal: o?.signal },
+    );
     const videoIds = listedIds(listing, source.include);
     await rememberVideos(sql, source.id, videoIds);
     return { videoIds, credits: PRICES.listing };

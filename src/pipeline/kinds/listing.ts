@@ -9,7 +9,10 @@ export const LISTING_LIMIT_DEFAULT = LIMIT_MAX;
 /** Regular IDs, then the included shorts and live IDs; each once, in listing order. */
 export function listedIds(listing: VideoIds, include: readonly SourceInclude[]): string[] {
   // concat, not push(...ids): the upstream decides how long a listing is
-  const ids = listing.videoIds.concat(include.includes('shorts') ? listing.shortIds : [], include.includes('live') ? listing.liveIds : []);
+  const ids = listing.videoIds.concat(
+    include.includes('shorts') ? listing.shortIds : [],
+    include.includes('live') ? listing.liveIds : [],
+  );
   return [...new Set(ids)];
 }
 

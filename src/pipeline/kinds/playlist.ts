@@ -26,7 +26,14 @@ export const playlistAdapter: SourceAdapter = {
     try {
       const p = await api.getPlaylist({ id: parsePlaylistId(ref.value, ref.where) });
       await upsertPlaylist(sql, p);
-      return { ref: ref.value, externalId: p.id, title: p.title, maxVideos: sourceLimit(spec), search: null, videoIds: [] };
+      return {
+        ref: ref.value,
+        externalId: p.id,
+        title: p.title,
+        maxVideos: sourceLimit(spec),
+        search: null,
+        videoIds: [],
+      };
     } catch (e: unknown) {
       if (e instanceof ApiError && e.code === 'not-found') throw new SourceNotFoundUpstreamError('playlist', ref.value);
       throw e;
@@ -35,11 +42,17 @@ export const playlistAdapter: SourceAdapter = {
 
   async refresh({ sql, api }, source, o) {
     if (await isRecordFresh(sql, 'playlists', source.externalId, SOURCE_METADATA_REFRESH_MS)) return;
-    await upsertPlaylist(sql, await api.getPlaylist({ id: source.externalId }, { expectedCredits: PRICES.record, signal: o?.signal }));
+    await upsertPlaylist(
+      sql,
+      await api.getPlaylist({ id: source.externalId }, { expectedCredits: PRICES.record, signal: o?.signal }),
+    );
   },
 
   async list({ sql, api }, source, o) {
-    const listing = await api.getPlaylistVideos({ id: source.externalId, limit: source.maxVideos }, { expectedCredits: PRICES.listing, signal: o?.signal });
+    const listing = await api.getPlaylistVideos(
+      { id: source.externalId, limit: source.maxVideos },
+      { expectedCredits: PRICES.listing, signal: o?.signal },
+    );
     const videoIds = listedIds(listing, source.include);
     await rememberVideos(sql, source.id, videoIds);
     return { videoIds, credits: PRICES.listing };

@@ -41,7 +41,9 @@ function checkFilters(filters: SearchFilterValues): SearchFilterValues {
     out[name] = value;
   }
   if (out.type !== undefined && out.type !== SEARCH_SOURCE_TYPE) {
-    throw new SourceSpecError(`--type ${JSON.stringify(out.type)}: a search source keeps videos, so it searches with --type ${SEARCH_SOURCE_TYPE} only`);
+    throw new SourceSpecError(
+      `--type ${JSON.stringify(out.type)}: a search source keeps videos, so it searches with --type ${SEARCH_SOURCE_TYPE} only`,
+    );
   }
   if (filters.features !== undefined) {
     const features = normalizeFeatures(filters.features);
@@ -125,5 +127,9 @@ function searchOf(source: { search: unknown; ref: string }): { query: string } &
   const s = source.search as ({ query?: unknown; features?: unknown } & Omit<SearchFilterValues, 'features'>) | null;
   const { features: kept, ...rest } = s ?? {};
   const features = normalizeFeatures(kept);
-  return { ...rest, ...(features !== undefined ? { features } : {}), query: typeof s?.query === 'string' ? s.query : source.ref };
+  return {
+    ...rest,
+    ...(features !== undefined ? { features } : {}),
+    query: typeof s?.query === 'string' ? s.query : source.ref,
+  };
 }

@@ -27,7 +27,8 @@ function parseAll(refs: readonly { value: string; where: string }[]): string[] {
         'expected an 11-character ID such as dQw4w9WgXcQ or a watch/shorts/youtu.be URL; nothing was registered',
     );
   }
-  if (ids.length === 0) throw new SourceSpecError('a videos source needs at least one video ID or URL (arguments or --file)');
+  if (ids.length === 0)
+    throw new SourceSpecError('a videos source needs at least one video ID or URL (arguments or --file)');
   return [...new Set(ids)];
 }
 
@@ -43,7 +44,10 @@ export const videosAdapter: SourceAdapter = {
   async resolve(_deps, spec) {
     const videoIds = parseAll(spec.refs);
     // the same set of IDs (in any order) is the same source
-    const digest = createHash('sha256').update([...videoIds].sort().join('\n')).digest('hex').slice(0, 16);
+    const digest = createHash('sha256')
+      .update([...videoIds].sort().join('\n'))
+      .digest('hex')
+      .slice(0, 16);
     const n = videoIds.length;
     return {
       ref: spec.origin ?? (n === 1 ? spec.refs[0]!.value : `${n} video IDs`),
