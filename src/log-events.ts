@@ -238,7 +238,7 @@ export const LOG_EVENTS = [
   /** a section of a source, batch, item or batches page could not be read and is left out: `page`, `section`, `cancelled`, `err` */
   'admin.section_failed',
 
-  // a read-only database and rolling upgrades (issue #16: src/pipeline/workers.ts, src/db/migrate.ts, src/pipeline/schema-gate.ts)
+  // a read-only database and rolling upgrades
   /** a job met a read-only database (25006): handed back without burning an attempt, its queue paused (warn): `queue`, `bullJobId`, `retryInMs` */
   'db.read_only',
   /** a migration waited longer than MIGRATION_LOCK_TIMEOUT_MS for a lock: rolled back, retried (warn): `migration`, `attempt`, `retryInMs`, `lockTimeoutMs`, `blockers` */

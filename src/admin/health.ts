@@ -8,7 +8,7 @@
  * away (BullMQ's Redis connection queues commands until it reconnects; postgres.js waits up to
  * its connect timeout).
  *
- * Two states of a database that answers but where this process cannot do its work (issue #16):
+ * Two states of a database that answers but where this process cannot do its work:
  * - `postgres: 'read-only'`: a standby, or `default_transaction_read_only` (every write fails
  *   with 25006; the workers wait and resume by themselves, so ready again once writes work);
  * - `schema: 'schema-newer'`: a newer build migrated further, and a migration this build does

@@ -1,5 +1,5 @@
 /**
- * `export`'s statements (issue #15): the records (one per transcript, with its video's contract
+ * `export`'s statements: the records (one per transcript, with its video's contract
  * fields), which of them the events after a cursor touched, and `export_cursors`.
  *
  * A run reads everything in one REPEATABLE READ snapshot (`inExportSnapshot`): the highest event

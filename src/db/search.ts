@@ -1,5 +1,5 @@
 /**
- * Transcript search (issue #15) over `transcript_windows`, which the trigger of migrations/0011
+ * Transcript search over `transcript_windows`, which the trigger of migrations/0011
  * keeps in step with `transcripts`. One statement: the query parsed in each text search
  * configuration the windows can carry (or the one of `--lang`), matched by each window in its
  * own configuration, ranked with ts_rank_cd; then, for the best windows only, the moment (the

@@ -214,13 +214,12 @@ export async function sourceOutcomes(sql: Queryable, sourceIds: readonly number[
 /**
  * `read` with the per-video probes of a few sources planned as probes, whatever the history.
  * Left to itself the planner joins these sources' videos to the whole of `video_sync` (a hash
- * join over a sequential scan) once that looks cheaper at its default random_page_cost, and it
- * expects ten languages per source where there is one: at 10x history (bench:scale, 2 000 000
- * `video_sync` rows) a page of 50 sources (30 000 videos) read them in 0.9-1.1 s against 0.12-0.15
- * s at 1x. The lateral subqueries (kept apart by their limit or offset) make it one index probe
- * per video: 0.26 s at 10x, 0.19 s at 1x. Those probes are costed as random reads, which passes
- * jit_above_cost: JIT then compiled for ~0.4 s to run them, so it is off for them (for the rest of
- * the caller's transaction when there is one, the read-only pages; else in one of their own).
+ * join over a sequential scan) once the table is large, so this read would grow with the history
+ * (bench:scale measures it at 1x and 10x). The lateral subqueries (kept apart by their limit or
+ * offset) make it one index probe per video. Those probes are costed as random reads, which
+ * passes jit_above_cost, and JIT would take longer to compile them than they take to run, so it
+ * is off for them (for the rest of the caller's transaction when there is one, the read-only
+ * pages; else in one of their own).
  */
 async function probing<T>(sql: Queryable, read: (q: Queryable) => Promise<T>): Promise<T> {
   if ('begin' in sql && typeof sql.begin === 'function') {

@@ -25,10 +25,7 @@ export type ConcurrencyVariable = 'SCHEDULE_CONCURRENCY' | 'POLL_CONCURRENCY' | 
 /**
  * A sync: one statement or transaction at a time (submit.ts holds no connection across the POST;
  * credits, claims and the run's record are statements or transactions in turn), plus its lease's
- * renewal, which may run beside it. Until the lease (issue #16) the first was a session lock on a
- * reserved connection, held for the whole sync: with 8 syncs on one tick
- * (test/integration/many-sources.test.ts) all 8 stood while up to 7 transactions waited on the
- * credit guard's lock (src/pipeline/credits.ts), each on a connection of its own. Two is kept.
+ * renewal, which may run beside it.
  */
 export const CONNECTIONS_PER_SYNC = 2;
 /** A poll: one landing transaction at a time; the answer is streamed between them. */

@@ -1,5 +1,5 @@
 /**
- * Change events (issue #14): the types, what each one's `data` carries, and the rules that decide
+ * Change events: the types, what each one's `data` carries, and the rules that decide
  * which change makes which event. Defined once; the `events` table, its producers, the `events`
  * CLI and the webhook worker all use these.
  *

@@ -1,6 +1,6 @@
 /**
  * Which network addresses a webhook endpoint may reach only when it was added with
- * `--allow-private` (issue #27): this network, private, shared (carrier-grade NAT), loopback and
+ * `--allow-private`: this network, private, shared (carrier-grade NAT), loopback and
  * link-local ranges, in IPv4 and IPv6, the IPv4 ones also in their IPv6 forms (mapped,
  * compatible, NAT64), which a host name could otherwise resolve to unnoticed. Pure: the worker
  * (src/pipeline/webhooks.ts) checks every address a host name resolves to before connecting.

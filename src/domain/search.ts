@@ -1,5 +1,5 @@
 /**
- * Transcript search (issue #15), the parts that are not SQL: how the index cuts a transcript (the
+ * Transcript search, the parts that are not SQL: how the index cuts a transcript (the
  * numbers migrations/0011 uses), how a query is prepared for it, how a moment is written and how a
  * hit becomes a link. Which text search configuration a language gets is decided in one place,
  * the SQL function `search_config_map` of migrations/0011 (the trigger needs it; the query reads it).

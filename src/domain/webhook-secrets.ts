@@ -1,5 +1,5 @@
 /**
- * Webhook signing secrets (issue #27): their text form, how they are kept in Postgres, and their
+ * Webhook signing secrets: their text form, how they are kept in Postgres, and their
  * encryption at rest. A secret is a key of 24 to 64 bytes, written the Standard Webhooks way,
  * `whsec_<base64 of the key>`; a generated one has WEBHOOK_SECRET_BYTES random bytes. A secret of
  * an endpoint added before Standard Webhooks (`legacy`) is the UTF-8 bytes of the string that was
