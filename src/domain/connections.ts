@@ -5,7 +5,7 @@
  * postgres.js queues a statement while every connection of its pool is busy. For most steps that
  * is only a wait (a poll, a sink chunk, a /metrics read: each holds one connection, then gives it
  * back), but a sync may hold two at once: its statements or transactions, and the renewal of its
- * lease (src/db/locks.ts) every SYNC_LEASE_RENEW_MS, which may come while a transaction waits on
+ * lease (src/db/leases.ts) every SYNC_LEASE_RENEW_MS, which may come while a transaction waits on
  * the credit guard's lock: syncs that together hold the whole pool would wait on each other.
  * Counting every job at the most it holds at once and refusing
  * a pool smaller than the sum rules that out, and keeps statements from queueing behind each
@@ -28,7 +28,7 @@ export type ConcurrencyVariable = 'SCHEDULE_CONCURRENCY' | 'POLL_CONCURRENCY' | 
  * renewal, which may run beside it. Until the lease (issue #16) the first was a session lock on a
  * reserved connection, held for the whole sync: with 8 syncs on one tick
  * (test/integration/many-sources.test.ts) all 8 stood while up to 7 transactions waited on the
- * credit guard's lock (src/pipeline/credits.ts), each on a connection of its own. Two is kept.
+ * credit guard's lock (src/pipeline/ingest/credits.ts), each on a connection of its own. Two is kept.
  */
 export const CONNECTIONS_PER_SYNC = 2;
 /** A poll: one landing transaction at a time; the answer is streamed between them. */
@@ -41,7 +41,7 @@ export const RECONCILE_CONNECTIONS = 1;
 export const HOLD_RECHECK_CONNECTIONS = 1;
 /** Webhook delivery (role webhooks): WEBHOOK_SLOTS endpoints side by side, one statement each at a time. */
 export const WEBHOOK_CONNECTIONS = WEBHOOK_SLOTS;
-/** The search indexer beside the poll and sink workers (src/pipeline/search-index.ts), or a command's drain of it: one transaction at a time. */
+/** The search indexer beside the poll and sink workers (src/pipeline/services/search-index.ts), or a command's drain of it: one transaction at a time. */
 export const SEARCH_INDEX_CONNECTIONS = 1;
 /** The daily prune one daemon runs: one statement or transaction at a time. */
 export const PRUNE_CONNECTIONS = 1;
@@ -135,7 +135,7 @@ export function daemonPoolPlan(d: DaemonPoolInput): PoolPlan {
 export interface BackfillPoolInput {
   pollConcurrency: number;
   sinkConcurrency: number;
-  /** syncs the backfill runs side by side (src/pipeline/backfill.ts syncConcurrency) */
+  /** syncs the backfill runs side by side (src/pipeline/commands/backfill.ts syncConcurrency) */
   syncs: number;
   /** with --wait it runs poll and sink workers; without, only its syncs */
   wait: boolean;

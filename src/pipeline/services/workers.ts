@@ -1,7 +1,7 @@
 /**
  * BullMQ workers for the three queue roles (the `webhooks` role is no queue:
- * src/pipeline/webhooks.ts; the poller and sink roles also run the search indexer,
- * src/pipeline/search-index.ts). Each validates its payload, runs one pipeline step, and turns the
+ * src/pipeline/services/webhook-delivery.ts; the poller and sink roles also run the search indexer,
+ * src/pipeline/services/search-index.ts). Each validates its payload, runs one pipeline step, and turns the
  * step's errors into what BullMQ should do with the job:
  *
  * - a 429 pauses every process's API calls for the Retry-After window (shared limiter) and the
@@ -23,10 +23,10 @@
  * the jitter window (ticks.ts), or a sync.
  */
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { RedisClient } from '../queues/connection.ts';
-import { ApiError, LimitExceededError } from '../api/errors.ts';
-import { SourceNotFoundError } from '../db/sources.ts';
-import { QUEUE_POLL, QUEUE_SCHEDULE, QUEUE_SINK } from '../queues/names.ts';
+import type { RedisClient } from '../../queues/connection.ts';
+import { ApiError, LimitExceededError } from '../../api/errors.ts';
+import { SourceNotFoundError } from '../../db/sources.ts';
+import { QUEUE_POLL, QUEUE_SCHEDULE, QUEUE_SINK } from '../../queues/names.ts';
 import {
   PayloadError,
   parsePayload,
@@ -34,18 +34,18 @@ import {
   SinkJobSchema,
   SyncJobSchema,
   TickJobSchema,
-} from '../queues/payloads.ts';
-import type { PipelineDeps } from './deps.ts';
-import { PERMANENT_API_CODES } from '../domain/refusals.ts';
-import { pollBatch, recordPollFailure } from './poller.ts';
-import { isConnectionLost } from '../db/connection.ts';
-import { isReadOnlyError } from '../db/pg-errors.ts';
+} from '../../queues/payloads.ts';
+import type { PipelineDeps } from '../deps.ts';
+import { PERMANENT_API_CODES } from '../../domain/refusals.ts';
+import { pollBatch, recordPollFailure } from '../ingest/poll-batch.ts';
+import { isConnectionLost } from '../../db/connection.ts';
+import { isReadOnlyError } from '../../db/pg-errors.ts';
 import type { SchemaGate } from './schema-gate.ts';
-import { syncSource } from './scheduler.ts';
-import { sinkBatch } from './sink.ts';
-import { queueCronTick, queueTickSync } from './ticks.ts';
+import { syncSource } from '../ingest/sync-source.ts';
+import { sinkBatch } from '../ingest/sink.ts';
+import { queueCronTick, queueTickSync } from './cron-ticks.ts';
 import { startSearchIndexer } from './search-index.ts';
-import { startWebhookDelivery } from './webhooks.ts';
+import { startWebhookDelivery } from './webhook-delivery.ts';
 
 export const ROLES = ['scheduler', 'poller', 'sink', 'webhooks'] as const;
 export type Role = (typeof ROLES)[number];
@@ -148,7 +148,7 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
       QUEUE_SCHEDULE,
       async (job: Job) => {
         // a cron tick (its scheduler fired it) only queues syncs, each at its source's offset
-        // (src/pipeline/ticks.ts); safe to retry: one sync job per source and tick. A tick of a
+        // (src/pipeline/services/cron-ticks.ts); safe to retry: one sync job per source and tick. A tick of a
         // per-source scheduler from before schedulers were per pattern stands for its one source.
         if (job.repeatJobKey !== undefined) {
           const tick = parsePayload(QUEUE_SCHEDULE, TickJobSchema, job.data);
@@ -266,7 +266,7 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
     workers.push(w);
   }
 
-  // not a queue: webhook delivery reads Postgres only (src/pipeline/webhooks.ts)
+  // not a queue: webhook delivery reads Postgres only (src/pipeline/services/webhook-delivery.ts)
   const webhooks = opts.roles.includes('webhooks') ? startWebhookDelivery(deps) : undefined;
   // nor is the search indexer: it builds the windows of what the polls and sinks stored (in
   // every process that stores transcripts, so no deployment of roles is left without one)

@@ -22,8 +22,8 @@ import { randomBytes } from 'node:crypto';
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { hostname } from 'node:os';
 import { Agent } from 'undici';
-import type { Sql } from '../db/connection.ts';
-import { readEvents, type EventRow } from '../db/events.ts';
+import type { Sql } from '../../db/connection.ts';
+import { readEvents, type EventRow } from '../../db/events.ts';
 import {
   claimEndpoint,
   recordDelivered,
@@ -33,10 +33,10 @@ import {
   type DeliveryAttempt,
   type EndpointTarget,
   type LeasedEndpoint,
-} from '../db/webhooks.ts';
-import { EVENTS_CHANNEL } from '../domain/events.ts';
-import { isIpLiteral, privateAddressRange } from '../domain/private-addresses.ts';
-import { openSecret, WebhookSecretError } from '../domain/webhook-secrets.ts';
+} from '../../db/webhooks.ts';
+import { EVENTS_CHANNEL } from '../../domain/events.ts';
+import { isIpLiteral, privateAddressRange } from '../../domain/private-addresses.ts';
+import { openSecret, WebhookSecretError } from '../../domain/webhook-secrets.ts';
 import {
   deliveryHeaders,
   isDelivered,
@@ -45,9 +45,9 @@ import {
   WEBHOOK_SLOTS,
   WEBHOOK_TURN_MS,
   type SigningKey,
-} from '../domain/webhooks.ts';
-import type { Logger } from '../log.ts';
-import type { PipelineSettings } from './deps.ts';
+} from '../../domain/webhooks.ts';
+import type { Logger } from '../../log.ts';
+import type { PipelineSettings } from '../deps.ts';
 
 /** Events read per statement for one endpoint. */
 export const WEBHOOK_READ_EVENTS = 100;

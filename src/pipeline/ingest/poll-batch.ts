@@ -21,7 +21,7 @@ import {
   LimitExceededError,
   NotFoundError,
   UnauthorizedError,
-} from '../api/errors.ts';
+} from '../../api/errors.ts';
 import {
   batchForPoll,
   countPollFailure,
@@ -33,11 +33,11 @@ import {
   recordRefusedPoll,
   scheduleNextPoll,
   type PolledBatch,
-} from '../db/batch-polls.ts';
-import { isConnectionLost } from '../db/connection.ts';
-import { hasHugeNumberText, isDelivered, itemStates, markUnfinishedRetryable, type LandItem } from '../db/items.ts';
-import { findUnstorableNumber } from '../db/storable.ts';
-import { recordOutcomes } from '../db/video-sync.ts';
+} from '../../db/batch-polls.ts';
+import { isConnectionLost } from '../../db/connection.ts';
+import { hasHugeNumberText, isDelivered, itemStates, markUnfinishedRetryable, type LandItem } from '../../db/items.ts';
+import { findUnstorableNumber } from '../../db/storable.ts';
+import { recordOutcomes } from '../../db/video-sync.ts';
 import {
   LOCAL_BATCH_END_CODES,
   LiberalBatchHeadSchema,
@@ -46,16 +46,16 @@ import {
   storableDate,
   type BatchKind,
   type BatchStatus,
-} from '../domain/batches.ts';
-import type { BatchItem } from '../api/schemas.ts';
-import { classifyRawItem, isFinalItemState, UNFINISHED_AT_END_CODE, type ItemState } from '../domain/items.ts';
+} from '../../domain/batches.ts';
+import type { BatchItem } from '../../api/schemas.ts';
+import { classifyRawItem, isFinalItemState, UNFINISHED_AT_END_CODE, type ItemState } from '../../domain/items.ts';
 import { readBatchItems, type RawBatchHead } from './batch-stream.ts';
 import type { RowBatch } from './item-rows.ts';
 import { prepareItem, storeChunk, type PreparedItem } from './store-items.ts';
-import type { PipelineDeps } from './deps.ts';
+import type { PipelineDeps } from '../deps.ts';
 import { takeCreditSnapshot } from './credits.ts';
 import { pollTranscriptJob } from './transcript-job.ts';
-import { holdsApplying, meRefusesKey, recordHold } from './upstream-holds.ts';
+import { holdsApplying, meRefusesKey, recordHold } from '../services/upstream-holds.ts';
 
 /** Consecutive poll attempts that threw (not an answer we understood) before the batch is failed. */
 export const POLL_FAILURES_MAX = 20;

@@ -13,7 +13,7 @@
  * any sync. Any other refused answer is polled again.
  */
 import { z } from 'zod';
-import { ApiError, LimitExceededError, NotFoundError, SchemaMismatchError } from '../api/errors.ts';
+import { ApiError, LimitExceededError, NotFoundError, SchemaMismatchError } from '../../api/errors.ts';
 import {
   endBatchLocally,
   recordNotFound,
@@ -21,16 +21,16 @@ import {
   recordRefusedPoll,
   scheduleNextPoll,
   type PolledBatch,
-} from '../db/batch-polls.ts';
-import { markUnfinishedFailed, type LandItem } from '../db/items.ts';
-import { DeliveredTranscriptSchema } from '../db/transcripts.ts';
-import { recordOutcomes } from '../db/video-sync.ts';
-import { LOCAL_BATCH_END_CODES, readHead, type BatchStatus } from '../domain/batches.ts';
-import { classifyItem, EXPIRED_RESULT_OUTCOME, UNFINISHED_AT_END_CODE } from '../domain/items.ts';
-import { formatIssuePath } from '../api/schemas.ts';
+} from '../../db/batch-polls.ts';
+import { markUnfinishedFailed, type LandItem } from '../../db/items.ts';
+import { DeliveredTranscriptSchema } from '../../db/transcripts.ts';
+import { recordOutcomes } from '../../db/video-sync.ts';
+import { LOCAL_BATCH_END_CODES, readHead, type BatchStatus } from '../../domain/batches.ts';
+import { classifyItem, EXPIRED_RESULT_OUTCOME, UNFINISHED_AT_END_CODE } from '../../domain/items.ts';
+import { formatIssuePath } from '../../api/schemas.ts';
 import { takeCreditSnapshot } from './credits.ts';
-import type { PipelineDeps } from './deps.ts';
-import { nextPollDelayMs, type PollResult } from './poller.ts';
+import type { PipelineDeps } from '../deps.ts';
+import { nextPollDelayMs, type PollResult } from './poll-batch.ts';
 import { prepareItem, reportRows, storePrepared } from './store-items.ts';
 
 /**
@@ -154,7 +154,7 @@ export async function pollTranscriptJob(
   }
 
   const status = reading.status!;
-  // the transcript is written with its item, as a batch's items are (src/pipeline/store-items.ts)
+  // the transcript is written with its item, as a batch's items are (src/pipeline/ingest/store-items.ts)
   const item = prepareItem(
     { jobId, kind: batch.kind, mode: batch.mode },
     jobItem(videoIdOf(batch), status, result, answer),

@@ -19,19 +19,19 @@ import {
   type QuarantinedItem,
   type QuarantineFilter,
   type Requalified,
-} from '../db/quarantine.ts';
-import { batchExists, inFlightBatchOf } from '../db/batches.ts';
-import { reopenSunk } from '../db/items.ts';
-import { lockStoredItems } from '../db/prune.ts';
-import { retryableGroups } from '../db/resubmissions.ts';
-import type { BatchKind } from '../db/schema.ts';
-import { lostSubmissions, markSubmission, type SubmissionRow } from '../db/submissions.ts';
-import { classifyRawItem } from '../domain/items.ts';
-import type { PipelineDeps } from './deps.ts';
-import { reserveCredits } from './credits.ts';
-import { syncSource, type SyncResult } from './scheduler.ts';
-import { submitBatch } from './submit.ts';
-import { sinkBatch, type SinkResult } from './sink.ts';
+} from '../../db/quarantine.ts';
+import { batchExists, inFlightBatchOf } from '../../db/batches.ts';
+import { reopenSunk } from '../../db/items.ts';
+import { lockStoredItems } from '../../db/prune.ts';
+import { retryableGroups } from '../../db/resubmissions.ts';
+import type { BatchKind } from '../../db/schema.ts';
+import { lostSubmissions, markSubmission, type SubmissionRow } from '../../db/submissions.ts';
+import { classifyRawItem } from '../../domain/items.ts';
+import type { PipelineDeps } from '../deps.ts';
+import { reserveCredits } from '../ingest/credits.ts';
+import { syncSource, type SyncResult } from '../ingest/sync-source.ts';
+import { submitBatch } from '../ingest/submit.ts';
+import { sinkBatch, type SinkResult } from '../ingest/sink.ts';
 
 /** `replay --batch` found stored items whose raw copy retention dropped: it changed nothing. */
 export interface PrunedBatch {
