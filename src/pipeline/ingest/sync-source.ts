@@ -121,7 +121,7 @@ export async function syncSource(deps: PipelineDeps, sourceId: number, opts: Syn
     try {
       // every request of the sync is billed to the source, and to its run once it has one
       const scope: BillingScope = { sourceId, syncRunId: null };
-      return await withBillingScope(scope, () => syncLocked(deps, sourceId, opts, scope));
+      return await withBillingScope(scope, () => syncUnderLease(deps, sourceId, opts, scope));
     } finally {
       await lease.stop();
       await releaseSyncLease(deps.sql, sourceId, SYNC_LEASE_HOLDER).catch((err: unknown) => {
@@ -180,7 +180,7 @@ function emptyResult(sourceId: number): SyncResult {
   };
 }
 
-async function syncLocked(
+async function syncUnderLease(
   deps: PipelineDeps,
   sourceId: number,
   opts: SyncOptions,
