@@ -10,8 +10,8 @@ import { pipeline } from 'node:stream/promises';
 import postgres from 'postgres';
 import type { Queryable } from '../src/db/connection.ts';
 import { indexQueuedTranscripts } from '../src/db/search.ts';
-import { LAND_CHUNK_MAX_CHARS } from '../src/pipeline/poller.ts';
-import { SEARCH_INDEX_CHUNK } from '../src/pipeline/search-index.ts';
+import { LAND_CHUNK_MAX_CHARS } from '../src/pipeline/ingest/poll-batch.ts';
+import { SEARCH_INDEX_CHUNK } from '../src/pipeline/services/search-index.ts';
 
 interface VideoRecord {
   id: string;

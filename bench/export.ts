@@ -25,7 +25,7 @@ import { pathToFileURL } from 'node:url';
 import postgres from 'postgres';
 import { loadConfig } from '../src/config.ts';
 import { migrateDatabase, quoteIdentifier, withDatabase } from '../src/db/migrate.ts';
-import { EXPORT_FORMATS, type ExportFormat } from '../src/pipeline/export.ts';
+import { EXPORT_FORMATS, type ExportFormat } from '../src/pipeline/commands/export.ts';
 import { REPO_ROOT, shebangNodeArgs } from './procs.ts';
 
 export const EXPORT_BENCH_TRANSCRIPTS = 1_000_000;

@@ -25,7 +25,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, freemem, loadavg, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { registerSource } from '../src/pipeline/sources.ts';
+import { registerSource } from '../src/pipeline/commands/sources.ts';
 import { loadFinalRows, runCeiling } from './ceiling.ts';
 import { runNaive } from './naive.ts';
 import { probeSimulator } from './probe.ts';

@@ -73,7 +73,7 @@ type Where = readonly [file: string, name: string];
 /** Where each read lives, newest first. */
 const READS = {
   perSourceCounts: [
-    ['src/pipeline/status.ts', 'readStatusSources'],
+    ['src/pipeline/read/status.ts', 'readStatusSources'],
     ['src/db/source-stats.ts', 'sourcesWithStats'],
     ['src/db/sources.ts', 'sourcesWithCounts'],
   ],
@@ -117,7 +117,7 @@ export async function loadRoot(dirArg: string): Promise<RootApi> {
   const bin = join(dir, 'bin', 'videosite-ingest.js');
   if (!existsSync(bin))
     throw new Error(`--root / BENCH_ROOT: ${dir} is not a checkout of videosite-ingest (no bin/videosite-ingest.js)`);
-  const pruneModule = await importFrom(dir, 'src/pipeline/prune.ts');
+  const pruneModule = await importFrom(dir, 'src/pipeline/commands/prune.ts');
   return {
     dir,
     bin,
@@ -129,11 +129,11 @@ export async function loadRoot(dirArg: string): Promise<RootApi> {
     deletePrefixKeys: await required(dir, 'src/queues/connection.ts', 'deletePrefixKeys'),
     createMetrics: await required(dir, 'src/admin/metrics.ts', 'createMetrics'),
     createAdminApp: await required(dir, 'src/admin/server.ts', 'createAdminApp'),
-    collectStatus: await required(dir, 'src/pipeline/status.ts', 'collectStatus'),
+    collectStatus: await required(dir, 'src/pipeline/read/status.ts', 'collectStatus'),
     batchProgress: await required(dir, 'src/db/batch-progress.ts', 'batchProgress'),
-    reconcile: await required(dir, 'src/pipeline/reconcile.ts', 'reconcile'),
-    syncSource: await required(dir, 'src/pipeline/scheduler.ts', 'syncSource'),
-    dueVideoIds: await required(dir, 'src/pipeline/scheduler.ts', 'dueVideoIds'),
+    reconcile: await required(dir, 'src/pipeline/services/reconcile.ts', 'reconcile'),
+    syncSource: await required(dir, 'src/pipeline/ingest/sync-source.ts', 'syncSource'),
+    dueVideoIds: await required(dir, 'src/pipeline/ingest/sync-source.ts', 'dueVideoIds'),
     perSourceCounts: await firstOf(dir, READS.perSourceCounts),
     itemCounts: await firstOf(dir, READS.itemCounts),
     itemErrors: await firstOf(dir, READS.itemErrors),

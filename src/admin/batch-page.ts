@@ -11,7 +11,7 @@ import { sourcesWithStatsByIds } from '../db/source-stats.ts';
 import type { Pool } from '../db/statement-timeout.ts';
 import { isTerminalStatus } from '../domain/batches.ts';
 import { ITEM_STATES, type ItemState } from '../domain/items.ts';
-import { readHolds, type Freshness, type HoldsStatus } from '../pipeline/status.ts';
+import { readHolds, type Freshness, type HoldsStatus } from '../pipeline/read/status.ts';
 import { html, type SafeHtml } from './html.ts';
 import {
   batchHref,

@@ -10,7 +10,7 @@ import { databaseNow } from '../db/connection.ts';
 import { sourcesWithStatsByIds } from '../db/source-stats.ts';
 import type { Pool } from '../db/statement-timeout.ts';
 import { BATCH_STATUSES, type BatchStatus } from '../domain/batches.ts';
-import { readHolds, type HoldsStatus } from '../pipeline/status.ts';
+import { readHolds, type HoldsStatus } from '../pipeline/read/status.ts';
 import { html, type SafeHtml } from './html.ts';
 import { ago, batchName, jobLink, pageLinks, renderPage, sourceLink, statusPill, unavailable } from './layout.ts';
 import { readPageSections, type PageReadOptions } from './page-sections.ts';

@@ -8,7 +8,7 @@
 import { batchItemView, type BatchItemView } from '../db/admin-pages.ts';
 import { databaseNow } from '../db/connection.ts';
 import type { Pool } from '../db/statement-timeout.ts';
-import { readHolds, type HoldsStatus } from '../pipeline/status.ts';
+import { readHolds, type HoldsStatus } from '../pipeline/read/status.ts';
 import { itemStatePill } from './batch-page.ts';
 import { compactBytes } from './chart.ts';
 import { html, type SafeHtml } from './html.ts';

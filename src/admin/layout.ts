@@ -5,7 +5,7 @@
  * escapes it (titles, errors and raw items come from the upstream and from users).
  */
 import { erroredItems, type BatchProgress } from '../db/batch-progress.ts';
-import type { Freshness, HoldsStatus } from '../pipeline/status.ts';
+import type { Freshness, HoldsStatus } from '../pipeline/read/status.ts';
 import { html, raw, type SafeHtml } from './html.ts';
 
 /** Where bull-board is mounted (server.ts mounts it there). */

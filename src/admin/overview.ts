@@ -43,7 +43,7 @@ import {
   type RecentBatch,
   type WebhookStatus,
   type SourcesPage,
-} from '../pipeline/status.ts';
+} from '../pipeline/read/status.ts';
 import { compactBytes, compactNumber, creditChartSvg, type CreditPoint } from './chart.ts';
 import { html, type SafeHtml } from './html.ts';
 import { BATCHES_PER_PAGE } from './batches-page.ts';
@@ -76,7 +76,7 @@ export const OVERVIEW_STATEMENT_TIMEOUT_MS = 2_000;
 /** Recently finished batches listed at most. */
 const RECENT_BATCHES_SHOWN = 10;
 
-/** a source as the page lists it; the ranking and the freshness rule live in src/pipeline/status.ts, shared with `status` */
+/** a source as the page lists it; the ranking and the freshness rule live in src/pipeline/read/status.ts, shared with `status` */
 export type OverviewSource = RankedSource;
 
 export interface OverviewSources extends SourcesPage {

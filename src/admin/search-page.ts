@@ -16,7 +16,7 @@ import {
   searchQueryProblem,
   snippetParts,
 } from '../domain/search.ts';
-import { readHolds, type HoldsStatus } from '../pipeline/status.ts';
+import { readHolds, type HoldsStatus } from '../pipeline/read/status.ts';
 import { html, type SafeHtml } from './html.ts';
 import { renderPage, unavailable } from './layout.ts';
 import { readPageSections, type PageReadOptions } from './page-sections.ts';

@@ -23,7 +23,7 @@ import { sourceLanguageCoverage } from '../db/video-outcomes.ts';
 import type { LanguageCoverage } from '../domain/coverage.ts';
 import { planCron } from '../domain/cron.ts';
 import type { SyncRunOutcome } from '../domain/syncs.ts';
-import { freshnessOf, readHolds, type Freshness, type HoldsStatus } from '../pipeline/status.ts';
+import { freshnessOf, readHolds, type Freshness, type HoldsStatus } from '../pipeline/read/status.ts';
 import { html, type SafeHtml } from './html.ts';
 import {
   ago,

@@ -10,7 +10,7 @@ import { closeRedis, createRedisFromConfig, type RedisClient } from '../queues/c
 import { createApiLimiter, type ApiLimiter } from '../queues/limiter.ts';
 import { createQueues, type PipelineQueues } from '../queues/queues.ts';
 import { keyFingerprint } from '../api/key-fingerprint.ts';
-import { createChargeRecorder, type ChargeRecorder } from '../pipeline/charges.ts';
+import { createChargeRecorder, type ChargeRecorder } from '../pipeline/ingest/charges.ts';
 import type { PipelineDeps, PipelineMetrics } from '../pipeline/deps.ts';
 
 /** What a command with metrics (the daemon's admin server) observes: every API attempt, and the pipeline's outcomes. */

@@ -8,11 +8,11 @@ import { assertSafeExposure } from '../admin/auth.ts';
 import { createMetrics, type AdminMetrics } from '../admin/metrics.ts';
 import { DEFAULT_ADMIN_HOST, startAdminServer, type AdminServer } from '../admin/server.ts';
 import { migrateDatabase } from '../db/migrate.ts';
-import { startDailyPrune } from '../pipeline/prune.ts';
-import { createSchemaGate } from '../pipeline/schema-gate.ts';
-import { startHoldRecheck } from '../pipeline/upstream-holds.ts';
-import { reconcile } from '../pipeline/reconcile.ts';
-import { FORCE_CLOSE_WAIT_MS, ROLES, startWorkers, type Role } from '../pipeline/workers.ts';
+import { startDailyPrune } from '../pipeline/commands/prune.ts';
+import { createSchemaGate } from '../pipeline/services/schema-gate.ts';
+import { startHoldRecheck } from '../pipeline/services/upstream-holds.ts';
+import { reconcile } from '../pipeline/services/reconcile.ts';
+import { FORCE_CLOSE_WAIT_MS, ROLES, startWorkers, type Role } from '../pipeline/services/workers.ts';
 import { intArg } from './args.ts';
 import { createContext, type Context } from './context.ts';
 import { assertDaemonPool } from './pool-check.ts';
@@ -86,7 +86,7 @@ export function registerDaemonCommand(program: Command): void {
           : undefined;
       await holdRecheck?.checkAtStart();
       // rolling upgrades: a newer build's migration not marked backward-compatible stops this
-      // daemon scheduling; looked at now and at every reconcile interval (src/pipeline/schema-gate.ts)
+      // daemon scheduling; looked at now and at every reconcile interval (src/pipeline/services/schema-gate.ts)
       const schemaGate = createSchemaGate(deps);
       await schemaGate.check();
       const workers = startWorkers(deps, { roles: o.role, connection: ctx.redis(), schemaGate });

@@ -6,9 +6,9 @@
  */
 import type { Command } from 'commander';
 import { databaseNameOf, migrateDatabase, withDatabase } from '../db/migrate.ts';
-import { collectStatus } from '../pipeline/status.ts';
+import { collectStatus } from '../pipeline/read/status.ts';
 import { SourceExistsError } from '../db/sources.ts';
-import { registerSource, type NewSourceInput } from '../pipeline/sources.ts';
+import { registerSource, type NewSourceInput } from '../pipeline/commands/sources.ts';
 import { startSimulator } from '../simulator/server.ts';
 import { backfillWithContext, renderBackfillReport } from './backfill.ts';
 import { createContext } from './context.ts';

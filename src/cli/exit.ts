@@ -9,7 +9,7 @@ import { DriverUnguardedError } from '../db/driver-guard.ts';
 import { MigrationError } from '../db/migrate.ts';
 import { SourceExistsError, SourceNotFoundError } from '../db/sources.ts';
 import { REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
-import { CreditsRefusedError } from '../pipeline/credits.ts';
+import { CreditsRefusedError } from '../pipeline/ingest/credits.ts';
 import { SourceNotFoundUpstreamError, SourceSpecError } from '../pipeline/kinds/adapter.ts';
 import { escapeControls } from '../terminal-text.ts';
 import { redactUrlsIn } from '../url-credentials.ts';

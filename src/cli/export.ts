@@ -1,7 +1,7 @@
 /**
  * `export --format jsonl|parquet|csv --out PATH|- [--source ID] [--lang xx] [--since TIME]
  * [--cursor NAME] [--chunks] [--csv-raw-formulas]` (issue #15): one record per (video,
- * transcript language); the run itself is src/pipeline/export.ts. With `--out -` stdout carries
+ * transcript language); the run itself is src/pipeline/commands/export.ts. With `--out -` stdout carries
  * the data only; with a path it gets one summary line. On a terminal, stderr shows a progress line.
  *
  * SIGINT or SIGTERM while a file is written removes its temporary copy (the file at `--out` is
@@ -17,7 +17,7 @@ import {
   ExportOutputError,
   runExport,
   type ExportFormat as Format,
-} from '../pipeline/export.ts';
+} from '../pipeline/commands/export.ts';
 import { INSTANT_FORMS, intArg, parseInstant } from './args.ts';
 import { createContext } from './context.ts';
 import { UsageError } from './exit.ts';

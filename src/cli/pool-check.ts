@@ -6,8 +6,8 @@
  */
 import { ConfigError, type Config } from '../config.ts';
 import { backfillPoolPlan, checkPool, daemonPoolPlan, type PoolPlan } from '../domain/connections.ts';
-import { syncConcurrency } from '../pipeline/backfill.ts';
-import type { Role } from '../pipeline/workers.ts';
+import { syncConcurrency } from '../pipeline/commands/backfill.ts';
+import type { Role } from '../pipeline/services/workers.ts';
 
 /** Throws a ConfigError (exit 2) when `plan` does not fit; returns the connections it may hold. */
 export function assertPoolFits(config: Config, planFor: (poolMax: number) => PoolPlan): number {

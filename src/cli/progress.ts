@@ -9,7 +9,7 @@
 import { erroredItems, isSettled, type BatchProgress } from '../db/batch-progress.ts';
 import type { Queryable } from '../db/connection.ts';
 import { isReadOnlyError, isSchemaBehind } from '../db/pg-errors.ts';
-import { drainSearchIndex } from '../pipeline/search-index.ts';
+import { drainSearchIndex } from '../pipeline/services/search-index.ts';
 import { terminalSafe } from '../terminal-text.ts';
 
 /** What the view writes to: process.stderr, or anything shaped like it. */
@@ -153,7 +153,7 @@ export function createProgressView(out: ProgressOutput, opts: ProgressViewOption
 const SEARCH_DRAIN_LINE_MS = 2_000;
 
 /**
- * Builds the search windows of every transcript stored before now (src/pipeline/search-index.ts),
+ * Builds the search windows of every transcript stored before now (src/pipeline/services/search-index.ts),
  * so that what a command stored is found by `search` when it returns: a line on `out` while
  * transcripts are left (every SEARCH_DRAIN_LINE_MS), one at the end if it built any. A database
  * that cannot take writes (a standby) or does not have the queue yet (not migrated) leaves the

@@ -6,7 +6,7 @@
  */
 import type { Command } from 'commander';
 import { PRUNED_TABLES, type PrunedTable } from '../domain/retention.ts';
-import { prune, type PruneProgress, type PruneReport } from '../pipeline/prune.ts';
+import { prune, type PruneProgress, type PruneReport } from '../pipeline/commands/prune.ts';
 import { createContext } from './context.ts';
 import { EXIT_NOT_LANDED } from './exit.ts';
 import { renderTable, shortTime } from './table.ts';

@@ -4,7 +4,7 @@
  * estimate and asks for --yes).
  */
 import type { Command } from 'commander';
-import { reconcile } from '../pipeline/reconcile.ts';
+import { reconcile } from '../pipeline/services/reconcile.ts';
 import {
   planLostResubmission,
   planResubmission,
@@ -15,9 +15,9 @@ import {
   resubmit,
   type QuarantineReplayReport,
   type ResubmitGroup,
-} from '../pipeline/replay.ts';
-import { waitForBatches } from '../pipeline/wait-for-batches.ts';
-import { startWorkers } from '../pipeline/workers.ts';
+} from '../pipeline/commands/replay.ts';
+import { waitForBatches } from '../pipeline/commands/wait-for-batches.ts';
+import { startWorkers } from '../pipeline/services/workers.ts';
 import { INSTANT_FORMS, parseDurationMs, parseInstant } from './args.ts';
 import { createContext } from './context.ts';
 import { EXIT_NOT_LANDED, EXIT_USAGE, UsageError } from './exit.ts';

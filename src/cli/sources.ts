@@ -25,7 +25,7 @@ import {
 } from '../domain/sources.ts';
 import type { SourceRef } from '../pipeline/kinds/adapter.ts';
 import { LISTING_LIMIT_DEFAULT } from '../pipeline/kinds/listing.ts';
-import type { NewSourceInput } from '../pipeline/sources.ts';
+import type { NewSourceInput } from '../pipeline/commands/sources.ts';
 import { durationArg, formatDurationMs, intArg } from './args.ts';
 import type { Context } from './context.ts';
 import { renderTable, shortTime } from './table.ts';
@@ -94,7 +94,7 @@ async function refreshSchedulers(ctx: Context): Promise<void> {
   try {
     const [{ waitForRedis }, { syncSchedulers }] = await Promise.all([
       import('./redis-ready.ts'),
-      import('../pipeline/reconcile.ts'),
+      import('../pipeline/services/reconcile.ts'),
     ]);
     await waitForRedis(ctx.redis());
     await syncSchedulers({ sql: ctx.db().sql, queues: ctx.queues() });
@@ -330,7 +330,11 @@ function addKindCommand(add: Command, kind: SourceKind): void {
         ...(origin !== undefined ? { origin } : {}),
       };
       const [{ parseSource, registerSource }, { deleteSource, updateSourceSettings, getSource }, { waitForRedis }] =
-        await Promise.all([import('../pipeline/sources.ts'), import('../db/sources.ts'), import('./redis-ready.ts')]);
+        await Promise.all([
+          import('../pipeline/commands/sources.ts'),
+          import('../db/sources.ts'),
+          import('./redis-ready.ts'),
+        ]);
       // parse locally first: a typo fails here, before any credit is spent (and before any connection)
       parseSource(input);
       await withContext(async (ctx) => {
@@ -478,11 +482,11 @@ const SOURCE_REF_HELP =
   "the source: its ID, the reference it was added with, its external ID, a channel's @handle, or a channel or playlist URL (see sources list)";
 
 /**
- * The one source `ref` names (src/pipeline/source-ref.ts), or a usage error: none names the
+ * The one source `ref` names (src/pipeline/commands/source-ref.ts), or a usage error: none names the
  * reference and points at `sources list`; several are listed, for the person to pick one's ID.
  */
 async function sourceNamed(ctx: Context, ref: string): Promise<SourceMatch> {
-  const { findSourcesByRef } = await import('../pipeline/source-ref.ts');
+  const { findSourcesByRef } = await import('../pipeline/commands/source-ref.ts');
   const found = await findSourcesByRef(ctx.db().sql, ref);
   if (found.length === 1) return found[0]!;
   if (found.length === 0) {

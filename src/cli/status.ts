@@ -5,7 +5,7 @@ import { compactBytes } from '../admin/chart.ts';
 import type { BatchProgress } from '../db/batch-progress.ts';
 import { PENDING_COUNT_CAP } from '../db/webhooks.ts';
 import { describeCoverage } from '../domain/coverage.ts';
-import { collectStatus, describePrune, STATUS_SOURCES_SHOWN, type StatusReport } from '../pipeline/status.ts';
+import { collectStatus, describePrune, STATUS_SOURCES_SHOWN, type StatusReport } from '../pipeline/read/status.ts';
 import { terminalJson, terminalSafe } from '../terminal-text.ts';
 import { createContext } from './context.ts';
 import { renderTable, shortTime } from './table.ts';

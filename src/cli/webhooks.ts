@@ -336,7 +336,7 @@ export function registerWebhooksCommand(program: Command): void {
       try {
         const { endpointForTest, recordTestAttempt } = await import('../db/webhooks.ts');
         const { deliveryAttempt, postEvent, signingKeys, webhookDispatcher, webhookBody } =
-          await import('../pipeline/webhooks.ts');
+          await import('../pipeline/services/webhook-delivery.ts');
         const { WebhookSecretError } = await import('../domain/webhook-secrets.ts');
         const { WEBHOOK_TEST_EVENT } = await import('../domain/events.ts');
         const sql = ctx.db().sql;

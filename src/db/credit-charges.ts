@@ -1,6 +1,6 @@
 /**
  * `credit_charges`: what each paid API request was billed, beside its estimate (written by
- * src/pipeline/charges.ts), and the sums `status`, `/metrics`, the sync records and the daily
+ * src/pipeline/ingest/charges.ts), and the sums `status`, `/metrics`, the sync records and the daily
  * budgets read from it.
  */
 import type { ChargeBasis } from '../domain/charges.ts';

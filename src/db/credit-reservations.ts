@@ -1,5 +1,5 @@
 /**
- * `credit_reservations`: credits that passed the credit guard (src/pipeline/credits.ts) and may
+ * `credit_reservations`: credits that passed the credit guard (src/pipeline/ingest/credits.ts) and may
  * not show in `/me` yet, shared by every process on the account; and what was spent today, for
  * the daily budgets. Every check runs under one transaction-scoped advisory lock, so checks of
  * all processes take turns; a reservation is written before that lock is let go.

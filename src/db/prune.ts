@@ -21,7 +21,7 @@ export interface Freed {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Pool = postgres.Sql<any>;
 
-/** The daily prune's claim ('PR'); the second key is always 0. Beside the namespaces of db/locks.ts. */
+/** The daily prune's claim ('PR'); the second key is always 0. Beside the namespaces of db/leases.ts. */
 const PRUNE_LOCK_NAMESPACE = 0x5052;
 
 /**

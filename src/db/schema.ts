@@ -710,7 +710,7 @@ export const creditReservations = pgTable(
 /**
  * What each paid API request was billed (its answer's `x-billable-requests`, or the published
  * price where it carried none), beside what was estimated: the exact cost per request, sync run,
- * source and day (src/pipeline/charges.ts).
+ * source and day (src/pipeline/ingest/charges.ts).
  */
 export const creditCharges = pgTable(
   'credit_charges',
@@ -951,7 +951,7 @@ export const transcriptWindows = pgTable(
 /**
  * Transcripts whose search windows are to be (re)built: the trigger on `transcripts` adds a key
  * when a transcript is stored or its content changes, and the search indexer
- * (src/pipeline/search-index.ts, `search_index_pending()` of migrations/0015) takes keys off in
+ * (src/pipeline/services/search-index.ts, `search_index_pending()` of migrations/0015) takes keys off in
  * small transactions, after the landing transaction committed (issue #12: building the windows
  * was ~80% of landing a transcript).
  */

@@ -122,7 +122,7 @@ export interface SourceMatch {
   title: string | null;
 }
 
-/** What a reference can be compared with, parsed from it beforehand (src/pipeline/source-ref.ts). */
+/** What a reference can be compared with, parsed from it beforehand (src/pipeline/commands/source-ref.ts). */
 export interface SourceRefKeys {
   /** the reference read as a source ID, if it is a whole number */
   id: number | null;

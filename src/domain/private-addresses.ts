@@ -3,7 +3,7 @@
  * `--allow-private`: this network, private, shared (carrier-grade NAT), loopback and
  * link-local ranges, in IPv4 and IPv6, the IPv4 ones also in their IPv6 forms (mapped,
  * compatible, NAT64), which a host name could otherwise resolve to unnoticed. Pure: the worker
- * (src/pipeline/webhooks.ts) checks every address a host name resolves to before connecting.
+ * (src/pipeline/services/webhook-delivery.ts) checks every address a host name resolves to before connecting.
  */
 
 /** `[first address, prefix length, what it is]` */

@@ -1,7 +1,7 @@
 /**
  * Webhook delivery policy (issues #14, #27): the signature scheme (Standard Webhooks), the retry
  * schedule, how endpoints share the delivery slots, which answers count as delivered, and what a
- * valid endpoint URL is. Pure: the worker (src/pipeline/webhooks.ts) does the I/O.
+ * valid endpoint URL is. Pure: the worker (src/pipeline/services/webhook-delivery.ts) does the I/O.
  */
 import { createHmac } from 'node:crypto';
 import { privateHostLiteral } from './private-addresses.ts';

@@ -2,7 +2,7 @@
  * What every pipeline step is given: connections and settings, passed in (never imported as
  * singletons), so tests build real ones and nothing needs module mocking.
  */
-import type { ChargeRecorder } from './charges.ts';
+import type { ChargeRecorder } from './ingest/charges.ts';
 import type { ApiClient } from '../api/client.ts';
 import type { Config } from '../config.ts';
 import type { Db, Sql } from '../db/connection.ts';

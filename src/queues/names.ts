@@ -36,7 +36,7 @@ export function cronSchedulerId(pattern: string): string {
   return `cron.${createHash('sha1').update(pattern).digest('hex').slice(0, 16)}`;
 }
 
-/** The sync job a tick queues: one per source and tick (a tick job run twice adds it once; a finished one is kept a while for that, src/pipeline/ticks.ts). */
+/** The sync job a tick queues: one per source and tick (a tick job run twice adds it once; a finished one is kept a while for that, src/pipeline/services/cron-ticks.ts). */
 export function scheduledSyncJobId(sourceId: number, tickAt: number): string {
   return `sync.${sourceId}.${tickAt}`;
 }

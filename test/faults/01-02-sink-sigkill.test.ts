@@ -21,7 +21,7 @@
  * seconds and the kills land mid-write on any machine.
  *
  * The poller writes a batch's rows itself, in the transaction that lands its items
- * (src/pipeline/store-items.ts); the sink writes what is left `landed` (a replay, a crash of a
+ * (src/pipeline/ingest/store-items.ts); the sink writes what is left `landed` (a replay, a crash of a
  * version that landed first and sank later). So each scenario first lets the poller store the
  * batch, then leaves it as such a crash would (every item landed, no row written) before the
  * sink workers start: their startup reconcile finds the batch and queues its sink job.

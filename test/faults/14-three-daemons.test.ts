@@ -18,7 +18,7 @@ import { Queue } from 'bullmq';
 import { readdirSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { MIGRATIONS_FOLDER } from '../../src/db/migrate.ts';
-import { syncSchedulers } from '../../src/pipeline/reconcile.ts';
+import { syncSchedulers } from '../../src/pipeline/services/reconcile.ts';
 import { cronSchedulerId, QUEUE_SCHEDULE } from '../../src/queues/names.ts';
 import { createQueues } from '../../src/queues/queues.ts';
 import { settle } from '../helpers/fault-checks.ts';
@@ -84,7 +84,7 @@ it('14 three daemons at once on an empty database and Redis: migrations once, on
 
   // sources added while the three run. `sources add --cron` takes five fields firing at most
   // every SOURCE_MIN_INTERVAL_MS; the per-second CRON this test needs is set in Postgres, and the
-  // schedulers brought in step as `sources add` does (src/pipeline/reconcile.ts)
+  // schedulers brought in step as `sources add` does (src/pipeline/services/reconcile.ts)
   const channels = rig.sim.catalog.channels();
   for (const ch of channels) {
     const r = await rig.run(['sources', 'add', 'channel', ch.id, '--lang', 'en']);

@@ -19,7 +19,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { expectedTranscripts, settle } from '../helpers/fault-checks.ts';
 import { countOf, figures, publicVideoIds, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
-import type { PruneReport } from '../../src/pipeline/prune.ts';
+import type { PruneReport } from '../../src/pipeline/commands/prune.ts';
 
 /** Simulated items finished per second per batch: a 600-video batch lands over ~24 s. */
 const ITEMS_PER_SECOND = 25;

@@ -6,7 +6,7 @@
  * daemons with a per-second cron while two more backfills of every source race them, a replay,
  * `status`, `events --follow`, and webhook delivery. Through a transaction pooler nothing may
  * live in a server session between transactions: the sync lock is a lease in a row
- * (src/db/locks.ts), prepared statements are off, and LISTEN reaches nobody (`events --follow`
+ * (src/db/leases.ts), prepared statements are off, and LISTEN reaches nobody (`events --follow`
  * and the webhook worker then work from their intervals alone).
  *
  * How it fails when the property breaks: every sync a process wins is recorded in `sync_runs`
@@ -23,7 +23,7 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ensureDatabase } from '../../src/db/migrate.ts';
-import { syncSchedulers } from '../../src/pipeline/reconcile.ts';
+import { syncSchedulers } from '../../src/pipeline/services/reconcile.ts';
 import { createQueues } from '../../src/queues/queues.ts';
 import { expectedTranscripts, rowsVsRaw, settle } from '../helpers/fault-checks.ts';
 import { figures, publicVideoIds, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';

@@ -9,13 +9,13 @@
  * twice. Afterwards /readyz is 200 again and the run finishes by itself with the rows exact.
  *
  * How it fails when the property breaks: with 25006 treated like any other error (the
- * `isReadOnlyError` branches in src/pipeline/workers.ts removed), polls count poll failures and
+ * `isReadOnlyError` branches in src/pipeline/services/workers.ts removed), polls count poll failures and
  * syncs fail as BullMQ jobs (`failed_jobs` and `poll_failures` above 0); with the readiness probe
  * not asking `transaction_read_only`, /readyz stays 200 throughout.
  */
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { syncSchedulers } from '../../src/pipeline/reconcile.ts';
+import { syncSchedulers } from '../../src/pipeline/services/reconcile.ts';
 import { QUEUE_NAMES } from '../../src/queues/names.ts';
 import { createQueues } from '../../src/queues/queues.ts';
 import { expectedTranscripts, settle } from '../helpers/fault-checks.ts';

@@ -13,11 +13,11 @@
  *    its next re-check, by itself.
  *
  * How it fails when the property breaks: with the gate not consulted (the `schemaBlocked()`
- * checks in src/pipeline/workers.ts removed), sync runs keep growing in step 2.
+ * checks in src/pipeline/services/workers.ts removed), sync runs keep growing in step 2.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { migrateDatabase } from '../../src/db/migrate.ts';
-import { syncSchedulers } from '../../src/pipeline/reconcile.ts';
+import { syncSchedulers } from '../../src/pipeline/services/reconcile.ts';
 import { createQueues } from '../../src/queues/queues.ts';
 import { settle } from '../helpers/fault-checks.ts';
 import { countOf, figures, publicVideoIds, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';

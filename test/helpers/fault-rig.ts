@@ -17,7 +17,7 @@ import { createApiClient, type ApiClient } from '../../src/api/client.ts';
 import { createDb, type DbHandle } from '../../src/db/connection.ts';
 import { migrateDatabase } from '../../src/db/migrate.ts';
 import type { Source } from '../../src/db/schema.ts';
-import { registerSource, type NewSourceInput } from '../../src/pipeline/sources.ts';
+import { registerSource, type NewSourceInput } from '../../src/pipeline/commands/sources.ts';
 import { closeRedis, createRedis } from '../../src/queues/connection.ts';
 import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/server.ts';
 import { startFaultProxy, type FaultProxy } from './fault-proxy.ts';

@@ -11,7 +11,7 @@ import { createApiClient, type ApiClient } from '../../src/api/client.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { silentLogger } from '../../src/log.ts';
 import type { PipelineDeps } from '../../src/pipeline/deps.ts';
-import { startWorkers, type Role, type WorkerSet } from '../../src/pipeline/workers.ts';
+import { startWorkers, type Role, type WorkerSet } from '../../src/pipeline/services/workers.ts';
 import { closeRedis, createRedis, deletePrefixKeys } from '../../src/queues/connection.ts';
 import { createApiLimiter } from '../../src/queues/limiter.ts';
 import { createQueues, type PipelineQueues } from '../../src/queues/queues.ts';

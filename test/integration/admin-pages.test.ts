@@ -16,9 +16,9 @@ import { SOURCE_BATCHES_PER_PAGE, SOURCE_ERROR_VIDEOS_SHOWN } from '../../src/ad
 import { escapeHtml } from '../../src/admin/html.ts';
 import { planCron } from '../../src/domain/cron.ts';
 import { createLogger, silentLogger } from '../../src/log.ts';
-import { runBackfill } from '../../src/pipeline/backfill.ts';
-import { registerSource } from '../../src/pipeline/sources.ts';
-import type { WorkerSet } from '../../src/pipeline/workers.ts';
+import { runBackfill } from '../../src/pipeline/commands/backfill.ts';
+import { registerSource } from '../../src/pipeline/commands/sources.ts';
+import type { WorkerSet } from '../../src/pipeline/services/workers.ts';
 import { bearer } from '../helpers/admin.ts';
 import { catalogCoverage, catalogErrorCode } from '../helpers/catalog-outcomes.ts';
 import { createPipelineHarness, type PipelineHarness } from '../helpers/pipeline.ts';

@@ -1,5 +1,5 @@
 /**
- * The export's output file on its own (src/pipeline/atomic-file.ts), on the real filesystem:
+ * The export's output file on its own (src/pipeline/commands/atomic-file.ts), on the real filesystem:
  * the temporary file is opened exclusively, so a symlink or file planted at its name is never
  * written through (the next name is tried; past the last, nothing is written); a target turned
  * into a special file while the data was written is refused at the rename; a failure leaves no
@@ -10,7 +10,7 @@ import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { NotRegularFileError, openAtomicFile, TEMP_NAME_ATTEMPTS } from '../../src/pipeline/atomic-file.ts';
+import { NotRegularFileError, openAtomicFile, TEMP_NAME_ATTEMPTS } from '../../src/pipeline/commands/atomic-file.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'vsi-atomic-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -4,8 +4,8 @@
  * what the others have reserved and not yet shown in `/me`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BACKFILL_SYNC_CONCURRENCY, runBackfill } from '../../src/pipeline/backfill.ts';
-import { registerSource } from '../../src/pipeline/sources.ts';
+import { BACKFILL_SYNC_CONCURRENCY, runBackfill } from '../../src/pipeline/commands/backfill.ts';
+import { registerSource } from '../../src/pipeline/commands/sources.ts';
 import { createPipelineHarness, type PipelineHarness } from '../helpers/pipeline.ts';
 
 let h: PipelineHarness;

@@ -8,9 +8,9 @@
  */
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { StatusReport } from '../../src/pipeline/status.ts';
+import type { StatusReport } from '../../src/pipeline/read/status.ts';
 import type { Source } from '../../src/db/schema.ts';
-import { registerSource } from '../../src/pipeline/sources.ts';
+import { registerSource } from '../../src/pipeline/commands/sources.ts';
 import { expectCleanError, expectExit, output } from '../helpers/cli.ts';
 import { createPipelineHarness, runCli, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
 import { parseLogLines } from '../helpers/proc.ts';

@@ -13,7 +13,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { transcriptRowFromApi, upsertTranscripts } from '../../src/db/transcripts.ts';
 import { createLogger } from '../../src/log.ts';
-import { drainSearchIndex } from '../../src/pipeline/search-index.ts';
+import { drainSearchIndex } from '../../src/pipeline/services/search-index.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { createPipelineHarness, runCli, waitFor, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
 import type { LogLine } from '../helpers/proc.ts';

@@ -17,7 +17,7 @@ import {
   reserveCredits,
   type CreditCheck,
   type CreditRequest,
-} from '../../src/pipeline/credits.ts';
+} from '../../src/pipeline/ingest/credits.ts';
 import type { PipelineDeps } from '../../src/pipeline/deps.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 

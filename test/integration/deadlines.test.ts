@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiClient } from '../../src/api/client.ts';
-import { registerSource } from '../../src/pipeline/sources.ts';
+import { registerSource } from '../../src/pipeline/commands/sources.ts';
 import { createPipelineHarness, waitFor, type PipelineHarness } from '../helpers/pipeline.ts';
 import { runCliToEnd, startCli } from '../helpers/proc.ts';
 

@@ -9,10 +9,10 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchProgress, isSettled } from '../../src/db/batch-progress.ts';
 import type { UpsertCounts } from '../../src/db/videos.ts';
-import { pollBatch } from '../../src/pipeline/poller.ts';
-import { reconcile } from '../../src/pipeline/reconcile.ts';
-import { syncSource } from '../../src/pipeline/scheduler.ts';
-import { registerSource } from '../../src/pipeline/sources.ts';
+import { pollBatch } from '../../src/pipeline/ingest/poll-batch.ts';
+import { reconcile } from '../../src/pipeline/services/reconcile.ts';
+import { syncSource } from '../../src/pipeline/ingest/sync-source.ts';
+import { registerSource } from '../../src/pipeline/commands/sources.ts';
 import { createPipelineHarness, waitFor, type PipelineHarness } from '../helpers/pipeline.ts';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));

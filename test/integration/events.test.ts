@@ -16,7 +16,7 @@ import { addEndpoint } from '../../src/db/webhooks.ts';
 import { EVENTS_CHANNEL } from '../../src/domain/events.ts';
 import { loadConfig } from '../../src/config.ts';
 import { silentLogger } from '../../src/log.ts';
-import { prune } from '../../src/pipeline/prune.ts';
+import { prune } from '../../src/pipeline/commands/prune.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { runCli, waitFor, type CliResult } from '../helpers/pipeline.ts';

@@ -7,9 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertSubmittedBatch } from '../../src/db/batch-records.ts';
 import { clearHolds, holdsForKey } from '../../src/db/upstream-holds.ts';
-import { runBackfill, type BackfillReport } from '../../src/pipeline/backfill.ts';
-import { pollBatch } from '../../src/pipeline/poller.ts';
-import { registerSource } from '../../src/pipeline/sources.ts';
+import { runBackfill, type BackfillReport } from '../../src/pipeline/commands/backfill.ts';
+import { pollBatch } from '../../src/pipeline/ingest/poll-batch.ts';
+import { registerSource } from '../../src/pipeline/commands/sources.ts';
 import type { ScriptStep } from '../../src/simulator/faults.ts';
 import { createPipelineHarness, runCli, type PipelineHarness } from '../helpers/pipeline.ts';
 import { expectCleanError } from '../helpers/cli.ts';

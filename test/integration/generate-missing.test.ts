@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertSubmittedBatch } from '../../src/db/batch-records.ts';
 import { landItems } from '../../src/db/items.ts';
 import { getSource } from '../../src/db/sources.ts';
-import { runBackfill } from '../../src/pipeline/backfill.ts';
-import { submitGenerations } from '../../src/pipeline/generate.ts';
-import { pollBatch } from '../../src/pipeline/poller.ts';
-import { registerSource } from '../../src/pipeline/sources.ts';
+import { runBackfill } from '../../src/pipeline/commands/backfill.ts';
+import { submitGenerations } from '../../src/pipeline/ingest/generate.ts';
+import { pollBatch } from '../../src/pipeline/ingest/poll-batch.ts';
+import { registerSource } from '../../src/pipeline/commands/sources.ts';
 import { createPipelineHarness, waitFor, type PipelineHarness } from '../helpers/pipeline.ts';
 
 let h: PipelineHarness;

@@ -14,7 +14,7 @@ import { keyFingerprint } from '../../src/api/key-fingerprint.ts';
 import { clearHolds, holdsForKey, setHold } from '../../src/db/upstream-holds.ts';
 import { BATCH_IN_FLIGHT_STATUSES } from '../../src/domain/batches.ts';
 import { HOLD_CODES } from '../../src/domain/refusals.ts';
-import { registerSource } from '../../src/pipeline/sources.ts';
+import { registerSource } from '../../src/pipeline/commands/sources.ts';
 import { parseMetrics, value } from '../helpers/admin.ts';
 import { createPipelineHarness, runCli, type PipelineHarness } from '../helpers/pipeline.ts';
 import { freePort, startCli, waitUntil, type CliProcess } from '../helpers/proc.ts';

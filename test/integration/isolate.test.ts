@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { writeIsolating } from '../../src/db/isolate.ts';
 import { loadConfig } from '../../src/config.ts';
 import { silentLogger } from '../../src/log.ts';
-import { sinkBatch } from '../../src/pipeline/sink.ts';
+import { sinkBatch } from '../../src/pipeline/ingest/sink.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 let t: TestDatabase;

@@ -12,7 +12,7 @@ import { createMetrics } from '../../src/admin/metrics.ts';
 import { startAdminServer, type AdminServer } from '../../src/admin/server.ts';
 import { describeCoverage, type LanguageCoverage } from '../../src/domain/coverage.ts';
 import { silentLogger } from '../../src/log.ts';
-import type { StatusReport } from '../../src/pipeline/status.ts';
+import type { StatusReport } from '../../src/pipeline/read/status.ts';
 import { bearer, parseMetrics, sum, value, type Sample } from '../helpers/admin.ts';
 import { catalogCoverage, catalogErrorCode, partlyCoveredLang } from '../helpers/catalog-outcomes.ts';
 import { expectExit } from '../helpers/cli.ts';

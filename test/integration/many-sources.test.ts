@@ -15,7 +15,7 @@
  */
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { syncSchedulers } from '../../src/pipeline/reconcile.ts';
+import { syncSchedulers } from '../../src/pipeline/services/reconcile.ts';
 import { SEARCH_INDEX_CONNECTIONS, WEBHOOK_CONNECTIONS } from '../../src/domain/connections.ts';
 import { jitterWindowMs, syncOffsetMs } from '../../src/domain/schedule.ts';
 import { cronSchedulerId } from '../../src/queues/names.ts';
@@ -165,7 +165,7 @@ describe('2 000 sources on one cron', () => {
           const activity = await watch!<{ pid: number; state: string | null; lockWait: boolean }[]>`
             select a.pid, a.state, a.wait_event_type = 'Lock' and a.wait_event = 'advisory' as "lockWait"
             from pg_stat_activity a where a.datname = current_database()`;
-          // a running sync holds its source's lease (src/db/locks.ts), a row, for its whole run
+          // a running sync holds its source's lease (src/db/leases.ts), a row, for its whole run
           const [leases] = await watch!<
             { n: number }[]
           >`select count(*)::int as n from source_sync_leases where expires_at > clock_timestamp()`;

@@ -6,10 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchProgress, isSettled } from '../../src/db/batch-progress.ts';
-import { runBackfill } from '../../src/pipeline/backfill.ts';
-import { registerSource } from '../../src/pipeline/sources.ts';
-import { resinkBatch, planResubmission, resubmit } from '../../src/pipeline/replay.ts';
-import { syncSource } from '../../src/pipeline/scheduler.ts';
+import { runBackfill } from '../../src/pipeline/commands/backfill.ts';
+import { registerSource } from '../../src/pipeline/commands/sources.ts';
+import { resinkBatch, planResubmission, resubmit } from '../../src/pipeline/commands/replay.ts';
+import { syncSource } from '../../src/pipeline/ingest/sync-source.ts';
 import { createPipelineHarness, waitFor, type PipelineHarness } from '../helpers/pipeline.ts';
 import { once } from '../helpers/once.ts';
 

@@ -5,9 +5,9 @@
  * made slow by holding the tables it writes locked until well after the batch completed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { syncSource } from '../../src/pipeline/scheduler.ts';
-import { registerSource } from '../../src/pipeline/sources.ts';
-import { startWorkers, type WorkerSet } from '../../src/pipeline/workers.ts';
+import { syncSource } from '../../src/pipeline/ingest/sync-source.ts';
+import { registerSource } from '../../src/pipeline/commands/sources.ts';
+import { startWorkers, type WorkerSet } from '../../src/pipeline/services/workers.ts';
 import { createPipelineHarness, FAST_PIPELINE, waitFor, type PipelineHarness } from '../helpers/pipeline.ts';
 
 const VIDEOS = 30;

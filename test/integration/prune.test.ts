@@ -14,7 +14,7 @@ import { loadConfig } from '../../src/config.ts';
 import { silentLogger } from '../../src/log.ts';
 import { reopenSunk } from '../../src/db/items.ts';
 import { lockStoredItems } from '../../src/db/prune.ts';
-import { prune, startDailyPrune, type PruneReport } from '../../src/pipeline/prune.ts';
+import { prune, startDailyPrune, type PruneReport } from '../../src/pipeline/commands/prune.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { runCli, type CliResult } from '../helpers/pipeline.ts';

@@ -13,7 +13,7 @@ import { createMetrics } from '../../src/admin/metrics.ts';
 import { startAdminServer, type AdminServer } from '../../src/admin/server.ts';
 import { loadConfig } from '../../src/config.ts';
 import { silentLogger } from '../../src/log.ts';
-import type { StatusReport } from '../../src/pipeline/status.ts';
+import type { StatusReport } from '../../src/pipeline/read/status.ts';
 import { closeRedis, createRedis, deletePrefixKeys } from '../../src/queues/connection.ts';
 import { createQueues, type PipelineQueues } from '../../src/queues/queues.ts';
 import { parseMetrics, value, type Sample } from '../helpers/admin.ts';

@@ -6,9 +6,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchProgress, isSettled } from '../../src/db/batch-progress.ts';
-import { reconcile } from '../../src/pipeline/reconcile.ts';
-import { syncSource } from '../../src/pipeline/scheduler.ts';
-import { registerSource } from '../../src/pipeline/sources.ts';
+import { reconcile } from '../../src/pipeline/services/reconcile.ts';
+import { syncSource } from '../../src/pipeline/ingest/sync-source.ts';
+import { registerSource } from '../../src/pipeline/commands/sources.ts';
 import { deletePrefixKeys } from '../../src/queues/connection.ts';
 import { createPipelineHarness, waitFor, type PipelineHarness } from '../helpers/pipeline.ts';
 

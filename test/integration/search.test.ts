@@ -15,7 +15,7 @@ import { createMetrics } from '../../src/admin/metrics.ts';
 import { registerPageRoutes } from '../../src/admin/page-routes.ts';
 import { startAdminServer, type AdminServer } from '../../src/admin/server.ts';
 import { searchTranscripts, type SearchHit } from '../../src/db/search.ts';
-import { drainSearchIndex, startSearchIndexer } from '../../src/pipeline/search-index.ts';
+import { drainSearchIndex, startSearchIndexer } from '../../src/pipeline/services/search-index.ts';
 import { transcriptRowFromApi, upsertTranscripts } from '../../src/db/transcripts.ts';
 import { SNIPPET_START, SNIPPET_STOP } from '../../src/domain/search.ts';
 import { silentLogger } from '../../src/log.ts';

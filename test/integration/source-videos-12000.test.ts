@@ -9,9 +9,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runBackfill } from '../../src/pipeline/backfill.ts';
-import { syncSource } from '../../src/pipeline/scheduler.ts';
-import { waitForBatches } from '../../src/pipeline/wait-for-batches.ts';
+import { runBackfill } from '../../src/pipeline/commands/backfill.ts';
+import { syncSource } from '../../src/pipeline/ingest/sync-source.ts';
+import { waitForBatches } from '../../src/pipeline/commands/wait-for-batches.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { postsPerVideo } from '../helpers/posts.ts';
 import {

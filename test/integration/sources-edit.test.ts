@@ -6,8 +6,8 @@
  * credits it charged). Syncs run in this process (runBackfill), as `backfill` runs them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runBackfill } from '../../src/pipeline/backfill.ts';
-import { registerSource } from '../../src/pipeline/sources.ts';
+import { runBackfill } from '../../src/pipeline/commands/backfill.ts';
+import { registerSource } from '../../src/pipeline/commands/sources.ts';
 import { cronSchedulerId } from '../../src/queues/names.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { postsPerVideo } from '../helpers/posts.ts';

@@ -6,7 +6,7 @@
  * them).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STATUS_SOURCES_SHOWN, type StatusReport } from '../../src/pipeline/status.ts';
+import { STATUS_SOURCES_SHOWN, type StatusReport } from '../../src/pipeline/read/status.ts';
 import { expectExit } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { runCli } from '../helpers/pipeline.ts';

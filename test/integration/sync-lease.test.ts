@@ -1,5 +1,5 @@
 /**
- * The source sync lease (src/db/locks.ts, migration 0014): a row, not a session lock, so that it
+ * The source sync lease (src/db/leases.ts, migration 0014): a row, not a session lock, so that it
  * holds behind a transaction-pooling PgBouncer. Each taker here has its own connection pool, as
  * two daemons would: of two takers at the same moment exactly one wins; an expired lease is
  * taken by the next taker; a lease is renewed and released only by its holder; removing the
@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createDb, type DbHandle } from '../../src/db/connection.ts';
-import { acquireSyncLease, releaseSyncLease, renewSyncLease } from '../../src/db/locks.ts';
+import { acquireSyncLease, releaseSyncLease, renewSyncLease } from '../../src/db/leases.ts';
 import { SourceNotFoundError } from '../../src/db/sources.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 

@@ -7,12 +7,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getSource } from '../../src/db/sources.ts';
-import { runBackfill } from '../../src/pipeline/backfill.ts';
-import { submitGenerations } from '../../src/pipeline/generate.ts';
-import { pollBatch } from '../../src/pipeline/poller.ts';
-import { planResubmission } from '../../src/pipeline/replay.ts';
-import { registerSource } from '../../src/pipeline/sources.ts';
-import type { WorkerSet } from '../../src/pipeline/workers.ts';
+import { runBackfill } from '../../src/pipeline/commands/backfill.ts';
+import { submitGenerations } from '../../src/pipeline/ingest/generate.ts';
+import { pollBatch } from '../../src/pipeline/ingest/poll-batch.ts';
+import { planResubmission } from '../../src/pipeline/commands/replay.ts';
+import { registerSource } from '../../src/pipeline/commands/sources.ts';
+import type { WorkerSet } from '../../src/pipeline/services/workers.ts';
 import { createPipelineHarness, type PipelineHarness } from '../helpers/pipeline.ts';
 
 /** The interface keeps a transcript job's result this long after the job ends (UPSTREAM.md). */

@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { renderStatus } from '../../src/cli/status.ts';
 import { keyFingerprint } from '../../src/api/key-fingerprint.ts';
 import { clearHolds, LIFTED_BY_SYNC, setHold } from '../../src/db/upstream-holds.ts';
-import { collectStatus, STATUS_HOLD_EVENTS } from '../../src/pipeline/status.ts';
+import { collectStatus, STATUS_HOLD_EVENTS } from '../../src/pipeline/read/status.ts';
 import { createPipelineHarness, type PipelineHarness } from '../helpers/pipeline.ts';
 import { startCli, waitUntil, type CliProcess } from '../helpers/proc.ts';
 

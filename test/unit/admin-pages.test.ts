@@ -15,7 +15,7 @@ import {
   type OverviewData,
   type OverviewSource,
 } from '../../src/admin/overview.ts';
-import { freshnessOf, type HoldsStatus } from '../../src/pipeline/status.ts';
+import { freshnessOf, type HoldsStatus } from '../../src/pipeline/read/status.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { renderBatchPage, type BatchPageData, type BatchView } from '../../src/admin/batch-page.ts';
 import { readStatusParam, renderBatchesPage, type BatchesPageData } from '../../src/admin/batches-page.ts';

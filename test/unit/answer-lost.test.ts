@@ -14,7 +14,7 @@ import {
   UnauthorizedError,
   UpgradeRequiredError,
 } from '../../src/api/errors.ts';
-import { answerMayBeLost } from '../../src/pipeline/submit.ts';
+import { answerMayBeLost } from '../../src/pipeline/ingest/submit.ts';
 
 const init = { message: 'POST /videosite/video/batch: failed', endpoint: 'POST /videosite/video/batch' };
 const withCode = (code: string) => Object.assign(new Error(code), { code });

@@ -7,7 +7,7 @@ import {
   BatchStreamError,
   OVERSIZE_RAW_PREFIX_BYTES,
   type RawBatchItem,
-} from '../../src/pipeline/batch-stream.ts';
+} from '../../src/pipeline/ingest/batch-stream.ts';
 
 async function collect(chunks: string[]) {
   const gen = readBatchStream(

@@ -5,7 +5,7 @@ import {
   POLL_ETA_MARGIN_MS,
   POLL_LAND_MARGIN_MS,
   type PollProgress,
-} from '../../src/pipeline/poller.ts';
+} from '../../src/pipeline/ingest/poll-batch.ts';
 
 const settings = { pollMinDelayMs: 1_000, pollMaxDelayMs: 60_000, pollLandWithinMs: 10_000 };
 

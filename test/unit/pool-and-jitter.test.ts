@@ -14,7 +14,7 @@ import {
 } from '../../src/domain/connections.ts';
 import { jitterWindowMs, syncOffsetMs } from '../../src/domain/schedule.ts';
 import { DATABASE_POOL_MAX, loadConfig } from '../../src/config.ts';
-import { syncConcurrency } from '../../src/pipeline/backfill.ts';
+import { syncConcurrency } from '../../src/pipeline/commands/backfill.ts';
 
 const ALL_ROLES = { scheduler: true, poller: true, sink: true };
 const daemon = (d: Partial<DaemonPoolInput> = {}) =>

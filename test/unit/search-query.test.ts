@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { searchQueryProblem } from '../../src/domain/search.ts';
 import { SEARCH_SOURCE_QUERY_MAX_CHARS } from '../../src/domain/sources.ts';
-import { parseSource } from '../../src/pipeline/sources.ts';
+import { parseSource } from '../../src/pipeline/commands/sources.ts';
 
 const ESC = '\x1b';
 

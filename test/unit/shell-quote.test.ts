@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { renderBackfillReport } from '../../src/cli/backfill.ts';
-import type { BackfillReport } from '../../src/pipeline/backfill.ts';
+import type { BackfillReport } from '../../src/pipeline/commands/backfill.ts';
 import { shellCommand, shellQuote } from '../../src/shell-quote.ts';
 
 const ESC = '\x1b';

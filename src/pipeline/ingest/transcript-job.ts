@@ -13,7 +13,7 @@
  * any sync. Any other refused answer is polled again.
  */
 import { z } from 'zod';
-import { ApiError, LimitExceededError, NotFoundError, SchemaMismatchError } from '../api/errors.ts';
+import { ApiError, LimitExceededError, NotFoundError, SchemaMismatchError } from '../../api/errors.ts';
 import {
   endBatchLocally,
   recordNotFound,
@@ -21,16 +21,16 @@ import {
   recordRefusedPoll,
   scheduleNextPoll,
   type PolledBatch,
-} from '../db/batch-polls.ts';
-import { markUnfinishedFailed, type LandItem } from '../db/items.ts';
-import { DeliveredTranscriptSchema } from '../db/transcripts.ts';
-import { recordOutcomes } from '../db/video-sync.ts';
-import { LOCAL_BATCH_END_CODES, readHead, type BatchStatus } from '../domain/batches.ts';
-import { classifyItem, EXPIRED_RESULT_OUTCOME, UNFINISHED_AT_END_CODE } from '../domain/items.ts';
-import { formatIssuePath } from '../api/schemas.ts';
+} from '../../db/batch-polls.ts';
+import { markUnfinishedFailed, type LandItem } from '../../db/items.ts';
+import { DeliveredTranscriptSchema } from '../../db/transcripts.ts';
+import { recordOutcomes } from '../../db/video-sync.ts';
+import { LOCAL_BATCH_END_CODES, readHead, type BatchStatus, type HeadReading } from '../../domain/batches.ts';
+import { classifyItem, EXPIRED_RESULT_OUTCOME, UNFINISHED_AT_END_CODE } from '../../domain/items.ts';
+import { formatIssuePath } from '../../api/schemas.ts';
 import { takeCreditSnapshot } from './credits.ts';
-import type { PipelineDeps } from './deps.ts';
-import { nextPollDelayMs, type PollResult } from './poller.ts';
+import type { PipelineDeps } from '../deps.ts';
+import { nextPollDelayMs, type PollResult } from './poll-batch.ts';
 import { prepareItem, reportRows, storePrepared } from './store-items.ts';
 
 /**
@@ -51,110 +51,151 @@ export async function pollTranscriptJob(
   batch: PolledBatch,
   opts: { previousDelayMs?: number; signal?: AbortSignal } = {},
 ): Promise<PollResult> {
-  const { sql, api, log, settings } = deps;
-  const { jobId } = batch;
-  const nothing = { landed: 0, sunk: 0, changed: 0, duplicates: 0, quarantined: 0 };
-  const previousDelayMs = opts.previousDelayMs ?? settings.pollInitialDelayMs;
-  const later = (): PollResult => ({
-    jobId,
+  const previousDelayMs = opts.previousDelayMs ?? deps.settings.pollInitialDelayMs;
+  const later: PollResult = {
+    jobId: batch.jobId,
     status: batch.status,
     terminal: false,
-    ...nothing,
-    nextDelayMs: nextPollDelayMs(previousDelayMs, false, settings),
-  });
-
-  let answer: unknown;
-  try {
-    // the answer as received is what lands (the client's schema would drop fields it does not name)
-    answer = (await api.readTranscriptJob(jobId, { signal: opts.signal })).raw;
-  } catch (e: unknown) {
-    if (opts.signal?.aborted || e instanceof LimitExceededError || !(e instanceof ApiError)) throw e;
-    const body = e instanceof SchemaMismatchError ? readBody(e.rawBody) : undefined;
-    if (body !== undefined) {
-      answer = body;
-    } else if (e instanceof NotFoundError && e.rawBody === undefined) {
-      return notFound(deps, batch, e.message, later());
-    } else {
-      await recordRefusedPoll(sql, jobId, `poll answered ${e.code}: ${e.message}; polled again`);
-      const next = later();
-      log.warn(
-        {
-          event: 'poll.refused',
-          mode: 'generate',
-          jobId,
-          code: e.code,
-          status: e.status,
-          nextDelayMs: next.nextDelayMs,
-        },
-        'transcript job poll refused: polled again later',
-      );
-      return next;
-    }
-  }
-  const parsed = LiberalJobResultSchema.safeParse(answer);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const why = `the answer does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`;
-    await recordRefusedPoll(sql, jobId, `poll ${batch.polls + 1}: ${why}; polled again`);
-    const next = later();
-    log.warn(
-      { event: 'poll.incomplete', mode: 'generate', jobId, landed: 0, changed: 0, polls: batch.polls + 1, reason: why },
-      'transcript job answer unreadable: polled again',
-    );
-    return next;
-  }
+    ...NOTHING_CHANGED,
+    nextDelayMs: nextPollDelayMs(previousDelayMs, false, deps.settings),
+  };
+  const answer = await readJobAnswer(deps, batch, later, opts.signal);
+  if ('polled' in answer) return answer.polled;
+  const parsed = LiberalJobResultSchema.safeParse(answer.body);
+  if (!parsed.success) return recordUnreadableAnswer(deps, batch, parsed.error, later);
   const result = parsed.data;
   const errorCode = result.error?.error ?? null;
   const reading = readHead({ status: result.status, errorCode });
-  const polls = batch.polls + 1;
+  if (!reading.terminal) return recordJobInFlight(deps, batch, result, reading, previousDelayMs);
+  return landJobResult(deps, batch, { result, answer: answer.body, status: reading.status!, errorCode });
+}
 
-  if (!reading.terminal) {
-    const status: BatchStatus = reading.status ?? batch.status;
-    const nextDelayMs = nextPollDelayMs(previousDelayMs, status !== batch.status, settings);
-    await recordPollAnswer(sql, jobId, {
-      status,
-      upstreamStatus: result.status,
-      errorCode: null,
-      total: 1,
-      succeeded: 0,
-      failed: 0,
-      creditsEstimated: null,
-      polls,
-      reason:
-        reading.unknownStatus !== null
-          ? `status ${JSON.stringify(reading.unknownStatus)} is not one this interface version lists: still polled`
-          : null,
-      completedAt: null,
-      terminal: false,
-    });
-    await scheduleNextPoll(sql, jobId, nextDelayMs);
-    if (reading.unknownStatus !== null) {
-      log.warn(
-        { event: 'poll.unknown_status', mode: 'generate', jobId, upstreamStatus: reading.unknownStatus, landed: 0 },
-        'transcript job status unknown to this interface version: still polled',
-      );
+const NOTHING_CHANGED = { landed: 0, sunk: 0, changed: 0, duplicates: 0, quarantined: 0 } as const;
+
+/**
+ * The job's answer as received (the client's schema would drop fields it does not name), or the
+ * poll's result when there is no answer to read: a not-found (confirmed before expiring the job)
+ * or another refusal (polled again).
+ */
+async function readJobAnswer(
+  deps: PipelineDeps,
+  batch: PolledBatch,
+  later: PollResult,
+  signal: AbortSignal | undefined,
+): Promise<{ body: unknown } | { polled: PollResult }> {
+  const { jobId } = batch;
+  try {
+    return { body: (await deps.api.readTranscriptJob(jobId, { signal })).raw };
+  } catch (e: unknown) {
+    if (signal?.aborted || e instanceof LimitExceededError || !(e instanceof ApiError)) throw e;
+    const body = e instanceof SchemaMismatchError ? readBody(e.rawBody) : undefined;
+    if (body !== undefined) return { body };
+    if (e instanceof NotFoundError && e.rawBody === undefined) {
+      return { polled: await notFound(deps, batch, e.message, later) };
     }
-    log.info(
+    await recordRefusedPoll(deps.sql, jobId, `poll answered ${e.code}: ${e.message}; polled again`);
+    deps.log.warn(
       {
-        event: 'poll.landed',
+        event: 'poll.refused',
         mode: 'generate',
         jobId,
-        status,
-        landed: 0,
-        changed: 0,
-        polls,
-        quarantined: 0,
-        duplicates: 0,
-        total: 1,
-        finished: 0,
+        code: e.code,
+        status: e.status,
+        nextDelayMs: later.nextDelayMs,
       },
-      'transcript job polled',
+      'transcript job poll refused: polled again later',
     );
-    return { jobId, status, terminal: false, ...nothing, nextDelayMs };
+    return { polled: later };
   }
+}
 
-  const status = reading.status!;
-  // the transcript is written with its item, as a batch's items are (src/pipeline/store-items.ts)
+/** An answer that is not a JobResult even read liberally: recorded, polled again. */
+async function recordUnreadableAnswer(
+  deps: PipelineDeps,
+  batch: PolledBatch,
+  error: z.ZodError,
+  later: PollResult,
+): Promise<PollResult> {
+  const { jobId } = batch;
+  const issue = error.issues[0];
+  const why = `the answer does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`;
+  await recordRefusedPoll(deps.sql, jobId, `poll ${batch.polls + 1}: ${why}; polled again`);
+  deps.log.warn(
+    { event: 'poll.incomplete', mode: 'generate', jobId, landed: 0, changed: 0, polls: batch.polls + 1, reason: why },
+    'transcript job answer unreadable: polled again',
+  );
+  return later;
+}
+
+/** `queued`, `active` or a status this version does not list: recorded, polled again. */
+async function recordJobInFlight(
+  deps: PipelineDeps,
+  batch: PolledBatch,
+  result: LiberalJobResult,
+  reading: HeadReading,
+  previousDelayMs: number,
+): Promise<PollResult> {
+  const { sql, log, settings } = deps;
+  const { jobId } = batch;
+  const polls = batch.polls + 1;
+  const status: BatchStatus = reading.status ?? batch.status;
+  const nextDelayMs = nextPollDelayMs(previousDelayMs, status !== batch.status, settings);
+  await recordPollAnswer(sql, jobId, {
+    status,
+    upstreamStatus: result.status,
+    errorCode: null,
+    total: 1,
+    succeeded: 0,
+    failed: 0,
+    creditsEstimated: null,
+    polls,
+    reason:
+      reading.unknownStatus !== null
+        ? `status ${JSON.stringify(reading.unknownStatus)} is not one this interface version lists: still polled`
+        : null,
+    completedAt: null,
+    terminal: false,
+  });
+  await scheduleNextPoll(sql, jobId, nextDelayMs);
+  if (reading.unknownStatus !== null) {
+    log.warn(
+      { event: 'poll.unknown_status', mode: 'generate', jobId, upstreamStatus: reading.unknownStatus, landed: 0 },
+      'transcript job status unknown to this interface version: still polled',
+    );
+  }
+  log.info(
+    {
+      event: 'poll.landed',
+      mode: 'generate',
+      jobId,
+      status,
+      landed: 0,
+      changed: 0,
+      polls,
+      quarantined: 0,
+      duplicates: 0,
+      total: 1,
+      finished: 0,
+    },
+    'transcript job polled',
+  );
+  return { jobId, status, terminal: false, ...NOTHING_CHANGED, nextDelayMs };
+}
+
+/**
+ * `completed` or `failed`: the job's one item lands (its transcript written in the same
+ * transaction, as a batch's items are: src/pipeline/ingest/store-items.ts) with the batch row's
+ * end.
+ */
+async function landJobResult(
+  deps: PipelineDeps,
+  batch: PolledBatch,
+  end: { result: LiberalJobResult; answer: unknown; status: BatchStatus; errorCode: string | null },
+): Promise<PollResult> {
+  const { sql, log, settings } = deps;
+  const { jobId } = batch;
+  const { result, answer, status, errorCode } = end;
+  const polls = batch.polls + 1;
   const item = prepareItem(
     { jobId, kind: batch.kind, mode: batch.mode },
     jobItem(videoIdOf(batch), status, result, answer),

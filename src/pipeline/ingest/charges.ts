@@ -9,11 +9,11 @@
  * so far is in Postgres (a sync calls it before it sums its run), `close()` flushes and stops.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { RequestEvent } from '../api/http.ts';
-import type { Queryable } from '../db/connection.ts';
-import { insertCharges, type NewCharge } from '../db/credit-charges.ts';
-import { budgetDelta, chargeOf, type Charge } from '../domain/charges.ts';
-import type { Logger } from '../log.ts';
+import type { RequestEvent } from '../../api/http.ts';
+import type { Queryable } from '../../db/connection.ts';
+import { insertCharges, type NewCharge } from '../../db/credit-charges.ts';
+import { budgetDelta, chargeOf, type Charge } from '../../domain/charges.ts';
+import type { Logger } from '../../log.ts';
 
 /** The work a request is made for. */
 export interface BillingScope {

@@ -6,12 +6,12 @@
  * startup and then periodically.
  */
 import type { Job, Queue } from 'bullmq';
-import { inFlightJobIds } from '../db/batches.ts';
-import { jobIdsWithLandedItems } from '../db/items.ts';
-import { activeCrons } from '../db/sources.ts';
-import { cronSchedulerId, pollJobId, sinkJobId } from '../queues/names.ts';
-import type { TickJob } from '../queues/payloads.ts';
-import type { PipelineDeps } from './deps.ts';
+import { inFlightJobIds } from '../../db/batches.ts';
+import { jobIdsWithLandedItems } from '../../db/items.ts';
+import { activeCrons } from '../../db/sources.ts';
+import { cronSchedulerId, pollJobId, sinkJobId } from '../../queues/names.ts';
+import type { TickJob } from '../../queues/payloads.ts';
+import type { PipelineDeps } from '../deps.ts';
 
 export interface ReconcileResult {
   /** poll jobs created or revived */
@@ -58,7 +58,7 @@ export async function reconcile(deps: PipelineDeps): Promise<ReconcileResult> {
   return result;
 }
 
-/** Name of the jobs a cron's scheduler fires: ticks, each of which queues its sources' syncs (src/pipeline/ticks.ts). */
+/** Name of the jobs a cron's scheduler fires: ticks, each of which queues its sources' syncs (src/pipeline/services/cron-ticks.ts). */
 export const TICK_JOB_NAME = 'tick';
 /**
  * BullMQ priority of ticks. A worker takes jobs without a priority (the syncs) before any with
@@ -80,7 +80,7 @@ export const SCHEDULER_WRITES_AT_ONCE = 50;
 /**
  * One BullMQ job scheduler per distinct cron pattern of the sources not paused (BullMQ makes one
  * fire per tick however many daemons run); its ticks read the pattern's sources from Postgres
- * when they fire (src/pipeline/ticks.ts), so a source added, paused, resumed or removed needs no
+ * when they fire (src/pipeline/services/cron-ticks.ts), so a source added, paused, resumed or removed needs no
  * Redis write unless its pattern gains its first source or loses its last. Schedulers of
  * patterns no source runs on any more are removed, and so is any other key: the per-source
  * schedulers (`source.<id>`) of releases before this one. A scheduler is rewritten when its

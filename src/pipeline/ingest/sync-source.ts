@@ -1,7 +1,7 @@
 /**
  * The scheduler: one sync run of one source. It decides what to submit, checks that the account
  * (and the daily budgets) can pay for it, submits each batch exactly once, and records every
- * batch in Postgres before its poll job is enqueued. The credit guard (src/pipeline/credits.ts)
+ * batch in Postgres before its poll job is enqueued. The credit guard (src/pipeline/ingest/credits.ts)
  * is asked twice, each time reserving what it grants in Postgres for every process to count:
  * before the listing (its price is known: LISTING_PRICE) and before the batches.
  *
@@ -12,49 +12,49 @@
  * its re-check. That makes the credit estimate exact before anything is spent, and a video listed
  * by several sources is bought once: each batch's videos are claimed in `video_sync` in the same
  * transaction that records the POST, under an advisory lock per kind and language that every
- * process takes (src/pipeline/submit.ts). A source whose videos are all present spends only its
+ * process takes (src/pipeline/ingest/submit.ts). A source whose videos are all present spends only its
  * listing. What the adapter listed and every video it listed before (`source_videos`) are the
  * candidates, so a video that fell out of a 5000-video listing is still retried when due.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { AbortedError, ApiError, LimitExceededError, toApiError } from '../api/errors.ts';
-import { isRecordFresh } from '../db/channels.ts';
-import type { Queryable } from '../db/connection.ts';
+import { AbortedError, ApiError, LimitExceededError, toApiError } from '../../api/errors.ts';
+import { isRecordFresh } from '../../db/channels.ts';
+import type { Queryable } from '../../db/connection.ts';
 import {
   acquireSyncLease,
   releaseSyncLease,
   renewSyncLease,
   SYNC_LEASE_RENEW_MS,
   SYNC_LEASE_TTL_MS,
-} from '../db/locks.ts';
-import { inFlightBatchKeys, markSourceError, markSourceSynced } from '../db/source-sync.ts';
-import { rememberedVideos } from '../db/source-videos.ts';
-import { getSource } from '../db/sources.ts';
-import type { Source } from '../db/schema.ts';
-import { lostBatchSubmissions, lostSubmissions, markSubmission, unresolvedSubmissions } from '../db/submissions.ts';
+} from '../../db/leases.ts';
+import { inFlightBatchKeys, markSourceError, markSourceSynced } from '../../db/source-sync.ts';
+import { rememberedVideos } from '../../db/source-videos.ts';
+import { getSource } from '../../db/sources.ts';
+import type { Source } from '../../db/schema.ts';
+import { lostBatchSubmissions, lostSubmissions, markSubmission, unresolvedSubmissions } from '../../db/submissions.ts';
 import {
   finishSyncRun,
   lastListingCredits,
   recordHeldRun,
   recordListingCredits,
   startSyncRun,
-} from '../db/sync-runs.ts';
-import { describeHold, describeHoldKey, type UpstreamHoldRow } from '../db/upstream-holds.ts';
-import { readSyncFacts, releaseClaims } from '../db/video-sync.ts';
-import { dueReason } from '../domain/attempts.ts';
-import type { BatchKind } from '../domain/batches.ts';
-import { CREDIT_LIMIT_ERROR_CODE, CREDIT_LIMIT_HOLD, REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
-import { LISTING_PRICE, SOURCE_METADATA_REFRESH_MS } from '../domain/sources.ts';
-import type { SyncOutcome, SyncRunOutcome } from '../domain/syncs.ts';
+} from '../../db/sync-runs.ts';
+import { describeHold, describeHoldKey, type UpstreamHoldRow } from '../../db/upstream-holds.ts';
+import { readSyncFacts, releaseClaims } from '../../db/video-sync.ts';
+import { dueReason } from '../../domain/attempts.ts';
+import type { BatchKind } from '../../domain/batches.ts';
+import { CREDIT_LIMIT_ERROR_CODE, CREDIT_LIMIT_HOLD, REFUSED_UPSTREAM_CODES } from '../../domain/refusals.ts';
+import { LISTING_PRICE, SOURCE_METADATA_REFRESH_MS } from '../../domain/sources.ts';
+import type { SyncOutcome, SyncRunOutcome } from '../../domain/syncs.ts';
 import { withBillingScope, type BillingScope } from './charges.ts';
 import { BudgetRefusedError, reserveCredits, type CreditHold, type CreditsRefusedError } from './credits.ts';
-import type { PipelineDeps } from './deps.ts';
-import type { Listing, PlannedBatch } from './kinds/adapter.ts';
-import { adapterFor } from './kinds/index.ts';
+import type { PipelineDeps } from '../deps.ts';
+import type { Listing, PlannedBatch } from '../kinds/adapter.ts';
+import { adapterFor } from '../kinds/index.ts';
 import { submitGenerations } from './generate.ts';
 import { submitBatch } from './submit.ts';
-import { holdsApplying, judgeGatewayForbidden, liftHolds, recordHold } from './upstream-holds.ts';
+import { holdsApplying, judgeGatewayForbidden, liftHolds, recordHold } from '../services/upstream-holds.ts';
 
 /** A submission still `sending` after this long was left by a process that died. */
 export const SUBMISSION_STALE_SENDING_MS = 10 * 60_000;
@@ -115,13 +115,13 @@ export async function syncSource(deps: PipelineDeps, sourceId: number, opts: Syn
   syncingHere.add(sourceId);
   try {
     // a lease in a row, not a session lock: it holds behind a transaction-pooling PgBouncer and
-    // keeps no connection reserved for the sync's length (src/db/locks.ts)
+    // keeps no connection reserved for the sync's length (src/db/leases.ts)
     if (!(await acquireSyncLease(deps.sql, sourceId, SYNC_LEASE_HOLDER, SYNC_LEASE_TTL_MS))) return busy();
     const lease = keepLease(deps, sourceId);
     try {
       // every request of the sync is billed to the source, and to its run once it has one
       const scope: BillingScope = { sourceId, syncRunId: null };
-      return await withBillingScope(scope, () => syncLocked(deps, sourceId, opts, scope));
+      return await withBillingScope(scope, () => syncUnderLease(deps, sourceId, opts, scope));
     } finally {
       await lease.stop();
       await releaseSyncLease(deps.sql, sourceId, SYNC_LEASE_HOLDER).catch((err: unknown) => {
@@ -180,7 +180,7 @@ function emptyResult(sourceId: number): SyncResult {
   };
 }
 
-async function syncLocked(
+async function syncUnderLease(
   deps: PipelineDeps,
   sourceId: number,
   opts: SyncOptions,

@@ -10,11 +10,11 @@
  * they stored before they exit, and `search` drains before it searches, so what a command stored
  * is found when it returns.
  */
-import { sleepMs } from '../api/retry.ts';
-import { databaseNow, type Queryable } from '../db/connection.ts';
-import { isReadOnlyError } from '../db/pg-errors.ts';
-import { indexQueuedTranscripts, searchBacklog, searchIndexDueInMs } from '../db/search.ts';
-import type { Logger } from '../log.ts';
+import { sleepMs } from '../../api/retry.ts';
+import { databaseNow, type Queryable } from '../../db/connection.ts';
+import { isReadOnlyError } from '../../db/pg-errors.ts';
+import { indexQueuedTranscripts, searchBacklog, searchIndexDueInMs } from '../../db/search.ts';
+import type { Logger } from '../../log.ts';
 
 /**
  * Transcripts one indexing transaction takes: ~90 ms for 150-chunk transcripts on the test

@@ -3,15 +3,15 @@
  * is spent), then resolves it (a handle becomes the channel ID; a channel or playlist record is
  * kept), and the source is inserted with the videos it starts with (a `videos` source's list).
  */
-import { deleteSource, insertSource } from '../db/sources.ts';
-import { rememberVideos } from '../db/source-videos.ts';
-import type { Source } from '../db/schema.ts';
-import type { SearchFilterValues, SourceInclude, SourceKind } from '../domain/sources.ts';
-import { silentLogger } from '../log.ts';
-import type { PipelineDeps } from './deps.ts';
-import type { SourceRef, SourceSpec } from './kinds/adapter.ts';
-import { adapterFor } from './kinds/index.ts';
-import { judgeGatewayForbidden } from './upstream-holds.ts';
+import { deleteSource, insertSource } from '../../db/sources.ts';
+import { rememberVideos } from '../../db/source-videos.ts';
+import type { Source } from '../../db/schema.ts';
+import type { SearchFilterValues, SourceInclude, SourceKind } from '../../domain/sources.ts';
+import { silentLogger } from '../../log.ts';
+import type { PipelineDeps } from '../deps.ts';
+import type { SourceRef, SourceSpec } from '../kinds/adapter.ts';
+import { adapterFor } from '../kinds/index.ts';
+import { judgeGatewayForbidden } from '../services/upstream-holds.ts';
 
 export interface NewSourceInput {
   kind: SourceKind;

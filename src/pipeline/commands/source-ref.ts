@@ -5,9 +5,9 @@
  * handle, a playlist URL to its list ID). Read from Postgres only: no API call, no credit, so a
  * handle is known by the channel record its source keeps, not asked for again.
  */
-import { tryParseChannelRef, tryParsePlaylistId } from '../api/ids.ts';
-import type { Queryable } from '../db/connection.ts';
-import { sourcesMatching, type SourceMatch, type SourceRefKeys } from '../db/sources.ts';
+import { tryParseChannelRef, tryParsePlaylistId } from '../../api/ids.ts';
+import type { Queryable } from '../../db/connection.ts';
+import { sourcesMatching, type SourceMatch, type SourceRefKeys } from '../../db/sources.ts';
 
 /** The largest source ID (an `integer` identity column). */
 const SOURCE_ID_MAX = 2_147_483_647;

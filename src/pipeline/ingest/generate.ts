@@ -12,7 +12,7 @@
  *   the source's next sync judges it from the account's credits, as for a lost batch POST.
  *
  * A job answer (202) becomes a `batches` row of mode `generate`, polled by the poll queue like a
- * batch (src/pipeline/transcript-job.ts); a transcript answered at once (200) is landed at once
+ * batch (src/pipeline/ingest/transcript-job.ts); a transcript answered at once (200) is landed at once
  * under a job ID of our own.
  */
 import { randomUUID } from 'node:crypto';
@@ -22,27 +22,27 @@ import {
   InvalidRequestError,
   NotFoundError,
   TranscriptUnavailableError,
-} from '../api/errors.ts';
-import type { MediaTranscriptQuery } from '../api/schemas.ts';
-import { DEFAULT_PLATFORM } from '../config.ts';
-import { insertSubmittedBatch } from '../db/batch-records.ts';
-import { recordPollAnswer } from '../db/batch-polls.ts';
+} from '../../api/errors.ts';
+import type { MediaTranscriptQuery } from '../../api/schemas.ts';
+import { DEFAULT_PLATFORM } from '../../config.ts';
+import { insertSubmittedBatch } from '../../db/batch-records.ts';
+import { recordPollAnswer } from '../../db/batch-polls.ts';
 import {
   generatedDurations,
   generationAttempted,
   generationCandidates,
   type GenerateRequest,
-} from '../db/generations.ts';
-import { landItems } from '../db/items.ts';
-import { lockClaims } from '../db/locks.ts';
-import type { Source } from '../db/schema.ts';
-import { markSubmission, recordSending } from '../db/submissions.ts';
-import { recordOutcomes } from '../db/video-sync.ts';
-import { NO_CAPTIONS_CODE } from '../domain/items.ts';
-import { generateCredits, startedMinutes } from '../domain/prices.ts';
-import { pollJobId, sinkJobId } from '../queues/names.ts';
+} from '../../db/generations.ts';
+import { landItems } from '../../db/items.ts';
+import { lockClaims } from '../../db/leases.ts';
+import type { Source } from '../../db/schema.ts';
+import { markSubmission, recordSending } from '../../db/submissions.ts';
+import { recordOutcomes } from '../../db/video-sync.ts';
+import { NO_CAPTIONS_CODE } from '../../domain/items.ts';
+import { generateCredits, startedMinutes } from '../../domain/prices.ts';
+import { pollJobId, sinkJobId } from '../../queues/names.ts';
 import { reserveCredits, type CreditHold, type CreditsRefusedError } from './credits.ts';
-import type { PipelineDeps } from './deps.ts';
+import type { PipelineDeps } from '../deps.ts';
 import { answerMayBeLost } from './submit.ts';
 
 /** Prefix of the job ID we give a transcript answered at once (the upstream gave none). */

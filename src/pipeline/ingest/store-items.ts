@@ -11,9 +11,9 @@
  * again (a repeated poll, a stalled job run twice) writes nothing; the upserts write only what
  * changed, and a transcript's content hash decides whether it changed.
  */
-import type { BatchItem } from '../api/schemas.ts';
-import type { Queryable } from '../db/connection.ts';
-import { writeIsolating, type Transaction } from '../db/isolate.ts';
+import type { BatchItem } from '../../api/schemas.ts';
+import type { Queryable } from '../../db/connection.ts';
+import { writeIsolating, type Transaction } from '../../db/isolate.ts';
 import {
   landRecords,
   setAsideRecord,
@@ -21,13 +21,13 @@ import {
   type LandItem,
   type LandRecord,
   type LandResult,
-} from '../db/items.ts';
-import { addSourceVideos } from '../db/source-videos.ts';
-import { recordOutcomes } from '../db/video-sync.ts';
-import { markGone } from '../db/videos.ts';
-import type { BatchKind } from '../domain/batches.ts';
-import { isGoneCode } from '../domain/items.ts';
-import type { PipelineDeps } from './deps.ts';
+} from '../../db/items.ts';
+import { addSourceVideos } from '../../db/source-videos.ts';
+import { recordOutcomes } from '../../db/video-sync.ts';
+import { markGone } from '../../db/videos.ts';
+import type { BatchKind } from '../../domain/batches.ts';
+import { isGoneCode } from '../../domain/items.ts';
+import type { PipelineDeps } from '../deps.ts';
 import {
   addRowCounts,
   itemRow,

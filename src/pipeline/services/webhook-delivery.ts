@@ -22,8 +22,8 @@ import { randomBytes } from 'node:crypto';
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { hostname } from 'node:os';
 import { Agent } from 'undici';
-import type { Sql } from '../db/connection.ts';
-import { readEvents, type EventRow } from '../db/events.ts';
+import type { Sql } from '../../db/connection.ts';
+import { readEvents, type EventRow } from '../../db/events.ts';
 import {
   claimEndpoint,
   recordDelivered,
@@ -33,10 +33,10 @@ import {
   type DeliveryAttempt,
   type EndpointTarget,
   type LeasedEndpoint,
-} from '../db/webhooks.ts';
-import { EVENTS_CHANNEL } from '../domain/events.ts';
-import { isIpLiteral, privateAddressRange } from '../domain/private-addresses.ts';
-import { openSecret, WebhookSecretError } from '../domain/webhook-secrets.ts';
+} from '../../db/webhooks.ts';
+import { EVENTS_CHANNEL } from '../../domain/events.ts';
+import { isIpLiteral, privateAddressRange } from '../../domain/private-addresses.ts';
+import { openSecret, WebhookSecretError } from '../../domain/webhook-secrets.ts';
 import {
   deliveryHeaders,
   isDelivered,
@@ -45,9 +45,9 @@ import {
   WEBHOOK_SLOTS,
   WEBHOOK_TURN_MS,
   type SigningKey,
-} from '../domain/webhooks.ts';
-import type { Logger } from '../log.ts';
-import type { PipelineSettings } from './deps.ts';
+} from '../../domain/webhooks.ts';
+import type { Logger } from '../../log.ts';
+import type { PipelineSettings } from '../deps.ts';
 
 /** Events read per statement for one endpoint. */
 export const WEBHOOK_READ_EVENTS = 100;
@@ -277,178 +277,222 @@ export interface WebhookWorker {
 /** Starts the delivery loops of one process. */
 export function startWebhookDelivery(deps: WebhookDeps, opts: { owner?: string; slots?: number } = {}): WebhookWorker {
   const { sql, log, settings } = deps;
-  const owner = opts.owner ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-  const leaseMs = 2 * settings.webhookTimeoutMs + WEBHOOK_LEASE_MARGIN_MS;
-  const dispatcher = webhookDispatcher(settings.webhookTimeoutMs);
   const stopping = new AbortController();
+  const ctx: DeliveryContext = {
+    deps,
+    owner: opts.owner ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
+    leaseMs: 2 * settings.webhookTimeoutMs + WEBHOOK_LEASE_MARGIN_MS,
+    dispatcher: webhookDispatcher(settings.webhookTimeoutMs),
+    signal: stopping.signal,
+  };
   const stopped = new Promise<void>((resolve) =>
     stopping.signal.addEventListener('abort', () => resolve(), { once: true }),
   );
-  let wakeUp: () => void = () => undefined;
-  let woken = new Promise<void>((resolve) => (wakeUp = resolve));
-  const wake = () => {
-    const resolve = wakeUp;
-    woken = new Promise<void>((r) => (wakeUp = r));
-    resolve();
-  };
-
-  /**
-   * One turn at an endpoint: its due events, in id order, until it is caught up, a delivery fails,
-   * the turn has lasted WEBHOOK_TURN_MS (at least one event is sent per turn), or the worker stops.
-   */
-  const deliverTurn = async (ep: LeasedEndpoint): Promise<void> => {
-    const turnStartedAt = performance.now();
-    let cursor = ep.cursor;
-    let failures = ep.failures;
-    let sent = 0;
-    let keys: SigningKey[] | undefined;
-    // The lease (two timeouts and a margin) is renewed once a timeout has passed since the last
-    // renewal, not before every event: the POST that follows ends within a timeout, inside the
-    // lease. Renewing per event was one of the two commits each delivery cost (63 events/s
-    // measured on a disk-synced Postgres).
-    let renewedAt = performance.now();
-    for (;;) {
-      const events = await readEvents(sql, {
-        afterId: cursor,
-        types: ep.eventTypes ?? undefined,
-        limit: WEBHOOK_READ_EVENTS,
-      });
-      for (const e of events) {
-        if (stopping.signal.aborted) return;
-        if (sent > 0 && performance.now() - turnStartedAt >= WEBHOOK_TURN_MS) return;
-        if (performance.now() - renewedAt >= settings.webhookTimeoutMs) {
-          if (!(await renewLease(sql, ep.id, owner, leaseMs))) return;
-          renewedAt = performance.now();
-        }
-        if (keys === undefined) {
-          try {
-            keys = signingKeys(ep, settings.webhookSecretsKey);
-          } catch (err: unknown) {
-            if (!(err instanceof WebhookSecretError)) throw err;
-            // nothing is sent unsigned: a failed attempt, retried after a backoff (the key may be fixed meanwhile)
-            await recordFailure(ep, e, failures + 1, notSent(`not sent: ${err.message}`));
-            return;
-          }
-        }
-        const ok = await deliverOne(ep, keys, e, failures + 1);
-        if (!ok) return;
-        sent++;
-        cursor = e.id;
-        failures = 0;
-      }
-      if (events.length < WEBHOOK_READ_EVENTS) return;
-    }
-  };
-
-  const deliverOne = async (ep: LeasedEndpoint, keys: SigningKey[], e: EventRow, attempt: number): Promise<boolean> => {
-    const target = { url: ep.url, allowPrivate: ep.allowPrivate, keys };
-    const out = await postEvent(dispatcher, target, e.id, webhookBody(e), {
-      timeoutMs: settings.webhookTimeoutMs,
-      signal: stopping.signal,
-    });
-    if (out.aborted) return false;
-    if (out.delivered) return recordDelivered(sql, owner, deliveryAttempt(ep.id, e, attempt, out));
-    await recordFailure(ep, e, attempt, out);
-    return false;
-  };
-
-  const recordFailure = async (ep: LeasedEndpoint, e: EventRow, attempt: number, out: PostOutcome): Promise<void> => {
-    const backoffMs = webhookBackoffMs(
-      attempt,
-      settings.webhookBackoffBaseMs,
-      settings.webhookBackoffMaxMs,
-      Math.random(),
-    );
-    const failed = await recordFailed(sql, owner, deliveryAttempt(ep.id, e, attempt, out), {
-      backoffMs,
-      disableAfterMs: settings.webhookDisableAfterMs,
-      disabledReason: (since) =>
-        `every delivery failed since ${since.toISOString()} (WEBHOOK_DISABLE_AFTER_MS=${settings.webhookDisableAfterMs}); last: ${out.error ?? 'failed'}`,
-    });
-    if (failed?.disabled) {
-      log.error(
-        {
-          event: 'webhook.endpoint_disabled',
-          endpointId: ep.id,
-          eventId: e.id,
-          attempt,
-          failingSince: failed.failingSince,
-          responseCode: out.responseCode,
-          error: out.error,
-        },
-        'webhook endpoint disabled: it kept failing',
-      );
-    } else {
-      log.warn(
-        {
-          event: 'webhook.delivery_failed',
-          endpointId: ep.id,
-          eventId: e.id,
-          attempt,
-          responseCode: out.responseCode,
-          error: out.error,
-          retryInMs: backoffMs,
-        },
-        'webhook delivery failed: retried after a backoff',
-      );
-    }
-  };
-
-  const loop = async (): Promise<void> => {
-    while (!stopping.signal.aborted) {
-      // taken before looking: a wake-up that comes while the look runs is not missed
-      const wokenBeforeLook = woken;
-      try {
-        const ep = await claimEndpoint(sql, owner, leaseMs);
-        if (ep) {
-          try {
-            await deliverTurn(ep);
-          } finally {
-            await releaseLease(sql, ep.id, owner);
-          }
-          continue;
-        }
-      } catch (err: unknown) {
-        if (stopping.signal.aborted) return;
-        log.warn(
-          { event: 'webhook.worker_error', err },
-          'webhook delivery loop failed; trying again at the next interval',
-        );
-      }
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        wokenBeforeLook,
-        new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, settings.webhookPollIntervalMs);
-        }),
-        stopped,
-      ]);
-      clearTimeout(timer);
-    }
-  };
-
+  const wakeups = wakeUps();
   // LISTEN on a connection of its own (postgres.js opens one for listeners, re-listening after a
   // reconnect, when `onlisten` fires again: a look then catches up on what was missed)
   const listening = sql
     .listen(
       EVENTS_CHANNEL,
-      () => wake(),
-      () => wake(),
+      () => wakeups.wake(),
+      () => wakeups.wake(),
     )
     .catch((err: unknown) => {
       log.warn({ event: 'webhook.worker_error', err }, 'could not LISTEN for events; relying on the interval');
       return undefined;
     });
-  const loops = Array.from({ length: opts.slots ?? WEBHOOK_SLOTS }, () => loop());
+  const loops = Array.from({ length: opts.slots ?? WEBHOOK_SLOTS }, () => deliveryLoop(ctx, wakeups, stopped));
 
   return {
-    wake,
+    wake: () => wakeups.wake(),
     async stop() {
       stopping.abort();
       await Promise.allSettled(loops);
       const l = await listening;
       await l?.unlisten().catch(() => undefined);
-      await dispatcher.close();
+      await ctx.dispatcher.close();
     },
   };
+}
+
+/** What the delivery loops of one process share. */
+interface DeliveryContext {
+  deps: WebhookDeps;
+  /** who holds an endpoint's lease: this process */
+  owner: string;
+  leaseMs: number;
+  dispatcher: WebhookDispatcher;
+  /** aborted when the worker stops */
+  signal: AbortSignal;
+}
+
+/** A wake-up any number of loops can wait for: `wake()` resolves the current one and arms the next. */
+function wakeUps(): { wake(): void; current(): Promise<void> } {
+  let wakeUp: () => void = () => undefined;
+  let woken = new Promise<void>((resolve) => (wakeUp = resolve));
+  return {
+    wake: () => {
+      const resolve = wakeUp;
+      woken = new Promise<void>((r) => (wakeUp = r));
+      resolve();
+    },
+    current: () => woken,
+  };
+}
+
+/** One slot: claims a due endpoint and gives it a turn; with none due, waits for a wake-up or the interval. */
+async function deliveryLoop(
+  ctx: DeliveryContext,
+  wakeups: ReturnType<typeof wakeUps>,
+  stopped: Promise<void>,
+): Promise<void> {
+  const { sql, log, settings } = ctx.deps;
+  while (!ctx.signal.aborted) {
+    // taken before looking: a wake-up that comes while the look runs is not missed
+    const wokenBeforeLook = wakeups.current();
+    try {
+      const ep = await claimEndpoint(sql, ctx.owner, ctx.leaseMs);
+      if (ep) {
+        try {
+          await deliverTurn(ctx, ep);
+        } finally {
+          await releaseLease(sql, ep.id, ctx.owner);
+        }
+        continue;
+      }
+    } catch (err: unknown) {
+      if (ctx.signal.aborted) return;
+      log.warn(
+        { event: 'webhook.worker_error', err },
+        'webhook delivery loop failed; trying again at the next interval',
+      );
+    }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      wokenBeforeLook,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, settings.webhookPollIntervalMs);
+      }),
+      stopped,
+    ]);
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * One turn at an endpoint: its due events, in id order, until it is caught up, a delivery fails,
+ * the turn has lasted WEBHOOK_TURN_MS (at least one event is sent per turn), or the worker stops.
+ */
+async function deliverTurn(ctx: DeliveryContext, ep: LeasedEndpoint): Promise<void> {
+  const { sql, settings } = ctx.deps;
+  const turnStartedAt = performance.now();
+  let cursor = ep.cursor;
+  let failures = ep.failures;
+  let sent = 0;
+  let keys: SigningKey[] | undefined;
+  // The lease (two timeouts and a margin) is renewed once a timeout has passed since the last
+  // renewal, not before every event: the POST that follows ends within a timeout, inside the
+  // lease. Renewing per event was one of the two commits each delivery cost (63 events/s
+  // measured on a disk-synced Postgres).
+  let renewedAt = performance.now();
+  for (;;) {
+    const events = await readEvents(sql, {
+      afterId: cursor,
+      types: ep.eventTypes ?? undefined,
+      limit: WEBHOOK_READ_EVENTS,
+    });
+    for (const e of events) {
+      if (ctx.signal.aborted) return;
+      if (sent > 0 && performance.now() - turnStartedAt >= WEBHOOK_TURN_MS) return;
+      if (performance.now() - renewedAt >= settings.webhookTimeoutMs) {
+        if (!(await renewLease(sql, ep.id, ctx.owner, ctx.leaseMs))) return;
+        renewedAt = performance.now();
+      }
+      if (keys === undefined) {
+        try {
+          keys = signingKeys(ep, settings.webhookSecretsKey);
+        } catch (err: unknown) {
+          if (!(err instanceof WebhookSecretError)) throw err;
+          // nothing is sent unsigned: a failed attempt, retried after a backoff (the key may be fixed meanwhile)
+          await recordFailure(ctx, ep, e, failures + 1, notSent(`not sent: ${err.message}`));
+          return;
+        }
+      }
+      const ok = await deliverOne(ctx, ep, keys, e, failures + 1);
+      if (!ok) return;
+      sent++;
+      cursor = e.id;
+      failures = 0;
+    }
+    if (events.length < WEBHOOK_READ_EVENTS) return;
+  }
+}
+
+/** POSTs one event; true when it was delivered (and recorded so). */
+async function deliverOne(
+  ctx: DeliveryContext,
+  ep: LeasedEndpoint,
+  keys: SigningKey[],
+  e: EventRow,
+  attempt: number,
+): Promise<boolean> {
+  const target = { url: ep.url, allowPrivate: ep.allowPrivate, keys };
+  const out = await postEvent(ctx.dispatcher, target, e.id, webhookBody(e), {
+    timeoutMs: ctx.deps.settings.webhookTimeoutMs,
+    signal: ctx.signal,
+  });
+  if (out.aborted) return false;
+  if (out.delivered) return recordDelivered(ctx.deps.sql, ctx.owner, deliveryAttempt(ep.id, e, attempt, out));
+  await recordFailure(ctx, ep, e, attempt, out);
+  return false;
+}
+
+/** A failed attempt: retried after a backoff, or the endpoint disabled once it has failed for WEBHOOK_DISABLE_AFTER_MS. */
+async function recordFailure(
+  ctx: DeliveryContext,
+  ep: LeasedEndpoint,
+  e: EventRow,
+  attempt: number,
+  out: PostOutcome,
+): Promise<void> {
+  const { sql, log, settings } = ctx.deps;
+  const backoffMs = webhookBackoffMs(
+    attempt,
+    settings.webhookBackoffBaseMs,
+    settings.webhookBackoffMaxMs,
+    Math.random(),
+  );
+  const failed = await recordFailed(sql, ctx.owner, deliveryAttempt(ep.id, e, attempt, out), {
+    backoffMs,
+    disableAfterMs: settings.webhookDisableAfterMs,
+    disabledReason: (since) =>
+      `every delivery failed since ${since.toISOString()} (WEBHOOK_DISABLE_AFTER_MS=${settings.webhookDisableAfterMs}); last: ${out.error ?? 'failed'}`,
+  });
+  if (failed?.disabled) {
+    log.error(
+      {
+        event: 'webhook.endpoint_disabled',
+        endpointId: ep.id,
+        eventId: e.id,
+        attempt,
+        failingSince: failed.failingSince,
+        responseCode: out.responseCode,
+        error: out.error,
+      },
+      'webhook endpoint disabled: it kept failing',
+    );
+  } else {
+    log.warn(
+      {
+        event: 'webhook.delivery_failed',
+        endpointId: ep.id,
+        eventId: e.id,
+        attempt,
+        responseCode: out.responseCode,
+        error: out.error,
+        retryInMs: backoffMs,
+      },
+      'webhook delivery failed: retried after a backoff',
+    );
+  }
 }

@@ -3,8 +3,8 @@
  * check interval until an exit rule says enough. The waiting reads Postgres only; poller and
  * sink workers (in this process or daemons elsewhere) do the work.
  */
-import { batchProgress, isSettled, type BatchProgress } from '../db/batch-progress.ts';
-import type { Queryable } from '../db/connection.ts';
+import { batchProgress, isSettled, type BatchProgress } from '../../db/batch-progress.ts';
+import type { Queryable } from '../../db/connection.ts';
 
 /** How often the progress is read while waiting, ms. */
 export const WAIT_CHECK_INTERVAL_MS = 1_000;

@@ -10,12 +10,18 @@
  * (src/admin/overview.ts) reads the same sections, each on its own.
  */
 import { CronExpressionParser } from 'cron-parser';
-import { batchProgress, retryablePendingByBatch, type BatchProgress } from '../db/batch-progress.ts';
-import { batchCountsByStatus, creditsEstimatedTotal, inFlightJobIds, recentlyEndedJobIds } from '../db/batches.ts';
-import { databaseNow, type Queryable } from '../db/connection.ts';
-import { billedBetween, billedByDay, billedBySource, type BilledDay, type BilledSource } from '../db/credit-charges.ts';
-import { firstCreditSnapshotWithin, latestCreditSnapshot } from '../db/credit-snapshots.ts';
-import { itemErrorCodeCounts, itemStateCounts, type ItemErrorCount } from '../db/item-counts.ts';
+import { batchProgress, retryablePendingByBatch, type BatchProgress } from '../../db/batch-progress.ts';
+import { batchCountsByStatus, creditsEstimatedTotal, inFlightJobIds, recentlyEndedJobIds } from '../../db/batches.ts';
+import { databaseNow, type Queryable } from '../../db/connection.ts';
+import {
+  billedBetween,
+  billedByDay,
+  billedBySource,
+  type BilledDay,
+  type BilledSource,
+} from '../../db/credit-charges.ts';
+import { firstCreditSnapshotWithin, latestCreditSnapshot } from '../../db/credit-snapshots.ts';
+import { itemErrorCodeCounts, itemStateCounts, type ItemErrorCount } from '../../db/item-counts.ts';
 import {
   languageCoverage,
   outcomeCounts,
@@ -23,12 +29,12 @@ import {
   sourceLanguageCoverage,
   totalOutcomes,
   type OutcomeCounts,
-} from '../db/video-outcomes.ts';
-import { goneCounts } from '../db/videos.ts';
-import type { LanguageCoverage } from '../domain/coverage.ts';
-import type { BatchKind } from '../domain/batches.ts';
-import { latestPruneRun } from '../db/prune-runs.ts';
-import { quarantineCounts } from '../db/quarantine.ts';
+} from '../../db/video-outcomes.ts';
+import { goneCounts } from '../../db/videos.ts';
+import type { LanguageCoverage } from '../../domain/coverage.ts';
+import type { BatchKind } from '../../domain/batches.ts';
+import { latestPruneRun } from '../../db/prune-runs.ts';
+import { quarantineCounts } from '../../db/quarantine.ts';
 import {
   countSyncedBefore,
   sourceBuckets,
@@ -36,16 +42,16 @@ import {
   type SourceGroupRef,
   type SourceWithStats,
   type SyncedSide,
-} from '../db/source-stats.ts';
-import { tableStorage, type TableStorage } from '../db/storage.ts';
-import { listEndpoints, PENDING_COUNT_CAP } from '../db/webhooks.ts';
-import type { ItemState } from '../domain/items.ts';
-import { lostSubmissions } from '../db/submissions.ts';
-import { activeHolds, describeHold, recentHoldEvents } from '../db/upstream-holds.ts';
-import { newestBuiltMigration } from '../db/migrate.ts';
-import { migrationLabel, schemaStopReason, type SchemaVerdict } from '../domain/schema-compat.ts';
-import { readSchemaVerdict } from './schema-gate.ts';
-import { searchBacklog } from '../db/search.ts';
+} from '../../db/source-stats.ts';
+import { tableStorage, type TableStorage } from '../../db/storage.ts';
+import { listEndpoints, PENDING_COUNT_CAP } from '../../db/webhooks.ts';
+import type { ItemState } from '../../domain/items.ts';
+import { lostSubmissions } from '../../db/submissions.ts';
+import { activeHolds, describeHold, recentHoldEvents } from '../../db/upstream-holds.ts';
+import { newestBuiltMigration } from '../../db/migrate.ts';
+import { migrationLabel, schemaStopReason, type SchemaVerdict } from '../../domain/schema-compat.ts';
+import { readSchemaVerdict } from '../services/schema-gate.ts';
+import { searchBacklog } from '../../db/search.ts';
 
 /** A source as `status` shows it (times as ISO 8601). */
 export type SourceStatus = Omit<SourceWithStats, 'lastSyncedAt' | 'lastErrorAt'> & {

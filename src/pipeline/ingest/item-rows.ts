@@ -9,20 +9,20 @@
  * Transcript of a synchronous answer), not a batch item: it becomes a transcript of origin
  * `generated`, built exactly as a batch's transcript is.
  */
-import { BatchItemSchema, formatIssuePath, type BatchItem, type Transcript } from '../api/schemas.ts';
-import type { Queryable } from '../db/connection.ts';
-import { UnstorableValueError } from '../db/storable.ts';
+import { BatchItemSchema, formatIssuePath, type BatchItem, type Transcript } from '../../api/schemas.ts';
+import type { Queryable } from '../../db/connection.ts';
+import { UnstorableValueError } from '../../db/storable.ts';
 import {
   DeliveredTranscriptSchema,
   transcriptRowFromApi,
   upsertTranscripts,
   type DeliveredTranscript,
   type TranscriptRow,
-} from '../db/transcripts.ts';
-import { upsertVideos, videoRowFromApi, type UpsertCounts, type VideoRow } from '../db/videos.ts';
-import type { BatchKind } from '../domain/batches.ts';
-import type { QuarantineReason } from '../domain/items.ts';
-import type { BatchMode } from '../domain/sources.ts';
+} from '../../db/transcripts.ts';
+import { upsertVideos, videoRowFromApi, type UpsertCounts, type VideoRow } from '../../db/videos.ts';
+import type { BatchKind } from '../../domain/batches.ts';
+import type { QuarantineReason } from '../../domain/items.ts';
+import type { BatchMode } from '../../domain/sources.ts';
 
 export type ItemRow = { table: 'videos'; row: VideoRow } | { table: 'transcripts'; row: TranscriptRow };
 export type ItemRowOutcome = ItemRow | { table: null; reason: string; reasonCode: QuarantineReason };

@@ -20,8 +20,8 @@
  * connection a sync is allowed.
  */
 import { hostname } from 'node:os';
-import type { Account } from '../api/schemas.ts';
-import type { Queryable } from '../db/connection.ts';
+import type { Account } from '../../api/schemas.ts';
+import type { Queryable } from '../../db/connection.ts';
 import {
   databaseClock,
   heldCredits,
@@ -34,10 +34,10 @@ import {
   spentSince,
   utcDayStart,
   type SpentToday,
-} from '../db/credit-reservations.ts';
-import { insertCreditSnapshot } from '../db/credit-snapshots.ts';
-import type { CreditLimit } from '../domain/refusals.ts';
-import type { PipelineDeps } from './deps.ts';
+} from '../../db/credit-reservations.ts';
+import { insertCreditSnapshot } from '../../db/credit-snapshots.ts';
+import type { CreditLimit } from '../../domain/refusals.ts';
+import type { PipelineDeps } from '../deps.ts';
 
 /**
  * How long a reservation counts when its process stops renewing it (it died). The holder renews

@@ -300,90 +300,60 @@ export async function* readBatchItems(
   body: AsyncIterable<Uint8Array | string>,
   opts: ReadBatchOptions = {},
 ): AsyncGenerator<RawBatchItem, RawBatchHead, undefined> {
-  const head: RawBatchHead = { sawResults: false };
-  let state: State = 'start';
-  let key = '';
-  let capture: Capture | undefined;
-  /** what the capture is: a key, a top-level value, or an element of results */
-  let capturing: 'key' | 'value' | 'item' = 'value';
-  let pending: RawBatchItem[] = [];
-  let itemIndex = 0;
-  const fail = (what: string) => new BatchStreamError(`batch answer is not valid JSON: unexpected ${what}`);
-
+  const scanner = new AnswerScanner(opts);
   for await (const chunk of body) {
-    const buf =
-      typeof chunk === 'string'
-        ? Buffer.from(chunk, 'utf8')
-        : Buffer.isBuffer(chunk)
-          ? chunk
-          : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    scanner.scan(asBuffer(chunk));
+    if (scanner.pending.length > 0) {
+      const out = scanner.pending;
+      scanner.pending = [];
+      yield* out;
+    }
+  }
+  if (!scanner.done) throw new BatchStreamError('batch answer ended before the JSON object was complete');
+  return scanner.head;
+}
+
+function asBuffer(chunk: Uint8Array | string): Buffer {
+  return typeof chunk === 'string'
+    ? Buffer.from(chunk, 'utf8')
+    : Buffer.isBuffer(chunk)
+      ? chunk
+      : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+}
+
+function unexpected(what: string): BatchStreamError {
+  return new BatchStreamError(`batch answer is not valid JSON: unexpected ${what}`);
+}
+
+/**
+ * The answer's top-level object, scanned a chunk at a time: the structure between values byte by
+ * byte (`structure`), each key, head value and element of `results` captured whole by a Capture
+ * and then taken (`endCapture`, or `endOversize` past `maxItemBytes`). Completed elements wait in
+ * `pending` for the generator to yield them.
+ */
+class AnswerScanner {
+  readonly head: RawBatchHead = { sawResults: false };
+  /** elements completed and not yet yielded */
+  pending: RawBatchItem[] = [];
+  private state: State = 'start';
+  private key = '';
+  private capture: Capture | undefined;
+  /** what the capture is: a key, a top-level value, or an element of results */
+  private capturing: 'key' | 'value' | 'item' = 'value';
+  private itemIndex = 0;
+
+  constructor(private readonly opts: ReadBatchOptions) {}
+
+  get done(): boolean {
+    return this.state === 'done';
+  }
+
+  scan(buf: Buffer): void {
     let i = 0;
     const n = buf.length;
     while (i < n) {
-      if (capture) {
-        const end = capture.scan(buf, i);
-        if (end === -1) {
-          capture.carry(buf);
-          i = n;
-          continue;
-        }
-        if (capturing === 'item' && opts.skip) {
-          const id = capture.leadingVideoId(buf, end);
-          if (id !== undefined && opts.skip(id)) {
-            capture = undefined;
-            i = end;
-            itemIndex++;
-            state = 'item-comma-or-end';
-            continue;
-          }
-        }
-        if (capture.oversize(end)) {
-          const c = capture;
-          capture = undefined;
-          i = end;
-          if (capturing === 'item') {
-            const first = c.oversizeRaw(buf, end);
-            const videoId = leadingVideoIdOf(first);
-            const bytes = c.size(end);
-            pending.push({
-              value: undefined,
-              raw: first.toString('utf8'),
-              index: itemIndex++,
-              oversize: videoId === undefined ? { bytes } : { bytes, videoId },
-            });
-            state = 'item-comma-or-end';
-          } else if (capturing === 'key') {
-            throw new BatchStreamError(`batch answer: a key is larger than maxItemBytes (${opts.maxItemBytes} bytes)`);
-          } else if (key === 'results') {
-            throw new BatchStreamError('batch answer: results is not an array');
-          } else if (HEAD_FIELDS.has(key)) {
-            throw new BatchStreamError(`batch answer: ${key} is larger than maxItemBytes (${opts.maxItemBytes} bytes)`);
-          } else {
-            // a field the head does not keep: skipped unparsed
-            state = 'comma-or-end';
-          }
-          continue;
-        }
-        const text = capture.text(buf, end);
-        capture = undefined;
-        i = end;
-        if (capturing === 'key') {
-          const k = parseJson(text, 'key');
-          if (typeof k !== 'string') throw fail('key');
-          key = k;
-          state = 'colon';
-        } else if (capturing === 'item') {
-          pending.push({ value: parseJson(text, 'results item'), raw: text, index: itemIndex++ });
-          state = 'item-comma-or-end';
-        } else {
-          const value = parseJson(text, key);
-          if (key === 'results') {
-            head.sawResults = true;
-            throw new BatchStreamError('batch answer: results is not an array');
-          }
-          if (HEAD_FIELDS.has(key)) (head as unknown as Record<string, unknown>)[key] = value;
-          state = 'comma-or-end';
-        }
+      if (this.capture) {
+        i = this.continueCapture(this.capture, buf, i);
         continue;
       }
       const b = buf[i]!;
@@ -391,73 +361,134 @@ export async function* readBatchItems(
         i++;
         continue;
       }
-      switch (state) {
-        case 'start':
-          if (b !== LBRACE) throw new BatchStreamError('batch answer is not a JSON object');
-          state = 'key-or-end';
-          i++;
-          break;
-        case 'key-or-end':
-        case 'key':
-          if (b === RBRACE && state === 'key-or-end') {
-            state = 'done';
-            i++;
-          } else if (b === QUOTE) {
-            capturing = 'key';
-            capture = new Capture(b, i, opts.maxItemBytes);
-          } else throw fail('character where a key should be');
-          break;
-        case 'colon':
-          if (b !== COLON) throw fail('character where ":" should be');
-          state = 'value';
-          i++;
-          break;
-        case 'value':
-          if (key === 'results' && b === LBRACKET) {
-            head.sawResults = true;
-            state = 'item-or-end';
-            i++;
-          } else {
-            capturing = 'value';
-            capture = new Capture(b, i, opts.maxItemBytes);
-          }
-          break;
-        case 'comma-or-end':
-          if (b === COMMA) state = 'key';
-          else if (b === RBRACE) state = 'done';
-          else throw fail('character after a value');
-          i++;
-          break;
-        case 'item-or-end':
-        case 'item':
-          if (b === RBRACKET && state === 'item-or-end') {
-            state = 'comma-or-end';
-            i++;
-          } else if (b === RBRACKET || b === COMMA) {
-            throw fail(`"${String.fromCharCode(b)}" in results`);
-          } else {
-            capturing = 'item';
-            capture = new Capture(b, i, opts.maxItemBytes);
-          }
-          break;
-        case 'item-comma-or-end':
-          if (b === COMMA) state = 'item';
-          else if (b === RBRACKET) state = 'comma-or-end';
-          else throw fail('character after a results item');
-          i++;
-          break;
-        case 'done':
-          throw fail('data after the JSON object');
-      }
-    }
-    if (pending.length > 0) {
-      const out = pending;
-      pending = [];
-      yield* out;
+      i = this.structure(b, i);
     }
   }
-  if (state !== 'done') throw new BatchStreamError('batch answer ended before the JSON object was complete');
-  return head;
+
+  /** Scans the capture on from `i`; returns where scanning goes on. */
+  private continueCapture(capture: Capture, buf: Buffer, i: number): number {
+    const end = capture.scan(buf, i);
+    if (end === -1) {
+      capture.carry(buf);
+      return buf.length;
+    }
+    this.capture = undefined;
+    if (this.capturing === 'item' && this.opts.skip) {
+      const id = capture.leadingVideoId(buf, end);
+      if (id !== undefined && this.opts.skip(id)) {
+        this.itemIndex++;
+        this.state = 'item-comma-or-end';
+        return end;
+      }
+    }
+    if (capture.oversize(end)) this.endOversize(capture, buf, end);
+    else this.endCapture(capture.text(buf, end));
+    return end;
+  }
+
+  /** A capture larger than maxItemBytes: an element is yielded as `oversize`, a skipped field dropped; else the read fails. */
+  private endOversize(c: Capture, buf: Buffer, end: number): void {
+    const { maxItemBytes } = this.opts;
+    if (this.capturing === 'item') {
+      const first = c.oversizeRaw(buf, end);
+      const videoId = leadingVideoIdOf(first);
+      const bytes = c.size(end);
+      this.pending.push({
+        value: undefined,
+        raw: first.toString('utf8'),
+        index: this.itemIndex++,
+        oversize: videoId === undefined ? { bytes } : { bytes, videoId },
+      });
+      this.state = 'item-comma-or-end';
+    } else if (this.capturing === 'key') {
+      throw new BatchStreamError(`batch answer: a key is larger than maxItemBytes (${maxItemBytes} bytes)`);
+    } else if (this.key === 'results') {
+      throw new BatchStreamError('batch answer: results is not an array');
+    } else if (HEAD_FIELDS.has(this.key)) {
+      throw new BatchStreamError(`batch answer: ${this.key} is larger than maxItemBytes (${maxItemBytes} bytes)`);
+    } else {
+      // a field the head does not keep: skipped unparsed
+      this.state = 'comma-or-end';
+    }
+  }
+
+  /** A key, a head value or an element, whole. */
+  private endCapture(text: string): void {
+    if (this.capturing === 'key') {
+      const k = parseJson(text, 'key');
+      if (typeof k !== 'string') throw unexpected('key');
+      this.key = k;
+      this.state = 'colon';
+    } else if (this.capturing === 'item') {
+      this.pending.push({ value: parseJson(text, 'results item'), raw: text, index: this.itemIndex++ });
+      this.state = 'item-comma-or-end';
+    } else {
+      const value = parseJson(text, this.key);
+      if (this.key === 'results') {
+        this.head.sawResults = true;
+        throw new BatchStreamError('batch answer: results is not an array');
+      }
+      if (HEAD_FIELDS.has(this.key)) (this.head as unknown as Record<string, unknown>)[this.key] = value;
+      this.state = 'comma-or-end';
+    }
+  }
+
+  private startCapture(what: 'key' | 'value' | 'item', b: number, i: number): void {
+    this.capturing = what;
+    this.capture = new Capture(b, i, this.opts.maxItemBytes);
+  }
+
+  /** One byte of structure (not blank, outside any capture); returns where scanning goes on. */
+  private structure(b: number, i: number): number {
+    switch (this.state) {
+      case 'start':
+        if (b !== LBRACE) throw new BatchStreamError('batch answer is not a JSON object');
+        this.state = 'key-or-end';
+        return i + 1;
+      case 'key-or-end':
+      case 'key':
+        if (b === RBRACE && this.state === 'key-or-end') {
+          this.state = 'done';
+          return i + 1;
+        }
+        if (b !== QUOTE) throw unexpected('character where a key should be');
+        this.startCapture('key', b, i);
+        return i;
+      case 'colon':
+        if (b !== COLON) throw unexpected('character where ":" should be');
+        this.state = 'value';
+        return i + 1;
+      case 'value':
+        if (this.key === 'results' && b === LBRACKET) {
+          this.head.sawResults = true;
+          this.state = 'item-or-end';
+          return i + 1;
+        }
+        this.startCapture('value', b, i);
+        return i;
+      case 'comma-or-end':
+        if (b === COMMA) this.state = 'key';
+        else if (b === RBRACE) this.state = 'done';
+        else throw unexpected('character after a value');
+        return i + 1;
+      case 'item-or-end':
+      case 'item':
+        if (b === RBRACKET && this.state === 'item-or-end') {
+          this.state = 'comma-or-end';
+          return i + 1;
+        }
+        if (b === RBRACKET || b === COMMA) throw unexpected(`"${String.fromCharCode(b)}" in results`);
+        this.startCapture('item', b, i);
+        return i;
+      case 'item-comma-or-end':
+        if (b === COMMA) this.state = 'item';
+        else if (b === RBRACKET) this.state = 'comma-or-end';
+        else throw unexpected('character after a results item');
+        return i + 1;
+      case 'done':
+        throw unexpected('data after the JSON object');
+    }
+  }
 }
 
 /**

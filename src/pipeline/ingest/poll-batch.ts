@@ -21,7 +21,7 @@ import {
   LimitExceededError,
   NotFoundError,
   UnauthorizedError,
-} from '../api/errors.ts';
+} from '../../api/errors.ts';
 import {
   batchForPoll,
   countPollFailure,
@@ -33,11 +33,11 @@ import {
   recordRefusedPoll,
   scheduleNextPoll,
   type PolledBatch,
-} from '../db/batch-polls.ts';
-import { isConnectionLost } from '../db/connection.ts';
-import { hasHugeNumberText, isDelivered, itemStates, markUnfinishedRetryable, type LandItem } from '../db/items.ts';
-import { findUnstorableNumber } from '../db/storable.ts';
-import { recordOutcomes } from '../db/video-sync.ts';
+} from '../../db/batch-polls.ts';
+import { isConnectionLost } from '../../db/connection.ts';
+import { hasHugeNumberText, isDelivered, itemStates, markUnfinishedRetryable, type LandItem } from '../../db/items.ts';
+import { findUnstorableNumber } from '../../db/storable.ts';
+import { recordOutcomes } from '../../db/video-sync.ts';
 import {
   LOCAL_BATCH_END_CODES,
   LiberalBatchHeadSchema,
@@ -46,16 +46,19 @@ import {
   storableDate,
   type BatchKind,
   type BatchStatus,
-} from '../domain/batches.ts';
-import type { BatchItem } from '../api/schemas.ts';
-import { classifyRawItem, isFinalItemState, UNFINISHED_AT_END_CODE, type ItemState } from '../domain/items.ts';
-import { readBatchItems, type RawBatchHead } from './batch-stream.ts';
+  type HeadReading,
+  type LiberalBatchHead,
+} from '../../domain/batches.ts';
+import type { BatchStream } from '../../api/client.ts';
+import type { BatchItem } from '../../api/schemas.ts';
+import { classifyRawItem, isFinalItemState, UNFINISHED_AT_END_CODE, type ItemState } from '../../domain/items.ts';
+import { readBatchItems, type RawBatchHead, type RawBatchItem } from './batch-stream.ts';
 import type { RowBatch } from './item-rows.ts';
 import { prepareItem, storeChunk, type PreparedItem } from './store-items.ts';
-import type { PipelineDeps } from './deps.ts';
+import type { PipelineDeps } from '../deps.ts';
 import { takeCreditSnapshot } from './credits.ts';
 import { pollTranscriptJob } from './transcript-job.ts';
-import { holdsApplying, meRefusesKey, recordHold } from './upstream-holds.ts';
+import { holdsApplying, meRefusesKey, recordHold } from '../services/upstream-holds.ts';
 
 /** Consecutive poll attempts that threw (not an answer we understood) before the batch is failed. */
 export const POLL_FAILURES_MAX = 20;
@@ -187,26 +190,84 @@ export async function pollBatch(
   jobId: string,
   opts: { previousDelayMs?: number; signal?: AbortSignal } = {},
 ): Promise<PollResult> {
-  const { sql, api, log, settings } = deps;
+  const { sql, api, settings } = deps;
   const startedAt = Date.now();
   const batch = await batchForPoll(sql, jobId);
-  const nothing = { landed: 0, sunk: 0, changed: 0, duplicates: 0, quarantined: 0 };
   if (!batch) {
-    log.warn({ event: 'poll.unknown_batch', jobId }, 'poll for a batch that is not recorded; dropped');
-    return { jobId, status: 'expired', terminal: true, ...nothing };
+    deps.log.warn({ event: 'poll.unknown_batch', jobId }, 'poll for a batch that is not recorded; dropped');
+    return { jobId, status: 'expired', terminal: true, ...NOTHING_CHANGED };
   }
-  if (isTerminalStatus(batch.status)) return { jobId, status: batch.status, terminal: true, ...nothing };
+  if (isTerminalStatus(batch.status)) return { jobId, status: batch.status, terminal: true, ...NOTHING_CHANGED };
   const previousDelayMs = opts.previousDelayMs ?? settings.pollInitialDelayMs;
-  const later = (changed = false): PollResult => ({
-    jobId,
+  const later = pollLater(batch, previousDelayMs, settings);
+  const notRead = await pollWithoutReading(deps, batch, later);
+  if (notRead) return notRead;
+  // a transcript job (`--generate-missing`) is read at GET /transcript/{jobId}, not as a batch
+  if (batch.mode === 'generate') return pollTranscriptJob(deps, batch, opts);
+
+  // read before the answer is opened: once open, its bytes must be consumed as they come (a
+  // connection that breaks takes the bytes undici buffered but we had not read with it)
+  const known = await knownItemStates(sql, jobId);
+  // one poll never runs past its deadline; a shutdown (opts.signal) stops it too
+  const deadline = AbortSignal.timeout(settings.pollMaxDurationMs);
+  const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
+  let stream;
+  try {
+    stream = await api.openBatch(jobId, { signal });
+  } catch (e: unknown) {
+    if (opts.signal?.aborted || e instanceof LimitExceededError || !(e instanceof ApiError)) throw e;
+    return refusedAnswer(deps, batch, e, later);
+  }
+  // the answer describes the batch as of about now
+  const answeredAt = Date.now();
+  const result: PollResult = { jobId, status: batch.status, terminal: false, ...NOTHING_CHANGED };
+  const { rawHead, readError } = await landAnswerItems(deps, batch, stream.body, known, result);
+  if (opts.signal?.aborted) throw readError ?? new Error('poll aborted by shutdown');
+
+  const polls = batch.polls + 1;
+  const parsedHead = rawHead && rawHead.sawResults ? LiberalBatchHeadSchema.safeParse(rawHead) : undefined;
+  if (readError !== undefined || !parsedHead?.success) {
+    const why = incompleteAnswerReason(readError, deadline.aborted, rawHead, parsedHead, settings);
+    return recordIncompleteAnswer(deps, batch, result, why, previousDelayMs);
+  }
+  const h = parsedHead.data;
+  const reading = readHead(h);
+  await recordAnswerHead(deps, batch, h, reading, result);
+  if (result.terminal) {
+    // observed usage after the batch (reading /me is free): what status reports as spent
+    await takeCreditSnapshot(deps, batch.sourceId, 'after-batch').catch((err: unknown) =>
+      deps.log.warn({ event: 'credits.read_failed', jobId, err }, 'could not read /me after the batch'),
+    );
+  } else {
+    await scheduleNextRead(deps, batch, h, reading, result, { previousDelayMs, startedAt, answeredAt });
+  }
+  logPolled(deps, result, h, polls, startedAt);
+  return result;
+}
+
+const NOTHING_CHANGED = { landed: 0, sunk: 0, changed: 0, duplicates: 0, quarantined: 0 } as const;
+
+/** The result of a poll that read nothing: polled again after the backoff's next delay. */
+function pollLater(batch: PolledBatch, previousDelayMs: number, settings: PipelineDeps['settings']): PollResult {
+  return {
+    jobId: batch.jobId,
     status: batch.status,
     terminal: false,
-    ...nothing,
-    nextDelayMs: nextPollDelayMs(previousDelayMs, changed, settings),
-  });
+    ...NOTHING_CHANGED,
+    nextDelayMs: nextPollDelayMs(previousDelayMs, false, settings),
+  };
+}
+
+/** A poll that must not read the batch now: the key is held, or the batch is too old (ended here). */
+async function pollWithoutReading(
+  deps: PipelineDeps,
+  batch: PolledBatch,
+  later: PollResult,
+): Promise<PollResult | undefined> {
+  const { settings } = deps;
   // the key is refused: no call until the hold is lifted; the poll waits, unharmed
   if ((await holdsApplying(deps)).some((h) => h.scope === 'all')) {
-    return { ...later(), nextDelayMs: settings.pollMaxDelayMs };
+    return { ...later, nextDelayMs: settings.pollMaxDelayMs };
   }
   if (batch.ageMs > settings.batchMaxAgeMs) {
     return endBatch(
@@ -217,33 +278,163 @@ export async function pollBatch(
       `in flight for ${Math.round(batch.ageMs / 3_600_000)} h, longer than BATCH_MAX_AGE_MS (${settings.batchMaxAgeMs} ms): expired locally`,
     );
   }
-  // a transcript job (`--generate-missing`) is read at GET /transcript/{jobId}, not as a batch
-  if (batch.mode === 'generate') return pollTranscriptJob(deps, batch, opts);
+  return undefined;
+}
 
-  // read before the answer is opened: once open, its bytes must be consumed as they come (a
-  // connection that breaks takes the bytes undici buffered but we had not read with it)
-  const known = new Map<string, { state: ItemState; errorCode: string | null }>();
+type KnownItems = Map<string, { state: ItemState; errorCode: string | null }>;
+
+async function knownItemStates(sql: PipelineDeps['sql'], jobId: string): Promise<KnownItems> {
+  const known: KnownItems = new Map();
   for (const r of await itemStates(sql, jobId)) known.set(r.videoId, { state: r.state, errorCode: r.errorCode });
+  return known;
+}
 
-  // one poll never runs past its deadline; a shutdown (opts.signal) stops it too
-  const deadline = AbortSignal.timeout(settings.pollMaxDurationMs);
-  const signal = opts.signal ? AbortSignal.any([opts.signal, deadline]) : deadline;
-  let stream;
+/**
+ * Streams the answer and lands its newly finished items, a chunk per transaction, counting them
+ * in `result`. An answer that breaks off keeps what landed (`readError` says why); a lost
+ * database connection throws.
+ */
+async function landAnswerItems(
+  deps: PipelineDeps,
+  batch: PolledBatch,
+  body: BatchStream['body'],
+  known: KnownItems,
+  result: PollResult,
+): Promise<{ rawHead: RawBatchHead | undefined; readError: unknown }> {
+  const { settings } = deps;
+  const answer: AnswerSeen = { seen: new Set<string>(), known };
+  const rowBatch: RowBatch = { jobId: batch.jobId, kind: batch.kind, mode: batch.mode };
+  const writer = chunkWriter(deps, batch, result);
+  let rawHead: RawBatchHead | undefined;
+  let readError: unknown;
   try {
-    stream = await api.openBatch(jobId, { signal });
+    const gen = readBatchItems(body, {
+      maxItemBytes: settings.itemMaxBytes,
+      skip: (id) => {
+        if (answer.seen.has(id) || !recordedForGood(answer, id)) return false;
+        answer.seen.add(id);
+        return true;
+      },
+    });
+    for (;;) {
+      const next = await gen.next();
+      if (next.done) {
+        rawHead = next.value;
+        break;
+      }
+      const landing = itemToLand(next.value, answer, batch.kind, settings.itemMaxBytes, result);
+      if (landing) await writer.add(prepareItem(rowBatch, landing.row, landing.validated));
+    }
+    await writer.settle();
   } catch (e: unknown) {
-    if (opts.signal?.aborted || e instanceof LimitExceededError || !(e instanceof ApiError)) throw e;
-    return refusedAnswer(deps, batch, e, later());
+    if (isConnectionLost(e)) {
+      // no transaction of this poll left running behind its caller
+      await writer.abandon();
+      throw e;
+    }
+    readError = e;
+    body.destroy();
+    // the items read whole before the break are as good as any: keep them
+    await writer.settle();
   }
-  // the answer describes the batch as of about now
-  const answeredAt = Date.now();
+  return { rawHead, readError };
+}
 
-  const result: PollResult = { jobId, status: batch.status, terminal: false, ...nothing };
-  const polls = batch.polls + 1;
-  const seen = new Set<string>();
-  const rowBatch: RowBatch = { jobId, kind: batch.kind, mode: batch.mode };
+/** The videoIds this answer has shown so far, and the items' states before this poll. */
+interface AnswerSeen {
+  seen: Set<string>;
+  known: KnownItems;
+}
+
+/**
+ * Every poll reads the whole answer again: an item already recorded for good (most of a big
+ * batch's answer, late in its life) is dropped unparsed.
+ */
+function recordedForGood(answer: AnswerSeen, id: string): boolean {
+  const recorded = answer.known.get(id);
+  return recorded !== undefined && isFinalItemState(recorded.state);
+}
+
+/**
+ * What one element of the answer lands as, or undefined when there is nothing to write: it was
+ * recorded for good before, it is unchanged, or it repeats a repeat. A repeated videoId is
+ * counted in `result.duplicates`. Exported for its unit test.
+ */
+export function itemToLand(
+  item: RawBatchItem,
+  answer: AnswerSeen,
+  kind: BatchKind,
+  itemMaxBytes: number,
+  result: Pick<PollResult, 'duplicates'>,
+): { row: LandItem; validated: BatchItem | undefined } | undefined {
+  const { seen, known } = answer;
+  const { value: raw, raw: text, index: i, oversize } = item;
+  // (an answer whose items do not start with their videoId: skipped here, before validation)
+  const leadingId = oversize
+    ? oversize.videoId
+    : typeof (raw as { videoId?: unknown } | null)?.videoId === 'string'
+      ? (raw as { videoId: string }).videoId
+      : undefined;
+  if (leadingId !== undefined && !seen.has(leadingId) && recordedForGood(answer, leadingId)) {
+    seen.add(leadingId);
+    return undefined;
+  }
+  let row: LandItem;
+  let validated: BatchItem | undefined;
+  if (oversize) {
+    row = {
+      videoId: oversize.videoId ?? `#${i}`,
+      state: 'quarantined',
+      errorCode: null,
+      payload: undefined,
+      payloadRaw: text,
+      reason: `item of ${oversize.bytes} bytes is larger than ITEM_MAX_BYTES (${itemMaxBytes}): not parsed; payload_raw holds its first bytes`,
+      reasonCode: 'too-large',
+    };
+  } else {
+    ({ item: row, validated } = toLandItem(raw, i, kind, text));
+  }
+  if (seen.has(row.videoId)) {
+    // a repeated videoId: the first copy is the item; a repeat is kept raw beside it (under
+    // `<videoId>#<index>`), set aside for a human, never dropped: it may differ from the first
+    result.duplicates++;
+    row = {
+      ...row,
+      videoId: `${row.videoId}#${i}`,
+      state: 'quarantined',
+      errorCode: null,
+      reason: `videoId ${JSON.stringify(row.videoId)} repeated in the answer (item #${i}); the first copy is the item`,
+      reasonCode: 'duplicate',
+    };
+    if (seen.has(row.videoId)) return undefined;
+  }
+  seen.add(row.videoId);
+  const before = known.get(row.videoId);
+  // only an unfinished (or set-aside) item can still change: a landed copy is never
+  // replaced, a recorded error is final for this batch; an unchanged one is not rewritten
+  if (before && isFinalItemState(before.state)) return undefined;
+  if (before && before.state === row.state && before.errorCode === row.errorCode) return undefined;
+  return { row, validated };
+}
+
+interface ChunkWriter {
+  /** Buffers an item; writes the buffer once it reaches LAND_CHUNK_ITEMS items or LAND_CHUNK_MAX_CHARS. */
+  add(item: PreparedItem): Promise<void>;
+  /** The buffer written and every write committed. */
+  settle(): Promise<void>;
+  /** Waits for the write under way, whatever its end. */
+  abandon(): Promise<void>;
+}
+
+/**
+ * One chunk is written while the next is read and parsed (issue #12: parsing and writing took
+ * about as long each, one after the other). Still one transaction at a time, on one connection,
+ * and two chunks in memory at most: a chunk starts once the one before committed.
+ */
+function chunkWriter(deps: PipelineDeps, batch: PolledBatch, result: PollResult): ChunkWriter {
   let buffer: PreparedItem[] = [];
   let bufferChars = 0;
+  let writing: Promise<void> = Promise.resolve();
   const store = async (items: PreparedItem[]) => {
     for (const w of await storeChunk(deps, batch, items)) {
       result.changed++;
@@ -252,10 +443,6 @@ export async function pollBatch(
       if (w.state === 'quarantined') result.quarantined++;
     }
   };
-  // One chunk is written while the next is read and parsed (issue #12: parsing and writing took
-  // about as long each, one after the other). Still one transaction at a time, on one
-  // connection, and two chunks in memory at most: a chunk starts once the one before committed.
-  let writing: Promise<void> = Promise.resolve();
   const flush = async () => {
     if (buffer.length === 0) return;
     const previous = writing;
@@ -269,131 +456,78 @@ export async function pollBatch(
     // rejections are taken up by the next flush or by settle()
     writing.catch(() => undefined);
   };
-  /** The buffer written and every write committed. */
-  const settle = async () => {
-    await flush();
-    const last = writing;
-    writing = Promise.resolve();
-    await last;
-  };
-  // every poll reads the whole answer again: an item already recorded for good (most of a big
-  // batch's answer, late in its life) is dropped unparsed
-  const final = (id: string) => {
-    const recorded = known.get(id);
-    return recorded !== undefined && isFinalItemState(recorded.state);
-  };
-
-  let rawHead: RawBatchHead | undefined;
-  let readError: unknown;
-  try {
-    const gen = readBatchItems(stream.body, {
-      maxItemBytes: settings.itemMaxBytes,
-      skip: (id) => {
-        if (seen.has(id) || !final(id)) return false;
-        seen.add(id);
-        return true;
-      },
-    });
-    for (;;) {
-      const next = await gen.next();
-      if (next.done) {
-        rawHead = next.value;
-        break;
-      }
-      const { value: raw, raw: text, index: i, oversize } = next.value;
-      // (an answer whose items do not start with their videoId: skipped here, before validation)
-      const leadingId = oversize
-        ? oversize.videoId
-        : typeof (raw as { videoId?: unknown } | null)?.videoId === 'string'
-          ? (raw as { videoId: string }).videoId
-          : undefined;
-      if (leadingId !== undefined && !seen.has(leadingId) && final(leadingId)) {
-        seen.add(leadingId);
-        continue;
-      }
-      let row: LandItem;
-      let validated: BatchItem | undefined;
-      if (oversize) {
-        row = {
-          videoId: oversize.videoId ?? `#${i}`,
-          state: 'quarantined',
-          errorCode: null,
-          payload: undefined,
-          payloadRaw: text,
-          reason: `item of ${oversize.bytes} bytes is larger than ITEM_MAX_BYTES (${settings.itemMaxBytes}): not parsed; payload_raw holds its first bytes`,
-          reasonCode: 'too-large',
-        };
-      } else {
-        ({ item: row, validated } = toLandItem(raw, i, batch.kind, text));
-      }
-      if (seen.has(row.videoId)) {
-        // a repeated videoId: the first copy is the item; a repeat is kept raw beside it (under
-        // `<videoId>#<index>`), set aside for a human, never dropped: it may differ from the first
-        result.duplicates++;
-        row = {
-          ...row,
-          videoId: `${row.videoId}#${i}`,
-          state: 'quarantined',
-          errorCode: null,
-          reason: `videoId ${JSON.stringify(row.videoId)} repeated in the answer (item #${i}); the first copy is the item`,
-          reasonCode: 'duplicate',
-        };
-        if (seen.has(row.videoId)) continue;
-      }
-      seen.add(row.videoId);
-      const before = known.get(row.videoId);
-      // only an unfinished (or set-aside) item can still change: a landed copy is never
-      // replaced, a recorded error is final for this batch; an unchanged one is not rewritten
-      if (before && isFinalItemState(before.state)) continue;
-      if (before && before.state === row.state && before.errorCode === row.errorCode) continue;
-      const prepared = prepareItem(rowBatch, row, validated);
+  return {
+    add: async (prepared) => {
       buffer.push(prepared);
       bufferChars += (prepared.record.json ?? prepared.record.raw ?? '').length;
-      if (buffer.length >= settings.landChunkSize || bufferChars >= LAND_CHUNK_MAX_CHARS) await flush();
-    }
-    await settle();
-  } catch (e: unknown) {
-    if (isConnectionLost(e)) {
-      // no transaction of this poll left running behind its caller
-      await writing.catch(() => undefined);
-      throw e;
-    }
-    readError = e;
-    stream.body.destroy();
-    // the items read whole before the break are as good as any: keep them
-    await settle();
+      if (buffer.length >= deps.settings.landChunkSize || bufferChars >= LAND_CHUNK_MAX_CHARS) await flush();
+    },
+    settle: async () => {
+      await flush();
+      const last = writing;
+      writing = Promise.resolve();
+      await last;
+    },
+    abandon: () => writing.catch(() => undefined),
+  };
+}
+
+/** Why an answer was not read to its end, in words for `batches.reason` and the log. */
+function incompleteAnswerReason(
+  readError: unknown,
+  timedOut: boolean,
+  rawHead: RawBatchHead | undefined,
+  parsedHead: ReturnType<typeof LiberalBatchHeadSchema.safeParse> | undefined,
+  settings: { pollMaxDurationMs: number },
+): string {
+  if (readError !== undefined) {
+    return timedOut
+      ? `the answer took longer than POLL_MAX_DURATION_MS (${settings.pollMaxDurationMs} ms) to read`
+      : `the answer broke off: ${readError instanceof Error ? readError.message : String(readError)}`;
   }
+  return !rawHead?.sawResults
+    ? 'the answer has no results array'
+    : `the answer's head does not match the interface: ${parsedHead?.error?.issues[0]?.message ?? 'invalid'}`;
+}
 
-  if (opts.signal?.aborted) throw readError ?? new Error('poll aborted by shutdown');
+/** An answer not read to its end: what landed stays, the batch is read again after the backoff. */
+async function recordIncompleteAnswer(
+  deps: PipelineDeps,
+  batch: PolledBatch,
+  result: PollResult,
+  why: string,
+  previousDelayMs: number,
+): Promise<PollResult> {
+  const { jobId } = batch;
+  const polls = batch.polls + 1;
+  await recordIncompletePoll(
+    deps.sql,
+    jobId,
+    polls,
+    clip(`poll ${polls}: ${why}; ${result.landed} item(s) landed, the rest is read next time`),
+  );
+  deps.log.warn(
+    { event: 'poll.incomplete', jobId, landed: result.landed, changed: result.changed, polls, reason: why },
+    'batch answer incomplete: kept what landed',
+  );
+  return { ...result, nextDelayMs: nextPollDelayMs(previousDelayMs, result.changed > 0, deps.settings) };
+}
 
-  const parsedHead = rawHead && rawHead.sawResults ? LiberalBatchHeadSchema.safeParse(rawHead) : undefined;
-  if (readError !== undefined || !parsedHead?.success) {
-    const why =
-      readError !== undefined
-        ? deadline.aborted
-          ? `the answer took longer than POLL_MAX_DURATION_MS (${settings.pollMaxDurationMs} ms) to read`
-          : `the answer broke off: ${readError instanceof Error ? readError.message : String(readError)}`
-        : !rawHead?.sawResults
-          ? 'the answer has no results array'
-          : `the answer's head does not match the interface: ${parsedHead?.error?.issues[0]?.message ?? 'invalid'}`;
-    await recordIncompletePoll(
-      sql,
-      jobId,
-      polls,
-      clip(`poll ${polls}: ${why}; ${result.landed} item(s) landed, the rest is read next time`),
-    );
-    log.warn(
-      { event: 'poll.incomplete', jobId, landed: result.landed, changed: result.changed, polls, reason: why },
-      'batch answer incomplete: kept what landed',
-    );
-    return { ...result, nextDelayMs: nextPollDelayMs(previousDelayMs, result.changed > 0, settings) };
-  }
-
-  const h = parsedHead.data;
-  const reading = readHead(h);
+/**
+ * Records what the answer's head says in the batch row, in one transaction with the items left
+ * unfinished at a terminal status (retryable); sets `result.status` and `result.terminal`.
+ */
+async function recordAnswerHead(
+  deps: PipelineDeps,
+  batch: PolledBatch,
+  h: LiberalBatchHead,
+  reading: HeadReading,
+  result: PollResult,
+): Promise<void> {
+  const { jobId } = batch;
   const status: BatchStatus = reading.status ?? batch.status;
   const stats = h.stats ?? {};
-  await sql.begin(async (tx) => {
+  await deps.sql.begin(async (tx) => {
     if (reading.terminal) {
       // unfinished at the end: a later submission may still deliver them
       const marked = await markUnfinishedRetryable(tx, jobId, UNFINISHED_AT_END_CODE);
@@ -402,7 +536,7 @@ export async function pollBatch(
           tx,
           { jobId: batch.jobId, kind: batch.kind, lang: batch.lang },
           marked.map((videoId) => ({ videoId, state: 'retryable', errorCode: UNFINISHED_AT_END_CODE })),
-          settings.transcriptRecheckMs,
+          deps.settings.transcriptRecheckMs,
         );
         result.changed += marked.length;
       }
@@ -419,7 +553,7 @@ export async function pollBatch(
       succeeded: stats.succeeded ?? null,
       failed: stats.failed ?? null,
       creditsEstimated: fromSource && total !== null && total > 0 ? 1 + total : null,
-      polls,
+      polls: batch.polls + 1,
       reason:
         reading.unknownStatus !== null
           ? `status ${JSON.stringify(reading.unknownStatus)} is not one this interface version lists: still polled`
@@ -430,42 +564,63 @@ export async function pollBatch(
   });
   result.status = status;
   result.terminal = reading.terminal;
+}
 
-  if (result.terminal) {
-    // observed usage after the batch (reading /me is free): what status reports as spent
-    await takeCreditSnapshot(deps, batch.sourceId, 'after-batch').catch((err: unknown) =>
-      log.warn({ event: 'credits.read_failed', jobId, err }, 'could not read /me after the batch'),
+/** A batch still in flight: when to read it next (`result.nextDelayMs`, `result.readAgainNow`), recorded. */
+async function scheduleNextRead(
+  deps: PipelineDeps,
+  batch: PolledBatch,
+  h: LiberalBatchHead,
+  reading: HeadReading,
+  result: PollResult,
+  times: { previousDelayMs: number; startedAt: number; answeredAt: number },
+): Promise<void> {
+  const { settings } = deps;
+  const { previousDelayMs, startedAt, answeredAt } = times;
+  const stats = h.stats ?? {};
+  const now = Date.now();
+  const progress: PollProgress | undefined =
+    reading.unknownStatus === null && stats.total !== undefined
+      ? {
+          status: result.status,
+          total: stats.total,
+          finished: (stats.succeeded ?? 0) + (stats.failed ?? 0),
+          finishedBefore: batch.finishedBefore,
+          sinceBeforeMs: batch.sincePreviousMs + (answeredAt - startedAt),
+          sinceAnswerMs: now - answeredAt,
+          pollMs: now - startedAt,
+        }
+      : undefined;
+  result.nextDelayMs = progress
+    ? planNextPollMs(previousDelayMs, progress, settings)
+    : nextPollDelayMs(previousDelayMs, result.changed > 0, settings);
+  result.readAgainNow = progress !== undefined && dueAgainNow(progress, settings);
+  await scheduleNextPoll(deps.sql, batch.jobId, result.nextDelayMs);
+  if (reading.unknownStatus !== null) {
+    deps.log.warn(
+      {
+        event: 'poll.unknown_status',
+        jobId: batch.jobId,
+        upstreamStatus: reading.unknownStatus,
+        landed: result.landed,
+      },
+      'batch status unknown to this interface version: still polled',
     );
-  } else {
-    const now = Date.now();
-    const progress: PollProgress | undefined =
-      reading.unknownStatus === null && stats.total !== undefined
-        ? {
-            status,
-            total: stats.total,
-            finished: (stats.succeeded ?? 0) + (stats.failed ?? 0),
-            finishedBefore: batch.finishedBefore,
-            sinceBeforeMs: batch.sincePreviousMs + (answeredAt - startedAt),
-            sinceAnswerMs: now - answeredAt,
-            pollMs: now - startedAt,
-          }
-        : undefined;
-    result.nextDelayMs = progress
-      ? planNextPollMs(previousDelayMs, progress, settings)
-      : nextPollDelayMs(previousDelayMs, result.changed > 0, settings);
-    result.readAgainNow = progress !== undefined && dueAgainNow(progress, settings);
-    await scheduleNextPoll(sql, jobId, result.nextDelayMs);
-    if (reading.unknownStatus !== null) {
-      log.warn(
-        { event: 'poll.unknown_status', jobId, upstreamStatus: reading.unknownStatus, landed: result.landed },
-        'batch status unknown to this interface version: still polled',
-      );
-    }
   }
-  log.info(
+}
+
+function logPolled(
+  deps: PipelineDeps,
+  result: PollResult,
+  h: LiberalBatchHead,
+  polls: number,
+  startedAt: number,
+): void {
+  const stats = h.stats ?? {};
+  deps.log.info(
     {
       event: 'poll.landed',
-      jobId,
+      jobId: result.jobId,
       status: result.status,
       landed: result.landed,
       sunk: result.sunk,
@@ -481,7 +636,6 @@ export async function pollBatch(
     },
     'batch polled',
   );
-  return result;
 }
 
 function clip(s: string): string {

@@ -3,20 +3,20 @@
  * ended with a recorded errorCode), and say whether everything landed. The waiting reads
  * Postgres only; the caller runs poller and sink workers (in this process, or daemons elsewhere).
  */
-import { ApiError } from '../api/errors.ts';
-import type { BatchProgress } from '../db/batch-progress.ts';
-import { inFlightJobIds } from '../db/batches.ts';
-import { databaseNow } from '../db/connection.ts';
-import { billedBetween } from '../db/credit-charges.ts';
-import type { Source } from '../db/schema.ts';
-import { getSource } from '../db/sources.ts';
-import { isTerminalStatus, type BatchKind } from '../domain/batches.ts';
-import { REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
-import { generateCredits, PRICES } from '../domain/prices.ts';
-import { LISTING_PRICE } from '../domain/sources.ts';
-import { budgetsLeft, creditsLeft, takeCreditSnapshot } from './credits.ts';
-import type { PipelineDeps } from './deps.ts';
-import { planGenerations, submitGenerations } from './generate.ts';
+import { ApiError } from '../../api/errors.ts';
+import type { BatchProgress } from '../../db/batch-progress.ts';
+import { inFlightJobIds } from '../../db/batches.ts';
+import { databaseNow } from '../../db/connection.ts';
+import { billedBetween } from '../../db/credit-charges.ts';
+import type { Source } from '../../db/schema.ts';
+import { getSource } from '../../db/sources.ts';
+import { isTerminalStatus, type BatchKind } from '../../domain/batches.ts';
+import { REFUSED_UPSTREAM_CODES } from '../../domain/refusals.ts';
+import { generateCredits, PRICES } from '../../domain/prices.ts';
+import { LISTING_PRICE } from '../../domain/sources.ts';
+import { budgetsLeft, creditsLeft, takeCreditSnapshot } from '../ingest/credits.ts';
+import type { PipelineDeps } from '../deps.ts';
+import { planGenerations, submitGenerations } from '../ingest/generate.ts';
 import {
   candidatesOf,
   listingEstimate,
@@ -27,8 +27,8 @@ import {
   type ListingEstimate,
   type PlanClaims,
   type SyncResult,
-} from './scheduler.ts';
-import { recheckHolds } from './upstream-holds.ts';
+} from '../ingest/sync-source.ts';
+import { recheckHolds } from '../services/upstream-holds.ts';
 import { waitForBatches } from './wait-for-batches.ts';
 
 /**
@@ -36,7 +36,7 @@ import { waitForBatches } from './wait-for-batches.ts';
  * POSTs) and may hold two pooled connections (src/domain/connections.ts), so a few at a time: one by one, a
  * backfill of 20 sources spent ~9 s submitting at 100 ms per request. Together they still keep
  * to the credits (their reservations are in Postgres, shared with every other process: see
- * src/pipeline/credits.ts), and the shared rate limiter still paces the requests.
+ * src/pipeline/ingest/credits.ts), and the shared rate limiter still paces the requests.
  */
 export const BACKFILL_SYNC_CONCURRENCY = 4;
 

@@ -10,10 +10,10 @@
  * reads them, a newer daemon sharing the queues may be the one to take them, and every step is
  * an idempotent write whose failure only retries.
  */
-import { newerMigrations, newestBuiltMigration } from '../db/migrate.ts';
-import type { Queryable } from '../db/connection.ts';
-import { judgeSchema, migrationLabel, schemaStopReason, type SchemaVerdict } from '../domain/schema-compat.ts';
-import type { Logger } from '../log.ts';
+import { newerMigrations, newestBuiltMigration } from '../../db/migrate.ts';
+import type { Queryable } from '../../db/connection.ts';
+import { judgeSchema, migrationLabel, schemaStopReason, type SchemaVerdict } from '../../domain/schema-compat.ts';
+import type { Logger } from '../../log.ts';
 
 export interface SchemaGate {
   /** read the database and update the verdict (a failed read keeps the previous one) */

@@ -15,7 +15,7 @@ import { createRequire } from 'node:module';
 import type { Writable } from 'node:stream';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import type { Sql } from '../db/connection.ts';
+import type { Sql } from '../../db/connection.ts';
 import {
   exportRecords,
   inExportSnapshot,
@@ -24,9 +24,9 @@ import {
   snapshotLastEventId,
   sourceExists,
   type ExportRow,
-} from '../db/export.ts';
-import { SourceNotFoundError } from '../db/sources.ts';
-import type { Logger } from '../log.ts';
+} from '../../db/export.ts';
+import { SourceNotFoundError } from '../../db/sources.ts';
+import type { Logger } from '../../log.ts';
 import {
   describeTarget,
   inspectTarget,

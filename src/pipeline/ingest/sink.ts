@@ -3,18 +3,18 @@
  * transaction and one statement per table per chunk. The poller writes the items it parses in
  * the transaction that lands them, so the sink has work only for recovery and replay: items
  * landed by `replay --batch` (sunk items reopened) or `replay --quarantined`, a transcript
- * generated at once (src/pipeline/generate.ts), or items an older version landed. Chunks are
+ * generated at once (src/pipeline/ingest/generate.ts), or items an older version landed. Chunks are
  * claimed with `FOR UPDATE SKIP LOCKED`, so several sink workers share a batch without writing a
  * row twice, and a worker killed mid-chunk leaves its items landed for the next one. Re-running
  * it changes nothing (upserts write only what changed).
  */
-import { batchModeOf } from '../db/batches.ts';
-import { writeIsolating } from '../db/isolate.ts';
-import { markQuarantined, markSunk, nextLandedChunk } from '../db/items.ts';
-import { markSinkOutcome } from '../db/video-sync.ts';
-import type { QuarantineReason } from '../domain/items.ts';
+import { batchModeOf } from '../../db/batches.ts';
+import { writeIsolating } from '../../db/isolate.ts';
+import { markQuarantined, markSunk, nextLandedChunk } from '../../db/items.ts';
+import { markSinkOutcome } from '../../db/video-sync.ts';
+import type { QuarantineReason } from '../../domain/items.ts';
 import { addRowCounts, itemRow, noRowCounts, upsertItemRows, type ItemRow, type RowCounts } from './item-rows.ts';
-import type { PipelineDeps } from './deps.ts';
+import type { PipelineDeps } from '../deps.ts';
 import { reportRows } from './store-items.ts';
 
 export interface SinkResult {

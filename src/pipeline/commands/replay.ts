@@ -16,22 +16,23 @@ import {
   settleRequalified,
   QUARANTINE_COUNT_LABELS,
   UNKNOWN_QUARANTINE_REASON,
+  type QuarantinedBatch,
   type QuarantinedItem,
   type QuarantineFilter,
   type Requalified,
-} from '../db/quarantine.ts';
-import { batchExists, inFlightBatchOf } from '../db/batches.ts';
-import { reopenSunk } from '../db/items.ts';
-import { lockStoredItems } from '../db/prune.ts';
-import { retryableGroups } from '../db/resubmissions.ts';
-import type { BatchKind } from '../db/schema.ts';
-import { lostSubmissions, markSubmission, type SubmissionRow } from '../db/submissions.ts';
-import { classifyRawItem } from '../domain/items.ts';
-import type { PipelineDeps } from './deps.ts';
-import { reserveCredits } from './credits.ts';
-import { syncSource, type SyncResult } from './scheduler.ts';
-import { submitBatch } from './submit.ts';
-import { sinkBatch, type SinkResult } from './sink.ts';
+} from '../../db/quarantine.ts';
+import { batchExists, inFlightBatchOf } from '../../db/batches.ts';
+import { reopenSunk } from '../../db/items.ts';
+import { lockStoredItems } from '../../db/prune.ts';
+import { retryableGroups } from '../../db/resubmissions.ts';
+import type { BatchKind } from '../../db/schema.ts';
+import { lostSubmissions, markSubmission, type SubmissionRow } from '../../db/submissions.ts';
+import { classifyRawItem, type ItemState } from '../../domain/items.ts';
+import type { PipelineDeps } from '../deps.ts';
+import { reserveCredits } from '../ingest/credits.ts';
+import { syncSource, type SyncResult } from '../ingest/sync-source.ts';
+import { submitBatch } from '../ingest/submit.ts';
+import { sinkBatch, type SinkResult } from '../ingest/sink.ts';
 
 /** `replay --batch` found stored items whose raw copy retention dropped: it changed nothing. */
 export interface PrunedBatch {
@@ -164,6 +165,105 @@ function rawOf(row: QuarantinedItem): { raw: unknown } | { skip: QuarantineSkip 
 }
 
 /**
+ * What reading a quarantined item again with today's rules makes of it: its new state (landed
+ * for the sink, failed, retryable, or still quarantined with the new reason), or why it is
+ * left alone. Pure; exported for its unit test.
+ */
+export function requalify(row: QuarantinedItem, kind: BatchKind): { skip: QuarantineSkip } | Requalified {
+  const r = rawOf(row);
+  if ('skip' in r) return r;
+  const outcome = classifyRawItem(r.raw, kind);
+  if (outcome.state === 'landed' || outcome.state === 'failed' || outcome.state === 'retryable') {
+    return { videoId: row.videoId, state: outcome.state, errorCode: outcome.errorCode, reason: null, reasonCode: null };
+  }
+  // still set aside ('processing' cannot come from a finished item's copy: keep it aside too)
+  const code = outcome.state === 'quarantined' ? (outcome.reasonCode ?? null) : row.reasonCode;
+  const why = outcome.state === 'quarantined' ? (outcome.reason ?? row.reason) : row.reason;
+  return { videoId: row.videoId, state: 'quarantined', errorCode: outcome.errorCode, reason: why, reasonCode: code };
+}
+
+/** The report of a quarantine replay as it is counted, item by item. */
+interface ReplayTally {
+  report: QuarantineReplayReport;
+  /** an item read again (`reason`: its reason_code before) and what it became; a landed one is counted once sunk */
+  requalified(reason: string, r: { skip: QuarantineSkip } | Requalified): void;
+  /** a re-landed item's end after the sink: stored, quarantined again, or pending (another sink holds it) */
+  settled(reason: string, item: { state: ItemState; reasonCode: string | null }): void;
+  /** the report, its counts in a stable order */
+  finish(): QuarantineReplayReport;
+}
+
+function replayTally(dryRun: boolean): ReplayTally {
+  const report: QuarantineReplayReport = {
+    dryRun,
+    found: true,
+    items: 0,
+    byReason: {},
+    outcomes: { stored: 0, failed: 0, retryable: 0, quarantined: 0, skipped: 0 },
+    stillQuarantined: {},
+    skipped: {},
+    transitions: [],
+    rows: { inserted: 0, updated: 0, unchanged: 0 },
+    pending: 0,
+  };
+  const transitions = new Map<string, { reason: string; outcome: string; items: number }>();
+  const note = (reason: string, outcome: QuarantineOutcome, detail?: string): void => {
+    const label = detail ? `${outcome} (${detail})` : outcome;
+    const key = `${reason}\u0000${label}`;
+    const t = transitions.get(key) ?? { reason, outcome: label, items: 0 };
+    t.items++;
+    transitions.set(key, t);
+  };
+  const stillQuarantined = (reason: string, code: string | null): void => {
+    report.outcomes.quarantined++;
+    inc(report.stillQuarantined, reasonLabel(code));
+    note(reason, 'quarantined', reasonLabel(code));
+  };
+  return {
+    report,
+    requalified: (reason, r) => {
+      report.items++;
+      inc(report.byReason, reason);
+      if ('skip' in r) {
+        report.outcomes.skipped++;
+        inc(report.skipped, r.skip);
+        note(reason, 'skipped', r.skip);
+      } else if (r.state === 'failed' || r.state === 'retryable') {
+        report.outcomes[r.state]++;
+        note(reason, r.state, r.errorCode ?? undefined);
+      } else if (r.state === 'quarantined') {
+        stillQuarantined(reason, r.reasonCode);
+      }
+    },
+    settled: (reason, item) => {
+      if (item.state === 'sunk') {
+        report.outcomes.stored++;
+        note(reason, 'stored');
+      } else if (item.state === 'quarantined') {
+        stillQuarantined(reason, item.reasonCode);
+      } else {
+        // landed and locked by a concurrent sink, which stores it
+        report.pending++;
+      }
+    },
+    finish: () => {
+      // in a stable order, whatever order the items came in: the reasons as listed, then the outcomes
+      report.byReason = inReasonOrder(report.byReason);
+      report.stillQuarantined = inReasonOrder(report.stillQuarantined);
+      report.skipped = Object.fromEntries(
+        (Object.keys(QUARANTINE_SKIPS) as QuarantineSkip[])
+          .filter((k) => report.skipped[k] !== undefined)
+          .map((k) => [k, report.skipped[k]]),
+      );
+      report.transitions = [...transitions.values()].sort(
+        (a, b) => reasonRank(a.reason) - reasonRank(b.reason) || a.outcome.localeCompare(b.outcome),
+      );
+      return report;
+    },
+  };
+}
+
+/**
  * `replay --quarantined`: every quarantined item (of `jobId`, of batches since `since`) is read
  * again from its raw copy and classified with today's rules. Items that now land are sunk with
  * the ordinary sink; failed and retryable ones take that state (a retryable one is then
@@ -175,136 +275,25 @@ export async function resinkQuarantined(
   o: QuarantineReplayOptions,
 ): Promise<QuarantineReplayReport> {
   const { sql, log } = deps;
-  const report: QuarantineReplayReport = {
-    dryRun: o.dryRun,
-    found: true,
-    items: 0,
-    byReason: {},
-    outcomes: { stored: 0, failed: 0, retryable: 0, quarantined: 0, skipped: 0 },
-    stillQuarantined: {},
-    skipped: {},
-    transitions: [],
-    rows: { inserted: 0, updated: 0, unchanged: 0 },
-    pending: 0,
-  };
-  if (o.jobId !== undefined && !(await batchExists(sql, o.jobId))) return { ...report, found: false };
-  const transitions = new Map<string, { reason: string; outcome: string; items: number }>();
-  const note = (reason: string, outcome: QuarantineOutcome, detail?: string): void => {
-    const label = detail ? `${outcome} (${detail})` : outcome;
-    const key = `${reason}\u0000${label}`;
-    const t = transitions.get(key) ?? { reason, outcome: label, items: 0 };
-    t.items++;
-    transitions.set(key, t);
-  };
-
+  const tally = replayTally(o.dryRun);
+  if (o.jobId !== undefined && !(await batchExists(sql, o.jobId))) return { ...tally.report, found: false };
   for (const batch of await batchesWithQuarantined(sql, o)) {
-    /** reason before, per re-landed item (the outcome is known after the sink) */
-    const before = new Map<string, string>();
-    let after: string | undefined;
-    for (;;) {
-      // one transaction per page: the rows are locked while classified, so two replays (or a
-      // replay and a poll) never give one item two outcomes
-      const page = await sql.begin(async (tx) => {
-        const rows = await quarantinedItems(tx, batch.jobId, QUARANTINE_PAGE_ITEMS, {
-          afterVideoId: after,
-          lock: !o.dryRun,
-        });
-        const changes: Requalified[] = [];
-        for (const row of rows) {
-          const reason = reasonLabel(row.reasonCode);
-          report.items++;
-          inc(report.byReason, reason);
-          const r = rawOf(row);
-          if ('skip' in r) {
-            report.outcomes.skipped++;
-            inc(report.skipped, r.skip);
-            note(reason, 'skipped', r.skip);
-            continue;
-          }
-          const outcome = classifyRawItem(r.raw, batch.kind);
-          if (outcome.state === 'landed') {
-            changes.push({
-              videoId: row.videoId,
-              state: 'landed',
-              errorCode: outcome.errorCode,
-              reason: null,
-              reasonCode: null,
-            });
-            before.set(row.videoId, reason);
-          } else if (outcome.state === 'failed' || outcome.state === 'retryable') {
-            changes.push({
-              videoId: row.videoId,
-              state: outcome.state,
-              errorCode: outcome.errorCode,
-              reason: null,
-              reasonCode: null,
-            });
-            report.outcomes[outcome.state]++;
-            note(reason, outcome.state, outcome.errorCode ?? undefined);
-          } else {
-            // still set aside ('processing' cannot come from a finished item's copy: keep it aside too)
-            const code = outcome.state === 'quarantined' ? (outcome.reasonCode ?? null) : row.reasonCode;
-            const why = outcome.state === 'quarantined' ? (outcome.reason ?? row.reason) : row.reason;
-            changes.push({
-              videoId: row.videoId,
-              state: 'quarantined',
-              errorCode: outcome.errorCode,
-              reason: why,
-              reasonCode: code,
-            });
-            report.outcomes.quarantined++;
-            inc(report.stillQuarantined, reasonLabel(code));
-            note(reason, 'quarantined', reasonLabel(code));
-          }
-        }
-        if (!o.dryRun) {
-          await requalifyQuarantined(tx, batch, changes, deps.settings.transcriptRecheckMs);
-        }
-        return rows;
-      });
-      if (page.length < QUARANTINE_PAGE_ITEMS) break;
-      after = page[page.length - 1]!.videoId;
-    }
-    const relanded = [...before.keys()];
-    if (relanded.length === 0) continue;
+    const relanded = await requalifyBatch(deps, batch, o.dryRun, tally);
+    if (relanded.size === 0) continue;
     if (o.dryRun) {
-      for (const id of relanded) {
-        report.outcomes.stored++;
-        note(before.get(id)!, 'stored');
-      }
+      // what would land goes to the sink, counted as stored
+      for (const reason of relanded.values()) tally.settled(reason, { state: 'sunk', reasonCode: null });
       continue;
     }
-
     const sunk = await sinkBatch(deps, batch.jobId);
-    report.rows.inserted += sunk.inserted;
-    report.rows.updated += sunk.updated;
-    report.rows.unchanged += sunk.unchanged;
-    for (const item of await settleRequalified(sql, batch, relanded)) {
-      const reason = before.get(item.videoId)!;
-      if (item.state === 'sunk') {
-        report.outcomes.stored++;
-        note(reason, 'stored');
-      } else if (item.state === 'quarantined') {
-        report.outcomes.quarantined++;
-        inc(report.stillQuarantined, reasonLabel(item.reasonCode));
-        note(reason, 'quarantined', reasonLabel(item.reasonCode));
-      } else {
-        // landed and locked by a concurrent sink, which stores it
-        report.pending++;
-      }
+    tally.report.rows.inserted += sunk.inserted;
+    tally.report.rows.updated += sunk.updated;
+    tally.report.rows.unchanged += sunk.unchanged;
+    for (const item of await settleRequalified(sql, batch, [...relanded.keys()])) {
+      tally.settled(relanded.get(item.videoId)!, item);
     }
   }
-  // in a stable order, whatever order the items came in: the reasons as listed, then the outcomes
-  report.byReason = inReasonOrder(report.byReason);
-  report.stillQuarantined = inReasonOrder(report.stillQuarantined);
-  report.skipped = Object.fromEntries(
-    (Object.keys(QUARANTINE_SKIPS) as QuarantineSkip[])
-      .filter((k) => report.skipped[k] !== undefined)
-      .map((k) => [k, report.skipped[k]]),
-  );
-  report.transitions = [...transitions.values()].sort(
-    (a, b) => reasonRank(a.reason) - reasonRank(b.reason) || a.outcome.localeCompare(b.outcome),
-  );
+  const report = tally.finish();
   if (!o.dryRun && report.items > 0) {
     log.info(
       { event: 'replay.resunk', items: report.items, ...report.outcomes, pending: report.pending, ...report.rows },
@@ -312,6 +301,43 @@ export async function resinkQuarantined(
     );
   }
   return report;
+}
+
+/**
+ * Reads one batch's quarantined items again, a page per transaction, and (unless a dry run)
+ * gives each its new state. Returns the items that now land, with their reason before.
+ */
+async function requalifyBatch(
+  deps: Pick<PipelineDeps, 'sql' | 'settings'>,
+  batch: QuarantinedBatch,
+  dryRun: boolean,
+  tally: ReplayTally,
+): Promise<Map<string, string>> {
+  const relanded = new Map<string, string>();
+  let after: string | undefined;
+  for (;;) {
+    // one transaction per page: the rows are locked while classified, so two replays (or a
+    // replay and a poll) never give one item two outcomes
+    const page = await deps.sql.begin(async (tx) => {
+      const rows = await quarantinedItems(tx, batch.jobId, QUARANTINE_PAGE_ITEMS, {
+        afterVideoId: after,
+        lock: !dryRun,
+      });
+      const changes: Requalified[] = [];
+      for (const row of rows) {
+        const reason = reasonLabel(row.reasonCode);
+        const r = requalify(row, batch.kind);
+        tally.requalified(reason, r);
+        if ('skip' in r) continue;
+        changes.push(r);
+        if (r.state === 'landed') relanded.set(row.videoId, reason);
+      }
+      if (!dryRun) await requalifyQuarantined(tx, batch, changes, deps.settings.transcriptRecheckMs);
+      return rows;
+    });
+    if (page.length < QUARANTINE_PAGE_ITEMS) return relanded;
+    after = page[page.length - 1]!.videoId;
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * A cron tick becomes syncs. Each cron pattern some source runs on has one BullMQ job scheduler
- * (src/pipeline/reconcile.ts), which fires one tick job on every tick, once whatever the number
+ * (src/pipeline/services/reconcile.ts), which fires one tick job on every tick, once whatever the number
  * of daemons. The tick syncs nothing itself: it reads from Postgres the sources on its pattern
  * that are not paused (when it fires, so a source added, paused or resumed since the last tick
  * joins or leaves without any Redis write), queues each one's sync job delayed to the source's
@@ -21,11 +21,11 @@
  */
 import type { Job, JobSchedulerJobOptions } from 'bullmq';
 import { CronExpressionParser } from 'cron-parser';
-import { sourceIdsOnCron } from '../db/sources.ts';
-import { jitterWindowMs, syncOffsetMs } from '../domain/schedule.ts';
-import { scheduledSyncDedupId, scheduledSyncJobId } from '../queues/names.ts';
-import type { SyncJob } from '../queues/payloads.ts';
-import type { PipelineDeps } from './deps.ts';
+import { sourceIdsOnCron } from '../../db/sources.ts';
+import { jitterWindowMs, syncOffsetMs } from '../../domain/schedule.ts';
+import { scheduledSyncDedupId, scheduledSyncJobId } from '../../queues/names.ts';
+import type { SyncJob } from '../../queues/payloads.ts';
+import type { PipelineDeps } from '../deps.ts';
 
 /** A scheduler's tick job ID ends with the tick, epoch ms (`repeat:<scheduler>:<ms>`). */
 const TICK_JOB_ID_RE = /:(\d+)$/;

@@ -21,7 +21,7 @@ import {
   type Freed,
   type PruneCutoffs,
   type ThinCursor,
-} from '../db/prune.ts';
+} from '../../db/prune.ts';
 import {
   CREDIT_SNAPSHOT_THIN_AFTER_DAYS,
   HISTORY_TABLES,
@@ -31,8 +31,8 @@ import {
   PRUNED_TABLES,
   type PruneTrigger,
   type PrunedTable,
-} from '../domain/retention.ts';
-import type { PipelineDeps } from './deps.ts';
+} from '../../domain/retention.ts';
+import type { PipelineDeps } from '../deps.ts';
 
 export type PruneDeps = Pick<PipelineDeps, 'sql' | 'log' | 'settings'>;
 

@@ -9,23 +9,23 @@ import {
   NetworkError,
   SchemaMismatchError,
   TimeoutError,
-} from '../api/errors.ts';
-import type { TranscriptBatchRequest, VideoBatchRequest } from '../api/schemas.ts';
-import { insertSubmittedBatch, markRetryableTakenUp } from '../db/batch-records.ts';
-import type { Queryable } from '../db/connection.ts';
-import { lockClaims } from '../db/locks.ts';
-import { markSubmission, recordSending } from '../db/submissions.ts';
+} from '../../api/errors.ts';
+import type { TranscriptBatchRequest, VideoBatchRequest } from '../../api/schemas.ts';
+import { insertSubmittedBatch, markRetryableTakenUp } from '../../db/batch-records.ts';
+import type { Queryable } from '../../db/connection.ts';
+import { lockClaims } from '../../db/leases.ts';
+import { markSubmission, recordSending } from '../../db/submissions.ts';
 import {
   CLAIMS_STATS_REFRESH_MIN,
   claimVideos,
   pointClaimsAt,
   refreshVideoSyncStats,
   releaseClaims,
-} from '../db/video-sync.ts';
-import type { BatchKind } from '../domain/batches.ts';
-import { pollJobId } from '../queues/names.ts';
+} from '../../db/video-sync.ts';
+import type { BatchKind } from '../../domain/batches.ts';
+import { pollJobId } from '../../queues/names.ts';
 import type { CreditHold } from './credits.ts';
-import type { PipelineDeps } from './deps.ts';
+import type { PipelineDeps } from '../deps.ts';
 
 export interface SubmitBatchInput {
   sourceId: number | null;
@@ -43,7 +43,7 @@ export interface SubmitBatchInput {
    */
   claimDue?: ((tx: Queryable, videoIds: string[]) => Promise<string[]>) | undefined;
   /**
-   * The credits reserved for this batch (src/pipeline/credits.ts): spent in the transaction that
+   * The credits reserved for this batch (src/pipeline/ingest/credits.ts): spent in the transaction that
    * records the batch, so the daily budgets count it once. Omitted: nothing reserved (replay).
    */
   hold?: CreditHold | undefined;

@@ -12,9 +12,9 @@
  * records and lifts the holds of `api.keyFingerprint` (and those older than per-key holds, which
  * apply to every key), never another key's.
  */
-import type { Account } from '../api/schemas.ts';
-import { ApiError, ForbiddenError, GatewayForbiddenError, UnauthorizedError } from '../api/errors.ts';
-import { insertCreditSnapshot } from '../db/credit-snapshots.ts';
+import type { Account } from '../../api/schemas.ts';
+import { ApiError, ForbiddenError, GatewayForbiddenError, UnauthorizedError } from '../../api/errors.ts';
+import { insertCreditSnapshot } from '../../db/credit-snapshots.ts';
 import {
   clearHolds,
   describeHold,
@@ -23,9 +23,9 @@ import {
   LIFTED_BY_SYNC,
   setHold,
   type UpstreamHoldRow,
-} from '../db/upstream-holds.ts';
-import { HOLD_CODES_JUDGED_BY_ME, type HoldCode } from '../domain/refusals.ts';
-import type { PipelineDeps } from './deps.ts';
+} from '../../db/upstream-holds.ts';
+import { HOLD_CODES_JUDGED_BY_ME, type HoldCode } from '../../domain/refusals.ts';
+import type { PipelineDeps } from '../deps.ts';
 
 type HoldDeps = Pick<PipelineDeps, 'sql' | 'api' | 'log'>;
 
