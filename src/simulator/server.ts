@@ -147,25 +147,107 @@ function scriptedReply(step: ScriptStep): Reply {
   return { kind: 'json', status, body: step.body, headers };
 }
 
+function videoInfoOf(catalog: Catalog, videoId: string): VideoInfo | undefined {
+  const ref = catalog.findVideo(videoId);
+  if (!ref) return undefined;
+  const f = catalog.facts(ref);
+  return {
+    id: f.id,
+    channelId: f.channelId,
+    kind: ref.kind,
+    fate: f.fate,
+    transcriptLanguages: [...f.transcriptLanguages],
+    durationS: f.durationS,
+  };
+}
+
+/** What a test sees of the catalog through `Simulator.catalog`. */
+function catalogView(catalog: Catalog): Simulator['catalog'] {
+  return {
+    channels: () => catalog.channels(),
+    videoIds: (channelId, kind = 'video') => {
+      const c = catalog.findChannel(channelId);
+      return c === undefined ? undefined : catalog.channelVideoIds(c, kind);
+    },
+    playlistVideoIds: (playlistId, kind = 'video') => {
+      const p = catalog.findPlaylist(playlistId);
+      return p === undefined ? undefined : catalog.playlistVideoIds(p, kind);
+    },
+    videoInfo: (videoId) => videoInfoOf(catalog, videoId),
+    editVideo: (videoId, patch) => {
+      const ref = catalog.findVideo(videoId);
+      if (!ref) return undefined;
+      catalog.editVideo(ref, patch);
+      return videoInfoOf(catalog, videoId);
+    },
+    video: (videoId) => {
+      const ref = catalog.findVideo(videoId);
+      return ref ? catalog.video(ref) : undefined;
+    },
+    addVideos: (channelId, count) => {
+      const c = catalog.findChannel(channelId);
+      return c === undefined ? undefined : catalog.addVideos(c, count);
+    },
+  };
+}
+
+/** Count the videos a batch POST names (a playlist or channel body: the videos it expands to). */
+function recordBatchPost(
+  catalog: Catalog,
+  stats: RequestStats,
+  platform: string,
+  endpoint: string,
+  body: string,
+): void {
+  const kind =
+    endpoint === `POST /${platform}/video/batch`
+      ? 'video'
+      : endpoint === `POST /${platform}/transcript/batch`
+        ? 'transcript'
+        : undefined;
+  if (kind === undefined) return;
+  let b: { videoIds?: unknown; playlistId?: unknown; channelId?: unknown; limit?: unknown; lang?: unknown };
+  try {
+    b = JSON.parse(body) as typeof b;
+  } catch {
+    return;
+  }
+  if (b === null || typeof b !== 'object') return;
+  const limit = typeof b.limit === 'number' ? b.limit : BATCH_LIMIT_DEFAULT;
+  let ids: string[] = [];
+  if (Array.isArray(b.videoIds)) {
+    ids = b.videoIds.filter((x): x is string => typeof x === 'string').map((x) => parseVideoRef(x) ?? x.trim());
+  } else if (typeof b.playlistId === 'string') {
+    const pl = catalog.findPlaylist(b.playlistId);
+    ids = pl === undefined ? [] : catalog.playlistVideoIds(pl, 'video', limit);
+  } else if (typeof b.channelId === 'string') {
+    const c = catalog.findChannel(b.channelId);
+    ids = c === undefined ? [] : catalog.channelVideoIds(c, 'video', limit);
+  }
+  stats.recordPost(kind, kind === 'transcript' && typeof b.lang === 'string' ? b.lang : undefined, ids);
+}
+
+/** Listen on `port` and `host`; the URL the server answers at (an IPv6 address in brackets). */
+async function listen(server: Server, port: number, host: string): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address();
+  if (addr === null || typeof addr === 'string') throw new Error('simulator: unexpected server address');
+  const shown = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  return `http://${shown}:${addr.port}`;
+}
+
 export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
   const { logger, ...rest } = opts;
   const log = logger ?? silentLogger();
   const settings = resolveOptions(rest);
   const clock = createClock({ speed: settings.clockSpeed, startMs: settings.clockStartMs });
   const catalog = new Catalog({ ...settings.catalog, seed: settings.seed, platform: settings.platform });
-  const videoInfo = (videoId: string): VideoInfo | undefined => {
-    const ref = catalog.findVideo(videoId);
-    if (!ref) return undefined;
-    const f = catalog.facts(ref);
-    return {
-      id: f.id,
-      channelId: f.channelId,
-      kind: ref.kind,
-      fate: f.fate,
-      transcriptLanguages: [...f.transcriptLanguages],
-      durationS: f.durationS,
-    };
-  };
   const accounts = new Accounts(clock, settings.rateLimit);
   accounts.set(settings.apiKey, { organizationId: 'org_dev', ...settings.devAccount });
   for (const [key, patch] of Object.entries(settings.accounts)) accounts.set(key, patch);
@@ -253,36 +335,6 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     });
   }
 
-  /** Count the videos a batch POST names (a playlist or channel body: the videos it expands to). */
-  function recordBatchPost(endpoint: string, body: string): void {
-    const kind =
-      endpoint === `POST /${settings.platform}/video/batch`
-        ? 'video'
-        : endpoint === `POST /${settings.platform}/transcript/batch`
-          ? 'transcript'
-          : undefined;
-    if (kind === undefined) return;
-    let b: { videoIds?: unknown; playlistId?: unknown; channelId?: unknown; limit?: unknown; lang?: unknown };
-    try {
-      b = JSON.parse(body) as typeof b;
-    } catch {
-      return;
-    }
-    if (b === null || typeof b !== 'object') return;
-    const limit = typeof b.limit === 'number' ? b.limit : BATCH_LIMIT_DEFAULT;
-    let ids: string[] = [];
-    if (Array.isArray(b.videoIds)) {
-      ids = b.videoIds.filter((x): x is string => typeof x === 'string').map((x) => parseVideoRef(x) ?? x.trim());
-    } else if (typeof b.playlistId === 'string') {
-      const pl = catalog.findPlaylist(b.playlistId);
-      ids = pl === undefined ? [] : catalog.playlistVideoIds(pl, 'video', limit);
-    } else if (typeof b.channelId === 'string') {
-      const c = catalog.findChannel(b.channelId);
-      ids = c === undefined ? [] : catalog.channelVideoIds(c, 'video', limit);
-    }
-    stats.recordPost(kind, kind === 'transcript' && typeof b.lang === 'string' ? b.lang : undefined, ids);
-  }
-
   async function handleApi(req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> {
     const method = req.method ?? 'GET';
     const rel = u.pathname.slice('/v1'.length);
@@ -292,7 +344,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     const started = Date.now();
     // read before any scripted answer: what the client asked to buy counts whatever the answer
     const body = await readBody(req, settings.maxBodyBytes);
-    if (body !== undefined) recordBatchPost(endpoint, body);
+    if (body !== undefined) recordBatchPost(catalog, stats, settings.platform, endpoint, body);
     // what this request was charged, sent back in `x-billable-requests` as the API does on every
     // answer (a step's own headers win; a gateway's page carries none)
     let billed = 0;
@@ -397,32 +449,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     apiKey: settings.apiKey,
     seed: settings.seed,
     clock,
-    catalog: {
-      channels: () => catalog.channels(),
-      videoIds: (channelId, kind = 'video') => {
-        const c = catalog.findChannel(channelId);
-        return c === undefined ? undefined : catalog.channelVideoIds(c, kind);
-      },
-      playlistVideoIds: (playlistId, kind = 'video') => {
-        const p = catalog.findPlaylist(playlistId);
-        return p === undefined ? undefined : catalog.playlistVideoIds(p, kind);
-      },
-      videoInfo,
-      editVideo: (videoId, patch) => {
-        const ref = catalog.findVideo(videoId);
-        if (!ref) return undefined;
-        catalog.editVideo(ref, patch);
-        return videoInfo(videoId);
-      },
-      video: (videoId) => {
-        const ref = catalog.findVideo(videoId);
-        return ref ? catalog.video(ref) : undefined;
-      },
-      addVideos: (channelId, count) => {
-        const c = catalog.findChannel(channelId);
-        return c === undefined ? undefined : catalog.addVideos(c, count);
-      },
-    },
+    catalog: catalogView(catalog),
     faults: () => faults.current(),
     setFaults: (patch) => faults.set(patch),
     clearFaults: () => faults.clear(),
@@ -484,17 +511,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   // a client that vanishes mid-request must not take the server down
   server.on('clientError', (_e, socket) => socket.destroy());
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(settings.port, settings.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address();
-  if (addr === null || typeof addr === 'string') throw new Error('simulator: unexpected server address');
-  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-  url = `http://${host}:${addr.port}`;
+  url = await listen(server, settings.port, settings.host);
   sim.url = url;
   sim.baseUrl = `${url}/v1`;
   let closing: Promise<void> | undefined;
