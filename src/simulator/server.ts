@@ -255,21 +255,15 @@ interface ApiServer {
   url: string;
 }
 
-export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
-  const { logger, ...rest } = opts;
-  const log = logger ?? silentLogger();
-  const settings = resolveOptions(rest);
-  const clock = createClock({ speed: settings.clockSpeed, startMs: settings.clockStartMs });
-  const catalog = new Catalog({ ...settings.catalog, seed: settings.seed, platform: settings.platform });
-  const accounts = new Accounts(clock, settings.rateLimit);
-  accounts.set(settings.apiKey, { organizationId: 'org_dev', ...settings.devAccount });
-  for (const [key, patch] of Object.entries(settings.accounts)) accounts.set(key, patch);
+/** What the endpoint handlers share: the catalog, the accounts, the job stores and the synthetic web. */
+function createApiDeps(
+  settings: ReturnType<typeof resolveOptions>,
+  state: { clock: Clock; catalog: Catalog; accounts: Accounts; stats: RequestStats },
+  jobSettings: ApiDeps['jobSettings'],
+): ApiDeps {
+  const { clock, catalog, accounts, stats } = state;
   const web = new SyntheticWeb(settings.seed);
-  const faults = new FaultInjector(settings.seed, settings.faults);
-  const stats = new RequestStats();
-  let jobs = settings.jobs;
-
-  const deps: ApiDeps = {
+  return {
     seed: settings.seed,
     platform: settings.platform,
     catalog,
@@ -282,10 +276,25 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     extracts: new ExtractJobs(settings.seed),
     web,
     clock,
-    jobSettings: () => jobs,
+    jobSettings,
     maxVideoIds: settings.maxVideoIds,
     itemCache: settings.itemCacheBytes > 0 ? new ItemCache(settings.itemCacheBytes) : undefined,
   };
+}
+
+export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
+  const { logger, ...rest } = opts;
+  const log = logger ?? silentLogger();
+  const settings = resolveOptions(rest);
+  const clock = createClock({ speed: settings.clockSpeed, startMs: settings.clockStartMs });
+  const catalog = new Catalog({ ...settings.catalog, seed: settings.seed, platform: settings.platform });
+  const accounts = new Accounts(clock, settings.rateLimit);
+  accounts.set(settings.apiKey, { organizationId: 'org_dev', ...settings.devAccount });
+  for (const [key, patch] of Object.entries(settings.accounts)) accounts.set(key, patch);
+  const faults = new FaultInjector(settings.seed, settings.faults);
+  const stats = new RequestStats();
+  let jobs = settings.jobs;
+  const deps = createApiDeps(settings, { clock, catalog, accounts, stats }, () => jobs);
   const router = new Router<Handler>();
   registerBatchEndpoints(router, deps);
   registerVideositeEndpoints(router, deps);
