@@ -153,9 +153,31 @@ export interface StateSources {
   keyFingerprint?: string | undefined;
 }
 
+/**
+ * How the gauges of one registry read shared state: one read per family and scrape, with a
+ * deadline, counted in `vsi_metrics_collect_errors_total` when it fails.
+ */
+interface FamilyReaders {
+  registry: Registry;
+  /** a family read by `load`, given up after `deadlineMs`; its getter answers undefined when the read failed */
+  family<T>(name: string, load: () => Promise<T>, deadlineMs?: number): () => Promise<T | undefined>;
+  /** a Postgres family: its own read-only transaction, its statements cancelled by Postgres after the timeout */
+  pgFamily<T>(name: string, load: (q: Queryable) => Promise<T>): () => Promise<T | undefined>;
+}
+
 /** Add the scrape-time gauges of shared state (Postgres and the queues) to a registry. Call once per registry. */
 export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): void {
-  const registry = metrics.registry;
+  const readers = createFamilyReaders(metrics.registry, src);
+  registerCreditGauges(readers, src.keyFingerprint);
+  registerBatchGauges(readers);
+  registerLatestOutcomeGauges(readers);
+  registerQuarantineGauge(readers);
+  registerSourceGauges(readers);
+  registerQueueGauges(readers, src);
+}
+
+/** The collect-errors counter of a registry and the family readers that feed it. */
+function createFamilyReaders(registry: Registry, src: StateSources): FamilyReaders {
   const timeoutMs = src.timeoutMs ?? COLLECT_TIMEOUT_MS;
   /** families whose last read failed (logged once per outage) */
   const failing = new Set<string>();
@@ -172,7 +194,6 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
     },
   });
 
-  /** One read per family and scrape, given up after `deadlineMs`; undefined when it failed. */
   const family = <T>(
     name: string,
     load: () => Promise<T>,
@@ -227,6 +248,11 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
   const pgFamily = <T>(name: string, load: (q: Queryable) => Promise<T>) =>
     family(name, () => readWithTimeout(src.sql, timeoutMs, load), timeoutMs + COLLECT_CONNECT_GRACE_MS);
 
+  return { registry, family, pgFamily };
+}
+
+/** Credits: the latest GET /me snapshot, billed today, and the upstream holds of this key. */
+function registerCreditGauges({ registry, pgFamily }: FamilyReaders, keyFingerprint: string | undefined): void {
   const credits = pgFamily('credits', latestCreditSnapshot);
   new Gauge({
     name: `${METRIC_PREFIX}credits_used`,
@@ -279,7 +305,6 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
     },
   });
 
-  const keyFingerprint = src.keyFingerprint;
   if (keyFingerprint !== undefined) {
     const holds = pgFamily('upstream_holds', (q) => holdsForKey(q, keyFingerprint));
     new Gauge({
@@ -297,7 +322,10 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
       },
     });
   }
+}
 
+/** Batches by status and batch items by error code (history). */
+function registerBatchGauges({ registry, pgFamily }: FamilyReaders): void {
   const batches = pgFamily('batches', batchCountsByStatus);
   new Gauge({
     name: `${METRIC_PREFIX}batches`,
@@ -328,7 +356,10 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
       for (const row of r ?? []) this.set({ error_code: row.errorCode, state: row.state }, row.items);
     },
   });
+}
 
+/** Each video's latest outcome: by state, by error code, and transcript language coverage. */
+function registerLatestOutcomeGauges({ registry, pgFamily }: FamilyReaders): void {
   // each video's latest outcome per kind and language: the counters of migrations/0008, a few
   // hundred rows whatever the history (three statements, one transaction)
   const latest = pgFamily('latest_outcomes', async (q) => ({
@@ -388,7 +419,10 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
       }
     },
   });
+}
 
+/** Quarantined batch items by reason. */
+function registerQuarantineGauge({ registry, pgFamily }: FamilyReaders): void {
   const quarantined = pgFamily('quarantined', quarantineCounts);
   new Gauge({
     name: `${METRIC_PREFIX}batch_items_quarantined`,
@@ -402,7 +436,10 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
       for (const [reason, n] of Object.entries(r ?? {})) this.set({ reason }, n);
     },
   });
+}
 
+/** Source freshness: the stalest sources, the stalest per kind, and sources by kind and state. */
+function registerSourceGauges({ registry, pgFamily }: FamilyReaders): void {
   const freshness = pgFamily('sources', async (q) => ({
     stalest: await stalestSources(q, STALEST_SOURCES_SHOWN),
     counts: await sourceSyncCounts(q),
@@ -449,7 +486,10 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
       for (const g of r.counts) this.inc({ kind: g.kind, state: sourceSyncState(g) }, g.sources);
     },
   });
+}
 
+/** BullMQ job counts per queue and state (Redis). */
+function registerQueueGauges({ registry, family }: FamilyReaders, src: StateSources): void {
   const depths = family('queues', async () => {
     // a reconnecting connection would queue the commands until Redis returns: fail at once
     if (src.redis.status !== 'ready') throw new Error(`redis connection ${src.redis.status}`);

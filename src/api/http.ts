@@ -265,358 +265,18 @@ function buildSearch(query: RequestSpec['query']): string {
 
 export function createHttp(opts: HttpOptions): Http {
   const base = new URL(opts.baseUrl);
-  const origin = base.origin;
-  const basePath = base.pathname.replace(/\/+$/, '');
-  const headersBase: Record<string, string> = {
-    accept: 'application/json',
-    'x-api-key': opts.apiKey,
-  };
-
-  function pathWithQuery(spec: RequestSpec): string {
-    const search = buildSearch(spec.query);
-    return `${basePath}${spec.path}${search === '' ? '' : `?${search}`}`;
-  }
-
-  /**
-   * One attempt under the overall deadline (`requestTimeoutMs`): `run` gets the spec with a
-   * signal that aborts at the deadline or when the caller's does. A deadline that passes is a
-   * timeout (retried like one); the caller's abort stays an abort.
-   */
-  async function withDeadline<T>(spec: RequestSpec, run: (s: RequestSpec) => Promise<T>): Promise<T> {
-    const attempt = new AbortController();
-    let deadlinePassed = false;
-    const timer = setTimeout(() => {
-      deadlinePassed = true;
-      attempt.abort();
-    }, opts.requestTimeoutMs);
-    timer.unref();
-    // the caller's signal aborts this attempt too; a listener removed at the end, not
-    // AbortSignal.any, so a long-lived signal (a worker's) gathers nothing over thousands of polls
-    const callerAborted = () => attempt.abort(spec.signal?.reason);
-    if (spec.signal?.aborted) attempt.abort(spec.signal.reason);
-    else spec.signal?.addEventListener('abort', callerAborted, { once: true });
-    try {
-      return await run({ ...spec, signal: attempt.signal });
-    } catch (e: unknown) {
-      if (!deadlinePassed || spec.signal?.aborted) throw e;
-      const billed = e instanceof AttemptFailure ? e.billedCredits : undefined;
-      throw new AttemptFailure(
-        new TimeoutError({
-          message: `${spec.endpoint}: no whole answer within API_REQUEST_TIMEOUT_MS (${opts.requestTimeoutMs} ms)`,
-          endpoint: spec.endpoint,
-          cause: e,
-        }),
-        { kind: 'timeout' },
-        billed,
-      );
-    } finally {
-      clearTimeout(timer);
-      spec.signal?.removeEventListener('abort', callerAborted);
-    }
-  }
-
-  /** Send one attempt and return the answer head; transport errors become AttemptFailures. */
-  async function send(spec: RequestSpec): Promise<Dispatcher.ResponseData> {
-    const headers: Record<string, string> = { ...headersBase };
-    let body: string | undefined;
-    if (spec.body !== undefined) {
-      body = JSON.stringify(spec.body);
-      headers['content-type'] = 'application/json';
-    }
-    try {
-      return await opts.dispatcher.request({
-        origin,
-        path: pathWithQuery(spec),
-        method: spec.method,
-        headers,
-        body,
-        signal: spec.signal ?? null,
-        headersTimeout: opts.headersTimeoutMs,
-        bodyTimeout: opts.bodyTimeoutMs,
-      });
-    } catch (e: unknown) {
-      throw transportFailure(e, spec.endpoint, spec.signal);
-    }
-  }
-
-  /**
-   * Read at most `maxBytes` of the body. A body that goes on is cut there: the stream is
-   * destroyed (undici then drops the connection), so no more than the limit is ever buffered.
-   */
-  async function readBounded(res: Dispatcher.ResponseData, spec: RequestSpec, maxBytes: number): Promise<BoundedBody> {
-    const parts: Buffer[] = [];
-    let size = 0;
-    let cut = false;
-    try {
-      for await (const chunk of res.body) {
-        const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
-        const room = maxBytes - size;
-        if (b.length > room) {
-          if (room > 0) parts.push(b.subarray(0, room));
-          size += Math.max(0, room);
-          cut = true;
-          discard(res.body);
-          break;
-        }
-        parts.push(b);
-        size += b.length;
-      }
-    } catch (e: unknown) {
-      throw bodyFailure(e, spec.endpoint, spec.signal);
-    }
-    return { text: decodeUtf8(parts, size), cut };
-  }
-
-  /**
-   * A body's text as an error may carry it: the key replaced wherever it appears, and a body
-   * that was cut short loses a trailing start of the key (the cut may have split it), so no
-   * prefix or excerpt taken later can hold any of it.
-   */
-  function redactBody(body: BoundedBody): string {
-    const key = opts.apiKey;
-    if (key === '') return body.text;
-    let t = body.text.includes(key) ? body.text.split(key).join('[redacted]') : body.text;
-    if (body.cut) {
-      for (let n = Math.min(key.length - 1, t.length); n > 0; n--) {
-        if (t.endsWith(key.slice(0, n))) {
-          t = t.slice(0, t.length - n);
-          break;
-        }
-      }
-    }
-    return t;
-  }
-
-  /** A 2xx body that is larger than `maxBodyBytes`: not JSON we will parse. */
-  function tooLarge(
-    res: Dispatcher.ResponseData,
-    spec: RequestSpec,
-    detail: string,
-    prefix: string | undefined,
-  ): AttemptFailure {
-    return new AttemptFailure(
-      new SchemaMismatchError({
-        message: `${spec.endpoint}: answer body is larger than API_MAX_BODY_BYTES (${opts.maxBodyBytes} bytes); not read past it`,
-        details: detail,
-        endpoint: spec.endpoint,
-        path: '(root)',
-        status: res.statusCode,
-        rawBody: prefix,
-      }),
-      // the same answer would come again: not retried
-      { kind: 'invalid-answer' },
-    );
-  }
-
-  /** The answer's `Retry-After`, bounded; a bounded one is logged (once per answer). */
-  function retryAfterOf(res: Dispatcher.ResponseData, spec: RequestSpec): number | undefined {
-    const receivedMs = parseRetryAfter(res.headers['retry-after']);
-    const r = capRetryAfterMs(receivedMs, opts.retryAfterMaxMs);
-    if (r?.capped) {
-      opts.log.warn(
-        {
-          event: 'upstream.retry_after_capped',
-          endpoint: spec.endpoint,
-          status: res.statusCode,
-          receivedMs,
-          cappedMs: r.ms,
-        },
-        'retry-after capped',
-      );
-    }
-    return r?.ms;
-  }
-
-  /**
-   * A non-2xx answer, or a 206: always an error. Reads the error body up to
-   * `ERROR_BODY_MAX_BYTES` and drops the rest.
-   */
-  async function errorAnswer(res: Dispatcher.ResponseData, spec: RequestSpec): Promise<AttemptFailure> {
-    const retryAfterMs = retryAfterOf(res, spec);
-    const body = await readBounded(res, spec, ERROR_BODY_MAX_BYTES);
-    const error = errorFromResponse({
-      status: res.statusCode,
-      body: redactBody(body),
-      endpoint: spec.endpoint,
-      retryAfterMs,
-    });
-    return new AttemptFailure(
-      error,
-      { kind: 'answered', status: res.statusCode, errorBody: error.errorBody, retryAfterMs },
-      billedCreditsOf(res.headers),
-    );
-  }
-
-  function isSuccess(status: number): boolean {
-    // 206 is the interface's `transcript-unavailable`: a 2xx whose body is an Error object.
-    return status >= 200 && status < 300 && status !== 206;
-  }
-
-  /** A metrics hook that throws must not turn a good answer into a failure. */
-  function emit(e: RequestEvent): void {
-    if (opts.onRequest === undefined) return;
-    try {
-      opts.onRequest(e);
-    } catch (err: unknown) {
-      opts.log.warn({ event: 'upstream.hook_failed', endpoint: e.endpoint, err }, 'onRequest hook failed');
-    }
-  }
-
-  async function withRetries<T extends { status: number; billedCredits?: number | undefined }>(
-    spec: RequestSpec,
-    attemptOnce: () => Promise<T>,
-  ): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      if (opts.beforeRequest !== undefined) {
-        try {
-          await opts.beforeRequest(spec.signal);
-        } catch (e: unknown) {
-          if (spec.signal?.aborted) {
-            throw new AbortedError({ message: `${spec.endpoint}: aborted`, endpoint: spec.endpoint, cause: e });
-          }
-          // not the upstream's doing (say, the shared limiter's Redis is down): passed on as is
-          throw e;
-        }
-      }
-      const started = performance.now();
-      let failure: AttemptFailure;
-      try {
-        const answer = await attemptOnce();
-        const durationMs = performance.now() - started;
-        emit({
-          endpoint: spec.endpoint,
-          method: spec.method,
-          status: answer.status,
-          attempt,
-          durationMs,
-          billedCredits: answer.billedCredits,
-          expectedCredits: spec.expectedCredits,
-        });
-        opts.log.debug(
-          { event: 'upstream.request', endpoint: spec.endpoint, status: answer.status, attempt, durationMs },
-          'upstream request',
-        );
-        return answer;
-      } catch (e: unknown) {
-        failure = e instanceof AttemptFailure ? e : transportFailure(e, spec.endpoint, spec.signal);
-      }
-      const durationMs = performance.now() - started;
-      const { error, outcome } = failure;
-      emit({
-        endpoint: spec.endpoint,
-        method: spec.method,
-        status: error.status,
-        attempt,
-        durationMs,
-        errorCode: error.code,
-        retryAfterMs: error.retryAfterMs,
-        billedCredits: failure.billedCredits,
-        expectedCredits: spec.expectedCredits,
-        failure: outcome.kind === 'answered' ? undefined : outcome.kind,
-      });
-      const decision = decideRetry(spec.kind, outcome, attempt, opts.retry, opts.random);
-      if (!decision.retry) {
-        opts.log.debug(
-          {
-            event: 'upstream.request_failed',
-            endpoint: spec.endpoint,
-            status: error.status,
-            attempt,
-            durationMs,
-            code: error.code,
-            reason: decision.reason,
-          },
-          'upstream request failed',
-        );
-        throw scrubSecret(error, opts.apiKey);
-      }
-      opts.log.warn(
-        {
-          event: 'upstream.retry',
-          endpoint: spec.endpoint,
-          attempt,
-          delayMs: decision.delayMs,
-          code: error.code,
-          status: error.status,
-          durationMs: Math.round(durationMs),
-        },
-        'upstream request retry',
-      );
-      try {
-        await opts.sleep(decision.delayMs, spec.signal);
-      } catch (e: unknown) {
-        throw new AbortedError({ message: `${spec.endpoint}: aborted`, endpoint: spec.endpoint, cause: e });
-      }
-      if (spec.signal?.aborted) {
-        throw new AbortedError({ message: `${spec.endpoint}: aborted`, endpoint: spec.endpoint });
-      }
-    }
-  }
+  const t: Transport = { opts, origin: base.origin, basePath: base.pathname.replace(/\/+$/, '') };
 
   async function requestJson<S extends z.ZodType>(spec: RequestSpec, schema: S): Promise<JsonAnswer<z.output<S>>> {
-    return withRetries(spec, () => withDeadline(spec, (spec) => attemptJson(spec, schema)));
-  }
-
-  async function attemptJson<S extends z.ZodType>(spec: RequestSpec, schema: S): Promise<JsonAnswer<z.output<S>>> {
-    const res = await send(spec);
-    if (!isSuccess(res.statusCode)) throw await errorAnswer(res, spec);
-    // a 2xx was charged whatever its body holds: every failure below carries what it cost
-    const billed = billedCreditsOf(res.headers);
-    const failed = (f: AttemptFailure) => new AttemptFailure(f.error, f.outcome, billed);
-    const declared = declaredLength(res.headers);
-    if (declared !== undefined && declared > opts.maxBodyBytes) {
-      // said up front: nothing of it is read
-      discard(res.body);
-      throw failed(tooLarge(res, spec, `content-length ${declared}`, undefined));
-    }
-    let body: BoundedBody;
-    try {
-      body = await readBounded(res, spec, opts.maxBodyBytes);
-    } catch (e: unknown) {
-      throw e instanceof AttemptFailure ? failed(e) : e;
-    }
-    if (body.cut) throw failed(tooLarge(res, spec, `more than ${opts.maxBodyBytes} bytes`, redactBody(body)));
-    const text = body.text;
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch (e: unknown) {
-      const safe = redactBody(body);
-      throw new AttemptFailure(
-        new SchemaMismatchError({
-          message: `${spec.endpoint}: answer is not JSON: ${JSON.stringify(excerpt(safe))}`,
-          details: e instanceof Error ? e.message : String(e),
-          endpoint: spec.endpoint,
-          path: '(root)',
-          status: res.statusCode,
-          rawBody: safe,
-        }),
-        { kind: 'invalid-answer' },
-        billed,
-      );
-    }
-    if (ErrorBodySchema.safeParse(json).success) {
-      // Some other 2xx carrying an Error object: an error all the same.
-      const error = errorFromResponse({ status: res.statusCode, body: redactBody(body), endpoint: spec.endpoint });
-      throw new AttemptFailure(error, { kind: 'answered', status: res.statusCode, errorBody: true }, billed);
-    }
-    const parsed = schema.safeParse(json);
-    if (!parsed.success) {
-      throw new AttemptFailure(
-        schemaMismatchFromZod(spec.endpoint, parsed.error, redactBody(body), res.statusCode),
-        { kind: 'invalid-answer' },
-        billed,
-      );
-    }
-    return { status: res.statusCode, billedCredits: billed, data: parsed.data as z.output<S>, raw: json };
+    return withRetries(opts, spec, () => withDeadline(opts, spec, (spec) => attemptJson(t, spec, schema)));
   }
 
   async function openStream(spec: RequestSpec): Promise<StreamAnswer> {
     // no overall deadline here: the head is bounded by headersTimeoutMs, and the body is the
     // caller's to read under its own signal (the poller bounds a download by POLL_MAX_DURATION_MS)
-    return withRetries(spec, async () => {
-      const res = await send(spec);
-      if (!isSuccess(res.statusCode)) throw await errorAnswer(res, spec);
+    return withRetries(opts, spec, async () => {
+      const res = await send(t, spec);
+      if (!isSuccess(res.statusCode)) throw await errorAnswer(opts, res, spec);
       return {
         status: res.statusCode,
         billedCredits: billedCreditsOf(res.headers),
@@ -627,4 +287,432 @@ export function createHttp(opts: HttpOptions): Http {
   }
 
   return { requestJson, openStream };
+}
+
+/** The options of one Http and the parts of its base URL every attempt is sent to. */
+interface Transport {
+  opts: HttpOptions;
+  origin: string;
+  /** the base URL's path, without a trailing slash */
+  basePath: string;
+}
+
+function pathWithQuery(basePath: string, spec: RequestSpec): string {
+  const search = buildSearch(spec.query);
+  return `${basePath}${spec.path}${search === '' ? '' : `?${search}`}`;
+}
+
+/**
+ * One attempt under the overall deadline (`requestTimeoutMs`): `run` gets the spec with a
+ * signal that aborts at the deadline or when the caller's does. A deadline that passes is a
+ * timeout (retried like one); the caller's abort stays an abort.
+ */
+async function withDeadline<T>(opts: HttpOptions, spec: RequestSpec, run: (s: RequestSpec) => Promise<T>): Promise<T> {
+  const attempt = new AbortController();
+  let deadlinePassed = false;
+  const timer = setTimeout(() => {
+    deadlinePassed = true;
+    attempt.abort();
+  }, opts.requestTimeoutMs);
+  timer.unref();
+  // the caller's signal aborts this attempt too; a listener removed at the end, not
+  // AbortSignal.any, so a long-lived signal (a worker's) gathers nothing over thousands of polls
+  const callerAborted = () => attempt.abort(spec.signal?.reason);
+  if (spec.signal?.aborted) attempt.abort(spec.signal.reason);
+  else spec.signal?.addEventListener('abort', callerAborted, { once: true });
+  try {
+    return await run({ ...spec, signal: attempt.signal });
+  } catch (e: unknown) {
+    if (!deadlinePassed || spec.signal?.aborted) throw e;
+    const billed = e instanceof AttemptFailure ? e.billedCredits : undefined;
+    throw new AttemptFailure(
+      new TimeoutError({
+        message: `${spec.endpoint}: no whole answer within API_REQUEST_TIMEOUT_MS (${opts.requestTimeoutMs} ms)`,
+        endpoint: spec.endpoint,
+        cause: e,
+      }),
+      { kind: 'timeout' },
+      billed,
+    );
+  } finally {
+    clearTimeout(timer);
+    spec.signal?.removeEventListener('abort', callerAborted);
+  }
+}
+
+/** Send one attempt and return the answer head; transport errors become AttemptFailures. */
+async function send(t: Transport, spec: RequestSpec): Promise<Dispatcher.ResponseData> {
+  const headers: Record<string, string> = {
+    accept: 'application/json',
+    'x-api-key': t.opts.apiKey,
+  };
+  let body: string | undefined;
+  if (spec.body !== undefined) {
+    body = JSON.stringify(spec.body);
+    headers['content-type'] = 'application/json';
+  }
+  try {
+    return await t.opts.dispatcher.request({
+      origin: t.origin,
+      path: pathWithQuery(t.basePath, spec),
+      method: spec.method,
+      headers,
+      body,
+      signal: spec.signal ?? null,
+      headersTimeout: t.opts.headersTimeoutMs,
+      bodyTimeout: t.opts.bodyTimeoutMs,
+    });
+  } catch (e: unknown) {
+    throw transportFailure(e, spec.endpoint, spec.signal);
+  }
+}
+
+/**
+ * Read at most `maxBytes` of the body. A body that goes on is cut there: the stream is
+ * destroyed (undici then drops the connection), so no more than the limit is ever buffered.
+ */
+async function readBounded(res: Dispatcher.ResponseData, spec: RequestSpec, maxBytes: number): Promise<BoundedBody> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  let cut = false;
+  try {
+    for await (const chunk of res.body) {
+      const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+      const room = maxBytes - size;
+      if (b.length > room) {
+        if (room > 0) parts.push(b.subarray(0, room));
+        size += Math.max(0, room);
+        cut = true;
+        discard(res.body);
+        break;
+      }
+      parts.push(b);
+      size += b.length;
+    }
+  } catch (e: unknown) {
+    throw bodyFailure(e, spec.endpoint, spec.signal);
+  }
+  return { text: decodeUtf8(parts, size), cut };
+}
+
+/**
+ * A body's text as an error may carry it: the key replaced wherever it appears, and a body
+ * that was cut short loses a trailing start of the key (the cut may have split it), so no
+ * prefix or excerpt taken later can hold any of it.
+ */
+function redactBody(body: BoundedBody, key: string): string {
+  if (key === '') return body.text;
+  let t = body.text.includes(key) ? body.text.split(key).join('[redacted]') : body.text;
+  if (body.cut) {
+    for (let n = Math.min(key.length - 1, t.length); n > 0; n--) {
+      if (t.endsWith(key.slice(0, n))) {
+        t = t.slice(0, t.length - n);
+        break;
+      }
+    }
+  }
+  return t;
+}
+
+/** A 2xx body that is larger than `maxBodyBytes`: not JSON we will parse. */
+function tooLarge(
+  maxBodyBytes: number,
+  res: Dispatcher.ResponseData,
+  spec: RequestSpec,
+  detail: string,
+  prefix: string | undefined,
+): AttemptFailure {
+  return new AttemptFailure(
+    new SchemaMismatchError({
+      message: `${spec.endpoint}: answer body is larger than API_MAX_BODY_BYTES (${maxBodyBytes} bytes); not read past it`,
+      details: detail,
+      endpoint: spec.endpoint,
+      path: '(root)',
+      status: res.statusCode,
+      rawBody: prefix,
+    }),
+    // the same answer would come again: not retried
+    { kind: 'invalid-answer' },
+  );
+}
+
+/** The answer's `Retry-After`, bounded; a bounded one is logged (once per answer). */
+function retryAfterOf(opts: HttpOptions, res: Dispatcher.ResponseData, spec: RequestSpec): number | undefined {
+  const receivedMs = parseRetryAfter(res.headers['retry-after']);
+  const r = capRetryAfterMs(receivedMs, opts.retryAfterMaxMs);
+  if (r?.capped) {
+    opts.log.warn(
+      {
+        event: 'upstream.retry_after_capped',
+        endpoint: spec.endpoint,
+        status: res.statusCode,
+        receivedMs,
+        cappedMs: r.ms,
+      },
+      'retry-after capped',
+    );
+  }
+  return r?.ms;
+}
+
+/**
+ * A non-2xx answer, or a 206: always an error. Reads the error body up to
+ * `ERROR_BODY_MAX_BYTES` and drops the rest.
+ */
+async function errorAnswer(
+  opts: HttpOptions,
+  res: Dispatcher.ResponseData,
+  spec: RequestSpec,
+): Promise<AttemptFailure> {
+  const retryAfterMs = retryAfterOf(opts, res, spec);
+  const body = await readBounded(res, spec, ERROR_BODY_MAX_BYTES);
+  const error = errorFromResponse({
+    status: res.statusCode,
+    body: redactBody(body, opts.apiKey),
+    endpoint: spec.endpoint,
+    retryAfterMs,
+  });
+  return new AttemptFailure(
+    error,
+    { kind: 'answered', status: res.statusCode, errorBody: error.errorBody, retryAfterMs },
+    billedCreditsOf(res.headers),
+  );
+}
+
+function isSuccess(status: number): boolean {
+  // 206 is the interface's `transcript-unavailable`: a 2xx whose body is an Error object.
+  return status >= 200 && status < 300 && status !== 206;
+}
+
+/** A metrics hook that throws must not turn a good answer into a failure. */
+function emit(opts: HttpOptions, e: RequestEvent): void {
+  if (opts.onRequest === undefined) return;
+  try {
+    opts.onRequest(e);
+  } catch (err: unknown) {
+    opts.log.warn({ event: 'upstream.hook_failed', endpoint: e.endpoint, err }, 'onRequest hook failed');
+  }
+}
+
+/** What an attempt that got an answer reports: its status and what it was billed. */
+interface AttemptAnswer {
+  status: number;
+  billedCredits?: number | undefined;
+}
+
+/** Attempts until one succeeds or the retry policy (`decideRetry`) says stop; each attempt reported to `onRequest`. */
+async function withRetries<T extends AttemptAnswer>(
+  opts: HttpOptions,
+  spec: RequestSpec,
+  attemptOnce: () => Promise<T>,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    await awaitPermit(opts, spec);
+    const started = performance.now();
+    let failure: AttemptFailure;
+    try {
+      const answer = await attemptOnce();
+      reportAnswer(opts, spec, attempt, performance.now() - started, answer);
+      return answer;
+    } catch (e: unknown) {
+      failure = e instanceof AttemptFailure ? e : transportFailure(e, spec.endpoint, spec.signal);
+    }
+    const durationMs = performance.now() - started;
+    reportFailure(opts, spec, attempt, durationMs, failure);
+    const { error, outcome } = failure;
+    const decision = decideRetry(spec.kind, outcome, attempt, opts.retry, opts.random);
+    if (!decision.retry) {
+      opts.log.debug(
+        {
+          event: 'upstream.request_failed',
+          endpoint: spec.endpoint,
+          status: error.status,
+          attempt,
+          durationMs,
+          code: error.code,
+          reason: decision.reason,
+        },
+        'upstream request failed',
+      );
+      throw scrubSecret(error, opts.apiKey);
+    }
+    opts.log.warn(
+      {
+        event: 'upstream.retry',
+        endpoint: spec.endpoint,
+        attempt,
+        delayMs: decision.delayMs,
+        code: error.code,
+        status: error.status,
+        durationMs: Math.round(durationMs),
+      },
+      'upstream request retry',
+    );
+    await sleepBeforeRetry(opts, spec, decision.delayMs);
+  }
+}
+
+/** Wait for `beforeRequest` (the shared rate limiter) to let an attempt go. */
+async function awaitPermit(opts: HttpOptions, spec: RequestSpec): Promise<void> {
+  if (opts.beforeRequest === undefined) return;
+  try {
+    await opts.beforeRequest(spec.signal);
+  } catch (e: unknown) {
+    if (spec.signal?.aborted) {
+      throw new AbortedError({ message: `${spec.endpoint}: aborted`, endpoint: spec.endpoint, cause: e });
+    }
+    // not the upstream's doing (say, the shared limiter's Redis is down): passed on as is
+    throw e;
+  }
+}
+
+function reportAnswer(
+  opts: HttpOptions,
+  spec: RequestSpec,
+  attempt: number,
+  durationMs: number,
+  answer: AttemptAnswer,
+) {
+  emit(opts, {
+    endpoint: spec.endpoint,
+    method: spec.method,
+    status: answer.status,
+    attempt,
+    durationMs,
+    billedCredits: answer.billedCredits,
+    expectedCredits: spec.expectedCredits,
+  });
+  opts.log.debug(
+    { event: 'upstream.request', endpoint: spec.endpoint, status: answer.status, attempt, durationMs },
+    'upstream request',
+  );
+}
+
+function reportFailure(
+  opts: HttpOptions,
+  spec: RequestSpec,
+  attempt: number,
+  durationMs: number,
+  failure: AttemptFailure,
+): void {
+  const { error, outcome } = failure;
+  emit(opts, {
+    endpoint: spec.endpoint,
+    method: spec.method,
+    status: error.status,
+    attempt,
+    durationMs,
+    errorCode: error.code,
+    retryAfterMs: error.retryAfterMs,
+    billedCredits: failure.billedCredits,
+    expectedCredits: spec.expectedCredits,
+    failure: outcome.kind === 'answered' ? undefined : outcome.kind,
+  });
+}
+
+/** The retry's delay; the caller's abort during it (or just after it) ends the request. */
+async function sleepBeforeRetry(opts: HttpOptions, spec: RequestSpec, delayMs: number): Promise<void> {
+  try {
+    await opts.sleep(delayMs, spec.signal);
+  } catch (e: unknown) {
+    throw new AbortedError({ message: `${spec.endpoint}: aborted`, endpoint: spec.endpoint, cause: e });
+  }
+  if (spec.signal?.aborted) {
+    throw new AbortedError({ message: `${spec.endpoint}: aborted`, endpoint: spec.endpoint });
+  }
+}
+
+/** One JSON attempt: send, read the 2xx body within `maxBodyBytes`, parse it against `schema`. */
+async function attemptJson<S extends z.ZodType>(
+  t: Transport,
+  spec: RequestSpec,
+  schema: S,
+): Promise<JsonAnswer<z.output<S>>> {
+  const { opts } = t;
+  const res = await send(t, spec);
+  if (!isSuccess(res.statusCode)) throw await errorAnswer(opts, res, spec);
+  // a 2xx was charged whatever its body holds: every failure below carries what it cost
+  const billed = billedCreditsOf(res.headers);
+  const failed = (f: AttemptFailure) => new AttemptFailure(f.error, f.outcome, billed);
+  const declared = declaredLength(res.headers);
+  if (declared !== undefined && declared > opts.maxBodyBytes) {
+    // said up front: nothing of it is read
+    discard(res.body);
+    throw failed(tooLarge(opts.maxBodyBytes, res, spec, `content-length ${declared}`, undefined));
+  }
+  let body: BoundedBody;
+  try {
+    body = await readBounded(res, spec, opts.maxBodyBytes);
+  } catch (e: unknown) {
+    throw e instanceof AttemptFailure ? failed(e) : e;
+  }
+  if (body.cut) {
+    throw failed(
+      tooLarge(opts.maxBodyBytes, res, spec, `more than ${opts.maxBodyBytes} bytes`, redactBody(body, opts.apiKey)),
+    );
+  }
+  const json = parseJsonBody(opts.apiKey, res, spec, body, billed);
+  return {
+    status: res.statusCode,
+    billedCredits: billed,
+    data: validateAnswer(opts.apiKey, res, spec, body, json, schema, billed),
+    raw: json,
+  };
+}
+
+/** The body as JSON; a body that is not is an invalid answer (not retried), billed all the same. */
+function parseJsonBody(
+  apiKey: string,
+  res: Dispatcher.ResponseData,
+  spec: RequestSpec,
+  body: BoundedBody,
+  billed: number | undefined,
+): unknown {
+  try {
+    return JSON.parse(body.text);
+  } catch (e: unknown) {
+    const safe = redactBody(body, apiKey);
+    throw new AttemptFailure(
+      new SchemaMismatchError({
+        message: `${spec.endpoint}: answer is not JSON: ${JSON.stringify(excerpt(safe))}`,
+        details: e instanceof Error ? e.message : String(e),
+        endpoint: spec.endpoint,
+        path: '(root)',
+        status: res.statusCode,
+        rawBody: safe,
+      }),
+      { kind: 'invalid-answer' },
+      billed,
+    );
+  }
+}
+
+/** The parsed body checked against `schema`; an Error object in a 2xx is an error all the same. */
+function validateAnswer<S extends z.ZodType>(
+  apiKey: string,
+  res: Dispatcher.ResponseData,
+  spec: RequestSpec,
+  body: BoundedBody,
+  json: unknown,
+  schema: S,
+  billed: number | undefined,
+): z.output<S> {
+  if (ErrorBodySchema.safeParse(json).success) {
+    // Some other 2xx carrying an Error object: an error all the same.
+    const error = errorFromResponse({
+      status: res.statusCode,
+      body: redactBody(body, apiKey),
+      endpoint: spec.endpoint,
+    });
+    throw new AttemptFailure(error, { kind: 'answered', status: res.statusCode, errorBody: true }, billed);
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    throw new AttemptFailure(
+      schemaMismatchFromZod(spec.endpoint, parsed.error, redactBody(body, apiKey), res.statusCode),
+      { kind: 'invalid-answer' },
+      billed,
+    );
+  }
+  return parsed.data as z.output<S>;
 }

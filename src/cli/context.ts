@@ -89,31 +89,11 @@ export function createContext(opts: ContextOptions = {}): Context {
     },
     api() {
       if (!api) {
-        if (config.api.baseUrl === undefined) {
-          throw new ConfigError(
-            'API_BASE_URL',
-            'not set (expected the API base URL ending in /v1; `demo` starts a simulator itself)',
-          );
-        }
-        if (config.api.apiKey === undefined) {
-          throw new ConfigError('API_KEY', 'not set (the key is sent as x-api-key)');
-        }
+        requireApiSettings(config);
         const l = ctx.limiter();
-        const m = opts.metrics;
-        const c = ctx.charges();
         api = createApiClientFromConfig(config.api, log, {
           beforeRequest: (signal) => l.acquire(signal),
-          onRequest: (e) => {
-            c.record(e);
-            m?.apiRequest(e);
-            // a rate limit seen by one request silences every process until it passes, even
-            // when this request retries it by itself
-            if (e.status === 429 && e.retryAfterMs !== undefined) {
-              l.pauseFor(e.retryAfterMs).catch((err: unknown) =>
-                log.warn({ event: 'rate_limit.share_failed', err }, 'could not share the rate-limit pause'),
-              );
-            }
-          },
+          onRequest: observeApiRequest(l, ctx.charges(), opts.metrics, log),
         });
       }
       return api;
@@ -150,4 +130,39 @@ export function createContext(opts: ContextOptions = {}): Context {
     },
   };
   return ctx;
+}
+
+/** The API settings a command that calls the API cannot do without, each refused by its variable's name. */
+function requireApiSettings(config: Config): void {
+  if (config.api.baseUrl === undefined) {
+    throw new ConfigError(
+      'API_BASE_URL',
+      'not set (expected the API base URL ending in /v1; `demo` starts a simulator itself)',
+    );
+  }
+  if (config.api.apiKey === undefined) {
+    throw new ConfigError('API_KEY', 'not set (the key is sent as x-api-key)');
+  }
+}
+
+/** The client's `onRequest`: each attempt's charge recorded, counted in the metrics, and a 429 shared with every process. */
+function observeApiRequest(
+  limiter: ApiLimiter,
+  charges: ChargeRecorder,
+  metrics: ContextMetrics | undefined,
+  log: Logger,
+): (e: RequestEvent) => void {
+  return (e) => {
+    charges.record(e);
+    metrics?.apiRequest(e);
+    // a rate limit seen by one request silences every process until it passes, even
+    // when this request retries it by itself
+    if (e.status === 429 && e.retryAfterMs !== undefined) {
+      limiter
+        .pauseFor(e.retryAfterMs)
+        .catch((err: unknown) =>
+          log.warn({ event: 'rate_limit.share_failed', err }, 'could not share the rate-limit pause'),
+        );
+    }
+  };
 }

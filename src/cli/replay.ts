@@ -4,6 +4,7 @@
  * estimate and asks for --yes).
  */
 import type { Command } from 'commander';
+import type { PipelineDeps } from '../pipeline/deps.ts';
 import { reconcile } from '../pipeline/services/reconcile.ts';
 import {
   planLostResubmission,
@@ -19,7 +20,7 @@ import {
 import { waitForBatches } from '../pipeline/commands/wait-for-batches.ts';
 import { startWorkers } from '../pipeline/services/workers.ts';
 import { INSTANT_FORMS, parseDurationMs, parseInstant } from './args.ts';
-import { createContext } from './context.ts';
+import { createContext, type Context } from './context.ts';
 import { EXIT_NOT_LANDED, EXIT_USAGE, UsageError } from './exit.ts';
 import { drainSearchIndexShowingProgress } from './progress.ts';
 import { waitForRedis } from './redis-ready.ts';
@@ -130,164 +131,182 @@ export function registerReplayCommand(program: Command): void {
     .option('--yes', 'agree to spend the estimated credits', false)
     .option('--no-wait', 'with --failed/--expired: return after submitting; daemons finish the work')
     .option('--timeout <duration>', 'stop waiting after this long (e.g. 15m)', parseDurationMs)
-    .action(async (o: ReplayOptions) => {
-      if (o.quarantined) checkQuarantinedOptions(o);
-      const modes = [o.batch !== undefined && !o.quarantined, o.failed, o.expired, o.lost, o.quarantined].filter(
-        Boolean,
-      ).length;
-      if (modes !== 1)
-        throw new UsageError('give exactly one of --batch JOBID, --failed, --expired, --lost, --quarantined');
-      if (o.lost && o.since) throw new UsageError('--since goes with --failed or --expired');
-      if (o.batch !== undefined && !o.quarantined && (o.since || o.dryRun || o.yes)) {
-        throw new UsageError(
-          '--since, --dry-run and --yes go with --failed or --expired; --batch is free and needs none',
-        );
-      }
-      const ctx = createContext();
-      try {
-        if (o.quarantined) {
-          // the database only: no API client, no Redis (the sink runs in this process)
-          const r = await resinkQuarantined(
-            { sql: ctx.db().sql, log: ctx.log, settings: ctx.config.pipeline },
-            { jobId: o.batch, since: o.since, dryRun: o.dryRun },
-          );
-          if (!r.found)
-            throw new UsageError(`--batch: no batch ${quoteValue(o.batch ?? '')} is recorded (see: status)`);
-          if (r.items === 0) {
-            const scope = `${o.batch !== undefined ? ` in batch ${terminalSafe(o.batch)}` : ''}${o.since ? ` of batches submitted since ${o.since.toISOString()}` : ''}`;
-            process.stdout.write(`nothing to re-sink: no quarantined items${scope}\n`);
-            return;
-          }
-          if (o.dryRun) {
-            process.stdout.write(
-              renderTable(
-                ['reason', 'would become', 'items'],
-                r.transitions.map((t) => [t.reason, t.outcome, t.items]),
-              ),
-            );
-          }
-          if (!o.dryRun) await drainSearchIndexShowingProgress(ctx.db().sql, process.stderr);
-          process.stdout.write(quarantineSummary(r));
-          if (!o.dryRun && !quarantineReplayLanded(r)) process.exitCode = EXIT_NOT_LANDED;
-          return;
-        }
-        if (o.batch !== undefined) {
-          const r = await resinkBatch({ sql: ctx.db().sql, log: ctx.log, settings: ctx.config.pipeline }, o.batch);
-          if (!r.found)
-            throw new UsageError(`--batch: no batch ${quoteValue(o.batch ?? '')} is recorded (see: status)`);
-          if (r.pruned) {
-            const p = r.pruned;
-            const when =
-              p.firstPrunedAt.getTime() === p.lastPrunedAt.getTime()
-                ? `on ${shortTime(p.firstPrunedAt.toISOString())}`
-                : `between ${shortTime(p.firstPrunedAt.toISOString())} and ${shortTime(p.lastPrunedAt.toISOString())}`;
-            process.stderr.write(
-              `error: batch ${terminalSafe(o.batch)}: ${p.pruned} of its ${p.stored} stored item(s) have no raw copy left: retention ` +
-                `(RAW_RETENTION_DAYS, now ${ctx.config.pipeline.rawRetentionDays}) pruned their payloads ${when}. ` +
-                'replay --batch re-sinks from raw items only; nothing was changed, no API call\n',
-            );
-            process.exitCode = EXIT_NOT_LANDED;
-            return;
-          }
-          await drainSearchIndexShowingProgress(ctx.db().sql, process.stderr);
-          process.stdout.write(
-            `batch ${terminalSafe(o.batch)}: ${r.items} stored item(s) re-sunk from raw: ${r.inserted} row(s) inserted, ` +
-              `${r.updated} updated, ${r.unchanged} unchanged${r.quarantined ? `, ${r.quarantined} quarantined` : ''}; no API call\n`,
-          );
-          return;
-        }
+    .action(replay);
+}
 
-        const { sql } = ctx.db();
-        if (o.lost) {
-          const lost = await planLostResubmission({ sql });
-          if (lost.length === 0) {
-            process.stdout.write('nothing to re-submit: no batch POST answer was lost\n');
-            return;
-          }
-          process.stdout.write(
-            renderTable(
-              ['submission', 'source', 'kind', 'credits', 'lost at'],
-              lost.map((l) => [
-                l.id,
-                l.sourceId,
-                l.kind + (l.lang ? ` ${l.lang}` : ''),
-                l.creditsEstimated,
-                l.createdAt.toISOString(),
-              ]),
-            ),
-          );
-          process.stdout.write(
-            `these batches were probably created (and paid) upstream, but their answers were lost; submitting them again costs about ` +
-              `${lost.reduce((n, l) => n + l.creditsEstimated, 0)} credit(s) more\n`,
-          );
-          if (o.dryRun) return;
-          if (!o.yes) {
-            process.stderr.write(
-              'error: re-submitting spends credits; add --yes to proceed (or --dry-run to only see the plan)\n',
-            );
-            process.exitCode = EXIT_USAGE;
-            return;
-          }
-          await waitForRedis(ctx.redis());
-          const syncs = await releaseLost(ctx.deps(), lost);
-          for (const r of syncs) {
-            process.stdout.write(
-              terminalSafe(
-                `source ${r.sourceId}: ${r.outcome}${r.jobIds.length ? `, ${r.submitted} video(s) in ${r.jobIds.length} batch(es): ${r.jobIds.join(', ')}` : ''}`,
-              ) + '\n',
-            );
-          }
-          return;
-        }
-        const groups = await planResubmission(
-          { sql, settings: ctx.config.pipeline },
-          { expiredOnly: o.expired, since: o.since },
-        );
-        if (groups.length === 0) {
-          process.stdout.write('nothing to re-submit: no retryable items\n');
-          return;
-        }
-        const total = groups.filter((g) => g.blockedBy === null).reduce((n, g) => n + g.credits, 0);
-        process.stdout.write(renderPlan(groups));
-        process.stdout.write(`estimated cost: ${total} credit(s) (1 per batch + 1 per video)\n`);
-        if (o.dryRun) return;
-        if (!o.yes) {
-          process.stderr.write(
-            'error: re-submitting spends credits; add --yes to proceed (or --dry-run to only see the plan)\n',
-          );
-          process.exitCode = EXIT_USAGE;
-          return;
-        }
-        if (total === 0) {
-          process.stdout.write('every group waits for a batch still in flight; nothing submitted\n');
-          return;
-        }
-        // before spending: the rate limiter and the new batches' poll jobs live in Redis
-        await waitForRedis(ctx.redis());
-        const deps = ctx.deps();
-        const { jobIds, videos } = await resubmit(deps, groups);
-        process.stdout.write(
-          terminalSafe(`submitted ${videos} video(s) in ${jobIds.length} batch(es): ${jobIds.join(', ')}`) + '\n',
-        );
-        if (!o.wait) return;
+/** The replay command's action: one mode, chosen by the options, in a context closed at the end. */
+async function replay(o: ReplayOptions): Promise<void> {
+  checkReplayModes(o);
+  const ctx = createContext();
+  try {
+    if (o.quarantined) return await replayQuarantined(ctx, o);
+    if (o.batch !== undefined) return await replayBatch(ctx, o.batch);
+    if (o.lost) return await replayLost(ctx, o);
+    await replayRetryable(ctx, o);
+  } finally {
+    await ctx.close();
+  }
+}
 
-        await reconcile(deps);
-        const workers = startWorkers(deps, { roles: ['poller', 'sink'], connection: ctx.redis() });
-        try {
-          const { batches, timedOut } = await waitForBatches(sql, jobIds, { timeoutMs: o.timeout });
-          await drainSearchIndexShowingProgress(sql, process.stderr);
-          const stored = batches.reduce((n, b) => n + b.sunk, 0);
-          const left = batches.reduce((n, b) => n + b.retryable + b.processing + b.quarantined, 0);
-          const bad = batches.filter((b) => b.status !== 'completed');
-          process.stdout.write(
-            `replay: ${stored} item(s) stored, ${left} not landed${bad.length ? `, ${bad.length} batch(es) not completed` : ''}\n`,
-          );
-          if (left > 0 || bad.length > 0 || timedOut) process.exitCode = EXIT_NOT_LANDED;
-        } finally {
-          await workers.close();
-        }
-      } finally {
-        await ctx.close();
-      }
-    });
+/** Exactly one mode, and only the options that go with it. */
+function checkReplayModes(o: ReplayOptions): void {
+  if (o.quarantined) checkQuarantinedOptions(o);
+  const modes = [o.batch !== undefined && !o.quarantined, o.failed, o.expired, o.lost, o.quarantined].filter(
+    Boolean,
+  ).length;
+  if (modes !== 1)
+    throw new UsageError('give exactly one of --batch JOBID, --failed, --expired, --lost, --quarantined');
+  if (o.lost && o.since) throw new UsageError('--since goes with --failed or --expired');
+  if (o.batch !== undefined && !o.quarantined && (o.since || o.dryRun || o.yes)) {
+    throw new UsageError('--since, --dry-run and --yes go with --failed or --expired; --batch is free and needs none');
+  }
+}
+
+/** `--quarantined`: re-sink quarantined items (or say what would happen with --dry-run). */
+async function replayQuarantined(ctx: Context, o: ReplayOptions): Promise<void> {
+  // the database only: no API client, no Redis (the sink runs in this process)
+  const r = await resinkQuarantined(
+    { sql: ctx.db().sql, log: ctx.log, settings: ctx.config.pipeline },
+    { jobId: o.batch, since: o.since, dryRun: o.dryRun },
+  );
+  if (!r.found) throw new UsageError(`--batch: no batch ${quoteValue(o.batch ?? '')} is recorded (see: status)`);
+  if (r.items === 0) {
+    const scope = `${o.batch !== undefined ? ` in batch ${terminalSafe(o.batch)}` : ''}${o.since ? ` of batches submitted since ${o.since.toISOString()}` : ''}`;
+    process.stdout.write(`nothing to re-sink: no quarantined items${scope}\n`);
+    return;
+  }
+  if (o.dryRun) {
+    process.stdout.write(
+      renderTable(
+        ['reason', 'would become', 'items'],
+        r.transitions.map((t) => [t.reason, t.outcome, t.items]),
+      ),
+    );
+  }
+  if (!o.dryRun) await drainSearchIndexShowingProgress(ctx.db().sql, process.stderr);
+  process.stdout.write(quarantineSummary(r));
+  if (!o.dryRun && !quarantineReplayLanded(r)) process.exitCode = EXIT_NOT_LANDED;
+}
+
+/** `--batch JOBID`: re-run a batch's database writes from its raw items; refused when retention pruned some. */
+async function replayBatch(ctx: Context, jobId: string): Promise<void> {
+  const r = await resinkBatch({ sql: ctx.db().sql, log: ctx.log, settings: ctx.config.pipeline }, jobId);
+  if (!r.found) throw new UsageError(`--batch: no batch ${quoteValue(jobId)} is recorded (see: status)`);
+  if (r.pruned) {
+    const p = r.pruned;
+    const when =
+      p.firstPrunedAt.getTime() === p.lastPrunedAt.getTime()
+        ? `on ${shortTime(p.firstPrunedAt.toISOString())}`
+        : `between ${shortTime(p.firstPrunedAt.toISOString())} and ${shortTime(p.lastPrunedAt.toISOString())}`;
+    process.stderr.write(
+      `error: batch ${terminalSafe(jobId)}: ${p.pruned} of its ${p.stored} stored item(s) have no raw copy left: retention ` +
+        `(RAW_RETENTION_DAYS, now ${ctx.config.pipeline.rawRetentionDays}) pruned their payloads ${when}. ` +
+        'replay --batch re-sinks from raw items only; nothing was changed, no API call\n',
+    );
+    process.exitCode = EXIT_NOT_LANDED;
+    return;
+  }
+  await drainSearchIndexShowingProgress(ctx.db().sql, process.stderr);
+  process.stdout.write(
+    `batch ${terminalSafe(jobId)}: ${r.items} stored item(s) re-sunk from raw: ${r.inserted} row(s) inserted, ` +
+      `${r.updated} updated, ${r.unchanged} unchanged${r.quarantined ? `, ${r.quarantined} quarantined` : ''}; no API call\n`,
+  );
+}
+
+/** Whether the user agreed to spend credits (--yes); says what to do and sets the exit code when not. */
+function agreedToSpend(o: ReplayOptions): boolean {
+  if (o.yes) return true;
+  process.stderr.write(
+    'error: re-submitting spends credits; add --yes to proceed (or --dry-run to only see the plan)\n',
+  );
+  process.exitCode = EXIT_USAGE;
+  return false;
+}
+
+/** `--lost`: re-submit what batch POSTs whose answer was lost would have fetched. */
+async function replayLost(ctx: Context, o: ReplayOptions): Promise<void> {
+  const lost = await planLostResubmission({ sql: ctx.db().sql });
+  if (lost.length === 0) {
+    process.stdout.write('nothing to re-submit: no batch POST answer was lost\n');
+    return;
+  }
+  process.stdout.write(
+    renderTable(
+      ['submission', 'source', 'kind', 'credits', 'lost at'],
+      lost.map((l) => [
+        l.id,
+        l.sourceId,
+        l.kind + (l.lang ? ` ${l.lang}` : ''),
+        l.creditsEstimated,
+        l.createdAt.toISOString(),
+      ]),
+    ),
+  );
+  process.stdout.write(
+    `these batches were probably created (and paid) upstream, but their answers were lost; submitting them again costs about ` +
+      `${lost.reduce((n, l) => n + l.creditsEstimated, 0)} credit(s) more\n`,
+  );
+  if (o.dryRun || !agreedToSpend(o)) return;
+  await waitForRedis(ctx.redis());
+  const syncs = await releaseLost(ctx.deps(), lost);
+  for (const r of syncs) {
+    process.stdout.write(
+      terminalSafe(
+        `source ${r.sourceId}: ${r.outcome}${r.jobIds.length ? `, ${r.submitted} video(s) in ${r.jobIds.length} batch(es): ${r.jobIds.join(', ')}` : ''}`,
+      ) + '\n',
+    );
+  }
+}
+
+/** `--failed` / `--expired`: plan, confirm, re-submit the retryable items and (unless --no-wait) wait for them. */
+async function replayRetryable(ctx: Context, o: ReplayOptions): Promise<void> {
+  const groups = await planResubmission(
+    { sql: ctx.db().sql, settings: ctx.config.pipeline },
+    { expiredOnly: o.expired, since: o.since },
+  );
+  if (groups.length === 0) {
+    process.stdout.write('nothing to re-submit: no retryable items\n');
+    return;
+  }
+  const total = groups.filter((g) => g.blockedBy === null).reduce((n, g) => n + g.credits, 0);
+  process.stdout.write(renderPlan(groups));
+  process.stdout.write(`estimated cost: ${total} credit(s) (1 per batch + 1 per video)\n`);
+  if (o.dryRun || !agreedToSpend(o)) return;
+  if (total === 0) {
+    process.stdout.write('every group waits for a batch still in flight; nothing submitted\n');
+    return;
+  }
+  // before spending: the rate limiter and the new batches' poll jobs live in Redis
+  await waitForRedis(ctx.redis());
+  const deps = ctx.deps();
+  const { jobIds, videos } = await resubmit(deps, groups);
+  process.stdout.write(
+    terminalSafe(`submitted ${videos} video(s) in ${jobIds.length} batch(es): ${jobIds.join(', ')}`) + '\n',
+  );
+  if (o.wait) await landResubmitted(ctx, deps, jobIds, o.timeout);
+}
+
+/** Run a poller and a sink here until the re-submitted batches finish (or the timeout), and report what landed. */
+async function landResubmitted(
+  ctx: Context,
+  deps: PipelineDeps,
+  jobIds: string[],
+  timeoutMs: number | undefined,
+): Promise<void> {
+  const { sql } = ctx.db();
+  await reconcile(deps);
+  const workers = startWorkers(deps, { roles: ['poller', 'sink'], connection: ctx.redis() });
+  try {
+    const { batches, timedOut } = await waitForBatches(sql, jobIds, { timeoutMs });
+    await drainSearchIndexShowingProgress(sql, process.stderr);
+    const stored = batches.reduce((n, b) => n + b.sunk, 0);
+    const left = batches.reduce((n, b) => n + b.retryable + b.processing + b.quarantined, 0);
+    const bad = batches.filter((b) => b.status !== 'completed');
+    process.stdout.write(
+      `replay: ${stored} item(s) stored, ${left} not landed${bad.length ? `, ${bad.length} batch(es) not completed` : ''}\n`,
+    );
+    if (left > 0 || bad.length > 0 || timedOut) process.exitCode = EXIT_NOT_LANDED;
+  } finally {
+    await workers.close();
+  }
 }

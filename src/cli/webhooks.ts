@@ -123,7 +123,18 @@ export function registerWebhooksCommand(program: Command): void {
     .description(
       'manage the endpoints change events are POSTed to (signed; delivered by daemons with the webhooks role)',
     );
+  registerWebhooksAddCommand(webhooks);
+  registerWebhooksListCommand(webhooks);
+  registerWebhooksEditCommand(webhooks);
+  registerWebhooksRotateSecretCommand(webhooks);
+  registerWebhooksEncryptSecretsCommand(webhooks);
+  registerWebhooksEnableCommand(webhooks);
+  registerWebhooksRemoveCommand(webhooks);
+  registerWebhooksTestCommand(webhooks);
+}
 
+/** `webhooks add`: an endpoint, its secret printed once when generated. */
+function registerWebhooksAddCommand(webhooks: Command): void {
   addSecretOptions(
     webhooks
       .command('add')
@@ -162,7 +173,10 @@ export function registerWebhooksCommand(program: Command): void {
       await ctx.close();
     }
   });
+}
 
+/** `webhooks list`: the endpoints with their state. */
+function registerWebhooksListCommand(webhooks: Command): void {
   webhooks
     .command('list')
     .description('list the endpoints with their state (never their secrets)')
@@ -208,7 +222,10 @@ export function registerWebhooksCommand(program: Command): void {
         await ctx.close();
       }
     });
+}
 
+/** `webhooks edit`: whether an endpoint may reach private addresses. */
+function registerWebhooksEditCommand(webhooks: Command): void {
   webhooks
     .command('edit')
     .description('change an endpoint: whether it may reach private, loopback and link-local addresses')
@@ -230,7 +247,10 @@ export function registerWebhooksCommand(program: Command): void {
         await ctx.close();
       }
     });
+}
 
+/** `webhooks rotate-secret`: a new secret, the old one signing during the grace. */
+function registerWebhooksRotateSecretCommand(webhooks: Command): void {
   addSecretOptions(
     webhooks
       .command('rotate-secret')
@@ -268,7 +288,10 @@ export function registerWebhooksCommand(program: Command): void {
       await ctx.close();
     }
   });
+}
 
+/** `webhooks encrypt-secrets`: encrypt the secrets stored unencrypted. */
+function registerWebhooksEncryptSecretsCommand(webhooks: Command): void {
   webhooks
     .command('encrypt-secrets')
     .description(
@@ -292,7 +315,10 @@ export function registerWebhooksCommand(program: Command): void {
         await ctx.close();
       }
     });
+}
 
+/** `webhooks enable`: deliver again to a disabled endpoint. */
+function registerWebhooksEnableCommand(webhooks: Command): void {
   webhooks
     .command('enable')
     .description(
@@ -310,7 +336,10 @@ export function registerWebhooksCommand(program: Command): void {
         await ctx.close();
       }
     });
+}
 
+/** `webhooks remove`: remove an endpoint. */
+function registerWebhooksRemoveCommand(webhooks: Command): void {
   webhooks
     .command('remove')
     .description('remove an endpoint and its delivery records')
@@ -326,7 +355,10 @@ export function registerWebhooksCommand(program: Command): void {
         await ctx.close();
       }
     });
+}
 
+/** `webhooks test`: POST a webhook.test event now. */
+function registerWebhooksTestCommand(webhooks: Command): void {
   webhooks
     .command('test')
     .description('POST a webhook.test event to an endpoint now and print its answer code (exit 1 unless 2xx)')

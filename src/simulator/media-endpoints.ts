@@ -31,6 +31,14 @@ function pageLang(lang: string | undefined): Lang {
 }
 
 export function registerMediaEndpoints(router: Router<Handler>, deps: ApiDeps): void {
+  registerTranscriptEndpoints(router, deps);
+  registerMetadataEndpoint(router, deps);
+  registerWebEndpoints(router, deps);
+  registerAccountEndpoint(router, deps);
+}
+
+/** `GET /transcript` (from captions, or a generation job) and its job. */
+function registerTranscriptEndpoints(router: Router<Handler>, deps: ApiDeps): void {
   const { catalog } = deps;
   const ownHost = (u: URL) => isPlatformHost(deps.platform, u);
 
@@ -85,6 +93,12 @@ export function registerMediaEndpoints(router: Router<Handler>, deps: ApiDeps): 
     const result = deps.transcriptJobs.view(id.value, req.apiKey, deps.clock.now());
     return result ? json(result) : notFound('Transcript job');
   });
+}
+
+/** `GET /metadata`: a catalog video, or a social post made up from its URL. */
+function registerMetadataEndpoint(router: Router<Handler>, deps: ApiDeps): void {
+  const { catalog } = deps;
+  const ownHost = (u: URL) => isPlatformHost(deps.platform, u);
 
   router.add('GET', '/metadata', (req) => {
     const q = parseWith(MetadataQuerySchema, req.query, 'query');
@@ -136,7 +150,10 @@ export function registerMediaEndpoints(router: Router<Handler>, deps: ApiDeps): 
     );
     return req.charge(1) ? json(body) : creditsExhausted();
   });
+}
 
+/** The web endpoints: scrape, map, and crawl jobs. */
+function registerWebEndpoints(router: Router<Handler>, deps: ApiDeps): void {
   router.add('GET', '/web/scrape', (req) => {
     const q = parseWith(WebPageQuerySchema, req.query, 'query');
     if (!q.ok) return q.reply;
@@ -178,7 +195,10 @@ export function registerMediaEndpoints(router: Router<Handler>, deps: ApiDeps): 
     const job = deps.crawls.view(id.value, req.apiKey, q.value.skip ?? 0, deps.clock.now(), next);
     return job ? json(job) : notFound('Crawl job');
   });
+}
 
+/** `GET /me`: the calling key's account. */
+function registerAccountEndpoint(router: Router<Handler>, deps: ApiDeps): void {
   router.add('GET', '/me', (req) => {
     const me = deps.accounts.me(req.apiKey);
     return me ? json(me) : errorReply('unauthorized', 'Invalid API key.');

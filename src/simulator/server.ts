@@ -147,34 +147,123 @@ function scriptedReply(step: ScriptStep): Reply {
   return { kind: 'json', status, body: step.body, headers };
 }
 
-export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
-  const { logger, ...rest } = opts;
-  const log = logger ?? silentLogger();
-  const settings = resolveOptions(rest);
-  const clock = createClock({ speed: settings.clockSpeed, startMs: settings.clockStartMs });
-  const catalog = new Catalog({ ...settings.catalog, seed: settings.seed, platform: settings.platform });
-  const videoInfo = (videoId: string): VideoInfo | undefined => {
-    const ref = catalog.findVideo(videoId);
-    if (!ref) return undefined;
-    const f = catalog.facts(ref);
-    return {
-      id: f.id,
-      channelId: f.channelId,
-      kind: ref.kind,
-      fate: f.fate,
-      transcriptLanguages: [...f.transcriptLanguages],
-      durationS: f.durationS,
-    };
+function videoInfoOf(catalog: Catalog, videoId: string): VideoInfo | undefined {
+  const ref = catalog.findVideo(videoId);
+  if (!ref) return undefined;
+  const f = catalog.facts(ref);
+  return {
+    id: f.id,
+    channelId: f.channelId,
+    kind: ref.kind,
+    fate: f.fate,
+    transcriptLanguages: [...f.transcriptLanguages],
+    durationS: f.durationS,
   };
-  const accounts = new Accounts(clock, settings.rateLimit);
-  accounts.set(settings.apiKey, { organizationId: 'org_dev', ...settings.devAccount });
-  for (const [key, patch] of Object.entries(settings.accounts)) accounts.set(key, patch);
-  const web = new SyntheticWeb(settings.seed);
-  const faults = new FaultInjector(settings.seed, settings.faults);
-  const stats = new RequestStats();
-  let jobs = settings.jobs;
+}
 
-  const deps: ApiDeps = {
+/** What a test sees of the catalog through `Simulator.catalog`. */
+function catalogView(catalog: Catalog): Simulator['catalog'] {
+  return {
+    channels: () => catalog.channels(),
+    videoIds: (channelId, kind = 'video') => {
+      const c = catalog.findChannel(channelId);
+      return c === undefined ? undefined : catalog.channelVideoIds(c, kind);
+    },
+    playlistVideoIds: (playlistId, kind = 'video') => {
+      const p = catalog.findPlaylist(playlistId);
+      return p === undefined ? undefined : catalog.playlistVideoIds(p, kind);
+    },
+    videoInfo: (videoId) => videoInfoOf(catalog, videoId),
+    editVideo: (videoId, patch) => {
+      const ref = catalog.findVideo(videoId);
+      if (!ref) return undefined;
+      catalog.editVideo(ref, patch);
+      return videoInfoOf(catalog, videoId);
+    },
+    video: (videoId) => {
+      const ref = catalog.findVideo(videoId);
+      return ref ? catalog.video(ref) : undefined;
+    },
+    addVideos: (channelId, count) => {
+      const c = catalog.findChannel(channelId);
+      return c === undefined ? undefined : catalog.addVideos(c, count);
+    },
+  };
+}
+
+/** Count the videos a batch POST names (a playlist or channel body: the videos it expands to). */
+function recordBatchPost(
+  catalog: Catalog,
+  stats: RequestStats,
+  platform: string,
+  endpoint: string,
+  body: string,
+): void {
+  const kind =
+    endpoint === `POST /${platform}/video/batch`
+      ? 'video'
+      : endpoint === `POST /${platform}/transcript/batch`
+        ? 'transcript'
+        : undefined;
+  if (kind === undefined) return;
+  let b: { videoIds?: unknown; playlistId?: unknown; channelId?: unknown; limit?: unknown; lang?: unknown };
+  try {
+    b = JSON.parse(body) as typeof b;
+  } catch {
+    return;
+  }
+  if (b === null || typeof b !== 'object') return;
+  const limit = typeof b.limit === 'number' ? b.limit : BATCH_LIMIT_DEFAULT;
+  let ids: string[] = [];
+  if (Array.isArray(b.videoIds)) {
+    ids = b.videoIds.filter((x): x is string => typeof x === 'string').map((x) => parseVideoRef(x) ?? x.trim());
+  } else if (typeof b.playlistId === 'string') {
+    const pl = catalog.findPlaylist(b.playlistId);
+    ids = pl === undefined ? [] : catalog.playlistVideoIds(pl, 'video', limit);
+  } else if (typeof b.channelId === 'string') {
+    const c = catalog.findChannel(b.channelId);
+    ids = c === undefined ? [] : catalog.channelVideoIds(c, 'video', limit);
+  }
+  stats.recordPost(kind, kind === 'transcript' && typeof b.lang === 'string' ? b.lang : undefined, ids);
+}
+
+/** Listen on `port` and `host`; the URL the server answers at (an IPv6 address in brackets). */
+async function listen(server: Server, port: number, host: string): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address();
+  if (addr === null || typeof addr === 'string') throw new Error('simulator: unexpected server address');
+  const shown = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  return `http://${shown}:${addr.port}`;
+}
+
+/** What the API's request path reads: the simulator's state, and the URL it answers at once listening. */
+interface ApiServer {
+  settings: ReturnType<typeof resolveOptions>;
+  catalog: Catalog;
+  accounts: Accounts;
+  stats: RequestStats;
+  faults: FaultInjector;
+  router: Router<Handler>;
+  log: Logger;
+  /** set once the server listens */
+  url: string;
+}
+
+/** What the endpoint handlers share: the catalog, the accounts, the job stores and the synthetic web. */
+function createApiDeps(
+  settings: ReturnType<typeof resolveOptions>,
+  state: { clock: Clock; catalog: Catalog; accounts: Accounts; stats: RequestStats },
+  jobSettings: ApiDeps['jobSettings'],
+): ApiDeps {
+  const { clock, catalog, accounts, stats } = state;
+  const web = new SyntheticWeb(settings.seed);
+  return {
     seed: settings.seed,
     platform: settings.platform,
     catalog,
@@ -187,208 +276,33 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     extracts: new ExtractJobs(settings.seed),
     web,
     clock,
-    jobSettings: () => jobs,
+    jobSettings,
     maxVideoIds: settings.maxVideoIds,
     itemCache: settings.itemCacheBytes > 0 ? new ItemCache(settings.itemCacheBytes) : undefined,
   };
+}
+
+export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
+  const { logger, ...rest } = opts;
+  const log = logger ?? silentLogger();
+  const settings = resolveOptions(rest);
+  const clock = createClock({ speed: settings.clockSpeed, startMs: settings.clockStartMs });
+  const catalog = new Catalog({ ...settings.catalog, seed: settings.seed, platform: settings.platform });
+  const accounts = new Accounts(clock, settings.rateLimit);
+  accounts.set(settings.apiKey, { organizationId: 'org_dev', ...settings.devAccount });
+  for (const [key, patch] of Object.entries(settings.accounts)) accounts.set(key, patch);
+  const faults = new FaultInjector(settings.seed, settings.faults);
+  const stats = new RequestStats();
+  let jobs = settings.jobs;
+  const deps = createApiDeps(settings, { clock, catalog, accounts, stats }, () => jobs);
   const router = new Router<Handler>();
   registerBatchEndpoints(router, deps);
   registerVideositeEndpoints(router, deps);
   registerMediaEndpoints(router, deps);
   registerExtractEndpoints(router, deps);
 
+  const api: ApiServer = { settings, catalog, accounts, stats, faults, router, log, url: '' };
   const sockets = new Set<Socket>();
-  let url = '';
-
-  /** Auth, rate limit, routing and the handler: the answer to a request that reached the API. */
-  async function answer(
-    req: IncomingMessage,
-    u: URL,
-    rel: string,
-    match: ReturnType<Router<Handler>['match']>,
-    body: string | undefined,
-    billed: (credits: number) => void,
-  ): Promise<Reply> {
-    if (match === undefined || match === 'method') {
-      return errorReply('not-found', 'No such endpoint.', `${req.method} /v1${rel} is not an endpoint of this API`);
-    }
-    const header = req.headers['x-api-key'];
-    const apiKey = Array.isArray(header) ? header[0] : header;
-    if (apiKey === undefined || apiKey === '') {
-      return errorReply('unauthorized', 'Missing API key.', 'Send the API key in the x-api-key header.');
-    }
-    // the key itself is never echoed: answers and logs may end up anywhere
-    if (!accounts.has(apiKey))
-      return errorReply('unauthorized', 'Invalid API key.', 'The API key is unknown or was revoked.');
-    const rate = accounts.takeToken(apiKey);
-    if (!rate.ok) {
-      return errorReply(
-        'limit-exceeded',
-        'Rate limit exceeded.',
-        `Too many requests; retry after ${rate.retryAfterS} s.`,
-        {
-          'retry-after': String(rate.retryAfterS),
-        },
-      );
-    }
-    if (body === undefined) {
-      return errorReply(
-        'invalid-request',
-        'Invalid body: (root): too large',
-        `the limit is ${settings.maxBodyBytes} bytes`,
-      );
-    }
-    return match.handler({
-      params: match.params,
-      query: apiQueryOf(u),
-      body: body === '' ? undefined : body,
-      apiKey,
-      origin: `http://${req.headers.host ?? new URL(url).host}`,
-      charge: (cost) => {
-        if (!accounts.charge(apiKey, cost)) return false;
-        stats.addCredits(cost);
-        billed(cost);
-        return true;
-      },
-    });
-  }
-
-  /** Count the videos a batch POST names (a playlist or channel body: the videos it expands to). */
-  function recordBatchPost(endpoint: string, body: string): void {
-    const kind =
-      endpoint === `POST /${settings.platform}/video/batch`
-        ? 'video'
-        : endpoint === `POST /${settings.platform}/transcript/batch`
-          ? 'transcript'
-          : undefined;
-    if (kind === undefined) return;
-    let b: { videoIds?: unknown; playlistId?: unknown; channelId?: unknown; limit?: unknown; lang?: unknown };
-    try {
-      b = JSON.parse(body) as typeof b;
-    } catch {
-      return;
-    }
-    if (b === null || typeof b !== 'object') return;
-    const limit = typeof b.limit === 'number' ? b.limit : BATCH_LIMIT_DEFAULT;
-    let ids: string[] = [];
-    if (Array.isArray(b.videoIds)) {
-      ids = b.videoIds.filter((x): x is string => typeof x === 'string').map((x) => parseVideoRef(x) ?? x.trim());
-    } else if (typeof b.playlistId === 'string') {
-      const pl = catalog.findPlaylist(b.playlistId);
-      ids = pl === undefined ? [] : catalog.playlistVideoIds(pl, 'video', limit);
-    } else if (typeof b.channelId === 'string') {
-      const c = catalog.findChannel(b.channelId);
-      ids = c === undefined ? [] : catalog.channelVideoIds(c, 'video', limit);
-    }
-    stats.recordPost(kind, kind === 'transcript' && typeof b.lang === 'string' ? b.lang : undefined, ids);
-  }
-
-  async function handleApi(req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> {
-    const method = req.method ?? 'GET';
-    const rel = u.pathname.slice('/v1'.length);
-    const match = router.match(method, rel);
-    const endpoint = match !== undefined && match !== 'method' ? match.name : `${method} (unmatched)`;
-    const step = faults.takeStep(method, rel);
-    const started = Date.now();
-    // read before any scripted answer: what the client asked to buy counts whatever the answer
-    const body = await readBody(req, settings.maxBodyBytes);
-    if (body !== undefined) recordBatchPost(endpoint, body);
-    // what this request was charged, sent back in `x-billable-requests` as the API does on every
-    // answer (a step's own headers win; a gateway's page carries none)
-    let billed = 0;
-    const withBilling = (reply: Reply, own: Record<string, string> = {}): Reply =>
-      faults.current().dropBillingHeader
-        ? reply
-        : { ...reply, headers: { [BILLING_HEADER]: String(billed), ...(reply.headers ?? {}), ...own } };
-    const done = (status: number | 'reset' | 'hang') => {
-      stats.record(endpoint, status);
-      log.debug(
-        {
-          event: 'simulator.request',
-          method,
-          endpoint,
-          status,
-          ms: Date.now() - started,
-          scripted: step !== undefined,
-        },
-        'simulator request',
-      );
-    };
-
-    if (step?.delayMs) await sleep(step.delayMs);
-    const latency = settings.latencyMs + faults.current().latencyMs;
-    if (latency > 0) await sleep(latency);
-
-    if (step && !step.process) {
-      if (step.reset) {
-        req.socket.destroy();
-        return done('reset');
-      }
-      if (step.hang) return done('hang');
-      if (step.status !== undefined) {
-        const reply = withBilling(scriptedReply(step));
-        done(reply.status);
-        return writeReply(res, reply, {
-          stall: step.stallBody,
-          truncateAt: step.truncateAt,
-          cutAfterMs: step.cutAfterMs,
-          trickle: step.trickle,
-        });
-      }
-    }
-    if (!step) {
-      const pre = faults.rollPre();
-      if (pre === 'error') {
-        done(500);
-        return writeReply(res, withBilling(errorReply('internal-error', 'Internal server error.', 'injected fault')));
-      }
-      if (pre === 'bad-gateway') {
-        done(502);
-        return writeReply(res, { kind: 'raw', status: 502, body: BAD_GATEWAY_HTML, contentType: 'text/html' });
-      }
-    }
-
-    let reply: Reply;
-    try {
-      reply = await answer(req, u, rel, match, body, (n) => {
-        billed += n;
-      });
-    } catch (e: unknown) {
-      log.error({ event: 'simulator.handler_failed', err: e, endpoint }, 'simulator handler failed');
-      reply = errorReply('internal-error', 'Internal server error.', 'the simulator failed to answer');
-    }
-
-    const damage: Damage = {};
-    if (step) {
-      // a processed step: the request took effect, now the answer is damaged as scripted
-      if (step.reset) {
-        req.socket.destroy();
-        return done('reset');
-      }
-      if (step.hang) return done('hang');
-      if (step.status !== undefined) reply = scriptedReply(step);
-      reply = withBilling(reply, step.headers);
-      damage.stall = step.stallBody;
-      damage.truncateAt = step.truncateAt;
-      damage.cutAfterMs = step.cutAfterMs;
-      damage.trickle = step.trickle;
-      // a cut at a share of the whole body, or a trickle, needs the body's length
-      if (step.truncateAt !== undefined || step.trickle) reply = materialize(reply);
-    } else {
-      reply = withBilling(reply);
-      const post = faults.rollPost();
-      if (post === 'reset') {
-        req.socket.destroy();
-        return done('reset');
-      }
-      if (post === 'truncate') damage.truncateAt = faults.cutFraction();
-      if (post === 'schema-violation' && reply.status >= 200 && reply.status < 300 && reply.status !== 206) {
-        damage.violate = true;
-      }
-    }
-    done(reply.status);
-    await writeReply(res, reply, damage);
-  }
 
   const sim: Simulator = {
     url: '',
@@ -397,32 +311,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     apiKey: settings.apiKey,
     seed: settings.seed,
     clock,
-    catalog: {
-      channels: () => catalog.channels(),
-      videoIds: (channelId, kind = 'video') => {
-        const c = catalog.findChannel(channelId);
-        return c === undefined ? undefined : catalog.channelVideoIds(c, kind);
-      },
-      playlistVideoIds: (playlistId, kind = 'video') => {
-        const p = catalog.findPlaylist(playlistId);
-        return p === undefined ? undefined : catalog.playlistVideoIds(p, kind);
-      },
-      videoInfo,
-      editVideo: (videoId, patch) => {
-        const ref = catalog.findVideo(videoId);
-        if (!ref) return undefined;
-        catalog.editVideo(ref, patch);
-        return videoInfo(videoId);
-      },
-      video: (videoId) => {
-        const ref = catalog.findVideo(videoId);
-        return ref ? catalog.video(ref) : undefined;
-      },
-      addVideos: (channelId, count) => {
-        const c = catalog.findChannel(channelId);
-        return c === undefined ? undefined : catalog.addVideos(c, count);
-      },
-    },
+    catalog: catalogView(catalog),
     faults: () => faults.current(),
     setFaults: (patch) => faults.set(patch),
     clearFaults: () => faults.clear(),
@@ -470,7 +359,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
       p === '/__admin' || p.startsWith('/__admin/')
         ? handleAdmin(req, res, u)
         : p.startsWith('/v1/')
-          ? handleApi(req, res, u)
+          ? handleApi(api, req, res, u)
           : writeReply(res, errorReply('not-found', 'No such endpoint.', 'API paths start with /v1/'));
     work.catch((e: unknown) => {
       log.error({ event: 'simulator.request_failed', err: e }, 'simulator request failed');
@@ -484,17 +373,8 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
   // a client that vanishes mid-request must not take the server down
   server.on('clientError', (_e, socket) => socket.destroy());
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(settings.port, settings.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address();
-  if (addr === null || typeof addr === 'string') throw new Error('simulator: unexpected server address');
-  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-  url = `http://${host}:${addr.port}`;
+  const url = await listen(server, settings.port, settings.host);
+  api.url = url;
   sim.url = url;
   sim.baseUrl = `${url}/v1`;
   let closing: Promise<void> | undefined;
@@ -510,4 +390,171 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     'simulator listening',
   );
   return sim;
+}
+
+/** Auth, rate limit, routing and the handler: the answer to a request that reached the API. */
+async function answer(
+  api: ApiServer,
+  req: IncomingMessage,
+  u: URL,
+  rel: string,
+  match: ReturnType<Router<Handler>['match']>,
+  body: string | undefined,
+  billed: (credits: number) => void,
+): Promise<Reply> {
+  if (match === undefined || match === 'method') {
+    return errorReply('not-found', 'No such endpoint.', `${req.method} /v1${rel} is not an endpoint of this API`);
+  }
+  const header = req.headers['x-api-key'];
+  const apiKey = Array.isArray(header) ? header[0] : header;
+  if (apiKey === undefined || apiKey === '') {
+    return errorReply('unauthorized', 'Missing API key.', 'Send the API key in the x-api-key header.');
+  }
+  // the key itself is never echoed: answers and logs may end up anywhere
+  if (!api.accounts.has(apiKey))
+    return errorReply('unauthorized', 'Invalid API key.', 'The API key is unknown or was revoked.');
+  const rate = api.accounts.takeToken(apiKey);
+  if (!rate.ok) {
+    return errorReply(
+      'limit-exceeded',
+      'Rate limit exceeded.',
+      `Too many requests; retry after ${rate.retryAfterS} s.`,
+      {
+        'retry-after': String(rate.retryAfterS),
+      },
+    );
+  }
+  if (body === undefined) {
+    return errorReply(
+      'invalid-request',
+      'Invalid body: (root): too large',
+      `the limit is ${api.settings.maxBodyBytes} bytes`,
+    );
+  }
+  return match.handler({
+    params: match.params,
+    query: apiQueryOf(u),
+    body: body === '' ? undefined : body,
+    apiKey,
+    origin: `http://${req.headers.host ?? new URL(api.url).host}`,
+    charge: (cost) => {
+      if (!api.accounts.charge(apiKey, cost)) return false;
+      api.stats.addCredits(cost);
+      billed(cost);
+      return true;
+    },
+  });
+}
+
+async function handleApi(api: ApiServer, req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> {
+  const method = req.method ?? 'GET';
+  const rel = u.pathname.slice('/v1'.length);
+  const match = api.router.match(method, rel);
+  const endpoint = match !== undefined && match !== 'method' ? match.name : `${method} (unmatched)`;
+  const step = api.faults.takeStep(method, rel);
+  const started = Date.now();
+  // read before any scripted answer: what the client asked to buy counts whatever the answer
+  const body = await readBody(req, api.settings.maxBodyBytes);
+  if (body !== undefined) recordBatchPost(api.catalog, api.stats, api.settings.platform, endpoint, body);
+  // what this request was charged, sent back in `x-billable-requests` as the API does on every
+  // answer (a step's own headers win; a gateway's page carries none)
+  let billed = 0;
+  const withBilling = (reply: Reply, own: Record<string, string> = {}): Reply =>
+    api.faults.current().dropBillingHeader
+      ? reply
+      : { ...reply, headers: { [BILLING_HEADER]: String(billed), ...(reply.headers ?? {}), ...own } };
+  const done = (status: number | 'reset' | 'hang') => {
+    api.stats.record(endpoint, status);
+    api.log.debug(
+      {
+        event: 'simulator.request',
+        method,
+        endpoint,
+        status,
+        ms: Date.now() - started,
+        scripted: step !== undefined,
+      },
+      'simulator request',
+    );
+  };
+
+  if (step?.delayMs) await sleep(step.delayMs);
+  const latency = api.settings.latencyMs + api.faults.current().latencyMs;
+  if (latency > 0) await sleep(latency);
+
+  if (step && !step.process) {
+    if (step.reset) {
+      req.socket.destroy();
+      return done('reset');
+    }
+    if (step.hang) return done('hang');
+    if (step.status !== undefined) {
+      const reply = withBilling(scriptedReply(step));
+      done(reply.status);
+      return writeReply(res, reply, {
+        stall: step.stallBody,
+        truncateAt: step.truncateAt,
+        cutAfterMs: step.cutAfterMs,
+        trickle: step.trickle,
+      });
+    }
+  }
+  if (!step) {
+    const pre = api.faults.rollPre();
+    if (pre === 'error') {
+      done(500);
+      return writeReply(res, withBilling(errorReply('internal-error', 'Internal server error.', 'injected fault')));
+    }
+    if (pre === 'bad-gateway') {
+      done(502);
+      return writeReply(res, { kind: 'raw', status: 502, body: BAD_GATEWAY_HTML, contentType: 'text/html' });
+    }
+  }
+
+  let reply = await answerOr500(api, endpoint, () =>
+    answer(api, req, u, rel, match, body, (n) => {
+      billed += n;
+    }),
+  );
+
+  const damage: Damage = {};
+  if (step) {
+    // a processed step: the request took effect, now the answer is damaged as scripted
+    if (step.reset) {
+      req.socket.destroy();
+      return done('reset');
+    }
+    if (step.hang) return done('hang');
+    if (step.status !== undefined) reply = scriptedReply(step);
+    reply = withBilling(reply, step.headers);
+    damage.stall = step.stallBody;
+    damage.truncateAt = step.truncateAt;
+    damage.cutAfterMs = step.cutAfterMs;
+    damage.trickle = step.trickle;
+    // a cut at a share of the whole body, or a trickle, needs the body's length
+    if (step.truncateAt !== undefined || step.trickle) reply = materialize(reply);
+  } else {
+    reply = withBilling(reply);
+    const post = api.faults.rollPost();
+    if (post === 'reset') {
+      req.socket.destroy();
+      return done('reset');
+    }
+    if (post === 'truncate') damage.truncateAt = api.faults.cutFraction();
+    if (post === 'schema-violation' && reply.status >= 200 && reply.status < 300 && reply.status !== 206) {
+      damage.violate = true;
+    }
+  }
+  done(reply.status);
+  await writeReply(res, reply, damage);
+}
+
+/** The handler's answer; a handler that throws is the simulator's own failure, answered with a 500. */
+async function answerOr500(api: ApiServer, endpoint: string, run: () => Promise<Reply>): Promise<Reply> {
+  try {
+    return await run();
+  } catch (e: unknown) {
+    api.log.error({ event: 'simulator.handler_failed', err: e, endpoint }, 'simulator handler failed');
+    return errorReply('internal-error', 'Internal server error.', 'the simulator failed to answer');
+  }
 }
