@@ -26,7 +26,7 @@ export const LOG_EVENTS = [
   /** the admin server accepts requests: `url`, `auth` */
   'admin.listening',
 
-  // reconciling Redis with Postgres (src/pipeline/reconcile.ts, src/cli/daemon.ts)
+  // reconciling Redis with Postgres (src/pipeline/services/reconcile.ts, src/cli/daemon.ts)
   /** a reconcile re-created missing jobs (only logged when it did): `polls`, `sinks`, `schedulers` */
   'reconcile.requeued',
   /** Redis came back after a disconnect and a reconcile ran: `polls`, `sinks`, `schedulers` */
@@ -34,7 +34,7 @@ export const LOG_EVENTS = [
   /** a reconcile (periodic or after a reconnect) failed; the next interval retries: `err` */
   'reconcile.failed',
 
-  // cron ticks (src/pipeline/ticks.ts, workers.ts)
+  // cron ticks (src/pipeline/services/cron-ticks.ts, workers.ts)
   /** a cron pattern's tick queued the syncs of its sources (one line per pattern and tick): `cron`, `tickAt`, `sources`, `queued`, `skipped`, `ms` */
   'schedule.tick_done',
   /** a tick queued its source's sync at the source's offset (debug): `sourceId`, `tickAt`, `startAt`, `bullJobId` */
@@ -44,7 +44,7 @@ export const LOG_EVENTS = [
   /** a queued sync found its source busy (another process syncing it, or every batch in flight): `sourceId`, `trigger`, `detail` */
   'schedule.sync_in_flight',
 
-  // syncs and submissions (src/pipeline/scheduler.ts, submit.ts)
+  // syncs and submissions (src/pipeline/ingest/sync-source.ts, submit.ts)
   /** a scheduled sync made no API call, a hold applying to the key (warn, once per source and hold; a `held` run every time): `sourceId`, `holds`, `keyFingerprint`, `since` */
   'sync.held',
   /** nothing due for this source: `sourceId`, `listed`, `listingCredits` */
@@ -55,7 +55,7 @@ export const LOG_EVENTS = [
   'sync.refused_budget',
   /** a sync submitted its batches: `sourceId`, `jobIds`, `videos`, `credits`, `listingCredits` */
   'sync.submitted',
-  /** the sync lease (src/db/locks.ts) could not be renewed or released, or was found taken (warn): `sourceId`, `step` ('renew' | 'release'), `lost`, `err` */
+  /** the sync lease (src/db/leases.ts) could not be renewed or released, or was found taken (warn): `sourceId`, `step` ('renew' | 'release'), `lost`, `err` */
   'sync.lease_failed',
   /** one batch POST answered with its job ID (debug): `jobId`, `kind`, `lang`, `credits` */
   'batch.submitted',
@@ -66,7 +66,7 @@ export const LOG_EVENTS = [
   /** a lost POST was probably created (credits moved): left for a person: `sourceId`, `submission`, `kind`, `lang`, `creditsEstimated` */
   'submission.lost',
 
-  // upstream holds (src/pipeline/scheduler.ts, poller.ts, upstream-holds.ts)
+  // upstream holds (src/pipeline/ingest/sync-source.ts, poll-batch.ts, services/upstream-holds.ts)
   /** an account-level refusal starts a hold of the key (error, once per hold): `code`, `reason`, `keyFingerprint`, `jobId` */
   'hold.set',
   /** recording a refusal as a hold failed: `err` */
@@ -86,7 +86,7 @@ export const LOG_EVENTS = [
   /** an `upgrade-required` hold waits for a person (once per hold): `code`, `since`, `needsPerson` */
   'hold.needs_person',
 
-  // polls (src/pipeline/poller.ts)
+  // polls (src/pipeline/ingest/poll-batch.ts)
   /** a poll committed: `jobId`, `status`, `landed`, `changed`, `polls`, `quarantined`, `duplicates`, `total`, `finished`, `ms` (since the poll began) */
   'poll.landed',
   /** a poll's answer was cut short; what landed is kept: `jobId`, `landed`, `changed`, `polls`, `reason` */
@@ -112,7 +112,7 @@ export const LOG_EVENTS = [
   /** the credits billed since a /me reading differ from what /me says was used (warn): `billed`, `usedDelta`, `since` */
   'charges.differ_from_me',
 
-  // generated transcripts (src/pipeline/generate.ts; their jobs' polls log the poll.* events with `mode: 'generate'`)
+  // generated transcripts (src/pipeline/ingest/generate.ts; their jobs' polls log the poll.* events with `mode: 'generate'`)
   /** generations requested for a source: `sourceId`, `jobIds`, `videos`, `minutes`, `credits` */
   'generate.submitted',
   /** candidates left out because the source's minute budget is spent: `sourceId`, `skipped`, `usedMinutes`, `maxMinutes` */
@@ -124,7 +124,7 @@ export const LOG_EVENTS = [
   /** the upstream refused one video's generation (gone, private, invalid); not asked again: `sourceId`, `videoId`, `lang`, `submission`, `code` */
   'generate.refused',
 
-  // the sink and replays (src/pipeline/sink.ts, replay.ts)
+  // the sink and replays (src/pipeline/ingest/sink.ts, commands/replay.ts)
   /** a sink job wrote rows: `jobId`, `sunk`, `inserted`, `updated`, `unchanged`, `quarantined`, ... */
   'sink.done',
   /** items set aside raw with their reason: `jobId`, `quarantined` */
@@ -132,7 +132,7 @@ export const LOG_EVENTS = [
   /** quarantined items sunk again from their raw answer: `items`, outcome counts, `pending`, row counts */
   'replay.resunk',
 
-  // retention (src/pipeline/prune.ts)
+  // retention (src/pipeline/commands/prune.ts)
   /** a prune run began: `runId`, `dryRun`, `trigger`, `rawRetentionDays`, `historyRetentionDays` */
   'prune.started',
   /** a prune run finished one table: `runId`, `dryRun`, `trigger`, `table`, `rows`, `bytes`, `durationMs` */
@@ -144,7 +144,7 @@ export const LOG_EVENTS = [
   /** a daemon could not claim the daily prune; the next check tries again: `err` */
   'prune.daily_failed',
 
-  // webhook delivery (src/pipeline/webhooks.ts); never the endpoint's secret, nor its URL (it may carry a token)
+  // webhook delivery (src/pipeline/services/webhook-delivery.ts); never the endpoint's secret, nor its URL (it may carry a token)
   /** an attempt failed, the endpoint waits `retryInMs` (warn): `endpointId`, `eventId`, `attempt`, `responseCode`, `error`, `retryInMs` */
   'webhook.delivery_failed',
   /** an endpoint failed longer than WEBHOOK_DISABLE_AFTER_MS and is disabled (error): `endpointId`, `eventId`, `attempt`, `failingSince`, `responseCode`, `error` */
@@ -152,13 +152,13 @@ export const LOG_EVENTS = [
   /** the delivery loop or its LISTEN failed (Postgres unreachable); the next interval tries again (warn): `err` */
   'webhook.worker_error',
 
-  // the search indexer (src/pipeline/search-index.ts)
+  // the search indexer (src/pipeline/services/search-index.ts)
   /** building queued search windows failed; it tries again every SEARCH_INDEX_IDLE_MS, logged once until it works (warn): `readOnly`, `err` */
   'search_index.failed',
   /** the indexer works again after search_index.failed */
   'search_index.resumed',
 
-  // workers (src/pipeline/workers.ts)
+  // workers (src/pipeline/services/workers.ts)
   /** an attempt failed (bullmq retries it or gives up): `queue`, `bullJobId`, `attemptsMade`, `err`; `payloadPath` when the payload failed its schema (failed for good, never retried) */
   'job.failed',
   /** a job's worker died or lost its lock; the job runs again: `queue`, `bullJobId` */
@@ -212,7 +212,7 @@ export const LOG_EVENTS = [
   /** the simulator command got a signal and stops: `signal` */
   'simulator.stopping',
 
-  // export (src/pipeline/export.ts)
+  // export (src/pipeline/commands/export.ts)
   /** an export completed and its output is in place (the cursor moved after): `format`, `out`, `records`, `bytes`, `ms`, `cursor`, `afterEventId`, `lastEventId` */
   'export.done',
 
@@ -238,7 +238,7 @@ export const LOG_EVENTS = [
   /** a section of a source, batch, item or batches page could not be read and is left out: `page`, `section`, `cancelled`, `err` */
   'admin.section_failed',
 
-  // a read-only database and rolling upgrades
+  // a read-only database and rolling upgrades (src/pipeline/services/workers.ts, src/db/migrate.ts, src/pipeline/services/schema-gate.ts)
   /** a job met a read-only database (25006): handed back without burning an attempt, its queue paused (warn): `queue`, `bullJobId`, `retryInMs` */
   'db.read_only',
   /** a migration waited longer than MIGRATION_LOCK_TIMEOUT_MS for a lock: rolled back, retried (warn): `migration`, `attempt`, `retryInMs`, `lockTimeoutMs`, `blockers` */

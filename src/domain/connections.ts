@@ -38,7 +38,7 @@ export const RECONCILE_CONNECTIONS = 1;
 export const HOLD_RECHECK_CONNECTIONS = 1;
 /** Webhook delivery (role webhooks): WEBHOOK_SLOTS endpoints side by side, one statement each at a time. */
 export const WEBHOOK_CONNECTIONS = WEBHOOK_SLOTS;
-/** The search indexer beside the poll and sink workers (src/pipeline/search-index.ts), or a command's drain of it: one transaction at a time. */
+/** The search indexer beside the poll and sink workers (src/pipeline/services/search-index.ts), or a command's drain of it: one transaction at a time. */
 export const SEARCH_INDEX_CONNECTIONS = 1;
 /** The daily prune one daemon runs: one statement or transaction at a time. */
 export const PRUNE_CONNECTIONS = 1;
@@ -132,7 +132,7 @@ export function daemonPoolPlan(d: DaemonPoolInput): PoolPlan {
 export interface BackfillPoolInput {
   pollConcurrency: number;
   sinkConcurrency: number;
-  /** syncs the backfill runs side by side (src/pipeline/backfill.ts syncConcurrency) */
+  /** syncs the backfill runs side by side (src/pipeline/commands/backfill.ts syncConcurrency) */
   syncs: number;
   /** with --wait it runs poll and sink workers; without, only its syncs */
   wait: boolean;
