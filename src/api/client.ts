@@ -22,10 +22,8 @@ import {
   API_RETRY_BASE_DELAY_MS,
   API_RETRY_MAX_ATTEMPTS,
   API_RETRY_MAX_DELAY_MS,
-  ConfigError,
   DEFAULT_PLATFORM,
-  type Config,
-} from '../config.ts';
+} from './defaults.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import { invalidRequestFromZod, SchemaMismatchError } from './errors.ts';
 import { createHttp, type IncomingHttpHeaders, type QueryValue, type RequestEvent, type RequestSpec } from './http.ts';
@@ -622,41 +620,4 @@ function safeDecodeSegment(s: string): string {
   } catch {
     return s;
   }
-}
-
-/** The client from `config.api`; a missing base URL or key is a ConfigError naming the variable. */
-export function createApiClientFromConfig(
-  api: Config['api'],
-  log?: Logger,
-  extra: Omit<
-    ApiClientOptions,
-    | 'baseUrl'
-    | 'apiKey'
-    | 'platform'
-    | 'connectTimeoutMs'
-    | 'headersTimeoutMs'
-    | 'bodyTimeoutMs'
-    | 'requestTimeoutMs'
-    | 'retry'
-    | 'retryAfterMaxMs'
-    | 'maxBodyBytes'
-    | 'log'
-  > = {},
-): ApiClient {
-  if (api.baseUrl === undefined) throw new ConfigError('API_BASE_URL', 'is required (a base URL ending in /v1)');
-  if (api.apiKey === undefined) throw new ConfigError('API_KEY', 'is required');
-  return createApiClient({
-    ...extra,
-    baseUrl: api.baseUrl,
-    apiKey: api.apiKey,
-    platform: api.platform,
-    connectTimeoutMs: api.connectTimeoutMs,
-    headersTimeoutMs: api.headersTimeoutMs,
-    bodyTimeoutMs: api.bodyTimeoutMs,
-    requestTimeoutMs: api.requestTimeoutMs,
-    retry: api.retry,
-    retryAfterMaxMs: api.retryAfterMaxMs,
-    maxBodyBytes: api.maxBodyBytes,
-    log,
-  });
 }
