@@ -343,7 +343,7 @@ export const SETTINGS = {
   },
   REDIS_PASSWORD: {
     group: 'Storage',
-    doc: 'AUTH of every Redis connection whose URL carries none; never echoed',
+    doc: 'AUTH of every Redis connection whose URL carries none',
     secret: true,
     schema: z
       .string()
@@ -667,7 +667,7 @@ export const SETTINGS = {
   // the key webhook signing secrets are sealed with in Postgres (src/domain/webhook-secrets.ts)
   WEBHOOK_SECRETS_KEY: {
     group: 'Webhooks',
-    doc: '32 bytes (64 hex digits or base64) that encrypt webhook secrets in Postgres (AES-256-GCM); never echoed; unset, secrets are stored unencrypted (see Change events and webhooks)',
+    doc: '32 bytes (64 hex digits or base64) that encrypt webhook secrets in Postgres (AES-256-GCM); unset, secrets are stored unencrypted (see Change events and webhooks)',
     secret: true,
     schema: z
       .string()
@@ -695,14 +695,14 @@ export const SETTINGS = {
   // sent back as a bearer token or a basic-auth password: header-safe characters only
   ADMIN_TOKEN: {
     group: 'Admin server',
-    doc: "the admin server's token (at least 16 printable ASCII characters, never echoed); unset, the admin server listens on loopback only, without auth",
+    doc: "the admin server's token (at least 16 printable ASCII characters); unset, the admin server listens on loopback only, without auth",
     secret: true,
     schema: printableToken(ADMIN_TOKEN_MIN_CHARS, `expected at least ${ADMIN_TOKEN_MIN_CHARS} characters`).optional(),
   },
   // a bearer token too (Prometheus' `authorization: credentials`)
   METRICS_TOKEN: {
     group: 'Admin server',
-    doc: 'when set, `/metrics` needs it (or `ADMIN_TOKEN`) as a bearer token (at least 16 characters, never echoed); unset, `/metrics` is open',
+    doc: 'when set, `/metrics` needs it (or `ADMIN_TOKEN`) as a bearer token (at least 16 characters); unset, `/metrics` is open',
     secret: true,
     schema: printableToken(ADMIN_TOKEN_MIN_CHARS, `expected at least ${ADMIN_TOKEN_MIN_CHARS} characters`).optional(),
   },
