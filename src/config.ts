@@ -255,7 +255,8 @@ const nonNegativeInt = z
 const httpUrl = z
   .string()
   .url('expected an http(s) URL')
-  .refine((u) => /^https?:$/.test(new URL(u).protocol), 'expected an http(s) URL');
+  // zod runs a refinement after a failed check too: a value `new URL` rejects must not throw here
+  .refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), 'expected an http(s) URL');
 
 /** Where a setting is listed in the reference (docs/reference/configuration.md), in this order. */
 export const SETTING_GROUPS = [
@@ -299,7 +300,10 @@ export const SETTINGS = {
     group: 'Upstream API',
     doc: 'base URL ending in `/v1` (`demo` starts the simulator itself)',
     schema: httpUrl
-      .refine((u) => new URL(u).pathname.replace(/\/+$/, '').endsWith('/v1'), 'expected a URL ending in /v1')
+      .refine(
+        (u) => URL.canParse(u) && new URL(u).pathname.replace(/\/+$/, '').endsWith('/v1'),
+        'expected a URL ending in /v1',
+      )
       .transform((u) => u.replace(/\/+$/, ''))
       .optional(),
   },
