@@ -6,6 +6,8 @@
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { stalePages as staleGeneratedParts, writePages as writeGeneratedParts } from './docs/generated.ts';
+import { PAGES as PAGES_WITH_GENERATED_PARTS } from './docs/pages.ts';
 import { cliReference } from './reference/cli.ts';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -57,7 +59,7 @@ export async function stalePages(): Promise<string[]> {
 
 async function main(args: string[]): Promise<void> {
   if (args.includes('--check')) {
-    const stale = await stalePages();
+    const stale = [...(await stalePages()), ...staleGeneratedParts(PAGES_WITH_GENERATED_PARTS)];
     for (const path of stale) process.stderr.write(`${path} is stale: run \`npm run docs\` and commit it\n`);
     process.exitCode = stale.length > 0 ? 1 : 0;
     return;
@@ -68,6 +70,8 @@ async function main(args: string[]): Promise<void> {
     writeFileSync(file, await renderPage(page));
     process.stdout.write(`wrote ${page.path}\n`);
   }
+  // pages with a hand-written part: only the text between their GENERATED markers is rewritten
+  for (const path of writeGeneratedParts(PAGES_WITH_GENERATED_PARTS)) process.stdout.write(`wrote ${path}\n`);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) await main(process.argv.slice(2));

@@ -4,10 +4,49 @@
  * key's value is never echoed, nor the password of a URL (`***`).
  */
 import { z } from 'zod';
+import {
+  API_BODY_TIMEOUT_MS,
+  API_CONNECT_TIMEOUT_MS,
+  API_HEADERS_TIMEOUT_MS,
+  API_MAX_BODY_BYTES,
+  API_REQUEST_TIMEOUT_MS,
+  API_RETRY_AFTER_MAX_MS,
+  API_RETRY_BASE_DELAY_MS,
+  API_RETRY_MAX_ATTEMPTS,
+  API_RETRY_MAX_DELAY_MS,
+  DEFAULT_PLATFORM,
+} from './api/defaults.ts';
+import {
+  DATABASE_POOL_MAX,
+  LAND_CHUNK_ITEMS,
+  MIGRATION_LOCK_RETRIES,
+  MIGRATION_LOCK_TIMEOUT_MS,
+} from './db/defaults.ts';
 import { videoUrlTemplateProblem } from './domain/search.ts';
 import { parseSecretsKey } from './domain/webhook-secrets.ts';
 import { quoteValue } from './terminal-text.ts';
 import { redactUrl } from './url-credentials.ts';
+import { API_RATE_BURST, API_RATE_PER_SECOND } from './queues/limiter.ts';
+
+// Defaults owned by the modules that use them, re-exported under their setting's name.
+export {
+  API_BODY_TIMEOUT_MS,
+  API_CONNECT_TIMEOUT_MS,
+  API_HEADERS_TIMEOUT_MS,
+  API_MAX_BODY_BYTES,
+  API_RATE_BURST,
+  API_RATE_PER_SECOND,
+  API_REQUEST_TIMEOUT_MS,
+  API_RETRY_AFTER_MAX_MS,
+  API_RETRY_BASE_DELAY_MS,
+  API_RETRY_MAX_ATTEMPTS,
+  API_RETRY_MAX_DELAY_MS,
+  DATABASE_POOL_MAX,
+  DEFAULT_PLATFORM,
+  LAND_CHUNK_ITEMS,
+  MIGRATION_LOCK_RETRIES,
+  MIGRATION_LOCK_TIMEOUT_MS,
+};
 
 /** The key the embedded simulator accepts unless told otherwise: documented, paid plan. */
 export const SIMULATOR_DEV_API_KEY = 'vsi-dev-0000000000000000';
@@ -17,36 +56,11 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 export const DEFAULT_QUEUE_PREFIX = '{vsi}';
 /** Shown with a bad REDIS_CLUSTER_NODES: what a valid list looks like. */
 export const REDIS_CLUSTER_NODES_EXAMPLE = 'redis-1:6379,redis-2:6379,redis-3:6379';
-export const DEFAULT_PLATFORM = 'videosite';
 
-/** Upstream client defaults. */
-export const API_CONNECT_TIMEOUT_MS = 10_000;
-export const API_HEADERS_TIMEOUT_MS = 30_000;
-export const API_BODY_TIMEOUT_MS = 60_000;
-/** The most one attempt may take from sending to its whole answer, ms (a streamed batch: its poll bounds it, POLL_MAX_DURATION_MS). */
-export const API_REQUEST_TIMEOUT_MS = 120_000;
-export const API_RETRY_MAX_ATTEMPTS = 5;
-export const API_RETRY_BASE_DELAY_MS = 500;
-export const API_RETRY_MAX_DELAY_MS = 30_000;
-/**
- * Longest `Retry-After` honoured, ms (1 h): one answer of `Retry-After: 31536000` must not
- * silence every process for a year. A longer one is used as this and logged.
- */
-export const API_RETRY_AFTER_MAX_MS = 3_600_000;
-/**
- * Largest answer body read, bytes (16 MiB), except the streamed batch answer (`openBatch`):
- * a bigger one fails as schema-mismatch without being buffered.
- */
-export const API_MAX_BODY_BYTES = 16 * 1024 * 1024;
 /** Bounds of `API_MAX_BODY_BYTES`: below 1 KiB nothing fits; 256 MiB stays under V8's longest string. */
 export const API_MAX_BODY_BYTES_MIN = 1_024;
 export const API_MAX_BODY_BYTES_MAX = 256 * 1024 * 1024;
 
-/** Pipeline defaults. */
-/** Upstream requests per second, all processes together: the lowest plans allow about one (UPSTREAM.md); be a bit above. */
-export const API_RATE_PER_SECOND = 5;
-/** Requests allowed at once after a quiet period. */
-export const API_RATE_BURST = 10;
 export const BATCH_SIZE_MAX_VIDEOS = 5000;
 export const CREDIT_RESERVE = 0;
 export const POLL_INITIAL_DELAY_MS = 2_000;
@@ -57,13 +71,6 @@ export const POLL_MAX_DELAY_MS = 60_000;
  * between finishing upstream and landing (each poll re-reads the whole answer, so not oftener).
  */
 export const POLL_LAND_WITHIN_MS = 10_000;
-/**
- * Items per landing statement and per sink transaction. A transcript item is ~20 KB of JSON and
- * several times that as parsed objects, and a chunk's objects live across its statements'
- * round trips: 500-item chunks peaked at ~500 MB RSS per process on a 5000-item transcript
- * batch, 100-item chunks at ~300 MB, at the same speed (benchmark W2, issue #4).
- */
-export const LAND_CHUNK_ITEMS = 100;
 export const SINK_CHUNK_ITEMS = 100;
 export const TRANSCRIPT_RECHECK_MS = 7 * 24 * 3_600_000;
 export const POLL_CONCURRENCY = 4;
@@ -93,14 +100,6 @@ export const POLL_MAX_DURATION_MS = 10 * 60_000;
 export const ITEM_MAX_BYTES = 8 * 1024 * 1024;
 /** How often a daemon re-checks an upstream hold with a free `/me` and lifts it when the account works again. */
 export const HOLD_RECHECK_MS = 15 * 60_000;
-/**
- * Longest wait of one migration statement for a table lock, ms (`SET LOCAL lock_timeout`): a
- * migration behind a long transaction (a poll landing a big chunk, a person's open psql) gives
- * up and retries instead of queueing every later query on that table behind itself.
- */
-export const MIGRATION_LOCK_TIMEOUT_MS = 5_000;
-/** Retries of the whole migration after a lock timeout (with doubling backoff) before `migrate` fails. */
-export const MIGRATION_LOCK_RETRIES = 5;
 /** Raw payloads of items settled longer ago than this are pruned, days (0: kept forever). */
 export const RAW_RETENTION_DAYS = 90;
 /** `sync_runs` and `credit_charges` older than this are pruned, days (0: kept forever). */
@@ -120,14 +119,6 @@ export const SCHEDULE_JITTER_MS = 60_000;
  * on listings alone. Five minutes still catches a new upload within the hour's first few minutes.
  */
 export const SOURCE_MIN_INTERVAL_MS = 5 * 60_000;
-/**
- * Connections per Postgres pool. The default settings need 21 in a daemon with an admin server
- * (2 syncs × 2 + 4 polls + 2 sinks + reconcile, hold re-check and daily prune 1 each + admin 8;
- * src/domain/connections.ts), 15 in a backfill; startup refuses a pool smaller than what the
- * concurrency settings need. A pool opens connections only as they are needed, so the headroom
- * costs nothing until used.
- */
-export const DATABASE_POOL_MAX = 24;
 
 /** Change events older than this are pruned unless a webhook endpoint still needs them, days (0: kept forever). */
 export const EVENTS_RETENTION_DAYS = 30;
@@ -169,15 +160,6 @@ export class ConfigError extends Error {
 
 /** An API key travels in a header: visible ASCII, no blanks or control characters. */
 const HEADER_SAFE_RE = /^[\x21-\x7e]+$/;
-
-const SECRET_VARIABLES = new Set([
-  'API_KEY',
-  'SIMULATOR_API_KEY',
-  'ADMIN_TOKEN',
-  'METRICS_TOKEN',
-  'REDIS_PASSWORD',
-  'WEBHOOK_SECRETS_KEY',
-]);
 
 /**
  * The hash tag Redis Cluster hashes a key by: the text between the first `{` and the first `}`
@@ -273,296 +255,513 @@ const nonNegativeInt = z
 const httpUrl = z
   .string()
   .url('expected an http(s) URL')
-  .refine((u) => /^https?:$/.test(new URL(u).protocol), 'expected an http(s) URL');
+  // zod runs a refinement after a failed check too: a value `new URL` rejects must not throw here
+  .refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), 'expected an http(s) URL');
 
-const EnvSchema = z.object({
-  API_BASE_URL: httpUrl
-    .refine((u) => new URL(u).pathname.replace(/\/+$/, '').endsWith('/v1'), 'expected a URL ending in /v1')
-    .transform((u) => u.replace(/\/+$/, ''))
-    .optional(),
+/** Where a setting is listed in the reference (docs/reference/configuration.md), in this order. */
+export const SETTING_GROUPS = [
+  'Upstream API',
+  'Storage',
+  'Logging',
+  'Pipeline',
+  'Retention',
+  'Webhooks',
+  'Admin server',
+] as const;
+
+/**
+ * One setting: the environment variable's zod schema (from the raw string, its default included),
+ * its unit, one line of doc for the reference, whether its value may be shown, and its group.
+ */
+export interface Setting {
+  schema: z.ZodType<unknown, string | undefined>;
+  group: (typeof SETTING_GROUPS)[number];
+  doc: string;
+  /** of a number, e.g. `ms`, `days`, `bytes` */
+  unit?: string;
+  /** the value is never echoed (errors name the variable only) */
+  secret?: true;
+  /** shown in the reference when the schema has no default of its own to show */
+  shownDefault?: string;
+}
+
+const printableToken = (min: number, what: string) =>
+  z.string().min(min, what).regex(HEADER_SAFE_RE, 'expected printable ASCII characters without blanks');
+
+const atLeast = (min: number) => z.number().min(min, `expected at least ${min}`);
+const retentionDays = (byDefault: number) => nonNegativeInt.pipe(z.number().max(36_500)).default(byDefault);
+
+/**
+ * Every setting, once. The order is the order of validation: with several bad values, the first
+ * one here is the one reported.
+ */
+export const SETTINGS = {
+  API_BASE_URL: {
+    group: 'Upstream API',
+    doc: 'base URL ending in `/v1` (`demo` starts the simulator itself)',
+    schema: httpUrl
+      .refine(
+        (u) => URL.canParse(u) && new URL(u).pathname.replace(/\/+$/, '').endsWith('/v1'),
+        'expected a URL ending in /v1',
+      )
+      .transform((u) => u.replace(/\/+$/, ''))
+      .optional(),
+  },
   // sent as a header value: a stray newline or blank (a copy-paste accident) fails here, named,
   // instead of as an obscure header error at the first request
-  API_KEY: z
-    .string()
-    .min(1, 'must not be empty')
-    .regex(HEADER_SAFE_RE, 'expected printable ASCII characters without blanks')
-    .optional(),
-  API_PLATFORM: z
-    .string()
-    .regex(/^[a-z0-9][a-z0-9-]*$/, 'expected a path segment of lowercase letters, digits and dashes')
-    .default(DEFAULT_PLATFORM),
-  DATABASE_URL: z
-    .string()
-    .refine((u) => /^postgres(ql)?:\/\//.test(u), 'expected a postgres:// URL')
-    .default(DEFAULT_DATABASE_URL),
-  REDIS_URL: z
-    .string()
-    .refine((u) => /^rediss?:\/\//.test(u), 'expected a redis:// or rediss:// URL')
-    .default(DEFAULT_REDIS_URL),
-  // one cluster node, or several, e.g. redis-1:6379,redis-2:6379 (parsed in loadConfig); when set REDIS_URL is ignored
-  REDIS_CLUSTER_NODES: z.string().optional(),
-  // AUTH of every Redis connection whose URL carries no password
-  REDIS_PASSWORD: z
-    .string()
-    .regex(/^[^\x00-\x1f\x7f]+$/, 'expected no control characters (a stray newline?)')
-    .optional(),
-  QUEUE_PREFIX: z
-    .string()
-    .regex(/^[^\s:]+$/, 'expected a non-empty prefix without blanks or colons')
-    .refine(
-      (p) => hashTagOf(p) !== undefined,
-      `expected a prefix holding a {hash tag} (non-empty text in braces, so every queue key and Lua script stays in one Redis Cluster slot), e.g. ${DEFAULT_QUEUE_PREFIX}`,
-    )
-    .default(DEFAULT_QUEUE_PREFIX),
+  API_KEY: {
+    group: 'Upstream API',
+    doc: 'sent as `x-api-key`; never logged, never stored',
+    secret: true,
+    schema: printableToken(1, 'must not be empty').optional(),
+  },
+  API_PLATFORM: {
+    group: 'Upstream API',
+    doc: 'the platform path segment',
+    schema: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9-]*$/, 'expected a path segment of lowercase letters, digits and dashes')
+      .default(DEFAULT_PLATFORM),
+  },
+  DATABASE_URL: {
+    group: 'Storage',
+    doc: 'created by `migrate` if missing',
+    schema: z
+      .string()
+      .refine((u) => /^postgres(ql)?:\/\//.test(u), 'expected a postgres:// URL')
+      .default(DEFAULT_DATABASE_URL),
+  },
+  REDIS_URL: {
+    group: 'Storage',
+    doc: 'use `maxmemory-policy noeviction`; ignored when `REDIS_CLUSTER_NODES` is set',
+    schema: z
+      .string()
+      .refine((u) => /^rediss?:\/\//.test(u), 'expected a redis:// or rediss:// URL')
+      .default(DEFAULT_REDIS_URL),
+  },
+  // parsed item by item in loadConfig (parseClusterNodes), which names the bad one
+  REDIS_CLUSTER_NODES: {
+    group: 'Storage',
+    doc: "a Redis Cluster's nodes, `host:port` or `redis://[:password@]host:port`, comma-separated (see Running on many machines)",
+    schema: z.string().optional(),
+  },
+  REDIS_PASSWORD: {
+    group: 'Storage',
+    doc: 'AUTH of every Redis connection whose URL carries none',
+    secret: true,
+    schema: z
+      .string()
+      .regex(/^[^\x00-\x1f\x7f]+$/, 'expected no control characters (a stray newline?)')
+      .optional(),
+  },
+  QUEUE_PREFIX: {
+    group: 'Storage',
+    doc: 'BullMQ key prefix; must hold a `{hash tag}` (one Redis Cluster slot for every key and script), else exit 2',
+    schema: z
+      .string()
+      .regex(/^[^\s:]+$/, 'expected a non-empty prefix without blanks or colons')
+      .refine(
+        (p) => hashTagOf(p) !== undefined,
+        `expected a prefix holding a {hash tag} (non-empty text in braces, so every queue key and Lua script stays in one Redis Cluster slot), e.g. ${DEFAULT_QUEUE_PREFIX}`,
+      )
+      .default(DEFAULT_QUEUE_PREFIX),
+  },
   // no default here: whether it was set decides a one-shot command's level on a terminal (src/log.ts)
-  LOG_LEVEL: z.enum(LOG_LEVELS).optional(),
-  LOG_FORMAT: z.enum(LOG_FORMATS).default('auto'),
-  SIMULATOR_API_KEY: z
-    .string()
-    .min(1, 'must not be empty')
-    .regex(HEADER_SAFE_RE, 'expected printable ASCII characters without blanks')
-    .default(SIMULATOR_DEV_API_KEY),
-  API_CONNECT_TIMEOUT_MS: positiveInt(600_000).default(API_CONNECT_TIMEOUT_MS),
-  API_HEADERS_TIMEOUT_MS: positiveInt(600_000).default(API_HEADERS_TIMEOUT_MS),
-  API_BODY_TIMEOUT_MS: positiveInt(600_000).default(API_BODY_TIMEOUT_MS),
-  API_REQUEST_TIMEOUT_MS: positiveInt(3_600_000).default(API_REQUEST_TIMEOUT_MS),
-  API_RETRY_MAX_ATTEMPTS: positiveInt(20).default(API_RETRY_MAX_ATTEMPTS),
-  API_RETRY_BASE_DELAY_MS: positiveInt(600_000).default(API_RETRY_BASE_DELAY_MS),
-  API_RETRY_MAX_DELAY_MS: positiveInt(3_600_000).default(API_RETRY_MAX_DELAY_MS),
-  API_RETRY_AFTER_MAX_MS: positiveInt(86_400_000).default(API_RETRY_AFTER_MAX_MS),
-  API_MAX_BODY_BYTES: positiveInt(API_MAX_BODY_BYTES_MAX)
-    .pipe(z.number().min(API_MAX_BODY_BYTES_MIN, `expected at least ${API_MAX_BODY_BYTES_MIN}`))
-    .default(API_MAX_BODY_BYTES),
-  API_RATE_PER_SECOND: positiveInt(10_000).default(API_RATE_PER_SECOND),
-  API_RATE_BURST: positiveInt(10_000).default(API_RATE_BURST),
-  BATCH_SIZE: positiveInt(BATCH_SIZE_MAX_VIDEOS).default(BATCH_SIZE_MAX_VIDEOS),
-  CREDIT_RESERVE: nonNegativeInt.default(CREDIT_RESERVE),
-  POLL_INITIAL_DELAY_MS: positiveInt(3_600_000).default(POLL_INITIAL_DELAY_MS),
-  POLL_MIN_DELAY_MS: positiveInt(3_600_000).default(POLL_MIN_DELAY_MS),
-  POLL_MAX_DELAY_MS: positiveInt(3_600_000).default(POLL_MAX_DELAY_MS),
-  POLL_LAND_WITHIN_MS: positiveInt(3_600_000).default(POLL_LAND_WITHIN_MS),
-  LAND_CHUNK_ITEMS: positiveInt(5000).default(LAND_CHUNK_ITEMS),
-  SINK_CHUNK_ITEMS: positiveInt(5000).default(SINK_CHUNK_ITEMS),
-  TRANSCRIPT_RECHECK_MS: positiveInt().default(TRANSCRIPT_RECHECK_MS),
-  POLL_CONCURRENCY: positiveInt(100).default(POLL_CONCURRENCY),
-  SINK_CONCURRENCY: positiveInt(100).default(SINK_CONCURRENCY),
-  SCHEDULE_CONCURRENCY: positiveInt(100).default(SCHEDULE_CONCURRENCY),
-  SHUTDOWN_GRACE_MS: positiveInt(600_000).default(SHUTDOWN_GRACE_MS),
-  JOB_LOCK_DURATION_MS: positiveInt(3_600_000)
-    .pipe(z.number().min(1_000, 'expected at least 1000'))
-    .default(JOB_LOCK_DURATION_MS),
-  JOB_STALLED_CHECK_MS: positiveInt(3_600_000)
-    .pipe(z.number().min(500, 'expected at least 500'))
-    .default(JOB_STALLED_CHECK_MS),
-  RECONCILE_INTERVAL_MS: positiveInt(86_400_000)
-    .pipe(z.number().min(1_000, 'expected at least 1000'))
-    .default(RECONCILE_INTERVAL_MS),
-  RETRY_ATTEMPTS_MAX: positiveInt(100).default(RETRY_ATTEMPTS_MAX),
-  RETRY_BACKOFF_BASE_MS: nonNegativeInt.default(RETRY_BACKOFF_BASE_MS),
-  BATCH_MAX_AGE_MS: positiveInt().pipe(z.number().min(1_000, 'expected at least 1000')).default(BATCH_MAX_AGE_MS),
-  BATCH_NOT_FOUND_CONFIRM_MS: nonNegativeInt.default(BATCH_NOT_FOUND_CONFIRM_MS),
-  POLL_MAX_DURATION_MS: positiveInt(86_400_000)
-    .pipe(z.number().min(1_000, 'expected at least 1000'))
-    .default(POLL_MAX_DURATION_MS),
-  ITEM_MAX_BYTES: positiveInt(1024 * 1024 * 1024)
-    .pipe(z.number().min(1_024, 'expected at least 1024'))
-    .default(ITEM_MAX_BYTES),
-  HOLD_RECHECK_MS: positiveInt(86_400_000)
-    .pipe(z.number().min(1_000, 'expected at least 1000'))
-    .default(HOLD_RECHECK_MS),
-  RAW_RETENTION_DAYS: nonNegativeInt.pipe(z.number().max(36_500)).default(RAW_RETENTION_DAYS),
-  HISTORY_RETENTION_DAYS: nonNegativeInt.pipe(z.number().max(36_500)).default(HISTORY_RETENTION_DAYS),
-  CREDIT_BUDGET_PER_DAY: positiveInt().optional(),
-  SCHEDULE_JITTER_MS: nonNegativeInt.pipe(z.number().max(3_600_000)).default(SCHEDULE_JITTER_MS),
-  SOURCE_MIN_INTERVAL_MS: nonNegativeInt.pipe(z.number().max(86_400_000)).default(SOURCE_MIN_INTERVAL_MS),
-  DATABASE_POOL_MAX: positiveInt(1_000).default(DATABASE_POOL_MAX),
+  LOG_LEVEL: {
+    group: 'Logging',
+    doc: '`fatal` `error` `warn` `info` `debug` `trace` `silent` (unset, a one-shot command on a terminal shows `warn` and up)',
+    shownDefault: 'info',
+    schema: z.enum(LOG_LEVELS).optional(),
+  },
+  LOG_FORMAT: {
+    group: 'Logging',
+    doc: '`json` (one JSON object per line), `pretty` (short human lines), `auto` (pretty when stderr is a terminal, else JSON)',
+    schema: z.enum(LOG_FORMATS).default('auto'),
+  },
+  SIMULATOR_API_KEY: {
+    group: 'Upstream API',
+    doc: 'the key the simulator accepts',
+    secret: true,
+    schema: printableToken(1, 'must not be empty').default(SIMULATOR_DEV_API_KEY),
+  },
+  API_CONNECT_TIMEOUT_MS: {
+    group: 'Upstream API',
+    doc: 'TCP connect timeout',
+    unit: 'ms',
+    schema: positiveInt(600_000).default(API_CONNECT_TIMEOUT_MS),
+  },
+  API_HEADERS_TIMEOUT_MS: {
+    group: 'Upstream API',
+    doc: 'time to the response headers',
+    unit: 'ms',
+    schema: positiveInt(600_000).default(API_HEADERS_TIMEOUT_MS),
+  },
+  API_BODY_TIMEOUT_MS: {
+    group: 'Upstream API',
+    doc: 'longest silence while a body arrives',
+    unit: 'ms',
+    schema: positiveInt(600_000).default(API_BODY_TIMEOUT_MS),
+  },
+  API_REQUEST_TIMEOUT_MS: {
+    group: 'Upstream API',
+    doc: "the most one attempt may take, from sending to its whole answer: an answer trickling a byte at a time ends here (a batch's streamed answer is bounded by `POLL_MAX_DURATION_MS` instead)",
+    unit: 'ms',
+    schema: positiveInt(3_600_000).default(API_REQUEST_TIMEOUT_MS),
+  },
+  API_RETRY_MAX_ATTEMPTS: {
+    group: 'Upstream API',
+    doc: 'attempts of a retryable request (GETs; POSTs only when never sent)',
+    schema: positiveInt(20).default(API_RETRY_MAX_ATTEMPTS),
+  },
+  API_RETRY_BASE_DELAY_MS: {
+    group: 'Upstream API',
+    doc: 'first backoff delay (exponential, full jitter); at most `API_RETRY_MAX_DELAY_MS`',
+    unit: 'ms',
+    schema: positiveInt(600_000).default(API_RETRY_BASE_DELAY_MS),
+  },
+  API_RETRY_MAX_DELAY_MS: {
+    group: 'Upstream API',
+    doc: 'backoff cap; a longer `Retry-After` pauses the queue instead',
+    unit: 'ms',
+    schema: positiveInt(3_600_000).default(API_RETRY_MAX_DELAY_MS),
+  },
+  API_RETRY_AFTER_MAX_MS: {
+    group: 'Upstream API',
+    doc: 'longest `Retry-After` honoured (1 h); a longer one counts as this (retries, the shared pause) and is logged as `retry-after capped`',
+    unit: 'ms',
+    schema: positiveInt(86_400_000).default(API_RETRY_AFTER_MAX_MS),
+  },
+  API_MAX_BODY_BYTES: {
+    group: 'Upstream API',
+    doc: 'largest answer body read (16 MiB; the streamed batch answer excepted); a larger one fails as `schema-mismatch` without being buffered. Error bodies are read up to 64 KiB; errors and logs keep at most 2 KiB of a body',
+    unit: 'bytes',
+    schema: positiveInt(API_MAX_BODY_BYTES_MAX).pipe(atLeast(API_MAX_BODY_BYTES_MIN)).default(API_MAX_BODY_BYTES),
+  },
+  API_RATE_PER_SECOND: {
+    group: 'Upstream API',
+    doc: 'upstream requests per second, all processes together',
+    unit: 'requests/s',
+    schema: positiveInt(10_000).default(API_RATE_PER_SECOND),
+  },
+  API_RATE_BURST: {
+    group: 'Upstream API',
+    doc: 'requests allowed at once after a quiet period',
+    unit: 'requests',
+    schema: positiveInt(10_000).default(API_RATE_BURST),
+  },
+  BATCH_SIZE: {
+    group: 'Pipeline',
+    doc: 'most videos in one submitted batch',
+    unit: 'videos',
+    schema: positiveInt(BATCH_SIZE_MAX_VIDEOS).default(BATCH_SIZE_MAX_VIDEOS),
+  },
+  CREDIT_RESERVE: {
+    group: 'Pipeline',
+    doc: 'credits the scheduler never spends',
+    unit: 'credits',
+    schema: nonNegativeInt.default(CREDIT_RESERVE),
+  },
+  POLL_INITIAL_DELAY_MS: {
+    group: 'Pipeline',
+    doc: 'first poll after a submission',
+    unit: 'ms',
+    schema: positiveInt(3_600_000).default(POLL_INITIAL_DELAY_MS),
+  },
+  POLL_MIN_DELAY_MS: {
+    group: 'Pipeline',
+    doc: 'adaptive poll backoff, lower bound; at most `POLL_MAX_DELAY_MS`',
+    unit: 'ms',
+    schema: positiveInt(3_600_000).default(POLL_MIN_DELAY_MS),
+  },
+  POLL_MAX_DELAY_MS: {
+    group: 'Pipeline',
+    doc: 'adaptive poll backoff, upper bound',
+    unit: 'ms',
+    schema: positiveInt(3_600_000).default(POLL_MAX_DELAY_MS),
+  },
+  POLL_LAND_WITHIN_MS: {
+    group: 'Pipeline',
+    doc: 'a running batch is polled so that a finished item lands within about this',
+    unit: 'ms',
+    schema: positiveInt(3_600_000).default(POLL_LAND_WITHIN_MS),
+  },
+  LAND_CHUNK_ITEMS: {
+    group: 'Pipeline',
+    doc: 'items per insert while landing a poll',
+    unit: 'items',
+    schema: positiveInt(5000).default(LAND_CHUNK_ITEMS),
+  },
+  SINK_CHUNK_ITEMS: {
+    group: 'Pipeline',
+    doc: 'items per sink transaction',
+    unit: 'items',
+    schema: positiveInt(5000).default(SINK_CHUNK_ITEMS),
+  },
+  TRANSCRIPT_RECHECK_MS: {
+    group: 'Pipeline',
+    doc: 'when a `transcript-unavailable` video is asked again (7 days)',
+    unit: 'ms',
+    schema: positiveInt().default(TRANSCRIPT_RECHECK_MS),
+  },
+  POLL_CONCURRENCY: {
+    group: 'Pipeline',
+    doc: 'poll jobs per worker at once',
+    unit: 'jobs',
+    schema: positiveInt(100).default(POLL_CONCURRENCY),
+  },
+  SINK_CONCURRENCY: {
+    group: 'Pipeline',
+    doc: 'sink jobs per worker at once',
+    unit: 'jobs',
+    schema: positiveInt(100).default(SINK_CONCURRENCY),
+  },
+  SCHEDULE_CONCURRENCY: {
+    group: 'Pipeline',
+    doc: 'sync jobs per worker at once',
+    unit: 'jobs',
+    schema: positiveInt(100).default(SCHEDULE_CONCURRENCY),
+  },
+  SHUTDOWN_GRACE_MS: {
+    group: 'Pipeline',
+    doc: 'how long SIGTERM waits for running jobs',
+    unit: 'ms',
+    schema: positiveInt(600_000).default(SHUTDOWN_GRACE_MS),
+  },
+  JOB_LOCK_DURATION_MS: {
+    group: 'Pipeline',
+    doc: "a running job's lock (renewed while it runs; see Reliability); at least 1000",
+    unit: 'ms',
+    schema: positiveInt(3_600_000).pipe(atLeast(1_000)).default(JOB_LOCK_DURATION_MS),
+  },
+  JOB_STALLED_CHECK_MS: {
+    group: 'Pipeline',
+    doc: "how often dead workers' jobs are looked for (see Reliability); at least 500",
+    unit: 'ms',
+    schema: positiveInt(3_600_000).pipe(atLeast(500)).default(JOB_STALLED_CHECK_MS),
+  },
+  RECONCILE_INTERVAL_MS: {
+    group: 'Pipeline',
+    doc: 'how often a daemon rebuilds lost queue work from Postgres (also right after a Redis reconnect); at least 1000',
+    unit: 'ms',
+    schema: positiveInt(86_400_000).pipe(atLeast(1_000)).default(RECONCILE_INTERVAL_MS),
+  },
+  RETRY_ATTEMPTS_MAX: {
+    group: 'Pipeline',
+    doc: 'automatic submissions of one video per kind and language, whatever the reason; past it only `replay --failed`',
+    unit: 'submissions',
+    schema: positiveInt(100).default(RETRY_ATTEMPTS_MAX),
+  },
+  RETRY_BACKOFF_BASE_MS: {
+    group: 'Pipeline',
+    doc: 'wait before the second re-submission of a video (the first goes with the next sync); doubles for each later one',
+    unit: 'ms',
+    schema: nonNegativeInt.default(RETRY_BACKOFF_BASE_MS),
+  },
+  BATCH_MAX_AGE_MS: {
+    group: 'Pipeline',
+    doc: 'a batch in flight longer than this (48 h) is expired locally; its unfinished items become retryable',
+    unit: 'ms',
+    schema: positiveInt().pipe(atLeast(1_000)).default(BATCH_MAX_AGE_MS),
+  },
+  BATCH_NOT_FOUND_CONFIRM_MS: {
+    group: 'Pipeline',
+    doc: "a poll's JSON `not-found` expires the batch only when such answers span this long (10 min)",
+    unit: 'ms',
+    schema: nonNegativeInt.default(BATCH_NOT_FOUND_CONFIRM_MS),
+  },
+  POLL_MAX_DURATION_MS: {
+    group: 'Pipeline',
+    doc: 'longest read of one batch answer; what landed is kept, the rest is read by the next poll',
+    unit: 'ms',
+    schema: positiveInt(86_400_000).pipe(atLeast(1_000)).default(POLL_MAX_DURATION_MS),
+  },
+  ITEM_MAX_BYTES: {
+    group: 'Pipeline',
+    doc: 'largest batch item parsed (8 MiB); a larger one is quarantined unparsed, its first 4 KiB kept',
+    unit: 'bytes',
+    schema: positiveInt(1024 * 1024 * 1024)
+      .pipe(atLeast(1_024))
+      .default(ITEM_MAX_BYTES),
+  },
+  HOLD_RECHECK_MS: {
+    group: 'Pipeline',
+    doc: 'how often a daemon (role scheduler or poller) re-checks an upstream hold with a free `/me`, lifting `unauthorized` once the key works and `credits` once credits are back above `CREDIT_RESERVE` (15 min; at least 1000)',
+    unit: 'ms',
+    schema: positiveInt(86_400_000).pipe(atLeast(1_000)).default(HOLD_RECHECK_MS),
+  },
+  RAW_RETENTION_DAYS: {
+    group: 'Retention',
+    doc: 'the raw payload of an item stored or failed longer ago than this is dropped by `prune` (its row, state, error code, sha256 and size stay); quarantined, landed and retryable items keep theirs; `0` keeps every payload',
+    unit: 'days',
+    schema: retentionDays(RAW_RETENTION_DAYS),
+  },
+  HISTORY_RETENTION_DAYS: {
+    group: 'Retention',
+    doc: '`sync_runs` and `credit_charges` older than this are dropped by `prune`; `0` keeps them all (credit snapshots older than a week are always thinned to one an hour)',
+    unit: 'days',
+    schema: retentionDays(HISTORY_RETENTION_DAYS),
+  },
+  CREDIT_BUDGET_PER_DAY: {
+    group: 'Pipeline',
+    doc: 'the most credits the whole installation (every process) spends per UTC day, listings included; past it syncs are refused and recorded (exit 3), not held',
+    unit: 'credits',
+    schema: positiveInt().optional(),
+  },
+  SCHEDULE_JITTER_MS: {
+    group: 'Pipeline',
+    doc: "syncs of sources on the same cron start spread over this window, each source at its own fixed offset (never more than a quarter of the time to the cron's next tick)",
+    unit: 'ms',
+    schema: nonNegativeInt.pipe(z.number().max(3_600_000)).default(SCHEDULE_JITTER_MS),
+  },
+  SOURCE_MIN_INTERVAL_MS: {
+    group: 'Pipeline',
+    doc: '`sources add --cron` refuses a schedule whose closest two fires are nearer than this (5 min; each fire lists the source, a credit per page); the cron must be five fields, each in range',
+    unit: 'ms',
+    schema: nonNegativeInt.pipe(z.number().max(86_400_000)).default(SOURCE_MIN_INTERVAL_MS),
+  },
+  DATABASE_POOL_MAX: {
+    group: 'Storage',
+    doc: 'connections per Postgres pool (two pools per process, opened as needed); startup exits 2, naming both settings and a combination that fits, when the concurrency settings could hold more',
+    unit: 'connections',
+    schema: positiveInt(1_000).default(DATABASE_POOL_MAX),
+  },
   // false behind a transaction-pooling PgBouncer (before 1.21, or without max_prepared_statements):
   // a statement prepared on one server connection is then not there on the next
-  DATABASE_PREPARE: z.enum(['true', 'false'], { error: 'expected true or false' }).default('true'),
-  EVENTS_RETENTION_DAYS: nonNegativeInt.pipe(z.number().max(36_500)).default(EVENTS_RETENTION_DAYS),
-  WEBHOOK_TIMEOUT_MS: positiveInt(600_000)
-    .pipe(z.number().min(100, 'expected at least 100'))
-    .default(WEBHOOK_TIMEOUT_MS),
-  WEBHOOK_BACKOFF_BASE_MS: positiveInt(86_400_000).default(WEBHOOK_BACKOFF_BASE_MS),
-  WEBHOOK_BACKOFF_MAX_MS: positiveInt(86_400_000).default(WEBHOOK_BACKOFF_MAX_MS),
-  WEBHOOK_DISABLE_AFTER_MS: positiveInt().default(WEBHOOK_DISABLE_AFTER_MS),
-  WEBHOOK_POLL_INTERVAL_MS: positiveInt(3_600_000)
-    .pipe(z.number().min(100, 'expected at least 100'))
-    .default(WEBHOOK_POLL_INTERVAL_MS),
+  DATABASE_PREPARE: {
+    group: 'Storage',
+    doc: '`false` behind a transaction-pooling PgBouncer: no prepared statements',
+    schema: z.enum(['true', 'false'], { error: 'expected true or false' }).default('true'),
+  },
+  EVENTS_RETENTION_DAYS: {
+    group: 'Retention',
+    doc: 'change events older than this are dropped by `prune`, except those an enabled webhook endpoint has not had yet; `0` keeps them all',
+    unit: 'days',
+    schema: retentionDays(EVENTS_RETENTION_DAYS),
+  },
+  WEBHOOK_TIMEOUT_MS: {
+    group: 'Webhooks',
+    doc: 'one webhook delivery (connect, send, answer); longer is a failed attempt',
+    unit: 'ms',
+    schema: positiveInt(600_000).pipe(atLeast(100)).default(WEBHOOK_TIMEOUT_MS),
+  },
+  WEBHOOK_BACKOFF_BASE_MS: {
+    group: 'Webhooks',
+    doc: 'wait before retrying a failing endpoint: doubles per failure, with jitter, up to `WEBHOOK_BACKOFF_MAX_MS`',
+    unit: 'ms',
+    schema: positiveInt(86_400_000).default(WEBHOOK_BACKOFF_BASE_MS),
+  },
+  WEBHOOK_BACKOFF_MAX_MS: {
+    group: 'Webhooks',
+    doc: 'the cap of that wait',
+    unit: 'ms',
+    schema: positiveInt(86_400_000).default(WEBHOOK_BACKOFF_MAX_MS),
+  },
+  WEBHOOK_DISABLE_AFTER_MS: {
+    group: 'Webhooks',
+    doc: 'an endpoint failing this long without a success is disabled (3 days)',
+    unit: 'ms',
+    schema: positiveInt().default(WEBHOOK_DISABLE_AFTER_MS),
+  },
+  WEBHOOK_POLL_INTERVAL_MS: {
+    group: 'Webhooks',
+    doc: 'how often a webhook worker looks for due deliveries besides the LISTEN wake-ups',
+    unit: 'ms',
+    schema: positiveInt(3_600_000).pipe(atLeast(100)).default(WEBHOOK_POLL_INTERVAL_MS),
+  },
   // the key webhook signing secrets are sealed with in Postgres (src/domain/webhook-secrets.ts)
-  WEBHOOK_SECRETS_KEY: z
-    .string()
-    .transform((v, ctx) => {
-      const key = parseSecretsKey(v);
-      if (typeof key === 'string') {
-        ctx.addIssue({ code: 'custom', message: key });
-        return z.NEVER;
-      }
-      return key;
-    })
-    .optional(),
-  MIGRATION_LOCK_TIMEOUT_MS: positiveInt(600_000)
-    .pipe(z.number().min(100, 'expected at least 100'))
-    .default(MIGRATION_LOCK_TIMEOUT_MS),
-  MIGRATION_LOCK_RETRIES: nonNegativeInt
-    .pipe(z.number().max(100, 'expected at most 100'))
-    .default(MIGRATION_LOCK_RETRIES),
+  WEBHOOK_SECRETS_KEY: {
+    group: 'Webhooks',
+    doc: '32 bytes (64 hex digits or base64) that encrypt webhook secrets in Postgres (AES-256-GCM); unset, secrets are stored unencrypted (see Change events and webhooks)',
+    secret: true,
+    schema: z
+      .string()
+      .transform((v, ctx) => {
+        const key = parseSecretsKey(v);
+        if (typeof key === 'string') {
+          ctx.addIssue({ code: 'custom', message: key });
+          return z.NEVER;
+        }
+        return key;
+      })
+      .optional(),
+  },
+  MIGRATION_LOCK_TIMEOUT_MS: {
+    group: 'Storage',
+    doc: 'longest wait of one migration statement for a table lock',
+    unit: 'ms',
+    schema: positiveInt(600_000).pipe(atLeast(100)).default(MIGRATION_LOCK_TIMEOUT_MS),
+  },
+  MIGRATION_LOCK_RETRIES: {
+    group: 'Storage',
+    doc: 'retries after a lock timeout (doubling backoff) before `migrate` fails naming the blockers',
+    schema: nonNegativeInt.pipe(z.number().max(100, 'expected at most 100')).default(MIGRATION_LOCK_RETRIES),
+  },
   // sent back as a bearer token or a basic-auth password: header-safe characters only
-  ADMIN_TOKEN: z
-    .string()
-    .min(ADMIN_TOKEN_MIN_CHARS, `expected at least ${ADMIN_TOKEN_MIN_CHARS} characters`)
-    .regex(/^[\x21-\x7e]+$/, 'expected printable ASCII characters without blanks')
-    .optional(),
+  ADMIN_TOKEN: {
+    group: 'Admin server',
+    doc: "the admin server's token (at least 16 printable ASCII characters); unset, the admin server listens on loopback only, without auth",
+    secret: true,
+    schema: printableToken(ADMIN_TOKEN_MIN_CHARS, `expected at least ${ADMIN_TOKEN_MIN_CHARS} characters`).optional(),
+  },
   // a bearer token too (Prometheus' `authorization: credentials`)
-  METRICS_TOKEN: z
-    .string()
-    .min(ADMIN_TOKEN_MIN_CHARS, `expected at least ${ADMIN_TOKEN_MIN_CHARS} characters`)
-    .regex(/^[\x21-\x7e]+$/, 'expected printable ASCII characters without blanks')
-    .optional(),
+  METRICS_TOKEN: {
+    group: 'Admin server',
+    doc: 'when set, `/metrics` needs it (or `ADMIN_TOKEN`) as a bearer token (at least 16 characters); unset, `/metrics` is open',
+    secret: true,
+    schema: printableToken(ADMIN_TOKEN_MIN_CHARS, `expected at least ${ADMIN_TOKEN_MIN_CHARS} characters`).optional(),
+  },
   // parsed item by item in loadConfig (parseAllowedHosts), which names the bad one
-  ADMIN_ALLOWED_HOSTS: z.string().optional(),
+  ADMIN_ALLOWED_HOSTS: {
+    group: 'Admin server',
+    doc: 'host names the admin server answers to besides `localhost`, IP addresses and its `--admin-host`, comma-separated (`admin.example.com,ops.internal`: names only, no port); a request naming another host is refused (421)',
+    schema: z.string().optional(),
+  },
   // `search` and the overview link each hit to the video at its moment (src/domain/search.ts)
-  VIDEO_URL_TEMPLATE: z
-    .string()
-    .superRefine((t, ctx) => {
-      const problem = videoUrlTemplateProblem(t);
-      if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
-    })
-    .optional(),
-});
+  VIDEO_URL_TEMPLATE: {
+    group: 'Admin server',
+    doc: 'a link to a video at a second (`{id}`, `{seconds}`), given with each `search` hit and on the overview; unset, no links',
+    schema: z
+      .string()
+      .superRefine((t, ctx) => {
+        const problem = videoUrlTemplateProblem(t);
+        if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
+      })
+      .optional(),
+  },
+} satisfies Record<string, Setting>;
+
+type Settings = typeof SETTINGS;
+export type SettingName = keyof Settings;
+
+const EnvSchema = z.object(
+  Object.fromEntries(Object.entries(SETTINGS).map(([name, s]) => [name, s.schema])) as {
+    [K in SettingName]: Settings[K]['schema'];
+  },
+);
 
 export type Env = z.infer<typeof EnvSchema>;
 
 /** Every environment variable the configuration reads (for docs and tests that must cover all). */
-export const ENV_VARIABLES = Object.keys(EnvSchema.shape) as readonly (keyof Env)[];
+export const ENV_VARIABLES = Object.keys(SETTINGS) as readonly SettingName[];
 
-export interface Config {
-  api: {
-    /** undefined: the `demo` command starts the embedded simulator */
-    baseUrl: string | undefined;
-    apiKey: string | undefined;
-    platform: string;
-    connectTimeoutMs: number;
-    headersTimeoutMs: number;
-    bodyTimeoutMs: number;
-    /** the most one attempt may take, sending to whole answer, ms; default 120 000 */
-    requestTimeoutMs: number;
-    retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
-    /** longest `Retry-After` honoured, ms (a longer one is used as this); default 3 600 000 */
-    retryAfterMaxMs: number;
-    /** largest answer body read, bytes (the streamed batch answer excepted); default 16 MiB */
-    maxBodyBytes: number;
-  };
-  databaseUrl: string;
-  /** the single Redis node (ignored when `redisClusterNodes` is set) */
-  redisUrl: string;
-  /** REDIS_CLUSTER_NODES: every Redis use goes through a cluster client; undefined: one node at `redisUrl` */
-  redisClusterNodes: RedisClusterNode[] | undefined;
-  /** the password of the cluster node URLs, else REDIS_PASSWORD (used by a single node only when REDIS_URL has none) */
-  redisPassword: string | undefined;
-  queuePrefix: string;
-  logLevel: (typeof LOG_LEVELS)[number];
-  /** LOG_LEVEL was set (else logLevel is the default, `info`) */
-  logLevelSet: boolean;
-  logFormat: (typeof LOG_FORMATS)[number];
-  simulatorApiKey: string;
-  pipeline: {
-    /** sustained upstream requests per second, all processes together */
-    apiRatePerSecond: number;
-    apiRateBurst: number;
-    /** most videos in one submitted batch */
-    batchSize: number;
-    /** credits never spent */
-    creditReserve: number;
-    pollInitialDelayMs: number;
-    pollMinDelayMs: number;
-    pollMaxDelayMs: number;
-    /** a running batch is polled so that a finished item lands within about this, ms; default 10 000 */
-    pollLandWithinMs: number;
-    landChunkSize: number;
-    sinkChunkSize: number;
-    transcriptRecheckMs: number;
-    pollConcurrency: number;
-    sinkConcurrency: number;
-    scheduleConcurrency: number;
-    shutdownGraceMs: number;
-    /** lock of a running job, ms (renewed while it runs); default 120 000 */
-    jobLockDurationMs: number;
-    /** interval of the stalled-job check, ms; default 30 000 */
-    jobStalledCheckMs: number;
-    /** interval of the daemon's reconcile with Postgres, ms; default 60 000 */
-    reconcileIntervalMs: number;
-    /** automatic submissions of one video per kind and language; default 3 */
-    retryAttemptsMax: number;
-    /** spacing before the second automatic re-submission, doubling after, ms; default 600 000 */
-    retryBackoffBaseMs: number;
-    /** a batch in flight longer than this is expired locally, ms; default 48 h */
-    batchMaxAgeMs: number;
-    /** JSON `not-found` answers must span this long before a batch is expired, ms; default 600 000 */
-    batchNotFoundConfirmMs: number;
-    /** longest read of one batch answer, ms; default 600 000 */
-    pollMaxDurationMs: number;
-    /** largest item parsed from a batch answer, bytes; default 8 MiB */
-    itemMaxBytes: number;
-    /** how often a daemon re-checks upstream holds with /me, ms; default 900 000 */
-    holdRecheckMs: number;
-    /** raw payloads of items settled longer ago are pruned, days; 0 keeps them; default 90 */
-    rawRetentionDays: number;
-    /** sync runs older than this are pruned, days; 0 keeps them; default 180 */
-    historyRetentionDays: number;
-    /** the most credits the installation spends in one UTC day; undefined: no daily cap */
-    creditBudgetPerDay: number | undefined;
-    /** syncs that fire on the same cron tick start spread over up to this, ms (at most a quarter of the cron's period); default 60 000 */
-    scheduleJitterMs: number;
-    /** the closest two fires of a source's cron may be, checked on `sources add` / `edit` (SOURCE_MIN_INTERVAL_MS) */
-    sourceMinIntervalMs: number;
-    /** change events older than this are pruned (unless a webhook endpoint still needs them), days; 0 keeps them; default 30 */
-    eventsRetentionDays: number;
-    /** one webhook delivery's time limit, ms; default 10 000 */
-    webhookTimeoutMs: number;
-    /** backoff of a failing endpoint: first wait and cap, ms; default 5 000 and 600 000 */
-    webhookBackoffBaseMs: number;
-    webhookBackoffMaxMs: number;
-    /** an endpoint failing this long is disabled, ms; default 3 days */
-    webhookDisableAfterMs: number;
-    /** how often a webhook worker looks for due deliveries without a notification, ms; default 5 000 */
-    webhookPollIntervalMs: number;
-    /** WEBHOOK_SECRETS_KEY: 32 bytes that seal webhook secrets in Postgres (AES-256-GCM); undefined: stored unencrypted */
-    webhookSecretsKey: Buffer | undefined;
-  };
-  /** connections per Postgres pool (checked against the concurrency settings at startup); default 24 */
-  databasePoolMax: number;
-  /** DATABASE_PREPARE: postgres.js prepares its statements on the server; default true */
-  databasePrepare: boolean;
-  /**
-   * what migrating takes (every command that migrates: `migrate`, `daemon`, `backfill`, `demo`):
-   * the lock timeout of a migration statement (ms; default 5000), retries after one (default 5),
-   * and DATABASE_PREPARE again for its own connection
-   */
-  migration: { lockTimeoutMs: number; lockRetries: number; prepare: boolean };
-  admin: {
-    /**
-     * required for every admin page beyond /healthz, /readyz and /metrics (bearer token or
-     * basic-auth password); undefined: the admin server listens on loopback only, without auth
-     */
-    token: string | undefined;
-    /** METRICS_TOKEN: /metrics then needs it (or `token`) as a bearer token; undefined: /metrics is open */
-    metricsToken: string | undefined;
-    /**
-     * ADMIN_ALLOWED_HOSTS: host names the admin server answers to besides loopback names, IP
-     * addresses and the address it listens on (a request naming another host is refused); default none
-     */
-    allowedHosts: string[];
-  };
-  /** a link to a video at a second (`{id}`, `{seconds}`), given with each search hit; undefined: no links */
-  videoUrlTemplate: string | undefined;
+/** The default of a setting as the reference shows it; undefined: none. */
+export function shownDefaultOf(setting: Setting): string | undefined {
+  if (setting.shownDefault !== undefined) return setting.shownDefault;
+  const r = setting.schema.safeParse(undefined);
+  return r.success && r.data !== undefined ? String(r.data) : undefined;
 }
 
-/** Validate the environment. Unset and empty variables take their defaults. */
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const known = Object.keys(EnvSchema.shape) as (keyof typeof EnvSchema.shape)[];
+/** Each pair: the first must not exceed the second. */
+const ORDERED: readonly (readonly [SettingName & keyof Env, SettingName & keyof Env])[] = [
+  ['API_RETRY_BASE_DELAY_MS', 'API_RETRY_MAX_DELAY_MS'],
+  ['WEBHOOK_BACKOFF_BASE_MS', 'WEBHOOK_BACKOFF_MAX_MS'],
+  ['POLL_MIN_DELAY_MS', 'POLL_MAX_DELAY_MS'],
+];
+
+/** The environment, validated: the first bad value as a ConfigError (a secret's value hidden). */
+function parseEnv(env: Record<string, string | undefined>): Env {
   const input: Record<string, string> = {};
-  for (const k of known) {
+  for (const k of ENV_VARIABLES) {
     const v = env[k];
     if (v !== undefined && v !== '') input[k] = v;
   }
@@ -570,31 +769,25 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (!r.success) {
     const issue = r.error.issues[0]!;
     const variable = String(issue.path[0] ?? 'environment');
-    const shown = SECRET_VARIABLES.has(variable) ? '(value hidden)' : quoteValue(redactUrl(input[variable] ?? ''));
+    const secret = (SETTINGS as Record<string, Setting>)[variable]?.secret === true;
+    const shown = secret ? '(value hidden)' : quoteValue(redactUrl(input[variable] ?? ''));
     throw new ConfigError(variable, `invalid value ${shown}: ${issue.message}`);
   }
-  const e = r.data;
-  if (e.API_RETRY_BASE_DELAY_MS > e.API_RETRY_MAX_DELAY_MS) {
-    throw new ConfigError(
-      'API_RETRY_BASE_DELAY_MS',
-      `invalid value ${e.API_RETRY_BASE_DELAY_MS}: must not exceed API_RETRY_MAX_DELAY_MS (${e.API_RETRY_MAX_DELAY_MS})`,
-    );
+  for (const [low, high] of ORDERED) {
+    const lo = r.data[low] as number;
+    const hi = r.data[high] as number;
+    if (lo > hi) throw new ConfigError(low, `invalid value ${lo}: must not exceed ${high} (${hi})`);
   }
-  if (e.WEBHOOK_BACKOFF_BASE_MS > e.WEBHOOK_BACKOFF_MAX_MS) {
-    throw new ConfigError(
-      'WEBHOOK_BACKOFF_BASE_MS',
-      `invalid value ${e.WEBHOOK_BACKOFF_BASE_MS}: must not exceed WEBHOOK_BACKOFF_MAX_MS (${e.WEBHOOK_BACKOFF_MAX_MS})`,
-    );
-  }
-  if (e.POLL_MIN_DELAY_MS > e.POLL_MAX_DELAY_MS) {
-    throw new ConfigError(
-      'POLL_MIN_DELAY_MS',
-      `invalid value ${e.POLL_MIN_DELAY_MS}: must not exceed POLL_MAX_DELAY_MS (${e.POLL_MAX_DELAY_MS})`,
-    );
-  }
+  return r.data;
+}
+
+/** The settings as the code uses them, grouped; its shape is the `Config` type. */
+function configOf(e: Env) {
   const cluster = e.REDIS_CLUSTER_NODES === undefined ? undefined : parseClusterNodes(e.REDIS_CLUSTER_NODES);
+  const prepare = e.DATABASE_PREPARE === 'true';
   return {
     api: {
+      /** undefined: the `demo` command starts the embedded simulator */
       baseUrl: e.API_BASE_URL,
       apiKey: e.API_KEY,
       platform: e.API_PLATFORM,
@@ -611,12 +804,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxBodyBytes: e.API_MAX_BODY_BYTES,
     },
     databaseUrl: e.DATABASE_URL,
+    /** the single Redis node (ignored when `redisClusterNodes` is set) */
     redisUrl: e.REDIS_URL,
+    /** undefined: one node at `redisUrl` */
     redisClusterNodes: cluster?.nodes,
     // a password written in the URL wins, as ioredis does with REDIS_URL's own
     redisPassword: cluster?.password ?? e.REDIS_PASSWORD,
     queuePrefix: e.QUEUE_PREFIX,
     logLevel: e.LOG_LEVEL ?? 'info',
+    /** LOG_LEVEL was set (else logLevel is the default, `info`) */
     logLevelSet: e.LOG_LEVEL !== undefined,
     logFormat: e.LOG_FORMAT,
     simulatorApiKey: e.SIMULATOR_API_KEY,
@@ -660,12 +856,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       webhookSecretsKey: e.WEBHOOK_SECRETS_KEY,
     },
     databasePoolMax: e.DATABASE_POOL_MAX,
-    databasePrepare: e.DATABASE_PREPARE === 'true',
-    migration: {
-      lockTimeoutMs: e.MIGRATION_LOCK_TIMEOUT_MS,
-      lockRetries: e.MIGRATION_LOCK_RETRIES,
-      prepare: e.DATABASE_PREPARE === 'true',
-    },
+    databasePrepare: prepare,
+    /** what migrating takes (every command that migrates), DATABASE_PREPARE again for its own connection */
+    migration: { lockTimeoutMs: e.MIGRATION_LOCK_TIMEOUT_MS, lockRetries: e.MIGRATION_LOCK_RETRIES, prepare },
     admin: {
       token: e.ADMIN_TOKEN,
       metricsToken: e.METRICS_TOKEN,
@@ -673,4 +866,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     videoUrlTemplate: e.VIDEO_URL_TEMPLATE,
   };
+}
+
+/** The configuration: each field's meaning is its setting's doc in SETTINGS. */
+export type Config = ReturnType<typeof configOf>;
+
+/** Validate the environment. Unset and empty variables take their defaults. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  return configOf(parseEnv(env));
 }

@@ -22,13 +22,18 @@ import {
   API_RETRY_BASE_DELAY_MS,
   API_RETRY_MAX_ATTEMPTS,
   API_RETRY_MAX_DELAY_MS,
-  ConfigError,
   DEFAULT_PLATFORM,
-  type Config,
-} from '../config.ts';
+} from './defaults.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import { invalidRequestFromZod, SchemaMismatchError } from './errors.ts';
-import { createHttp, type IncomingHttpHeaders, type QueryValue, type RequestEvent, type RequestSpec } from './http.ts';
+import {
+  createHttp,
+  type Http,
+  type IncomingHttpHeaders,
+  type QueryValue,
+  type RequestEvent,
+  type RequestSpec,
+} from './http.ts';
 import { keyFingerprint } from './key-fingerprint.ts';
 import { sleepMs, type RetryPolicy } from './retry.ts';
 import {
@@ -320,9 +325,8 @@ function checkOptions(opts: ApiClientOptions): void {
   }
 }
 
-export function createApiClient(opts: ApiClientOptions): ApiClient {
-  checkOptions(opts);
-  const platform = opts.platform ?? DEFAULT_PLATFORM;
+/** The HTTP layer over the owned pool (or the given dispatcher), every default filled in. */
+function createTransport(opts: ApiClientOptions): { http: Http; close(): Promise<void> } {
   const connectTimeoutMs = opts.connectTimeoutMs ?? API_CONNECT_TIMEOUT_MS;
   const headersTimeoutMs = opts.headersTimeoutMs ?? API_HEADERS_TIMEOUT_MS;
   const bodyTimeoutMs = opts.bodyTimeoutMs ?? API_BODY_TIMEOUT_MS;
@@ -341,117 +345,86 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
           connections: API_POOL_CONNECTIONS,
         })
       : undefined;
-  const dispatcher = opts.dispatcher ?? ownedDispatcher!;
-  const retryAfterMaxMs = opts.retryAfterMaxMs ?? API_RETRY_AFTER_MAX_MS;
-  const maxBodyBytes = opts.maxBodyBytes ?? API_MAX_BODY_BYTES;
   let closed = false;
   const http = createHttp({
     baseUrl: opts.baseUrl,
     apiKey: opts.apiKey,
-    dispatcher,
+    dispatcher: opts.dispatcher ?? ownedDispatcher!,
     headersTimeoutMs,
     bodyTimeoutMs,
     requestTimeoutMs: opts.requestTimeoutMs ?? API_REQUEST_TIMEOUT_MS,
     retry,
-    retryAfterMaxMs,
-    maxBodyBytes,
+    retryAfterMaxMs: opts.retryAfterMaxMs ?? API_RETRY_AFTER_MAX_MS,
+    maxBodyBytes: opts.maxBodyBytes ?? API_MAX_BODY_BYTES,
     log: opts.log ?? silentLogger(),
     sleep: opts.sleep ?? sleepMs,
     random: opts.random ?? Math.random,
     onRequest: opts.onRequest,
     beforeRequest: opts.beforeRequest,
   });
-  const p = `/${platform}`;
+  return {
+    http,
+    close: async () => {
+      if (ownedDispatcher === undefined || closed) return;
+      closed = true;
+      await ownedDispatcher.close();
+    },
+  };
+}
 
-  async function get<S extends z.ZodType>(
+/** What every endpoint family is built from: the HTTP layer and its two common shapes of call. */
+interface Calls {
+  http: Http;
+  get<S extends z.ZodType>(
     endpoint: string,
     path: string,
     query: object | undefined,
     schema: S,
     o: CallOptions | undefined,
-    kind: RequestSpec['kind'] = 'idempotent',
-  ): Promise<z.output<S>> {
-    const spec: RequestSpec = {
-      method: 'GET',
-      endpoint,
-      path,
-      query: query === undefined ? undefined : toQuery(query),
-      kind,
-      signal: o?.signal,
-      expectedCredits: o?.expectedCredits,
-    };
-    return (await http.requestJson(spec, schema)).data;
-  }
+  ): Promise<z.output<S>>;
+  /** a POST that starts a (paid) job: `kind: 'create'`, never repeated once it may have arrived */
+  createJob(endpoint: string, path: string, body: unknown, o: CallOptions | undefined): Promise<JobId>;
+}
 
-  async function createJob(endpoint: string, path: string, body: unknown, o: CallOptions | undefined): Promise<JobId> {
-    const spec: RequestSpec = {
-      method: 'POST',
-      endpoint,
-      path,
-      body,
-      kind: 'create',
-      signal: o?.signal,
-      expectedCredits: o?.expectedCredits,
-    };
-    return (await http.requestJson(spec, JobIdSchema)).data;
-  }
+/** The request of a call: its signal and expected credits from the call's options. */
+function specOf(o: CallOptions | undefined, spec: Omit<RequestSpec, 'signal' | 'expectedCredits'>): RequestSpec {
+  return { ...spec, signal: o?.signal, expectedCredits: o?.expectedCredits };
+}
 
-  async function getCrawl(jobId: string, o?: CallOptions & { skip?: number | undefined }): Promise<CrawlJob> {
-    const endpoint = 'GET /web/crawl/{jobId}';
-    const seg = jobIdSegment(jobId, endpoint);
-    const q = validate(CrawlQuerySchema, { skip: o?.skip }, endpoint);
-    return get(endpoint, `/web/crawl/${seg}`, q, CrawlJobSchema, o);
-  }
-
-  async function* crawlPages(jobId: string, o?: CallOptions): AsyncGenerator<CrawledPage> {
-    const endpoint = 'GET /web/crawl/{jobId}';
-    const seg = jobIdSegment(jobId, endpoint);
-    let skip: number | undefined;
-    for (;;) {
-      // always our own path on our own origin: whatever `next` looked like, only its offset is used
-      const spec: RequestSpec = {
-        method: 'GET',
-        endpoint,
-        path: `/web/crawl/${seg}`,
-        query: { skip },
-        kind: 'idempotent',
-        signal: o?.signal,
-        expectedCredits: o?.expectedCredits,
-      };
-      const { data } = await http.requestJson(spec, CrawlJobSchema);
-      for (const page of data.pages ?? []) yield page;
-      if (data.next === undefined) return;
-      skip = skipOfNext(data.next, jobId, skip ?? 0, endpoint);
-    }
-  }
-
-  async function readMediaTranscript(
-    q: MediaTranscriptQuery,
-    o?: CallOptions,
-  ): Promise<{ result: MediaTranscriptResult; raw: unknown }> {
-    const endpoint = 'GET /transcript';
-    const query = validate(MediaTranscriptRequestSchema, q, endpoint);
-    // anything but `native` may start a paid job: like a batch POST, never repeated once it may have arrived
-    const kind = query.mode === 'native' ? 'idempotent' : 'create';
-    const spec: RequestSpec = {
-      method: 'GET',
-      endpoint,
-      path: '/transcript',
-      query: toQuery(query),
-      kind,
-      signal: o?.signal,
-      expectedCredits: o?.expectedCredits,
-    };
-    const { data, raw } = await http.requestJson(spec, TranscriptOrJobIdSchema);
-    return {
-      result: 'jobId' in data ? { kind: 'job', jobId: data.jobId } : { kind: 'transcript', transcript: data },
-      raw,
-    };
-  }
-
+function callsOf(http: Http): Calls {
   return {
-    platform,
-    keyFingerprint: keyFingerprint(opts.apiKey),
+    http,
+    get: async (endpoint, path, query, schema, o) => {
+      const q = query === undefined ? undefined : toQuery(query);
+      return (
+        await http.requestJson(specOf(o, { method: 'GET', endpoint, path, query: q, kind: 'idempotent' }), schema)
+      ).data;
+    },
+    createJob: async (endpoint, path, body, o) =>
+      (await http.requestJson(specOf(o, { method: 'POST', endpoint, path, body, kind: 'create' }), JobIdSchema)).data,
+  };
+}
+
+type PlatformEndpoints = Pick<
+  ApiClient,
+  | 'createVideoBatch'
+  | 'createTranscriptBatch'
+  | 'getBatch'
+  | 'openBatch'
+  | 'getPlaylistVideos'
+  | 'getChannelVideos'
+  | 'getVideo'
+  | 'getPlaylist'
+  | 'getChannel'
+  | 'getTranscript'
+  | 'translateTranscript'
+  | 'search'
+>;
+
+/** The endpoints under `/{platform}`: batches, listings, items, search. */
+function platformEndpoints({ http, get, createJob }: Calls, platform: string): PlatformEndpoints {
+  const p = `/${platform}`;
+  return {
     createVideoBatch: async (body, o) => {
       const endpoint = `POST ${p}/video/batch`;
       return createJob(endpoint, `${p}/video/batch`, validate(VideoBatchRequestSchema, body, endpoint), o);
@@ -467,14 +440,7 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
     openBatch: async (jobId, o) => {
       const endpoint = `GET ${p}/batch/{jobId}`;
       const path = `${p}/batch/${jobIdSegment(jobId, endpoint)}`;
-      return http.openStream({
-        method: 'GET',
-        endpoint,
-        path,
-        kind: 'idempotent',
-        signal: o?.signal,
-        expectedCredits: o?.expectedCredits,
-      });
+      return http.openStream(specOf(o, { method: 'GET', endpoint, path, kind: 'idempotent' }));
     },
     getPlaylistVideos: async (q, o) => {
       const endpoint = `GET ${p}/playlist/videos`;
@@ -505,6 +471,36 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
       const query = validate(TranslateQuerySchema, q, endpoint);
       return get(endpoint, `${p}/transcript/translate`, query, TranslatedTranscriptSchema, o);
     },
+    search: async (q, o) => {
+      const endpoint = `GET ${p}/search`;
+      return get(endpoint, `${p}/search`, validate(SearchQuerySchema, q, endpoint), SearchResultsSchema, o);
+    },
+  };
+}
+
+type TranscriptEndpoints = Pick<
+  ApiClient,
+  'getMediaTranscript' | 'readMediaTranscript' | 'getTranscriptJob' | 'readTranscriptJob'
+>;
+
+/** `GET /transcript` and its jobs (any platform, by URL). */
+function transcriptEndpoints({ http, get }: Calls): TranscriptEndpoints {
+  async function readMediaTranscript(
+    q: MediaTranscriptQuery,
+    o?: CallOptions,
+  ): Promise<{ result: MediaTranscriptResult; raw: unknown }> {
+    const endpoint = 'GET /transcript';
+    const query = validate(MediaTranscriptRequestSchema, q, endpoint);
+    // anything but `native` may start a paid job: like a batch POST, never repeated once it may have arrived
+    const kind = query.mode === 'native' ? 'idempotent' : 'create';
+    const spec = specOf(o, { method: 'GET', endpoint, path: '/transcript', query: toQuery(query), kind });
+    const { data, raw } = await http.requestJson(spec, TranscriptOrJobIdSchema);
+    return {
+      result: 'jobId' in data ? { kind: 'job', jobId: data.jobId } : { kind: 'transcript', transcript: data },
+      raw,
+    };
+  }
+  return {
     getMediaTranscript: async (q, o) => (await readMediaTranscript(q, o)).result,
     readMediaTranscript,
     getTranscriptJob: async (jobId, o) => {
@@ -513,17 +509,24 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
     },
     readTranscriptJob: async (jobId, o) => {
       const endpoint = 'GET /transcript/{jobId}';
-      const spec: RequestSpec = {
-        method: 'GET',
-        endpoint,
-        path: `/transcript/${jobIdSegment(jobId, endpoint)}`,
-        kind: 'idempotent',
-        signal: o?.signal,
-        expectedCredits: o?.expectedCredits,
-      };
-      const { data, raw } = await http.requestJson(spec, JobResultSchema);
+      const path = `/transcript/${jobIdSegment(jobId, endpoint)}`;
+      const { data, raw } = await http.requestJson(
+        specOf(o, { method: 'GET', endpoint, path, kind: 'idempotent' }),
+        JobResultSchema,
+      );
       return { result: data, raw };
     },
+  };
+}
+
+type WebEndpoints = Pick<
+  ApiClient,
+  'scrape' | 'mapSite' | 'startCrawl' | 'getCrawl' | 'crawlPages' | 'getMetadata' | 'startExtract' | 'getExtractJob'
+>;
+
+/** The endpoints that take any URL: web pages, crawls, metadata, extract jobs. */
+function webEndpoints({ http, get, createJob }: Calls): WebEndpoints {
+  return {
     scrape: async (q, o) => {
       const endpoint = 'GET /web/scrape';
       return get(endpoint, '/web/scrape', validate(WebPageQuerySchema, q, endpoint), ScrapeSchema, o);
@@ -536,11 +539,30 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
       const endpoint = 'POST /web/crawl';
       return createJob(endpoint, '/web/crawl', validate(CrawlRequestSchema, body, endpoint), o);
     },
-    getCrawl,
-    crawlPages,
-    search: async (q, o) => {
-      const endpoint = `GET ${p}/search`;
-      return get(endpoint, `${p}/search`, validate(SearchQuerySchema, q, endpoint), SearchResultsSchema, o);
+    getCrawl: async (jobId, o) => {
+      const endpoint = 'GET /web/crawl/{jobId}';
+      const seg = jobIdSegment(jobId, endpoint);
+      const q = validate(CrawlQuerySchema, { skip: o?.skip }, endpoint);
+      return get(endpoint, `/web/crawl/${seg}`, q, CrawlJobSchema, o);
+    },
+    crawlPages: async function* (jobId, o) {
+      const endpoint = 'GET /web/crawl/{jobId}';
+      const seg = jobIdSegment(jobId, endpoint);
+      let skip: number | undefined;
+      for (;;) {
+        // always our own path on our own origin: whatever `next` looked like, only its offset is used
+        const spec = specOf(o, {
+          method: 'GET',
+          endpoint,
+          path: `/web/crawl/${seg}`,
+          query: { skip },
+          kind: 'idempotent',
+        });
+        const { data } = await http.requestJson(spec, CrawlJobSchema);
+        for (const page of data.pages ?? []) yield page;
+        if (data.next === undefined) return;
+        skip = skipOfNext(data.next, jobId, skip ?? 0, endpoint);
+      }
     },
     getMetadata: async (q, o) => {
       const endpoint = 'GET /metadata';
@@ -554,12 +576,22 @@ export function createApiClient(opts: ApiClientOptions): ApiClient {
       const endpoint = 'GET /extract/{jobId}';
       return get(endpoint, `/extract/${jobIdSegment(jobId, endpoint)}`, undefined, ExtractJobResultSchema, o);
     },
-    me: async (o) => get('GET /me', '/me', undefined, AccountSchema, o),
-    close: async () => {
-      if (ownedDispatcher === undefined || closed) return;
-      closed = true;
-      await ownedDispatcher.close();
-    },
+  };
+}
+
+export function createApiClient(opts: ApiClientOptions): ApiClient {
+  checkOptions(opts);
+  const platform = opts.platform ?? DEFAULT_PLATFORM;
+  const transport = createTransport(opts);
+  const calls = callsOf(transport.http);
+  return {
+    platform,
+    keyFingerprint: keyFingerprint(opts.apiKey),
+    ...platformEndpoints(calls, platform),
+    ...transcriptEndpoints(calls),
+    ...webEndpoints(calls),
+    me: async (o) => calls.get('GET /me', '/me', undefined, AccountSchema, o),
+    close: transport.close,
   };
 }
 
@@ -622,41 +654,4 @@ function safeDecodeSegment(s: string): string {
   } catch {
     return s;
   }
-}
-
-/** The client from `config.api`; a missing base URL or key is a ConfigError naming the variable. */
-export function createApiClientFromConfig(
-  api: Config['api'],
-  log?: Logger,
-  extra: Omit<
-    ApiClientOptions,
-    | 'baseUrl'
-    | 'apiKey'
-    | 'platform'
-    | 'connectTimeoutMs'
-    | 'headersTimeoutMs'
-    | 'bodyTimeoutMs'
-    | 'requestTimeoutMs'
-    | 'retry'
-    | 'retryAfterMaxMs'
-    | 'maxBodyBytes'
-    | 'log'
-  > = {},
-): ApiClient {
-  if (api.baseUrl === undefined) throw new ConfigError('API_BASE_URL', 'is required (a base URL ending in /v1)');
-  if (api.apiKey === undefined) throw new ConfigError('API_KEY', 'is required');
-  return createApiClient({
-    ...extra,
-    baseUrl: api.baseUrl,
-    apiKey: api.apiKey,
-    platform: api.platform,
-    connectTimeoutMs: api.connectTimeoutMs,
-    headersTimeoutMs: api.headersTimeoutMs,
-    bodyTimeoutMs: api.bodyTimeoutMs,
-    requestTimeoutMs: api.requestTimeoutMs,
-    retry: api.retry,
-    retryAfterMaxMs: api.retryAfterMaxMs,
-    maxBodyBytes: api.maxBodyBytes,
-    log,
-  });
 }

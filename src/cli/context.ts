@@ -2,7 +2,8 @@
  * What a command needs, built from the validated configuration and closed in one call. Each
  * part is opened only when the command asks for it (`status` needs no API key, `migrate` no Redis).
  */
-import { createApiClientFromConfig, type ApiClient, type RequestEvent } from '../api/client.ts';
+import type { ApiClient, RequestEvent } from '../api/client.ts';
+import { createApiClientFromConfig } from '../api-from-config.ts';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { createDb, type DbHandle } from '../db/connection.ts';
 import { createLogger, loggingFor, type Logger } from '../log.ts';

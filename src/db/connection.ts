@@ -11,7 +11,7 @@
 import postgres from 'postgres';
 import { assertDriverGuarded } from './driver-guard.ts';
 import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
-import { DATABASE_POOL_MAX } from '../config.ts';
+import { DATABASE_POOL_MAX } from './defaults.ts';
 import type { Logger } from '../log.ts';
 import * as schema from './schema.ts';
 

@@ -4,8 +4,8 @@
  * `processing` exactly once: a later answer (`result-unavailable`, a repeated poll) never
  * overwrites what was landed, failed or set aside.
  */
-import { LAND_CHUNK_ITEMS } from '../config.ts';
 import type { Queryable } from './connection.ts';
+import { LAND_CHUNK_ITEMS } from './defaults.ts';
 import { DELIVERED_ITEM_STATES, type ItemState, type QuarantineReason } from '../domain/items.ts';
 import type { BatchItemRecord } from './schema.ts';
 import { ESCAPED_UNSTORABLE_RE, findUnstorable, isStorableText, storableText } from './storable.ts';

@@ -16,10 +16,10 @@ import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { z } from 'zod';
-import { MIGRATION_LOCK_RETRIES, MIGRATION_LOCK_TIMEOUT_MS } from '../config.ts';
 import { isMarkedBackwardCompatible, type NewerMigration } from '../domain/schema-compat.ts';
 import { silentLogger, type Logger } from '../log.ts';
 import { clientOptions, type Queryable } from './connection.ts';
+import { MIGRATION_LOCK_RETRIES, MIGRATION_LOCK_TIMEOUT_MS } from './defaults.ts';
 import { isLockTimeout } from './pg-errors.ts';
 
 /**

@@ -6,7 +6,6 @@
  * failover is survived without restarting our processes.
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
-import type { Config } from '../config.ts';
 import { silentLogger, type Logger } from '../log.ts';
 
 /** A single node or a cluster: BullMQ, the limiter and the commands take either. */
@@ -103,11 +102,15 @@ export function createRedisCluster(
   });
 }
 
+/** The Redis settings of the configuration (a `Config` fits). */
+export interface RedisSettings {
+  redisUrl: string;
+  redisClusterNodes: { host: string; port: number }[] | undefined;
+  redisPassword: string | undefined;
+}
+
 /** The connection the configuration asks for: a cluster when REDIS_CLUSTER_NODES is set, else REDIS_URL. */
-export function createRedisFromConfig(
-  config: Pick<Config, 'redisUrl' | 'redisClusterNodes' | 'redisPassword'>,
-  opts: { log?: Logger } = {},
-): RedisClient {
+export function createRedisFromConfig(config: RedisSettings, opts: { log?: Logger } = {}): RedisClient {
   if (config.redisClusterNodes !== undefined) {
     return createRedisCluster(config.redisClusterNodes, { log: opts.log, password: config.redisPassword });
   }

@@ -4,8 +4,13 @@
  * answers 429 with Retry-After. Every API request of every worker acquires a token first, so N
  * daemons together stay under the plan's rate, and a 429 silences all of them for its window.
  */
-import { API_RATE_BURST, API_RATE_PER_SECOND, API_RETRY_AFTER_MAX_MS } from '../config.ts';
+import { API_RETRY_AFTER_MAX_MS } from '../api/defaults.ts';
 import type { RedisClient } from './connection.ts';
+
+/** Upstream requests per second, all processes together: the lowest plans allow about one (UPSTREAM.md); be a bit above. */
+export const API_RATE_PER_SECOND = 5;
+/** Requests allowed at once after a quiet period. */
+export const API_RATE_BURST = 10;
 
 /** Longest single wait of `acquire` before it asks Redis again. */
 export const LIMITER_RECHECK_MS = 5_000;
