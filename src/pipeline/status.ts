@@ -11,7 +11,13 @@
  */
 import { CronExpressionParser } from 'cron-parser';
 import { batchProgress, retryablePendingByBatch, type BatchProgress } from '../db/batch-progress.ts';
-import { batchCountsByStatus, creditsEstimatedTotal, inFlightJobIds, recentlyEndedJobIds } from '../db/batches.ts';
+import {
+  batchCountsByStatus,
+  creditsEstimatedTotal,
+  inFlightJobIds,
+  recentlyEndedCount,
+  recentlyEndedJobIds,
+} from '../db/batches.ts';
 import { databaseNow, type Queryable } from '../db/connection.ts';
 import { billedBetween, billedByDay, billedBySource, type BilledDay, type BilledSource } from '../db/credit-charges.ts';
 import { firstCreditSnapshotWithin, latestCreditSnapshot } from '../db/credit-snapshots.ts';
@@ -205,8 +211,10 @@ export interface StatusReport extends HoldsStatus, ItemsStatus {
   /** every source counted, and how many of them `sources` holds */
   sourcesSummary: SourcesSummary & { shown: number };
   inFlight: BatchProgress[];
-  /** batches that ended in the last 24 hours */
+  /** batches that ended in the last 24 hours, the latest first (at most STATUS_RECENT_BATCHES) */
   recent: RecentBatch[];
+  /** every batch that ended in the last 24 hours, counted (`recent` lists the latest of them) */
+  recentTotal: number;
   batchesByStatus: Record<string, number>;
   credits: CreditsStatus;
   /** every table of the schema, largest first: heap + TOAST + indexes, TOAST and indexes alone, in bytes */
@@ -477,12 +485,20 @@ export type RecentBatch = BatchProgress & { retryablePending: number };
 
 /** Batches that ended within the last 24 hours, the latest first, with their progress. */
 export async function readRecentBatches(sql: Queryable): Promise<RecentBatch[]> {
-  const batches = await batchProgress(sql, await recentlyEndedJobIds(sql, STATUS_RECENT_MS, STATUS_RECENT_BATCHES));
+  const ids = await recentlyEndedJobIds(sql, STATUS_RECENT_MS, STATUS_RECENT_BATCHES);
+  // batchProgress reads in submission order; the list is the latest ended first
+  const rank = new Map(ids.map((id, i) => [id, i]));
+  const batches = (await batchProgress(sql, ids)).sort((a, b) => rank.get(a.jobId)! - rank.get(b.jobId)!);
   const pending = await retryablePendingByBatch(
     sql,
     batches.filter((b) => b.retryable > 0).map((b) => b.jobId),
   );
   return batches.map((b) => ({ ...b, retryablePending: pending.get(b.jobId) ?? 0 }));
+}
+
+/** Every batch that ended within the last 24 hours, counted. */
+export function countRecentBatches(sql: Queryable): Promise<number> {
+  return recentlyEndedCount(sql, STATUS_RECENT_MS);
 }
 
 function totalsOf(byState: Record<ItemState, number>, retryablePending: number): OutcomeTotals {
@@ -620,6 +636,7 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
   });
   const inFlight = await batchProgress(sql, await inFlightJobIds(sql));
   const recent = await readRecentBatches(sql);
+  const recentTotal = await countRecentBatches(sql);
   const batchesByStatus = await batchCountsByStatus(sql);
   const items = await readItems(sql);
   const credits = await readCredits(sql);
@@ -644,6 +661,7 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
     },
     inFlight,
     recent,
+    recentTotal,
     batchesByStatus,
     ...items,
     credits,
