@@ -343,11 +343,23 @@ function cronTimesAt(now: Date): (cron: string) => Date | undefined {
   };
 }
 
-/** Is the source as fresh as its schedule promises? */
+/**
+ * Is the source as fresh as its schedule promises? A source whose latest sync or batch failed
+ * (`hasError`: its `last_error`, cleared by the next good sync) is not called fresh.
+ */
 export function freshnessOf(
-  s: Pick<SourceStatus, 'paused' | 'cron' | 'lastSyncedAt'>,
+  s: Pick<SourceStatus, 'paused' | 'cron' | 'lastSyncedAt'> & { hasError?: boolean },
   now: Date,
   lastDue: (cron: string) => Date | undefined = (cron) => lastCronTime(cron, now),
+): Freshness {
+  const f = scheduleFreshness(s, now, lastDue);
+  return s.hasError && (f.label === 'fresh' || f.label === 'backfill only') ? { label: 'failing', tone: 'bad' } : f;
+}
+
+function scheduleFreshness(
+  s: Pick<SourceStatus, 'paused' | 'cron' | 'lastSyncedAt'>,
+  now: Date,
+  lastDue: (cron: string) => Date | undefined,
 ): Freshness {
   if (s.paused) return { label: 'paused', tone: 'muted' };
   if (s.lastSyncedAt === null) return { label: 'never synced', tone: 'warn' };
@@ -416,7 +428,11 @@ export async function readSourcesPage(q: Queryable, now: Date, opts: SourcesPage
     ];
     for (const [side, sources, lastSyncedAt] of sides) {
       if (sources === 0) continue;
-      const freshness = freshnessOf({ paused: b.paused, cron: b.cron, lastSyncedAt }, now, lastDue);
+      const freshness = freshnessOf(
+        { paused: b.paused, cron: b.cron, lastSyncedAt, hasError: b.hasError },
+        now,
+        lastDue,
+      );
       groups.push({
         cron: b.cron,
         paused: b.paused,
@@ -461,7 +477,7 @@ export async function readSourcesPage(q: Queryable, now: Date, opts: SourcesPage
     // each row judged by the same rule (a source changed since the counts is judged as it is now)
     rows: rows.map((s) => {
       const row = toSourceStatus(s);
-      return { ...row, freshness: freshnessOf(row, now, lastDue) };
+      return { ...row, freshness: freshnessOf({ ...row, hasError: row.lastError !== null }, now, lastDue) };
     }),
   };
 }

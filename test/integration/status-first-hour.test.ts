@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOverview, renderOverview } from '../../src/admin/overview.ts';
 import { STATUS_STORAGE_TABLES_SHOWN } from '../../src/cli/status.ts';
 import type { StatusReport } from '../../src/pipeline/status.ts';
+import { endBatchLocally } from '../../src/db/batch-polls.ts';
 import { expectExit } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { runCli } from '../helpers/pipeline.ts';
@@ -100,5 +101,42 @@ describe('status and the overview after a first hour', () => {
     expect(short.stdout).not.toMatch(/^table\s+rows/m);
     expect(tableRows(full.stdout)).toHaveLength(n);
     expect(full.stdout).toMatch(/^table\s+total\s+TOAST\s+indexes\s+rows \(planner estimate\)/m);
+  });
+
+  it('after three failed batches a source is not fresh and gives its last error with code and time', async () => {
+    const { sql } = database;
+    const [source] = await sql<{ id: number }[]>`
+      insert into sources (kind, ref, external_id, max_videos, title, last_synced_at)
+      values ('playlist', 'PLfailing', 'PLfailing', 10, 'Failing source', now() - interval '10 minutes')
+      returning id`;
+    const id = source!.id;
+    for (const n of [1, 2, 3]) {
+      await sql`
+        insert into batches (job_id, source_id, kind, status, credits_estimated, request)
+        values (${`job-src-${n}`}, ${id}, 'video', 'active', 2, '{}'::jsonb)`;
+      // how the poller ends a batch the upstream never finished
+      await endBatchLocally(sql, `job-src-${n}`, {
+        status: 'failed',
+        errorCode: 'internal-error',
+        reason: `attempt ${n} <x>`,
+      });
+    }
+    const [json, text] = await Promise.all([runCli(['status', '--json'], env), runCli(['status'], env)]);
+    expectExit(json, 0);
+    expectExit(text, 0);
+    const report = JSON.parse(json.stdout) as StatusReport;
+    const row = report.sources.find((s) => s.id === id);
+    expect(row).toMatchObject({ lastErrorCode: 'internal-error', lastError: 'batch job-src-3 failed: attempt 3 <x>' });
+    expect(row!.lastErrorAt).not.toBeNull();
+    expect(report.sourcesSummary).toMatchObject({ withError: 1, attention: 1 });
+    expect(text.stdout).toMatch(
+      new RegExp(`^${id}\\s+playlist\\s+Failing source\\s.*batch job-src-3 failed: attempt 3 <x> \\(`, 'm'),
+    );
+    // the overview's freshness pill
+    const page = renderOverview(await loadOverview(sql));
+    const tr = new RegExp(`<tr data-source-id="${id}">[\\s\\S]*?</tr>`).exec(page)?.[0] ?? '';
+    expect(tr).toContain('failing');
+    expect(tr).not.toContain('>fresh<');
+    expect(tr).toContain('<code>internal-error</code> batch job-src-3 failed: attempt 3 &lt;x&gt;');
   });
 });
