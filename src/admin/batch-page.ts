@@ -100,6 +100,27 @@ export function itemStatePill(state: ItemState): SafeHtml {
   return pill(state, STATE_TONE[state]);
 }
 
+/**
+ * What to do about a batch that ended without all its items: its stored raw items re-sunk (free),
+ * its retryable items re-submitted (`replay --failed`, from the batch's submission on; the dry run
+ * first, since it costs credits). Commands as docs/operating.md gives them.
+ */
+function nextStep(b: BatchView): SafeHtml {
+  if (b.status === 'completed' && b.retryable === 0 && b.landed === 0) return html``;
+  const steps: SafeHtml[] = [];
+  if (b.landed > 0)
+    steps.push(
+      html`<div class="small">store its ${b.landed} landed item(s) (free): <code>videosite-ingest replay --batch ${b.jobId}</code></div>`,
+    );
+  if (b.status !== 'completed' || b.retryable > 0)
+    steps.push(
+      html`<div class="small">re-submit what can be retried (costs credits; see the estimate first): <code>videosite-ingest replay --failed --since ${b.submittedAt} --dry-run</code>, then the same with <code>--yes</code>${
+        b.sourceId !== null ? html`; the source's next sync also re-submits its videos still due` : ''
+      }</div>`,
+    );
+  return html`<dt>next step</dt><dd data-next-step>${steps}</dd>`;
+}
+
 function summary(b: BatchView, sourceName: string | null | undefined, now: Date): SafeHtml {
   const names = new Map<number, string>(b.sourceId !== null && sourceName ? [[b.sourceId, sourceName]] : []);
   const inFlight = !isTerminalStatus(b.status);
@@ -124,6 +145,8 @@ function summary(b: BatchView, sourceName: string | null | undefined, now: Date)
     <dt>credits estimated</dt><dd>${b.creditsEstimated}</dd>
     ${b.textOnly !== null && b.kind === 'transcript' ? html`<dt>transcripts</dt><dd>${b.textOnly ? 'plain text' : 'chunks with timings'}</dd>` : ''}
     ${b.replayOf !== null ? html`<dt>re-submits items of</dt><dd>${jobLink(b.replayOf)}</dd>` : ''}
+    ${b.errorCode !== null || b.reason !== null ? html`<dt>why it ended so</dt><dd data-batch-error><code>${b.errorCode ?? 'no code'}</code> ${b.reason ?? html`<span class="muted">no reason recorded</span>`}</dd>` : ''}
+    ${isTerminalStatus(b.status) ? nextStep(b) : ''}
   </dl>`;
 }
 

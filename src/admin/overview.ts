@@ -32,6 +32,7 @@ import {
   readHolds,
   readItems,
   readLastPrune,
+  countRecentBatches,
   readRecentBatches,
   readSourcesPage,
   readWebhooks,
@@ -100,8 +101,10 @@ export interface OverviewData {
   items?: ItemsStatus;
   credits?: CreditsStatus;
   creditPoints?: CreditPoint[];
-  /** batches that ended in the last 24 hours, the latest first */
+  /** batches that ended in the last 24 hours, the latest first (at most RECENT_BATCHES_SHOWN) */
   recent?: RecentBatch[];
+  /** every batch that ended in the last 24 hours, counted */
+  recentTotal?: number;
   /** the title (or external ID) of each source the batches shown belong to */
   sourceNames?: Record<number, string>;
   storage?: TableStorage[];
@@ -165,6 +168,7 @@ export async function loadOverview(pool: Pool, opts: LoadOverviewOptions = {}): 
       shown.push(...r);
       return r;
     },
+    recentTotal: countRecentBatches,
     sourceNames: async (q) => {
       const ids = [...new Set(shown.map((b) => b.sourceId).filter((id): id is number => id !== null))];
       const rows = await sourcesWithStatsByIds(q, ids);
@@ -198,6 +202,7 @@ export async function loadOverview(pool: Pool, opts: LoadOverviewOptions = {}): 
     credits: v.credits,
     creditPoints: v.creditPoints,
     recent: v.recent,
+    recentTotal: v.recentTotal,
     sourceNames: v.sourceNames,
     storage: v.storage,
     lastPrune: v.lastPrune,
@@ -364,45 +369,14 @@ function renderStorage(
     ${prune}`;
 }
 
-export function renderOverview(d: OverviewData, opts: RenderOverviewOptions = {}): string {
-  const { now } = d;
-  const refresh = opts.refreshSeconds ?? OVERVIEW_REFRESH_S;
-  const sources = d.sources;
-  const names = new Map<number, string>([
-    ...Object.entries(d.sourceNames ?? {}).map(([id, name]): [number, string] => [Number(id), name]),
-    ...(sources?.rows ?? []).map((s): [number, string] => [s.id, s.title ?? s.externalId]),
-  ]);
-  const c = d.credits;
+type Names = ReadonlyMap<number, string>;
+
+function renderTiles(d: OverviewData): SafeHtml {
+  const { now, credits: c, sources } = d;
   const it = d.items?.items;
-
-  const inFlightRows = (d.inFlight?.shown ?? []).map(
-    (b) => html`<tr data-job-id="${b.jobId}">
-      <td>${jobLink(b.jobId)}</td>
-      <td>${sourceLink(b.sourceId, names)}</td>
-      <td>${batchName(b)}</td>
-      <td>${statusPill(b)}</td>
-      <td style="width:34%">${progressBar(b)}</td>
-      <td class="num">${b.polls}</td>
-      <td class="small nowrap">${ago(b.submittedAt, now)}</td>
-    </tr>`,
-  );
-
-  const recent = (d.recent ?? []).map(
-    (b) => html`<tr data-job-id="${b.jobId}">
-      <td>${jobLink(b.jobId)}</td>
-      <td>${sourceLink(b.sourceId, names)}</td>
-      <td>${batchName(b)}</td>
-      <td>${statusPill(b)}</td>
-      <td class="num">${b.total ?? '-'}</td><td class="num">${b.sunk}</td>
-      <td class="num">${b.failed}</td><td class="num">${b.retryablePending}</td>
-      <td class="small nowrap">${ago(b.completedAt, now)}</td>
-    </tr>`,
-  );
-
   const usedPct = c?.maxCredits ? Math.min(100, (100 * (c.usedCredits ?? 0)) / c.maxCredits) : null;
   const storageTotal = d.storage?.reduce((n, t) => n + t.totalBytes, 0);
-  const body = html`
-  <div class="tiles">
+  return html`<div class="tiles">
     <div class="tile"><div class="k">Sources</div><div class="v">${sources ? sources.total : '–'}</div>
       <div class="s">${
         sources
@@ -437,78 +411,92 @@ export function renderOverview(d: OverviewData, opts: RenderOverviewOptions = {}
             ? 'never pruned'
             : `last prune ${ago(d.lastPrune.startedAt, now)}`
       }</div></div>
-  </div>
+  </div>`;
+}
 
-  <section id="sources">
-    <h2>Sources</h2>
-    ${sources ? renderSources(sources, now) : unavailable('Sources')}
-  </section>
-
-  <section id="in-flight">
-    <h2>Batches in flight</h2>
-    ${
-      d.inFlight === undefined
-        ? unavailable('Batches in flight')
-        : d.inFlight.total === 0
-          ? html`<p class="muted">No batches in flight.</p>`
-          : html`<table>
+function renderInFlight(inFlight: OverviewData['inFlight'], names: Names, now: Date): SafeHtml {
+  if (inFlight === undefined) return unavailable('Batches in flight');
+  if (inFlight.total === 0) return html`<p class="muted">No batches in flight.</p>`;
+  const rows = inFlight.shown.map(
+    (b) => html`<tr data-job-id="${b.jobId}">
+      <td>${jobLink(b.jobId)}</td>
+      <td>${sourceLink(b.sourceId, names)}</td>
+      <td>${batchName(b)}</td>
+      <td>${statusPill(b)}</td>
+      <td style="width:34%">${progressBar(b)}</td>
+      <td class="num">${b.polls}</td>
+      <td class="small nowrap">${ago(b.submittedAt, now)}</td>
+    </tr>`,
+  );
+  return html`<table>
       <thead><tr><th>job</th><th>source</th><th>kind</th><th>status</th><th>progress</th><th class="num">polls</th><th>submitted</th></tr></thead>
-      <tbody>${inFlightRows}</tbody>
+      <tbody>${rows}</tbody>
     </table>${
-      d.inFlight.total > d.inFlight.shown.length
-        ? html`<p class="small muted">The ${d.inFlight.shown.length} submitted first of ${d.inFlight.total} (every one: <code>videosite-ingest status --json</code>).</p>`
+      inFlight.total > inFlight.shown.length
+        ? html`<p class="small muted">The ${inFlight.shown.length} submitted first of ${inFlight.total} (every one: <code>videosite-ingest status --json</code>).</p>`
         : ''
-    }`
-    }
-  </section>
+    }`;
+}
 
-  <section id="errors">
-    <h2>Latest error codes per source</h2>
-    ${sources ? renderErrors(sources, names) : unavailable('Latest error codes')}
-  </section>
-
-  <section id="credits">
-    <h2>Credit usage</h2>
-    ${d.creditPoints ? creditChartSvg(d.creditPoints) : unavailable('The credit chart')}
-    ${c && (d.creditPoints?.length ?? 0) > 0 ? html`<div class="small muted">${c.usedLast24h !== null ? `${c.usedLast24h} used in the last 24 h · ` : ''}estimated cost of all recorded batches ${c.estimatedAllTime}</div>` : ''}
-  </section>
-
-  <section id="recent">
-    <h2>Batches finished in the last 24 h</h2>
-    ${
-      d.recent === undefined
-        ? unavailable('Recent batches')
-        : recent.length === 0
-          ? html`<p class="muted">None.</p>`
-          : html`<table>
+function renderRecent(recent: RecentBatch[] | undefined, total: number | undefined, names: Names, now: Date): SafeHtml {
+  const more = html`<p class="small"><a href="/batches" id="more-batches">Every batch, the latest first (${BATCHES_PER_PAGE} a page) ›</a></p>`;
+  if (recent === undefined) return html`${unavailable('Recent batches')}${more}`;
+  if (recent.length === 0) return html`<p class="muted">None.</p>${more}`;
+  const rows = recent.map(
+    (b) => html`<tr data-job-id="${b.jobId}">
+      <td>${jobLink(b.jobId)}</td>
+      <td>${sourceLink(b.sourceId, names)}</td>
+      <td>${batchName(b)}</td>
+      <td>${statusPill(b)}</td>
+      <td class="num">${b.total ?? '-'}</td><td class="num">${b.sunk}</td>
+      <td class="num">${b.failed}</td><td class="num">${b.retryablePending}</td>
+      <td class="small nowrap">${ago(b.completedAt, now)}</td>
+    </tr>`,
+  );
+  const count =
+    total !== undefined && total > recent.length
+      ? html`<p class="small muted" id="recent-count">The latest ${recent.length} of ${total} (${total - recent.length} more in the list of every batch).</p>`
+      : '';
+  return html`${count}<table>
       <thead><tr><th>job</th><th>source</th><th>kind</th><th>status</th><th class="num">total</th><th class="num">stored</th><th class="num">failed</th><th class="num" title="retryable items no later batch has re-submitted yet">to re-submit</th><th>finished</th></tr></thead>
-      <tbody>${recent}</tbody>
-    </table>`
-    }
-    <p class="small"><a href="/batches" id="more-batches">Every batch, the latest first (${BATCHES_PER_PAGE} a page) ›</a></p>
-  </section>
+      <tbody>${rows}</tbody>
+    </table>${more}`;
+}
 
-  <section id="changes">
-    <h2>Recent changes</h2>
-    ${renderChanges(d.changes, names, now)}
-  </section>
+function renderCredits(d: OverviewData): SafeHtml {
+  const c = d.credits;
+  return html`${d.creditPoints ? creditChartSvg(d.creditPoints) : unavailable('The credit chart')}
+    ${c && (d.creditPoints?.length ?? 0) > 0 ? html`<div class="small muted">${c.usedLast24h !== null ? `${c.usedLast24h} used in the last 24 h · ` : ''}estimated cost of all recorded batches ${c.estimatedAllTime}</div>` : ''}`;
+}
 
-  <section id="webhooks">
-    <h2>Webhook endpoints</h2>
-    ${renderWebhooks(d.webhooks, now)}
-  </section>
-
-  <section id="storage">
-    <h2>Storage per table</h2>
-    ${renderStorage(d.storage, d.lastPrune, now)}
+export function renderOverview(d: OverviewData, opts: RenderOverviewOptions = {}): string {
+  const { now, sources } = d;
+  const names = new Map<number, string>([
+    ...Object.entries(d.sourceNames ?? {}).map(([id, name]): [number, string] => [Number(id), name]),
+    ...(sources?.rows ?? []).map((s): [number, string] => [s.id, s.title ?? s.externalId]),
+  ]);
+  const section = (id: string, title: string, content: SafeHtml) => html`
+  <section id="${id}">
+    <h2>${title}</h2>
+    ${content}
   </section>`;
+  const body = html`
+  ${renderTiles(d)}
+  ${section('sources', 'Sources', sources ? renderSources(sources, now) : unavailable('Sources'))}
+  ${section('in-flight', 'Batches in flight', renderInFlight(d.inFlight, names, now))}
+  ${section('errors', 'Latest error codes per source', sources ? renderErrors(sources, names) : unavailable('Latest error codes'))}
+  ${section('credits', 'Credit usage', renderCredits(d))}
+  ${section('recent', 'Batches finished in the last 24 h, the latest first', renderRecent(d.recent, d.recentTotal, names, now))}
+  ${section('changes', 'Recent changes', renderChanges(d.changes, names, now))}
+  ${section('webhooks', 'Webhook endpoints', renderWebhooks(d.webhooks, now))}
+  ${section('storage', 'Storage per table', renderStorage(d.storage, d.lastPrune, now))}`;
   return renderPage({
     title: 'overview',
     now,
     holds: d.holds,
     unavailable: d.unavailable,
     queuesPath: opts.queuesPath,
-    refreshSeconds: refresh,
+    refreshSeconds: opts.refreshSeconds ?? OVERVIEW_REFRESH_S,
     body,
   });
 }

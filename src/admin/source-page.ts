@@ -294,7 +294,12 @@ export function renderSourcePage(
   }
   const name = s.title ?? s.externalId;
   const freshness = freshnessOf(
-    { paused: s.paused, cron: s.cron, lastSyncedAt: s.lastSyncedAt?.toISOString() ?? null },
+    {
+      paused: s.paused,
+      cron: s.cron,
+      lastSyncedAt: s.lastSyncedAt?.toISOString() ?? null,
+      hasError: s.lastError !== null,
+    },
     now,
   );
   const batchesPage = d.batches?.page ?? 1;

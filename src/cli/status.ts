@@ -10,15 +10,17 @@ import { terminalJson, terminalSafe } from '../terminal-text.ts';
 import { createContext } from './context.ts';
 import { renderTable, shortTime } from './table.ts';
 
+/** Tables `status` lists under Storage unless asked for every one (`--storage`). */
+export const STATUS_STORAGE_TABLES_SHOWN = 5;
+
 function progress(b: BatchProgress): string {
   if (b.total === null || b.total === 0) return b.status === 'submitted' ? 'not polled yet' : '0/0';
   const pct = Math.floor((100 * b.finished) / b.total);
   return `${b.finished}/${b.total} (${pct}%)`;
 }
 
-/** The report for a person; titles, errors and hold reasons come from the upstream, so the whole text goes through `terminalSafe`. */
-export function renderStatus(r: StatusReport): string {
-  const out: string[] = [];
+/** What stops work, first: holds, a schema this build cannot schedule under, lost answers. */
+function pushBanners(r: StatusReport, out: string[]): void {
   // first, because nothing scheduled happens while one stands
   for (const h of r.upstreamHolds ?? []) out.push(`ON HOLD: ${h.message}\n\n`);
   if (r.schema.reason !== null)
@@ -34,6 +36,10 @@ export function renderStatus(r: StatusReport): string {
         'probably created upstream, not re-submitted; to re-submit: videosite-ingest replay --lost --yes\n\n',
     );
   }
+}
+
+/** The sources summary and the sources shown, those needing attention first. */
+function pushSources(r: StatusReport, out: string[]): void {
   const n = r.sourcesSummary;
   if (n.total === 0) out.push('Sources\n  none (add one: videosite-ingest sources add channel @handle)\n');
   else {
@@ -69,7 +75,10 @@ export function renderStatus(r: StatusReport): string {
       for (const s of covered) for (const c of s.coverage!) out.push(`  source ${s.id} ${describeCoverage(c)}\n`);
     }
   }
+}
 
+/** Batches in flight with their progress. */
+function pushInFlight(r: StatusReport, out: string[]): void {
   out.push(`\nBatches in flight: ${r.inFlight.length}\n`);
   if (r.inFlight.length > 0)
     out.push(
@@ -92,11 +101,20 @@ export function renderStatus(r: StatusReport): string {
         ]),
       ),
     );
+}
 
+/** Batches by status, and those of the last 24 h that need attention (the latest first). */
+function pushBatches(r: StatusReport, out: string[]): void {
   const byStatus = Object.entries(r.batchesByStatus)
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
   out.push(`\nBatches, all time: ${byStatus || 'none'}\n`);
+  out.push(
+    `Batches ended in the last 24 h: ${r.recentTotal}` +
+      (r.recentTotal > r.recent.length
+        ? ` (the latest ${r.recent.length} read here; every batch: the admin page /batches)\n`
+        : '\n'),
+  );
   // a batch whose retryable items a later one took up needs nothing more
   const bad = r.recent.filter((b) => b.status !== 'completed' || b.retryablePending > 0 || b.quarantined > 0);
   if (bad.length > 0) {
@@ -117,7 +135,10 @@ export function renderStatus(r: StatusReport): string {
       ),
     );
   }
+}
 
+/** What the videos got: latest outcomes, error codes, languages, history, gone and quarantined. */
+function pushItems(r: StatusReport, out: string[]): void {
   const it = r.items;
   out.push(
     `\nVideos by latest outcome (per kind and language, as things stand): ${it.sunk} stored, ${it.landed} landed (not yet stored), ` +
@@ -177,7 +198,10 @@ export function renderStatus(r: StatusReport): string {
         );
     }
   }
+}
 
+/** The latest hold events. */
+function pushHoldEvents(r: StatusReport, out: string[]): void {
   const holdEvents = r.holdEvents ?? [];
   if (holdEvents.length > 0) {
     out.push('\nUpstream holds, latest events\n');
@@ -188,7 +212,10 @@ export function renderStatus(r: StatusReport): string {
       ),
     );
   }
+}
 
+/** Credits: the latest /me, the daily rate, what was billed. */
+function pushCredits(r: StatusReport, out: string[]): void {
   const c = r.credits;
   out.push('\nCredits\n');
   if (c.takenAt === null) out.push('  no /me snapshot yet\n');
@@ -228,7 +255,10 @@ export function renderStatus(r: StatusReport): string {
       );
     }
   }
+}
 
+/** Webhook endpoints and their health. */
+function pushWebhooks(r: StatusReport, out: string[]): void {
   const hooks = r.webhooks ?? [];
   if (hooks.length > 0) {
     const bad = hooks.filter((w) => w.state !== 'ok');
@@ -254,21 +284,31 @@ export function renderStatus(r: StatusReport): string {
     if (hooks.some((w) => w.state === 'disabled'))
       out.push('  deliver to a disabled endpoint again: videosite-ingest webhooks enable ID\n');
   }
+}
 
+/** Storage, the search index and the latest prune. */
+function pushStorage(r: StatusReport, out: string[], everyTable: boolean): void {
   const total = r.storage.reduce((n, t) => n + t.totalBytes, 0);
-  out.push(`\nStorage: ${compactBytes(total)} in ${r.storage.length} tables\n`);
+  const shown = everyTable ? r.storage : r.storage.slice(0, STATUS_STORAGE_TABLES_SHOWN);
   out.push(
-    renderTable(
-      ['table', 'rows (estimate)', 'total', 'TOAST', 'indexes'],
-      r.storage.map((t) => [
-        t.table,
-        t.rowsEstimate === null ? '-' : Math.round(t.rowsEstimate),
-        compactBytes(t.totalBytes),
-        compactBytes(t.toastBytes),
-        compactBytes(t.indexBytes),
-      ]),
-    ),
+    `\nStorage: ${compactBytes(total)} in ${r.storage.length} tables` +
+      (everyTable ? '\n' : `; the largest ${shown.length} (every table: videosite-ingest status --storage)\n`),
   );
+  if (shown.length > 0)
+    out.push(
+      renderTable(
+        everyTable
+          ? ['table', 'total', 'TOAST', 'indexes', 'rows (planner estimate)']
+          : ['table', 'total', 'TOAST', 'indexes'],
+        shown.map((t) => [
+          t.table,
+          compactBytes(t.totalBytes),
+          compactBytes(t.toastBytes),
+          compactBytes(t.indexBytes),
+          ...(everyTable ? [t.rowsEstimate === null ? 'not analyzed yet' : Math.round(t.rowsEstimate)] : []),
+        ]),
+      ),
+    );
   const index = r.searchIndex;
   out.push(
     index.pending === 0
@@ -281,24 +321,48 @@ export function renderStatus(r: StatusReport): string {
       ? '  last prune: never (daemons prune daily; see what it would free: videosite-ingest prune --dry-run)\n'
       : `  last prune: ${shortTime(p.startedAt)}: ${describePrune(p, compactBytes)}\n`,
   );
+}
+
+export interface RenderStatusOptions {
+  /** every table's storage instead of the total and the largest few; default false */
+  storage?: boolean;
+}
+
+/** The report for a person; titles, errors and hold reasons come from the upstream, so the whole text goes through `terminalSafe`. */
+export function renderStatus(r: StatusReport, opts: RenderStatusOptions = {}): string {
+  const out: string[] = [];
+  pushBanners(r, out);
+  pushSources(r, out);
+  pushInFlight(r, out);
+  pushBatches(r, out);
+  pushItems(r, out);
+  pushHoldEvents(r, out);
+  pushCredits(r, out);
+  pushWebhooks(r, out);
+  pushStorage(r, out, opts.storage ?? false);
   return terminalSafe(out.join(''), { multiline: true });
 }
 
 export function registerStatusCommand(program: Command): void {
   program
     .command('status')
-    .description('show sources, batches in flight with progress, error counts, credits and storage per table')
+    .description('show sources, batches in flight with progress, error counts, credits and storage')
     .option('--json', 'print the report as JSON (stable field names) instead of tables', false)
     .option(
       '--all-sources',
       `list every source, not only the first ${STATUS_SOURCES_SHOWN} (those needing attention first)`,
       false,
     )
-    .action(async (o: { json: boolean; allSources: boolean }) => {
+    .option(
+      '--storage',
+      `list every table's storage, not only the total and the ${STATUS_STORAGE_TABLES_SHOWN} largest (--json always has every table)`,
+      false,
+    )
+    .action(async (o: { json: boolean; allSources: boolean; storage: boolean }) => {
       const ctx = createContext();
       try {
         const report = await collectStatus(ctx.db().sql, { allSources: o.allSources });
-        process.stdout.write(o.json ? `${terminalJson(report, 2)}\n` : renderStatus(report));
+        process.stdout.write(o.json ? `${terminalJson(report, 2)}\n` : renderStatus(report, { storage: o.storage }));
       } finally {
         await ctx.close();
       }

@@ -74,7 +74,7 @@ export async function recordPollAnswer(sql: Queryable, jobId: string, a: PollAns
       updated_at = now()
     ${fromPrevious(sql, jobId)}
     returning ${BATCH_EVENT_COLUMNS(sql)}
-    )
+    ), ${sourceErrorOfFailedBatch(sql)}
     ${insertBatchEvent(sql, eventType)}`;
 }
 
@@ -144,7 +144,7 @@ export async function endBatchLocally(
       terminal_at = now(), updated_at = now()
     ${fromPrevious(sql, jobId)}
     returning ${BATCH_EVENT_COLUMNS(sql)}
-    )
+    ), ${sourceErrorOfFailedBatch(sql)}
     ${insertBatchEvent(sql, terminalEvent(end.status))}`;
 }
 
@@ -167,6 +167,20 @@ const fromPrevious = (sql: Queryable, jobId: string) =>
 
 const BATCH_EVENT_COLUMNS = (sql: Queryable) =>
   sql`b.job_id, b.source_id, b.kind, b.lang, b.status, b.error_code, b.reason, b.total, b.succeeded, b.failed, p.previous_status`;
+
+/**
+ * A batch that fails is its source's latest error (code, message with the job, time), as a failed
+ * sync's is: `status` and the pages then stop calling the source fresh. Written by the statement
+ * that ends the batch, once (only when it was in flight); the source's next good sync clears it.
+ */
+const sourceErrorOfFailedBatch = (sql: Queryable) => sql`
+    source_error as (
+      update sources s set last_error = 'batch ' || u.job_id || ' failed' || coalesce(': ' || u.reason, ''),
+        last_error_code = coalesce(u.error_code, ${'failed' satisfies BatchStatus}), last_error_at = now()
+      from updated u
+      where s.id = u.source_id and u.status = ${'failed' satisfies BatchStatus}
+        and u.previous_status = any(${[...BATCH_IN_FLIGHT_STATUSES]}::text[])
+    )`;
 
 const insertBatchEvent = (sql: Queryable, eventType: EventType | null) => sql`
     insert into events (type, source_id, data)

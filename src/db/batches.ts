@@ -33,6 +33,14 @@ export async function recentlyEndedJobIds(sql: Queryable, withinMs: number, limi
   return rows.map((r) => r.jobId);
 }
 
+/** How many batches reached a terminal status within the last `withinMs`. */
+export async function recentlyEndedCount(sql: Queryable, withinMs: number): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`
+    select count(*)::int as n from batches
+    where status = any(${[...BATCH_TERMINAL_STATUSES]}::text[]) and terminal_at > now() - make_interval(secs => ${withinMs / 1000})`;
+  return row?.n ?? 0;
+}
+
 /**
  * A batch of this source, kind and language still in flight (the first found), or null. A
  * source of null matches batches without one (a replay's).

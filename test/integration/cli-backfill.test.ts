@@ -161,8 +161,8 @@ describe('backfill --all, status, replay --batch', () => {
       expect.arrayContaining(['videos', 'transcripts', 'source_stats', 'item_counts']),
     );
     expect(report.lastPrune).toBeNull();
-    expect(human.stdout).toMatch(/^Storage: \d+(\.\d)? [kMG]B in \d+ tables\n/m);
-    expect(human.stdout).toMatch(/^batch_items\s+(\d+|-)\s+\d+(\.\d)? [kMG]B\s/m);
+    expect(human.stdout).toMatch(/^Storage: \d+(\.\d)? [kMG]B in \d+ tables; the largest 5 \(every table: /m);
+    expect(human.stdout).toMatch(/^batch_items\s+\d+(\.\d)? [kMG]B\s/m);
     expect(human.stdout).toMatch(/^ {2}last prune: never /m);
   });
 

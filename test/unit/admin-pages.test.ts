@@ -503,6 +503,30 @@ describe('batch page', () => {
     expect(page).toContain('data-hold="unauthorized"');
   });
 
+  it("a failed batch's page gives its code and reason (escaped) and the commands that store or re-submit its items", () => {
+    const failed: BatchView = {
+      ...batch,
+      jobId: 'job/2',
+      status: 'failed',
+      errorCode: 'internal-error',
+      reason: 'upstream <b>failed</b> the batch',
+      landed: 2,
+      submittedAt: '2026-03-10T11:00:00.000Z',
+    };
+    const { html: page } = renderBatchPage({ now: NOW, unavailable: [], batch: failed }, { jobId: 'job/2' });
+    expect(page).toContain(
+      '<dd data-batch-error><code>internal-error</code> upstream &lt;b&gt;failed&lt;/b&gt; the batch</dd>',
+    );
+    const next = /<dd data-next-step>[\s\S]*?<\/dd>/.exec(page)?.[0] ?? '';
+    expect(next).toContain('<code>videosite-ingest replay --batch job/2</code>');
+    expect(next).toContain('<code>videosite-ingest replay --failed --since 2026-03-10T11:00:00.000Z --dry-run</code>');
+    // a batch that completed with everything stored needs no step
+    const done: BatchView = { ...batch, status: 'completed', errorCode: null, reason: null, landed: 0, retryable: 0 };
+    expect(renderBatchPage({ now: NOW, unavailable: [], batch: done }, { jobId: 'job/1' }).html).not.toContain(
+      'data-next-step',
+    );
+  });
+
   it('an unknown batch is a 404 page', () => {
     const { status, html: page } = renderBatchPage({ now: NOW, unavailable: [], batch: null }, { jobId: 'nope' });
     expect(status).toBe(404);

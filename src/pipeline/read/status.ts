@@ -11,15 +11,15 @@
  */
 import { CronExpressionParser } from 'cron-parser';
 import { batchProgress, retryablePendingByBatch, type BatchProgress } from '../../db/batch-progress.ts';
-import { batchCountsByStatus, creditsEstimatedTotal, inFlightJobIds, recentlyEndedJobIds } from '../../db/batches.ts';
-import { databaseNow, type Queryable } from '../../db/connection.ts';
 import {
-  billedBetween,
-  billedByDay,
-  billedBySource,
-  type BilledDay,
-  type BilledSource,
-} from '../../db/credit-charges.ts';
+  batchCountsByStatus,
+  creditsEstimatedTotal,
+  inFlightJobIds,
+  recentlyEndedCount,
+  recentlyEndedJobIds,
+} from '../../db/batches.ts';
+import { databaseNow, type Queryable } from '../../db/connection.ts';
+import { billedBetween, billedByDay, billedBySource, type BilledDay, type BilledSource } from '../../db/credit-charges.ts';
 import { firstCreditSnapshotWithin, latestCreditSnapshot } from '../../db/credit-snapshots.ts';
 import { itemErrorCodeCounts, itemStateCounts, type ItemErrorCount } from '../../db/item-counts.ts';
 import {
@@ -211,8 +211,10 @@ export interface StatusReport extends HoldsStatus, ItemsStatus {
   /** every source counted, and how many of them `sources` holds */
   sourcesSummary: SourcesSummary & { shown: number };
   inFlight: BatchProgress[];
-  /** batches that ended in the last 24 hours */
+  /** batches that ended in the last 24 hours, the latest first (at most STATUS_RECENT_BATCHES) */
   recent: RecentBatch[];
+  /** every batch that ended in the last 24 hours, counted (`recent` lists the latest of them) */
+  recentTotal: number;
   batchesByStatus: Record<string, number>;
   credits: CreditsStatus;
   /** every table of the schema, largest first: heap + TOAST + indexes, TOAST and indexes alone, in bytes */
@@ -341,11 +343,23 @@ function cronTimesAt(now: Date): (cron: string) => Date | undefined {
   };
 }
 
-/** Is the source as fresh as its schedule promises? */
+/**
+ * Is the source as fresh as its schedule promises? A source whose latest sync or batch failed
+ * (`hasError`: its `last_error`, cleared by the next good sync) is not called fresh.
+ */
 export function freshnessOf(
-  s: Pick<SourceStatus, 'paused' | 'cron' | 'lastSyncedAt'>,
+  s: Pick<SourceStatus, 'paused' | 'cron' | 'lastSyncedAt'> & { hasError?: boolean },
   now: Date,
   lastDue: (cron: string) => Date | undefined = (cron) => lastCronTime(cron, now),
+): Freshness {
+  const f = scheduleFreshness(s, now, lastDue);
+  return s.hasError && (f.label === 'fresh' || f.label === 'backfill only') ? { label: 'failing', tone: 'bad' } : f;
+}
+
+function scheduleFreshness(
+  s: Pick<SourceStatus, 'paused' | 'cron' | 'lastSyncedAt'>,
+  now: Date,
+  lastDue: (cron: string) => Date | undefined,
 ): Freshness {
   if (s.paused) return { label: 'paused', tone: 'muted' };
   if (s.lastSyncedAt === null) return { label: 'never synced', tone: 'warn' };
@@ -414,7 +428,11 @@ export async function readSourcesPage(q: Queryable, now: Date, opts: SourcesPage
     ];
     for (const [side, sources, lastSyncedAt] of sides) {
       if (sources === 0) continue;
-      const freshness = freshnessOf({ paused: b.paused, cron: b.cron, lastSyncedAt }, now, lastDue);
+      const freshness = freshnessOf(
+        { paused: b.paused, cron: b.cron, lastSyncedAt, hasError: b.hasError },
+        now,
+        lastDue,
+      );
       groups.push({
         cron: b.cron,
         paused: b.paused,
@@ -459,7 +477,7 @@ export async function readSourcesPage(q: Queryable, now: Date, opts: SourcesPage
     // each row judged by the same rule (a source changed since the counts is judged as it is now)
     rows: rows.map((s) => {
       const row = toSourceStatus(s);
-      return { ...row, freshness: freshnessOf(row, now, lastDue) };
+      return { ...row, freshness: freshnessOf({ ...row, hasError: row.lastError !== null }, now, lastDue) };
     }),
   };
 }
@@ -483,12 +501,20 @@ export type RecentBatch = BatchProgress & { retryablePending: number };
 
 /** Batches that ended within the last 24 hours, the latest first, with their progress. */
 export async function readRecentBatches(sql: Queryable): Promise<RecentBatch[]> {
-  const batches = await batchProgress(sql, await recentlyEndedJobIds(sql, STATUS_RECENT_MS, STATUS_RECENT_BATCHES));
+  const ids = await recentlyEndedJobIds(sql, STATUS_RECENT_MS, STATUS_RECENT_BATCHES);
+  // batchProgress reads in submission order; the list is the latest ended first
+  const rank = new Map(ids.map((id, i) => [id, i]));
+  const batches = (await batchProgress(sql, ids)).sort((a, b) => rank.get(a.jobId)! - rank.get(b.jobId)!);
   const pending = await retryablePendingByBatch(
     sql,
     batches.filter((b) => b.retryable > 0).map((b) => b.jobId),
   );
   return batches.map((b) => ({ ...b, retryablePending: pending.get(b.jobId) ?? 0 }));
+}
+
+/** Every batch that ended within the last 24 hours, counted. */
+export function countRecentBatches(sql: Queryable): Promise<number> {
+  return recentlyEndedCount(sql, STATUS_RECENT_MS);
 }
 
 function totalsOf(byState: Record<ItemState, number>, retryablePending: number): OutcomeTotals {
@@ -626,6 +652,7 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
   });
   const inFlight = await batchProgress(sql, await inFlightJobIds(sql));
   const recent = await readRecentBatches(sql);
+  const recentTotal = await countRecentBatches(sql);
   const batchesByStatus = await batchCountsByStatus(sql);
   const items = await readItems(sql);
   const credits = await readCredits(sql);
@@ -650,6 +677,7 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
     },
     inFlight,
     recent,
+    recentTotal,
     batchesByStatus,
     ...items,
     credits,
