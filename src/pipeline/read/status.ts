@@ -19,7 +19,13 @@ import {
   recentlyEndedJobIds,
 } from '../../db/batches.ts';
 import { databaseNow, type Queryable } from '../../db/connection.ts';
-import { billedBetween, billedByDay, billedBySource, type BilledDay, type BilledSource } from '../../db/credit-charges.ts';
+import {
+  billedBetween,
+  billedByDay,
+  billedBySource,
+  type BilledDay,
+  type BilledSource,
+} from '../../db/credit-charges.ts';
 import { firstCreditSnapshotWithin, latestCreditSnapshot } from '../../db/credit-snapshots.ts';
 import { itemErrorCodeCounts, itemStateCounts, type ItemErrorCount } from '../../db/item-counts.ts';
 import {
