@@ -1,5 +1,6 @@
 /**
- * Writes the generated reference pages under docs/reference/ (`npm run docs`), or with `--check`
+ * Writes the generated reference pages under docs/reference/ (with schema.sql) (`npm run docs`;
+ * the schema and the tables reference come from a scratch database on DATABASE_URL's server), or with `--check`
  * exits 1 naming each page that differs from what its definition would write. Each page comes from
  * the one place its subject is defined; test/unit/reference-docs.test.ts fails on a stale page.
  */
@@ -9,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { stalePages as staleGeneratedParts, writePages as writeGeneratedParts } from './docs/generated.ts';
 import { PAGES as PAGES_WITH_GENERATED_PARTS } from './docs/pages.ts';
 import { cliReference } from './reference/cli.ts';
+import { schemaFiles } from './reference/schema.ts';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -57,9 +59,26 @@ export async function stalePages(): Promise<string[]> {
   return stale;
 }
 
+/** The paths among `files` (path to text) whose committed text differs. */
+export function staleFiles(files: Map<string, string>): string[] {
+  return [...files]
+    .filter(([path, text]) => {
+      try {
+        return readFileSync(join(ROOT, path), 'utf8') !== text;
+      } catch {
+        return true;
+      }
+    })
+    .map(([path]) => path);
+}
+
 async function main(args: string[]): Promise<void> {
   if (args.includes('--check')) {
-    const stale = [...(await stalePages()), ...staleGeneratedParts(PAGES_WITH_GENERATED_PARTS)];
+    const stale = [
+      ...(await stalePages()),
+      ...staleGeneratedParts(PAGES_WITH_GENERATED_PARTS),
+      ...staleFiles(await schemaFiles()),
+    ];
     for (const path of stale) process.stderr.write(`${path} is stale: run \`npm run docs\` and commit it\n`);
     process.exitCode = stale.length > 0 ? 1 : 0;
     return;
@@ -69,6 +88,10 @@ async function main(args: string[]): Promise<void> {
     mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, await renderPage(page));
     process.stdout.write(`wrote ${page.path}\n`);
+  }
+  for (const [path, text] of await schemaFiles()) {
+    writeFileSync(join(ROOT, path), text);
+    process.stdout.write(`wrote ${path}\n`);
   }
   // pages with a hand-written part: only the text between their GENERATED markers is rewritten
   for (const path of writeGeneratedParts(PAGES_WITH_GENERATED_PARTS)) process.stdout.write(`wrote ${path}\n`);
