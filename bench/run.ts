@@ -102,7 +102,7 @@ async function registerSources(
   const ids: number[] = [];
   for (const ref of channelIds) {
     const s = await registerSource(
-      { sql: env.db.sql, db: env.db.db, api: env.api },
+      { sql: env.db.sql, api: env.api },
       { kind, ref, limit, langs: [LANG], textOnly: false, cron: null },
     );
     ids.push(s.id);

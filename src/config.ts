@@ -621,7 +621,7 @@ export const SETTINGS = {
   },
   DATABASE_POOL_MAX: {
     group: 'Storage',
-    doc: 'connections per Postgres pool (two pools per process, opened as needed); startup exits 2, naming both settings and a combination that fits, when the concurrency settings could hold more',
+    doc: 'connections in the Postgres pool of each process (opened as needed); startup exits 2, naming both settings and a combination that fits, when the concurrency settings could hold more',
     unit: 'connections',
     schema: positiveInt(1_000).default(DATABASE_POOL_MAX),
   },

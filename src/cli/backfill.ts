@@ -316,9 +316,9 @@ export function registerBackfillCommand(program: Command): void {
         assertBackfillPool(ctx.config, { wait: o.wait });
         await migrateDatabase(ctx.config.databaseUrl, ctx.log, ctx.config.migration);
         if (o.dryRun) {
-          const { db, sql } = ctx.db();
+          const { sql } = ctx.db();
           const plan = await planBackfill(
-            { sql, db, api: ctx.api(), settings: ctx.config.pipeline },
+            { sql, api: ctx.api(), settings: ctx.config.pipeline },
             await chosenSourceIds(ctx, o),
             { refresh: o.refresh },
           );

@@ -111,7 +111,6 @@ export function createContext(opts: ContextOptions = {}): Context {
       const handle = ctx.db();
       return {
         sql: handle.sql,
-        db: handle.db,
         api: ctx.api(),
         log,
         queues: ctx.queues(),

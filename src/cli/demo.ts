@@ -64,10 +64,10 @@ export function registerDemoCommand(program: Command): void {
             cron: null,
           });
         }
-        const { sql, db } = ctx.db();
+        const { sql } = ctx.db();
         for (const w of wanted) {
           try {
-            const s = await registerSource({ sql, db, api: ctx.api() }, w);
+            const s = await registerSource({ sql, api: ctx.api() }, w);
             process.stderr.write(
               terminalSafe(`demo: added source ${s.id}: ${s.kind} ${s.title} (${s.externalId})`) + '\n',
             );

@@ -342,15 +342,15 @@ function addKindCommand(add: Command, kind: SourceKind): void {
           input.cron === null ? undefined : await plannedCron(input.cron, ctx.config.pipeline.sourceMinIntervalMs);
         // the API client takes its rate-limit tokens from Redis: fail now rather than hang there
         await waitForRedis(ctx.redis());
-        const { sql, db } = ctx.db();
-        let s = await registerSource({ sql, db, api: ctx.api(), log: ctx.log }, input);
+        const { sql } = ctx.db();
+        let s = await registerSource({ sql, api: ctx.api(), log: ctx.log }, input);
         if (o.maxCreditsPerDay !== undefined || o.refresh !== undefined) {
           // set before the schedulers know the source, so no sync of it runs without its cap
           const id = s.id;
           s = await updateSourceSettings(sql, id, { maxCreditsPerDay: o.maxCreditsPerDay, refreshAfterMs: o.refresh })
-            .then(() => getSource(db, id))
+            .then(() => getSource(sql, id))
             .catch(async (e: unknown) => {
-              await deleteSource(db, id);
+              await deleteSource(sql, id);
               throw e;
             });
         }
@@ -395,7 +395,7 @@ export function registerSourcesCommand(program: Command): void {
     .action(async (o: { json: boolean }) => {
       const { listSources } = await import('../db/sources.ts');
       await withContext(async (ctx) => {
-        const rows = await listSources(ctx.db().db);
+        const rows = await listSources(ctx.db().sql);
         if (o.json) {
           process.stdout.write(`${terminalJson(rows, 2)}\n`);
           return;
@@ -446,7 +446,7 @@ export function registerSourcesCommand(program: Command): void {
     .action(async (ref: string) => {
       const { deleteSource } = await import('../db/sources.ts');
       await withContext(async (ctx) => {
-        const s = await deleteSource(ctx.db().db, (await sourceNamed(ctx, ref)).id);
+        const s = await deleteSource(ctx.db().sql, (await sourceNamed(ctx, ref)).id);
         await refreshSchedulers(ctx);
         process.stdout.write(`source ${s.id} removed: ${describe(s)}\n`);
       });
@@ -465,7 +465,7 @@ export function registerSourcesCommand(program: Command): void {
       .action(async (ref: string) => {
         const { setSourcePaused } = await import('../db/sources.ts');
         await withContext(async (ctx) => {
-          const s = await setSourcePaused(ctx.db().db, (await sourceNamed(ctx, ref)).id, paused);
+          const s = await setSourcePaused(ctx.db().sql, (await sourceNamed(ctx, ref)).id, paused);
           await refreshSchedulers(ctx);
           process.stdout.write(`source ${s.id} ${paused ? 'paused' : 'resumed'}: ${describe(s)}\n`);
         });
@@ -639,7 +639,7 @@ function registerEditCommand(sources: Command): void {
       }
       const { getSource, updateSourceSettings } = await import('../db/sources.ts');
       await withContext(async (ctx) => {
-        const { db, sql } = ctx.db();
+        const { sql } = ctx.db();
         const match = await sourceNamed(ctx, ref);
         for (const [flag, given] of [
           ['--limit', o.limit !== undefined],
@@ -656,7 +656,7 @@ function registerEditCommand(sources: Command): void {
           typeof set.cron === 'string'
             ? await plannedCron(set.cron, ctx.config.pipeline.sourceMinIntervalMs)
             : undefined;
-        if (changedSettings(await getSource(db, match.id), set).length === 0) {
+        if (changedSettings(await getSource(sql, match.id), set).length === 0) {
           process.stdout.write(`source ${match.id}: nothing changed\n`);
           return;
         }

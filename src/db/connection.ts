@@ -1,19 +1,13 @@
 /**
- * Connections to Postgres: a postgres.js client for the bulk repositories and hand-written SQL,
- * and a drizzle database for typed queries.
- *
- * They are two pools on purpose: drizzle's postgres-js driver rewrites its client's parsers and
- * serializers (timestamps come back as strings, json parameters must be pre-serialised), which
- * would silently change what every raw query returns. postgres.js opens connections lazily, so
- * a pool nobody uses costs nothing. The consequence: a transaction is either raw
- * (`sql.begin(tx => ...)`, the repositories accept `tx`) or drizzle (`db.transaction`), not both.
+ * The connection to Postgres: one postgres.js pool per process, every statement a tagged template
+ * in a repository, every transaction `sql.begin(tx => ...)` (the repositories accept `tx`).
+ * drizzle is a development tool here (the schema in schema.ts, from which drizzle-kit writes the
+ * migrations, and the row types), never a second pool.
  */
 import postgres from 'postgres';
 import { assertDriverGuarded } from './driver-guard.ts';
-import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import { DATABASE_POOL_MAX } from './defaults.ts';
 import type { Logger } from '../log.ts';
-import * as schema from './schema.ts';
 
 /** Close a connection idle this long, in seconds (0: never). */
 export const DB_IDLE_TIMEOUT_S = 60;
@@ -41,11 +35,10 @@ export type Sql = postgres.Sql<{ int8: number }>;
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Queryable = postgres.Sql<any> | postgres.TransactionSql<any> | postgres.ReservedSql<any>;
-export type Db = PostgresJsDatabase<typeof schema>;
 
 export interface CreateDbOptions {
   /**
-   * connections per pool (two pools: raw and drizzle); default DATABASE_POOL_MAX (24). Commands
+   * connections in the pool; default DATABASE_POOL_MAX (24). Commands
    * pass the configured DATABASE_POOL_MAX, checked at startup against their concurrency
    * (src/domain/connections.ts).
    */
@@ -68,8 +61,7 @@ export interface CreateDbOptions {
 
 export interface DbHandle {
   sql: Sql;
-  db: Db;
-  /** Ends both pools, letting running queries finish (at most 5 s). */
+  /** Ends the pool, letting running queries finish (at most 5 s). */
   close(): Promise<void>;
 }
 
@@ -101,12 +93,10 @@ const CLOSE_TIMEOUT_S = 5;
 export function createDb(url: string, opts: CreateDbOptions = {}): DbHandle {
   const options = clientOptions(opts);
   const sql = postgres(url, { ...options, types: TYPES }) as Sql;
-  const db = drizzle(postgres(url, options), { schema });
   return {
     sql,
-    db,
     async close() {
-      await Promise.all([sql.end({ timeout: CLOSE_TIMEOUT_S }), db.$client.end({ timeout: CLOSE_TIMEOUT_S })]);
+      await sql.end({ timeout: CLOSE_TIMEOUT_S });
     },
   };
 }

@@ -1,10 +1,10 @@
 /**
- * The `sources` table: registering, listing and changing the sources to sync (drizzle, for the
- * `sources` command), and what the pipeline reads and records about them (raw, any Queryable).
+ * The `sources` table: registering, listing and changing the sources to sync, and what the
+ * pipeline reads and records about them.
  */
-import { asc, eq, sql as dsql } from 'drizzle-orm';
+import { getTableColumns } from 'drizzle-orm';
 import type { SourceKind } from '../domain/sources.ts';
-import type { Db, Queryable } from './connection.ts';
+import type { Queryable } from './connection.ts';
 import { sources, type NewSource, type Source } from './schema.ts';
 
 export class SourceExistsError extends Error {
@@ -25,49 +25,80 @@ export class SourceNotFoundError extends Error {
   }
 }
 
-export async function insertSource(db: Db, row: NewSource): Promise<Source> {
-  const inserted = await db
-    .insert(sources)
-    .values(row)
-    .onConflictDoNothing({ target: [sources.kind, sources.externalId] })
-    .returning();
+/** Every column of `sources`, under the property names of its row type (`Source`). */
+const SOURCE_COLUMNS = Object.entries(getTableColumns(sources))
+  .map(([property, column]) => `s.${column.name} as "${property}"`)
+  .join(', ');
+
+/** What registering a source sets; every other column takes its default. */
+export type SourceRegistration = Pick<NewSource, 'kind' | 'ref' | 'externalId' | 'maxVideos'> &
+  Partial<
+    Pick<
+      NewSource,
+      | 'langs'
+      | 'textOnly'
+      | 'cron'
+      | 'paused'
+      | 'title'
+      | 'include'
+      | 'search'
+      | 'generateMissing'
+      | 'maxGenerateMinutes'
+      | 'maxCreditsPerDay'
+      | 'refreshAfterMs'
+    >
+  >;
+
+export async function insertSource(sql: Queryable, row: SourceRegistration): Promise<Source> {
+  const inserted = await sql<Source[]>`
+    insert into sources as s (kind, ref, external_id, max_videos, langs, text_only, cron, paused, title, include,
+                              search, generate_missing, max_generate_minutes, max_credits_per_day, refresh_after_ms)
+    values (${row.kind}, ${row.ref}, ${row.externalId}, ${row.maxVideos}, ${row.langs ?? []}::text[],
+            ${row.textOnly ?? false}, ${row.cron ?? null}::text, ${row.paused ?? false}, ${row.title ?? null}::text,
+            ${row.include ?? []}::text[], ${row.search == null ? null : JSON.stringify(row.search)}::jsonb,
+            ${row.generateMissing ?? false}, ${row.maxGenerateMinutes ?? null}::int, ${row.maxCreditsPerDay ?? null}::int,
+            ${row.refreshAfterMs ?? null}::bigint)
+    on conflict (kind, external_id) do nothing
+    returning ${sql.unsafe(SOURCE_COLUMNS)}`;
   if (inserted[0]) return inserted[0];
-  const existing = await db
-    .select({ id: sources.id })
-    .from(sources)
-    .where(dsql`${sources.kind} = ${row.kind} and ${sources.externalId} = ${row.externalId}`);
+  const existing = await sql<{ id: number }[]>`
+    select id from sources where kind = ${row.kind} and external_id = ${row.externalId}`;
   throw new SourceExistsError(row.kind, row.externalId, existing[0]?.id ?? -1);
 }
 
-export async function listSources(db: Db): Promise<Source[]> {
-  return db.select().from(sources).orderBy(asc(sources.id));
+export async function listSources(sql: Queryable): Promise<Source[]> {
+  return sql<Source[]>`select ${sql.unsafe(SOURCE_COLUMNS)} from sources s order by s.id`;
 }
 
-export async function getSource(db: Db, id: number): Promise<Source> {
-  const rows = await db.select().from(sources).where(eq(sources.id, id));
+export async function getSource(sql: Queryable, id: number): Promise<Source> {
+  const rows = await sql<Source[]>`select ${sql.unsafe(SOURCE_COLUMNS)} from sources s where s.id = ${id}`;
   if (!rows[0]) throw new SourceNotFoundError(id);
   return rows[0];
 }
 
-export async function deleteSource(db: Db, id: number): Promise<Source> {
-  const rows = await db.delete(sources).where(eq(sources.id, id)).returning();
+export async function deleteSource(sql: Queryable, id: number): Promise<Source> {
+  const rows = await sql<Source[]>`delete from sources s where s.id = ${id} returning ${sql.unsafe(SOURCE_COLUMNS)}`;
   if (!rows[0]) throw new SourceNotFoundError(id);
   return rows[0];
 }
 
-export async function setSourcePaused(db: Db, id: number, paused: boolean): Promise<Source> {
-  const rows = await db.update(sources).set({ paused, updatedAt: new Date() }).where(eq(sources.id, id)).returning();
+export async function setSourcePaused(sql: Queryable, id: number, paused: boolean): Promise<Source> {
+  const rows = await sql<Source[]>`
+    update sources s set paused = ${paused}, updated_at = now() where s.id = ${id}
+    returning ${sql.unsafe(SOURCE_COLUMNS)}`;
   if (!rows[0]) throw new SourceNotFoundError(id);
   return rows[0];
 }
 
 /** A source's `--max-credits-per-day` (null: no cap). */
-export async function setSourceMaxCreditsPerDay(db: Db, id: number, maxCreditsPerDay: number | null): Promise<Source> {
-  const rows = await db
-    .update(sources)
-    .set({ maxCreditsPerDay, updatedAt: new Date() })
-    .where(eq(sources.id, id))
-    .returning();
+export async function setSourceMaxCreditsPerDay(
+  sql: Queryable,
+  id: number,
+  maxCreditsPerDay: number | null,
+): Promise<Source> {
+  const rows = await sql<Source[]>`
+    update sources s set max_credits_per_day = ${maxCreditsPerDay}::int, updated_at = now() where s.id = ${id}
+    returning ${sql.unsafe(SOURCE_COLUMNS)}`;
   if (!rows[0]) throw new SourceNotFoundError(id);
   return rows[0];
 }

@@ -12,10 +12,7 @@
  * other when 2 000 sources fire together (a /metrics family waiting for a connection misses its
  * deadline and drops out of the scrape).
  *
- * The counts are per pool. There are two (src/db/connection.ts); the drizzle one serves only
- * `sources` rows: a sync reads its source there once, between its other statements, and a
- * backfill's generate step reads sources one at a time, so it never holds more connections than
- * syncs run, always fewer than the raw pool's count below.
+ * The counts are of the process's one pool (src/db/connection.ts).
  */
 import { WEBHOOK_SLOTS } from './webhooks.ts';
 

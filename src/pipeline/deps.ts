@@ -5,7 +5,7 @@
 import type { ChargeRecorder } from './ingest/charges.ts';
 import type { ApiClient } from '../api/client.ts';
 import type { Config } from '../config.ts';
-import type { Db, Sql } from '../db/connection.ts';
+import type { Sql } from '../db/connection.ts';
 import type { UpsertCounts } from '../db/videos.ts';
 import type { Logger } from '../log.ts';
 import type { ApiLimiter } from '../queues/limiter.ts';
@@ -24,7 +24,6 @@ export interface PipelineMetrics {
 
 export interface PipelineDeps {
   sql: Sql;
-  db: Db;
   api: ApiClient;
   log: Logger;
   queues: PipelineQueues;

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { loadConfig } from '../../src/config.ts';
-import { createDb, type Db, type Sql } from '../../src/db/connection.ts';
+import { createDb, type Sql } from '../../src/db/connection.ts';
 import { migrateDatabase, quoteIdentifier, withDatabase } from '../../src/db/migrate.ts';
 
 export interface TestDatabase {
@@ -14,8 +14,7 @@ export interface TestDatabase {
   url: string;
   name: string;
   sql: Sql;
-  db: Db;
-  /** Closes `sql`/`db` and drops the database. */
+  /** Closes `sql` and drops the database. */
   drop(): Promise<void>;
 }
 
@@ -54,7 +53,6 @@ export async function createTestDatabase(label?: string): Promise<TestDatabase> 
     url,
     name,
     sql: handle.sql,
-    db: handle.db,
     async drop() {
       await handle.close();
       await dropDatabase(name);

@@ -139,7 +139,7 @@ export async function startFaultRig(label: string, opts: FaultRigOptions = {}): 
       await rig.migrate();
       const h = rig.db();
       return registerSource(
-        { sql: h.sql, db: h.db, api: rig.api() },
+        { sql: h.sql, api: rig.api() },
         { kind: 'channel', limit: 5000, langs: [], textOnly: false, cron: null, ...input },
       );
     },

@@ -80,7 +80,6 @@ export async function createPipelineHarness(
   });
   const deps: PipelineDeps = {
     sql: database.sql,
-    db: database.db,
     api,
     log: silentLogger(),
     queues,

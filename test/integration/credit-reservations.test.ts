@@ -280,7 +280,7 @@ describe('daily budgets in the same check', () => {
     await clear();
     const [a, b] = await Promise.all(
       ['aaaaaaaaaaa', 'bbbbbbbbbbb'].map((v) =>
-        insertSource(database.db, { kind: 'videos', ref: v, externalId: `budget-${v}`, maxVideos: 1 }),
+        insertSource(database.sql, { kind: 'videos', ref: v, externalId: `budget-${v}`, maxVideos: 1 }),
       ),
     );
     const acc = account(1_000_000);
@@ -302,7 +302,7 @@ describe('daily budgets in the same check', () => {
   it('CREDIT_BUDGET_PER_DAY counts every source: batches recorded today, listings, and POSTs whose answer was lost', async () => {
     await clear();
     const acc = account(1_000_000);
-    const s = await insertSource(database.db, {
+    const s = await insertSource(database.sql, {
       kind: 'videos',
       ref: 'ccccccccccc',
       externalId: 'budget-installation',

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import postgres from 'postgres';
 import type { Transcript, Video } from '../../src/api/schemas.ts';
-import { batches, sources } from '../../src/db/schema.ts';
+import { insertSource } from '../../src/db/sources.ts';
 import {
   committedMigrations,
   databaseNameOf,
@@ -308,9 +308,9 @@ describe('repositories', () => {
   describe('batch items', () => {
     /** A batch of its own for each test: no test reads the items another one landed. */
     async function newBatch(jobId: string, videoIds: string[]): Promise<string> {
-      await t.db
-        .insert(batches)
-        .values({ jobId, kind: 'video', status: 'active', creditsEstimated: videoIds.length, request: { videoIds } });
+      await t.sql`
+        insert into batches (job_id, kind, status, credits_estimated, request)
+        values (${jobId}, 'video', 'active', ${videoIds.length}, ${t.sql.json({ videoIds })})`;
       return jobId;
     }
 
@@ -446,32 +446,29 @@ describe('repositories', () => {
       // A list of 12 000 IDs is submitted as batches of 5000, 5000 and 2000 per kind in one sync:
       // what keeps a video from being bought twice is its claim in video_sync (one row per video,
       // kind and language), not a limit of one batch in flight.
-      const [src] = await t.db
-        .insert(sources)
-        .values({
-          kind: 'videos',
-          ref: '3 video IDs',
-          externalId: 'videos:0123456789abcdef',
-          maxVideos: 3,
-          langs: ['en'],
-        })
-        .returning({ id: sources.id });
-      const sourceId = src!.id;
-      const base = { sourceId, creditsEstimated: 3, request: { videoIds: ['a', 'b'] } };
-      await t.db.insert(batches).values([
-        { ...base, jobId: 'v-1', kind: 'video', status: 'submitted' },
-        { ...base, jobId: 'v-2', kind: 'video', status: 'active' },
-        { ...base, jobId: 't-en-1', kind: 'transcript', lang: 'en', status: 'queued' },
-        { ...base, jobId: 't-en-2', kind: 'transcript', lang: 'en', status: 'submitted' },
-        { ...base, jobId: 'g-en-1', kind: 'transcript', lang: 'en', status: 'queued', mode: 'generate' },
-      ]);
+      const src = await insertSource(t.sql, {
+        kind: 'videos',
+        ref: '3 video IDs',
+        externalId: 'videos:0123456789abcdef',
+        maxVideos: 3,
+        langs: ['en'],
+      });
+      const sourceId = src.id;
+      const insertBatch = (jobId: string, kind: string, status: string, lang: string | null, mode = 'batch') =>
+        t.sql`
+          insert into batches (job_id, source_id, kind, lang, status, mode, credits_estimated, request)
+          values (${jobId}, ${sourceId}, ${kind}, ${lang}, ${status}, ${mode}, 3, ${t.sql.json({ videoIds: ['a', 'b'] })})`;
+      await insertBatch('v-1', 'video', 'submitted', null);
+      await insertBatch('v-2', 'video', 'active', null);
+      await insertBatch('t-en-1', 'transcript', 'queued', 'en');
+      await insertBatch('t-en-2', 'transcript', 'submitted', 'en');
+      await insertBatch('g-en-1', 'transcript', 'queued', 'en', 'generate');
       const inFlight =
         await t.sql`select job_id from batches where source_id = ${sourceId} and status in ('submitted', 'queued', 'active') order by job_id`;
       expect(inFlight.map((r) => r.job_id)).toEqual(['g-en-1', 't-en-1', 't-en-2', 'v-1', 'v-2']);
-      await expect(
-        t.db.insert(batches).values({ ...base, jobId: 'g-v-1', kind: 'video', status: 'queued', mode: 'generate' }),
-      ).rejects.toMatchObject({
-        cause: expect.objectContaining({ code: '23514', constraint_name: 'batches_mode_ck' }),
+      await expect(insertBatch('g-v-1', 'video', 'queued', null, 'generate')).rejects.toMatchObject({
+        code: '23514',
+        constraint_name: 'batches_mode_ck',
       });
       await expect(
         t.sql`insert into sources (kind, ref, external_id, max_videos) values ('hashtag', '#x', '#x', 1)`,

@@ -138,7 +138,7 @@ describe('--generate-missing', () => {
       .sql`update sources set generate_missing = true, max_generate_minutes = ${budget} where id = ${sourceId}`;
     creditsBefore = await used();
     const jobPollsBefore = answered('GET /transcript/{jobId}');
-    const result = await submitGenerations(h.deps, await getSource(h.deps.db, sourceId), {});
+    const result = await submitGenerations(h.deps, await getSource(h.deps.sql, sourceId), {});
     expect(result.refused).toBeUndefined();
     generatedJobIds = result.jobIds;
     expect(result.videos).toBe(fitting.length);
@@ -210,14 +210,14 @@ describe('--generate-missing', () => {
     const batchesBefore = (await generateBatches()).length;
     const report = await backfill();
     expect(report.syncErrors).toEqual([]);
-    const again = await submitGenerations(h.deps, await getSource(h.deps.db, sourceId), {});
+    const again = await submitGenerations(h.deps, await getSource(h.deps.sql, sourceId), {});
     expect(again.jobIds).toEqual([]);
     expect(again.credits).toBe(0);
     expect((await generateBatches()).length).toBe(batchesBefore);
     expect(answered('GET /transcript')).toBe(requestsBefore);
     // lifting the budget lets the rest through, each still once
     await h.database.sql`update sources set max_generate_minutes = null where id = ${sourceId}`;
-    const rest = await submitGenerations(h.deps, await getSource(h.deps.db, sourceId), {});
+    const rest = await submitGenerations(h.deps, await getSource(h.deps.sql, sourceId), {});
     expect(rest.videos).toBe(candidates.length - fitting.length);
     await waitFor(
       async () => {
@@ -342,7 +342,7 @@ describe('a transcript job answered otherwise', () => {
         body: { error: 'not-found', message: 'Video not found.', details: 'gone' },
       },
     ]);
-    const r = await submitGenerations(h.deps, await getSource(h.deps.db, sourceId), {});
+    const r = await submitGenerations(h.deps, await getSource(h.deps.sql, sourceId), {});
     expect(requests() - before).toBe(2);
     expect(r.videos).toBe(1);
     expect(r.jobIds).toHaveLength(1);
@@ -362,7 +362,7 @@ describe('a transcript job answered otherwise', () => {
       select state from batch_submissions where request->>'videoId' = 'refusedAAAA'`;
     expect(refused?.state).toBe('failed');
     // neither is asked again
-    expect((await submitGenerations(h.deps, await getSource(h.deps.db, sourceId), {})).jobIds).toEqual([]);
+    expect((await submitGenerations(h.deps, await getSource(h.deps.sql, sourceId), {})).jobIds).toEqual([]);
     expect(requests() - before).toBe(2);
   });
 

@@ -253,8 +253,8 @@ describe('2 000 sources on one cron', () => {
       const stats = h.sim.stats();
       const throttled = Object.values(stats.byEndpoint).reduce((n, e) => n + (e.byStatus['429'] ?? 0), 0);
       expect(throttled).toBe(0);
-      // both pools together: the raw pool's POOL_NEEDED and the drizzle pool's source reads (at most one per sync)
-      expect(peakOpen).toBeLessThanOrEqual(POOL_NEEDED + SCHEDULE_CONCURRENCY);
+      // one pool: never more than the plan's count
+      expect(peakOpen).toBeLessThanOrEqual(POOL_NEEDED);
       expect(peakSyncing).toBeLessThanOrEqual(SCHEDULE_CONCURRENCY);
 
       daemon.kill('SIGTERM');

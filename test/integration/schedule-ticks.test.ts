@@ -119,7 +119,7 @@ it('a source paused after its pattern is scheduled is left out by the next ticks
   const fast = await sourceOn(1);
   const before = await schedulers();
   // Postgres only, no syncSchedulers: the ticks read their sources when they fire
-  await setSourcePaused(h.deps.db, fast, true);
+  await setSourcePaused(h.deps.sql, fast, true);
   const pausedAt = Date.now();
   const ticks = await waitUntil(
     () => {
@@ -157,11 +157,11 @@ it('one scheduler per pattern: a second pattern gets its own; pausing every sour
       .sort((x, y) => x.key.localeCompare(y.key)),
   );
   // one of its sources paused: the pattern still has the other
-  await setSourcePaused(h.deps.db, c!.id, true);
+  await setSourcePaused(h.deps.sql, c!.id, true);
   expect(await syncSchedulers(h.deps)).toBe(0);
   expect(await schedulers()).toHaveLength(2);
   // both paused: its scheduler goes; the other pattern's stays
-  await setSourcePaused(h.deps.db, d!.id, true);
+  await setSourcePaused(h.deps.sql, d!.id, true);
   expect(await syncSchedulers(h.deps)).toBe(1);
   expect((await schedulers()).map((x) => x.key)).toEqual([cronSchedulerId(EVERY_SECOND)]);
 });

@@ -88,7 +88,7 @@ describe('a transcript job read after its hour', () => {
     await workers!.close(2_000);
     workers = undefined;
     await h.database.sql`update sources set generate_missing = true where id = ${sourceId}`;
-    const generated = await submitGenerations(h.deps, await getSource(h.deps.db, sourceId), {});
+    const generated = await submitGenerations(h.deps, await getSource(h.deps.sql, sourceId), {});
     expect(generated.jobIds.length).toBeGreaterThanOrEqual(2);
     const jobs = await generateRows();
     expect(jobs.map((j) => j.job_id).sort()).toEqual([...generated.jobIds].sort());
@@ -138,7 +138,7 @@ describe('a transcript job read after its hour', () => {
     const paidTranscripts = requests('GET /transcript');
     const generateBatches = (await generateRows()).length;
     await backfill();
-    expect((await submitGenerations(h.deps, await getSource(h.deps.db, sourceId), {})).jobIds).toEqual([]);
+    expect((await submitGenerations(h.deps, await getSource(h.deps.sql, sourceId), {})).jobIds).toEqual([]);
     expect(requests('GET /transcript')).toBe(paidTranscripts);
     expect((await generateRows()).length).toBe(generateBatches);
     for (const expiredOnly of [true, false]) {

@@ -240,7 +240,7 @@ async function generateMissing(
 ): Promise<string[]> {
   const jobIds: string[] = [];
   for (const sync of report.syncs) {
-    const source = await getSource(deps.db, sync.sourceId).catch(() => null);
+    const source = await getSource(deps.sql, sync.sourceId).catch(() => null);
     if (!source?.generateMissing) continue;
     try {
       const g = await submitGenerations(deps, source, { platform: deps.api.platform, signal });
@@ -305,14 +305,14 @@ export const DRY_RUN_ME_TIMEOUT_MS = 10_000;
  * which is free. Nothing is written. A video several sources list is planned once, for the first.
  */
 export async function planBackfill(
-  deps: Pick<PipelineDeps, 'sql' | 'db' | 'api' | 'settings'>,
+  deps: Pick<PipelineDeps, 'sql' | 'api' | 'settings'>,
   sourceIds: number[],
   opts: { refresh?: boolean | undefined } = {},
 ): Promise<BackfillPlan> {
   const claims: PlanClaims = { videos: new Map(), shared: 0 };
   const plan: BackfillPlan = { sources: [], credits: 0, account: { error: 'not read' } };
   for (const id of sourceIds) {
-    const p = await planSourceSync(deps, await getSource(deps.db, id), claims, opts.refresh === true);
+    const p = await planSourceSync(deps, await getSource(deps.sql, id), claims, opts.refresh === true);
     plan.sources.push(p);
     plan.credits += p.listing.credits + p.purchases.reduce((n, b) => n + b.credits, 0);
   }

@@ -55,7 +55,7 @@ export function parseSource(input: NewSourceInput): SourceSpec {
 }
 
 export async function registerSource(
-  deps: Pick<PipelineDeps, 'sql' | 'db' | 'api'> & Partial<Pick<PipelineDeps, 'log'>>,
+  deps: Pick<PipelineDeps, 'sql' | 'api'> & Partial<Pick<PipelineDeps, 'log'>>,
   input: NewSourceInput,
 ): Promise<Source> {
   const spec = parseSource(input);
@@ -65,7 +65,7 @@ export async function registerSource(
     .catch(async (e: unknown) => {
       throw await judgeGatewayForbidden({ api: deps.api, log: deps.log ?? silentLogger() }, e);
     });
-  const source = await insertSource(deps.db, {
+  const source = await insertSource(deps.sql, {
     kind: spec.kind,
     ref: resolved.ref,
     externalId: resolved.externalId,
@@ -83,7 +83,7 @@ export async function registerSource(
     // a videos source's list is its listing: without it the source must not exist
     await rememberVideos(deps.sql, source.id, resolved.videoIds, false);
   } catch (e: unknown) {
-    await deleteSource(deps.db, source.id);
+    await deleteSource(deps.sql, source.id);
     throw e;
   }
   return source;

@@ -187,7 +187,7 @@ async function syncUnderLease(
   billing: BillingScope,
 ): Promise<SyncResult> {
   const { sql, log, settings } = deps;
-  const source = await getSource(deps.db, sourceId);
+  const source = await getSource(deps.sql, sourceId);
   const result = emptyResult(sourceId);
   const trigger = opts.trigger ?? 'cron';
   if (source.paused && trigger === 'cron') {
