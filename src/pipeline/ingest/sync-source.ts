@@ -180,238 +180,317 @@ function emptyResult(sourceId: number): SyncResult {
   };
 }
 
+/** One sync as it runs: what every stage reads, and the result they fill in. */
+interface SyncRun {
+  deps: PipelineDeps;
+  source: Source;
+  runId: number;
+  result: SyncResult;
+  /** the holds that applied when the sync started: lifted when it gets through */
+  upstreamHolds: UpstreamHoldRow[];
+  refreshAfter: number | null;
+  signal: AbortSignal | undefined;
+}
+
 async function syncUnderLease(
   deps: PipelineDeps,
   sourceId: number,
   opts: SyncOptions,
   billing: BillingScope,
 ): Promise<SyncResult> {
-  const { sql, log, settings } = deps;
   const source = await getSource(deps.sql, sourceId);
-  const result = emptyResult(sourceId);
   const trigger = opts.trigger ?? 'cron';
-  if (source.paused && trigger === 'cron') {
-    return { ...result, outcome: 'paused' };
-  }
+  if (source.paused && trigger === 'cron') return { ...emptyResult(sourceId), outcome: 'paused' };
   // the upstream refused this process's key (key, plan, credits): scheduled syncs make no API
   // call until it is cleared; a sync a person started (backfill, replay) tries, and clears it
   const upstreamHolds: UpstreamHoldRow[] = await holdsApplying(deps);
   if (upstreamHolds.length > 0 && trigger === 'cron') return skipHeld(deps, sourceId, upstreamHolds);
 
   const refreshAfter = refreshAfterOf(source, opts.refresh);
-  const runId = await startSyncRun(sql, sourceId);
+  const runId = await startSyncRun(deps.sql, sourceId);
   billing.syncRunId = runId;
-  const finish = async (outcome: SyncRunOutcome) => {
-    // the run's billed total is the sum of its charges: every one recorded so far is written first
-    await deps.charges?.flush();
-    const billed = await finishSyncRun(sql, runId, outcome, {
-      detail: result.detail ?? null,
-      videosListed: result.listed,
-      videosSubmitted: result.submitted,
-      creditsEstimated: result.creditsEstimated,
-      listingCredits: result.listingCredits,
-      jobIds: result.jobIds,
-      chargesRecorded: deps.charges !== undefined,
-    });
-    if (billed !== null) result.creditsBilled = billed;
+  const run: SyncRun = {
+    deps,
+    source,
+    runId,
+    result: emptyResult(sourceId),
+    upstreamHolds,
+    refreshAfter,
+    signal: opts.signal,
   };
-  const refusedCredits = async (refusal: CreditsRefusedError, accountLeft: number | undefined): Promise<SyncResult> => {
-    result.outcome = 'refused-credits';
-    result.detail = refusal.message;
-    // an account with nothing left would refuse every sync: hold them until credits return;
-    // a spent daily budget refuses this sync only (src/domain/refusals.ts)
-    const hold = CREDIT_LIMIT_HOLD[refusal.limit];
-    if (hold !== null && accountLeft !== undefined && accountLeft <= 0) await recordHold(deps, hold, refusal.message);
-    await markSourceError(sql, sourceId, CREDIT_LIMIT_ERROR_CODE[refusal.limit], refusal.message);
-    await finish('refused-credits');
-    if (refusal instanceof BudgetRefusedError) {
-      log.warn(
-        {
-          event: 'sync.refused_budget',
-          sourceId,
-          limit: refusal.limit,
-          needed: refusal.needed,
-          available: refusal.available,
-          budget: refusal.budget,
-          spent: refusal.spent,
-        },
-        'sync refused: the daily credit budget is spent',
-      );
-    } else {
-      log.warn(
-        { event: 'sync.refused_credits', sourceId, needed: refusal.needed, available: refusal.available },
-        'sync refused: not enough credits',
-      );
-    }
-    return result;
-  };
-  const upToDate = async (detail?: string): Promise<SyncResult> => {
-    await markSourceSynced(sql, sourceId);
-    await keepLostVisible(deps, sourceId);
-    result.creditsEstimated = 0;
-    if (detail !== undefined) result.detail = detail;
-    await finish('up-to-date');
-    log.info(
-      { event: 'sync.up_to_date', sourceId, listed: result.listed, listingCredits: result.listingCredits },
-      'source up to date',
-    );
-    if (upstreamHolds.length > 0) await liftHolds(deps);
-    return result;
-  };
-
   try {
-    const signal = opts.signal;
-    const stopIfAborted = () => {
-      if (signal?.aborted)
-        throw new AbortedError({ message: `sync of source ${sourceId}: aborted`, cause: signal.reason });
-    };
-    await resolveSubmissions(deps, sourceId, signal);
-    stopIfAborted();
-    const wanted = await wantedNow(deps, source);
-    if (wanted.length === 0) {
-      result.outcome = 'in-flight';
-      result.detail = 'every batch of this source is still in flight';
-      await finish('up-to-date');
-      return result;
-    }
-
-    // the listing is paid too: checked and reserved like a batch, so that syncs running side
-    // by side (in any process) count it, and a spent budget is not spent further on listings.
-    // The check asks for the most this sync's batches can cost on top (granted when credits are
-    // plentiful), so that usually the batches need no check of their own (HEADROOM_FACTOR).
-    const adapter = adapterFor(source.kind);
-    const cost = await listingEstimate(sql, source);
-    let listing: Listing;
-    const listingCheck =
-      cost.credits > 0
-        ? await reserveCredits(deps, {
-            sourceId,
-            estimate: cost.credits,
-            sourceBudget: source.maxCreditsPerDay,
-            what: 'listing this source',
-            reason: 'before-listing',
-            headroom: batchesCostBound(source, wanted, settings.batchSize),
-            signal,
-          })
-        : undefined;
-    if (listingCheck?.refused) return await refusedCredits(listingCheck.refused, listingCheck.accountLeft);
-    // the hold the batches are sent on: the listing's while it has room for them
-    let hold: CreditHold | undefined = listingCheck?.hold;
-    let planned: PlannedBatch[];
-    let estimate: number;
-    try {
-      try {
-        await adapter.refresh(deps, source, { signal });
-        result.listingCredits = cost.refresh;
-        listing = await adapter.list(deps, source, { signal });
-        result.listingCredits += listing.credits;
-        // spent: recorded on the run now (the budgets count it) and no longer reserved
-        await sql.begin(async (tx) => {
-          await recordListingCredits(tx, runId, result.listingCredits);
-          await listingCheck?.hold.spend(tx, result.listingCredits);
-        });
-      } catch (e: unknown) {
-        await releaseHold(deps, hold, sourceId);
-        throw e;
-      }
-      result.listed = listing.videoIds.length;
-      const candidates = await candidatesOf(deps, source, listing.videoIds);
-
-      planned = await planBatches(deps, source, wanted, candidates, undefined, refreshAfter);
-      estimate = planned.reduce((n, b) => n + b.credits, 0);
-      if (planned.length > 0) {
-        result.creditsEstimated = estimate;
-        if (hold === undefined || hold.left() < estimate) {
-          await releaseHold(deps, hold, sourceId);
-          hold = undefined;
-          const check = await reserveCredits(deps, {
-            sourceId,
-            estimate,
-            sourceBudget: source.maxCreditsPerDay,
-            signal,
-          });
-          if (check.refused) return await refusedCredits(check.refused, check.accountLeft);
-          hold = check.hold;
-        }
-        for (const batch of planned) {
-          stopIfAborted();
-          if (!(await hold.renew())) {
-            // stalled past CREDIT_RESERVATION_TTL_MS: others no longer count these credits
-            result.detail =
-              'the credit reservation expired before every batch was sent; the rest is due at the next sync';
-            log.warn(
-              { event: 'credits.reservation_lapsed', sourceId, sent: result.jobIds.length, planned: planned.length },
-              'credit reservation expired: submitting no more batches this sync',
-            );
-            break;
-          }
-          // the due list again, under the claim lock: another source's sync may have claimed some
-          const submitted = await submitBatch(deps, {
-            sourceId,
-            kind: batch.kind,
-            lang: batch.lang,
-            request: batch.request,
-            credits: batch.credits,
-            textOnly: source.textOnly,
-            claimDue: (tx, ids) =>
-              dueVideoIds(tx, settings, batch.kind, batch.lang, ids, !source.textOnly, refreshAfter),
-            hold,
-            signal,
-          });
-          if (submitted === null) continue;
-          result.jobIds.push(submitted.jobId);
-          result.submitted += submitted.videos;
-        }
-      }
-    } finally {
-      await releaseHold(deps, hold, sourceId);
-    }
-    // transcripts generated for videos whose captions a finished batch reported missing
-    stopIfAborted();
-    const generated = await submitGenerations(deps, source, { platform: deps.api.platform, signal });
-    // a loop, not push(...ids): one transcript job per video, and spreading a long list overflows the call stack
-    for (const id of generated.jobIds) result.jobIds.push(id);
-    result.submitted += generated.videos;
-    if (generated.refused && result.jobIds.length === 0) {
-      result.creditsEstimated = generated.refused.needed;
-      return await refusedCredits(generated.refused, generated.accountLeft);
-    }
-    if (result.jobIds.length === 0) {
-      return await upToDate(planned.length > 0 ? 'every due video was claimed by another source meanwhile' : undefined);
-    }
-    result.creditsEstimated = estimate + generated.credits;
-    await markSourceSynced(sql, sourceId);
-    await keepLostVisible(deps, sourceId);
-    result.outcome = 'submitted';
-    await finish('submitted');
-    log.info(
-      {
-        event: 'sync.submitted',
-        sourceId,
-        jobIds: result.jobIds,
-        videos: result.submitted,
-        credits: result.creditsEstimated,
-        listingCredits: result.listingCredits,
-      },
-      'batches submitted',
-    );
-    if (upstreamHolds.length > 0) await liftHolds(deps);
-    return result;
+    return await syncStages(run);
   } catch (caught: unknown) {
-    // a gateway's 403 is a bad key only when /me says so too; else a passing fault
-    const e = await judgeGatewayForbidden(deps, caught);
-    const err = e instanceof ApiError ? e : e instanceof Error ? e : toApiError(e);
-    const code = err instanceof ApiError ? err.code : 'error';
-    await holdOnRefusal(deps, err).catch((holdErr: unknown) =>
-      log.warn({ event: 'hold.record_failed', err: holdErr }, 'could not record the upstream refusal'),
-    );
-    result.detail = err.message;
-    await markSourceError(sql, sourceId, code, err.message);
-    const refused = err instanceof ApiError && REFUSED_UPSTREAM_CODES.includes(err.code);
-    await finish(refused ? 'refused-upstream' : 'error');
-    // submitted batches stay recorded; what was not submitted is due again at the next sync
-    throw err;
+    throw await failRun(run, caught);
   }
+}
+
+/** Resolve what earlier syncs left unresolved, list, submit the due batches and the generations. */
+async function syncStages(run: SyncRun): Promise<SyncResult> {
+  const { deps, source, result } = run;
+  await resolveSubmissions(deps, source.id, run.signal);
+  stopIfAborted(run);
+  const wanted = await wantedNow(deps, source);
+  if (wanted.length === 0) {
+    result.outcome = 'in-flight';
+    result.detail = 'every batch of this source is still in flight';
+    await finishRun(run, 'up-to-date');
+    return result;
+  }
+  const listed = await listSource(run, wanted);
+  if ('refused' in listed) return listed.refused;
+  const sent = await submitPlanned(run, wanted, listed.videoIds, listed.hold);
+  if ('refused' in sent) return sent.refused;
+
+  // transcripts generated for videos whose captions a finished batch reported missing
+  stopIfAborted(run);
+  const generated = await submitGenerations(deps, source, { platform: deps.api.platform, signal: run.signal });
+  // a loop, not push(...ids): one transcript job per video, and spreading a long list overflows the call stack
+  for (const id of generated.jobIds) result.jobIds.push(id);
+  result.submitted += generated.videos;
+  if (generated.refused && result.jobIds.length === 0) {
+    result.creditsEstimated = generated.refused.needed;
+    return refuseForCredits(run, generated.refused, generated.accountLeft);
+  }
+  if (result.jobIds.length === 0) {
+    return endUpToDate(run, sent.planned > 0 ? 'every due video was claimed by another source meanwhile' : undefined);
+  }
+  result.creditsEstimated = sent.estimate + generated.credits;
+  return endSubmitted(run);
+}
+
+function stopIfAborted(run: SyncRun): void {
+  if (run.signal?.aborted) {
+    throw new AbortedError({ message: `sync of source ${run.source.id}: aborted`, cause: run.signal.reason });
+  }
+}
+
+/**
+ * The listing is paid too: checked and reserved like a batch, so that syncs running side by side
+ * (in any process) count it, and a spent budget is not spent further on listings. The check asks
+ * for the most this sync's batches can cost on top (granted when credits are plentiful), so that
+ * usually the batches need no check of their own (HEADROOM_FACTOR). Returns the listed IDs and the
+ * hold the batches may be sent on, or the refused result.
+ */
+async function listSource(
+  run: SyncRun,
+  wanted: Awaited<ReturnType<typeof wantedNow>>,
+): Promise<{ videoIds: string[]; hold: CreditHold | undefined } | { refused: SyncResult }> {
+  const { deps, source, result } = run;
+  const adapter = adapterFor(source.kind);
+  const cost = await listingEstimate(deps.sql, source);
+  const listingCheck =
+    cost.credits > 0
+      ? await reserveCredits(deps, {
+          sourceId: source.id,
+          estimate: cost.credits,
+          sourceBudget: source.maxCreditsPerDay,
+          what: 'listing this source',
+          reason: 'before-listing',
+          headroom: batchesCostBound(source, wanted, deps.settings.batchSize),
+          signal: run.signal,
+        })
+      : undefined;
+  if (listingCheck?.refused) {
+    return { refused: await refuseForCredits(run, listingCheck.refused, listingCheck.accountLeft) };
+  }
+  try {
+    await adapter.refresh(deps, source, { signal: run.signal });
+    result.listingCredits = cost.refresh;
+    const listing: Listing = await adapter.list(deps, source, { signal: run.signal });
+    result.listingCredits += listing.credits;
+    // spent: recorded on the run now (the budgets count it) and no longer reserved
+    await deps.sql.begin(async (tx) => {
+      await recordListingCredits(tx, run.runId, result.listingCredits);
+      await listingCheck?.hold.spend(tx, result.listingCredits);
+    });
+    result.listed = listing.videoIds.length;
+    return { videoIds: listing.videoIds, hold: listingCheck?.hold };
+  } catch (e: unknown) {
+    await releaseHold(deps, listingCheck?.hold, source.id);
+    throw e;
+  }
+}
+
+/**
+ * Plan the due batches of the listed videos, make sure credits hold them (the listing's hold when
+ * it has room, else a check of their own), and submit each once. Releases the hold in the end.
+ */
+async function submitPlanned(
+  run: SyncRun,
+  wanted: Awaited<ReturnType<typeof wantedNow>>,
+  videoIds: string[],
+  listingHold: CreditHold | undefined,
+): Promise<{ planned: number; estimate: number } | { refused: SyncResult }> {
+  const { deps, source, result } = run;
+  let hold = listingHold;
+  try {
+    const candidates = await candidatesOf(deps, source, videoIds);
+    const planned = await planBatches(deps, source, wanted, candidates, undefined, run.refreshAfter);
+    const estimate = planned.reduce((n, b) => n + b.credits, 0);
+    if (planned.length === 0) return { planned: 0, estimate };
+    result.creditsEstimated = estimate;
+    if (hold === undefined || hold.left() < estimate) {
+      await releaseHold(deps, hold, source.id);
+      hold = undefined;
+      const check = await reserveCredits(deps, {
+        sourceId: source.id,
+        estimate,
+        sourceBudget: source.maxCreditsPerDay,
+        signal: run.signal,
+      });
+      if (check.refused) return { refused: await refuseForCredits(run, check.refused, check.accountLeft) };
+      hold = check.hold;
+    }
+    await submitEach(run, planned, hold);
+    return { planned: planned.length, estimate };
+  } finally {
+    await releaseHold(deps, hold, source.id);
+  }
+}
+
+async function submitEach(run: SyncRun, planned: PlannedBatch[], hold: CreditHold): Promise<void> {
+  const { deps, source, result } = run;
+  for (const batch of planned) {
+    stopIfAborted(run);
+    if (!(await hold.renew())) {
+      // stalled past CREDIT_RESERVATION_TTL_MS: others no longer count these credits
+      result.detail = 'the credit reservation expired before every batch was sent; the rest is due at the next sync';
+      deps.log.warn(
+        {
+          event: 'credits.reservation_lapsed',
+          sourceId: source.id,
+          sent: result.jobIds.length,
+          planned: planned.length,
+        },
+        'credit reservation expired: submitting no more batches this sync',
+      );
+      return;
+    }
+    // the due list again, under the claim lock: another source's sync may have claimed some
+    const submitted = await submitBatch(deps, {
+      sourceId: source.id,
+      kind: batch.kind,
+      lang: batch.lang,
+      request: batch.request,
+      credits: batch.credits,
+      textOnly: source.textOnly,
+      claimDue: (tx, ids) =>
+        dueVideoIds(tx, deps.settings, batch.kind, batch.lang, ids, !source.textOnly, run.refreshAfter),
+      hold,
+      signal: run.signal,
+    });
+    if (submitted === null) continue;
+    result.jobIds.push(submitted.jobId);
+    result.submitted += submitted.videos;
+  }
+}
+
+/** Record the run's end; its billed total is the sum of its charges, every one recorded so far written first. */
+async function finishRun(run: SyncRun, outcome: SyncRunOutcome): Promise<void> {
+  const { deps, result } = run;
+  await deps.charges?.flush();
+  const billed = await finishSyncRun(deps.sql, run.runId, outcome, {
+    detail: result.detail ?? null,
+    videosListed: result.listed,
+    videosSubmitted: result.submitted,
+    creditsEstimated: result.creditsEstimated,
+    listingCredits: result.listingCredits,
+    jobIds: result.jobIds,
+    chargesRecorded: deps.charges !== undefined,
+  });
+  if (billed !== null) result.creditsBilled = billed;
+}
+
+async function refuseForCredits(
+  run: SyncRun,
+  refusal: CreditsRefusedError,
+  accountLeft: number | undefined,
+): Promise<SyncResult> {
+  const { deps, result } = run;
+  const sourceId = run.source.id;
+  result.outcome = 'refused-credits';
+  result.detail = refusal.message;
+  // an account with nothing left would refuse every sync: hold them until credits return;
+  // a spent daily budget refuses this sync only (src/domain/refusals.ts)
+  const hold = CREDIT_LIMIT_HOLD[refusal.limit];
+  if (hold !== null && accountLeft !== undefined && accountLeft <= 0) await recordHold(deps, hold, refusal.message);
+  await markSourceError(deps.sql, sourceId, CREDIT_LIMIT_ERROR_CODE[refusal.limit], refusal.message);
+  await finishRun(run, 'refused-credits');
+  if (refusal instanceof BudgetRefusedError) {
+    deps.log.warn(
+      {
+        event: 'sync.refused_budget',
+        sourceId,
+        limit: refusal.limit,
+        needed: refusal.needed,
+        available: refusal.available,
+        budget: refusal.budget,
+        spent: refusal.spent,
+      },
+      'sync refused: the daily credit budget is spent',
+    );
+  } else {
+    deps.log.warn(
+      { event: 'sync.refused_credits', sourceId, needed: refusal.needed, available: refusal.available },
+      'sync refused: not enough credits',
+    );
+  }
+  return result;
+}
+
+async function endUpToDate(run: SyncRun, detail?: string): Promise<SyncResult> {
+  const { deps, result } = run;
+  await markSourceSynced(deps.sql, run.source.id);
+  await keepLostVisible(deps, run.source.id);
+  result.creditsEstimated = 0;
+  if (detail !== undefined) result.detail = detail;
+  await finishRun(run, 'up-to-date');
+  deps.log.info(
+    { event: 'sync.up_to_date', sourceId: run.source.id, listed: result.listed, listingCredits: result.listingCredits },
+    'source up to date',
+  );
+  if (run.upstreamHolds.length > 0) await liftHolds(deps);
+  return result;
+}
+
+async function endSubmitted(run: SyncRun): Promise<SyncResult> {
+  const { deps, result } = run;
+  await markSourceSynced(deps.sql, run.source.id);
+  await keepLostVisible(deps, run.source.id);
+  result.outcome = 'submitted';
+  await finishRun(run, 'submitted');
+  deps.log.info(
+    {
+      event: 'sync.submitted',
+      sourceId: run.source.id,
+      jobIds: result.jobIds,
+      videos: result.submitted,
+      credits: result.creditsEstimated,
+      listingCredits: result.listingCredits,
+    },
+    'batches submitted',
+  );
+  if (run.upstreamHolds.length > 0) await liftHolds(deps);
+  return result;
+}
+
+/** A sync that failed: its refusal held, the source's error and the run's end recorded; the error to rethrow. */
+async function failRun(run: SyncRun, caught: unknown): Promise<Error> {
+  const { deps, result } = run;
+  // a gateway's 403 is a bad key only when /me says so too; else a passing fault
+  const e = await judgeGatewayForbidden(deps, caught);
+  const err = e instanceof ApiError ? e : e instanceof Error ? e : toApiError(e);
+  const code = err instanceof ApiError ? err.code : 'error';
+  await holdOnRefusal(deps, err).catch((holdErr: unknown) =>
+    deps.log.warn({ event: 'hold.record_failed', err: holdErr }, 'could not record the upstream refusal'),
+  );
+  result.detail = err.message;
+  await markSourceError(deps.sql, run.source.id, code, err.message);
+  const refused = err instanceof ApiError && REFUSED_UPSTREAM_CODES.includes(err.code);
+  await finishRun(run, refused ? 'refused-upstream' : 'error');
+  // submitted batches stay recorded; what was not submitted is due again at the next sync
+  return err;
 }
 
 /**
