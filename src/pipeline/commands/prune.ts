@@ -95,6 +95,50 @@ export class PruneFailedError extends Error {
 const emptyFreed = (): Record<PrunedTable, Freed> =>
   Object.fromEntries(PRUNED_TABLES.map((t) => [t, { rows: 0, bytes: 0 }])) as Record<PrunedTable, Freed>;
 
+type Drain = (table: PrunedTable, step: () => Promise<{ freed: Freed; more: boolean }>) => Promise<void>;
+
+/** Items first (the bulk of the room), then the history tables, credit snapshots and events. */
+async function pruneEachTable(
+  sql: PruneDeps['sql'],
+  cutoffs: PruneCutoffs,
+  o: { dryRun: boolean; chunkRows: number },
+  drain: Drain,
+): Promise<void> {
+  const { rawBefore, historyBefore, snapshotsBefore, eventsBefore } = cutoffs;
+  const { dryRun, chunkRows } = o;
+  if (rawBefore !== null) {
+    await drain('batch_items', async () => {
+      if (dryRun) return { freed: await prunableItemPayloads(sql, rawBefore), more: false };
+      // rows another transaction holds are skipped: the walk ends at the first statement that
+      // finds nothing (a short one is not the end, some rows may have been skipped)
+      const f = await pruneItemPayloads(sql, rawBefore, chunkRows);
+      return { freed: f, more: f.rows > 0 };
+    });
+  }
+  if (historyBefore !== null) {
+    for (const table of HISTORY_TABLES) {
+      await drain(table, async () => {
+        if (dryRun) return { freed: await expiredHistoryRows(sql, table, historyBefore), more: false };
+        const f = await deleteHistoryRows(sql, table, historyBefore, chunkRows);
+        return { freed: f, more: f.rows > 0 };
+      });
+    }
+  }
+  let after: ThinCursor | null = null;
+  await drain('credit_snapshots', async () => {
+    const page = await thinCreditSnapshots(sql, { before: snapshotsBefore, after, limit: chunkRows, dryRun });
+    after = page.next;
+    return { freed: page, more: page.next !== null };
+  });
+  if (eventsBefore !== null) {
+    await drain('events', async () => {
+      if (dryRun) return { freed: await expiredEvents(sql, eventsBefore), more: false };
+      const f = await deleteEvents(sql, eventsBefore, chunkRows);
+      return { freed: f, more: f.rows > 0 };
+    });
+  }
+}
+
 /**
  * One run. Items go first (the bulk of the room), then sync runs, then credit snapshots, each in
  * statements of at most `chunkRows` rows. A statement that fails ends the run with
@@ -125,7 +169,7 @@ export async function prune(deps: PruneDeps, o: PruneOptions): Promise<PruneRepo
     o.onProgress?.({ table, ...freed[table] });
   };
   /** Runs `step` until it reports nothing more to do (or the run is stopped); logs the table's figures. */
-  const drain = async (table: PrunedTable, step: () => Promise<{ freed: Freed; more: boolean }>) => {
+  const drain: Drain = async (table, step) => {
     const t0 = Date.now();
     for (;;) {
       if (stopped()) return;
@@ -147,44 +191,7 @@ export async function prune(deps: PruneDeps, o: PruneOptions): Promise<PruneRepo
       snapshotThinAfterDays: CREDIT_SNAPSHOT_THIN_AFTER_DAYS,
       eventsRetentionDays: settings.eventsRetentionDays,
     });
-    const { rawBefore, historyBefore, snapshotsBefore, eventsBefore } = cutoffs;
-
-    if (rawBefore !== null) {
-      await drain('batch_items', async () => {
-        if (o.dryRun) return { freed: await prunableItemPayloads(sql, rawBefore), more: false };
-        // rows another transaction holds are skipped: the walk ends at the first statement that
-        // finds nothing (a short one is not the end, some rows may have been skipped)
-        const f = await pruneItemPayloads(sql, rawBefore, chunkRows);
-        return { freed: f, more: f.rows > 0 };
-      });
-    }
-    if (historyBefore !== null) {
-      for (const table of HISTORY_TABLES) {
-        await drain(table, async () => {
-          if (o.dryRun) return { freed: await expiredHistoryRows(sql, table, historyBefore), more: false };
-          const f = await deleteHistoryRows(sql, table, historyBefore, chunkRows);
-          return { freed: f, more: f.rows > 0 };
-        });
-      }
-    }
-    let after: ThinCursor | null = null;
-    await drain('credit_snapshots', async () => {
-      const page = await thinCreditSnapshots(sql, {
-        before: snapshotsBefore,
-        after,
-        limit: chunkRows,
-        dryRun: o.dryRun,
-      });
-      after = page.next;
-      return { freed: page, more: page.next !== null };
-    });
-    if (eventsBefore !== null) {
-      await drain('events', async () => {
-        if (o.dryRun) return { freed: await expiredEvents(sql, eventsBefore), more: false };
-        const f = await deleteEvents(sql, eventsBefore, chunkRows);
-        return { freed: f, more: f.rows > 0 };
-      });
-    }
+    await pruneEachTable(sql, cutoffs, { dryRun: o.dryRun, chunkRows }, drain);
   } catch (e: unknown) {
     const message = e instanceof Error ? e.message : String(e);
     await finishPruneRun(sql, runId, freed, message).catch(() => undefined);
