@@ -282,6 +282,56 @@ function createApiDeps(
   };
 }
 
+/** The simulator's control endpoints (`/__admin/...`). */
+async function handleAdmin(
+  api: ApiServer,
+  adminRouter: ReturnType<typeof buildAdminRouter>,
+  req: IncomingMessage,
+  res: ServerResponse,
+  u: URL,
+): Promise<void> {
+  const body = await readBody(req, api.settings.maxBodyBytes);
+  const match = adminRouter.match(req.method ?? 'GET', u.pathname.slice('/__admin'.length));
+  let reply: Reply;
+  if (match === undefined || match === 'method') reply = errorReply('not-found', 'No such admin endpoint.');
+  else {
+    try {
+      reply = match.handler({ params: match.params, query: queryOf(u), body });
+    } catch (e: unknown) {
+      // a setter refusing a value (e.g. a negative clock advance) is the caller's mistake
+      reply = errorReply('invalid-request', e instanceof Error ? e.message : String(e));
+    }
+  }
+  await writeReply(res, reply);
+}
+
+/** One request: to the control endpoints, the API, or a 404. */
+function routeRequest(
+  api: ApiServer,
+  adminRouter: ReturnType<typeof buildAdminRouter>,
+  req: IncomingMessage,
+  res: ServerResponse,
+): void {
+  let u: URL;
+  try {
+    u = new URL(req.url ?? '/', 'http://localhost');
+  } catch {
+    void writeReply(res, errorReply('invalid-request', 'Malformed request URL.'));
+    return;
+  }
+  const p = u.pathname;
+  const work =
+    p === '/__admin' || p.startsWith('/__admin/')
+      ? handleAdmin(api, adminRouter, req, res, u)
+      : p.startsWith('/v1/')
+        ? handleApi(api, req, res, u)
+        : writeReply(res, errorReply('not-found', 'No such endpoint.', 'API paths start with /v1/'));
+  work.catch((e: unknown) => {
+    api.log.error({ event: 'simulator.request_failed', err: e }, 'simulator request failed');
+    res.socket?.destroy();
+  });
+}
+
 export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
   const { logger, ...rest } = opts;
   const log = logger ?? silentLogger();
@@ -329,43 +379,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     close: () => Promise.resolve(),
   };
   const adminRouter = buildAdminRouter(sim);
-
-  async function handleAdmin(req: IncomingMessage, res: ServerResponse, u: URL): Promise<void> {
-    const body = await readBody(req, settings.maxBodyBytes);
-    const match = adminRouter.match(req.method ?? 'GET', u.pathname.slice('/__admin'.length));
-    let reply: Reply;
-    if (match === undefined || match === 'method') reply = errorReply('not-found', 'No such admin endpoint.');
-    else {
-      try {
-        reply = match.handler({ params: match.params, query: queryOf(u), body });
-      } catch (e: unknown) {
-        // a setter refusing a value (e.g. a negative clock advance) is the caller's mistake
-        reply = errorReply('invalid-request', e instanceof Error ? e.message : String(e));
-      }
-    }
-    await writeReply(res, reply);
-  }
-
-  const server: Server = createServer((req, res) => {
-    let u: URL;
-    try {
-      u = new URL(req.url ?? '/', 'http://localhost');
-    } catch {
-      void writeReply(res, errorReply('invalid-request', 'Malformed request URL.'));
-      return;
-    }
-    const p = u.pathname;
-    const work =
-      p === '/__admin' || p.startsWith('/__admin/')
-        ? handleAdmin(req, res, u)
-        : p.startsWith('/v1/')
-          ? handleApi(api, req, res, u)
-          : writeReply(res, errorReply('not-found', 'No such endpoint.', 'API paths start with /v1/'));
-    work.catch((e: unknown) => {
-      log.error({ event: 'simulator.request_failed', err: e }, 'simulator request failed');
-      res.socket?.destroy();
-    });
-  });
+  const server: Server = createServer((req, res) => routeRequest(api, adminRouter, req, res));
   server.on('connection', (s: Socket) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
