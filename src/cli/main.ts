@@ -96,7 +96,7 @@ export const COMMANDS = {
     load: async () => (await import('./search.ts')).registerSearchCommand,
   },
   status: {
-    summary: 'show sources, batches in flight with progress, error counts, credits and storage per table',
+    summary: 'show sources, batches in flight with progress, error counts, credits and storage',
     load: async () => (await import('./status.ts')).registerStatusCommand,
   },
   simulator: {
