@@ -62,7 +62,7 @@ export async function loadBatchPage(pool: Pool, jobId: string, opts: LoadBatchPa
   let batch: BatchView | null = null;
   const { values, unavailable } = await readPageSections<Omit<BatchPageData, 'unavailable'>>(pool, 'batch', opts, {
     now: async (q) => (now = await databaseNow(q)),
-    holds: readHolds,
+    holds: (q) => readHolds(q, opts.keyFingerprint),
     batch: async (q) => {
       // (a NUL cannot be in a text column: no such batch, and no query that would fail on it)
       if (jobId.includes('\u0000')) return null;

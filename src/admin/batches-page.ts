@@ -54,7 +54,7 @@ export async function loadBatchesPage(pool: Pool, opts: LoadBatchesPageOptions):
     opts,
     {
       now: async (q) => (now = await databaseNow(q)),
-      holds: readHolds,
+      holds: (q) => readHolds(q, opts.keyFingerprint),
       byStatus: async (q) => (byStatus = await batchCountsByStatus(q)),
       list: async (q) => {
         // the counters give the total; without them (section left out) the page still lists, unclamped

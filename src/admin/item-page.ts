@@ -39,7 +39,7 @@ export async function loadItemPage(
   let now = new Date();
   const { values, unavailable } = await readPageSections<Omit<ItemPageData, 'unavailable'>>(pool, 'item', opts, {
     now: async (q) => (now = await databaseNow(q)),
-    holds: readHolds,
+    holds: (q) => readHolds(q, opts.keyFingerprint),
     item: async (q) => {
       // a NUL cannot be in a text column: no such item (and no query that would fail on it)
       if (`${jobId}${videoId}`.includes('\u0000')) return null;

@@ -136,6 +136,10 @@ export function holdBanners(holds: HoldsStatus | undefined, now: Date): SafeHtml
       (h) =>
         html`<div class="banner" role="alert" data-hold="${h.code}"><strong>On hold (${h.code})</strong> <span class="small">set ${ago(h.since, now)}</span>: ${h.message}</div>`,
     ),
+    ...(holds.otherKeyHolds ?? []).map(
+      (h) =>
+        html`<p class="small muted" data-other-key-hold="${h.code}">Another API key than the configured one (fingerprint ${h.keyFingerprint ?? '-'}) was refused (${h.code}) ${ago(h.lastSeenAt, now)}; nothing using the configured key is held. To forget it: <code>videosite-ingest holds clear --key-fingerprint ${h.keyFingerprint ?? ''}</code></p>`,
+    ),
     ...holds.lostSubmissions.map(
       (
         l,

@@ -124,6 +124,8 @@ export interface LoadOverviewOptions {
   timeoutMs?: number;
   /** where a section that could not be read is logged; default: nowhere */
   log?: Logger;
+  /** the fingerprint of the configured API key: its holds are the banner, another key's a dim line */
+  keyFingerprint?: string | undefined;
 }
 
 async function loadSources(q: Queryable, now: Date, page: number): Promise<OverviewSources> {
@@ -152,7 +154,7 @@ export async function loadOverview(pool: Pool, opts: LoadOverviewOptions = {}): 
   const shown: BatchProgress[] = [];
   const { values, failed } = await readSections(pool, timeoutMs, {
     now: async (q) => (now = await databaseNow(q)),
-    holds: readHolds,
+    holds: (q) => readHolds(q, opts.keyFingerprint),
     sources: (q) => loadSources(q, now, opts.page ?? 1),
     inFlight: async (q) => {
       const r = await loadInFlight(q);

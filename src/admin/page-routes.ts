@@ -25,6 +25,8 @@ import { loadSourcePage, renderSourcePage } from './source-page.ts';
 export interface PageRoutesOptions {
   sql: Pool;
   log: Logger;
+  /** the fingerprint of the configured API key (whose holds the banners show) */
+  keyFingerprint?: string | undefined;
   /** per statement, ms; default PAGE_STATEMENT_TIMEOUT_MS */
   timeoutMs?: number;
   /** where bull-board is mounted (the header links to it) */
@@ -42,7 +44,7 @@ function answer(c: Context, page: { status: 200 | 404 | 503; html: string }): Re
 }
 
 export function registerPageRoutes(app: Hono, o: PageRoutesOptions): void {
-  const read = { log: o.log, timeoutMs: o.timeoutMs };
+  const read = { log: o.log, timeoutMs: o.timeoutMs, keyFingerprint: o.keyFingerprint };
 
   app.get('/sources/:id', async (c) => {
     const page = readPageParam('page', c.req.query('page'));

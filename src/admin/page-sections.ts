@@ -16,6 +16,8 @@ export interface PageReadOptions {
   timeoutMs?: number;
   /** where a section that could not be read is logged; default: nowhere */
   log?: Logger;
+  /** the fingerprint of the configured API key: its holds are the banner, another key's a dim line */
+  keyFingerprint?: string | undefined;
 }
 
 /** The sections read, and the names of those left out. */

@@ -64,7 +64,7 @@ export async function loadSearchPage(pool: Pool, filter: SearchFilter, opts: Pag
   const asked = filter.query !== '';
   const { values, unavailable } = await readPageSections<Omit<SearchPageData, 'unavailable'>>(pool, 'search', opts, {
     now: async (q) => (now = await databaseNow(q)),
-    holds: readHolds,
+    holds: (q) => readHolds(q, opts.keyFingerprint),
     ...(asked ? { hits: (q) => searchTranscripts(q, filter) } : {}),
   });
   return { ...values, now, unavailable };

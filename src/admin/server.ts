@@ -178,7 +178,12 @@ export function createAdminApp(opts: AdminAppOptions): AdminApp {
   app.get('/', async (c) => {
     const pageNumber = readPageParam('page', c.req.query('page'));
     if (typeof pageNumber !== 'number') return c.text(pageNumber.error, 400);
-    const data = await loadOverview(opts.sql, { page: pageNumber, log, timeoutMs: opts.queryTimeoutMs });
+    const data = await loadOverview(opts.sql, {
+      page: pageNumber,
+      log,
+      timeoutMs: opts.queryTimeoutMs,
+      keyFingerprint: opts.keyFingerprint,
+    });
     const page = renderOverview(data, { queuesPath: QUEUES_PATH });
     // the page has no script; styles and the chart are inline
     c.header('Content-Security-Policy', PAGE_CSP);
@@ -188,6 +193,7 @@ export function createAdminApp(opts: AdminAppOptions): AdminApp {
   registerPageRoutes(app, {
     sql: opts.sql,
     log,
+    keyFingerprint: opts.keyFingerprint,
     timeoutMs: opts.queryTimeoutMs,
     queuesPath: QUEUES_PATH,
     videoUrlTemplate: opts.videoUrlTemplate,

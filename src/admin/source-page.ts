@@ -87,7 +87,7 @@ export async function loadSourcePage(
   let found = false;
   const { values, unavailable } = await readPageSections<Omit<SourcePageData, 'unavailable'>>(pool, 'source', opts, {
     now: async (q) => (now = await databaseNow(q)),
-    holds: readHolds,
+    holds: (q) => readHolds(q, opts.keyFingerprint),
     source: async (q) => {
       const s = id === null ? null : ((await sourceDetail(q, id)) ?? null);
       found = s !== null;

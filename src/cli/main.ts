@@ -82,6 +82,10 @@ export const COMMANDS = {
       'print change events (videos, transcripts, batches, syncs, holds) in id order; --follow waits for new ones',
     load: async () => (await import('./events.ts')).registerEventsCommand,
   },
+  holds: {
+    summary: 'list or clear the upstream refusals (key, plan, credits) that hold scheduled syncs, per API key',
+    load: async () => (await import('./holds.ts')).registerHoldsCommand,
+  },
   webhooks: {
     summary: 'manage the endpoints change events are POSTed to (signed; delivered by daemons with the webhooks role)',
     load: async () => (await import('./webhooks.ts')).registerWebhooksCommand,

@@ -1,4 +1,5 @@
 /** `status [--json] [--all-sources]`: sources (those needing attention first), batches in flight with progress, error counts, credits, storage. */
+import { keyFingerprint } from '../api/key-fingerprint.ts';
 import { JOB_STATUSES } from '../api/schemas.ts';
 import type { Command } from 'commander';
 import { compactBytes } from '../admin/chart.ts';
@@ -23,6 +24,12 @@ function progress(b: BatchProgress): string {
 function pushBanners(r: StatusReport, out: string[]): void {
   // first, because nothing scheduled happens while one stands
   for (const h of r.upstreamHolds ?? []) out.push(`ON HOLD: ${h.message}\n\n`);
+  for (const h of r.otherKeyHolds ?? []) {
+    out.push(
+      `(another API key than the configured one, fingerprint ${h.keyFingerprint}, was refused: ${h.code}, last ${shortTime(h.lastSeenAt)}; ` +
+        `nothing using the configured key is held. To forget it: videosite-ingest holds clear --key-fingerprint ${h.keyFingerprint})\n\n`,
+    );
+  }
   if (r.schema.reason !== null)
     out.push(`SCHEDULING STOPPED (daemons of this build, newest migration ${r.schema.built}): ${r.schema.reason}\n\n`);
   else if (r.schema.newer.length > 0) {
@@ -361,7 +368,12 @@ export function registerStatusCommand(program: Command): void {
     .action(async (o: { json: boolean; allSources: boolean; storage: boolean }) => {
       const ctx = createContext();
       try {
-        const report = await collectStatus(ctx.db().sql, { allSources: o.allSources });
+        const apiKey = ctx.config.api.apiKey;
+        const report = await collectStatus(ctx.db().sql, {
+          allSources: o.allSources,
+          // without a key this command cannot tell whose holds matter: every hold is shown
+          keyFingerprint: apiKey === undefined ? undefined : keyFingerprint(apiKey),
+        });
         process.stdout.write(o.json ? `${terminalJson(report, 2)}\n` : renderStatus(report, { storage: o.storage }));
       } finally {
         await ctx.close();

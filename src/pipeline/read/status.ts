@@ -53,7 +53,7 @@ import { tableStorage, type TableStorage } from '../../db/storage.ts';
 import { listEndpoints, PENDING_COUNT_CAP } from '../../db/webhooks.ts';
 import type { ItemState } from '../../domain/items.ts';
 import { lostSubmissions } from '../../db/submissions.ts';
-import { activeHolds, describeHold, recentHoldEvents } from '../../db/upstream-holds.ts';
+import { activeHolds, describeHold, recentHoldEvents, type UpstreamHoldRow } from '../../db/upstream-holds.ts';
 import { newestBuiltMigration } from '../../db/migrate.ts';
 import { migrationLabel, schemaStopReason, type SchemaVerdict } from '../../domain/schema-compat.ts';
 import { readSchemaVerdict } from '../services/schema-gate.ts';
@@ -78,6 +78,11 @@ export interface HoldsStatus {
     /** the refused key's fingerprint (src/api/key-fingerprint.ts): only processes using that key are held; null: every key (a hold older than 0007) */
     keyFingerprint: string | null;
   }[];
+  /**
+   * holds recorded for another API key than the configured one, seen within OTHER_KEY_HOLDS_SHOWN_MS:
+   * no process using the configured key is held by them (a mistyped key, a key since replaced)
+   */
+  otherKeyHolds?: { code: string; since: string; lastSeenAt: string; message: string; keyFingerprint: string | null }[];
   /** the latest holds set and lifted, newest first (a hold a daemon lifted by itself shows here) */
   holdEvents: { code: string; event: string; reason: string | null; at: string; keyFingerprint: string | null }[];
   /** batch POSTs whose answer was lost after the account was charged: not re-submitted until `replay --lost` */
@@ -274,8 +279,21 @@ export const STATUS_SOURCES_SHOWN = 50;
 /** A scheduled source counts as overdue once its last cron time is this far past without a sync, in ms. */
 export const OVERDUE_GRACE_MS = 10 * 60_000;
 
-export async function readHolds(sql: Queryable): Promise<HoldsStatus> {
-  const holds = await activeHolds(sql);
+/** How long a hold of another key than the configured one is still mentioned, ms. */
+export const OTHER_KEY_HOLDS_SHOWN_MS = DAY_MS;
+
+/**
+ * The holds as `status` and the pages show them. With `keyFingerprint` (the configured API key's),
+ * only the holds that stop a process using that key are holds (as /readyz and /metrics say); those
+ * of another key are listed apart while recent, then not at all (`holds clear` removes them).
+ */
+export async function readHolds(sql: Queryable, keyFingerprint?: string): Promise<HoldsStatus> {
+  const all = await activeHolds(sql);
+  const applies = (h: UpstreamHoldRow) =>
+    keyFingerprint === undefined || h.keyFingerprint === null || h.keyFingerprint === keyFingerprint;
+  const holds = all.filter(applies);
+  const now = await databaseNow(sql);
+  const others = all.filter((h) => !applies(h) && now.getTime() - h.lastSeenAt.getTime() <= OTHER_KEY_HOLDS_SHOWN_MS);
   const events = await recentHoldEvents(sql, STATUS_HOLD_EVENTS);
   const lost = await lostSubmissions(sql);
   return {
@@ -284,6 +302,13 @@ export async function readHolds(sql: Queryable): Promise<HoldsStatus> {
       scope: h.scope,
       reason: h.reason,
       since: h.since.toISOString(),
+      message: describeHold(h),
+      keyFingerprint: h.keyFingerprint,
+    })),
+    otherKeyHolds: others.map((h) => ({
+      code: h.code,
+      since: h.since.toISOString(),
+      lastSeenAt: h.lastSeenAt.toISOString(),
       message: describeHold(h),
       keyFingerprint: h.keyFingerprint,
     })),
@@ -650,6 +675,8 @@ export async function readWebhooks(sql: Queryable): Promise<WebhookStatus[]> {
 export interface CollectStatusOptions {
   /** every source instead of the first STATUS_SOURCES_SHOWN; default false */
   allSources?: boolean;
+  /** the configured API key's fingerprint: its holds are holds, another key's are listed apart */
+  keyFingerprint?: string | undefined;
 }
 
 export async function collectStatus(sql: Queryable, opts: CollectStatusOptions = {}): Promise<StatusReport> {
@@ -662,7 +689,7 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
   const batchesByStatus = await batchCountsByStatus(sql);
   const items = await readItems(sql);
   const credits = await readCredits(sql);
-  const holds = await readHolds(sql);
+  const holds = await readHolds(sql, opts.keyFingerprint);
   const storage = await tableStorage(sql);
   const lastPrune = await readLastPrune(sql);
   const webhooks = await readWebhooks(sql);
