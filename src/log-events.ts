@@ -15,8 +15,10 @@ export const LOG_EVENTS = [
   'daemon.started',
   /** SIGTERM/SIGINT received, draining: `signal`, `graceMs` */
   'daemon.stopping',
-  /** everything closed, the process exits: `closedCleanly` */
+  /** everything closed, the process exits: `closedCleanly`; `started: false` when stopped while waiting for Redis */
   'daemon.stopped',
+  /** started with Redis down: the workers wait for it (warn), and SIGTERM/SIGINT still stop the daemon: `redis` (setting and host:port) */
+  'daemon.waiting_for_redis',
   /** Redis may evict queued jobs (warn): `policy` (its maxmemory-policy) */
   'daemon.redis_eviction_policy',
   /** the check at start: /me refuses this daemon's API key, now held (error): `code`, `keyFingerprint`, `holdIsNew` */

@@ -66,10 +66,16 @@ export function createContext(opts: ContextOptions = {}): Context {
     },
     redis() {
       if (!redis) {
-        redis = createRedisFromConfig(config, { log });
-        redis.on('error', (err: Error) =>
-          log.warn({ event: 'redis.error', err: { message: err.message } }, 'redis connection error'),
-        );
+        const r = createRedisFromConfig(config, { log });
+        // A one-shot command started with Redis down reports it once (waitForRedis: one line
+        // naming REDIS_URL), not a warning per reconnect attempt before it; a lost connection
+        // of a command that was running, and every error of the daemon, are logged.
+        let wasReady = opts.longRunning ?? false;
+        r.once('ready', () => (wasReady = true));
+        r.on('error', (err: Error) => {
+          if (wasReady) log.warn({ event: 'redis.error', err: { message: err.message } }, 'redis connection error');
+        });
+        redis = r;
       }
       return redis;
     },

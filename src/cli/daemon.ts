@@ -13,9 +13,11 @@ import { createSchemaGate } from '../pipeline/services/schema-gate.ts';
 import { startHoldRecheck } from '../pipeline/services/upstream-holds.ts';
 import { reconcile } from '../pipeline/services/reconcile.ts';
 import { FORCE_CLOSE_WAIT_MS, ROLES, startWorkers, type Role } from '../pipeline/services/workers.ts';
+import { redisTarget } from '../queues/connection.ts';
 import { intArg } from './args.ts';
 import { createContext, type Context } from './context.ts';
 import { assertDaemonPool } from './pool-check.ts';
+import { redisReadyOrStopped } from './redis-ready.ts';
 import { UsageError } from './exit.ts';
 
 function rolesArg(value: string): Role[] {
@@ -75,6 +77,18 @@ export function registerDaemonCommand(program: Command): void {
       await migrateDatabase(ctx.config.databaseUrl, log, ctx.config.migration);
       const deps = ctx.deps();
       admin = metrics ? await startAdmin(ctx, metrics, o.adminHost, o.adminPort!) : undefined;
+      // Started while Redis is down: every step below would wait in ioredis's offline queue for
+      // good, so wait here, where SIGTERM/SIGINT still ends the process.
+      if (ctx.redis().status !== 'ready') {
+        log.warn({ event: 'daemon.waiting_for_redis', redis: redisTarget(ctx.redis()) }, 'waiting for Redis');
+      }
+      if (!(await redisReadyOrStopped(ctx.redis(), stopRequested))) {
+        await admin?.close();
+        const closed = await settleWithin(ctx.close(), ctx.config.pipeline.shutdownGraceMs);
+        log.info({ event: 'daemon.stopped', closedCleanly: closed, started: false }, 'daemon stopped');
+        setTimeout(() => process.exit(), SHUTDOWN_EXIT_DELAY_MS).unref();
+        return;
+      }
       await warnOnEvictionPolicy(ctx.redis(), log);
       await reconcile(deps);
       // A fixed API key or renewed credits (a billing period that starts) end a hold without a

@@ -12,7 +12,7 @@ import { REFUSED_UPSTREAM_CODES } from '../domain/refusals.ts';
 import { CreditsRefusedError } from '../pipeline/ingest/credits.ts';
 import { SourceNotFoundUpstreamError, SourceSpecError } from '../pipeline/kinds/adapter.ts';
 import { escapeControls } from '../terminal-text.ts';
-import { redactUrlsIn } from '../url-credentials.ts';
+import { redactUrl, redactUrlsIn } from '../url-credentials.ts';
 
 export const EXIT_OK = 0;
 export const EXIT_NOT_LANDED = 1;
@@ -64,18 +64,75 @@ export function exitCodeOf(e: unknown): number {
  * text or a value as given: whatever control characters it still holds are written as escapes,
  * and the password of any URL in it as `***`.
  */
-export function describeError(e: unknown): string {
-  return escapeControls(redactUrlsIn(errorLine(e)));
+export function describeError(e: unknown, services?: ServiceUrls): string {
+  return escapeControls(redactUrlsIn(errorLine(e, services)));
 }
 
-function errorLine(e: unknown): string {
+/** The services a command connects to, as configured: a refused connection is matched to one of them. */
+export interface ServiceUrls {
+  databaseUrl: string;
+  redisUrl: string;
+}
+
+/** Socket and driver codes of a connection that could not be opened. */
+const CONNECT_FAILED_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ETIMEDOUT', 'CONNECT_TIMEOUT']);
+
+const DEFAULT_PORTS: Record<string, string> = {
+  'postgres:': '5432',
+  'postgresql:': '5432',
+  'redis:': '6379',
+  'rediss:': '6379',
+};
+
+/** host:port of a service URL (its scheme's default port when it names none). */
+function hostPort(url: string): { host: string; port: string } | undefined {
+  try {
+    const u = new URL(url);
+    return { host: u.hostname.replace(/^\[|\]$/g, ''), port: u.port || (DEFAULT_PORTS[u.protocol] ?? '') };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The setting behind a connection that could not be opened: the one on the error's port (a name
+ * such as localhost comes back as an address, so the host decides only between equal ports), or
+ * on its host name when it has no port (a name that does not resolve). None when unsure.
+ */
+function failedService(e: unknown, services: ServiceUrls): { setting: string; url: string; at: string } | undefined {
+  const err = e as { address?: unknown; port?: unknown; hostname?: unknown };
+  const host = typeof err.address === 'string' ? err.address : typeof err.hostname === 'string' ? err.hostname : '';
+  const port = err.port === undefined ? undefined : String(err.port);
+  const candidates = (
+    [
+      ['DATABASE_URL', services.databaseUrl],
+      ['REDIS_URL', services.redisUrl],
+    ] as const
+  ).flatMap(([setting, url]) => {
+    const hp = hostPort(url);
+    return hp ? [{ setting, url, ...hp }] : [];
+  });
+  const onPort =
+    port === undefined ? candidates.filter((c) => c.host === host) : candidates.filter((c) => c.port === port);
+  const found = onPort.length === 1 ? onPort[0] : onPort.find((c) => c.host === host);
+  if (!found) return undefined;
+  return { setting: found.setting, url: redactUrl(found.url), at: `${host || found.host}:${port ?? found.port}` };
+}
+
+function errorLine(e: unknown, services?: ServiceUrls): string {
   if (isNotMigrated(e)) {
     return `error: the database is not set up (${(e as Error).message}); run: videosite-ingest migrate`;
   }
   if (e instanceof ApiError && e.code === 'invalid-request' && e.status === undefined) return `error: ${e.message}`;
   if (isUsage(e)) return `error: ${(e as Error).message}`;
-  if (e instanceof Error && 'code' in e && (e as { code?: unknown }).code === 'ECONNREFUSED') {
-    return `error: ${e.message} (is the service running? see DATABASE_URL / REDIS_URL)`;
+  const code = e instanceof Error && 'code' in e ? (e as { code?: unknown }).code : undefined;
+  if (typeof code === 'string' && CONNECT_FAILED_CODES.has(code)) {
+    const failed = services && failedService(e, services);
+    if (failed) {
+      const name = failed.setting === 'DATABASE_URL' ? 'Postgres' : 'Redis';
+      return `error: cannot connect to ${name} at ${failed.at} (${failed.setting}=${failed.url}): ${(e as Error).message}; is it running?`;
+    }
+    return `error: ${(e as Error).message} (is the service running? see DATABASE_URL / REDIS_URL)`;
   }
   if (e instanceof ApiError) return `error: ${e.message}${e.details ? ` (${e.details})` : ''}`;
   if (e instanceof Error) return `error: ${e.message}`;

@@ -9,6 +9,7 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { escapeControls, VALUE_SHOWN_MAX_CHARS } from '../terminal-text.ts';
+import type { ServiceUrls } from './exit.ts';
 
 /** After a command failed, how long open connections get to close before the process exits. */
 export const FAILED_COMMAND_EXIT_DELAY_MS = 3_000;
@@ -168,6 +169,18 @@ export async function loadProgram(names: readonly CommandName[] = COMMAND_NAMES)
   return buildProgram(Object.fromEntries(loaded));
 }
 
+/** The configured DATABASE_URL and REDIS_URL, to name the one a refused connection was opened to. */
+async function serviceUrls(): Promise<ServiceUrls | undefined> {
+  try {
+    const { loadConfig } = await import('../config.ts');
+    const { databaseUrl, redisUrl } = loadConfig();
+    return { databaseUrl, redisUrl };
+  } catch {
+    // the configuration itself was the error: it is what gets reported
+    return undefined;
+  }
+}
+
 export async function main(argv: string[]): Promise<void> {
   const name = commandOf(argv.slice(2));
   try {
@@ -186,7 +199,7 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = EXIT_USAGE;
       return;
     }
-    process.stderr.write(`${describeError(e)}\n`);
+    process.stderr.write(`${describeError(e, await serviceUrls())}\n`);
     process.exitCode = exitCodeOf(e);
     // a command that failed half-way may leave a connection retrying (ioredis reconnects
     // forever); the error is reported, so do not let that keep the process alive

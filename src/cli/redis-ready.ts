@@ -4,16 +4,16 @@
  * restart), so without this check `backfill`, `replay` or `sources add` run while Redis is down
  * would hang silently, logging a reconnect warning every few seconds, instead of failing.
  */
-import { redisSettingName, type RedisClient } from '../queues/connection.ts';
+import { redisTarget, type RedisClient } from '../queues/connection.ts';
 
 /** How long a one-shot command waits for Redis to accept commands before giving up. */
 export const REDIS_READY_TIMEOUT_MS = 5_000;
 
 export class RedisUnreachableError extends Error {
-  constructor(timeoutMs: number, lastError: string | undefined, setting: string) {
-    // the setting's value is not shown: it may carry a password
+  constructor(timeoutMs: number, lastError: string | undefined, target: string) {
+    // the target is the setting and host:port, never the URL: it may carry a password
     super(
-      `Redis is not reachable (see ${setting}): no connection within ${timeoutMs} ms${lastError ? ` (${lastError})` : ''}`,
+      `Redis is not reachable at ${target}: no connection within ${timeoutMs} ms${lastError ? ` (${lastError})` : ''}`,
     );
     this.name = 'RedisUnreachableError';
   }
@@ -40,10 +40,7 @@ export async function waitForRedis<R extends RedisClient>(
       onReady = resolve;
       redis.on('error', onError);
       redis.once('ready', onReady);
-      timer = setTimeout(
-        () => reject(new RedisUnreachableError(timeoutMs, lastError, redisSettingName(redis))),
-        timeoutMs,
-      );
+      timer = setTimeout(() => reject(new RedisUnreachableError(timeoutMs, lastError, redisTarget(redis))), timeoutMs);
     });
     return redis;
   } catch (e: unknown) {
@@ -52,6 +49,27 @@ export async function waitForRedis<R extends RedisClient>(
   } finally {
     clearTimeout(timer);
     redis.off('error', onError);
+    redis.off('ready', onReady);
+  }
+}
+
+/**
+ * Resolve true once `redis` is ready, or false as soon as `stopped` settles first (the daemon's
+ * SIGTERM/SIGINT): a daemon started while Redis is down waits for it without a deadline, but a
+ * stop request must not wait behind that.
+ */
+export async function redisReadyOrStopped(redis: RedisClient, stopped: Promise<unknown>): Promise<boolean> {
+  if (redis.status === 'ready') return true;
+  let onReady = () => {};
+  try {
+    return await Promise.race([
+      new Promise<true>((resolve) => {
+        onReady = () => resolve(true);
+        redis.once('ready', onReady);
+      }),
+      stopped.then(() => false as const),
+    ]);
+  } finally {
     redis.off('ready', onReady);
   }
 }

@@ -125,6 +125,16 @@ export function redisSettingName(redis: RedisClient): 'REDIS_CLUSTER_NODES' | 'R
   return redis instanceof Cluster ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL';
 }
 
+/**
+ * Where a connection points, as a person fixing it needs it: the setting and its hosts and ports
+ * (`REDIS_URL 127.0.0.1:6379`), never a password.
+ */
+export function redisTarget(redis: RedisClient): string {
+  // a cluster's startup nodes are not public: the variable alone names them
+  if (redis instanceof Cluster) return redisSettingName(redis);
+  return `${redisSettingName(redis)} ${redis.options.host ?? ''}:${redis.options.port ?? ''}`;
+}
+
 /** Close a connection, but never wait longer than `timeoutMs` (an unreachable Redis hangs QUIT). */
 export async function closeRedis(redis: RedisClient, timeoutMs = REDIS_CLOSE_TIMEOUT_MS): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
