@@ -6,6 +6,7 @@
  * processes at once.
  */
 import { readdirSync } from 'node:fs';
+import postgres from 'postgres';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -168,6 +169,41 @@ describe('sources add', () => {
     const r = await cli(['sources', 'add', 'channel', ch.id]);
     expectCleanError(r, 2, `channel ${ch.id} is already registered as source ${existing.id}`);
     expect(await sourceCount()).toBe(sources);
+  });
+
+  it('refuses the same reference added again from what is stored: no request, no credit', async () => {
+    const playlistId = channel(2).playlistIds[1]!;
+    const first = await cli(['sources', 'add', 'playlist', playlistId, '--limit', '5']);
+    expectExit(first, 0);
+    // without --lang it says which language it will store, instead of choosing silently
+    expect(first.stdout).toContain('transcripts in the first language each video has (--lang xx to choose)');
+    const requests = h.sim.stats().total;
+    const credits = await usedCredits();
+    const sources = await sourceCount();
+    const again = await cli(['sources', 'add', 'playlist', playlistId, '--limit', '5']);
+    expectCleanError(again, 2, 'is already registered as source');
+    expect(h.sim.stats().total - requests).toBe(1); // the /me read just above, nothing else
+    expect(await usedCredits()).toBe(credits);
+    expect(await sourceCount()).toBe(sources);
+  });
+
+  it('spends nothing adding a source to a database that is not set up', async () => {
+    const name = testDatabaseName('unmigrated');
+    const admin = postgres(testServerUrl('postgres'), { max: 1, onnotice: () => {} });
+    await admin.unsafe(`create database ${name}`);
+    await admin.end();
+    const bare = { url: testServerUrl(name) };
+    try {
+      const requests = h.sim.stats().total;
+      const credits = await usedCredits();
+      const r = await cli(['sources', 'add', 'channel', channel(3).handle], { ...h.env, DATABASE_URL: bare.url });
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toContain('videosite-ingest migrate');
+      expect(h.sim.stats().total - requests).toBe(1);
+      expect(await usedCredits()).toBe(credits);
+    } finally {
+      await dropDatabase(name);
+    }
   });
 
   it('refuses a bad --limit, --cron or --lang, naming the option and the value, before any request', async () => {
@@ -507,6 +543,7 @@ describe('--help', () => {
       'status',
       'prune',
       'events',
+      'holds',
       'webhooks',
       'export',
       'search',
