@@ -154,6 +154,18 @@ export function registerExportCommand(program: Command): void {
         ).catch((e: unknown) => {
           throw e instanceof ExportOutputError ? new UsageError(e.message) : e;
         });
+        // one record per transcript: say how many stored videos that leaves out, instead of silently
+        const { videosWithoutTranscript } = await import('../db/export.ts');
+        const left =
+          o.cursor === undefined && o.since === undefined
+            ? await videosWithoutTranscript(ctx.db().sql, { sourceId: o.source, lang: o.lang })
+            : 0;
+        if (left > 0) {
+          process.stderr.write(
+            `${left} stored video(s) have no transcript${o.lang ? ` in ${o.lang}` : ''} and are not in the export ` +
+              '(one record per transcript); status shows what each language got\n',
+          );
+        }
         if (o.out !== '-') {
           const from =
             o.cursor === undefined

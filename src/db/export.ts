@@ -155,3 +155,20 @@ export async function sourceExists(sql: Queryable, id: number): Promise<boolean>
   const rows = await sql`select 1 from sources where id = ${id}`;
   return rows.length > 0;
 }
+
+/**
+ * Stored videos an export leaves out because it writes one record per transcript: those without
+ * a transcript (in `lang`, when one is asked for), of `sourceId`'s videos when one is given.
+ */
+export async function videosWithoutTranscript(
+  sql: Queryable,
+  o: { sourceId?: number | undefined; lang?: string | undefined },
+): Promise<number> {
+  const [r] = await sql<{ n: number }[]>`
+    select count(*)::int as n from videos v
+    where not exists (
+        select 1 from transcripts t where t.video_id = v.id and (${o.lang ?? null}::text is null or t.lang = ${o.lang ?? null}::text))
+      and (${o.sourceId ?? null}::int is null
+        or exists (select 1 from source_videos sv where sv.video_id = v.id and sv.source_id = ${o.sourceId ?? null}::int))`;
+  return r?.n ?? 0;
+}

@@ -210,6 +210,19 @@ describe('export', () => {
     expect(lines.length).toBe(plainText.ids.length);
   });
 
+  it('says how many stored videos it leaves out for having no transcript', async () => {
+    // a stored video without a transcript (as one without captions is stored)
+    await h.database.sql`
+      insert into videos select (jsonb_populate_record(null::videos, to_jsonb(v) || '{"id": "noTranscr01"}')).*
+      from videos v limit 1`;
+    const [row] = await h.database.sql<{ n: number }[]>`
+      select count(*)::int as n from videos v where not exists (select 1 from transcripts t where t.video_id = v.id)`;
+    expect(row!.n).toBeGreaterThan(0);
+    const r = await ok(['export', '--format', 'jsonl', '--out', join(dir, 'counted.jsonl')]);
+    expect(r.stderr).toContain(`${row!.n} stored video(s) have no transcript and are not in the export`);
+    await h.database.sql`delete from videos where id = 'noTranscr01'`;
+  });
+
   it('CSV read by a CSV parser equals the tables: nulls empty, empty strings quoted, arrays as JSON', async () => {
     const all = withoutChunks(await truth());
     const out = join(dir, 'all.csv');
