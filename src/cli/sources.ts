@@ -27,28 +27,11 @@ import type { SourceRef } from '../pipeline/kinds/adapter.ts';
 import { LISTING_LIMIT_DEFAULT } from '../pipeline/kinds/listing.ts';
 import type { NewSourceInput } from '../pipeline/commands/sources.ts';
 import { durationArg, formatDurationMs, intArg } from './args.ts';
-import type { Queryable } from '../db/connection.ts';
 import type { Context } from './context.ts';
 import { renderTable, shortTime } from './table.ts';
 import { quoteValue, terminalJson, terminalSafe } from '../terminal-text.ts';
 import { shellCommand } from '../shell-quote.ts';
 import { LANG_CODE_RE } from '../domain/langs.ts';
-
-/**
- * A stored source the reference being added names already (channel or playlist: the reference as
- * given, its canonical ID or a channel's handle), read from Postgres: no API call, no credit.
- */
-async function storedSourceFor(sql: Queryable, input: NewSourceInput): Promise<SourceMatch | undefined> {
-  const ref = input.refs?.length === 1 ? input.refs[0] : undefined;
-  if ((input.kind !== 'channel' && input.kind !== 'playlist') || ref === undefined) return undefined;
-  const [{ sourceRefKeys }, { sourcesMatching }] = await Promise.all([
-    import('../pipeline/commands/source-ref.ts'),
-    import('../db/sources.ts'),
-  ]);
-  const keys = sourceRefKeys(ref.value);
-  const matches = await sourcesMatching(sql, { ...keys, id: null });
-  return matches.find((m) => m.kind === input.kind);
-}
 
 function langsArg(value: string): string[] {
   const langs = value
@@ -346,15 +329,12 @@ function addKindCommand(add: Command, kind: SourceKind): void {
         maxGenerateMinutes: o.maxGenerateMinutes ?? null,
         ...(origin !== undefined ? { origin } : {}),
       };
-      const [
-        { parseSource, registerSource },
-        { deleteSource, updateSourceSettings, getSource, SourceExistsError },
-        { waitForRedis },
-      ] = await Promise.all([
-        import('../pipeline/commands/sources.ts'),
-        import('../db/sources.ts'),
-        import('./redis-ready.ts'),
-      ]);
+      const [{ parseSource, registerSource }, { deleteSource, updateSourceSettings, getSource }, { waitForRedis }] =
+        await Promise.all([
+          import('../pipeline/commands/sources.ts'),
+          import('../db/sources.ts'),
+          import('./redis-ready.ts'),
+        ]);
       // parse locally first: a typo fails here, before any credit is spent (and before any connection)
       parseSource(input);
       await withContext(async (ctx) => {
@@ -363,12 +343,7 @@ function addKindCommand(add: Command, kind: SourceKind): void {
         // the API client takes its rate-limit tokens from Redis: fail now rather than hang there
         await waitForRedis(ctx.redis());
         const { sql } = ctx.db();
-        const api = ctx.api();
-        // the same reference added again is refused from what is stored, before the paid lookup
-        // that resolves it (and a database not set up fails here, before any credit is spent)
-        const stored = await storedSourceFor(sql, input);
-        if (stored) throw new SourceExistsError(stored.kind, stored.externalId, stored.id);
-        let s = await registerSource({ sql, api, log: ctx.log }, input);
+        let s = await registerSource({ sql, api: ctx.api(), log: ctx.log }, input);
         if (o.maxCreditsPerDay !== undefined || o.refresh !== undefined) {
           // set before the schedulers know the source, so no sync of it runs without its cap
           const id = s.id;

@@ -4,6 +4,7 @@
  */
 import { getTableColumns } from 'drizzle-orm';
 import type { SourceKind } from '../domain/sources.ts';
+import type postgres from 'postgres';
 import type { Queryable } from './connection.ts';
 import { sources, type NewSource, type Source } from './schema.ts';
 
@@ -55,7 +56,7 @@ export async function insertSource(sql: Queryable, row: SourceRegistration): Pro
                               search, generate_missing, max_generate_minutes, max_credits_per_day, refresh_after_ms)
     values (${row.kind}, ${row.ref}, ${row.externalId}, ${row.maxVideos}, ${row.langs ?? []}::text[],
             ${row.textOnly ?? false}, ${row.cron ?? null}::text, ${row.paused ?? false}, ${row.title ?? null}::text,
-            ${row.include ?? []}::text[], ${row.search == null ? null : JSON.stringify(row.search)}::jsonb,
+            ${row.include ?? []}::text[], ${(row.search ?? null) as postgres.JSONValue}::jsonb,
             ${row.generateMissing ?? false}, ${row.maxGenerateMinutes ?? null}::int, ${row.maxCreditsPerDay ?? null}::int,
             ${row.refreshAfterMs ?? null}::bigint)
     on conflict (kind, external_id) do nothing

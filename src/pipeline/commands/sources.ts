@@ -3,7 +3,8 @@
  * is spent), then resolves it (a handle becomes the channel ID; a channel or playlist record is
  * kept), and the source is inserted with the videos it starts with (a `videos` source's list).
  */
-import { deleteSource, insertSource } from '../../db/sources.ts';
+import type { Queryable } from '../../db/connection.ts';
+import { deleteSource, insertSource, SourceExistsError, sourcesMatching, type SourceMatch } from '../../db/sources.ts';
 import { rememberVideos } from '../../db/source-videos.ts';
 import type { Source } from '../../db/schema.ts';
 import type { SearchFilterValues, SourceInclude, SourceKind } from '../../domain/sources.ts';
@@ -12,6 +13,7 @@ import type { PipelineDeps } from '../deps.ts';
 import type { SourceRef, SourceSpec } from '../kinds/adapter.ts';
 import { adapterFor } from '../kinds/index.ts';
 import { judgeGatewayForbidden } from '../services/upstream-holds.ts';
+import { sourceRefKeys } from './source-ref.ts';
 
 export interface NewSourceInput {
   kind: SourceKind;
@@ -54,11 +56,26 @@ export function parseSource(input: NewSourceInput): SourceSpec {
   return adapterFor(spec.kind).parse(spec);
 }
 
+/**
+ * A stored source the reference being added names already (channel or playlist: the reference as
+ * given, its canonical ID or a channel's handle), read from Postgres: no API call, no credit.
+ */
+async function storedSourceFor(sql: Queryable, spec: SourceSpec): Promise<SourceMatch | undefined> {
+  const ref = spec.refs.length === 1 ? spec.refs[0] : undefined;
+  if ((spec.kind !== 'channel' && spec.kind !== 'playlist') || ref === undefined) return undefined;
+  const matches = await sourcesMatching(sql, { ...sourceRefKeys(ref.value), id: null });
+  return matches.find((m) => m.kind === spec.kind);
+}
+
 export async function registerSource(
   deps: Pick<PipelineDeps, 'sql' | 'api'> & Partial<Pick<PipelineDeps, 'log'>>,
   input: NewSourceInput,
 ): Promise<Source> {
   const spec = parseSource(input);
+  // the same channel or playlist added again is refused from what is stored, before the paid
+  // lookup that resolves it (and a database not set up fails here, before any credit is spent)
+  const stored = await storedSourceFor(deps.sql, spec);
+  if (stored) throw new SourceExistsError(stored.kind, stored.externalId, stored.id);
   const resolved = await adapterFor(spec.kind)
     .resolve(deps, spec)
     // a gateway's 403 is a refused key (exit 3) only when /me says so too
