@@ -6,6 +6,7 @@
  */
 import type { ByteWriter as ByteWriterClass, ParquetWriter as ParquetWriterClass } from 'hyparquet-writer';
 import type { ExportRow } from '../../db/export.ts';
+import { EXPORT_FIELDS } from './export.ts';
 
 /** A Parquet row group ends after this many records ... */
 export const PARQUET_ROW_GROUP_MAX_ROWS = 10_000;
@@ -105,26 +106,7 @@ export function parquetSchema(chunks: boolean): SchemaElement[] {
 
 /** One row group's values, column by column (INT64 columns as bigint). */
 function emptyColumns(chunks: boolean): Record<string, unknown[]> {
-  const names = [
-    'video_id',
-    'title',
-    'description',
-    'duration_s',
-    'channel_id',
-    'channel_name',
-    'tags',
-    'thumbnail',
-    'upload_date',
-    'view_count',
-    'like_count',
-    'transcript_languages',
-    'lang',
-    'text',
-    'content_sha256',
-    'batch',
-    'delivered_at',
-    ...(chunks ? ['chunks'] : []),
-  ];
+  const names: string[] = [...EXPORT_FIELDS, ...(chunks ? ['chunks'] : [])];
   return Object.fromEntries(names.map((n) => [n, []]));
 }
 
