@@ -77,18 +77,7 @@ export function registerDaemonCommand(program: Command): void {
       await migrateDatabase(ctx.config.databaseUrl, log, ctx.config.migration);
       const deps = ctx.deps();
       admin = metrics ? await startAdmin(ctx, metrics, o.adminHost, o.adminPort!) : undefined;
-      // Started while Redis is down: every step below would wait in ioredis's offline queue for
-      // good, so wait here, where SIGTERM/SIGINT still ends the process.
-      if (ctx.redis().status !== 'ready') {
-        log.warn({ event: 'daemon.waiting_for_redis', redis: redisTarget(ctx.redis()) }, 'waiting for Redis');
-      }
-      if (!(await redisReadyOrStopped(ctx.redis(), stopRequested))) {
-        await admin?.close();
-        const closed = await settleWithin(ctx.close(), ctx.config.pipeline.shutdownGraceMs);
-        log.info({ event: 'daemon.stopped', closedCleanly: closed, started: false }, 'daemon stopped');
-        setTimeout(() => process.exit(), SHUTDOWN_EXIT_DELAY_MS).unref();
-        return;
-      }
+      if (!(await redisOrStop(ctx, admin, stopRequested))) return;
       await warnOnEvictionPolicy(ctx.redis(), log);
       await reconcile(deps);
       // A fixed API key or renewed credits (a billing period that starts) end a hold without a
@@ -108,35 +97,10 @@ export function registerDaemonCommand(program: Command): void {
       const dailyPrune = startDailyPrune(deps);
       log.info({ event: 'daemon.started', roles: o.role, prefix: ctx.config.queuePrefix }, 'daemon started');
 
-      const timer = setInterval(() => {
-        reconcile(deps).catch((err: unknown) =>
-          log.warn({ event: 'reconcile.failed', err }, 'reconcile failed; retrying at the next interval'),
-        );
-        // a failed read keeps the last verdict; the next interval looks again
-        schemaGate.check().catch(() => undefined);
-      }, ctx.config.pipeline.reconcileIntervalMs);
-      timer.unref();
-      // A Redis that comes back may have come back empty (a restart without persistence, a
-      // failover to an empty replica): rebuild the work in flight from Postgres at once rather
-      // than at the next interval. Harmless when nothing was lost (job IDs are deterministic).
-      const stopReconnectReconcile = reconcileOnReconnect(ctx.redis(), () =>
-        reconcile(deps).then(
-          (r) =>
-            log.info(
-              { event: 'reconcile.after_reconnect', ...r },
-              'redis reconnected: reconciled queues with Postgres',
-            ),
-          (err: unknown) =>
-            log.warn(
-              { event: 'reconcile.failed', err },
-              'reconcile after a Redis reconnect failed; retrying at the next interval',
-            ),
-        ),
-      );
+      const stopReconciling = reconcileWhileRunning(ctx, deps, schemaGate);
 
       await stopRequested;
-      clearInterval(timer);
-      stopReconnectReconcile();
+      stopReconciling();
       // aborts a /me in flight; a re-check stuck on an unreachable Postgres must not eat the grace
       const holdRecheckStopped = holdRecheck?.stop();
       // a running prune stops at its next statement (each is a short transaction)
@@ -156,6 +120,75 @@ export function registerDaemonCommand(program: Command): void {
       setTimeout(() => process.exit(), SHUTDOWN_EXIT_DELAY_MS).unref();
     });
 }
+
+/**
+ * Started while Redis is down, every later step would wait in ioredis's offline queue for good:
+ * wait here, where SIGTERM/SIGINT still ends the process. False when stopped before Redis came.
+ */
+async function redisOrStop(
+  ctx: Context,
+  admin: AdminServer | undefined,
+  stopRequested: Promise<NodeJS.Signals>,
+): Promise<boolean> {
+  // a connection still being made is no news: only one not made within a moment is
+  const warn = setTimeout(
+    () => ctx.log.warn({ event: 'daemon.waiting_for_redis', redis: redisTarget(ctx.redis()) }, 'waiting for Redis'),
+    REDIS_WAIT_WARN_MS,
+  );
+  let ready: boolean;
+  try {
+    ready = await redisReadyOrStopped(ctx.redis(), stopRequested);
+  } finally {
+    clearTimeout(warn);
+  }
+  if (ready) return true;
+  await admin?.close();
+  const closed = await settleWithin(ctx.close(), ctx.config.pipeline.shutdownGraceMs);
+  ctx.log.info({ event: 'daemon.stopped', closedCleanly: closed, started: false }, 'daemon stopped');
+  setTimeout(() => process.exit(), SHUTDOWN_EXIT_DELAY_MS).unref();
+  return false;
+}
+
+/**
+ * Reconcile (and look at the schema gate) every RECONCILE_INTERVAL_MS, and at once after Redis
+ * reconnects; returns what stops both.
+ */
+function reconcileWhileRunning(
+  ctx: Context,
+  deps: ReturnType<Context['deps']>,
+  schemaGate: ReturnType<typeof createSchemaGate>,
+): () => void {
+  const { log } = ctx;
+  const timer = setInterval(() => {
+    reconcile(deps).catch((err: unknown) =>
+      log.warn({ event: 'reconcile.failed', err }, 'reconcile failed; retrying at the next interval'),
+    );
+    // a failed read keeps the last verdict; the next interval looks again
+    schemaGate.check().catch(() => undefined);
+  }, ctx.config.pipeline.reconcileIntervalMs);
+  timer.unref();
+  // A Redis that comes back may have come back empty (a restart without persistence, a
+  // failover to an empty replica): rebuild the work in flight from Postgres at once rather
+  // than at the next interval. Harmless when nothing was lost (job IDs are deterministic).
+  const stopReconnectReconcile = reconcileOnReconnect(ctx.redis(), () =>
+    reconcile(deps).then(
+      (r) =>
+        log.info({ event: 'reconcile.after_reconnect', ...r }, 'redis reconnected: reconciled queues with Postgres'),
+      (err: unknown) =>
+        log.warn(
+          { event: 'reconcile.failed', err },
+          'reconcile after a Redis reconnect failed; retrying at the next interval',
+        ),
+    ),
+  );
+  return () => {
+    clearInterval(timer);
+    stopReconnectReconcile();
+  };
+}
+
+/** How long a daemon waits for its first Redis connection before it says it is waiting, ms. */
+export const REDIS_WAIT_WARN_MS = 2_000;
 
 /** Of the grace period, the part kept for closing connections after the workers stopped. */
 export const SHUTDOWN_CLOSE_RESERVE_MS = 2_000;
