@@ -14,6 +14,8 @@
  *   GET  /__admin/stats, POST /__admin/stats/reset
  *   GET|PUT /__admin/accounts/{key}                read, create or patch an account
  *   GET|POST /__admin/jobs                         job settings for new jobs
+ *   GET  /__admin/sites?origin=O                   the live page URLs of a synthetic site
+ *   POST /__admin/sites {origin, size?, change?, remove?, restore?, add?}: change a site (web.ts SiteEdit)
  */
 import { z } from 'zod';
 import { AccountPatchSchema } from './accounts.ts';
@@ -50,6 +52,18 @@ export const VideoEditSchema = z
     transcriptRevisions: z.record(z.string().min(1), z.number().int().min(0)).optional(),
   })
   .strict();
+const UrlListSchema = z.array(z.string().url()).max(100_000).optional();
+export const SiteEditSchema = z
+  .object({
+    origin: z.string().url(),
+    size: z.number().int().min(1).max(100_000).optional(),
+    change: UrlListSchema,
+    remove: UrlListSchema,
+    restore: UrlListSchema,
+    add: z.number().int().min(0).max(100_000).optional(),
+  })
+  .strict();
+const OriginQuerySchema = z.object({ origin: z.string().url() });
 const KindQuerySchema = z.object({ kind: z.enum(VIDEO_KINDS).optional() });
 
 export interface AdminRequest {
@@ -137,6 +151,21 @@ export function buildAdminRouter(sim: Simulator): Router<AdminHandler> {
   r.add('PUT', '/accounts/{key}', (req) => {
     const b = parseBody(AccountPatchSchema, req.body);
     return b.ok ? json(sim.setAccount(req.params.key!, b.value)) : b.reply;
+  });
+
+  r.add('GET', '/sites', (req) => {
+    const q = parseWith(OriginQuerySchema, req.query, 'query');
+    if (!q.ok) return q.reply;
+    return json({ urls: sim.web.siteUrls(new URL(q.value.origin).origin) });
+  });
+  r.add('POST', '/sites', (req) => {
+    const b = parseBody(SiteEditSchema, req.body);
+    if (!b.ok) return b.reply;
+    const { origin, ...edit } = b.value;
+    const out = sim.web.editSite(new URL(origin).origin, edit);
+    return 'urls' in out
+      ? json(out)
+      : errorReply('invalid-request', `not a page of ${origin}: ${out.unknown.slice(0, 5).join(', ')}`);
   });
 
   r.add('GET', '/jobs', () => json(sim.jobSettings()));

@@ -15,9 +15,9 @@ export const CRAWL_PAGE_SIZE = 10;
  * How an answer's `next` names the following page (the interface leaves it open, UPSTREAM.md):
  * `absolute` this endpoint's own URL, `published` the provider's documented example (absolute,
  * `/v1/crawl/{jobId}`, no `/web`), `relative` an absolute path, `token` a bare `skip=N`, `offset`
- * a bare `N`.
+ * a bare `N`, `foreign` an absolute URL on another origin (read for its offset, never requested).
  */
-export const CRAWL_NEXT_SHAPES = ['absolute', 'published', 'relative', 'token', 'offset'] as const;
+export const CRAWL_NEXT_SHAPES = ['absolute', 'published', 'relative', 'token', 'offset', 'foreign'] as const;
 export type CrawlNextShape = (typeof CRAWL_NEXT_SHAPES)[number];
 
 /** The `next` of a crawl answer in `shape`; `origin` is `http://host:port` as the client addressed the simulator. */
@@ -34,14 +34,26 @@ export function crawlNext(shape: CrawlNextShape, origin: string, jobId: string, 
       return `skip=${skip}`;
     case 'offset':
       return String(skip);
+    case 'foreign':
+      return `https://elsewhere.invalid/v1/web/crawl/${id}?skip=${skip}`;
   }
 }
+
+/**
+ * A crawl fault for crawls started from now on (job setting `crawlFault`): `failed` or
+ * `cancelled` end the crawl so with no pages; `results-gone` answers not-found from the middle of
+ * its results on (the job purged while they are read).
+ */
+export const CRAWL_FAULTS = ['none', 'failed', 'cancelled', 'results-gone'] as const;
+export type CrawlFault = (typeof CRAWL_FAULTS)[number];
 
 interface Crawl {
   id: string;
   apiKey: string;
   origin: string;
-  pages: number;
+  /** the site's pages the crawl found, by index, snapshotted when it started */
+  pages: number[];
+  fault: CrawlFault;
   createdMs: number;
   doneMs: number;
   purgeMs: number;
@@ -62,17 +74,24 @@ export class CrawlJobs {
     private readonly chargePages: (apiKey: string, credits: number) => void = () => {},
   ) {}
 
-  create(apiKey: string, url: URL, limit: number, nowMs: number, t: { pageMs: number; purgeMs: number }): string {
+  create(
+    apiKey: string,
+    url: URL,
+    limit: number,
+    nowMs: number,
+    t: { pageMs: number; purgeMs: number; fault: CrawlFault },
+  ): string {
     for (const [id, c] of this.crawls) if (nowMs >= c.doneMs + c.purgeMs) this.crawls.delete(id);
-    const pages = Math.min(limit, this.web.pageCount(url.origin));
+    const pages = this.web.livePages(url).slice(0, limit);
     const id = `crawl_${randomUUID()}`;
     this.crawls.set(id, {
       id,
       apiKey,
       origin: url.origin,
       pages,
+      fault: t.fault,
       createdMs: nowMs,
-      doneMs: nowMs + pages * t.pageMs,
+      doneMs: nowMs + pages.length * t.pageMs,
       purgeMs: t.purgeMs,
       charged: false,
     });
@@ -97,15 +116,20 @@ export class CrawlJobs {
       return undefined;
     }
     if (nowMs < c.doneMs) return { status: 'scraping' };
+    if (c.fault === 'failed' || c.fault === 'cancelled') return { status: c.fault };
     if (!c.charged) {
       c.charged = true;
-      this.chargePages(c.apiKey, c.pages * PRICES.crawlPage);
+      this.chargePages(c.apiKey, c.pages.length * PRICES.crawlPage);
+    }
+    if (c.fault === 'results-gone' && skip >= Math.floor(c.pages.length / 2)) {
+      this.crawls.delete(id);
+      return undefined;
     }
     const pages = [];
-    const end = Math.min(c.pages, skip + CRAWL_PAGE_SIZE);
-    for (let i = skip; i < end; i++) pages.push(this.web.crawledPage(c.origin, i));
+    const end = Math.min(c.pages.length, skip + CRAWL_PAGE_SIZE);
+    for (let i = skip; i < end; i++) pages.push(this.web.crawledPage(c.origin, c.pages[i]!));
     const out: CrawlJob = { status: 'completed', pages };
-    if (end < c.pages) out.next = nextUrl(end);
+    if (end < c.pages.length) out.next = nextUrl(end);
     return out;
   }
 }

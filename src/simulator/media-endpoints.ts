@@ -159,6 +159,7 @@ function registerWebEndpoints(router: Router<Handler>, deps: ApiDeps): void {
     if (!q.ok) return q.reply;
     const url = httpUrl(q.value.url);
     if (!url) return errorReply('invalid-request', 'Invalid query: url: expected an http(s) URL');
+    if (deps.web.isRemoved(url)) return errorReply('not-found', 'Page not found.');
     const body = deps.web.scrape(url, q.value.noLinks ?? false, pageLang(q.value.lang));
     return req.charge(1) ? json(body) : creditsExhausted();
   });
@@ -181,6 +182,7 @@ function registerWebEndpoints(router: Router<Handler>, deps: ApiDeps): void {
     const jobId = deps.crawls.create(req.apiKey, url, b.value.limit ?? CRAWL_LIMIT_DEFAULT, deps.clock.now(), {
       pageMs: s.crawlPageMs,
       purgeMs: s.purgeMs,
+      fault: s.crawlFault,
     });
     return json({ jobId });
   });

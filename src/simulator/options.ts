@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { DEFAULT_PLATFORM, SIMULATOR_DEV_API_KEY } from '../config.ts';
 import { LIMIT_MAX } from '../api/schemas.ts';
 import { AccountPatchSchema, RateLimitSchema, type RateLimit } from './accounts.ts';
-import { CRAWL_NEXT_SHAPES } from './crawl-jobs.ts';
+import { CRAWL_FAULTS, CRAWL_NEXT_SHAPES } from './crawl-jobs.ts';
 import { FaultsPatchSchema, NO_FAULTS, type Faults } from './faults.ts';
 
 export const DEFAULT_SIMULATOR_PORT = 8787;
@@ -98,6 +98,8 @@ export const JobSettingsSchema = z
     extractJobMs: ms,
     /** how a crawl answer's `next` names the next page (crawl-jobs.ts CRAWL_NEXT_SHAPES), for answers from now on; default `absolute` */
     crawlNext: z.enum(CRAWL_NEXT_SHAPES),
+    /** a fault of crawls started from now on (crawl-jobs.ts CRAWL_FAULTS); default `none` */
+    crawlFault: z.enum(CRAWL_FAULTS),
   })
   .strict();
 export type JobSettings = z.infer<typeof JobSettingsSchema>;
@@ -117,6 +119,7 @@ export const JOB_DEFAULTS: JobSettings = {
   crawlPageMs: 100,
   extractJobMs: 5000,
   crawlNext: 'absolute',
+  crawlFault: 'none',
 };
 
 export const SimulatorOptionsSchema = z

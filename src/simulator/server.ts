@@ -93,6 +93,8 @@ export interface Simulator {
   seed: number;
   clock: Clock;
   catalog: SimulatorCatalog;
+  /** the synthetic websites of the web endpoints (their pages, edits) */
+  web: Pick<SyntheticWeb, 'siteUrls' | 'editSite' | 'livePages'>;
   faults(): Faults;
   setFaults(patch: FaultsPatch): Faults;
   /** no faults and no latency any more, and the script queue emptied */
@@ -362,6 +364,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     seed: settings.seed,
     clock,
     catalog: catalogView(catalog),
+    web: deps.web,
     faults: () => faults.current(),
     setFaults: (patch) => faults.set(patch),
     clearFaults: () => faults.clear(),
