@@ -251,6 +251,17 @@ export interface ApiClient {
    * `getCrawl(...).status === 'completed'` first.
    */
   crawlPages(jobId: string, o?: CallOptions): AsyncIterable<CrawledPage>;
+  /**
+   * One answer of a crawl from `skip`, as received (read with `LiberalCrawlAnswerSchema`: any
+   * status, pages kept whole), and the offset its `next` names (undefined when there is none), read
+   * as `crawlPages` reads it: the next answer is always asked on this client's own path.
+   */
+  readCrawl(
+    jobId: string,
+    o?: CallOptions & { skip?: number | undefined },
+  ): Promise<{ answer: LiberalCrawlAnswer; nextSkip: number | undefined }>;
+  /** `GET /web/scrape`, with the answer as received (what the pipeline lands raw) */
+  scrapePage(q: WebPageQuery, o?: CallOptions): Promise<{ page: Scrape; raw: unknown }>;
   /** `GET /{platform}/search` */
   search(q: SearchQuery, o?: CallOptions): Promise<SearchResults>;
   /** `GET /metadata`: any supported platform's media item (1 credit) */
@@ -521,8 +532,30 @@ function transcriptEndpoints({ http, get }: Calls): TranscriptEndpoints {
 
 type WebEndpoints = Pick<
   ApiClient,
-  'scrape' | 'mapSite' | 'startCrawl' | 'getCrawl' | 'crawlPages' | 'getMetadata' | 'startExtract' | 'getExtractJob'
+  | 'scrape'
+  | 'scrapePage'
+  | 'mapSite'
+  | 'startCrawl'
+  | 'getCrawl'
+  | 'crawlPages'
+  | 'readCrawl'
+  | 'getMetadata'
+  | 'startExtract'
+  | 'getExtractJob'
 >;
+
+/**
+ * A crawl answer read liberally: a status this interface version does not list, fields it does
+ * not name and pages of any shape are kept (each page is checked where it is stored).
+ */
+export const LiberalCrawlAnswerSchema = z
+  .object({
+    status: z.string(),
+    pages: z.array(z.unknown()).optional(),
+    next: z.string().optional(),
+  })
+  .passthrough();
+export type LiberalCrawlAnswer = z.infer<typeof LiberalCrawlAnswerSchema>;
 
 /** The endpoints that take any URL: web pages, crawls, metadata, extract jobs. */
 function webEndpoints({ http, get, createJob }: Calls): WebEndpoints {
@@ -563,6 +596,32 @@ function webEndpoints({ http, get, createJob }: Calls): WebEndpoints {
         if (data.next === undefined) return;
         skip = skipOfNext(data.next, jobId, skip ?? 0, endpoint);
       }
+    },
+    readCrawl: async (jobId, o) => {
+      const endpoint = 'GET /web/crawl/{jobId}';
+      const seg = jobIdSegment(jobId, endpoint);
+      const skip = o?.skip;
+      validate(CrawlQuerySchema, { skip }, endpoint);
+      const { data } = await http.requestJson(
+        specOf(o, { method: 'GET', endpoint, path: `/web/crawl/${seg}`, query: { skip }, kind: 'idempotent' }),
+        LiberalCrawlAnswerSchema,
+      );
+      const nextSkip = data.next === undefined ? undefined : skipOfNext(data.next, jobId, skip ?? 0, endpoint);
+      return { answer: data, nextSkip };
+    },
+    scrapePage: async (q, o) => {
+      const endpoint = 'GET /web/scrape';
+      const { data, raw } = await http.requestJson(
+        specOf(o, {
+          method: 'GET',
+          endpoint,
+          path: '/web/scrape',
+          query: toQuery(validate(WebPageQuerySchema, q, endpoint)),
+          kind: 'idempotent',
+        }),
+        ScrapeSchema,
+      );
+      return { page: data, raw };
     },
     getMetadata: async (q, o) => {
       const endpoint = 'GET /metadata';

@@ -10,6 +10,7 @@ import { LIMIT_MAX } from '../api/schemas.ts';
 import type { Source } from '../db/schema.ts';
 import type { SourceMatch, SourceSettings } from '../db/sources.ts';
 import { REFRESH_MIN_MS } from '../domain/attempts.ts';
+import { isPageSourceKind, WEBSITE_LIMIT_DEFAULT, WEBSITE_LIMIT_MAX } from '../domain/pages.ts';
 import { checkCronSyntax, checkSourceCron, CronError, type CronPlan } from '../domain/cron.ts';
 import {
   SEARCH_FEATURE_ALIASES,
@@ -224,6 +225,29 @@ const KIND_CLI: Record<SourceKind, KindCli> = {
     },
     size: (s) => `limit ${s.maxVideos}`,
   },
+  website: {
+    describe:
+      'a website: each sync crawls it from the URL, staying under its path (1 credit + 1 per page, at most --limit pages)',
+    argument: '<url>',
+    argumentHelp: 'the URL to crawl from, e.g. https://example.com/docs',
+    options: (cmd) => {
+      cmd.option(
+        '--limit <n>',
+        `most pages per crawl, 1..${WEBSITE_LIMIT_MAX} (default ${WEBSITE_LIMIT_DEFAULT}); a crawl is estimated at 1 + this`,
+        intArg(1, WEBSITE_LIMIT_MAX),
+      );
+    },
+    size: (s) => `at most ${s.maxVideos} pages a crawl`,
+  },
+  pages: {
+    describe: 'web pages by URL (arguments, or --file with one per line), each read at every sync (1 credit a page)',
+    argument: '[url...]',
+    argumentHelp: 'page URLs (or use --file)',
+    options: (cmd) => {
+      cmd.option('--file <path>', 'read page URLs from a file, one per line (`-`: standard input)');
+    },
+    size: (s) => `${s.maxVideos} pages`,
+  },
 };
 
 /** One reference per non-empty line (`#` starts a comment), each named by its line for errors. */
@@ -365,8 +389,11 @@ function addKindCommand(add: Command, kind: SourceKind): void {
         ].filter((x) => x !== '');
         process.stdout.write(
           `source ${s.id} added: ${describe(s)}, ${KIND_CLI[s.kind].size(s)}, ` +
-            `transcripts ${s.langs.length ? s.langs.join(',') : 'in the first language each video has (--lang xx to choose)'}` +
-            `${s.textOnly ? ' as text' : ''}${extras.length ? `, ${extras.join(', ')}` : ''}, ` +
+            (isPageSourceKind(s.kind)
+              ? 'pages as Markdown'
+              : `transcripts ${s.langs.length ? s.langs.join(',') : 'in the first language each video has (--lang xx to choose)'}` +
+                `${s.textOnly ? ' as text' : ''}`) +
+            `${extras.length ? `, ${extras.join(', ')}` : ''}, ` +
             `${s.cron ? `cron "${s.cron}"` : 'no schedule (backfill only)'}\n`,
         );
         if (plan) process.stdout.write(formatFires(plan));
@@ -375,11 +402,13 @@ function addKindCommand(add: Command, kind: SourceKind): void {
 }
 
 export function registerSourcesCommand(program: Command): void {
-  const sources = program.command('sources').description('manage the playlists and channels to keep in sync');
+  const sources = program
+    .command('sources')
+    .description('manage the sources to keep in sync: channels, playlists, videos, searches, websites and pages');
 
   const add = sources
     .command('add')
-    .description('register a source: a channel, a playlist, a list of videos, or a saved search')
+    .description('register a source: a channel, a playlist, a list of videos, a saved search, a website or web pages')
     // each kind is a subcommand; these say what is wrong when none matches (a missing or unknown kind)
     .addArgument(new Argument('<kind>', 'what the reference names').choices(SOURCE_KINDS))
     .argument('[reference...]', "the kind's reference (see: sources add <kind> --help)")

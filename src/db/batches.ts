@@ -76,9 +76,9 @@ export async function creditsEstimatedTotal(sql: Queryable): Promise<number> {
 export async function batchModeOf(
   sql: Queryable,
   jobId: string,
-): Promise<{ kind: BatchKind; mode: BatchMode } | undefined> {
+): Promise<{ kind: BatchKind; mode: BatchMode; sourceId: number | null } | undefined> {
   const [row] = await sql<
-    { kind: BatchKind; mode: BatchMode }[]
-  >`select kind, mode from batches where job_id = ${jobId}`;
+    { kind: BatchKind; mode: BatchMode; sourceId: number | null }[]
+  >`select kind, mode, source_id as "sourceId" from batches where job_id = ${jobId}`;
   return row;
 }

@@ -13,7 +13,7 @@ import type { EventType } from '../domain/events.ts';
 import type { Queryable, Sql } from './connection.ts';
 
 /** Which records an event says changed: its transcript's (video, lang), every transcript of its video, or none. */
-export type ExportScope = 'transcript' | 'video' | null;
+export type ExportScope = 'transcript' | 'video' | 'page' | null;
 
 /**
  * Per event type, the records an incremental export writes again. `video.gone` changes nothing
@@ -27,6 +27,10 @@ export const EXPORT_EVENT_SCOPE: Readonly<Record<EventType, ExportScope>> = {
   'video.gone': null,
   'transcript.added': 'transcript',
   'transcript.changed': 'transcript',
+  'page.added': 'page',
+  'page.changed': 'page',
+  'page.gone': 'page',
+  'page.returned': 'page',
   'batch.completed': null,
   'batch.expired': null,
   'source.synced': null,

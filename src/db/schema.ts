@@ -205,7 +205,12 @@ export const batches = pgTable(
     reason: text('reason'),
     /** first of the consecutive polls answered with a JSON `not-found` (null once an answer arrives) */
     notFoundSince: tstz('not_found_since'),
-    /** `batch`: a batch job; `generate`: a transcript job of one video (`GET /transcript`, mode generate) */
+    /**
+     * `batch`: a batch job; `generate`: a transcript job of one video (`GET /transcript`, mode
+     * generate); `crawl`: a crawl job (`POST /web/crawl`); `scrape`: a sync's scrapes of a `pages`
+     * source (no upstream job: `job_id` is `scrape:<sync run>`). Their items are pages, keyed by URL
+     * in `batch_items.video_id`.
+     */
     mode: text('mode').$type<BatchMode>().notNull().default('batch'),
   },
   (t) => [
@@ -222,7 +227,7 @@ export const batches = pgTable(
     check('batches_kind_ck', sql`${t.kind} in (${sqlList(BATCH_KINDS)})`),
     check(
       'batches_mode_ck',
-      sql`${t.mode} in (${sqlList(BATCH_MODES)}) and (${t.mode} = 'batch' or ${t.kind} = 'transcript')`,
+      sql`${t.mode} in (${sqlList(BATCH_MODES)}) and (${t.mode} = 'batch' or (${t.mode} = 'generate' and ${t.kind} = 'transcript') or (${t.mode} in ('crawl', 'scrape') and ${t.kind} = 'page'))`,
     ),
     check('batches_status_ck', sql`${t.status} in (${sqlList(BATCH_STATUSES)})`),
     check('batches_lang_ck', sql`${t.kind} = 'transcript' or ${t.lang} is null`),
@@ -965,9 +970,93 @@ export const searchIndexQueue = pgTable(
   (t) => [primaryKey({ columns: [t.videoId, t.lang] }), index('search_index_queue_queued_at_idx').on(t.queuedAt)],
 );
 
+/**
+ * Web pages (crawled by a `website` source, scraped for a `pages` source), one row per URL as
+ * delivered: Markdown `content`, its sha256, when first and last seen, and `gone_at` while no source
+ * finds it any more (kept). Written with their events and versions in one transaction
+ * (src/db/pages.ts).
+ */
+export const pages = pgTable(
+  'pages',
+  {
+    url: text('url').primaryKey(),
+    name: text('name'),
+    description: text('description'),
+    ogUrl: text('og_url'),
+    content: text('content').notNull(),
+    countCharacters: bigNumber('count_characters'),
+    contentSha256: text('content_sha256').notNull(),
+    firstSeenAt: tstzNow('first_seen_at'),
+    /** the last crawl or scrape that delivered it */
+    lastSeenAt: tstzNow('last_seen_at'),
+    /** changes only when a delivered value changes */
+    updatedAt: tstzNow('updated_at'),
+    /** set while no source's latest crawl or scrape finds it; null again when it returns */
+    goneAt: tstz('gone_at'),
+    /** the job that delivered the stored version (`batches.job_id`) */
+    jobId: text('job_id'),
+    sourceId: integer('source_id'),
+  },
+  (t) => [index('pages_updated_at_idx').on(t.updatedAt)],
+);
+
+/** Which pages each web source found, and since when one is no longer found there. */
+export const sourcePages = pgTable(
+  'source_pages',
+  {
+    sourceId: integer('source_id')
+      .notNull()
+      .references(() => sources.id, { onDelete: 'cascade' }),
+    url: text('url').notNull(),
+    firstSeenAt: tstzNow('first_seen_at'),
+    lastSeenAt: tstzNow('last_seen_at'),
+    /** the source's latest completed crawl did not find it (or its scrape answered not-found) */
+    goneAt: tstz('gone_at'),
+  },
+  (t) => [primaryKey({ columns: [t.sourceId, t.url] }), index('source_pages_url_idx').on(t.url)],
+);
+
+/** Every distinct version of a page's content, the current one included. */
+export const pageVersions = pgTable(
+  'page_versions',
+  {
+    url: text('url').notNull(),
+    contentSha256: text('content_sha256').notNull(),
+    name: text('name'),
+    description: text('description'),
+    ogUrl: text('og_url'),
+    content: text('content').notNull(),
+    countCharacters: bigNumber('count_characters'),
+    /** when this version was first stored */
+    storedAt: tstzNow('stored_at'),
+    jobId: text('job_id'),
+  },
+  (t) => [primaryKey({ columns: [t.url, t.contentSha256] })],
+);
+
+/**
+ * The search index of pages: each page cut at its headings (src/domain/pages.ts `pageSections`),
+ * rebuilt in the transaction that stores a changed page.
+ */
+export const pageSections = pgTable(
+  'page_sections',
+  {
+    url: text('url').notNull(),
+    n: integer('n').notNull(),
+    /** the headings the section is under, outermost first */
+    headings: text('headings').array().notNull(),
+    /** the fragment of its heading (`getting-started`), null before the first heading */
+    anchor: text('anchor'),
+    text: text('text').notNull(),
+    tsv: tsvector('tsv').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.url, t.n] }), index('page_sections_tsv_idx').using('gin', t.tsv)],
+);
+
 export type Source = typeof sources.$inferSelect;
 export type NewSource = typeof sources.$inferInsert;
 export type SourceVideo = typeof sourceVideos.$inferSelect;
+export type Page = typeof pages.$inferSelect;
 export type NewSourceVideo = typeof sourceVideos.$inferInsert;
 export type Batch = typeof batches.$inferSelect;
 export type NewBatch = typeof batches.$inferInsert;

@@ -8,7 +8,8 @@
  */
 import { z } from 'zod';
 
-export const BATCH_KINDS = ['video', 'transcript'] as const;
+/** `page`: a crawl's or a sync's scrapes' web pages (src/domain/pages.ts) */
+export const BATCH_KINDS = ['video', 'transcript', 'page'] as const;
 export type BatchKind = (typeof BATCH_KINDS)[number];
 
 export const BATCH_STATUSES = ['submitted', 'queued', 'active', 'completed', 'failed', 'expired'] as const;

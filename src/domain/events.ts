@@ -26,6 +26,15 @@ export const EVENT_TYPES = [
   'transcript.added',
   /** a stored transcript's content_sha256 changed: `{videoId, sourceId, lang, sha256, previousSha256, jobId, origin, changed: ('text'|'chunks'|'availableLangs'|'origin')[]}` */
   'transcript.changed',
+  // The page events are written where pages are stored (src/db/pages.ts), in the same transaction.
+  /** a web page stored for the first time: `{url, sourceId, jobId, sha256}` */
+  'page.added',
+  /** a stored page's content changed (its content_sha256): `{url, sourceId, jobId, sha256, previousSha256}` */
+  'page.changed',
+  /** a completed crawl of every source that had the page no longer found it, or a scrape answered not-found: `{url, sourceId, jobId}` */
+  'page.gone',
+  /** a gone page was found again: `{url, sourceId, jobId, sha256}` */
+  'page.returned',
   /** a batch reached `completed` (once, whatever the polls that see it): `{jobId, sourceId, kind, lang, total, succeeded, failed}` */
   'batch.completed',
   /** a batch reached `expired` (upstream `job-expired`, confirmed not-found, or too old): `{jobId, sourceId, kind, lang, errorCode, reason}` */

@@ -13,8 +13,11 @@ import {
   type SearchFeature,
 } from '../api/schemas.ts';
 
-/** `playlist`, `channel`: listed through the API; `videos`: IDs a person gave; `search`: a saved search. */
-export const SOURCE_KINDS = ['playlist', 'channel', 'videos', 'search'] as const;
+/**
+ * `playlist`, `channel`: listed through the API; `videos`: IDs a person gave; `search`: a saved
+ * search; `website`: a site crawled (`POST /web/crawl`); `pages`: web pages a person gave, scraped.
+ */
+export const SOURCE_KINDS = ['playlist', 'channel', 'videos', 'search', 'website', 'pages'] as const;
 export type SourceKind = (typeof SOURCE_KINDS)[number];
 
 /**
@@ -87,7 +90,7 @@ export type TranscriptOrigin = (typeof TRANSCRIPT_ORIGINS)[number];
  * `GET /videosite/batch/{jobId}`) or a transcript job (`GET /transcript`, read at
  * `GET /transcript/{jobId}`), which holds one video and is polled the same way.
  */
-export const BATCH_MODES = ['batch', 'generate'] as const;
+export const BATCH_MODES = ['batch', 'generate', 'crawl', 'scrape'] as const;
 export type BatchMode = (typeof BATCH_MODES)[number];
 
 /** A channel's or playlist's metadata record is re-fetched (1 credit) when older than this. */
@@ -106,4 +109,7 @@ export const LISTING_PRICE: Readonly<
   playlist: { listing: PRICES.listing, perPage: false, record: 'playlists' },
   videos: { listing: 0, perPage: false, record: null },
   search: { listing: PRICES.searchPage, perPage: true, record: null },
+  // a web source lists nothing: its crawl or its scrapes are its purchase (src/domain/pages.ts)
+  website: { listing: 0, perPage: false, record: null },
+  pages: { listing: 0, perPage: false, record: null },
 };

@@ -6,6 +6,7 @@
 import type { Queryable } from '../../db/connection.ts';
 import { deleteSource, insertSource, SourceExistsError, sourcesMatching, type SourceMatch } from '../../db/sources.ts';
 import { rememberVideos } from '../../db/source-videos.ts';
+import { rememberPages } from '../../db/pages.ts';
 import type { Source } from '../../db/schema.ts';
 import type { SearchFilterValues, SourceInclude, SourceKind } from '../../domain/sources.ts';
 import { silentLogger } from '../../log.ts';
@@ -99,6 +100,7 @@ export async function registerSource(
   try {
     // a videos source's list is its listing: without it the source must not exist
     await rememberVideos(deps.sql, source.id, resolved.videoIds, false);
+    if (resolved.pageUrls) await rememberPages(deps.sql, source.id, resolved.pageUrls);
   } catch (e: unknown) {
     await deleteSource(deps.sql, source.id);
     throw e;

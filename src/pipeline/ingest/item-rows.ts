@@ -37,6 +37,9 @@ export interface RowBatch {
 const CONTENT_PATH: Record<BatchMode, readonly string[]> = {
   batch: ['transcript', 'content'],
   generate: ['content'],
+  // pages are stored by src/pipeline/ingest/crawl.ts, never through these rows
+  crawl: [],
+  scrape: [],
 };
 
 /**

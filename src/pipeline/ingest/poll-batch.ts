@@ -57,6 +57,7 @@ import type { RowBatch } from './item-rows.ts';
 import { prepareItem, storeChunk, type PreparedItem } from './store-items.ts';
 import type { PipelineDeps } from '../deps.ts';
 import { takeCreditSnapshot } from './credits.ts';
+import { pollCrawl } from './crawl.ts';
 import { pollTranscriptJob } from './transcript-job.ts';
 import { holdsApplying, meRefusesKey, recordHold } from '../services/upstream-holds.ts';
 
@@ -204,6 +205,8 @@ export async function pollBatch(
   if (notRead) return notRead;
   // a transcript job (`--generate-missing`) is read at GET /transcript/{jobId}, not as a batch
   if (batch.mode === 'generate') return pollTranscriptJob(deps, batch, opts);
+  // a crawl is read at GET /web/crawl/{jobId}; a sync's scrapes have no job upstream
+  if (batch.mode === 'crawl') return pollCrawl(deps, batch, opts);
 
   // read before the answer is opened: once open, its bytes must be consumed as they come (a
   // connection that breaks takes the bytes undici buffered but we had not read with it)

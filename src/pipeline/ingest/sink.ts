@@ -9,6 +9,7 @@
  * it changes nothing (upserts write only what changed).
  */
 import { batchModeOf } from '../../db/batches.ts';
+import { sinkPages } from './crawl.ts';
 import { writeIsolating } from '../../db/isolate.ts';
 import { markQuarantined, markSunk, nextLandedChunk } from '../../db/items.ts';
 import { markSinkOutcome } from '../../db/video-sync.ts';
@@ -39,6 +40,15 @@ export async function sinkBatch(
   const result: SinkResult = { jobId, sunk: 0, quarantined: 0, inserted: 0, updated: 0, unchanged: 0 };
   const batch = await batchModeOf(sql, jobId);
   if (!batch) return result;
+  if (batch.mode === 'crawl' || batch.mode === 'scrape') {
+    const pages = await sinkPages(deps, { jobId, sourceId: batch.sourceId }, opts.signal);
+    return {
+      ...result,
+      sunk: pages.sunk,
+      quarantined: pages.quarantined,
+      ...(pages.interrupted ? { interrupted: true } : {}),
+    };
+  }
   const rowBatch = { jobId, kind: batch.kind, mode: batch.mode };
 
   for (;;) {

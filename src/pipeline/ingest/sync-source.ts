@@ -54,6 +54,8 @@ import type { Listing, PlannedBatch } from '../kinds/adapter.ts';
 import { adapterFor } from '../kinds/index.ts';
 import { submitGenerations } from './generate.ts';
 import { submitBatch } from './submit.ts';
+import { syncWebSource } from './sync-pages.ts';
+import { isPageSourceKind } from '../../domain/pages.ts';
 import { holdsApplying, judgeGatewayForbidden, liftHolds, recordHold } from '../services/upstream-holds.ts';
 
 /** A submission still `sending` after this long was left by a process that died. */
@@ -230,6 +232,7 @@ async function syncStages(run: SyncRun): Promise<SyncResult> {
   const { deps, source, result } = run;
   await resolveSubmissions(deps, source.id, run.signal);
   stopIfAborted(run);
+  if (isPageSourceKind(source.kind)) return syncPagesStage(run);
   const wanted = await wantedNow(deps, source);
   if (wanted.length === 0) {
     result.outcome = 'in-flight';
@@ -257,6 +260,32 @@ async function syncStages(run: SyncRun): Promise<SyncResult> {
   }
   result.creditsEstimated = sent.estimate + generated.credits;
   return endSubmitted(run);
+}
+
+/** A web source's sync (src/pipeline/ingest/sync-pages.ts), ended as a video source's would be. */
+async function syncPagesStage(run: SyncRun): Promise<SyncResult> {
+  const { result } = run;
+  const ended = await syncWebSource({
+    deps: run.deps,
+    source: run.source,
+    runId: run.runId,
+    result,
+    forceRefresh: run.refreshAfter === 0,
+    signal: run.signal,
+  });
+  switch (ended.end) {
+    case 'submitted':
+      return endSubmitted(run);
+    case 'up-to-date':
+      return endUpToDate(run, ended.detail);
+    case 'in-flight':
+      result.outcome = 'in-flight';
+      result.detail = ended.detail;
+      await finishRun(run, 'up-to-date');
+      return result;
+    case 'refused':
+      return refuseForCredits(run, ended.refusal, ended.accountLeft);
+  }
 }
 
 function stopIfAborted(run: SyncRun): void {

