@@ -5,7 +5,8 @@
  * with none (as grep does: a script can test for a match without parsing), 2 on bad input.
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import type { SearchHit } from '../db/search.ts';
+import type { PageSearchHit, SearchHit } from '../db/search.ts';
+import { sectionLink } from '../domain/pages.ts';
 import {
   fillVideoUrl,
   formatMoment,
@@ -55,6 +56,21 @@ export function searchHitJson(h: SearchHit, urlTemplate: string | undefined): st
   });
 }
 
+/** A page hit as a JSON line: its URL, the section it is in and a link to that section. */
+export function pageHitJson(h: PageSearchHit): string {
+  return terminalJson({
+    kind: 'page',
+    url: h.url,
+    name: h.name,
+    section: h.headings.join(' › '),
+    headings: h.headings,
+    link: sectionLink(h.url, h.anchor),
+    snippet: markSnippet(h.snippet, '«', '»'),
+    snippet_plain: markSnippet(h.snippet, '', ''),
+    rank: h.rank,
+  });
+}
+
 const BOLD = '\x1b[1m';
 const RESET = '\x1b[0m';
 
@@ -75,7 +91,28 @@ function hitBlock(h: SearchHit, urlTemplate: string | undefined, tty: boolean): 
   return lines.join('\n') + '\n';
 }
 
+function pageHitBlock(h: PageSearchHit, tty: boolean): string {
+  const [open, close] = tty ? [BOLD, RESET] : ['«', '»'];
+  const snippet = snippetParts(h.snippet)
+    .map((p) => (p.marked ? `${open}${terminalSafe(p.text)}${close}` : terminalSafe(p.text)))
+    .join('');
+  const section = h.headings.length > 0 ? ` › ${terminalSafe(h.headings.join(' › '))}` : '';
+  const head = `${terminalSafe(h.url)} [page]  ${terminalSafe(h.name ?? '(no name)')}${section}`;
+  return [head, `  ${snippet.replace(/\s+/g, ' ').trim()}`, `  ${terminalSafe(sectionLink(h.url, h.anchor))}`].join('\n') + '\n';
+}
+
+type Hit = { kind: 'video'; hit: SearchHit } | { kind: 'page'; hit: PageSearchHit };
+
+const SEARCH_KINDS = ['video', 'page'] as const;
+
+function kindArg(value: string): 'video' | 'page' {
+  if (!(SEARCH_KINDS as readonly string[]).includes(value))
+    throw new InvalidArgumentError(`"${value}" is not a kind of document (expected ${SEARCH_KINDS.join(' or ')}).`);
+  return value as 'video' | 'page';
+}
+
 interface SearchOptions {
+  kind?: 'video' | 'page';
   source?: number;
   lang?: string;
   channel?: string;
@@ -88,37 +125,61 @@ export function registerSearchCommand(program: Command): void {
     .command('search')
     .description('find where words are said in the stored transcripts: video, moment and snippet, ranked')
     .argument('<words>', 'what to find: words (all of them), "a quoted phrase", a or b, -word to exclude', wordsArg)
-    .option('--source <id>', 'only videos this source listed', intArg(1, 2_147_483_647))
+    .option('--source <id>', 'only what this source holds (videos it listed, pages it found)', intArg(1, 2_147_483_647))
     .option('--lang <xx>', 'only transcripts in this language (searched with its own stemming)', langArg)
     .option('--channel <id>', 'only videos of this channel', channelArg)
+    .option(
+      '--kind <kind>',
+      'only videos (transcripts) or only web pages; default both (videos only with --lang or --channel)',
+      kindArg,
+    )
     .option('--limit <n>', 'most hits printed', intArg(1, SEARCH_HITS_MAX), SEARCH_HITS_DEFAULT)
     .option(
       '--json',
-      'one JSON object a line: {"video_id","title","channel_id","channel_name","lang","moment","seconds","snippet","snippet_plain","rank"} and "url" when VIDEO_URL_TEMPLATE is set',
+      'one JSON object a line: {"video_id","title","channel_id","channel_name","lang","moment","seconds","snippet","snippet_plain","rank"} and "url" when VIDEO_URL_TEMPLATE is set; a page: {"kind":"page","url","name","section","headings","link","snippet","snippet_plain","rank"}',
       false,
     )
     .addHelpText(
       'after',
       '\nThe best hits first, one per moment of a video: the moment (h:mm:ss) is where the first chunk holding\n' +
-        'the words starts. Snippets mark the words as «…» (bold on a terminal). VIDEO_URL_TEMPLATE\n' +
+        'the words starts; a page hit names its URL, the section (headings) it is under and a link to it.\n' +
+        'Snippets mark the words as «…» (bold on a terminal). VIDEO_URL_TEMPLATE\n' +
         '(e.g. https://videos.example/watch?v={id}&t={seconds}) adds a link to each hit.\n' +
         'Exit status: 0 when something was found, 1 when nothing was (as grep), 2 on bad input.\n',
     )
     .action(async (words: string, o: SearchOptions) => {
       const ctx = createContext();
-      const { searchTranscripts } = await import('../db/search.ts');
+      const { searchTranscripts, searchPages } = await import('../db/search.ts');
+      if (o.kind === 'page' && (o.lang !== undefined || o.channel !== undefined)) {
+        process.stderr.write(`error: --${o.lang !== undefined ? 'lang' : 'channel'} applies to videos, not to --kind page\n`);
+        process.exitCode = 2;
+        await ctx.close();
+        return;
+      }
+      const videos = o.kind !== 'page';
+      const pages = o.kind === 'page' || (o.kind === undefined && o.lang === undefined && o.channel === undefined);
       const { drainSearchIndexShowingProgress } = await import('./progress.ts');
       const template = ctx.config.videoUrlTemplate;
       try {
         // transcripts stored but not yet indexed (no daemon running, or it is a second behind)
         await drainSearchIndexShowingProgress(ctx.db().sql, process.stderr);
-        const hits = await searchTranscripts(ctx.db().sql, {
-          query: words,
-          lang: o.lang,
-          sourceId: o.source,
-          channelId: o.channel,
-          limit: o.limit,
-        });
+        const found: Hit[] = [];
+        if (videos) {
+          const v = await searchTranscripts(ctx.db().sql, {
+            query: words,
+            lang: o.lang,
+            sourceId: o.source,
+            channelId: o.channel,
+            limit: o.limit,
+          });
+          for (const hit of v) found.push({ kind: 'video', hit });
+        }
+        if (pages) {
+          const p = await searchPages(ctx.db().sql, { query: words, sourceId: o.source, limit: o.limit });
+          for (const hit of p) found.push({ kind: 'page', hit });
+        }
+        // both ranked by ts_rank_cd: merged best first, stable within a kind
+        const hits = found.sort((a, b) => b.hit.rank - a.hit.rank).slice(0, o.limit);
         if (hits.length === 0) {
           if (!o.json) process.stderr.write('no matches\n');
           // 1, as grep: the contract's "did not land" code, here "nothing found"
@@ -127,7 +188,17 @@ export function registerSearchCommand(program: Command): void {
         }
         const tty = process.stdout.isTTY === true;
         process.stdout.write(
-          hits.map((h) => (o.json ? `${searchHitJson(h, template)}\n` : hitBlock(h, template, tty))).join(''),
+          hits
+            .map((h) =>
+              h.kind === 'page'
+                ? o.json
+                  ? `${pageHitJson(h.hit)}\n`
+                  : pageHitBlock(h.hit, tty)
+                : o.json
+                  ? `${searchHitJson(h.hit, template)}\n`
+                  : hitBlock(h.hit, template, tty),
+            )
+            .join(''),
         );
       } finally {
         await ctx.close();

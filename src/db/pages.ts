@@ -157,7 +157,7 @@ async function writeVersionsAndSections(tx: Queryable, origin: PageOrigin, rows:
   await tx`
     insert into page_sections (url, n, headings, anchor, text, tsv)
     select s->>'url', (s->>'n')::int, array(select jsonb_array_elements_text(s->'headings')), s->>'anchor', s->>'text',
-      to_tsvector('simple', s->>'text')
+      to_tsvector('simple', search_document(s->>'text'))
     from jsonb_array_elements(${JSON.stringify(sections)}::text::jsonb) as s`;
 }
 

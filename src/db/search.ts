@@ -167,3 +167,53 @@ export async function searchBacklog(sql: Queryable, queuedBefore?: Date): Promis
     where ${queuedBefore ?? null}::timestamptz is null or queued_at <= ${queuedBefore ?? null}::timestamptz`;
   return { pending: r!.pending, oldestQueuedAt: r!.oldest };
 }
+
+/** Only the pages `sourceId` found, when given. */
+export interface PageSearchFilter {
+  query: string;
+  sourceId?: number | undefined;
+  limit: number;
+}
+
+export interface PageSearchHit {
+  url: string;
+  name: string | null;
+  /** the headings the section is under, outermost first */
+  headings: string[];
+  /** the section's fragment, null before the first heading */
+  anchor: string | null;
+  /** the section's position in the page (0-based) */
+  section: number;
+  snippet: string;
+  rank: number;
+}
+
+/**
+ * Page search over `page_sections` (built where a page is stored, src/db/pages.ts), one index scan
+ * with the query in the `simple` configuration the sections are indexed with, ranked with
+ * ts_rank_cd, a snippet for the best ones. A page no source finds any more (gone) is not a hit.
+ */
+export async function searchPages(sql: Queryable, f: PageSearchFilter): Promise<PageSearchHit[]> {
+  const text = prepareSearchQuery(f.query);
+  const source =
+    f.sourceId !== undefined
+      ? sql`and exists (select 1 from source_pages sp where sp.source_id = ${f.sourceId}::int and sp.url = s.url)`
+      : sql``;
+  return sql<PageSearchHit[]>`
+    with q as materialized (select websearch_to_tsquery('simple', ${text}::text) as query),
+    matched as materialized (
+      select s.url, s.n, s.headings, s.anchor, s.text, s.tsv from page_sections s
+      where s.tsv @@ (select query from q) ${source}
+      limit ${SEARCH_CANDIDATES_MAX}
+    ),
+    best as (
+      select m.*, ts_rank_cd(m.tsv, q.query) as rank, q.query from matched m cross join q
+      order by rank desc, m.url, m.n limit ${f.limit}
+    )
+    select b.url, p.name, b.headings, b.anchor, b.n as section, b.rank::float8 as rank,
+      replace(replace(ts_headline('simple', search_document(b.text), b.query, ${HEADLINE_OPTIONS}::text), chr(8203), ''),
+        ${SNIPPET_STOP + SNIPPET_START}::text, '') as snippet
+    from best b join pages p on p.url = b.url
+    where p.gone_at is null
+    order by b.rank desc, b.url, b.n`;
+}

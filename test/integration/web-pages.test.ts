@@ -139,3 +139,32 @@ describe('a website source', () => {
     expect(back.events).toEqual({ 'page.returned': [removed] });
   });
 });
+
+describe('search and export of pages', () => {
+  const crawled = once(async () => {
+    const r = await cli(['sources', 'add', 'website', `${ORIGIN}/`]);
+    // registered by the block above when it ran first
+    if (r.code !== 0) expect(r.stderr).toContain('already');
+    const id = /source (\d+) added/.exec(r.stdout)?.[1];
+    if (id !== undefined) expectExit(await cli(['backfill', '--source', id]), 0);
+  });
+
+  it('search finds a phrase of a page with its section and a link to it', async () => {
+    await crawled();
+    const [s] = await h.database.sql<{ url: string; headings: string[]; anchor: string; text: string }[]>`
+      select s.url, s.headings, s.anchor, s.text from page_sections s join pages p using (url)
+      where cardinality(s.headings) >= 2 and p.gone_at is null order by s.url, s.n limit 1`;
+    const body = s!.text.split('\n').slice(1).join(' ');
+    const phrase = body.split(/\s+/).filter((w) => /^[a-z]+$/i.test(w)).slice(0, 4).join(' ');
+    const r = await cli(['search', `"${phrase}"`, '--kind', 'page', '--json', '--limit', '50']);
+    expectExit(r, 0);
+    const hits = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { kind: string; url: string; section: string; link: string; snippet: string });
+    const hit = hits.find((x) => x.url === s!.url && x.section === s!.headings.join(' › '));
+    expect(hit, `hits: ${r.stdout}`).toBeDefined();
+    expect(hit!.link).toBe(`${s!.url}#${s!.anchor}`);
+    expect(hit!.snippet).toContain('«');
+  });
+});
