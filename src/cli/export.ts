@@ -1,7 +1,7 @@
 /**
  * `export --format jsonl|parquet|csv --out PATH|- [--source ID] [--lang xx] [--since TIME]
- * [--cursor NAME] [--chunks] [--csv-raw-formulas]` (issue #15): one record per (video,
- * transcript language); the run itself is src/pipeline/commands/export.ts. With `--out -` stdout carries
+ * [--cursor NAME] [--chunks] [--csv-raw-formulas] [--kind video|page]` (issues #15, #29): one record per (video,
+ * transcript language) and one per web page; the run itself is src/pipeline/commands/export.ts. With `--out -` stdout carries
  * the data only; with a path it gets one summary line. On a terminal, stderr shows a progress line.
  *
  * SIGINT or SIGTERM while a file is written removes its temporary copy (the file at `--out` is
@@ -14,7 +14,9 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import {
   EXPORT_FORMATS as FORMATS,
+  EXPORT_KINDS,
   ExportOutputError,
+  type ExportKind,
   runExport,
   type ExportFormat as Format,
 } from '../pipeline/commands/export.ts';
@@ -31,6 +33,12 @@ function formatArg(value: string): Format {
   if (!(FORMATS as readonly string[]).includes(value))
     throw new InvalidArgumentError(`expected one of ${FORMATS.join(', ')}.`);
   return value as Format;
+}
+
+function kindArg(value: string): ExportKind {
+  if (!(EXPORT_KINDS as readonly string[]).includes(value))
+    throw new InvalidArgumentError(`expected one of ${EXPORT_KINDS.join(', ')}.`);
+  return value as ExportKind;
 }
 
 function langArg(value: string): string {
@@ -51,6 +59,7 @@ export function sinceArg(value: string): string {
 
 interface ExportCliOptions {
   format: Format;
+  kind?: ExportKind;
   out: string;
   source?: number;
   lang?: string;
@@ -88,12 +97,17 @@ export function registerExportCommand(program: Command): void {
   program
     .command('export')
     .description(
-      'write the corpus (one record per video and transcript language) as JSONL, CSV or Parquet, whole or since a cursor',
+      'write the corpus (one record per video and transcript language, one per web page) as JSONL, CSV or Parquet, whole or since a cursor',
     )
     .requiredOption('--format <format>', `${FORMATS.join(', ')}`, formatArg)
     .requiredOption('--out <path>', 'the file to write (replaced once complete), or - for stdout')
-    .option('--source <id>', 'only videos this source listed', intArg(1, 2_147_483_647))
-    .option('--lang <lang>', 'only transcripts in this language', langArg)
+    .option(
+      '--kind <kind>',
+      'video (transcript records) or page (web page records); default: both in JSONL (videos, then pages), video in CSV and Parquet (one kind per file)',
+      kindArg,
+    )
+    .option('--source <id>', 'only what this source holds (videos it listed, pages it found)', intArg(1, 2_147_483_647))
+    .option('--lang <lang>', 'only transcripts in this language (videos only)', langArg)
     .option(
       '--since <time>',
       `only records whose transcript or video changed at or after this time: ${INSTANT_FORMS}`,
@@ -114,7 +128,9 @@ export function registerExportCommand(program: Command): void {
       'after',
       '\nFields: video_id, title, description, duration_s, channel_id, channel_name, tags, thumbnail, upload_date,\n' +
         'view_count, like_count, transcript_languages, lang, text, content_sha256, batch (the job that delivered it),\n' +
-        'delivered_at; timestamps UTC. CSV: a null is an empty field, a string is always quoted, arrays are JSON.\n' +
+        'delivered_at; timestamps UTC. A page: url, name, description, og_url, content (Markdown), count_characters,\n' +
+        'content_sha256, batch, first_seen_at, last_seen_at, updated_at, gone_at (JSONL: "kind":"page" first).\n' +
+        'CSV: a null is an empty field, a string is always quoted, arrays are JSON.\n' +
         "CSV: a cell starting with =, +, -, @, a tab or a carriage return gets a leading ' so that a spreadsheet\n" +
         'shows it as text instead of running it as a formula (CSV injection); --csv-raw-formulas keeps it as stored.\n' +
         '--out: the file is written beside it under a random name and put in place once complete; an existing\n' +
@@ -135,6 +151,13 @@ export function registerExportCommand(program: Command): void {
           `--cursor ${o.cursor} and --since ${o.since} cannot be combined: a cursor writes what changed since its last run, --since what changed since a time; give one`,
         );
       }
+      if (o.kind === 'page' && (o.lang !== undefined || o.chunks)) {
+        throw new UsageError(
+          `--${o.lang !== undefined ? 'lang' : 'chunks'} applies to video records, not to --kind page`,
+        );
+      }
+      const kinds: ExportKind[] =
+        o.kind !== undefined ? [o.kind] : o.format === 'jsonl' && o.lang === undefined ? ['video', 'page'] : ['video'];
       const ctx = createContext();
       // stdout has no temporary file to remove: the default action is right there
       const signals = o.out === '-' ? undefined : onInterrupt(o.out);
@@ -143,6 +166,7 @@ export function registerExportCommand(program: Command): void {
           { sql: ctx.db().sql, log: ctx.log, interrupted: signals?.interrupted },
           {
             format: o.format,
+            kinds,
             out: o.out,
             sourceId: o.source,
             lang: o.lang,
@@ -155,11 +179,18 @@ export function registerExportCommand(program: Command): void {
           throw e instanceof ExportOutputError ? new UsageError(e.message) : e;
         });
         // one record per transcript: say how many stored videos that leaves out, instead of silently
-        const { videosWithoutTranscript } = await import('../db/export.ts');
+        const { videosWithoutTranscript, pageCount } = await import('../db/export.ts');
+        const whole = o.cursor === undefined && o.since === undefined;
         const left =
-          o.cursor === undefined && o.since === undefined
+          whole && kinds.includes('video')
             ? await videosWithoutTranscript(ctx.db().sql, { sourceId: o.source, lang: o.lang })
             : 0;
+        const pagesLeft = whole && !kinds.includes('page') ? await pageCount(ctx.db().sql, { sourceId: o.source }) : 0;
+        if (pagesLeft > 0) {
+          process.stderr.write(
+            `${pagesLeft} stored web page(s) are not in the export (${o.kind === 'video' ? '--kind video' : `--format ${o.format} holds one kind per file`}); --kind page writes them\n`,
+          );
+        }
         if (left > 0) {
           process.stderr.write(
             `${left} stored video(s) have no transcript${o.lang ? ` in ${o.lang}` : ''} and are not in the export ` +

@@ -98,7 +98,10 @@ function pageHitBlock(h: PageSearchHit, tty: boolean): string {
     .join('');
   const section = h.headings.length > 0 ? ` › ${terminalSafe(h.headings.join(' › '))}` : '';
   const head = `${terminalSafe(h.url)} [page]  ${terminalSafe(h.name ?? '(no name)')}${section}`;
-  return [head, `  ${snippet.replace(/\s+/g, ' ').trim()}`, `  ${terminalSafe(sectionLink(h.url, h.anchor))}`].join('\n') + '\n';
+  return (
+    [head, `  ${snippet.replace(/\s+/g, ' ').trim()}`, `  ${terminalSafe(sectionLink(h.url, h.anchor))}`].join('\n') +
+    '\n'
+  );
 }
 
 type Hit = { kind: 'video'; hit: SearchHit } | { kind: 'page'; hit: PageSearchHit };
@@ -151,7 +154,9 @@ export function registerSearchCommand(program: Command): void {
       const ctx = createContext();
       const { searchTranscripts, searchPages } = await import('../db/search.ts');
       if (o.kind === 'page' && (o.lang !== undefined || o.channel !== undefined)) {
-        process.stderr.write(`error: --${o.lang !== undefined ? 'lang' : 'channel'} applies to videos, not to --kind page\n`);
+        process.stderr.write(
+          `error: --${o.lang !== undefined ? 'lang' : 'channel'} applies to videos, not to --kind page\n`,
+        );
         process.exitCode = 2;
         await ctx.close();
         return;

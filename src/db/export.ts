@@ -176,3 +176,55 @@ export async function videosWithoutTranscript(
         or exists (select 1 from source_videos sv where sv.video_id = v.id and sv.source_id = ${o.sourceId ?? null}::int))`;
   return r?.n ?? 0;
 }
+
+/** One page record as read (timestamps as microseconds since the epoch). */
+export interface PageExportRow {
+  url: string;
+  name: string | null;
+  description: string | null;
+  og_url: string | null;
+  content: string;
+  count_characters: number | null;
+  content_sha256: string;
+  batch: string | null;
+  first_seen_at_us: number;
+  last_seen_at_us: number;
+  updated_at_us: number;
+  gone_at_us: number | null;
+}
+
+/**
+ * The page records of `s` (its `lang` and `chunks` do not apply to pages), in URL order, as a
+ * statement to read with `.cursor(n)`; gone pages included, with `gone_at`.
+ */
+export function exportPageRecords(tx: Queryable, s: Omit<ExportSelection, 'lang' | 'chunks'>) {
+  const source =
+    s.sourceId !== undefined
+      ? tx`and exists (select 1 from source_pages sp where sp.source_id = ${s.sourceId}::int and sp.url = p.url)`
+      : tx``;
+  const since =
+    s.since !== undefined
+      ? tx`and (p.updated_at >= ${s.since}::text::timestamptz or p.gone_at >= ${s.since}::text::timestamptz)`
+      : tx``;
+  const touched =
+    s.afterEventId !== undefined
+      ? tx`and p.url in (select e.data->>'url' from events e
+          where e.id > ${s.afterEventId} and e.type = any(${typesOf('page')}::text[]))`
+      : tx``;
+  return tx<PageExportRow[]>`
+    select p.url, p.name, p.description, p.og_url, p.content, p.count_characters, p.content_sha256, p.job_id as batch,
+      ${micros(tx, 'p.first_seen_at')} as first_seen_at_us, ${micros(tx, 'p.last_seen_at')} as last_seen_at_us,
+      ${micros(tx, 'p.updated_at')} as updated_at_us, ${micros(tx, 'p.gone_at')} as gone_at_us
+    from pages p
+    where true ${source} ${since} ${touched}
+    order by p.url`;
+}
+
+/** Stored pages (of `sourceId`'s, when given). */
+export async function pageCount(sql: Queryable, o: { sourceId?: number | undefined }): Promise<number> {
+  const [r] = await sql<{ n: number }[]>`
+    select count(*)::int as n from pages p
+    where ${o.sourceId ?? null}::int is null
+      or exists (select 1 from source_pages sp where sp.source_id = ${o.sourceId ?? null}::int and sp.url = p.url)`;
+  return r!.n;
+}

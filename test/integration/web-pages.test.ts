@@ -5,12 +5,18 @@
  * corrected to 1 + pages; a `pages` source scraped; search finding a phrase of a page with its
  * section; `export --kind page` equal to the table.
  */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { parse as parseCsv } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { createPipelineHarness, runCli, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
 import { once } from '../helpers/once.ts';
 
 let h: PipelineHarness;
+let dir: string;
 const ORIGIN = 'https://docs.example.test';
 const SITE_PAGES = 40;
 
@@ -19,9 +25,11 @@ const cli = (args: string[]): Promise<CliResult> => runCli(args, h.env, 90_000);
 beforeAll(async () => {
   h = await createPipelineHarness('web-pages', { jobs: { crawlPageMs: 1 } });
   h.sim.web.editSite(ORIGIN, { size: SITE_PAGES });
+  dir = mkdtempSync(join(tmpdir(), 'vsi-web-pages-'));
 });
 afterAll(async () => {
   await h?.close();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 async function usedCredits(): Promise<number> {
@@ -155,7 +163,11 @@ describe('search and export of pages', () => {
       select s.url, s.headings, s.anchor, s.text from page_sections s join pages p using (url)
       where cardinality(s.headings) >= 2 and p.gone_at is null order by s.url, s.n limit 1`;
     const body = s!.text.split('\n').slice(1).join(' ');
-    const phrase = body.split(/\s+/).filter((w) => /^[a-z]+$/i.test(w)).slice(0, 4).join(' ');
+    const phrase = body
+      .split(/\s+/)
+      .filter((w) => /^[a-z]+$/i.test(w))
+      .slice(0, 4)
+      .join(' ');
     const r = await cli(['search', `"${phrase}"`, '--kind', 'page', '--json', '--limit', '50']);
     expectExit(r, 0);
     const hits = r.stdout
@@ -166,5 +178,123 @@ describe('search and export of pages', () => {
     expect(hit, `hits: ${r.stdout}`).toBeDefined();
     expect(hit!.link).toBe(`${s!.url}#${s!.anchor}`);
     expect(hit!.snippet).toContain('«');
+  });
+});
+
+/** The pages table as the export contract spells it (timestamps as ISO with microseconds, UTC). */
+async function pagesTable(): Promise<Record<string, unknown>[]> {
+  return h.database.sql<Record<string, unknown>[]>`
+    select url, name, description, og_url, content, count_characters::float8 as count_characters, content_sha256,
+      job_id as batch,
+      to_char(first_seen_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as first_seen_at,
+      to_char(last_seen_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as last_seen_at,
+      to_char(updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as updated_at,
+      to_char(gone_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as gone_at
+    from pages order by url`;
+}
+
+describe('export --kind page', () => {
+  const crawled = once(async () => {
+    const r = await cli(['sources', 'add', 'website', `${ORIGIN}/blog`, '--limit', '200']);
+    expectExit(r, 0);
+    const id = Number(/source (\d+) added/.exec(r.stdout)![1]);
+    expectExit(await cli(['backfill', '--source', String(id)]), 0);
+    return id;
+  });
+
+  it('a crawl of a path stays under it (the child-path rule)', async () => {
+    const id = await crawled();
+    const urls = await h.database.sql<{ url: string }[]>`select url from source_pages where source_id = ${id}`;
+    expect(urls.length).toBeGreaterThan(0);
+    for (const { url } of urls) expect(url.startsWith(`${ORIGIN}/blog/`), url).toBe(true);
+  });
+
+  it('JSONL, CSV and Parquet, read back independently, equal the table', async () => {
+    await crawled();
+    const table = await pagesTable();
+    expect(table.length).toBeGreaterThan(0);
+
+    const jsonl = join(dir, 'pages.jsonl');
+    expectExit(await cli(['export', '--format', 'jsonl', '--kind', 'page', '--out', jsonl]), 0);
+    const fromJsonl = readFileSync(jsonl, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(fromJsonl).toEqual(table.map((r) => ({ kind: 'page', ...r })));
+
+    const csv = join(dir, 'pages.csv');
+    expectExit(await cli(['export', '--format', 'csv', '--kind', 'page', '--csv-raw-formulas', '--out', csv]), 0);
+    const rows = parseCsv(readFileSync(csv, 'utf8'), {
+      columns: true,
+      cast: (v, c) => (v === '' && !c.quoting ? null : v),
+    }) as Record<string, unknown>[];
+    expect(rows).toEqual(
+      table.map((r) => ({ ...r, count_characters: r.count_characters === null ? null : String(r.count_characters) })),
+    );
+
+    const parquet = join(dir, 'pages.parquet');
+    expectExit(await cli(['export', '--format', 'parquet', '--kind', 'page', '--out', parquet]), 0);
+    const db = await DuckDBInstance.create(':memory:');
+    const c = await db.connect();
+    try {
+      const read = (
+        await c.runAndReadAll(`
+          select url, name, description, og_url, content, count_characters::double as count_characters, content_sha256, batch,
+            strftime(first_seen_at, '%Y-%m-%dT%H:%M:%S.%fZ') as first_seen_at,
+            strftime(last_seen_at, '%Y-%m-%dT%H:%M:%S.%fZ') as last_seen_at,
+            strftime(updated_at, '%Y-%m-%dT%H:%M:%S.%fZ') as updated_at,
+            strftime(gone_at, '%Y-%m-%dT%H:%M:%S.%fZ') as gone_at
+          from read_parquet('${parquet}') order by url`)
+      ).getRowObjectsJson();
+      expect(read).toEqual(table);
+    } finally {
+      c.closeSync();
+    }
+  });
+
+  it('JSONL by default holds the videos, then the pages; CSV holds one kind and says what it left out', async () => {
+    await crawled();
+    const table = await pagesTable();
+    const both = await cli(['export', '--format', 'jsonl', '--out', '-']);
+    expectExit(both, 0);
+    const kinds = both.stdout
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => (JSON.parse(l) as { kind?: string }).kind ?? 'video');
+    expect(kinds.filter((k) => k === 'page')).toHaveLength(table.length);
+    const csv = await cli(['export', '--format', 'csv', '--out', '-']);
+    expectExit(csv, 0);
+    expect(csv.stderr).toContain(`${table.length} stored web page(s) are not in the export`);
+    const mixed = await cli(['export', '--format', 'csv', '--kind', 'page', '--lang', 'en', '--out', '-']);
+    expectCleanError(mixed, 2, '--lang');
+  });
+});
+
+describe('a pages source', () => {
+  it('scrapes each page once a sync (1 credit each), keeps it current and marks a vanished one gone', async () => {
+    const site = 'https://help.example.test';
+    h.sim.web.editSite(site, { size: 12 });
+    const urls = h.sim.web.siteUrls(site).slice(1, 4);
+    const r = await cli(['sources', 'add', 'pages', ...urls, '--refresh', '1h']);
+    expectExit(r, 0);
+    const id = /source (\d+) added/.exec(r.stdout)![1]!;
+    let before = await usedCredits();
+    let from = await lastEventId();
+    expectExit(await cli(['backfill', '--source', id]), 0);
+    expect((await usedCredits()) - before).toBe(3);
+    expect((await pageEvents(from))['page.added']?.sort()).toEqual([...urls].sort());
+
+    // within --refresh: nothing read, nothing spent
+    before = await usedCredits();
+    expectExit(await cli(['backfill', '--source', id]), 0);
+    expect((await usedCredits()) - before).toBe(0);
+
+    // --refresh on the backfill reads them all again: one changed, one gone
+    h.sim.web.editSite(site, { change: [urls[0]!], remove: [urls[1]!] });
+    before = await usedCredits();
+    from = await lastEventId();
+    expectExit(await cli(['backfill', '--source', id, '--refresh']), 0);
+    expect((await usedCredits()) - before).toBe(2);
+    expect(await pageEvents(from)).toEqual({ 'page.changed': [urls[0]], 'page.gone': [urls[1]] });
   });
 });

@@ -13,6 +13,7 @@ import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import type { Sql } from '../../db/connection.ts';
 import {
+  exportPageRecords,
   exportRecords,
   inExportSnapshot,
   readExportCursor,
@@ -20,6 +21,7 @@ import {
   snapshotLastEventId,
   sourceExists,
   type ExportRow,
+  type PageExportRow,
 } from '../../db/export.ts';
 import { SourceNotFoundError } from '../../db/sources.ts';
 import type { Logger } from '../../log.ts';
@@ -31,7 +33,7 @@ import {
   type AtomicFile,
   type TargetState,
 } from './atomic-file.ts';
-import { parquetRecordWriter } from './parquet-export.ts';
+import { parquetPageWriter, parquetRecordWriter } from './parquet-export.ts';
 
 export const EXPORT_FORMATS = ['jsonl', 'parquet', 'csv'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -71,8 +73,30 @@ export const EXPORT_FIELDS = [
   'delivered_at',
 ] as const;
 
+/** The fields of a page record, in order (JSONL records start with `"kind":"page"`). */
+export const PAGE_EXPORT_FIELDS = [
+  'url',
+  'name',
+  'description',
+  'og_url',
+  'content',
+  'count_characters',
+  'content_sha256',
+  'batch',
+  'first_seen_at',
+  'last_seen_at',
+  'updated_at',
+  'gone_at',
+] as const;
+
+/** The kinds of document an export writes: transcripts of videos, and web pages. */
+export const EXPORT_KINDS = ['video', 'page'] as const;
+export type ExportKind = (typeof EXPORT_KINDS)[number];
+
 export interface ExportOptions {
   format: ExportFormat;
+  /** which documents: video records first, then page records; default videos only */
+  kinds?: readonly ExportKind[] | undefined;
   /** a path, or '-' for stdout */
   out: string;
   sourceId?: number | undefined;
@@ -213,8 +237,8 @@ class Output {
 // ---------------------------------------------------------------------------------------------
 // Writers, one per format
 
-interface RecordWriter {
-  write(r: ExportRow): Promise<void>;
+interface RecordWriter<R = ExportRow> {
+  write(r: R): Promise<void>;
   /** everything written to the output (not closed: the run does that) */
   finish(): Promise<void>;
 }
@@ -252,7 +276,7 @@ function plain(r: ExportRow) {
 /** Records buffered into one write: fewer, larger writes; still a bounded buffer. */
 const TEXT_BATCH_BYTES = 256 * 1024;
 
-function textWriter(out: Output, line: (r: ExportRow) => string, header?: string): RecordWriter {
+function textWriter<R = ExportRow>(out: Output, line: (r: R) => string, header?: string): RecordWriter<R> {
   let buf = header ?? '';
   return {
     async write(r) {
@@ -285,15 +309,54 @@ function jsonlWriter(out: Output, chunks: boolean): RecordWriter {
  * text (`["a","b"]`). A cell a spreadsheet would run (CSV_FORMULA_LEAD) starts with `'` unless
  * `rawFormulas`.
  */
-function csvWriter(out: Output, rawFormulas: boolean): RecordWriter {
-  const field = (v: unknown): string => {
+function csvField(rawFormulas: boolean): (v: unknown) => string {
+  return (v) => {
     if (v === null || v === undefined) return '';
     if (typeof v === 'number') return String(v);
     const text = typeof v === 'string' ? v : JSON.stringify(v);
     const s = !rawFormulas && CSV_FORMULA_LEAD.test(text) ? `'${text}` : text;
     return `"${s.replaceAll('"', '""')}"`;
   };
+}
+
+function csvWriter(out: Output, rawFormulas: boolean): RecordWriter {
+  const field = csvField(rawFormulas);
   return textWriter(out, (r) => `${Object.values(plain(r)).map(field).join(',')}\n`, `${EXPORT_FIELDS.join(',')}\n`);
+}
+
+/** A page record with its contract names. */
+export function plainPage(r: PageExportRow) {
+  return {
+    url: r.url,
+    name: r.name,
+    description: r.description,
+    og_url: r.og_url,
+    content: r.content,
+    count_characters: r.count_characters,
+    content_sha256: r.content_sha256,
+    batch: r.batch,
+    first_seen_at: isoMicros(r.first_seen_at_us),
+    last_seen_at: isoMicros(r.last_seen_at_us),
+    updated_at: isoMicros(r.updated_at_us),
+    gone_at: isoMicros(r.gone_at_us),
+  };
+}
+
+function pageWriter(
+  format: ExportFormat,
+  out: Output,
+  rawFormulas: boolean,
+): Promise<RecordWriter<PageExportRow>> | RecordWriter<PageExportRow> {
+  if (format === 'parquet') return parquetPageWriter(out);
+  if (format === 'csv') {
+    const field = csvField(rawFormulas);
+    return textWriter<PageExportRow>(
+      out,
+      (r) => `${Object.values(plainPage(r)).map(field).join(',')}\n`,
+      `${PAGE_EXPORT_FIELDS.join(',')}\n`,
+    );
+  }
+  return textWriter<PageExportRow>(out, (r) => `${JSON.stringify({ kind: 'page', ...plainPage(r) })}\n`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -341,31 +404,45 @@ export async function runExport(deps: ExportDeps, o: ExportOptions): Promise<Exp
   let records = 0;
   let lastEventId: number;
   try {
-    const writer =
-      o.format === 'parquet'
-        ? await parquetRecordWriter(out, o.chunks)
-        : o.format === 'csv'
-          ? csvWriter(out, o.csvRawFormulas ?? false)
-          : jsonlWriter(out, o.chunks);
+    const kinds = o.kinds ?? ['video'];
+    if (o.format !== 'jsonl' && kinds.length > 1) {
+      throw new ExportOutputError(
+        `--format ${o.format} holds one kind of document per file: choose --kind video or --kind page`,
+      );
+    }
+    const selection = { sourceId: o.sourceId, since: o.since, afterEventId: afterEventId ?? undefined };
     lastEventId = await inExportSnapshot(sql, async (tx) => {
       const hi = await snapshotLastEventId(tx);
-      const query = exportRecords(tx, {
-        sourceId: o.sourceId,
-        lang: o.lang,
-        since: o.since,
-        afterEventId: afterEventId ?? undefined,
-        chunks: o.chunks,
-      });
-      for await (const rows of query.cursor(EXPORT_CURSOR_ROWS)) {
-        for (const r of rows) {
-          await writer.write(r);
-          records++;
+      if (kinds.includes('video')) {
+        const writer =
+          o.format === 'parquet'
+            ? await parquetRecordWriter(out, o.chunks)
+            : o.format === 'csv'
+              ? csvWriter(out, o.csvRawFormulas ?? false)
+              : jsonlWriter(out, o.chunks);
+        const query = exportRecords(tx, { ...selection, lang: o.lang, chunks: o.chunks });
+        for await (const rows of query.cursor(EXPORT_CURSOR_ROWS)) {
+          for (const r of rows) {
+            await writer.write(r);
+            records++;
+          }
+          progress.update(records, out.bytes);
         }
-        progress.update(records, out.bytes);
+        await writer.finish();
+      }
+      if (kinds.includes('page')) {
+        const writer = await pageWriter(o.format, out, o.csvRawFormulas ?? false);
+        for await (const rows of exportPageRecords(tx, selection).cursor(EXPORT_CURSOR_ROWS)) {
+          for (const r of rows) {
+            await writer.write(r);
+            records++;
+          }
+          progress.update(records, out.bytes);
+        }
+        await writer.finish();
       }
       return hi;
     });
-    await writer.finish();
     await out.close();
   } catch (e: unknown) {
     await out.discard();

@@ -5,7 +5,7 @@
  * whatever the number of records.
  */
 import type { ByteWriter as ByteWriterClass, ParquetWriter as ParquetWriterClass } from 'hyparquet-writer';
-import type { ExportRow } from '../../db/export.ts';
+import type { ExportRow, PageExportRow } from '../../db/export.ts';
 import { EXPORT_FIELDS } from './export.ts';
 
 /** A Parquet row group ends after this many records ... */
@@ -112,7 +112,8 @@ function emptyColumns(chunks: boolean): Record<string, unknown[]> {
 
 const int64 = (n: number | null) => (n === null ? null : BigInt(n));
 
-export async function parquetRecordWriter(sink: ByteSink, chunks: boolean): Promise<ParquetRecordWriter> {
+/** hyparquet-writer's ParquetWriter with `schema`, its bytes handed to `sink` a row group at a time. */
+async function parquetFileWriter(sink: ByteSink, schema: SchemaElement[]): Promise<ParquetWriterClass> {
   // loaded only here: the other commands need none of it
   const { ByteWriter, ParquetWriter } = await import('hyparquet-writer');
 
@@ -135,14 +136,18 @@ export async function parquetRecordWriter(sink: ByteSink, chunks: boolean): Prom
     }
   }
 
-  const writer = new ParquetWriter({
+  return new ParquetWriter({
     writer: new SinkWriter(1024 * 1024),
-    schema: parquetSchema(chunks),
+    schema,
     codec: 'SNAPPY',
     // no min/max statistics: every row group's would be kept until the footer (the texts' whole),
     // and readers lose only row-group pruning
     statistics: false,
   });
+}
+
+export async function parquetRecordWriter(sink: ByteSink, chunks: boolean): Promise<ParquetRecordWriter> {
+  const writer = await parquetFileWriter(sink, parquetSchema(chunks));
   let columns = emptyColumns(chunks);
   let rows = 0;
   let bytes = 0;
@@ -185,6 +190,72 @@ export async function parquetRecordWriter(sink: ByteSink, chunks: boolean): Prom
       if (chunks) c.chunks!.push(r.chunks ? (JSON.parse(r.chunks) as StoredChunk[]) : null);
       rows++;
       bytes += r.text.length + (r.chunks?.length ?? 0) + (r.description?.length ?? 0);
+      if (rows >= PARQUET_ROW_GROUP_MAX_ROWS || bytes >= PARQUET_ROW_GROUP_MAX_BYTES) await writeGroup();
+    },
+    async finish() {
+      await writeGroup();
+      await writer.finish();
+    },
+  };
+}
+
+/** The page records' columns (src/pipeline/commands/export.ts PAGE_EXPORT_FIELDS), in order. */
+function parquetPageSchema(): SchemaElement[] {
+  const columns: SchemaElement[] = [
+    utf8('url', false),
+    utf8('name', true),
+    utf8('description', true),
+    utf8('og_url', true),
+    utf8('content', false),
+    plainType('count_characters', 'INT64', true),
+    utf8('content_sha256', false),
+    utf8('batch', true),
+    timestampMicros('first_seen_at', false),
+    timestampMicros('last_seen_at', false),
+    timestampMicros('updated_at', false),
+    timestampMicros('gone_at', true),
+  ];
+  return [{ name: 'root', num_children: columns.length }, ...columns];
+}
+
+/** Page records as Parquet, a row group at a time (bounded as the video records' are). */
+export async function parquetPageWriter(
+  sink: ByteSink,
+): Promise<{ write(r: PageExportRow): Promise<void>; finish(): Promise<void> }> {
+  const writer = await parquetFileWriter(sink, parquetPageSchema());
+  const names = parquetPageSchema()
+    .slice(1)
+    .map((c) => c.name);
+  const empty = () => Object.fromEntries(names.map((n) => [n, [] as unknown[]]));
+  let columns = empty();
+  let rows = 0;
+  let bytes = 0;
+  const writeGroup = async () => {
+    if (rows === 0) return;
+    const columnData = Object.entries(columns).map(([name, data]) => ({ name, data, offsetIndex: false }));
+    columns = empty();
+    const n = rows;
+    rows = 0;
+    bytes = 0;
+    await writer.write({ columnData, rowGroupSize: n, pageSize: PARQUET_PAGE_BYTES });
+  };
+  return {
+    async write(r) {
+      const c = columns;
+      c.url!.push(r.url);
+      c.name!.push(r.name);
+      c.description!.push(r.description);
+      c.og_url!.push(r.og_url);
+      c.content!.push(r.content);
+      c.count_characters!.push(int64(r.count_characters));
+      c.content_sha256!.push(r.content_sha256);
+      c.batch!.push(r.batch);
+      c.first_seen_at!.push(BigInt(r.first_seen_at_us));
+      c.last_seen_at!.push(BigInt(r.last_seen_at_us));
+      c.updated_at!.push(BigInt(r.updated_at_us));
+      c.gone_at!.push(int64(r.gone_at_us));
+      rows++;
+      bytes += r.content.length + (r.description?.length ?? 0);
       if (rows >= PARQUET_ROW_GROUP_MAX_ROWS || bytes >= PARQUET_ROW_GROUP_MAX_BYTES) await writeGroup();
     },
     async finish() {
