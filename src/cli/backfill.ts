@@ -3,6 +3,7 @@
  * sink workers (daemons, if any, share the work through the same queues), shows progress on
  * stderr, prints a summary on stdout, and exits 0 only if everything landed.
  */
+import { isPageSourceKind } from '../domain/pages.ts';
 import { InvalidArgumentError, type Command } from 'commander';
 import { batchProgress } from '../db/batch-progress.ts';
 import { migrateDatabase } from '../db/migrate.ts';
@@ -73,7 +74,9 @@ export function renderBackfillReport(r: BackfillReport): string {
         (s.listed ? `, ${s.listed} listed` : '') +
         (s.listingCredits ? ` (listing: ${s.listingCredits} credit${s.listingCredits === 1 ? '' : 's'})` : '') +
         (s.jobIds.length
-          ? `, ${s.submitted} video(s) submitted in ${s.jobIds.length} batch(es), ~${s.creditsEstimated} credits`
+          ? s.kind !== undefined && isPageSourceKind(s.kind)
+            ? `, ${s.kind === 'website' ? 'a crawl' : `${s.submitted} page(s) read`}, ~${s.creditsEstimated} credits`
+            : `, ${s.submitted} video(s) submitted in ${s.jobIds.length} batch(es), ~${s.creditsEstimated} credits`
           : '') +
         (s.creditsBilled !== undefined ? `; billed ${plural(s.creditsBilled, 'credit')}` : '') +
         (s.detail ? ` (${s.detail})` : '') +

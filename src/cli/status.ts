@@ -1,4 +1,5 @@
 /** `status [--json] [--all-sources]`: sources (those needing attention first), batches in flight with progress, error counts, credits, storage. */
+import { isPageSourceKind } from '../domain/pages.ts';
 import { keyFingerprint } from '../api/key-fingerprint.ts';
 import { JOB_STATUSES } from '../api/schemas.ts';
 import type { Command } from 'commander';
@@ -60,15 +61,28 @@ function pushSources(r: StatusReport, out: string[]): void {
           ? `showing ${n.shown}, the ones needing attention first; every source: videosite-ingest status --all-sources\n`
           : 'all shown, the ones needing attention first\n'),
     );
+    // a pages column once a web source is shown
+    const web = r.sources.some((s) => isPageSourceKind(s.kind));
     out.push(
       renderTable(
-        ['id', 'kind', 'title', 'videos', 'transcripts', 'last synced', 'schedule', 'last error'],
+        [
+          'id',
+          'kind',
+          'title',
+          'videos',
+          'transcripts',
+          ...(web ? ['pages'] : []),
+          'last synced',
+          'schedule',
+          'last error',
+        ],
         r.sources.map((s) => [
           s.id,
           s.kind,
           s.title ?? s.externalId,
           s.videos,
           s.transcripts,
+          ...(web ? [s.pages] : []),
           shortTime(s.lastSyncedAt),
           s.paused ? 'paused' : (s.cron ?? 'backfill only'),
           s.lastError ? `${s.lastError} (${shortTime(s.lastErrorAt)})` : '-',

@@ -50,6 +50,8 @@ export type SourceDetail = Pick<
   videos: number;
   /** transcripts (any language) of the source's videos (`source_stats`) */
   transcripts: number;
+  /** web pages the source holds now (not gone there) */
+  pages: number;
 };
 
 /** One source by ID, or undefined. */
@@ -60,7 +62,9 @@ export async function sourceDetail(sql: Queryable, id: number): Promise<SourceDe
       s.generate_missing as "generateMissing", s.max_generate_minutes as "maxGenerateMinutes",
       s.last_synced_at as "lastSyncedAt", s.last_error as "lastError", s.last_error_code as "lastErrorCode",
       s.last_error_at as "lastErrorAt", s.created_at as "createdAt", s.updated_at as "updatedAt",
-      coalesce(st.videos, 0) as videos, coalesce(st.transcripts, 0) as transcripts
+      coalesce(st.videos, 0) as videos, coalesce(st.transcripts, 0) as transcripts,
+      (select count(*)::int from source_pages sp
+       where sp.source_id = s.id and sp.gone_at is null and sp.last_seen_at > '-infinity'::timestamptz) as pages
     from sources s left join source_stats st on st.source_id = s.id
     where s.id = ${id}`;
   return row;

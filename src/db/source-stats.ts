@@ -27,12 +27,19 @@ export type SourceWithStats = Pick<
   videos: number;
   /** transcripts (any language) of the source's videos */
   transcripts: number;
+  /** web pages the source holds now (found by its latest crawl or scrape, not gone) */
+  pages: number;
 };
+
+/** A web source's pages stored and not gone there (0 for other kinds, at the cost of an index probe). */
+const PAGES = (sql: Queryable) => sql`
+  (select count(*)::int from source_pages sp
+   where sp.source_id = s.id and sp.gone_at is null and sp.last_seen_at > '-infinity'::timestamptz) as pages`;
 
 const COLUMNS = (sql: Queryable) => sql`
   s.id, s.kind, s.ref, s.external_id as "externalId", s.title, s.paused, s.cron, s.max_videos as "maxVideos", s.langs,
   s.last_synced_at as "lastSyncedAt", s.last_error as "lastError", s.last_error_code as "lastErrorCode", s.last_error_at as "lastErrorAt",
-  coalesce(st.videos, 0) as videos, coalesce(st.transcripts, 0) as transcripts`;
+  coalesce(st.videos, 0) as videos, coalesce(st.transcripts, 0) as transcripts, ${PAGES(sql)}`;
 
 /** Every source with what is stored of it, by ID. */
 export function sourcesWithStats(sql: Queryable): Promise<SourceWithStats[]> {
@@ -136,4 +143,4 @@ const PAGE_COLUMNS = (sql: Queryable) => sql`
   s.id, s.kind, s.ref, s.external_id as "externalId", s.title, s.paused, s.cron, s.max_videos as "maxVideos", s.langs,
   s.last_synced_at as "lastSyncedAt", s.last_error as "lastError", s.last_error_code as "lastErrorCode", s.last_error_at as "lastErrorAt",
   coalesce((select st.videos from source_stats st where st.source_id = s.id), 0) as videos,
-  coalesce((select st.transcripts from source_stats st where st.source_id = s.id), 0) as transcripts`;
+  coalesce((select st.transcripts from source_stats st where st.source_id = s.id), 0) as transcripts, ${PAGES(sql)}`;

@@ -166,6 +166,7 @@ describe('overview page', () => {
     lastSyncedAt: '2026-03-10T12:00:05Z',
     videos: 500,
     transcripts: 400,
+    pages: 0,
     lastError: null,
     lastErrorCode: null,
     lastErrorAt: null,
@@ -280,6 +281,7 @@ const SOURCE: SourceDetail = {
   updatedAt: new Date('2026-03-02T00:00:00Z'),
   videos: 480,
   transcripts: 900,
+  pages: 0,
 };
 
 describe('paging parameters', () => {
@@ -766,6 +768,7 @@ const SOURCE_ROW: OverviewSource = {
   lastSyncedAt: '2026-03-10T12:00:05Z',
   videos: 500,
   transcripts: 400,
+  pages: 0,
   lastError: null,
   lastErrorCode: null,
   lastErrorAt: null,

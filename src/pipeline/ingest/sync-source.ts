@@ -45,7 +45,7 @@ import { readSyncFacts, releaseClaims } from '../../db/video-sync.ts';
 import { dueReason } from '../../domain/attempts.ts';
 import type { BatchKind } from '../../domain/batches.ts';
 import { CREDIT_LIMIT_ERROR_CODE, CREDIT_LIMIT_HOLD, REFUSED_UPSTREAM_CODES } from '../../domain/refusals.ts';
-import { LISTING_PRICE, SOURCE_METADATA_REFRESH_MS } from '../../domain/sources.ts';
+import { LISTING_PRICE, SOURCE_METADATA_REFRESH_MS, type SourceKind } from '../../domain/sources.ts';
 import type { SyncOutcome, SyncRunOutcome } from '../../domain/syncs.ts';
 import { withBillingScope, type BillingScope } from './charges.ts';
 import { BudgetRefusedError, reserveCredits, type CreditHold, type CreditsRefusedError } from './credits.ts';
@@ -76,6 +76,8 @@ export interface SyncResult {
   listingCredits: number;
   /** what the run's requests were billed (`x-billable-requests`), when a charge recorder ran; else undefined */
   creditsBilled?: number;
+  /** the source's kind, for a web source (its `submitted` counts pages read, its job a crawl or its scrapes) */
+  kind?: SourceKind;
   detail?: string;
 }
 
@@ -265,6 +267,7 @@ async function syncStages(run: SyncRun): Promise<SyncResult> {
 /** A web source's sync (src/pipeline/ingest/sync-pages.ts), ended as a video source's would be. */
 async function syncPagesStage(run: SyncRun): Promise<SyncResult> {
   const { result } = run;
+  result.kind = run.source.kind;
   const ended = await syncWebSource({
     deps: run.deps,
     source: run.source,

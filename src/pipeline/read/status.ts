@@ -345,6 +345,7 @@ export function toSourceStatus(s: SourceWithStats): SourceStatus {
     lastSyncedAt: iso(s.lastSyncedAt),
     videos: s.videos,
     transcripts: s.transcripts,
+    pages: s.pages,
     lastError: s.lastError,
     lastErrorCode: s.lastErrorCode,
     lastErrorAt: iso(s.lastErrorAt),
