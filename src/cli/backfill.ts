@@ -167,11 +167,17 @@ export function renderBackfillPlan(plan: BackfillPlan): string {
   for (const s of plan.sources) {
     const what = `source ${s.source.id} (${s.source.kind} ${s.source.title ?? s.source.externalId})`;
     const busy = s.inFlight.map((w) =>
-      w.kind === 'video' ? 'metadata' : `transcript ${w.lang ?? '(default language)'}`,
+      w.kind === 'video'
+        ? 'metadata'
+        : w.kind === 'page'
+          ? 'its crawl'
+          : `transcript ${w.lang ?? '(default language)'}`,
     );
     if (busy.length > 0) out.push(`${what}: ${busy.join(', ')} still in flight: not submitted again until it ends\n`);
     else if (s.purchases.length === 0)
-      out.push(`${what}: nothing due among the ${plural(s.known, 'video')} Postgres knows it lists\n`);
+      out.push(
+        `${what}: nothing due among the ${plural(s.known, isPageSourceKind(s.source.kind) ? 'page' : 'video')} Postgres knows it ${isPageSourceKind(s.source.kind) ? 'holds' : 'lists'}\n`,
+      );
   }
   const unknowns = plan.sources.flatMap((s) => s.unknowns.map((u) => `  - source ${s.source.id}: ${u}\n`));
   if (unknowns.length > 0) out.push('not known without a paid listing (not in the total):\n', unknowns.join(''));

@@ -242,3 +242,11 @@ export async function rememberPages(sql: Queryable, sourceId: number, urls: read
     select ${sourceId}::int, u, '-infinity'::timestamptz from unnest(${urls}::text[]) as u
     on conflict do nothing`;
 }
+
+/** Pages a source holds now (stored, not gone there). */
+export async function sourcePageCount(sql: Queryable, sourceId: number): Promise<number> {
+  const [r] = await sql<{ n: number }[]>`
+    select count(*)::int as n from source_pages
+    where source_id = ${sourceId} and gone_at is null and last_seen_at > '-infinity'::timestamptz`;
+  return r!.n;
+}

@@ -107,6 +107,30 @@ describe('a website source', () => {
     expect(v!.n).toBe(SITE_PAGES);
   });
 
+  it('backfill --dry-run estimates the crawl at 1 + its limit, spending nothing', async () => {
+    await added();
+    const before = await usedCredits();
+    const r = await cli(['backfill', '--source', String(sourceId), '--dry-run']);
+    expectExit(r, 0);
+    expect(r.stdout).toMatch(new RegExp(`^${sourceId}\\s+page\\s+-\\s+100\\s+101$`, 'm'));
+    expect(r.stdout).toContain('billed 1 + the pages it finds');
+    expect(await usedCredits()).toBe(before);
+  });
+
+  it('replay --batch of a crawl stores its pages again from raw: free, no event', async () => {
+    await first();
+    const { jobId, total } = await latestCrawl(sourceId);
+    const before = await usedCredits();
+    const fromEvent = await lastEventId();
+    const r = await cli(['replay', '--batch', jobId]);
+    expectExit(r, 0);
+    expect(r.stdout).toContain(
+      `${total} stored item(s) re-sunk from raw: 0 row(s) inserted, 0 updated, ${total} unchanged`,
+    );
+    expect(await pageEvents(fromEvent)).toEqual({});
+    expect(await usedCredits()).toBe(before);
+  });
+
   it('a crawl of an unchanged site makes no event and is billed the same', async () => {
     await first();
     const again = await crawl();

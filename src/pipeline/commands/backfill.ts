@@ -16,6 +16,9 @@ import { generateCredits, PRICES } from '../../domain/prices.ts';
 import { LISTING_PRICE } from '../../domain/sources.ts';
 import { budgetsLeft, creditsLeft, takeCreditSnapshot } from '../ingest/credits.ts';
 import type { PipelineDeps } from '../deps.ts';
+import { planWebPurchase } from '../ingest/sync-pages.ts';
+import { sourcePageCount } from '../../db/pages.ts';
+import { isPageSourceKind } from '../../domain/pages.ts';
 import { planGenerations, submitGenerations } from '../ingest/generate.ts';
 import {
   candidatesOf,
@@ -262,6 +265,7 @@ async function generateMissing(
 
 /** One batch (or set of generated transcripts) a backfill would pay for. */
 export interface PlannedPurchase {
+  /** `page`: a website's crawl, or a pages source's scrapes (`videos` then counts pages) */
   kind: BatchKind | 'generate';
   lang: string | null;
   videos: number;
@@ -327,12 +331,38 @@ export async function planBackfill(
   return plan;
 }
 
+/** A web source's plan: its crawl (estimated at 1 + its limit) or the pages due for a scrape. */
+async function planWebSourceSync(
+  deps: Pick<PipelineDeps, 'sql' | 'settings'>,
+  source: Source,
+  refresh: boolean,
+): Promise<PlannedSourceSync> {
+  const plan = await planWebPurchase(deps.sql, source, refresh);
+  const out: PlannedSourceSync = {
+    source,
+    listing: { refresh: 0, listing: 0, credits: 0 },
+    known: await sourcePageCount(deps.sql, source.id),
+    purchases: plan.kind === 'none' ? [] : [{ kind: 'page', lang: null, videos: plan.pages, credits: plan.credits }],
+    inFlight: plan.kind === 'none' && plan.why === 'in-flight' ? [{ kind: 'page', lang: null }] : [],
+    unknowns:
+      plan.kind === 'crawl'
+        ? [
+            `how many pages the crawl finds: counted as its --limit (${plan.pages}); it is billed 1 + the pages it finds`,
+          ]
+        : [],
+  };
+  const budgets = await budgetsLeft(deps, source.id, source.maxCreditsPerDay);
+  if (budgets.source) out.budget = budgets.source;
+  return out;
+}
+
 async function planSourceSync(
   deps: Pick<PipelineDeps, 'sql' | 'settings'>,
   source: Source,
   claims: PlanClaims,
   refresh: boolean,
 ): Promise<PlannedSourceSync> {
+  if (isPageSourceKind(source.kind)) return planWebSourceSync(deps, source, refresh);
   const wanted = await wantedNow(deps, source);
   const langs: (string | null)[] = source.langs.length > 0 ? source.langs : [null];
   const all = [{ kind: 'video' as const, lang: null }, ...langs.map((lang) => ({ kind: 'transcript' as const, lang }))];

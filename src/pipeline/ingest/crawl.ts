@@ -406,8 +406,15 @@ export async function sinkPages(
   deps: Pick<PipelineDeps, 'sql' | 'settings'>,
   batch: { jobId: string; sourceId: number | null },
   signal?: AbortSignal,
-): Promise<{ sunk: number; quarantined: number; interrupted: boolean }> {
-  const out = { sunk: 0, quarantined: 0, interrupted: false };
+): Promise<{
+  sunk: number;
+  quarantined: number;
+  interrupted: boolean;
+  inserted: number;
+  updated: number;
+  unchanged: number;
+}> {
+  const out = { sunk: 0, quarantined: 0, interrupted: false, inserted: 0, updated: 0, unchanged: 0 };
   for (;;) {
     if (signal?.aborted) return { ...out, interrupted: true };
     const n = await deps.sql.begin(async (tx) => {
@@ -420,7 +427,10 @@ export async function sinkPages(
         if ('row' in built) rows.push(built.row);
         else bad.push({ videoId: it.videoId, reason: built.reason, reasonCode: 'schema' });
       }
-      await storePages(tx, batch, rows);
+      const c = await storePages(tx, batch, rows);
+      out.inserted += c.added;
+      out.updated += c.changed + c.returned;
+      out.unchanged += c.unchanged;
       out.sunk += await markSunk(
         tx,
         batch.jobId,

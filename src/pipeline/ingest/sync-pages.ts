@@ -50,20 +50,49 @@ export async function syncWebSource(run: PageSyncRun): Promise<PageSyncEnd> {
   return run.source.kind === 'website' ? syncWebsite(run) : scrapeDuePages(run);
 }
 
+/** What a sync of a web source would buy now, from Postgres alone (no API call): the sync's and the dry run's plan. */
+export type WebPurchase =
+  | { kind: 'crawl'; pages: number; credits: number }
+  | { kind: 'scrape'; urls: string[]; pages: number; credits: number }
+  | { kind: 'none'; why: 'in-flight' | 'up-to-date'; detail: string };
+
+export async function planWebPurchase(
+  sql: PipelineDeps['sql'],
+  source: Source,
+  forceRefresh: boolean,
+): Promise<WebPurchase> {
+  if (source.kind === 'website') {
+    const [open] = await sql<{ jobId: string }[]>`
+      select job_id as "jobId" from batches where source_id = ${source.id} and mode = 'crawl' and terminal_at is null limit 1`;
+    if (open) return { kind: 'none', why: 'in-flight', detail: `crawl ${open.jobId} of this site is still in flight` };
+    if (!forceRefresh && source.refreshAfterMs !== null) {
+      const [recent] = await sql<{ jobId: string }[]>`
+        select job_id as "jobId" from batches
+        where source_id = ${source.id} and mode = 'crawl' and status = 'completed'
+          and terminal_at > now() - make_interval(secs => ${source.refreshAfterMs / 1000})
+        order by terminal_at desc limit 1`;
+      if (recent)
+        return { kind: 'none', why: 'up-to-date', detail: `crawled within --refresh (crawl ${recent.jobId})` };
+    }
+    return { kind: 'crawl', pages: source.maxVideos, credits: crawlEstimate(source.maxVideos) };
+  }
+  const urls = await registeredPageUrls(sql, source.id);
+  const seen = await pagesLastSeen(sql, urls);
+  const refreshMs = forceRefresh ? 0 : source.refreshAfterMs;
+  const now = Date.now();
+  const due = urls.filter((u) => {
+    const at = seen.get(u);
+    return at === undefined || refreshMs === null || now - at.getTime() >= refreshMs;
+  });
+  if (due.length === 0) return { kind: 'none', why: 'up-to-date', detail: 'every page was read within --refresh' };
+  return { kind: 'scrape', urls: due, pages: due.length, credits: scrapeEstimate(due.length) };
+}
+
 async function syncWebsite(run: PageSyncRun): Promise<PageSyncEnd> {
   const { deps, source, result } = run;
-  const [open] = await deps.sql<{ jobId: string }[]>`
-    select job_id as "jobId" from batches where source_id = ${source.id} and mode = 'crawl' and terminal_at is null limit 1`;
-  if (open) return { end: 'in-flight', detail: `crawl ${open.jobId} of this site is still in flight` };
-  if (!run.forceRefresh && source.refreshAfterMs !== null) {
-    const [recent] = await deps.sql<{ jobId: string }[]>`
-      select job_id as "jobId" from batches
-      where source_id = ${source.id} and mode = 'crawl' and status = 'completed'
-        and terminal_at > now() - make_interval(secs => ${source.refreshAfterMs / 1000})
-      order by terminal_at desc limit 1`;
-    if (recent) return { end: 'up-to-date', detail: `crawled within --refresh (crawl ${recent.jobId})` };
-  }
-  const estimate = crawlEstimate(source.maxVideos);
+  const plan = await planWebPurchase(deps.sql, source, run.forceRefresh);
+  if (plan.kind === 'none') return { end: plan.why, detail: plan.detail };
+  const estimate = plan.credits;
   result.creditsEstimated = estimate;
   const check = await reserveCredits(deps, {
     sourceId: source.id,
@@ -90,16 +119,10 @@ async function syncWebsite(run: PageSyncRun): Promise<PageSyncEnd> {
 
 async function scrapeDuePages(run: PageSyncRun): Promise<PageSyncEnd> {
   const { deps, source, result } = run;
-  const urls = await registeredPageUrls(deps.sql, source.id);
-  result.listed = urls.length;
-  const seen = await pagesLastSeen(deps.sql, urls);
-  const refreshMs = run.forceRefresh ? 0 : source.refreshAfterMs;
-  const now = Date.now();
-  const due = urls.filter((u) => {
-    const at = seen.get(u);
-    return at === undefined || refreshMs === null || now - at.getTime() >= refreshMs;
-  });
-  if (due.length === 0) return { end: 'up-to-date', detail: 'every page was read within --refresh' };
+  const plan = await planWebPurchase(deps.sql, source, run.forceRefresh);
+  if (plan.kind === 'none') return { end: plan.why, detail: plan.detail };
+  if (plan.kind !== 'scrape') throw new Error(`source ${source.id}: a pages source planned a ${plan.kind}`);
+  const due = plan.urls;
   const estimate = scrapeEstimate(due.length);
   result.creditsEstimated = estimate;
   const check = await reserveCredits(deps, {
