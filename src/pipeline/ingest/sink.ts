@@ -42,12 +42,8 @@ export async function sinkBatch(
   if (!batch) return result;
   if (batch.mode === 'crawl' || batch.mode === 'scrape') {
     const pages = await sinkPages(deps, { jobId, sourceId: batch.sourceId }, opts.signal);
-    return {
-      ...result,
-      sunk: pages.sunk,
-      quarantined: pages.quarantined,
-      ...(pages.interrupted ? { interrupted: true } : {}),
-    };
+    const { interrupted, ...counts } = pages;
+    return { ...result, ...counts, ...(interrupted ? { interrupted: true } : {}) };
   }
   const rowBatch = { jobId, kind: batch.kind, mode: batch.mode };
 
