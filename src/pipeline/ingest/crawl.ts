@@ -363,10 +363,11 @@ async function resultsGone(
   const reason =
     `the crawl's results were gone (not-found) when read from skip=${skip}; ` +
     `the ${delivered} page${delivered === 1 ? '' : 's'} read before are kept; the next sync crawls again`;
-  await endBatchLocally(deps.sql, batch.jobId, {
-    status: 'expired',
-    errorCode: LOCAL_BATCH_END_CODES.notFound,
-    reason,
+  await deps.sql.begin(async (tx) => {
+    if (!(await stillInFlight(tx, batch.jobId))) return;
+    await endBatchLocally(tx, batch.jobId, { status: 'expired', errorCode: LOCAL_BATCH_END_CODES.notFound, reason });
+    // the pages read were crawled, so charged (how many more were, only /me can tell)
+    if (delivered > 0) await recordPageCharges(tx, deps, batch, delivered);
   });
   deps.log.warn(
     { event: 'batch.ended', mode: 'crawl', jobId: batch.jobId, status: 'expired', reason },
