@@ -6,6 +6,7 @@ import type { CeilingFigures } from './ceiling.ts';
 import type { NaiveFigures } from './naive.ts';
 import type { ProbeFigures } from './probe.ts';
 import type { WebhookFigures } from './webhooks.ts';
+import type { CrawlFigures } from './crawl.ts';
 import { TARGETS } from './settings.ts';
 import type { WorkloadFigures } from './workload.ts';
 
@@ -27,6 +28,8 @@ export interface Results {
   w3Unchanged: WorkloadFigures;
   w2: WorkloadFigures & { loss: LossCheck };
   overlap: WorkloadFigures & { cold: ColdCost };
+  /** a website's 5 000-page crawl (bench/crawl.ts) */
+  crawl: CrawlFigures;
   /** webhook delivery throughput (bench/webhooks.ts) */
   webhooks: WebhookFigures;
   ratios: Record<string, number>;
@@ -79,7 +82,7 @@ export function computeRatios(r: Pick<Results, 'naive' | 'w1' | 'ceiling'>): Rec
 const pct = (x: number | undefined) => (x === undefined ? 'n/a' : `${round(x * 100, 1)}%`);
 
 export function judgeTargets(
-  r: Pick<Results, 'naive' | 'w1' | 'ceiling' | 'w2' | 'w3' | 'w3Unchanged' | 'overlap'>,
+  r: Pick<Results, 'naive' | 'w1' | 'ceiling' | 'w2' | 'w3' | 'w3Unchanged' | 'overlap' | 'crawl'>,
   ratios: Record<string, number>,
   w3Bound: { listings: number; batchCredits: number },
 ): Target[] {
@@ -103,6 +106,20 @@ export function judgeTargets(
     name: `peak RSS <= ${TARGETS.peakRssMb} MB per process in W1 and W2`,
     met: r.w1.ok && r.w2.ok && rss.every((x) => x.mb > 0 && x.mb <= TARGETS.peakRssMb),
     detail: rss.map((x) => `${x.label} ${fmt(x.mb, 0)} MB`).join(', '),
+  });
+  const crawlRss = Object.entries(r.crawl.workload.peakRssMb);
+  t.push({
+    name: `crawl: every page stored once, billed 1 + pages, peak RSS <= ${TARGETS.peakRssMb} MB per process`,
+    met:
+      r.crawl.workload.ok &&
+      r.crawl.stored === r.crawl.pages &&
+      r.crawl.addedEvents === r.crawl.pages &&
+      r.crawl.credits === 1 + r.crawl.pages &&
+      crawlRss.every(([, mb]) => mb > 0 && mb <= TARGETS.peakRssMb),
+    detail:
+      `${r.crawl.stored}/${r.crawl.pages} pages, ${r.crawl.addedEvents} page.added, ${r.crawl.credits} credits (estimate ${r.crawl.estimate}), ` +
+      `${r.crawl.pagesPerS} pages/s, land lag ${r.crawl.landingS} s; ` +
+      crawlRss.map(([p, mb]) => `${p} ${fmt(mb, 0)} MB`).join(', '),
   });
   t.push({
     name: 'W2 no loss',

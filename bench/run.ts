@@ -11,6 +11,7 @@
  *   W3        W1 again after 2% new videos per channel; then once more with nothing new
  *   W2        one channel of 5000 videos: one 5000-item batch per kind
  *   overlap   a channel and two of its playlists, cold: what overlapping sources cost
+ *   crawl     a website whose crawl finds 5 000 pages: pages/s landed, land lag, RSS (bench/crawl.ts)
  *   webhooks  a `daemon --role webhooks` delivering events to a local receiver (bench/webhooks.ts)
  *
  * Each workload is the real CLI: a `daemon --role poller,sink` process already running and a
@@ -27,6 +28,7 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { registerSource } from '../src/pipeline/commands/sources.ts';
 import { loadFinalRows, runCeiling } from './ceiling.ts';
+import { renderCrawl, runCrawlWorkload } from './crawl.ts';
 import { runNaive } from './naive.ts';
 import { probeSimulator } from './probe.ts';
 import { killRunning, REPO_ROOT, shebangNodeArgs } from './procs.ts';
@@ -335,6 +337,11 @@ async function main(): Promise<void> {
     const overlap = { ...overlapRun, cold: await coldCost(env, overlapRun, overlapSources) };
     say(summarise(overlap));
 
+    const crawlPages = Math.max(200, Math.round(5000 * factor));
+    say(`crawl: a website of ${crawlPages} pages...`);
+    const crawl = await runCrawlWorkload(env, crawlPages);
+    say(renderCrawl(crawl).trim());
+
     const webhookEvents = Math.max(500, Math.round(WEBHOOK_BENCH_EVENTS * factor));
     say(`webhooks: ${webhookEvents} events delivered by a daemon to a local receiver...`);
     const webhooks = await measureWebhookDelivery({
@@ -350,7 +357,7 @@ async function main(): Promise<void> {
       // one metadata and one transcript batch per channel, each 1 + its new videos
       batchCredits: scale.w1Channels * 2 * (1 + scale.w3NewPerChannel),
     };
-    const targets = judgeTargets({ naive, w1, ceiling, w2, w3, w3Unchanged, overlap }, ratios, w3Bound);
+    const targets = judgeTargets({ naive, w1, ceiling, w2, w3, w3Unchanged, overlap, crawl }, ratios, w3Bound);
     const results: Results = {
       startedAt: new Date(started).toISOString(),
       machine: { ...mach, loadAvgAtEnd: loadavg().map((x) => Math.round(x * 100) / 100) },
@@ -363,6 +370,7 @@ async function main(): Promise<void> {
       w3Unchanged,
       w2,
       overlap,
+      crawl,
       webhooks,
       ratios,
       targets,
@@ -386,10 +394,11 @@ async function main(): Promise<void> {
         `(design floor/COPY ceiling ${pct(ratios.designFloorVsCopyRowsPerS)}, W1/design floor ${pct(ratios.w1VsDesignFloorRowsPerS)})\n\n`,
     );
     out.push(renderTargets(targets));
-    out.push(`\n${renderWebhookDelivery(webhooks)}`);
+    out.push(`\n${renderCrawl(crawl)}`);
+    out.push(`${renderWebhookDelivery(webhooks)}`);
     out.push(`\nFigures written to ${outPath} (total ${results.totalS} s)\n`);
     process.stdout.write(out.join(''));
-    const failed = [w1, w2, w3, w3Unchanged, overlap].filter((w) => !w.ok);
+    const failed = [w1, w2, w3, w3Unchanged, overlap, crawl.workload].filter((w) => !w.ok);
     if (failed.length > 0) {
       for (const f of failed) say(`${f.name} did not finish cleanly:\n${f.problems ?? ''}`);
       process.exitCode = 1;

@@ -42,8 +42,13 @@ const dataCell = (e: EventRow) => {
   const text = JSON.stringify(e.data);
   return text.length > DATA_COLUMN_CHARS ? `${text.slice(0, DATA_COLUMN_CHARS - 1)}…` : text;
 };
-const HEADERS = ['id', 'occurred', 'type', 'source', 'video', 'data'];
-const row = (e: EventRow) => [e.id, shortTime(e.occurredAt.toISOString()), e.type, e.sourceId, e.videoId, dataCell(e)];
+const HEADERS = ['id', 'occurred', 'type', 'source', 'video or page', 'data'];
+/** What the event is about: its video, or the URL of a page event. */
+const subject = (e: EventRow) => {
+  const url = (e.data as { url?: unknown } | null)?.url;
+  return e.videoId ?? (typeof url === 'string' ? url : null);
+};
+const row = (e: EventRow) => [e.id, shortTime(e.occurredAt.toISOString()), e.type, e.sourceId, subject(e), dataCell(e)];
 
 interface EventsOptions {
   since: number;

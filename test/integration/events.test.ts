@@ -254,7 +254,7 @@ describe('the events command', () => {
     ).toEqual([ids[1], ids[2]]);
     const t = await cli(['events', '--type', 'batch.completed']);
     expectExit(t, 0);
-    expect(t.stdout).toMatch(/^id\s+occurred\s+type\s+source\s+video\s+data$/m);
+    expect(t.stdout).toMatch(/^id\s+occurred\s+type\s+source\s+video or page\s+data$/m);
     expect(t.stdout.trim().split('\n')).toHaveLength(3);
     expect(t.stdout).toContain('{"n":4}');
   });

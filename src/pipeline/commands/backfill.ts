@@ -16,9 +16,8 @@ import { generateCredits, PRICES } from '../../domain/prices.ts';
 import { LISTING_PRICE } from '../../domain/sources.ts';
 import { budgetsLeft, creditsLeft, takeCreditSnapshot } from '../ingest/credits.ts';
 import type { PipelineDeps } from '../deps.ts';
-import { planWebPurchase } from '../ingest/sync-pages.ts';
-import { sourcePageCount } from '../../db/pages.ts';
-import { isPageSourceKind } from '../../domain/pages.ts';
+import type { DocumentSync } from '../kinds/adapter.ts';
+import { adapterFor } from '../kinds/index.ts';
 import { planGenerations, submitGenerations } from '../ingest/generate.ts';
 import {
   candidatesOf,
@@ -331,25 +330,21 @@ export async function planBackfill(
   return plan;
 }
 
-/** A web source's plan: its crawl (estimated at 1 + its limit) or the pages due for a scrape. */
-async function planWebSourceSync(
+/** A kind's own plan (web pages: a crawl at 1 + its limit, or the pages due for a scrape). */
+async function planDocumentSync(
   deps: Pick<PipelineDeps, 'sql' | 'settings'>,
   source: Source,
+  documents: DocumentSync,
   refresh: boolean,
 ): Promise<PlannedSourceSync> {
-  const plan = await planWebPurchase(deps.sql, source, refresh);
+  const plan = await documents.plan(deps.sql, source, refresh);
   const out: PlannedSourceSync = {
     source,
     listing: { refresh: 0, listing: 0, credits: 0 },
-    known: await sourcePageCount(deps.sql, source.id),
-    purchases: plan.kind === 'none' ? [] : [{ kind: 'page', lang: null, videos: plan.pages, credits: plan.credits }],
-    inFlight: plan.kind === 'none' && plan.why === 'in-flight' ? [{ kind: 'page', lang: null }] : [],
-    unknowns:
-      plan.kind === 'crawl'
-        ? [
-            `how many pages the crawl finds: counted as its --limit (${plan.pages}); it is billed 1 + the pages it finds`,
-          ]
-        : [],
+    known: plan.known,
+    purchases: plan.documents > 0 ? [{ kind: 'page', lang: null, videos: plan.documents, credits: plan.credits }] : [],
+    inFlight: plan.inFlight ? [{ kind: 'page', lang: null }] : [],
+    unknowns: plan.unknowns,
   };
   const budgets = await budgetsLeft(deps, source.id, source.maxCreditsPerDay);
   if (budgets.source) out.budget = budgets.source;
@@ -362,7 +357,8 @@ async function planSourceSync(
   claims: PlanClaims,
   refresh: boolean,
 ): Promise<PlannedSourceSync> {
-  if (isPageSourceKind(source.kind)) return planWebSourceSync(deps, source, refresh);
+  const documents = adapterFor(source.kind).documents;
+  if (documents) return planDocumentSync(deps, source, documents, refresh);
   const wanted = await wantedNow(deps, source);
   const langs: (string | null)[] = source.langs.length > 0 ? source.langs : [null];
   const all = [{ kind: 'video' as const, lang: null }, ...langs.map((lang) => ({ kind: 'transcript' as const, lang }))];

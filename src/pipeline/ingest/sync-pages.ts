@@ -14,41 +14,45 @@ import { ApiError, LimitExceededError, NotFoundError } from '../../api/errors.ts
 import { recordPollAnswer } from '../../db/batch-polls.ts';
 import { insertSubmittedBatch } from '../../db/batch-records.ts';
 import { landRecords, toLandRecord } from '../../db/items.ts';
-import { markPagesGoneFor, pageRowFromApi, pagesLastSeen, registeredPageUrls, storePages } from '../../db/pages.ts';
+import {
+  markPagesGoneFor,
+  pageRowFromApi,
+  pagesLastSeen,
+  registeredPageUrls,
+  sourcePageCount,
+  storePages,
+} from '../../db/pages.ts';
 import type { Source } from '../../db/schema.ts';
 import { REFUSED_UPSTREAM_CODES } from '../../domain/refusals.ts';
 import { crawlEstimate, scrapeEstimate } from '../../domain/pages.ts';
 import { PRICES } from '../../domain/prices.ts';
 import type { PipelineDeps } from '../deps.ts';
 import { submitCrawl } from './crawl.ts';
-import { reserveCredits, type CreditsRefusedError } from './credits.ts';
+import { reserveCredits } from './credits.ts';
+import type { DocumentSync, DocumentSyncEnd, DocumentSyncRun } from '../kinds/adapter.ts';
 
-/** What the web sync needs from the sync run it is part of. */
-export interface PageSyncRun {
-  deps: PipelineDeps;
-  source: Source;
-  runId: number;
-  result: {
-    jobIds: string[];
-    submitted: number;
-    creditsEstimated: number;
-    listed: number;
-    detail?: string | undefined;
-  };
-  /** `backfill --refresh`: every page fetched again now */
-  forceRefresh: boolean;
-  signal: AbortSignal | undefined;
-}
+type PageSyncRun = DocumentSyncRun;
+type PageSyncEnd = DocumentSyncEnd;
 
-export type PageSyncEnd =
-  | { end: 'submitted' }
-  | { end: 'up-to-date'; detail: string }
-  | { end: 'in-flight'; detail: string }
-  | { end: 'refused'; refusal: CreditsRefusedError; accountLeft: number | undefined };
-
-export async function syncWebSource(run: PageSyncRun): Promise<PageSyncEnd> {
-  return run.source.kind === 'website' ? syncWebsite(run) : scrapeDuePages(run);
-}
+/** The web sources' own sync and dry-run plan (src/pipeline/kinds/web.ts registers it). */
+export const WEB_DOCUMENTS: DocumentSync = {
+  sync: (run) => (run.source.kind === 'website' ? syncWebsite(run) : scrapeDuePages(run)),
+  async plan(sql, source, forceRefresh) {
+    const plan = await planWebPurchase(sql, source, forceRefresh);
+    return {
+      documents: plan.kind === 'none' ? 0 : plan.pages,
+      credits: plan.kind === 'none' ? 0 : plan.credits,
+      inFlight: plan.kind === 'none' && plan.why === 'in-flight',
+      known: await sourcePageCount(sql, source.id),
+      unknowns:
+        plan.kind === 'crawl'
+          ? [
+              `how many pages the crawl finds: counted as its --limit (${plan.pages}); it is billed 1 + the pages it finds`,
+            ]
+          : [],
+    };
+  },
+};
 
 /** What a sync of a web source would buy now, from Postgres alone (no API call): the sync's and the dry run's plan. */
 export type WebPurchase =

@@ -50,12 +50,10 @@ import type { SyncOutcome, SyncRunOutcome } from '../../domain/syncs.ts';
 import { withBillingScope, type BillingScope } from './charges.ts';
 import { BudgetRefusedError, reserveCredits, type CreditHold, type CreditsRefusedError } from './credits.ts';
 import type { PipelineDeps } from '../deps.ts';
-import type { Listing, PlannedBatch } from '../kinds/adapter.ts';
+import type { DocumentSync, Listing, PlannedBatch } from '../kinds/adapter.ts';
 import { adapterFor } from '../kinds/index.ts';
 import { submitGenerations } from './generate.ts';
 import { submitBatch } from './submit.ts';
-import { syncWebSource } from './sync-pages.ts';
-import { isPageSourceKind } from '../../domain/pages.ts';
 import { holdsApplying, judgeGatewayForbidden, liftHolds, recordHold } from '../services/upstream-holds.ts';
 
 /** A submission still `sending` after this long was left by a process that died. */
@@ -234,7 +232,8 @@ async function syncStages(run: SyncRun): Promise<SyncResult> {
   const { deps, source, result } = run;
   await resolveSubmissions(deps, source.id, run.signal);
   stopIfAborted(run);
-  if (isPageSourceKind(source.kind)) return syncPagesStage(run);
+  const documents = adapterFor(source.kind).documents;
+  if (documents) return syncDocumentsStage(run, documents);
   const wanted = await wantedNow(deps, source);
   if (wanted.length === 0) {
     result.outcome = 'in-flight';
@@ -264,11 +263,11 @@ async function syncStages(run: SyncRun): Promise<SyncResult> {
   return endSubmitted(run);
 }
 
-/** A web source's sync (src/pipeline/ingest/sync-pages.ts), ended as a video source's would be. */
-async function syncPagesStage(run: SyncRun): Promise<SyncResult> {
+/** A kind's own sync (web pages: src/pipeline/ingest/sync-pages.ts), ended as a video source's would be. */
+async function syncDocumentsStage(run: SyncRun, documents: DocumentSync): Promise<SyncResult> {
   const { result } = run;
   result.kind = run.source.kind;
-  const ended = await syncWebSource({
+  const ended = await documents.sync({
     deps: run.deps,
     source: run.source,
     runId: run.runId,

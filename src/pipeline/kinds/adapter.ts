@@ -10,6 +10,7 @@ import type { BatchKind } from '../../domain/batches.ts';
 import { batchCredits } from '../../domain/prices.ts';
 import type { SearchFilterValues, SourceInclude, SourceKind } from '../../domain/sources.ts';
 import type { PipelineDeps } from '../deps.ts';
+import type { CreditsRefusedError } from '../ingest/credits.ts';
 
 /** One reference as the user gave it, and where it came from (for error messages). */
 export interface SourceRef {
@@ -67,6 +68,53 @@ export interface Listing {
 
 export type AdapterDeps = Pick<PipelineDeps, 'sql' | 'api'>;
 
+/** What a kind's own sync needs from the sync run it is part of (its lease, run row and result are the caller's). */
+export interface DocumentSyncRun {
+  deps: PipelineDeps;
+  source: Source;
+  runId: number;
+  result: {
+    jobIds: string[];
+    submitted: number;
+    creditsEstimated: number;
+    listed: number;
+    detail?: string | undefined;
+  };
+  /** `backfill --refresh`: every document fetched again now */
+  forceRefresh: boolean;
+  signal: AbortSignal | undefined;
+}
+
+/** How a kind's own sync ended; the caller records it as a video source's sync would be. */
+export type DocumentSyncEnd =
+  | { end: 'submitted' }
+  | { end: 'up-to-date'; detail: string }
+  | { end: 'in-flight'; detail: string }
+  | { end: 'refused'; refusal: CreditsRefusedError; accountLeft: number | undefined };
+
+/** What a kind's sync would buy now, from Postgres alone: `backfill --dry-run`'s plan. */
+export interface DocumentPlan {
+  /** documents it would buy (pages crawled at most, or scraped) and their credits; 0 when none */
+  documents: number;
+  credits: number;
+  /** a purchase of it is still in flight (nothing bought until it ends) */
+  inFlight: boolean;
+  /** documents the source holds now */
+  known: number;
+  /** what the plan cannot know before the purchase answers */
+  unknowns: string[];
+}
+
+/**
+ * A kind whose documents are not videos (web pages): its sync runs `sync` in place of the
+ * listing, the diff and the video batches; `plan` answers the dry run. Everything around it (the
+ * lease, the run row, holds, the credit guard's refusals, the run's end) stays the scheduler's.
+ */
+export interface DocumentSync {
+  sync(run: DocumentSyncRun): Promise<DocumentSyncEnd>;
+  plan(sql: PipelineDeps['sql'], source: Source, forceRefresh: boolean): Promise<DocumentPlan>;
+}
+
 export interface SourceAdapter {
   readonly kind: SourceKind;
   /**
@@ -88,6 +136,8 @@ export interface SourceAdapter {
     due: readonly string[],
     batchSize: number,
   ): PlannedBatch[];
+  /** a kind whose documents are not videos syncs through this instead of list/buildBatches */
+  readonly documents?: DocumentSync;
 }
 
 /** A reference or option of `sources add` that is wrong: exit 2, nothing registered. */

@@ -5,6 +5,7 @@
  * scraped at each sync. Their syncs are src/pipeline/ingest/sync-pages.ts; they list no videos.
  */
 import { createHash } from 'node:crypto';
+import { WEB_DOCUMENTS } from '../ingest/sync-pages.ts';
 import { WEBSITE_LIMIT_DEFAULT, WEBSITE_LIMIT_MAX } from '../../domain/pages.ts';
 import { refuseOptions, SourceSpecError, type SourceAdapter, type SourceRef, type SourceSpec } from './adapter.ts';
 
@@ -90,6 +91,7 @@ export const websiteAdapter: SourceAdapter = {
   },
 
   buildBatches: () => [],
+  documents: WEB_DOCUMENTS,
 };
 
 export const pagesAdapter: SourceAdapter = {
@@ -130,4 +132,5 @@ export const pagesAdapter: SourceAdapter = {
   },
 
   buildBatches: () => [],
+  documents: WEB_DOCUMENTS,
 };
