@@ -648,7 +648,7 @@ CREATE TABLE public.batch_submissions (
     detail text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT batch_submissions_kind_ck CHECK ((kind = ANY (ARRAY['video'::text, 'transcript'::text]))),
+    CONSTRAINT batch_submissions_kind_ck CHECK ((kind = ANY (ARRAY['video'::text, 'transcript'::text, 'page'::text]))),
     CONSTRAINT batch_submissions_state_ck CHECK ((state = ANY (ARRAY['sending'::text, 'submitted'::text, 'failed'::text, 'unknown'::text, 'not-created'::text, 'lost'::text, 'released'::text])))
 );
 
@@ -691,9 +691,9 @@ CREATE TABLE public.batches (
     reason text,
     not_found_since timestamp with time zone,
     mode text DEFAULT 'batch'::text NOT NULL,
-    CONSTRAINT batches_kind_ck CHECK ((kind = ANY (ARRAY['video'::text, 'transcript'::text]))),
+    CONSTRAINT batches_kind_ck CHECK ((kind = ANY (ARRAY['video'::text, 'transcript'::text, 'page'::text]))),
     CONSTRAINT batches_lang_ck CHECK (((kind = 'transcript'::text) OR (lang IS NULL))),
-    CONSTRAINT batches_mode_ck CHECK (((mode = ANY (ARRAY['batch'::text, 'generate'::text])) AND ((mode = 'batch'::text) OR (kind = 'transcript'::text)))),
+    CONSTRAINT batches_mode_ck CHECK (((mode = ANY (ARRAY['batch'::text, 'generate'::text, 'crawl'::text, 'scrape'::text])) AND ((mode = 'batch'::text) OR ((mode = 'generate'::text) AND (kind = 'transcript'::text)) OR ((mode = ANY (ARRAY['crawl'::text, 'scrape'::text])) AND (kind = 'page'::text))))),
     CONSTRAINT batches_status_ck CHECK ((status = ANY (ARRAY['submitted'::text, 'queued'::text, 'active'::text, 'completed'::text, 'failed'::text, 'expired'::text])))
 );
 
@@ -828,7 +828,7 @@ CREATE TABLE public.events (
     data jsonb NOT NULL,
     source_id integer,
     video_id text,
-    CONSTRAINT events_type_ck CHECK ((type = ANY (ARRAY['video.added'::text, 'video.changed'::text, 'video.gone'::text, 'video.returned'::text, 'transcript.added'::text, 'transcript.changed'::text, 'batch.completed'::text, 'batch.expired'::text, 'source.synced'::text, 'source.failed'::text, 'account.hold'::text, 'account.hold_lifted'::text])))
+    CONSTRAINT events_type_ck CHECK ((type = ANY (ARRAY['video.added'::text, 'video.changed'::text, 'video.gone'::text, 'video.returned'::text, 'transcript.added'::text, 'transcript.changed'::text, 'page.added'::text, 'page.changed'::text, 'page.gone'::text, 'page.returned'::text, 'batch.completed'::text, 'batch.expired'::text, 'source.synced'::text, 'source.failed'::text, 'account.hold'::text, 'account.hold_lifted'::text])))
 );
 
 -- Name: events_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -863,6 +863,49 @@ CREATE TABLE public.item_counts (
     reason_code text DEFAULT ''::text NOT NULL,
     n bigint NOT NULL,
     pending boolean DEFAULT false NOT NULL
+);
+
+-- Name: page_sections; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.page_sections (
+    url text NOT NULL,
+    n integer NOT NULL,
+    headings text[] NOT NULL,
+    anchor text,
+    text text NOT NULL,
+    tsv tsvector NOT NULL
+);
+
+-- Name: page_versions; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.page_versions (
+    url text NOT NULL,
+    content_sha256 text NOT NULL,
+    name text,
+    description text,
+    og_url text,
+    content text NOT NULL,
+    count_characters bigint,
+    stored_at timestamp with time zone DEFAULT now() NOT NULL,
+    job_id text
+);
+
+-- Name: pages; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.pages (
+    url text NOT NULL,
+    name text,
+    description text,
+    og_url text,
+    content text NOT NULL,
+    count_characters bigint,
+    content_sha256 text NOT NULL,
+    first_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    gone_at timestamp with time zone,
+    job_id text,
+    source_id integer
 );
 
 -- Name: playlists; Type: TABLE; Schema: public; Owner: -
@@ -921,6 +964,16 @@ CREATE TABLE public.search_index_queue (
     queued_at timestamp with time zone DEFAULT now() NOT NULL
 );
 
+-- Name: source_pages; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.source_pages (
+    source_id integer NOT NULL,
+    url text NOT NULL,
+    first_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    gone_at timestamp with time zone
+);
+
 -- Name: source_stats; Type: TABLE; Schema: public; Owner: -
 
 CREATE TABLE public.source_stats (
@@ -975,7 +1028,7 @@ CREATE TABLE public.sources (
     max_credits_per_day integer,
     refresh_after_ms bigint,
     CONSTRAINT sources_include_ck CHECK ((include <@ ARRAY['shorts'::text, 'live'::text])),
-    CONSTRAINT sources_kind_ck CHECK ((kind = ANY (ARRAY['playlist'::text, 'channel'::text, 'videos'::text, 'search'::text]))),
+    CONSTRAINT sources_kind_ck CHECK ((kind = ANY (ARRAY['playlist'::text, 'channel'::text, 'videos'::text, 'search'::text, 'website'::text, 'pages'::text]))),
     CONSTRAINT sources_max_credits_per_day_ck CHECK (((max_credits_per_day IS NULL) OR (max_credits_per_day >= 1))),
     CONSTRAINT sources_max_generate_minutes_ck CHECK (((max_generate_minutes IS NULL) OR (max_generate_minutes >= 1))),
     CONSTRAINT sources_max_videos_ck CHECK ((max_videos >= 1))
@@ -1213,7 +1266,7 @@ CREATE TABLE public.video_sync (
     submission_id bigint,
     text_only boolean DEFAULT false NOT NULL,
     delivered_lang text,
-    CONSTRAINT video_sync_kind_ck CHECK ((kind = ANY (ARRAY['video'::text, 'transcript'::text])))
+    CONSTRAINT video_sync_kind_ck CHECK ((kind = ANY (ARRAY['video'::text, 'transcript'::text, 'page'::text])))
 );
 
 -- Name: videos; Type: TABLE; Schema: public; Owner: -
@@ -1408,6 +1461,21 @@ ALTER TABLE ONLY public.export_cursors
 ALTER TABLE ONLY public.item_counts
     ADD CONSTRAINT item_counts_shard_state_error_code_reason_code_pending_pk PRIMARY KEY (shard, state, error_code, reason_code, pending);
 
+-- Name: page_sections page_sections_url_n_pk; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.page_sections
+    ADD CONSTRAINT page_sections_url_n_pk PRIMARY KEY (url, n);
+
+-- Name: page_versions page_versions_url_content_sha256_pk; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.page_versions
+    ADD CONSTRAINT page_versions_url_content_sha256_pk PRIMARY KEY (url, content_sha256);
+
+-- Name: pages pages_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.pages
+    ADD CONSTRAINT pages_pkey PRIMARY KEY (url);
+
 -- Name: playlists playlists_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 
 ALTER TABLE ONLY public.playlists
@@ -1427,6 +1495,11 @@ ALTER TABLE ONLY public.schema_compat
 
 ALTER TABLE ONLY public.search_index_queue
     ADD CONSTRAINT search_index_queue_video_id_lang_pk PRIMARY KEY (video_id, lang);
+
+-- Name: source_pages source_pages_source_id_url_pk; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.source_pages
+    ADD CONSTRAINT source_pages_source_id_url_pk PRIMARY KEY (source_id, url);
 
 -- Name: source_stats source_stats_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 
@@ -1592,6 +1665,14 @@ CREATE INDEX events_type_id_idx ON public.events USING btree (type, id);
 
 CREATE INDEX events_video_id_idx ON public.events USING btree (video_id, id) WHERE (video_id IS NOT NULL);
 
+-- Name: page_sections_tsv_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX page_sections_tsv_idx ON public.page_sections USING gin (tsv);
+
+-- Name: pages_updated_at_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX pages_updated_at_idx ON public.pages USING btree (updated_at);
+
 -- Name: prune_runs_started_idx; Type: INDEX; Schema: public; Owner: -
 
 CREATE INDEX prune_runs_started_idx ON public.prune_runs USING btree (started_at);
@@ -1603,6 +1684,10 @@ CREATE INDEX schema_compat_created_at_idx ON public.schema_compat USING btree (c
 -- Name: search_index_queue_queued_at_idx; Type: INDEX; Schema: public; Owner: -
 
 CREATE INDEX search_index_queue_queued_at_idx ON public.search_index_queue USING btree (queued_at);
+
+-- Name: source_pages_url_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX source_pages_url_idx ON public.source_pages USING btree (url);
 
 -- Name: source_videos_video_id_idx; Type: INDEX; Schema: public; Owner: -
 
@@ -1851,6 +1936,11 @@ ALTER TABLE ONLY public.credit_reservations
 
 ALTER TABLE ONLY public.credit_snapshots
     ADD CONSTRAINT credit_snapshots_source_id_sources_id_fk FOREIGN KEY (source_id) REFERENCES public.sources(id) ON DELETE SET NULL;
+
+-- Name: source_pages source_pages_source_id_sources_id_fk; Type: FK CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.source_pages
+    ADD CONSTRAINT source_pages_source_id_sources_id_fk FOREIGN KEY (source_id) REFERENCES public.sources(id) ON DELETE CASCADE;
 
 -- Name: source_stats source_stats_source_id_sources_id_fk; Type: FK CONSTRAINT; Schema: public; Owner: -
 
