@@ -136,6 +136,28 @@ async function measureSearch(o: OpContext, record: Record_, figures: OpFigure[])
   );
 }
 
+/** Page search (issue #29) as the CLI runs it, where the tree has it: the same phrase in the seeded pages. */
+async function measurePageSearch(o: OpContext, record: Record_, figures: OpFigure[]): Promise<void> {
+  const label = 'search pages (a phrase, 20 hits)';
+  const file = join(o.root.dir, 'src/db/search.ts');
+  const search = existsSync(file)
+    ? (
+        (await import(pathToFileURL(file).href)) as {
+          searchPages?: (sql: Queryable, f: { query: string; limit: number }) => Promise<unknown[]>;
+        }
+      ).searchPages
+    : undefined;
+  if (search === undefined) {
+    figures.push({ key: 'search-pages', label, ms: undefined, runsMs: [], judged: true, note: 'not available' });
+    o.say(`${label}: not available`);
+    return;
+  }
+  const query = searchPhrase();
+  await record('search-pages', label, { run: () => search(o.deps.sql, { query, limit: 20 }) }, (hits) =>
+    hits.length === 20 ? { note: `${query}` } : { note: query, failure: `${hits.length} hits, expected 20` },
+  );
+}
+
 export async function measureOperations(o: OpContext): Promise<OpFigure[]> {
   const { root, deps, say } = o;
   const sql = deps.sql;
@@ -291,6 +313,7 @@ export async function measureOperations(o: OpContext): Promise<OpFigure[]> {
   );
 
   await measureSearch(o, record, figures);
+  await measurePageSearch(o, record, figures);
 
   const prune = root.prune;
   const pruneRows = [

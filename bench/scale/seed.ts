@@ -213,6 +213,98 @@ interface Step {
   corpus?: boolean;
 }
 
+/** Websites beside the channels: one per WEBSITE_EVERY sources, each of PAGES_PER_SITE pages. */
+const WEBSITE_EVERY = 20;
+const PAGES_PER_SITE = 1_000;
+/** Pages whose content changed once since their first crawl (a second version), per mille. */
+const CHANGED_PAGES_PER_MILLE = 100;
+
+/**
+ * The web pages of the history (issue #29), for a tree that has them: `spec.sources / 20`
+ * website sources of 1 000 pages each (10 000 pages at 1x, 100 000 at 10x), each crawled once
+ * (its crawl a `batches` row, its pages `batch_items` keyed by URL), with ~4 KB Markdown pages of
+ * four sections, their `page_sections` (the search index), one version each (a tenth two),
+ * `source_pages`, and one `page.added` event per page.
+ */
+function pageSteps(spec: ScaleSpec): Step[] {
+  const sites = Math.max(1, Math.floor(spec.sources / WEBSITE_EVERY));
+  const site = (k: string) => `'https://site' || ${k} || '.example'`;
+  const job = (k: string) => `'crawl_' || md5('crawl' || ${k})::uuid::text`;
+  const pageUrl = `${site('w.k')} || '/docs/page-' || g.i`;
+  const content = `'# Page ' || g.i || E'\\n\\n' || ${cut('w.k * 100003 + g.i', '900')} || E'\\n\\n## Install\\n\\n' || ${cut('w.k * 100019 + g.i', '1000')}
+    || E'\\n\\n## Configure\\n\\n' || ${cut('w.k * 100043 + g.i', '1000')} || E'\\n\\n## Troubleshooting\\n\\n' || ${cut('w.k * 100057 + g.i', '1000')}`;
+  return [
+    {
+      name: 'web: sources and crawls',
+      sql: `with w as (select k, (select max(id) from sources) + k as id from generate_series(1, ${sites}) k),
+        s as (insert into sources (id, kind, ref, external_id, max_videos, langs, text_only, cron, paused, last_synced_at, title)
+          overriding system value
+          select w.id, 'website', ${site('w.k')} || '/', ${site('w.k')} || '/', ${PAGES_PER_SITE}, '{}', false, '${SOURCE_CRON}', false,
+            now() - interval '1 hour', ${site('w.k')}
+          from w returning id)
+        insert into batches (job_id, source_id, kind, lang, mode, status, total, succeeded, failed, credits_estimated,
+            submitted_at, completed_at, terminal_at, polls, request)
+          select ${job('w.k')}, w.id, 'page', null, 'crawl', 'completed', ${PAGES_PER_SITE}, ${PAGES_PER_SITE}, 0, ${1 + PAGES_PER_SITE},
+            now() - interval '2 hours', now() - interval '2 hours', now() - interval '2 hours', 5,
+            jsonb_build_object('url', ${site('w.k')} || '/', 'limit', ${PAGES_PER_SITE})
+          from w;
+        select setval(pg_get_serial_sequence('sources', 'id'), (select max(id) from sources))`,
+    },
+    {
+      name: 'web: stage pages',
+      corpus: true,
+      sql: `create unlogged table ${STAGE}.pg as
+        select w.k, s.id as source_id, g.i, ${pageUrl} as url, ${content} as content
+        from generate_series(1, ${sites}) w(k)
+        join sources s on s.kind = 'website' and s.external_id = ${site('w.k')} || '/'
+        cross join generate_series(1, ${PAGES_PER_SITE}) g(i)`,
+    },
+    {
+      name: 'web: pages',
+      table: 'pages',
+      sql: `insert into pages (url, name, description, og_url, content, count_characters, content_sha256, first_seen_at, last_seen_at,
+          updated_at, job_id, source_id)
+        select url, 'Page ' || i, 'About page ' || i, url, content, length(content), encode(sha256(convert_to(content, 'UTF8')), 'hex'),
+          now() - interval '2 hours', now() - interval '2 hours', now() - interval '2 hours', ${job('k')}, source_id
+        from ${STAGE}.pg`,
+    },
+    {
+      name: 'web: page_versions, source_pages, crawl items, events',
+      table: 'page_versions',
+      sql: `insert into page_versions (url, content_sha256, name, description, og_url, content, count_characters, stored_at, job_id)
+          select url, encode(sha256(convert_to(content, 'UTF8')), 'hex'), 'Page ' || i, 'About page ' || i, url, content, length(content),
+            now() - interval '2 hours', ${job('k')}
+          from ${STAGE}.pg
+          union all
+          select url, md5(url) || md5(url), 'Page ' || i, 'About page ' || i, url, content || ' (an older version)', length(content) + 21,
+            now() - interval '30 days', ${job('k')}
+          from ${STAGE}.pg where ${permille('i * 31 + k', 0x77)} < ${CHANGED_PAGES_PER_MILLE};
+        insert into source_pages (source_id, url, first_seen_at, last_seen_at)
+          select source_id, url, now() - interval '2 hours', now() - interval '2 hours' from ${STAGE}.pg;
+        insert into batch_items (job_id, video_id, state, payload, landed_at, sunk_at)
+          select ${job('k')}, url, 'sunk', jsonb_build_object('url', url, 'content', content, 'name', 'Page ' || i,
+              'description', 'About page ' || i, 'ogUrl', url, 'countCharacters', length(content)),
+            now() - interval '2 hours', now() - interval '2 hours'
+          from ${STAGE}.pg;
+        insert into events (type, source_id, data)
+          select 'page.added', source_id, jsonb_build_object('url', url, 'sourceId', source_id, 'jobId', ${job('k')})
+          from ${STAGE}.pg order by k, i`,
+    },
+    {
+      name: 'web: page_sections (the search index of pages)',
+      table: 'page_sections',
+      sql: `insert into page_sections (url, n, headings, anchor, text, tsv)
+        select p.url, s.n, s.headings, s.anchor, s.text, to_tsvector('simple', s.text)
+        from ${STAGE}.pg p cross join lateral (
+          select (o - 1)::int as n, case when o = 1 then array['Page ' || p.i] else array['Page ' || p.i, h] end as headings,
+            case when o = 1 then 'page-' || p.i else lower(h) end as anchor, part as text
+          from unnest(regexp_split_to_array(p.content, E'\\n\\n## ')) with ordinality as x(part, o)
+          left join lateral (select split_part(part, E'\\n', 1) as h) hh on true
+        ) s`,
+    },
+  ];
+}
+
 /** The staging tables (schema scale_seed, dropped at the end) every insert reads from. */
 function stagingSteps(): Step[] {
   return [
@@ -653,6 +745,10 @@ export async function seedHistory(
       say,
     );
     await sql`truncate search_index_queue`;
+  }
+  const [web] = await sql<{ exists: boolean }[]>`select to_regclass('pages') is not null as exists`;
+  if (web!.exists) {
+    for (const step of pageSteps(spec)) await runStep(sql, step, text, skipKeyChecks, figures, say);
   }
   await sql.unsafe(`drop schema ${STAGE} cascade`);
   figures.totalMs = Date.now() - started;

@@ -155,14 +155,18 @@ async function readAllPages(
   const totals = { landed: 0, quarantined: 0, delivered: 0 };
   let answer: { answer: LiberalCrawlAnswer; nextSkip: number | undefined } | undefined = first;
   while (answer !== undefined) {
+    // the next answer is asked for while this one's pages are stored: the round trip and the
+    // transaction overlap (one answer ahead at most, so memory holds two answers)
+    const skip: number | undefined = answer.nextSkip;
+    const ahead: Promise<Settled<ReadAnswer>> | undefined =
+      skip === undefined ? undefined : settle(readAnswer(deps, batch, skip, undefined, signal));
     const stored = await landAnswer(deps, batch, answer.answer.pages ?? []);
     found.push(...stored.urls);
     totals.landed += stored.landed;
     totals.quarantined += stored.quarantined;
     totals.delivered += (answer.answer.pages ?? []).length;
-    if (answer.nextSkip === undefined) break;
-    const skip: number = answer.nextSkip;
-    const next = await readAnswer(deps, batch, skip, undefined, signal);
+    if (ahead === undefined || skip === undefined) break;
+    const next: ReadAnswer = unsettle(await ahead);
     if ('polled' in next) return next.polled;
     if ('gone' in next) return resultsGone(deps, batch, totals.delivered, skip);
     answer = next;
@@ -174,6 +178,21 @@ async function readAllPages(
     found,
     ...totals,
   });
+}
+
+type Settled<T> = { ok: T } | { err: unknown };
+type ReadAnswer = Awaited<ReturnType<typeof readAnswer>>;
+
+/** A promise that never rejects (an answer read ahead whose reader may not wait for it), and back. */
+function settle<T>(p: Promise<T>): Promise<Settled<T>> {
+  return p.then(
+    (ok) => ({ ok }),
+    (err: unknown) => ({ err }),
+  );
+}
+function unsettle<T>(s: Settled<T>): T {
+  if ('err' in s) throw s.err;
+  return s.ok;
 }
 
 /**
