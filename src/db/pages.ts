@@ -6,6 +6,8 @@
  * (`page.gone`) and kept.
  */
 import { z } from 'zod';
+import type { QuarantineReason } from '../domain/items.ts';
+import { isStorableText } from './storable.ts';
 import type { EventType } from '../domain/events.ts';
 import { pageSections, pageSha256 } from '../domain/pages.ts';
 import type { Queryable } from './connection.ts';
@@ -34,14 +36,29 @@ export interface PageRow {
   sha256: string;
 }
 
-/** A page's row from its delivered form, or the reason it cannot be one. */
-export function pageRowFromApi(raw: unknown): { row: PageRow } | { reason: string } {
+/** A page's row from its delivered form, or the reason it cannot be one (kept raw, quarantined, with it). */
+export function pageRowFromApi(raw: unknown): { row: PageRow } | { reason: string; reasonCode: QuarantineReason } {
   const parsed = DeliveredPageSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    return { reason: `page does not match the interface at ${issue?.path.join('.') || '(root)'}: ${issue?.message}` };
+    return {
+      reason: `page does not match the interface at ${issue?.path.join('.') || '(root)'}: ${issue?.message}`,
+      reasonCode: 'schema',
+    };
   }
   const p = parsed.data;
+  // a page Postgres cannot hold as delivered (U+0000, a lone surrogate) is kept raw, not stored
+  for (const [field, value] of Object.entries({
+    url: p.url,
+    content: p.content,
+    name: p.name,
+    description: p.description,
+    ogUrl: p.ogUrl,
+  })) {
+    if (typeof value === 'string' && !isStorableText(value)) {
+      return { reason: `page.${field}: holds a character Postgres text cannot store`, reasonCode: 'unstorable' };
+    }
+  }
   const count = p.countCharacters;
   return {
     row: {

@@ -322,3 +322,42 @@ describe('a pages source', () => {
     expect(await pageEvents(from)).toEqual({ 'page.changed': [urls[0]], 'page.gone': [urls[1]] });
   });
 });
+
+describe('a hostile crawl answer', () => {
+  it('stores the good pages and keeps the bad ones raw, quarantined with the reason; unknown fields kept', async () => {
+    const origin = 'https://odd.example.test';
+    h.sim.web.editSite(origin, { size: 5 });
+    const r = await cli(['sources', 'add', 'website', `${origin}/`]);
+    expectExit(r, 0);
+    const id = /source (\d+) added/.exec(r.stdout)![1]!;
+    const good = { url: `${origin}/a`, content: '# A\n\nfine', countCharacters: 9, futureField: { x: 1 } };
+    h.sim.script([
+      {
+        match: 'GET /web/crawl/*',
+        status: 200,
+        body: {
+          status: 'completed',
+          pages: [
+            good,
+            { url: `${origin}/nul`, content: 'bad \u0000 byte', countCharacters: 10 },
+            { url: `${origin}/no-content`, countCharacters: 0 },
+          ],
+        },
+      },
+    ]);
+    const b = await cli(['backfill', '--source', id]);
+    // quarantined items are kept raw with their reason: backfill says what did not land
+    expect([0, 1]).toContain(b.code);
+    const pages = await h.database.sql<{ url: string }[]>`select url from pages where url like ${`${origin}/%`}`;
+    expect(pages.map((p) => p.url)).toEqual([good.url]);
+    const items = await h.database.sql<{ url: string; state: string; reasonCode: string; raw: unknown }[]>`
+      select i.video_id as url, i.state, i.reason_code as "reasonCode", coalesce(i.payload, to_jsonb(i.payload_raw)) as raw
+      from batch_items i join batches b using (job_id) where b.source_id = ${Number(id)} order by i.video_id`;
+    expect(items.map((i) => [i.url, i.state, i.reasonCode])).toEqual([
+      [good.url, 'sunk', null],
+      [`${origin}/no-content`, 'quarantined', 'schema'],
+      [`${origin}/nul`, 'quarantined', 'unstorable'],
+    ]);
+    expect(items[0]!.raw).toEqual(good);
+  });
+});

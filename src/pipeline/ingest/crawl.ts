@@ -34,6 +34,7 @@ import {
 import { markPagesGone, pageRowFromApi, storePages, type PageRow, type PageWriteCounts } from '../../db/pages.ts';
 import { markSubmission, recordSending } from '../../db/submissions.ts';
 import { LOCAL_BATCH_END_CODES, type BatchStatus } from '../../domain/batches.ts';
+import type { QuarantineReason } from '../../domain/items.ts';
 import { crawlCredits, PRICES } from '../../domain/prices.ts';
 import { readCrawlStatus } from '../../domain/pages.ts';
 import { pollJobId } from '../../queues/names.ts';
@@ -239,7 +240,8 @@ async function landAnswer(
       rows.set(record.videoId, built.row);
     } else {
       const reason = 'reason' in built ? built.reason : (record.reason ?? 'page could not be stored');
-      records.push({ ...record, state: 'quarantined', reason, reasonCode: record.reasonCode ?? 'schema' });
+      const reasonCode = 'reasonCode' in built ? built.reasonCode : (record.reasonCode ?? 'unstorable');
+      records.push({ ...record, state: 'quarantined', reason, reasonCode });
     }
   });
   if (records.length === 0) return { urls: [], landed: 0, quarantined: 0 };
@@ -441,11 +443,11 @@ export async function sinkPages(
       const items = await nextLandedChunk(tx, batch.jobId, deps.settings.sinkChunkSize, { lock: true });
       if (items.length === 0) return 0;
       const rows: PageRow[] = [];
-      const bad: { videoId: string; reason: string; reasonCode: 'schema' }[] = [];
+      const bad: { videoId: string; reason: string; reasonCode: QuarantineReason }[] = [];
       for (const it of items) {
         const built = pageRowFromApi(it.payload);
         if ('row' in built) rows.push(built.row);
-        else bad.push({ videoId: it.videoId, reason: built.reason, reasonCode: 'schema' });
+        else bad.push({ videoId: it.videoId, reason: built.reason, reasonCode: built.reasonCode });
       }
       const c = await storePages(tx, batch, rows);
       out.inserted += c.added;

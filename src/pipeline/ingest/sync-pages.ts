@@ -202,7 +202,8 @@ async function scrapeOne(
         await storePages(tx, origin, [{ ...built.row, url }]);
       } else {
         const reason = 'reason' in built ? built.reason : (record.reason ?? 'page could not be stored');
-        await landRecords(tx, jobId, [{ ...record, state: 'quarantined', reason, reasonCode: 'schema' }]);
+        const reasonCode = 'reasonCode' in built ? built.reasonCode : (record.reasonCode ?? 'unstorable');
+        await landRecords(tx, jobId, [{ ...record, state: 'quarantined', reason, reasonCode }]);
       }
     });
     return 'row' in built ? 'stored' : 'failed';
