@@ -681,6 +681,18 @@ function registerEditCommand(sources: Command): void {
             );
           }
         }
+        // transcripts' settings: a web source has pages, not transcripts
+        for (const [flag, given] of [
+          ['--lang', o.lang !== undefined],
+          ['--text', o.text === true],
+          ['--chunks', o.chunks === true],
+        ] as const) {
+          if (given && isPageSourceKind(match.kind)) {
+            throw await usageError(
+              `${flag} does not apply to a ${match.kind} source (source ${match.id}): it keeps web pages, not transcripts`,
+            );
+          }
+        }
         const plan =
           typeof set.cron === 'string'
             ? await plannedCron(set.cron, ctx.config.pipeline.sourceMinIntervalMs)

@@ -87,6 +87,11 @@ describe('a website source', () => {
     const bad = await cli(['sources', 'add', 'website', `${ORIGIN}/`, '--limit', '5001']);
     expectExit(bad, 2);
     expect(bad.stderr).toContain('--limit');
+    const lang = await cli(['sources', 'add', 'website', `${ORIGIN}/x`, '--lang', 'en']);
+    expectCleanError(lang, 2, '--lang applies to video sources');
+    await added();
+    const edit = await cli(['sources', 'edit', String(sourceId), '--lang', 'de']);
+    expectCleanError(edit, 2, '--lang does not apply to a website source');
   });
 
   it('the first crawl stores every page, one page.added each, billed 1 + pages exactly', async () => {
