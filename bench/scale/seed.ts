@@ -269,7 +269,7 @@ function pageSteps(spec: ScaleSpec): Step[] {
         from ${STAGE}.pg`,
     },
     {
-      name: 'web: page_versions, source_pages, crawl items',
+      name: 'web: page_versions, source_pages',
       table: 'page_versions',
       sql: `insert into page_versions (url, content_sha256, name, description, og_url, content, count_characters, stored_at, job_id)
           select url, encode(sha256(convert_to(content, 'UTF8')), 'hex'), 'Page ' || i, 'About page ' || i, url, content, length(content),
@@ -280,12 +280,16 @@ function pageSteps(spec: ScaleSpec): Step[] {
             now() - interval '30 days', ${job('k')}
           from ${STAGE}.pg where ${permille('i * 31 + k', 0x77)} < ${CHANGED_PAGES_PER_MILLE};
         insert into source_pages (source_id, url, first_seen_at, last_seen_at)
-          select source_id, url, now() - interval '2 hours', now() - interval '2 hours' from ${STAGE}.pg;
-        insert into batch_items (job_id, video_id, state, payload, landed_at, sunk_at)
-          select ${job('k')}, url, 'sunk', jsonb_build_object('url', url, 'content', content, 'name', 'Page ' || i,
-              'description', 'About page ' || i, 'ogUrl', url, 'countCharacters', length(content)),
-            now() - interval '2 hours', now() - interval '2 hours'
-          from ${STAGE}.pg`,
+          select source_id, url, now() - interval '2 hours', now() - interval '2 hours' from ${STAGE}.pg`,
+    },
+    {
+      // not under the replica role: the counters' triggers (batch_item_counts, item_counts) must count them
+      name: 'web: crawl items',
+      sql: `insert into batch_items (job_id, video_id, state, payload, landed_at, sunk_at)
+        select ${job('k')}, url, 'sunk', jsonb_build_object('url', url, 'content', content, 'name', 'Page ' || i,
+            'description', 'About page ' || i, 'ogUrl', url, 'countCharacters', length(content)),
+          now() - interval '2 hours', now() - interval '2 hours'
+        from ${STAGE}.pg`,
     },
     {
       // not under the replica role: the trigger that assigns event ids must run
