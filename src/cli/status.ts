@@ -161,6 +161,12 @@ function pushBatches(r: StatusReport, out: string[]): void {
 /** What the videos got: latest outcomes, error codes, languages, history, gone and quarantined. */
 function pushItems(r: StatusReport, out: string[]): void {
   const it = r.items;
+  const p = r.pages;
+  if (p !== undefined && p.stored > 0) {
+    out.push(
+      `\nWeb pages: ${p.stored} stored (${p.gone} gone: no source finds them any more), ${p.versions} versions\n`,
+    );
+  }
   out.push(
     `\nVideos by latest outcome (per kind and language, as things stand): ${it.sunk} stored, ${it.landed} landed (not yet stored), ` +
       `${it.processing} in flight, ${it.failed} failed, ${it.retryable} retryable, ${it.quarantined} quarantined\n`,

@@ -267,3 +267,18 @@ export async function sourcePageCount(sql: Queryable, sourceId: number): Promise
     where source_id = ${sourceId} and gone_at is null and last_seen_at > '-infinity'::timestamptz`;
   return r!.n;
 }
+
+export interface PageTotals {
+  stored: number;
+  gone: number;
+  versions: number;
+}
+
+/** Pages stored, of them gone, and their versions (for `status`, `/metrics` and the overview). */
+export async function pageTotals(sql: Queryable): Promise<PageTotals> {
+  const [r] = await sql<PageTotals[]>`
+    select (select count(*)::int from pages) as stored,
+      (select count(*)::int from pages where gone_at is not null) as gone,
+      (select count(*)::int from page_versions) as versions`;
+  return r!;
+}

@@ -112,6 +112,21 @@ describe('a website source', () => {
     expect(v!.n).toBe(SITE_PAGES);
   });
 
+  it('status shows each web source pages and the pages stored', async () => {
+    await first();
+    const text = await cli(['status']);
+    expectExit(text, 0);
+    expect(text.stdout).toMatch(/^id\s+kind\s+title\s+videos\s+transcripts\s+pages\s/m);
+    expect(text.stdout).toMatch(new RegExp(`^${sourceId}\\s+website\\s+.*\\s${SITE_PAGES}\\s`, 'm'));
+    const json = await cli(['status', '--json', '--all-sources']);
+    expectExit(json, 0);
+    const r = JSON.parse(json.stdout) as { pages: { stored: number }; sources: { id: number; pages: number }[] };
+    const [stored] = await h.database.sql<{ n: number }[]>`select count(*)::int as n from pages`;
+    expect(r.pages.stored).toBe(stored!.n);
+    expect(r.sources.find((x) => x.id === sourceId)?.pages).toBeGreaterThanOrEqual(SITE_PAGES);
+    expect(text.stdout).toContain(`Web pages: ${stored!.n} stored`);
+  });
+
   it('backfill --dry-run estimates the crawl at 1 + its limit, spending nothing', async () => {
     await added();
     const before = await usedCredits();

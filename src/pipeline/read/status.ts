@@ -9,6 +9,7 @@
  * in Postgres and only the page shown is read (`readSourcesPage`). The overview
  * (src/admin/overview.ts) reads the same sections, each on its own.
  */
+import { pageTotals, type PageTotals } from '../../db/pages.ts';
 import { CronExpressionParser } from 'cron-parser';
 import { batchProgress, retryablePendingByBatch, type BatchProgress } from '../../db/batch-progress.ts';
 import {
@@ -238,6 +239,8 @@ export interface StatusReport extends HoldsStatus, ItemsStatus {
   schema: SchemaStatus;
   /** transcripts stored whose search windows the indexer has yet to build (src/pipeline/search-index.ts) */
   searchIndex: { pending: number; oldestQueuedAt: string | null };
+  /** web pages stored, of them gone (no source finds them any more), and their distinct versions */
+  pages: PageTotals;
 }
 
 export interface SchemaStatus {
@@ -696,6 +699,7 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
   const webhooks = await readWebhooks(sql);
   const schema = await readSchemaStatus(sql);
   const backlog = await searchBacklog(sql);
+  const pages = await pageTotals(sql);
   return {
     generatedAt: new Date().toISOString(),
     ...holds,
@@ -720,5 +724,6 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
     webhooks,
     schema,
     searchIndex: { pending: backlog.pending, oldestQueuedAt: iso(backlog.oldestQueuedAt) },
+    pages,
   };
 }
