@@ -556,7 +556,7 @@ function registerWebhookGauges({ registry, pgFamily }: FamilyReaders): void {
   const endpoints = pgFamily('webhooks', listEndpoints);
   new Gauge({
     name: `${METRIC_PREFIX}webhook_endpoint_disabled`,
-    help: 'Per webhook endpoint: 1 while it is disabled (by `webhooks disable` or after WEBHOOK_DISABLE_AFTER_MS of failures), else 0.',
+    help: 'Per webhook endpoint: 1 while it is disabled (after failing for WEBHOOK_DISABLE_AFTER_MS; `webhooks enable` ends it), else 0.',
     labelNames: ['endpoint_id'] as const,
     registers: [registry],
     async collect() {
