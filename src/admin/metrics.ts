@@ -179,8 +179,7 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
   registerLatestOutcomeGauges(readers);
   registerQuarantineGauge(readers);
   registerSourceGauges(readers);
-  registerWebhookGauges(readers);
-  registerSearchIndexGauges(readers);
+  registerBacklogGauges(readers);
   registerQueueGauges(readers, src);
 }
 
@@ -293,7 +292,15 @@ function registerCreditGauges({ registry, pgFamily }: FamilyReaders, keyFingerpr
     },
   });
 
-  const billedToday = pgFamily('credits_billed', (q) => billedByDay(q, 1));
+  // today's total and the sources billed the most today: one family (two statements, one transaction)
+  const billed = pgFamily('credits_billed', async (q) => ({
+    days: await billedByDay(q, 1),
+    bySource: await billedBySource(
+      q,
+      new Date(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`),
+      BILLED_SOURCES_SHOWN,
+    ),
+  }));
   new Gauge({
     name: `${METRIC_PREFIX}credits_billed_today`,
     help: 'API credits billed so far this UTC day by every process (credit_charges: x-billable-requests of each answer, the published price where one had none), by basis (header, price, unanswered).',
@@ -301,7 +308,7 @@ function registerCreditGauges({ registry, pgFamily }: FamilyReaders, keyFingerpr
     registers: [registry],
     async collect() {
       this.reset();
-      const days = await billedToday();
+      const days = (await billed())?.days;
       const d = days?.[0];
       if (days === undefined) return;
       const today = d?.day === new Date().toISOString().slice(0, 10) ? d : undefined;
@@ -313,9 +320,6 @@ function registerCreditGauges({ registry, pgFamily }: FamilyReaders, keyFingerpr
     },
   });
 
-  const bySource = pgFamily('credits_billed_by_source', (q) =>
-    billedBySource(q, new Date(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`), BILLED_SOURCES_SHOWN),
-  );
   new Gauge({
     name: `${METRIC_PREFIX}source_credits_billed_today`,
     help:
@@ -325,7 +329,7 @@ function registerCreditGauges({ registry, pgFamily }: FamilyReaders, keyFingerpr
     registers: [registry],
     async collect() {
       this.reset();
-      for (const row of (await bySource()) ?? [])
+      for (const row of (await billed())?.bySource ?? [])
         this.set({ source_id: row.sourceId === null ? 'none' : String(row.sourceId) }, row.credits);
     },
   });
@@ -351,7 +355,11 @@ function registerCreditGauges({ registry, pgFamily }: FamilyReaders, keyFingerpr
 
 /** Batches by status and batch items by error code (history). */
 function registerBatchGauges({ registry, pgFamily }: FamilyReaders): void {
-  const batches = pgFamily('batches', batchCountsByStatus);
+  // by status (the counters of migration 0005) and the in-flight ones' age (the in-flight index): one family
+  const batches = pgFamily('batches', async (q) => ({
+    byStatus: await batchCountsByStatus(q),
+    inFlight: await inFlightAgeByKind(q),
+  }));
   new Gauge({
     name: `${METRIC_PREFIX}batches`,
     help: 'Upstream batches recorded in Postgres, by status.',
@@ -363,11 +371,10 @@ function registerBatchGauges({ registry, pgFamily }: FamilyReaders): void {
       if (!r) return;
       // every status, zeros included, so a rate or an alert never sees a series vanish
       for (const status of BATCH_STATUSES) this.set({ status }, 0);
-      for (const [status, n] of Object.entries(r)) this.set({ status }, n);
+      for (const [status, n] of Object.entries(r.byStatus)) this.set({ status }, n);
     },
   });
 
-  const inFlight = pgFamily('batches_in_flight', inFlightAgeByKind);
   new Gauge({
     name: `${METRIC_PREFIX}batch_oldest_in_flight_seconds`,
     help:
@@ -377,7 +384,7 @@ function registerBatchGauges({ registry, pgFamily }: FamilyReaders): void {
     registers: [registry],
     async collect() {
       this.reset();
-      const r = await inFlight();
+      const r = (await batches())?.inFlight;
       if (!r) return;
       for (const kind of BATCH_KINDS) this.set({ kind }, 0);
       for (const row of r) this.set({ kind: row.kind }, Math.max(0, row.oldestSeconds));
@@ -551,9 +558,16 @@ function registerSourceGauges({ registry, pgFamily }: FamilyReaders): void {
   });
 }
 
-/** Webhook endpoints: disabled, failing, and events not delivered yet, per endpoint (by ID: a URL may carry a secret). */
-function registerWebhookGauges({ registry, pgFamily }: FamilyReaders): void {
-  const endpoints = pgFamily('webhooks', listEndpoints);
+/**
+ * What is still to deliver, one family: the webhook endpoints (disabled, failing, events not
+ * delivered yet; by ID: a URL may carry a secret) and the search indexer's queue.
+ */
+function registerBacklogGauges({ registry, pgFamily }: FamilyReaders): void {
+  const backlogs = pgFamily('backlogs', async (q) => ({
+    endpoints: await listEndpoints(q),
+    search: await searchBacklog(q),
+  }));
+  const endpoints = async () => (await backlogs())?.endpoints;
   new Gauge({
     name: `${METRIC_PREFIX}webhook_endpoint_disabled`,
     help: 'Per webhook endpoint: 1 while it is disabled (after failing for WEBHOOK_DISABLE_AFTER_MS; `webhooks enable` ends it), else 0.',
@@ -586,11 +600,7 @@ function registerWebhookGauges({ registry, pgFamily }: FamilyReaders): void {
         this.set({ endpoint_id: String(e.id) }, Math.min(e.pending, PENDING_COUNT_CAP + 1));
     },
   });
-}
-
-/** The search indexer's backlog: transcripts whose search windows are still to build. */
-function registerSearchIndexGauges({ registry, pgFamily }: FamilyReaders): void {
-  const backlog = pgFamily('search_index', (q) => searchBacklog(q));
+  const backlog = async () => (await backlogs())?.search;
   new Gauge({
     name: `${METRIC_PREFIX}search_index_pending`,
     help: 'Transcripts stored whose search windows the indexer has yet to build (search_index_queue).',
