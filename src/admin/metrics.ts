@@ -20,15 +20,18 @@
 import type { RedisClient } from '../queues/connection.ts';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RequestEvent } from '../api/client.ts';
-import { batchCountsByStatus } from '../db/batches.ts';
+import { batchCountsByStatus, inFlightAgeByKind } from '../db/batches.ts';
 import type { Queryable } from '../db/connection.ts';
-import { billedByDay } from '../db/credit-charges.ts';
+import { billedByDay, billedBySource } from '../db/credit-charges.ts';
 import { latestCreditSnapshot } from '../db/credit-snapshots.ts';
 import { chargeOf } from '../domain/charges.ts';
+import { cronIntervalMs } from '../domain/cron.ts';
 import { itemErrorCodeCounts } from '../db/item-counts.ts';
 import { languageCoverage, outcomeCounts, outcomeErrorCounts } from '../db/video-outcomes.ts';
 import { quarantineCounts } from '../db/quarantine.ts';
 import { holdsForKey } from '../db/upstream-holds.ts';
+import { searchBacklog } from '../db/search.ts';
+import { listEndpoints, PENDING_COUNT_CAP } from '../db/webhooks.ts';
 import { BATCH_STATUSES } from '../db/schema.ts';
 import { sourceSyncCounts, stalestSources, type SourceSyncCount } from '../db/source-freshness.ts';
 import { isQueryCanceled, readWithTimeout, type Pool } from '../db/statement-timeout.ts';
@@ -65,6 +68,9 @@ export const COLLECT_CONNECT_GRACE_MS = 1_000;
  * `vsi_source_seconds_since_sync_max`, so a scrape stays the same size at any number of sources.
  */
 export const STALEST_SOURCES_SHOWN = 100;
+
+/** Sources given a `vsi_source_credits_billed_today` series: those billed the most today (UTC). */
+export const BILLED_SOURCES_SHOWN = 20;
 
 /** The `state` label of `vsi_sources`: each source is in exactly one. */
 export const SOURCE_SYNC_STATES = ['active', 'paused', 'never_synced'] as const;
@@ -173,6 +179,7 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
   registerLatestOutcomeGauges(readers);
   registerQuarantineGauge(readers);
   registerSourceGauges(readers);
+  registerBacklogGauges(readers);
   registerQueueGauges(readers, src);
 }
 
@@ -285,7 +292,15 @@ function registerCreditGauges({ registry, pgFamily }: FamilyReaders, keyFingerpr
     },
   });
 
-  const billedToday = pgFamily('credits_billed', (q) => billedByDay(q, 1));
+  // today's total and the sources billed the most today: one family (two statements, one transaction)
+  const billed = pgFamily('credits_billed', async (q) => ({
+    days: await billedByDay(q, 1),
+    bySource: await billedBySource(
+      q,
+      new Date(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`),
+      BILLED_SOURCES_SHOWN,
+    ),
+  }));
   new Gauge({
     name: `${METRIC_PREFIX}credits_billed_today`,
     help: 'API credits billed so far this UTC day by every process (credit_charges: x-billable-requests of each answer, the published price where one had none), by basis (header, price, unanswered).',
@@ -293,7 +308,7 @@ function registerCreditGauges({ registry, pgFamily }: FamilyReaders, keyFingerpr
     registers: [registry],
     async collect() {
       this.reset();
-      const days = await billedToday();
+      const days = (await billed())?.days;
       const d = days?.[0];
       if (days === undefined) return;
       const today = d?.day === new Date().toISOString().slice(0, 10) ? d : undefined;
@@ -302,6 +317,20 @@ function registerCreditGauges({ registry, pgFamily }: FamilyReaders, keyFingerpr
       this.set({ basis: 'header' }, (today?.credits ?? 0) - priced - unanswered);
       this.set({ basis: 'price' }, priced);
       this.set({ basis: 'unanswered' }, unanswered);
+    },
+  });
+
+  new Gauge({
+    name: `${METRIC_PREFIX}source_credits_billed_today`,
+    help:
+      `API credits billed so far this UTC day by every process, per source, for the ${BILLED_SOURCES_SHOWN} sources billed the most ` +
+      "(source_id 'none': requests of no source, e.g. GET /me or a replay).",
+    labelNames: ['source_id'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const row of (await billed())?.bySource ?? [])
+        this.set({ source_id: row.sourceId === null ? 'none' : String(row.sourceId) }, row.credits);
     },
   });
 
@@ -326,7 +355,11 @@ function registerCreditGauges({ registry, pgFamily }: FamilyReaders, keyFingerpr
 
 /** Batches by status and batch items by error code (history). */
 function registerBatchGauges({ registry, pgFamily }: FamilyReaders): void {
-  const batches = pgFamily('batches', batchCountsByStatus);
+  // by status (the counters of migration 0005) and the in-flight ones' age (the in-flight index): one family
+  const batches = pgFamily('batches', async (q) => ({
+    byStatus: await batchCountsByStatus(q),
+    inFlight: await inFlightAgeByKind(q),
+  }));
   new Gauge({
     name: `${METRIC_PREFIX}batches`,
     help: 'Upstream batches recorded in Postgres, by status.',
@@ -338,7 +371,23 @@ function registerBatchGauges({ registry, pgFamily }: FamilyReaders): void {
       if (!r) return;
       // every status, zeros included, so a rate or an alert never sees a series vanish
       for (const status of BATCH_STATUSES) this.set({ status }, 0);
-      for (const [status, n] of Object.entries(r)) this.set({ status }, n);
+      for (const [status, n] of Object.entries(r.byStatus)) this.set({ status }, n);
+    },
+  });
+
+  new Gauge({
+    name: `${METRIC_PREFIX}batch_oldest_in_flight_seconds`,
+    help:
+      'Seconds since the oldest batch of this kind still in flight was submitted (0 when none is); ' +
+      'a batch in flight longer than BATCH_MAX_AGE_MS (48 h by default) is expired locally. Every kind, zeros included.',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const r = (await batches())?.inFlight;
+      if (!r) return;
+      for (const kind of BATCH_KINDS) this.set({ kind }, 0);
+      for (const row of r) this.set({ kind: row.kind }, Math.max(0, row.oldestSeconds));
     },
   });
 
@@ -459,6 +508,27 @@ function registerSourceGauges({ registry, pgFamily }: FamilyReaders): void {
     },
   });
   new Gauge({
+    name: `${METRIC_PREFIX}source_sync_interval_seconds`,
+    help:
+      "Seconds between the two latest fires of a source's cron, for the sources of vsi_source_seconds_since_sync that have one " +
+      '(backfill-only sources have none): compare with vsi_source_seconds_since_sync, same labels.',
+    labelNames: ['source_id', 'kind'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const r = await freshness();
+      const now = new Date();
+      // sources mostly share a few schedules: each expression parsed once per scrape
+      const known = new Map<string, number | undefined>();
+      for (const row of r?.stalest ?? []) {
+        if (row.cron === null) continue;
+        if (!known.has(row.cron)) known.set(row.cron, cronIntervalMs(row.cron, now));
+        const ms = known.get(row.cron);
+        if (ms !== undefined) this.set({ source_id: String(row.id), kind: row.kind }, ms / 1000);
+      }
+    },
+  });
+  new Gauge({
     name: `${METRIC_PREFIX}source_seconds_since_sync_max`,
     help: 'Seconds since the last successful sync of the unpaused source of this kind longest without one (absent for a kind with no such source).',
     labelNames: ['kind'] as const,
@@ -484,6 +554,71 @@ function registerSourceGauges({ registry, pgFamily }: FamilyReaders): void {
       // zeros included, so a rate or an alert never sees a series vanish
       for (const kind of SOURCE_KINDS) for (const state of SOURCE_SYNC_STATES) this.set({ kind, state }, 0);
       for (const g of r.counts) this.inc({ kind: g.kind, state: sourceSyncState(g) }, g.sources);
+    },
+  });
+}
+
+/**
+ * What is still to deliver, one family: the webhook endpoints (disabled, failing, events not
+ * delivered yet; by ID: a URL may carry a secret) and the search indexer's queue.
+ */
+function registerBacklogGauges({ registry, pgFamily }: FamilyReaders): void {
+  const backlogs = pgFamily('backlogs', async (q) => ({
+    endpoints: await listEndpoints(q),
+    search: await searchBacklog(q),
+  }));
+  const endpoints = async () => (await backlogs())?.endpoints;
+  new Gauge({
+    name: `${METRIC_PREFIX}webhook_endpoint_disabled`,
+    help: 'Per webhook endpoint: 1 while it is disabled (after failing for WEBHOOK_DISABLE_AFTER_MS; `webhooks enable` ends it), else 0.',
+    labelNames: ['endpoint_id'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const e of (await endpoints()) ?? []) this.set({ endpoint_id: String(e.id) }, e.enabled ? 0 : 1);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}webhook_endpoint_failing`,
+    help: 'Per webhook endpoint: 1 while it is enabled and its deliveries fail (retried with backoff), else 0.',
+    labelNames: ['endpoint_id'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const e of (await endpoints()) ?? [])
+        this.set({ endpoint_id: String(e.id) }, e.enabled && e.failingSince !== null ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}webhook_events_pending`,
+    help: `Per webhook endpoint: matching events not delivered yet, counted up to ${PENDING_COUNT_CAP} (more: ${PENDING_COUNT_CAP + 1}).`,
+    labelNames: ['endpoint_id'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const e of (await endpoints()) ?? [])
+        this.set({ endpoint_id: String(e.id) }, Math.min(e.pending, PENDING_COUNT_CAP + 1));
+    },
+  });
+  const backlog = async () => (await backlogs())?.search;
+  new Gauge({
+    name: `${METRIC_PREFIX}search_index_pending`,
+    help: 'Transcripts stored whose search windows the indexer has yet to build (search_index_queue).',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const r = await backlog();
+      if (r) this.set(r.pending);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}search_index_oldest_queued_seconds`,
+    help: 'Seconds since the oldest transcript waiting for the search indexer was queued (0 when none waits).',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const r = await backlog();
+      if (r) this.set(r.oldestQueuedAt === null ? 0 : Math.max(0, (Date.now() - r.oldestQueuedAt.getTime()) / 1000));
     },
   });
 }

@@ -65,6 +65,16 @@ export async function batchCountsByStatus(sql: Queryable): Promise<Record<string
   return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }
 
+/** Per kind with batches in flight: how many, and seconds since the oldest of them was submitted (the in-flight index). */
+export async function inFlightAgeByKind(
+  sql: Queryable,
+): Promise<{ kind: BatchKind; batches: number; oldestSeconds: number }[]> {
+  return sql<{ kind: BatchKind; batches: number; oldestSeconds: number }[]>`
+    select kind, count(*)::int as batches, extract(epoch from now() - min(submitted_at))::float8 as "oldestSeconds"
+    from batches where status = any(${[...BATCH_IN_FLIGHT_STATUSES]}::text[])
+    group by kind`;
+}
+
 /** The estimated cost of every batch recorded. */
 export async function creditsEstimatedTotal(sql: Queryable): Promise<number> {
   const [row] = await sql<{ total: number }[]>`

@@ -7,7 +7,7 @@
 import type { Queryable } from './connection.ts';
 import type { Source } from './schema.ts';
 
-export type SourceAge = Pick<Source, 'id' | 'kind'> & {
+export type SourceAge = Pick<Source, 'id' | 'kind' | 'cron'> & {
   /** since the last successful sync */
   seconds: number;
 };
@@ -19,7 +19,7 @@ export type SourceAge = Pick<Source, 'id' | 'kind'> & {
  */
 export function stalestSources(sql: Queryable, limit: number): Promise<SourceAge[]> {
   return sql<SourceAge[]>`
-    select id, kind, extract(epoch from now() - last_synced_at)::float8 as seconds
+    select id, kind, cron, extract(epoch from now() - last_synced_at)::float8 as seconds
     from sources where last_synced_at is not null and not paused
     order by last_synced_at, id limit ${limit}`;
 }

@@ -162,3 +162,17 @@ function formatInterval(ms: number): string {
   if (ms % 60_000 === 0) return `${ms / 60_000} min`;
   return `${ms / 1000} s`;
 }
+
+/**
+ * The time between the two latest fires of a cron expression at or before `at`, ms: the interval a
+ * source on it is expected to be synced within (undefined for an expression that does not parse).
+ */
+export function cronIntervalMs(expr: string, at: Date): number | undefined {
+  try {
+    const it = CronExpressionParser.parse(expr, { tz: 'UTC', currentDate: at });
+    const last = it.prev().getTime();
+    return last - it.prev().getTime();
+  } catch {
+    return undefined;
+  }
+}
