@@ -30,6 +30,7 @@ import { itemErrorCodeCounts } from '../db/item-counts.ts';
 import { languageCoverage, outcomeCounts, outcomeErrorCounts } from '../db/video-outcomes.ts';
 import { quarantineCounts } from '../db/quarantine.ts';
 import { holdsForKey } from '../db/upstream-holds.ts';
+import { pageTotals } from '../db/pages.ts';
 import { searchBacklog } from '../db/search.ts';
 import { listEndpoints, PENDING_COUNT_CAP } from '../db/webhooks.ts';
 import { BATCH_STATUSES } from '../db/schema.ts';
@@ -566,7 +567,30 @@ function registerBacklogGauges({ registry, pgFamily }: FamilyReaders): void {
   const backlogs = pgFamily('backlogs', async (q) => ({
     endpoints: await listEndpoints(q),
     search: await searchBacklog(q),
+    pages: await pageTotals(q),
   }));
+  new Gauge({
+    name: `${METRIC_PREFIX}pages`,
+    help: 'Web pages stored, by state: `current` (found by the latest crawl or read of a source that holds it) or `gone` (no source finds it any more; kept).',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const p = (await backlogs())?.pages;
+      if (p === undefined) return;
+      this.set({ state: 'current' }, p.stored - p.gone);
+      this.set({ state: 'gone' }, p.gone);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}page_versions`,
+    help: 'Distinct versions of web pages kept (page_versions), the current ones included.',
+    registers: [registry],
+    async collect() {
+      const p = (await backlogs())?.pages;
+      if (p !== undefined) this.set(p.versions);
+    },
+  });
   const endpoints = async () => (await backlogs())?.endpoints;
   new Gauge({
     name: `${METRIC_PREFIX}webhook_endpoint_disabled`,

@@ -40,9 +40,10 @@ export const SEARCH_INDEX_CONNECTIONS = 1;
 /** The daily prune one daemon runs: one statement or transaction at a time. */
 export const PRUNE_CONNECTIONS = 1;
 /**
- * The admin server (`daemon --admin-port`): a /metrics scrape reads its five SQL families at once
- * (src/admin/metrics.ts), /readyz pings and checks migrations at once (src/admin/health.ts), and
- * the overview reads one statement at a time, each possibly while the others run.
+ * The admin server (`daemon --admin-port`): a /metrics scrape reads its SQL families at once (nine,
+ * src/admin/metrics.ts; what does not fit waits for a connection of the pool, a few ms), /readyz
+ * pings and checks migrations at once (src/admin/health.ts), and the overview reads one statement
+ * at a time, each possibly while the others run.
  */
 export const ADMIN_CONNECTIONS = 8;
 /** A backfill's (or replay's) wait: one progress read at a time. */

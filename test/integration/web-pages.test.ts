@@ -11,6 +11,9 @@ import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMetrics, registerStateMetrics } from '../../src/admin/metrics.ts';
+import { silentLogger } from '../../src/log.ts';
+import { parseMetrics, value } from '../helpers/admin.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { createPipelineHarness, runCli, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
 import { once } from '../helpers/once.ts';
@@ -125,6 +128,21 @@ describe('a website source', () => {
     expect(r.pages.stored).toBe(stored!.n);
     expect(r.sources.find((x) => x.id === sourceId)?.pages).toBeGreaterThanOrEqual(SITE_PAGES);
     expect(text.stdout).toContain(`Web pages: ${stored!.n} stored`);
+  });
+
+  it('/metrics counts the pages current and gone, and their versions', async () => {
+    await first();
+    const metrics = createMetrics({ processMetrics: false });
+    registerStateMetrics(metrics, { sql: h.database.sql, redis: h.redis, queues: h.queues, log: silentLogger() });
+    const m = parseMetrics(await metrics.registry.metrics());
+    const [t] = await h.database.sql<{ current: number; gone: number; versions: number }[]>`
+      select (select count(*)::int from pages where gone_at is null) as current,
+        (select count(*)::int from pages where gone_at is not null) as gone,
+        (select count(*)::int from page_versions) as versions`;
+    expect(value(m, 'vsi_pages', { state: 'current' })).toBe(t!.current);
+    expect(value(m, 'vsi_pages', { state: 'gone' })).toBe(t!.gone);
+    expect(value(m, 'vsi_page_versions')).toBe(t!.versions);
+    expect(t!.current).toBeGreaterThan(0);
   });
 
   it('backfill --dry-run estimates the crawl at 1 + its limit, spending nothing', async () => {
