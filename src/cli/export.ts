@@ -12,15 +12,16 @@
  * move the cursor past changes it did not write.
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import {
-  EXPORT_FORMATS as FORMATS,
-  ExportOutputError,
-  runExport,
-  type ExportFormat as Format,
-} from '../pipeline/commands/export.ts';
+import { isSubtitleFormat, SUBTITLE_FORMATS, type SubtitleFormat } from '../domain/subtitles.ts';
+import { EXPORT_FORMATS, ExportOutputError, runExport, type ExportFormat } from '../pipeline/commands/export.ts';
 import { INSTANT_FORMS, intArg, parseInstant } from './args.ts';
 import { createContext } from './context.ts';
+import { exportSubtitles } from './export-subtitles.ts';
 import { UsageError } from './exit.ts';
+
+/** The record formats, then the subtitle formats (one file per video and language: src/cli/export-subtitles.ts). */
+const FORMATS = [...EXPORT_FORMATS, ...SUBTITLE_FORMATS] as const;
+type Format = ExportFormat | SubtitleFormat;
 
 /** A transcript language as sources take it (src/cli/sources.ts). */
 const LANG_RE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$/;
@@ -88,10 +89,13 @@ export function registerExportCommand(program: Command): void {
   program
     .command('export')
     .description(
-      'write the corpus (one record per video and transcript language) as JSONL, CSV or Parquet, whole or since a cursor',
+      'write the corpus (one record per video and transcript language) as JSONL, CSV or Parquet, or subtitle files (SRT, WebVTT), whole or since a cursor',
     )
     .requiredOption('--format <format>', `${FORMATS.join(', ')}`, formatArg)
-    .requiredOption('--out <path>', 'the file to write (replaced once complete), or - for stdout')
+    .requiredOption(
+      '--out <path>',
+      'the file to write (replaced once complete), or - for stdout; srt, vtt: the directory to write into (created if missing)',
+    )
     .option('--source <id>', 'only videos this source listed', intArg(1, 2_147_483_647))
     .option('--lang <lang>', 'only transcripts in this language', langArg)
     .option(
@@ -119,7 +123,9 @@ export function registerExportCommand(program: Command): void {
         'shows it as text instead of running it as a formula (CSV injection); --csv-raw-formulas keeps it as stored.\n' +
         '--out: the file is written beside it under a random name and put in place once complete; an existing\n' +
         'file keeps its mode; a symlink, FIFO, device or other special file is refused (exit 2). --cursor and --since\n' +
-        'cannot be combined.\n',
+        'cannot be combined.\n' +
+        'srt, vtt: one file per video and language, <videoId>.<lang>.srt (or .vtt), from the timed chunks, each\n' +
+        'replaced once complete; a plain-text transcript (no timed chunks) gets none and is counted on stderr.\n',
     )
     .action(async (o: ExportCliOptions) => {
       if (o.chunks && o.format === 'csv') {
@@ -135,6 +141,7 @@ export function registerExportCommand(program: Command): void {
           `--cursor ${o.cursor} and --since ${o.since} cannot be combined: a cursor writes what changed since its last run, --since what changed since a time; give one`,
         );
       }
+      if (isSubtitleFormat(o.format)) return exportSubtitles({ ...o, format: o.format });
       const ctx = createContext();
       // stdout has no temporary file to remove: the default action is right there
       const signals = o.out === '-' ? undefined : onInterrupt(o.out);
