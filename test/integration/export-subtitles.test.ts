@@ -6,12 +6,23 @@
  * to the millisecond. Then `--cursor`: after a sync that changed 3 transcripts and added 5
  * videos, the next run writes exactly those 8 files, and the one after none.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { createPipelineHarness, runCli, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
+import { startCli, waitUntil } from '../helpers/proc.ts';
 import { admin } from '../helpers/sim-http.ts';
 import { readSrt, readVtt, type ReadCue } from '../helpers/subtitle-readers.ts';
 
@@ -229,6 +240,61 @@ describe('export --format srt|vtt', () => {
       await sql`delete from transcripts where content_sha256 = 'x'`;
     }
   });
+
+  it('a symbolic link planted at a file name is refused (exit 2 naming it), nothing written through it, no cursor moved', async () => {
+    const [first] = (await stored()).filter((t) => t.chunks !== null);
+    const out = join(dir, 'planted');
+    mkdirSync(out);
+    const victim = join(dir, 'precious.txt');
+    writeFileSync(victim, 'precious\n');
+    const link = join(out, `${first!.video_id}.${first!.lang}.srt`);
+    symlinkSync(victim, link);
+    expectCleanError(
+      await cli(['export', '--format', 'srt', '--out', out, '--cursor', 'planted']),
+      2,
+      link,
+      'symbolic link',
+    );
+    expect(readFileSync(victim, 'utf8')).toBe('precious\n');
+    expect(readlinkSync(link)).toBe(victim);
+    // no temporary file left behind
+    expect(files(out).every((n) => !n.endsWith('.partial'))).toBe(true);
+    const [cursor] = await h.database.sql`select 1 from export_cursors where name = 'planted'`;
+    expect(cursor).toBeUndefined();
+  });
+
+  it('SIGTERM or SIGINT mid-export ends the process by that signal, leaves no temporary file and moves no cursor', async () => {
+    const { sql } = h.database;
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      const out = join(dir, `signal-${signal}`);
+      // another session holds transcripts: the export makes its directory, then waits on its query
+      const locker = await sql.reserve();
+      await locker`begin`;
+      await locker`lock table transcripts in access exclusive mode`;
+      const p = startCli(['export', '--format', 'srt', '--out', out, '--cursor', `sig-${signal}`], h.env);
+      try {
+        await waitUntil(
+          () => {
+            if (!p.running()) throw new Error(`export ended before its directory was made:\n${p.stderr()}`);
+            return existsSync(out) || undefined;
+          },
+          30_000,
+          'the output directory',
+        );
+        p.kill(signal);
+        const exit = await p.exited;
+        expect(exit.signal ?? exit.code, signal).toBe(signal);
+        expect(p.stderr()).toContain('interrupted');
+        expect(files(out)).toEqual([]);
+      } finally {
+        p.kill('SIGKILL');
+        await locker`rollback`;
+        locker.release();
+      }
+      const [cursor] = await sql`select 1 from export_cursors where name = ${`sig-${signal}`}`;
+      expect(cursor).toBeUndefined();
+    }
+  }, 90_000);
 
   it('refuses bad usage with exit 2, naming the option, the value and what is valid', async () => {
     for (const format of ['srt', 'vtt']) {
