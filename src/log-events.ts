@@ -215,8 +215,10 @@ export const LOG_EVENTS = [
   'simulator.stopping',
 
   // export (src/pipeline/commands/export.ts)
-  /** an export completed and its output is in place (the cursor moved after): `format`, `out`, `records`, `bytes`, `ms`, `cursor`, `afterEventId`, `lastEventId` */
+  /** an export completed and its output is in place (the cursor moved after): `format`, `out`, `records` (srt/vtt: files, with `cues` and `skipped`), `bytes`, `ms`, `cursor`, `afterEventId`, `lastEventId` */
   'export.done',
+  /** srt/vtt (src/pipeline/commands/subtitles.ts): a transcript whose video ID or language cannot be a file name got no file (warn): `videoId`, `lang`, `reason` */
+  'export.subtitle_skipped',
 
   // the admin server (src/admin/*)
   /** a readiness check passes again: `check` */

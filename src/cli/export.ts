@@ -12,17 +12,23 @@
  * move the cursor past changes it did not write.
  */
 import { InvalidArgumentError, type Command } from 'commander';
+import { isSubtitleFormat, SUBTITLE_FORMATS, type SubtitleFormat } from '../domain/subtitles.ts';
 import {
-  EXPORT_FORMATS as FORMATS,
+  EXPORT_FORMATS,
   EXPORT_KINDS,
   ExportOutputError,
   type ExportKind,
   runExport,
-  type ExportFormat as Format,
+  type ExportFormat,
 } from '../pipeline/commands/export.ts';
 import { INSTANT_FORMS, intArg, parseInstant } from './args.ts';
 import { createContext } from './context.ts';
+import { exportSubtitles } from './export-subtitles.ts';
 import { UsageError } from './exit.ts';
+
+/** The record formats, then the subtitle formats (one file per video and language: src/cli/export-subtitles.ts). */
+const FORMATS = [...EXPORT_FORMATS, ...SUBTITLE_FORMATS] as const;
+type Format = ExportFormat | SubtitleFormat;
 
 /** A transcript language as sources take it (src/cli/sources.ts). */
 const LANG_RE = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$/;
@@ -97,13 +103,16 @@ export function registerExportCommand(program: Command): void {
   program
     .command('export')
     .description(
-      'write the corpus (one record per video and transcript language, one per web page) as JSONL, CSV or Parquet, whole or since a cursor',
+      'write the corpus (one record per video and transcript language, one per web page) as JSONL, CSV or Parquet, or subtitle files (SRT, WebVTT), whole or since a cursor',
     )
     .requiredOption('--format <format>', `${FORMATS.join(', ')}`, formatArg)
-    .requiredOption('--out <path>', 'the file to write (replaced once complete), or - for stdout')
+    .requiredOption(
+      '--out <path>',
+      'the file to write (replaced once complete), or - for stdout; srt, vtt: the directory to write into (created if missing)',
+    )
     .option(
       '--kind <kind>',
-      'video (transcript records) or page (web page records); default: both in JSONL (videos, then pages), video in CSV and Parquet (one kind per file)',
+      'video (transcript records) or page (web page records); default: both in JSONL (videos, then pages), video in CSV and Parquet (one kind per file); srt, vtt: video only',
       kindArg,
     )
     .option('--source <id>', 'only what this source holds (videos it listed, pages it found)', intArg(1, 2_147_483_647))
@@ -135,7 +144,9 @@ export function registerExportCommand(program: Command): void {
         'shows it as text instead of running it as a formula (CSV injection); --csv-raw-formulas keeps it as stored.\n' +
         '--out: the file is written beside it under a random name and put in place once complete; an existing\n' +
         'file keeps its mode; a symlink, FIFO, device or other special file is refused (exit 2). --cursor and --since\n' +
-        'cannot be combined.\n',
+        'cannot be combined.\n' +
+        'srt, vtt: one file per video and language, <videoId>.<lang>.srt (or .vtt), from the timed chunks, each\n' +
+        'replaced once complete; a plain-text transcript (no timed chunks) gets none and is counted on stderr.\n',
     )
     .action(async (o: ExportCliOptions) => {
       if (o.chunks && o.format === 'csv') {
@@ -151,11 +162,12 @@ export function registerExportCommand(program: Command): void {
           `--cursor ${o.cursor} and --since ${o.since} cannot be combined: a cursor writes what changed since its last run, --since what changed since a time; give one`,
         );
       }
-      if (o.kind === 'page' && (o.lang !== undefined || o.chunks)) {
+      if (o.kind === 'page' && (o.lang !== undefined || o.chunks || isSubtitleFormat(o.format))) {
         throw new UsageError(
-          `--${o.lang !== undefined ? 'lang' : 'chunks'} applies to video records, not to --kind page`,
+          `${isSubtitleFormat(o.format) ? `--format ${o.format}` : `--${o.lang !== undefined ? 'lang' : 'chunks'}`} applies to video records, not to --kind page`,
         );
       }
+      if (isSubtitleFormat(o.format)) return exportSubtitles({ ...o, format: o.format });
       const kinds: ExportKind[] =
         o.kind !== undefined ? [o.kind] : o.format === 'jsonl' && o.lang === undefined ? ['video', 'page'] : ['video'];
       const ctx = createContext();

@@ -93,7 +93,7 @@ export const COMMANDS = {
   },
   export: {
     summary:
-      'write the corpus (one record per video and transcript language) as JSONL, CSV or Parquet, whole or since a cursor',
+      'write the corpus (one record per video and transcript language) as JSONL, CSV or Parquet, or subtitle files (SRT, WebVTT), whole or since a cursor',
     load: async () => (await import('./export.ts')).registerExportCommand,
   },
   search: {
