@@ -28,34 +28,47 @@ function errorOf(e, root) {
 export default class FaultLaneReporter {
   onInit(vitest) {
     this.root = vitest.config.root;
+    this.ended = [];
+  }
+
+  /** One file as the summary reads it. */
+  fileOf(m) {
+    const tests = [...m.children.allTests()].map((t) => {
+      const r = t.result();
+      return {
+        name: t.fullName,
+        state: r.state,
+        seconds: Math.round((t.diagnostic()?.duration ?? 0) / 100) / 10,
+        errors: (r.errors ?? []).map((e) => errorOf(e, this.root)),
+      };
+    });
+    return {
+      file: relative(this.root, m.moduleId),
+      state: m.state(),
+      seconds: Math.round((m.diagnostic().duration ?? 0) / 1000),
+      errors: [...m.errors(), ...[...m.children.allSuites()].flatMap((s) => s.errors())].map((e) =>
+        errorOf(e, this.root),
+      ),
+      tests,
+    };
+  }
+
+  write(report) {
+    const file = process.env.FAULTS_REPORT_FILE;
+    if (file) writeFileSync(file, JSON.stringify(report, null, 2));
+  }
+
+  // written after each file too: a lane interrupted or killed still reports the files it finished
+  onTestModuleEnd(m) {
+    this.ended.push(this.fileOf(m));
+    this.write({ reason: 'running', files: this.ended, unhandledErrors: [] });
   }
 
   onTestRunEnd(testModules, unhandledErrors, reason) {
-    const file = process.env.FAULTS_REPORT_FILE;
-    if (!file) return;
-    const files = testModules.map((m) => {
-      const tests = [...m.children.allTests()].map((t) => {
-        const r = t.result();
-        return {
-          name: t.fullName,
-          state: r.state,
-          seconds: Math.round((t.diagnostic()?.duration ?? 0) / 100) / 10,
-          errors: (r.errors ?? []).map((e) => errorOf(e, this.root)),
-        };
-      });
-      return {
-        file: relative(this.root, m.moduleId),
-        state: m.state(),
-        seconds: Math.round((m.diagnostic().duration ?? 0) / 1000),
-        errors: [...m.errors(), ...[...m.children.allSuites()].flatMap((s) => s.errors())].map((e) =>
-          errorOf(e, this.root),
-        ),
-        tests,
-      };
+    this.write({
+      reason,
+      files: testModules.map((m) => this.fileOf(m)),
+      unhandledErrors: unhandledErrors.map((e) => errorOf(e, this.root)),
     });
-    writeFileSync(
-      file,
-      JSON.stringify({ reason, files, unhandledErrors: unhandledErrors.map((e) => errorOf(e, this.root)) }, null, 2),
-    );
   }
 }

@@ -160,6 +160,10 @@ function summarize(lanes) {
     const count = { passed: 0, failed: 0, skipped: 0 };
     if (lane.report === undefined) {
       failures.push(`${lane.label}: vitest wrote no report (exit ${lane.code}); see the lane's output above\n`);
+    } else if (lane.report.reason === 'running' || lane.report.reason === 'interrupted') {
+      failures.push(
+        `${lane.label}: ended before its last file (exit ${lane.code}); the files it finished are counted below\n`,
+      );
     }
     for (const f of lane.report?.files ?? []) {
       for (const t of f.tests) {
