@@ -11,9 +11,16 @@
 // with the fewest seconds so far: `vitest --shard` splits by file count, and its halves differed
 // by minutes. FAULTS_SHARDS=N sets the number of lanes (1: the whole suite in one process, one
 // file at a time); files named on the command line run in one process, one at a time. Each
-// lane's output lines are prefixed with `[lane N]`; each lane's time is printed at the end.
+// lane's output lines are prefixed with `[lane N]`.
+//
+// The lanes' output interleaves, so the suite ends with one summary (`summarize`): every failed
+// scenario, file and test name, with its assertion message and the expected and received values,
+// whatever lane ran it; a file whose rig failed to start and an error outside any test; the
+// passed/failed count and the time of each lane and in total. Each lane's vitest writes them with
+// a reporter of ours (scripts/fault-lane-reporter.mjs) to a JSON file, beside the default output.
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -84,14 +91,25 @@ function deal(files, n) {
   return out;
 }
 
-/** Run vitest; with a label, prefix each line of its output so the lanes can be told apart. */
-function run(vitestArgs, label) {
+const reportDir = mkdtempSync(join(tmpdir(), 'vsi-faults-report-'));
+const reporterArgs = ['--reporter=default', `--reporter=${join(root, 'scripts/fault-lane-reporter.mjs')}`];
+
+/**
+ * Run vitest, its report written to `reportFile`; with a label, prefix each line of its output so
+ * the lanes can be told apart.
+ */
+function run(vitestArgs, label, reportFile) {
   const started = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [vitest, 'run', '--config', 'vitest.faults.config.ts', ...vitestArgs], {
-      cwd: root,
-      stdio: label === undefined ? 'inherit' : ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [vitest, 'run', '--config', 'vitest.faults.config.ts', ...reporterArgs, ...vitestArgs],
+      {
+        cwd: root,
+        stdio: label === undefined ? 'inherit' : ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, FAULTS_REPORT_FILE: reportFile },
+      },
+    );
     if (label !== undefined) {
       for (const [stream, out] of [
         [child.stdout, process.stdout],
@@ -112,22 +130,106 @@ function run(vitestArgs, label) {
   });
 }
 
-if (lanes === 1) {
-  const { code } = await run(args);
-  process.exit(code);
+/** A lane's report, or undefined when its vitest wrote none (it crashed or was killed). */
+function readReport(file) {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return undefined;
+  }
 }
 
-const files = readdirSync(join(root, 'test/faults'))
-  .filter((f) => f.endsWith('.test.ts'))
-  .map((f) => `test/faults/${f}`);
-const plan = deal(files, lanes);
-plan.forEach((l, i) =>
-  process.stdout.write(
-    `lane ${i + 1}: ${l.files.length} files, ~${l.seconds} s: ${l.files.map((f) => f.slice('test/faults/'.length, f.indexOf('-', 'test/faults/'.length))).join(' ')}\n`,
-  ),
+/** An assertion error as the summary prints it: message, expected and received, the test's line. */
+function describeError(e, indent) {
+  const lines = [e.message.split('\n')[0]];
+  if (e.expected !== undefined || e.actual !== undefined) {
+    lines.push(`expected: ${String(e.expected).replace(/\s*\n\s*/g, ' ')}`);
+    lines.push(`received: ${String(e.actual).replace(/\s*\n\s*/g, ' ')}`);
+  }
+  if (e.at) lines.push(`at ${e.at}`);
+  return lines.map((l) => `${indent}${l}\n`).join('');
+}
+
+/** The one summary of every lane: failures by name, counts per lane and in total. Returns the exit code. */
+function summarize(lanes) {
+  let out = '\n=== fault suite summary ===\n';
+  const total = { passed: 0, failed: 0, skipped: 0, seconds: 0 };
+  const failures = [];
+  const laneLines = [];
+  for (const lane of lanes) {
+    const count = { passed: 0, failed: 0, skipped: 0 };
+    if (lane.report === undefined) {
+      failures.push(`${lane.label}: vitest wrote no report (exit ${lane.code}); see the lane's output above\n`);
+    } else if (lane.report.reason === 'running' || lane.report.reason === 'interrupted') {
+      failures.push(
+        `${lane.label}: ended before its last file (exit ${lane.code}); the files it finished are counted below\n`,
+      );
+    }
+    for (const f of lane.report?.files ?? []) {
+      for (const t of f.tests) {
+        if (t.state === 'passed') count.passed += 1;
+        else if (t.state === 'failed') count.failed += 1;
+        else count.skipped += 1;
+        if (t.state === 'failed') {
+          failures.push(
+            `FAIL ${f.file} > ${t.name} (${lane.label}, ${t.seconds} s)\n` +
+              t.errors.map((e) => describeError(e, '    ')).join(''),
+          );
+        }
+      }
+      if (f.errors.length > 0 || (f.state === 'failed' && !f.tests.some((t) => t.state === 'failed'))) {
+        failures.push(
+          `FAIL ${f.file} (${lane.label}): the file failed outside its tests (a hook, its rig)\n` +
+            f.errors.map((e) => describeError(e, '    ')).join(''),
+        );
+      }
+    }
+    for (const e of lane.report?.unhandledErrors ?? []) {
+      failures.push(`ERROR outside any test (${lane.label})\n${describeError(e, '    ')}`);
+    }
+    const ok = lane.code === 0 && count.failed === 0 && lane.report !== undefined;
+    laneLines.push(
+      `${lane.label}: ${ok ? 'passed' : `FAILED (exit ${lane.code})`}: ${count.passed} passed, ${count.failed} failed` +
+        `${count.skipped > 0 ? `, ${count.skipped} skipped` : ''}, ${lane.seconds} s; ` +
+        `files: ${(lane.report?.files ?? []).map((f) => `${f.file.slice('test/faults/'.length, f.file.indexOf('-', 'test/faults/'.length))}=${f.seconds}s`).join(' ')}\n`,
+    );
+    total.passed += count.passed;
+    total.failed += count.failed;
+    total.skipped += count.skipped;
+    total.seconds = Math.max(total.seconds, lane.seconds);
+  }
+  out += failures.length === 0 ? 'no failures\n' : failures.join('');
+  out += laneLines.join('');
+  const failed = failures.length > 0 || lanes.some((l) => l.code !== 0);
+  out +=
+    `total: ${failed ? 'FAILED' : 'passed'}: ${total.passed} passed, ${total.failed} failed` +
+    `${total.skipped > 0 ? `, ${total.skipped} skipped` : ''}, ${total.seconds} s\n`;
+  process.stdout.write(out);
+  return failed ? (lanes.find((l) => l.code !== 0)?.code ?? 1) : 0;
+}
+
+const plan =
+  lanes === 1
+    ? [{ files: [] }]
+    : deal(
+        readdirSync(join(root, 'test/faults'))
+          .filter((f) => f.endsWith('.test.ts'))
+          .map((f) => `test/faults/${f}`),
+        lanes,
+      );
+if (lanes > 1) {
+  plan.forEach((l, i) =>
+    process.stdout.write(
+      `lane ${i + 1}: ${l.files.length} files, ~${l.seconds} s: ${l.files.map((f) => f.slice('test/faults/'.length, f.indexOf('-', 'test/faults/'.length))).join(' ')}\n`,
+    ),
+  );
+}
+const results = await Promise.all(
+  plan.map(async (l, i) => {
+    const reportFile = join(reportDir, `lane-${i + 1}.json`);
+    const r = await run([...args, ...l.files], lanes === 1 ? undefined : `lane ${i + 1}`, reportFile);
+    return { ...r, label: `lane ${i + 1}`, report: readReport(reportFile) };
+  }),
 );
-const results = await Promise.all(plan.map((l, i) => run([...args, ...l.files], `lane ${i + 1}`)));
-results.forEach((r, i) =>
-  process.stdout.write(`lane ${i + 1}: ${r.code === 0 ? 'passed' : `failed (exit ${r.code})`} in ${r.seconds} s\n`),
-);
-process.exit(results.find((r) => r.code !== 0)?.code ?? 0);
+rmSync(reportDir, { recursive: true, force: true });
+process.exit(summarize(results));

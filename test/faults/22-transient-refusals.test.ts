@@ -177,7 +177,9 @@ it('22c a JSON not-found on every poll past BATCH_NOT_FOUND_CONFIRM_MS: expired 
   try {
     // slow enough that a first answer carries some results and leaves the rest unfinished
     rig.sim.setJobSettings({ itemsPerSecond: 4 });
-    const first = rig.cli(['backfill', '--source', String(source.id), '--timeout', '30s'], env, 'backfill-22c');
+    // its timeout far past what the scenario needs (a few seconds): the assertion below is that it
+    // ends because the batch expired, which a busy machine must not turn into a timeout
+    const first = rig.cli(['backfill', '--source', String(source.id), '--timeout', '180s'], env, 'backfill-22c');
     const jobId = await waitUntil(
       async () => {
         const [row] = await sql<{ job_id: string; landed: number }[]>`
@@ -185,7 +187,8 @@ it('22c a JSON not-found on every poll past BATCH_NOT_FOUND_CONFIRM_MS: expired 
         from batches b where b.source_id = ${source.id} and b.kind = 'video'`;
         return row && row.landed >= 3 ? row.job_id : undefined;
       },
-      30_000,
+      // a backfill starting on a busy machine (2 cores, load 12) took longer than 30 s
+      120_000,
       'a first answer with some results',
       50,
     );
@@ -293,7 +296,7 @@ it('22d Retry-After of a year on a 429: capped at API_RETRY_AFTER_MAX_MS, logged
     },
   ]);
   const started = Date.now();
-  const p = rig.cli(['backfill', '--source', String(source.id), '--timeout', '60s'], env, 'backfill-22d');
+  const p = rig.cli(['backfill', '--source', String(source.id), '--timeout', '180s'], env, 'backfill-22d');
   const capped = await p.waitForLog((l) => l.event === 'upstream.retry_after_capped', 30_000, 'retry-after capped');
   // the pause every process reads before a request (src/queues/limiter.ts)
   const redis = rig.redis();
@@ -335,10 +338,15 @@ it('22d Retry-After of a year on a 429: capped at API_RETRY_AFTER_MAX_MS, logged
   expect(pause.remainingMs).toBeLessThanOrEqual(CAP_MS);
   expect(pause.pttl).toBeLessThanOrEqual(CAP_MS + 1000);
   expect(end.code, p.stdout() + p.stderr()).toBe(0);
-  expect(backfillMs).toBeLessThan(20_000);
+  // the wait the client chose for the refused listing, as it logged it: within the cap (a wall-clock
+  // bound on the backfill, 20 s, failed at 33 s on a busy machine and proved nothing more)
+  const retries = p.logs().filter((l) => l.event === 'upstream.retry' && l.status === 429);
+  expect(retries.length).toBeGreaterThanOrEqual(1);
+  for (const r of retries) expect(Number(r.delayMs)).toBeLessThanOrEqual(CAP_MS);
   expect(await storedOf(source.id)).toBe(videoIdsOf(3).length);
+  // the three syncs after it met no pause: the one key in Redis is gone (its TTL was the cap)
   expect(syncs).toEqual([0, 0, 0]);
-  expect(nextSyncsMs).toBeLessThan(45_000);
+  expect(await redis.exists(pausedKey)).toBe(0);
   expect(max).toBe(1);
 });
 

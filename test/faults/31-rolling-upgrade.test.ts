@@ -122,12 +122,38 @@ it('31 a newer schema: goes on while compatible, stops scheduling and says why w
     'schema.newer (incompatible)',
   );
   expect(stoppedLine).toMatchObject({ newer: [COMPATIBLE, INCOMPATIBLE], incompatible: [INCOMPATIBLE] });
-  // a sync that had already started when the verdict changed may finish; judged from then on
-  await new Promise((r) => setTimeout(r, 3_500));
+  // a sync that had already started when the verdict changed may finish; judged from then on:
+  // at least 3.5 s, and until no sync run is open and a tick was blocked after the verdict (on a
+  // busy machine that sync may take longer than 3.5 s)
+  const blocked = () =>
+    daemon.logs().filter((l) => l.event === 'schedule.schema_blocked' && l.time >= stoppedLine.time);
+  const graceEnds = Date.now() + 3_500;
+  await waitUntil(
+    async () =>
+      Date.now() >= graceEnds &&
+      blocked().length > 0 &&
+      (await countOf(sql`select count(*)::int as n from sync_runs where finished_at is null`)) === 0
+        ? true
+        : undefined,
+    120_000,
+    'the syncs begun before the verdict to end, and a tick blocked',
+    250,
+  );
   const runsAtStop = await syncRuns();
   const callsAtStop = apiCalls();
   const blockedBefore = daemon.logs().filter((l) => l.event === 'schedule.schema_blocked').length;
-  await new Promise((r) => setTimeout(r, 10_000));
+  // watched: at least 10 s and at least 3 blocked ticks (fewer ticks fire in 10 s on a busy machine)
+  const watchEnds = Date.now() + 10_000;
+  await waitUntil(
+    () =>
+      Date.now() >= watchEnds &&
+      daemon.logs().filter((l) => l.event === 'schedule.schema_blocked').length - blockedBefore >= 3
+        ? true
+        : undefined,
+    120_000,
+    '10 s and 3 ticks blocked',
+    250,
+  );
   const runsDuringStop = (await syncRuns()) - runsAtStop;
   const callsDuringStop = apiCalls() - callsAtStop;
   const blockedTicks = daemon.logs().filter((l) => l.event === 'schedule.schema_blocked').length - blockedBefore;
