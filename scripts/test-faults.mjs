@@ -62,6 +62,7 @@ const LANE_SECONDS = {
   '29-pgbouncer': 50,
   '30-postgres-read-only': 63,
   '31-rolling-upgrade': 50,
+  '32-web-crawls': 20,
 };
 const DEFAULT_SECONDS = 60;
 
