@@ -112,8 +112,8 @@ describe('traces, OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
     await daemon.waitForLog((l) => l.event === 'daemon.started', 30_000, 'daemon.started');
     const backfill = await runCli(['backfill', '--all', '--no-wait'], env, 60_000);
     expect(backfill.code, backfill.stderr).toBe(0);
-    const [{ n: batches }] = await h.database.sql<{ n: number }[]>`select count(*)::int as n from batches`;
-    expect(batches).toBeGreaterThan(0);
+    const [counted] = await h.database.sql<{ n: number }[]>`select count(*)::int as n from batches`;
+    expect(counted!.n).toBeGreaterThan(0);
     await waitFor(
       async () => {
         const [r] = await h.database.sql<{ open: number }[]>`
