@@ -267,6 +267,7 @@ export const SETTING_GROUPS = [
   'Retention',
   'Webhooks',
   'Admin server',
+  'Tracing',
 ] as const;
 
 /**
@@ -377,6 +378,31 @@ export const SETTINGS = {
     group: 'Logging',
     doc: '`json` (one JSON object per line), `pretty` (short human lines), `auto` (pretty when stderr is a terminal, else JSON)',
     schema: z.enum(LOG_FORMATS).default('auto'),
+  },
+  // read here to decide whether tracing is on at all (unset: the SDK is never imported); the
+  // exporter reads it, and the other OTEL_EXPORTER_OTLP_* variables, itself (src/tracing.ts)
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    group: 'Tracing',
+    doc: 'an OTLP/HTTP collector (`http://collector:4318`; traces go to `/v1/traces`); unset, tracing is off and costs nothing',
+    schema: httpUrl.optional(),
+  },
+  OTEL_SERVICE_NAME: {
+    group: 'Tracing',
+    doc: "the traces' `service.name`",
+    schema: z
+      .string()
+      .regex(/^[\x21-\x7e]{1,200}$/, 'expected up to 200 printable ASCII characters without blanks')
+      .default('videosite-ingest'),
+  },
+  // the exporter reads it itself; listed so that its value is never echoed
+  OTEL_EXPORTER_OTLP_HEADERS: {
+    group: 'Tracing',
+    doc: 'headers sent to the collector (`api-key=...,x-tenant=...`), read by the exporter; never logged',
+    secret: true,
+    schema: z
+      .string()
+      .regex(/^[\x20-\x7e]+$/, 'expected `key=value` pairs, comma-separated, in printable ASCII')
+      .optional(),
   },
   SIMULATOR_API_KEY: {
     group: 'Upstream API',
@@ -815,6 +841,11 @@ function configOf(e: Env) {
     /** LOG_LEVEL was set (else logLevel is the default, `info`) */
     logLevelSet: e.LOG_LEVEL !== undefined,
     logFormat: e.LOG_FORMAT,
+    /** undefined: tracing off (OTEL_EXPORTER_OTLP_ENDPOINT unset); the exporter reads its own variables */
+    tracing:
+      e.OTEL_EXPORTER_OTLP_ENDPOINT === undefined
+        ? undefined
+        : { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME },
     simulatorApiKey: e.SIMULATOR_API_KEY,
     pipeline: {
       apiRatePerSecond: e.API_RATE_PER_SECOND,

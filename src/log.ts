@@ -11,6 +11,7 @@
 import { createRequire } from 'node:module';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.ts';
+import { traceLogFields, tracingOn } from './tracing.ts';
 import { redactUrlsIn } from './url-credentials.ts';
 
 export type { Logger };
@@ -84,6 +85,8 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
       base: { pid: process.pid },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       serializers: { err: serializeError },
+      // the trace and span of the line (OTEL_EXPORTER_OTLP_ENDPOINT set: src/tracing.ts)
+      ...(tracingOn() ? { mixin: traceLogFields } : {}),
     },
     opts.destination ?? (opts.pretty ? prettyStderr() : pino.destination({ fd: 2, sync: true })),
   );

@@ -13,6 +13,7 @@
  * unread (its reader bounds what it keeps).
  */
 import { performance } from 'node:perf_hooks';
+import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { z } from 'zod';
@@ -32,6 +33,9 @@ import type { Logger } from '../log.ts';
 
 /** The answer header that says how many credits the request consumed (UPSTREAM.md, "Credits"). */
 export const BILLING_HEADER = 'x-billable-requests';
+
+/** The instrumentation scope of the client's spans (src/tracing.ts names the program's the same). */
+const TRACER_NAME = 'videosite-ingest';
 
 /** Answer headers as undici gives them. */
 export type IncomingHttpHeaders = Dispatcher.ResponseData['headers'];
@@ -509,15 +513,18 @@ async function withRetries<T extends AttemptAnswer>(
   for (let attempt = 1; ; attempt++) {
     await awaitPermit(opts, spec);
     const started = performance.now();
+    const span = attemptSpan(opts, spec, attempt);
     let failure: AttemptFailure;
     try {
-      const answer = await attemptOnce();
+      const answer = await context.with(trace.setSpan(context.active(), span), attemptOnce);
       reportAnswer(opts, spec, attempt, performance.now() - started, answer);
+      endAttemptSpan(span, answer.status, answer.billedCredits, jobIdOfAnswer(answer));
       return answer;
     } catch (e: unknown) {
       failure = e instanceof AttemptFailure ? e : transportFailure(e, spec.endpoint, spec.signal);
     }
     const durationMs = performance.now() - started;
+    endAttemptSpan(span, failure.error.status, failure.billedCredits, undefined, failure.error.code);
     reportFailure(opts, spec, attempt, durationMs, failure);
     const { error, outcome } = failure;
     const decision = decideRetry(spec.kind, outcome, attempt, opts.retry, opts.random);
@@ -550,6 +557,66 @@ async function withRetries<T extends AttemptAnswer>(
     );
     await sleepBeforeRetry(opts, spec, decision.delayMs);
   }
+}
+
+/**
+ * One attempt as a client span of the active trace (the global tracer of @opentelemetry/api: a
+ * no-op unless the program registered one). Its attributes are the method, the path without
+ * the query (a query could carry a key a caller put there), the job ID and the status: never a
+ * header, never the key.
+ */
+function attemptSpan(opts: HttpOptions, spec: RequestSpec, attempt: number): Span {
+  const attributes: Attributes = {
+    'http.request.method': spec.method,
+    'url.path': `${new URL(opts.baseUrl).pathname.replace(/\/+$/, '')}${spec.path}`,
+    'videosite.endpoint': spec.endpoint,
+    'http.request.resend_count': attempt - 1,
+  };
+  const jobId = jobIdOfPath(spec);
+  if (jobId !== undefined) attributes['videosite.job_id'] = jobId;
+  return trace.getTracer(TRACER_NAME).startSpan(`${spec.method} ${spec.endpoint.replace(/^[A-Z]+ /, '')}`, {
+    kind: SpanKind.CLIENT,
+    attributes,
+  });
+}
+
+function endAttemptSpan(
+  span: Span,
+  status: number | undefined,
+  billed: number | undefined,
+  jobId: string | undefined,
+  errorCode?: string,
+): void {
+  if (status !== undefined) span.setAttribute('http.response.status_code', status);
+  if (billed !== undefined) span.setAttribute('videosite.credits_billed', billed);
+  if (jobId !== undefined) span.setAttribute('videosite.job_id', jobId);
+  if (errorCode !== undefined) {
+    span.setAttribute('error.type', errorCode);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: errorCode });
+  }
+  span.end();
+}
+
+/** The `{jobId}` segment of the path, where the endpoint template has one. */
+function jobIdOfPath(spec: RequestSpec): string | undefined {
+  const template = spec.endpoint.replace(/^[A-Z]+ /, '').split('/');
+  const at = template.indexOf('{jobId}');
+  if (at < 0) return undefined;
+  const segment = spec.path.split('/')[at];
+  if (segment === undefined) return undefined;
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The job ID a POST that creates a job answered with. */
+function jobIdOfAnswer(answer: AttemptAnswer): string | undefined {
+  const data = (answer as { data?: unknown }).data;
+  if (typeof data !== 'object' || data === null) return undefined;
+  const jobId = (data as { jobId?: unknown }).jobId;
+  return typeof jobId === 'string' ? jobId : undefined;
 }
 
 /** Wait for `beforeRequest` (the shared rate limiter) to let an attempt go. */

@@ -9,6 +9,7 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { escapeControls, VALUE_SHOWN_MAX_CHARS } from '../terminal-text.ts';
+import { shutdownTracing, startTracing } from '../tracing.ts';
 import type { ServiceUrls } from './exit.ts';
 
 /** After a command failed, how long open connections get to close before the process exits. */
@@ -185,6 +186,7 @@ export async function main(argv: string[]): Promise<void> {
   const name = commandOf(argv.slice(2));
   try {
     const program = await loadProgram(name === undefined ? [] : [name]);
+    if (name !== undefined) await startTracingFromConfig();
     await program.parseAsync(argv);
   } catch (e: unknown) {
     // help and version end with exitCode 0
@@ -204,5 +206,23 @@ export async function main(argv: string[]): Promise<void> {
     // a command that failed half-way may leave a connection retrying (ioredis reconnects
     // forever); the error is reported, so do not let that keep the process alive
     setTimeout(() => process.exit(), FAILED_COMMAND_EXIT_DELAY_MS).unref();
+  } finally {
+    // the spans still buffered go out before the process ends (a daemon after SIGTERM too)
+    await shutdownTracing();
   }
+}
+
+/**
+ * Tracing on when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/tracing.ts): before the command runs,
+ * so its logger and its first request see it. A configuration error is left to the command.
+ */
+async function startTracingFromConfig(): Promise<void> {
+  let settings;
+  try {
+    const { loadConfig } = await import('../config.ts');
+    settings = loadConfig().tracing;
+  } catch {
+    return;
+  }
+  await startTracing(settings);
 }

@@ -25,15 +25,25 @@ export type SyncJob = z.infer<typeof SyncJobSchema>;
 export const TickJobSchema = z.union([z.object({ cron: z.string().min(1) }), SyncJobSchema.pick({ sourceId: true })]);
 export type TickJob = z.infer<typeof TickJobSchema>;
 
+/**
+ * The W3C trace context of the sync that queued a job (src/tracing.ts): the worker's spans join
+ * that trace. Absent when tracing is off; a malformed one is ignored by the propagator.
+ */
+const TraceFieldSchema = z
+  .object({ traceparent: z.string().max(256), tracestate: z.string().max(512).optional() })
+  .optional();
+
 export const PollJobSchema = z.object({
   jobId: z.string().min(1),
   /** the delay chosen after the previous poll, in milliseconds (adaptive backoff state) */
   delayMs: z.number().int().nonnegative().optional(),
+  trace: TraceFieldSchema,
 });
 export type PollJob = z.infer<typeof PollJobSchema>;
 
 export const SinkJobSchema = z.object({
   jobId: z.string().min(1),
+  trace: TraceFieldSchema,
 });
 export type SinkJob = z.infer<typeof SinkJobSchema>;
 

@@ -42,7 +42,7 @@ describe('the settings table', () => {
   it('never echoes the value of a key, token, password or secret, and echoes the others', () => {
     const value = 'bad\nvalue-0123456789abcdef';
     for (const [name, s] of entries) {
-      expect(s.secret === true, `${name} is marked secret`).toBe(/_(KEY|TOKEN|PASSWORD)$|SECRET/.test(name));
+      expect(s.secret === true, `${name} is marked secret`).toBe(/_(KEY|TOKEN|PASSWORD|HEADERS)$|SECRET/.test(name));
       const message = configErrorOf({ [name]: value });
       expect(message, name).toMatch(new RegExp(`^${name}: invalid (value|item) `));
       if (s.secret === true) {

@@ -44,6 +44,7 @@ import { pollJobId, sinkJobId } from '../../queues/names.ts';
 import { reserveCredits, type CreditHold, type CreditsRefusedError } from './credits.ts';
 import type { PipelineDeps } from '../deps.ts';
 import { answerMayBeLost } from './submit.ts';
+import { traceField } from '../../tracing.ts';
 
 /** Prefix of the job ID we give a transcript answered at once (the upstream gave none). */
 export const SYNC_JOB_ID_PREFIX = 'gen-sync';
@@ -300,7 +301,7 @@ async function generate(
     });
     await queues.poll.add(
       'poll',
-      { jobId, delayMs: settings.pollInitialDelayMs },
+      { jobId, delayMs: settings.pollInitialDelayMs, ...traceField() },
       { jobId: pollJobId(jobId), delay: settings.pollInitialDelayMs },
     );
     log.debug(
@@ -312,7 +313,7 @@ async function generate(
 
   const jobId = `${SYNC_JOB_ID_PREFIX}:${p.videoId}:${p.lang ?? ''}:${randomUUID()}`;
   await landAtOnce(deps, { jobId, source, p, request, credits, submission, raw: answer.raw, hold });
-  await queues.sink.add('sink', { jobId }, { jobId: sinkJobId(jobId, 0) });
+  await queues.sink.add('sink', { jobId, ...traceField() }, { jobId: sinkJobId(jobId, 0) });
   return { jobId, credits };
 }
 

@@ -59,6 +59,7 @@ import type { PipelineDeps } from '../deps.ts';
 import { takeCreditSnapshot } from './credits.ts';
 import { pollCrawl } from './crawl.ts';
 import { pollTranscriptJob } from './transcript-job.ts';
+import { withSpan } from '../../tracing.ts';
 import { holdsApplying, meRefusesKey, recordHold } from '../services/upstream-holds.ts';
 
 /** Consecutive poll attempts that threw (not an answer we understood) before the batch is failed. */
@@ -439,7 +440,8 @@ function chunkWriter(deps: PipelineDeps, batch: PolledBatch, result: PollResult)
   let bufferChars = 0;
   let writing: Promise<void> = Promise.resolve();
   const store = async (items: PreparedItem[]) => {
-    for (const w of await storeChunk(deps, batch, items)) {
+    const attributes = { 'videosite.job_id': batch.jobId, 'videosite.items': items.length };
+    for (const w of await withSpan('land_chunk', attributes, () => storeChunk(deps, batch, items))) {
       result.changed++;
       if (isDelivered(w.state)) result.landed++;
       if (w.state === 'sunk') result.sunk++;

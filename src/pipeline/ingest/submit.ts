@@ -26,6 +26,7 @@ import type { BatchKind } from '../../domain/batches.ts';
 import { pollJobId } from '../../queues/names.ts';
 import type { CreditHold } from './credits.ts';
 import type { PipelineDeps } from '../deps.ts';
+import { traceField } from '../../tracing.ts';
 
 export interface SubmitBatchInput {
   sourceId: number | null;
@@ -173,7 +174,8 @@ export async function submitBatch(deps: PipelineDeps, input: SubmitBatchInput): 
   });
   await queues.poll.add(
     'poll',
-    { jobId, delayMs: settings.pollInitialDelayMs },
+    // the sync's trace goes with the job: its polls, in whichever process, join it
+    { jobId, delayMs: settings.pollInitialDelayMs, ...traceField() },
     { jobId: pollJobId(jobId), delay: settings.pollInitialDelayMs },
   );
   deps.log.debug({ event: 'batch.submitted', jobId, kind: input.kind, lang: input.lang, credits }, 'batch submitted');

@@ -54,6 +54,7 @@ import type { DocumentSync, Listing, PlannedBatch } from '../kinds/adapter.ts';
 import { adapterFor } from '../kinds/index.ts';
 import { submitGenerations } from './generate.ts';
 import { submitBatch } from './submit.ts';
+import { setSpanAttributes, withSpan } from '../../tracing.ts';
 import { holdsApplying, judgeGatewayForbidden, liftHolds, recordHold } from '../services/upstream-holds.ts';
 
 /** A submission still `sending` after this long was left by a process that died. */
@@ -107,7 +108,22 @@ export function refreshAfterOf(
 const SYNC_LEASE_HOLDER = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
 const syncingHere = new Set<number>();
 
-export async function syncSource(deps: PipelineDeps, sourceId: number, opts: SyncOptions = {}): Promise<SyncResult> {
+/** One sync, the root span of its own trace (src/tracing.ts). */
+export function syncSource(deps: PipelineDeps, sourceId: number, opts: SyncOptions = {}): Promise<SyncResult> {
+  const attributes = { 'videosite.source.id': sourceId, 'videosite.sync.trigger': opts.trigger ?? 'cron' };
+  return withSpan(
+    'sync',
+    attributes,
+    async (span) => {
+      const r = await syncSourceOnce(deps, sourceId, opts);
+      span.setAttributes({ 'videosite.sync.outcome': r.outcome, 'videosite.batches': r.jobIds.length });
+      return r;
+    },
+    { root: true },
+  );
+}
+
+async function syncSourceOnce(deps: PipelineDeps, sourceId: number, opts: SyncOptions): Promise<SyncResult> {
   const busy = (): SyncResult => ({
     ...emptyResult(sourceId),
     outcome: 'in-flight',
@@ -201,6 +217,7 @@ async function syncUnderLease(
   billing: BillingScope,
 ): Promise<SyncResult> {
   const source = await getSource(deps.sql, sourceId);
+  setSpanAttributes({ 'videosite.source.kind': source.kind });
   const trigger = opts.trigger ?? 'cron';
   if (source.paused && trigger === 'cron') return { ...emptyResult(sourceId), outcome: 'paused' };
   // the upstream refused this process's key (key, plan, credits): scheduled syncs make no API
@@ -312,23 +329,29 @@ async function listSource(
   const cost = await listingEstimate(deps.sql, source);
   const listingCheck =
     cost.credits > 0
-      ? await reserveCredits(deps, {
-          sourceId: source.id,
-          estimate: cost.credits,
-          sourceBudget: source.maxCreditsPerDay,
-          what: 'listing this source',
-          reason: 'before-listing',
-          headroom: batchesCostBound(source, wanted, deps.settings.batchSize),
-          signal: run.signal,
-        })
+      ? await withSpan('credit_check', { 'videosite.credits.estimate': cost.credits }, () =>
+          reserveCredits(deps, {
+            sourceId: source.id,
+            estimate: cost.credits,
+            sourceBudget: source.maxCreditsPerDay,
+            what: 'listing this source',
+            reason: 'before-listing',
+            headroom: batchesCostBound(source, wanted, deps.settings.batchSize),
+            signal: run.signal,
+          }),
+        )
       : undefined;
   if (listingCheck?.refused) {
     return { refused: await refuseForCredits(run, listingCheck.refused, listingCheck.accountLeft) };
   }
   try {
-    await adapter.refresh(deps, source, { signal: run.signal });
-    result.listingCredits = cost.refresh;
-    const listing: Listing = await adapter.list(deps, source, { signal: run.signal });
+    const listing: Listing = await withSpan('listing', { 'videosite.source.kind': source.kind }, async (span) => {
+      await adapter.refresh(deps, source, { signal: run.signal });
+      result.listingCredits = cost.refresh;
+      const l = await adapter.list(deps, source, { signal: run.signal });
+      span.setAttribute('videosite.videos', l.videoIds.length);
+      return l;
+    });
     result.listingCredits += listing.credits;
     // spent: recorded on the run now (the budgets count it) and no longer reserved
     await deps.sql.begin(async (tx) => {
@@ -364,12 +387,14 @@ async function submitPlanned(
     if (hold === undefined || hold.left() < estimate) {
       await releaseHold(deps, hold, source.id);
       hold = undefined;
-      const check = await reserveCredits(deps, {
-        sourceId: source.id,
-        estimate,
-        sourceBudget: source.maxCreditsPerDay,
-        signal: run.signal,
-      });
+      const check = await withSpan('credit_check', { 'videosite.credits.estimate': estimate }, () =>
+        reserveCredits(deps, {
+          sourceId: source.id,
+          estimate,
+          sourceBudget: source.maxCreditsPerDay,
+          signal: run.signal,
+        }),
+      );
       if (check.refused) return { refused: await refuseForCredits(run, check.refused, check.accountLeft) };
       hold = check.hold;
     }
@@ -399,17 +424,22 @@ async function submitEach(run: SyncRun, planned: PlannedBatch[], hold: CreditHol
       return;
     }
     // the due list again, under the claim lock: another source's sync may have claimed some
-    const submitted = await submitBatch(deps, {
-      sourceId: source.id,
-      kind: batch.kind,
-      lang: batch.lang,
-      request: batch.request,
-      credits: batch.credits,
-      textOnly: source.textOnly,
-      claimDue: (tx, ids) =>
-        dueVideoIds(tx, deps.settings, batch.kind, batch.lang, ids, !source.textOnly, run.refreshAfter),
-      hold,
-      signal: run.signal,
+    const attributes = { 'videosite.batch.kind': batch.kind, 'videosite.batch.lang': batch.lang ?? '' };
+    const submitted = await withSpan('submit', attributes, async (span) => {
+      const s = await submitBatch(deps, {
+        sourceId: source.id,
+        kind: batch.kind,
+        lang: batch.lang,
+        request: batch.request,
+        credits: batch.credits,
+        textOnly: source.textOnly,
+        claimDue: (tx, ids) =>
+          dueVideoIds(tx, deps.settings, batch.kind, batch.lang, ids, !source.textOnly, run.refreshAfter),
+        hold,
+        signal: run.signal,
+      });
+      if (s !== null) span.setAttributes({ 'videosite.job_id': s.jobId, 'videosite.videos': s.videos });
+      return s;
     });
     if (submitted === null) continue;
     result.jobIds.push(submitted.jobId);

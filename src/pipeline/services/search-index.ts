@@ -15,6 +15,7 @@ import { databaseNow, type Queryable } from '../../db/connection.ts';
 import { isReadOnlyError } from '../../db/pg-errors.ts';
 import { indexQueuedTranscripts, searchBacklog, searchIndexDueInMs } from '../../db/search.ts';
 import type { Logger } from '../../log.ts';
+import { withSpan } from '../../tracing.ts';
 
 /**
  * Transcripts one indexing transaction takes: ~90 ms for 150-chunk transcripts on the test
@@ -68,7 +69,10 @@ export function startSearchIndexer(
         const due = await searchIndexDueInMs(deps.sql, deferMs);
         if (due === 0) {
           // none built: every key queued is in another indexer's hands; look again later
-          if ((await indexQueuedTranscripts(deps.sql, SEARCH_INDEX_CHUNK)) > 0) waitMs = 0;
+          const built = await withSpan('search_index', {}, () => indexQueuedTranscripts(deps.sql, SEARCH_INDEX_CHUNK), {
+            root: true,
+          });
+          if (built > 0) waitMs = 0;
         } else if (due !== null) {
           // deferred: look again when due, or sooner (the landings may end before)
           waitMs = Math.min(due, idleMs);
@@ -113,6 +117,17 @@ export interface DrainProgress {
 export async function drainSearchIndex(
   deps: Pick<SearchIndexDeps, 'sql'>,
   opts: { signal?: AbortSignal; onProgress?: (p: DrainProgress) => void } = {},
+): Promise<number> {
+  return withSpan('search_index', {}, async (span) => {
+    const n = await drainOnce(deps, opts);
+    span.setAttribute('videosite.transcripts_indexed', n);
+    return n;
+  });
+}
+
+async function drainOnce(
+  deps: Pick<SearchIndexDeps, 'sql'>,
+  opts: { signal?: AbortSignal; onProgress?: (p: DrainProgress) => void },
 ): Promise<number> {
   const before = await databaseNow(deps.sql);
   let indexed = 0;

@@ -47,6 +47,7 @@ import { sinkBatch } from '../ingest/sink.ts';
 import { queueCronTick, queueTickSync } from './cron-ticks.ts';
 import { startSearchIndexer } from './search-index.ts';
 import { startWebhookDelivery } from './webhook-delivery.ts';
+import { withSpan, withTraceParent } from '../../tracing.ts';
 
 export const ROLES = ['scheduler', 'poller', 'sink', 'webhooks'] as const;
 export type Role = (typeof ROLES)[number];
@@ -267,11 +268,18 @@ async function runPollJob(ctx: WorkerContext, w: Worker, job: Job, token: string
   const data = parsePayload(QUEUE_POLL, PollJobSchema, job.data);
   let r;
   try {
-    r = await pollBatch(deps, data.jobId, { previousDelayMs: data.delayMs, signal });
+    // each read a span of the trace of the sync that submitted the batch (src/tracing.ts)
+    const poll = (previousDelayMs: number | undefined) =>
+      withTraceParent(data.trace, () =>
+        withSpan('poll', { 'videosite.job_id': data.jobId }, async (span) => {
+          const p = await pollBatch(deps, data.jobId, { previousDelayMs, signal });
+          span.setAttributes({ 'videosite.batch.status': p.status, 'videosite.items_landed': p.landed });
+          return p;
+        }),
+      );
+    r = await poll(data.delayMs);
     // past its expected end: once more now, before the polls that became due meanwhile
-    if (!r.terminal && r.readAgainNow && !signal.aborted) {
-      r = await pollBatch(deps, data.jobId, { previousDelayMs: r.nextDelayMs, signal });
-    }
+    if (!r.terminal && r.readAgainNow && !signal.aborted) r = await poll(r.nextDelayMs);
   } catch (e: unknown) {
     // aborted mid-answer by a shutdown: the poll's transaction rolled back; poll again later
     if (signal.aborted) return handBack(deps.log, job, token, 'poll');
@@ -298,7 +306,9 @@ async function runSinkJob(ctx: WorkerContext, w: Worker, job: Job, token: string
   const data = parsePayload(QUEUE_SINK, SinkJobSchema, job.data);
   let r;
   try {
-    r = await sinkBatch(deps, data.jobId, { signal: ctx.signal });
+    r = await withTraceParent(data.trace, () =>
+      withSpan('sink', { 'videosite.job_id': data.jobId }, () => sinkBatch(deps, data.jobId, { signal: ctx.signal })),
+    );
   } catch (e: unknown) {
     if (isReadOnlyError(e)) return readOnly(deps.log, w, job);
     return classify(e);
