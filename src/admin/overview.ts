@@ -3,7 +3,8 @@
  * sources needing attention first (an error, overdue, a bad schedule, never synced), the rest
  * paged (`?page=N`), each with what its videos got per language asked; batches in flight with
  * progress bars; the latest error codes of the page's sources' videos; recent batches; credit
- * usage over time; the storage per table and the latest prune.
+ * usage over time; the storage per table and the latest prune; when web pages are stored, how many
+ * and how many are gone.
  * Each source and batch links to its own page (source-page.ts, batch-page.ts), the recent
  * batches to the list of every batch (batches-page.ts); the frame and the hold banners are
  * layout.ts's. Rendered on the server from Postgres on each request, refreshed by the browser

@@ -2,8 +2,10 @@
  * A source's page (`/sources/:id`): its settings (the schedule with its next fires), freshness
  * and last error, what is stored of it, what its videos got per language asked (language
  * coverage), the error codes its videos carry as their latest outcome with the videos, its
- * batches (`?page=N`) and its sync runs (`?runs=N`), the latest first. Every list is one page,
- * read by index (src/db/admin-pages.ts).
+ * batches (`?page=N`) and its sync runs (`?runs=N`), the latest first. A web source (website,
+ * pages) shows its page count and its pages by URL (`?pages=N`: name, last seen, gone, each linked
+ * to its page, web-page.ts) in place of the language coverage and the error codes of videos.
+ * Every list is one page, read by index (src/db/admin-pages.ts).
  */
 import {
   countSourceBatches,
@@ -243,7 +245,13 @@ function selfHref(id: number, batchesPage: number, runsPage: number, anchor: str
   return `${sourceHref(id)}${q ? `?${q}` : ''}#${anchor}`;
 }
 
-function batchesTable(d: NonNullable<SourcePageData['batches']>, id: number, runsPage: number, now: Date): SafeHtml {
+function batchesTable(
+  d: NonNullable<SourcePageData['batches']>,
+  id: number,
+  runsPage: number,
+  now: Date,
+  pagesPage = 1,
+): SafeHtml {
   if (d.total === 0) return html`<p class="muted">No batches yet.</p>`;
   const first = d.offset + 1;
   return html`<p class="small muted">${plural(d.total, 'batch', 'batches')}, the latest first${d.pages > 1 ? ` · page ${d.page} of ${d.pages} (${first}–${first + d.rows.length - 1})` : ''}</p>
@@ -258,7 +266,7 @@ function batchesTable(d: NonNullable<SourcePageData['batches']>, id: number, run
         </tr>`,
       )}</tbody>
     </table>
-    ${pageLinks(d.page, d.pages, (n) => selfHref(id, n, runsPage, 'batches'), 'pages of batches')}`;
+    ${pageLinks(d.page, d.pages, (n) => selfHref(id, n, runsPage, 'batches', pagesPage), 'pages of batches')}`;
 }
 
 function pagesTable(
@@ -293,7 +301,13 @@ const OUTCOME_TONE: Readonly<Record<SyncRunOutcome, Freshness['tone']>> = {
   error: 'bad',
 };
 
-function runsTable(d: NonNullable<SourcePageData['runs']>, id: number, batchesPage: number, now: Date): SafeHtml {
+function runsTable(
+  d: NonNullable<SourcePageData['runs']>,
+  id: number,
+  batchesPage: number,
+  now: Date,
+  pagesPage = 1,
+): SafeHtml {
   if (d.total === 0) return html`<p class="muted">No sync runs yet.</p>`;
   const num = (n: number | null) => (n === null ? html`<span class="muted">–</span>` : n);
   return html`<p class="small muted">${plural(d.total, 'run', 'runs')} kept, the latest first${d.pages > 1 ? ` · page ${d.page} of ${d.pages}` : ''}</p>
@@ -311,7 +325,7 @@ function runsTable(d: NonNullable<SourcePageData['runs']>, id: number, batchesPa
         </tr>`,
       )}</tbody>
     </table>
-    ${pageLinks(d.page, d.pages, (n) => selfHref(id, batchesPage, n, 'runs'), 'pages of sync runs')}`;
+    ${pageLinks(d.page, d.pages, (n) => selfHref(id, batchesPage, n, 'runs', pagesPage), 'pages of sync runs')}`;
 }
 
 export interface RenderSourcePageOptions {
@@ -371,8 +385,8 @@ export function renderSourcePage(
   <section id="settings"><h2>Settings</h2>${settings(s, now)}</section>
   <section id="state"><h2>Freshness and last error</h2>${state(s, freshness, now)}</section>
   ${contents}
-  <section id="batches"><h2>Batches</h2>${d.batches ? batchesTable(d.batches, s.id, runsPage, now) : unavailable('Batches')}</section>
-  <section id="runs"><h2>Sync runs</h2>${d.runs ? runsTable(d.runs, s.id, batchesPage, now) : unavailable('Sync runs')}</section>`;
+  <section id="batches"><h2>Batches</h2>${d.batches ? batchesTable(d.batches, s.id, runsPage, now, d.pages?.page) : unavailable('Batches')}</section>
+  <section id="runs"><h2>Sync runs</h2>${d.runs ? runsTable(d.runs, s.id, batchesPage, now, d.pages?.page) : unavailable('Sync runs')}</section>`;
   return {
     status: 200,
     html: renderPage({

@@ -1,7 +1,8 @@
 /**
  * What the admin server's drill-down pages read (src/admin/source-page.ts, batch-page.ts,
- * item-page.ts, batches-page.ts): one source with its settings, one batch, one item with its raw
- * payload, and pages of a source's batches and sync runs, of a batch's items and of every batch.
+ * item-page.ts, batches-page.ts, web-page.ts): one source with its settings, one batch, one item
+ * with its raw payload, one web page with its sources, versions, sections and events, and pages
+ * of a source's batches, sync runs and web pages, of a batch's items and of every batch.
  *
  * Every statement is bounded by the page it serves, not by the history kept: lists walk an index
  * in their order and stop at the page (`batches_source_id_idx`, `sync_runs_source_started_idx`,

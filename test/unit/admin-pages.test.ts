@@ -838,7 +838,7 @@ describe('web pages on the admin pages', () => {
       unavailable: [],
       holds,
       source: webSource(),
-      batches: { page: 1, pages: 1, limit: 50, offset: 0, total: 0, rows: [] },
+      batches: { page: 1, pages: 2, limit: 50, offset: 0, total: 60, rows: [progressOf('crawl-1')] },
       runs: { page: 1, pages: 1, limit: 20, offset: 0, total: 0, rows: [] },
       pages: {
         page: 2,
@@ -872,6 +872,8 @@ describe('web pages on the admin pages', () => {
     const old = /<tr data-page-url="https:\/\/docs.example.test\/old">[\s\S]*?<\/tr>/.exec(page)![0];
     expect(old).toContain('gone');
     expect(page).toContain('href="/sources/7?pages=3#pages"');
+    // paging the batches keeps the pages' page
+    expect(page).toContain('href="/sources/7?page=2&amp;pages=2#batches"');
     // not stored yet: no link to its page, and never an href to a javascript: URL
     expect(page).not.toContain('href="javascript:');
     expect(page).toContain('not stored yet');
