@@ -100,8 +100,9 @@ describe('web pages on the admin pages', () => {
     const versions = await sql<{ sha: string }[]>`
       select content_sha256 as sha from page_versions where url = ${changed} order by stored_at desc`;
     expect(versions).toHaveLength(2);
-    const [{ n: sections }] = (await sql<{ n: number }[]>`
-      select count(*)::int as n from page_sections where url = ${changed}`) as [{ n: number }];
+    const [counted] = await sql<{ n: number }[]>`
+      select count(*)::int as n from page_sections where url = ${changed}`;
+    const sections = counted!.n;
 
     const page = await get(webPageHref(changed));
     expect(page.status).toBe(200);
