@@ -155,7 +155,27 @@ function schedule(s: SourceDetail, now: Date): SafeHtml {
     <div class="small muted">next fires${s.paused ? ' (once resumed)' : ''}:</div>${next}`;
 }
 
+/** A web source's settings: the video ones (languages, transcripts, include, generate) do not apply. */
+function webSettings(s: SourceDetail, now: Date): SafeHtml {
+  return html`<dl class="facts">
+    <dt>kind</dt><dd>${s.kind}</dd>
+    <dt>ref</dt><dd><code>${s.ref}</code></dd>
+    <dt>external id</dt><dd><code>${s.externalId}</code></dd>
+    <dt>schedule</dt><dd>${schedule(s, now)}</dd>
+    ${s.kind === 'website' ? html`<dt>limit</dt><dd id="crawl-limit">at most ${s.maxVideos} pages per crawl</dd>` : ''}
+    <dt>paused</dt><dd>${s.paused ? pill('paused', 'muted') : 'no'}</dd>
+    <dt>budget</dt><dd>${
+      s.maxCreditsPerDay === null
+        ? html`<span class="muted">no cap of its own (CREDIT_BUDGET_PER_DAY still applies)</span>`
+        : `at most ${s.maxCreditsPerDay} credits per UTC day`
+    }</dd>
+    <dt>registered</dt><dd>${when(s.createdAt, now)}</dd>
+    <dt>changed</dt><dd>${when(s.updatedAt, now)}</dd>
+  </dl>`;
+}
+
 function settings(s: SourceDetail, now: Date): SafeHtml {
+  if (isPageSourceKind(s.kind)) return webSettings(s, now);
   return html`<dl class="facts">
     <dt>kind</dt><dd>${s.kind}</dd>
     <dt>ref</dt><dd><code>${s.ref}</code></dd>

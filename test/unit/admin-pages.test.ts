@@ -864,6 +864,8 @@ describe('web pages on the admin pages', () => {
     expect(page).not.toContain('id="videos"');
     expect(page).not.toContain('id="coverage"');
     expect(page).not.toContain('id="errors"');
+    expect(page).toContain('<dd id="crawl-limit">at most 500 pages per crawl</dd>');
+    expect(page).not.toContain('videos per sync');
     expect(page).toContain('103 pages found by this source');
     expect(page).toContain('page 2 of 3 (51–53)');
     expect(page).toContain(`href="${webPageHref(URL1).replace(/&/g, '&amp;')}"`);
