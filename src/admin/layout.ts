@@ -254,7 +254,7 @@ ${refresh > 0 ? html`<meta http-equiv="refresh" content="${refresh}">` : ''}
 <header>
   <h1><a href="/">videosite-ingest</a></h1>
   <nav><a href="/">Overview</a><a href="/batches">Batches</a><a href="${f.queuesPath ?? DEFAULT_QUEUES_PATH}">Queues</a><a href="/metrics">Metrics</a><a href="/readyz">Readiness</a></nav>
-  <form class="search" action="/search" method="get" role="search"><input type="search" name="q" value="${f.query ?? ''}" placeholder="Search transcripts" aria-label="search transcripts"></form>
+  <form class="search" action="/search" method="get" role="search"><input type="search" name="q" value="${f.query ?? ''}" placeholder="Search transcripts and pages" aria-label="search transcripts and pages"></form>
   <span class="meta">as of ${utc(f.now)}${refresh > 0 ? ` · refreshes every ${refresh} s` : ''}</span>
 </header>
 <main>

@@ -3,7 +3,8 @@
  * sources needing attention first (an error, overdue, a bad schedule, never synced), the rest
  * paged (`?page=N`), each with what its videos got per language asked; batches in flight with
  * progress bars; the latest error codes of the page's sources' videos; recent batches; credit
- * usage over time; the storage per table and the latest prune.
+ * usage over time; the storage per table and the latest prune; when web pages are stored, how many
+ * and how many are gone.
  * Each source and batch links to its own page (source-page.ts, batch-page.ts), the recent
  * batches to the list of every batch (batches-page.ts); the frame and the hold banners are
  * layout.ts's. Rendered on the server from Postgres on each request, refreshed by the browser
@@ -14,6 +15,7 @@
  * left out, the others are shown. Each reads counters or rows bounded by what the page shows
  * (at 2 000 sources the page lists 50 of them, not 2 000: it was 1.4 MB).
  */
+import { pageCounts, type PageCounts } from '../db/admin-pages.ts';
 import { batchProgress, type BatchProgress } from '../db/batch-progress.ts';
 import { batchCountsByStatus, inFlightJobIds } from '../db/batches.ts';
 import { databaseNow, type Queryable } from '../db/connection.ts';
@@ -113,6 +115,8 @@ export interface OverviewData {
   /** the newest change events, the newest first */
   changes?: EventRow[];
   webhooks?: WebhookStatus[];
+  /** web pages stored and gone (the tile shows only when there is one) */
+  pages?: PageCounts;
   /** sections left out of this page: their statement was cancelled (statement_timeout) or failed */
   unavailable: string[];
 }
@@ -180,6 +184,7 @@ export async function loadOverview(pool: Pool, opts: LoadOverviewOptions = {}): 
     lastPrune: readLastPrune,
     changes: (q) => latestEvents(q, OVERVIEW_CHANGES_SHOWN),
     webhooks: readWebhooks,
+    pages: pageCounts,
   });
   const log = opts.log ?? silentLogger();
   for (const { section, error } of failed) {
@@ -210,6 +215,7 @@ export async function loadOverview(pool: Pool, opts: LoadOverviewOptions = {}): 
     lastPrune: v.lastPrune,
     changes: v.changes,
     webhooks: v.webhooks,
+    pages: v.pages,
     unavailable: failed.map((f) => f.section),
   };
 }
@@ -397,6 +403,12 @@ function renderTiles(d: OverviewData): SafeHtml {
       }</div></div>
     <div class="tile"><div class="k" title="each video's latest outcome per kind (metadata, transcript) and language">Stored (latest outcomes)</div><div class="v">${it ? compactNumber(it.sunk) : '–'}</div>
       <div class="s">${it ? `${it.landed} landing · ${it.failed} failed · ${it.retryable} retryable${it.quarantined ? ` · ${it.quarantined} quarantined` : ''}` : 'not readable'}</div></div>
+    ${
+      d.pages !== undefined && d.pages.stored > 0
+        ? html`<div class="tile" id="pages-tile"><div class="k">Web pages</div><div class="v" id="pages-stored">${compactNumber(d.pages.stored)}</div>
+      <div class="s"><span id="pages-gone">${d.pages.gone}</span> gone · ${d.pages.stored - d.pages.gone} held by a source</div></div>`
+        : ''
+    }
     <div class="tile"><div class="k">Credits used</div><div class="v">${c?.usedCredits == null ? '–' : compactNumber(c.usedCredits)}</div>
       <div class="s">${
         c === undefined

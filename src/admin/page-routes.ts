@@ -5,11 +5,14 @@
  *   GET /sources/:id                       a source: settings, errors, batches (?page=N), sync runs (?runs=N)
  *   GET /batches                           every batch, the latest first (?page=N, ?status=S)
  *   GET /batches/:jobId                    a batch and its items (?page=N)
- *   GET /batches/:jobId/items/:videoId     one item and its raw copy
- *   GET /search?q=words                    transcript search (?lang, ?source, ?channel, ?limit)
+ *   GET /batches/:jobId/items/:videoId     one item and its raw copy (a crawl's item: the page URL as videoId)
+ *   GET /pages?url=URL                     a web page: fields, sources, versions, sections, latest events
+ *   GET /search?q=words                    transcript and page search (?lang, ?source, ?channel, ?limit)
  *
- * A bad `page`, `runs` or `status` is answered 400 naming the parameter; an unknown source,
- * batch or item 404 with a page that says so (and still shows the hold banners).
+ * A web source's page (website, pages) lists its pages (?pages=N) in place of the video sections.
+ * A bad `page`, `runs`, `pages`, `status` or `url` is answered 400 naming the parameter; an
+ * unknown source, batch, item or web page 404 with a page that says so (and still shows the hold
+ * banners).
  */
 import type { Context, Hono } from 'hono';
 import type { Pool } from '../db/statement-timeout.ts';
@@ -21,6 +24,7 @@ import { PAGE_CSP } from './layout.ts';
 import { readPageParam } from './paging.ts';
 import { loadSearchPage, readSearchParams, renderSearchPage } from './search-page.ts';
 import { loadSourcePage, renderSourcePage } from './source-page.ts';
+import { loadWebPage, readPageUrlParam, renderWebPage } from './web-page.ts';
 
 export interface PageRoutesOptions {
   sql: Pool;
@@ -51,8 +55,15 @@ export function registerPageRoutes(app: Hono, o: PageRoutesOptions): void {
     if (typeof page !== 'number') return c.text(page.error, 400);
     const runsPage = readPageParam('runs', c.req.query('runs'));
     if (typeof runsPage !== 'number') return c.text(runsPage.error, 400);
+    const pagesPage = readPageParam('pages', c.req.query('pages'));
+    if (typeof pagesPage !== 'number') return c.text(pagesPage.error, 400);
     const asked = c.req.param('id');
-    const data = await loadSourcePage(o.sql, SOURCE_ID.test(asked) ? Number(asked) : null, { ...read, page, runsPage });
+    const data = await loadSourcePage(o.sql, SOURCE_ID.test(asked) ? Number(asked) : null, {
+      ...read,
+      page,
+      runsPage,
+      pagesPage,
+    });
     return answer(c, renderSourcePage(data, { asked, queuesPath: o.queuesPath }));
   });
 
@@ -78,6 +89,13 @@ export function registerPageRoutes(app: Hono, o: PageRoutesOptions): void {
     const videoId = c.req.param('videoId');
     const data = await loadItemPage(o.sql, jobId, videoId, read);
     return answer(c, renderItemPage(data, { jobId, videoId, queuesPath: o.queuesPath }));
+  });
+
+  app.get('/pages', async (c) => {
+    const url = readPageUrlParam(c.req.query('url'));
+    if (typeof url !== 'string') return c.text(url.error, 400);
+    const data = await loadWebPage(o.sql, url, read);
+    return answer(c, renderWebPage(data, { url, queuesPath: o.queuesPath }));
   });
 
   app.get('/search', async (c) => {

@@ -2,10 +2,13 @@
  * Transcript search (`/search?q=words`, optional `lang`, `source`, `channel`, `limit`): the hits
  * `videosite-ingest search` prints (src/db/search.ts), best first, each with its moment, snippet
  * (the words found in <mark>) and, when VIDEO_URL_TEMPLATE is set, a link to the video at that
- * second. The box is in every page's header (layout.ts); no script.
+ * second. Page hits (src/db/search.ts `searchPages`) beside them: the page (linked to its admin
+ * page), the section's headings and a link to the section on the site; not asked when `lang` or
+ * `channel` narrows the search to videos. The box is in every page's header (layout.ts); no script.
  */
 import { databaseNow } from '../db/connection.ts';
-import { searchTranscripts, type SearchFilter, type SearchHit } from '../db/search.ts';
+import { searchPages, searchTranscripts, type PageSearchHit, type SearchFilter, type SearchHit } from '../db/search.ts';
+import { sectionLink } from '../domain/pages.ts';
 import type { Pool } from '../db/statement-timeout.ts';
 import {
   fillVideoUrl,
@@ -20,6 +23,7 @@ import { readHolds, type HoldsStatus } from '../pipeline/read/status.ts';
 import { html, type SafeHtml } from './html.ts';
 import { renderPage, unavailable } from './layout.ts';
 import { readPageSections, type PageReadOptions } from './page-sections.ts';
+import { externalLink, webPageHref } from './web-page.ts';
 import { LANG_CODE_RE } from '../domain/langs.ts';
 
 /** The search asked for by the query string (`q` absent or blank: the empty page), or the message of a 400 answer. */
@@ -56,6 +60,8 @@ export interface SearchPageData {
   holds?: HoldsStatus;
   /** undefined: no words asked, or the section could not be read (then named in `unavailable`) */
   hits?: SearchHit[];
+  /** page hits; undefined: not asked (no words, or a video-only filter), or not readable */
+  pageHits?: PageSearchHit[];
   unavailable: string[];
 }
 
@@ -66,8 +72,34 @@ export async function loadSearchPage(pool: Pool, filter: SearchFilter, opts: Pag
     now: async (q) => (now = await databaseNow(q)),
     holds: (q) => readHolds(q, opts.keyFingerprint),
     ...(asked ? { hits: (q) => searchTranscripts(q, filter) } : {}),
+    ...(asked && pagesAsked(filter)
+      ? { pageHits: (q) => searchPages(q, { query: filter.query, sourceId: filter.sourceId, limit: filter.limit }) }
+      : {}),
   });
   return { ...values, now, unavailable };
+}
+
+/** Pages are searched unless the filter is one only videos have (a language, a channel). */
+export function pagesAsked(filter: SearchFilter): boolean {
+  return filter.lang === undefined && filter.channelId === undefined;
+}
+
+function pageResults(d: SearchPageData, filter: SearchFilter): SafeHtml {
+  if (!pagesAsked(filter))
+    return html`<p class="muted small">Pages are not searched with a language or channel filter.</p>`;
+  if (d.pageHits === undefined) return unavailable('The page results');
+  if (d.pageHits.length === 0) return html`<p class="muted" id="no-page-matches">No page matches.</p>`;
+  return html`<table>
+      <thead><tr><th>page</th><th>section</th><th>where it is written</th></tr></thead>
+      <tbody>${d.pageHits.map(
+        (h) => html`<tr data-page-url="${h.url}">
+          <td><a href="${webPageHref(h.url)}"><strong>${h.name ?? h.url}</strong></a><div class="small muted"><code>${h.url}</code></div></td>
+          <td>${h.headings.length === 0 ? html`<span class="muted">top</span>` : h.headings.join(' › ')}
+            <div class="small">${externalLink(sectionLink(h.url, h.anchor), h.anchor === null ? 'the page' : `#${h.anchor}`)}</div></td>
+          <td class="small">${snippetHtml(h.snippet)}</td>
+        </tr>`,
+      )}</tbody>
+    </table>`;
 }
 
 function snippetHtml(snippet: string): SafeHtml {
@@ -101,7 +133,8 @@ export function renderSearchPage(
       <tbody>${rows}</tbody>
     </table>`;
   const body = html`<h2 class="page">Search${q === '' ? '' : html` <code>${q}</code>`}</h2>
-  <section id="search-results">${results}</section>`;
+  <section id="search-results">${q === '' ? results : html`<h2>Transcripts</h2>${results}`}</section>
+  ${q === '' ? '' : html`<section id="page-results"><h2>Web pages</h2>${pageResults(d, o.filter)}</section>`}`;
   return renderPage({
     title: 'search',
     now: d.now,

@@ -2,11 +2,16 @@
  * A source's page (`/sources/:id`): its settings (the schedule with its next fires), freshness
  * and last error, what is stored of it, what its videos got per language asked (language
  * coverage), the error codes its videos carry as their latest outcome with the videos, its
- * batches (`?page=N`) and its sync runs (`?runs=N`), the latest first. Every list is one page,
- * read by index (src/db/admin-pages.ts).
+ * batches (`?page=N`) and its sync runs (`?runs=N`), the latest first. A web source (website,
+ * pages) shows its page count and its pages by URL (`?pages=N`: name, last seen, gone, each linked
+ * to its page, web-page.ts) in place of the language coverage and the error codes of videos.
+ * Every list is one page, read by index (src/db/admin-pages.ts).
  */
 import {
   countSourceBatches,
+  countSourcePageRows,
+  sourcePagesPage,
+  type SourcePageRow,
   countSourceSyncRuns,
   sourceBatchJobIds,
   sourceDetail,
@@ -22,6 +27,7 @@ import type { Pool } from '../db/statement-timeout.ts';
 import { sourceLanguageCoverage } from '../db/video-outcomes.ts';
 import type { LanguageCoverage } from '../domain/coverage.ts';
 import { planCron } from '../domain/cron.ts';
+import { isPageSourceKind } from '../domain/pages.ts';
 import type { SyncRunOutcome } from '../domain/syncs.ts';
 import { freshnessOf, readHolds, type Freshness, type HoldsStatus } from '../pipeline/read/status.ts';
 import { html, type SafeHtml } from './html.ts';
@@ -43,6 +49,7 @@ import {
 import type { PageReadOptions } from './page-sections.ts';
 import { readPageSections } from './page-sections.ts';
 import { inOrderOf, placePage, type PagePlace } from './paging.ts';
+import { externalLink, webPageHref } from './web-page.ts';
 
 /** Batches per page of a source. */
 export const SOURCE_BATCHES_PER_PAGE = 50;
@@ -50,6 +57,8 @@ export const SOURCE_BATCHES_PER_PAGE = 50;
 export const SOURCE_RUNS_PER_PAGE = 20;
 /** Videos listed per latest error code at most (the count says how many carry it). */
 export const SOURCE_ERROR_VIDEOS_SHOWN = 20;
+/** Web pages per page of a web source (website, pages). */
+export const SOURCE_PAGES_PER_PAGE = 50;
 /** Fires of the schedule shown ahead. */
 const NEXT_FIRES_SHOWN = 3;
 
@@ -66,6 +75,8 @@ export interface SourcePageData {
   /** per language the source asks for (none: the default language), what its videos got */
   coverage?: LanguageCoverage[];
   runs?: PagePlace & { total: number; rows: SyncRunRow[] };
+  /** a web source's pages by URL, gone ones included (a video source: none read) */
+  pages?: PagePlace & { total: number; rows: SourcePageRow[] };
   /** sections left out (their statement was cancelled or failed) */
   unavailable: string[];
 }
@@ -75,6 +86,8 @@ export interface LoadSourcePageOptions extends PageReadOptions {
   page: number;
   /** page of the sync runs, 1-based; past the last: the last */
   runsPage: number;
+  /** page of a web source's pages, 1-based; past the last: the last (default 1) */
+  pagesPage?: number;
 }
 
 /** Everything the page shows; `id` null (not a source ID at all) reads only the frame. */
@@ -85,12 +98,14 @@ export async function loadSourcePage(
 ): Promise<SourcePageData> {
   let now = new Date();
   let found = false;
+  let web = false;
   const { values, unavailable } = await readPageSections<Omit<SourcePageData, 'unavailable'>>(pool, 'source', opts, {
     now: async (q) => (now = await databaseNow(q)),
     holds: (q) => readHolds(q, opts.keyFingerprint),
     source: async (q) => {
       const s = id === null ? null : ((await sourceDetail(q, id)) ?? null);
       found = s !== null;
+      web = s !== null && isPageSourceKind(s.kind);
       return s;
     },
     batches: async (q) => {
@@ -100,10 +115,19 @@ export async function loadSourcePage(
       const ids = await sourceBatchJobIds(q, id!, place);
       return { ...place, total, rows: inOrderOf(ids, await batchProgress(q, ids), (b) => b.jobId) };
     },
+    // the video sections do not apply to a web source: its pages instead
     errors: async (q) =>
-      found ? sourceLatestErrorCodes(q, { sourceId: id!, videosPerCode: SOURCE_ERROR_VIDEOS_SHOWN }) : undefined,
+      found && !web
+        ? sourceLatestErrorCodes(q, { sourceId: id!, videosPerCode: SOURCE_ERROR_VIDEOS_SHOWN })
+        : undefined,
     coverage: async (q) =>
-      found ? (await sourceLanguageCoverage(q, [id!])).map(({ sourceId: _, ...c }) => c) : undefined,
+      found && !web ? (await sourceLanguageCoverage(q, [id!])).map(({ sourceId: _, ...c }) => c) : undefined,
+    pages: async (q) => {
+      if (!found || !web) return undefined;
+      const total = await countSourcePageRows(q, id!);
+      const place = placePage(total, SOURCE_PAGES_PER_PAGE, opts.pagesPage ?? 1);
+      return { ...place, total, rows: await sourcePagesPage(q, id!, place) };
+    },
     runs: async (q) => {
       if (!found) return undefined;
       const total = await countSourceSyncRuns(q, id!);
@@ -131,7 +155,27 @@ function schedule(s: SourceDetail, now: Date): SafeHtml {
     <div class="small muted">next fires${s.paused ? ' (once resumed)' : ''}:</div>${next}`;
 }
 
+/** A web source's settings: the video ones (languages, transcripts, include, generate) do not apply. */
+function webSettings(s: SourceDetail, now: Date): SafeHtml {
+  return html`<dl class="facts">
+    <dt>kind</dt><dd>${s.kind}</dd>
+    <dt>ref</dt><dd><code>${s.ref}</code></dd>
+    <dt>external id</dt><dd><code>${s.externalId}</code></dd>
+    <dt>schedule</dt><dd>${schedule(s, now)}</dd>
+    ${s.kind === 'website' ? html`<dt>limit</dt><dd id="crawl-limit">at most ${s.maxVideos} pages per crawl</dd>` : ''}
+    <dt>paused</dt><dd>${s.paused ? pill('paused', 'muted') : 'no'}</dd>
+    <dt>budget</dt><dd>${
+      s.maxCreditsPerDay === null
+        ? html`<span class="muted">no cap of its own (CREDIT_BUDGET_PER_DAY still applies)</span>`
+        : `at most ${s.maxCreditsPerDay} credits per UTC day`
+    }</dd>
+    <dt>registered</dt><dd>${when(s.createdAt, now)}</dd>
+    <dt>changed</dt><dd>${when(s.updatedAt, now)}</dd>
+  </dl>`;
+}
+
 function settings(s: SourceDetail, now: Date): SafeHtml {
+  if (isPageSourceKind(s.kind)) return webSettings(s, now);
   return html`<dl class="facts">
     <dt>kind</dt><dd>${s.kind}</dd>
     <dt>ref</dt><dd><code>${s.ref}</code></dd>
@@ -210,14 +254,24 @@ function coverageTable(coverage: LanguageCoverage[], langs: string[]): SafeHtml 
 }
 
 /** The address of this page with one list on another page (the other list stays where it is). */
-function selfHref(id: number, batchesPage: number, runsPage: number, anchor: string): string {
-  const q = [batchesPage > 1 ? `page=${batchesPage}` : '', runsPage > 1 ? `runs=${runsPage}` : '']
+function selfHref(id: number, batchesPage: number, runsPage: number, anchor: string, pagesPage = 1): string {
+  const q = [
+    batchesPage > 1 ? `page=${batchesPage}` : '',
+    runsPage > 1 ? `runs=${runsPage}` : '',
+    pagesPage > 1 ? `pages=${pagesPage}` : '',
+  ]
     .filter(Boolean)
     .join('&');
   return `${sourceHref(id)}${q ? `?${q}` : ''}#${anchor}`;
 }
 
-function batchesTable(d: NonNullable<SourcePageData['batches']>, id: number, runsPage: number, now: Date): SafeHtml {
+function batchesTable(
+  d: NonNullable<SourcePageData['batches']>,
+  id: number,
+  runsPage: number,
+  now: Date,
+  pagesPage = 1,
+): SafeHtml {
   if (d.total === 0) return html`<p class="muted">No batches yet.</p>`;
   const first = d.offset + 1;
   return html`<p class="small muted">${plural(d.total, 'batch', 'batches')}, the latest first${d.pages > 1 ? ` · page ${d.page} of ${d.pages} (${first}–${first + d.rows.length - 1})` : ''}</p>
@@ -232,7 +286,30 @@ function batchesTable(d: NonNullable<SourcePageData['batches']>, id: number, run
         </tr>`,
       )}</tbody>
     </table>
-    ${pageLinks(d.page, d.pages, (n) => selfHref(id, n, runsPage, 'batches'), 'pages of batches')}`;
+    ${pageLinks(d.page, d.pages, (n) => selfHref(id, n, runsPage, 'batches', pagesPage), 'pages of batches')}`;
+}
+
+function pagesTable(
+  d: NonNullable<SourcePageData['pages']>,
+  id: number,
+  at: { batchesPage: number; runsPage: number },
+  now: Date,
+): SafeHtml {
+  if (d.total === 0) return html`<p class="muted">No pages yet.</p>`;
+  const first = d.offset + 1;
+  return html`<p class="small muted">${plural(d.total, 'page', 'pages')} found by this source (gone ones included), by URL${d.pages > 1 ? ` · page ${d.page} of ${d.pages} (${first}–${first + d.rows.length - 1})` : ''}</p>
+    <table>
+      <thead><tr><th>URL</th><th>name</th><th>last seen</th><th>gone</th></tr></thead>
+      <tbody>${d.rows.map(
+        (p) => html`<tr data-page-url="${p.url}">
+          <td>${p.name === null ? html`<code>${p.url}</code> <span class="muted small">not stored yet</span>` : html`<a href="${webPageHref(p.url)}"><code>${p.url}</code></a>`} <span class="small">${externalLink(p.url, '↗')}</span></td>
+          <td>${p.name ?? html`<span class="muted">–</span>`}</td>
+          <td class="small nowrap">${when(p.lastSeenAt, now)}</td>
+          <td>${p.goneAt === null ? 'no' : html`${pill('gone', 'muted')} <span class="small">${when(p.goneAt, now)}</span>`}</td>
+        </tr>`,
+      )}</tbody>
+    </table>
+    ${pageLinks(d.page, d.pages, (n) => selfHref(id, at.batchesPage, at.runsPage, 'pages', n), 'pages of web pages')}`;
 }
 
 const OUTCOME_TONE: Readonly<Record<SyncRunOutcome, Freshness['tone']>> = {
@@ -244,7 +321,13 @@ const OUTCOME_TONE: Readonly<Record<SyncRunOutcome, Freshness['tone']>> = {
   error: 'bad',
 };
 
-function runsTable(d: NonNullable<SourcePageData['runs']>, id: number, batchesPage: number, now: Date): SafeHtml {
+function runsTable(
+  d: NonNullable<SourcePageData['runs']>,
+  id: number,
+  batchesPage: number,
+  now: Date,
+  pagesPage = 1,
+): SafeHtml {
   if (d.total === 0) return html`<p class="muted">No sync runs yet.</p>`;
   const num = (n: number | null) => (n === null ? html`<span class="muted">–</span>` : n);
   return html`<p class="small muted">${plural(d.total, 'run', 'runs')} kept, the latest first${d.pages > 1 ? ` · page ${d.page} of ${d.pages}` : ''}</p>
@@ -262,7 +345,7 @@ function runsTable(d: NonNullable<SourcePageData['runs']>, id: number, batchesPa
         </tr>`,
       )}</tbody>
     </table>
-    ${pageLinks(d.page, d.pages, (n) => selfHref(id, batchesPage, n, 'runs'), 'pages of sync runs')}`;
+    ${pageLinks(d.page, d.pages, (n) => selfHref(id, batchesPage, n, 'runs', pagesPage), 'pages of sync runs')}`;
 }
 
 export interface RenderSourcePageOptions {
@@ -304,19 +387,26 @@ export function renderSourcePage(
   );
   const batchesPage = d.batches?.page ?? 1;
   const runsPage = d.runs?.page ?? 1;
+  const web = isPageSourceKind(s.kind);
+  const counts = web
+    ? html`<div class="tile"><div class="k">Pages</div><div class="v" id="pages-count">${s.pages}</div><div class="s">held now (not gone)</div></div>`
+    : html`<div class="tile"><div class="k">Videos</div><div class="v" id="videos">${s.videos}</div><div class="s">stored in videos</div></div>
+    <div class="tile"><div class="k">Transcripts</div><div class="v" id="transcripts">${s.transcripts}</div><div class="s">any language</div></div>`;
+  const contents = web
+    ? html`<section id="pages"><h2>Pages</h2>${d.pages ? pagesTable(d.pages, s.id, { batchesPage, runsPage }, now) : unavailable('Pages')}</section>`
+    : html`<section id="coverage"><h2>Language coverage</h2>${d.coverage ? coverageTable(d.coverage, s.langs) : unavailable('Language coverage')}</section>
+  <section id="errors"><h2>Latest error codes</h2>${d.errors ? errorCodes(d.errors) : unavailable('Latest error codes')}</section>`;
   const body = html`<h2 class="page">${name} <span class="muted small">source #${s.id} · ${s.kind}</span></h2>
   <div class="tiles">
-    <div class="tile"><div class="k">Videos</div><div class="v" id="videos">${s.videos}</div><div class="s">stored in videos</div></div>
-    <div class="tile"><div class="k">Transcripts</div><div class="v" id="transcripts">${s.transcripts}</div><div class="s">any language</div></div>
+    ${counts}
     <div class="tile"><div class="k">Batches</div><div class="v">${d.batches ? d.batches.total : '–'}</div><div class="s">${d.runs ? `${plural(d.runs.total, 'sync run', 'sync runs')} kept` : ''}</div></div>
     <div class="tile"><div class="k">Freshness</div><div class="v">${pill(freshness.label, freshness.tone)}</div><div class="s">synced ${ago(s.lastSyncedAt?.toISOString() ?? null, now)}</div></div>
   </div>
   <section id="settings"><h2>Settings</h2>${settings(s, now)}</section>
   <section id="state"><h2>Freshness and last error</h2>${state(s, freshness, now)}</section>
-  <section id="coverage"><h2>Language coverage</h2>${d.coverage ? coverageTable(d.coverage, s.langs) : unavailable('Language coverage')}</section>
-  <section id="errors"><h2>Latest error codes</h2>${d.errors ? errorCodes(d.errors) : unavailable('Latest error codes')}</section>
-  <section id="batches"><h2>Batches</h2>${d.batches ? batchesTable(d.batches, s.id, runsPage, now) : unavailable('Batches')}</section>
-  <section id="runs"><h2>Sync runs</h2>${d.runs ? runsTable(d.runs, s.id, batchesPage, now) : unavailable('Sync runs')}</section>`;
+  ${contents}
+  <section id="batches"><h2>Batches</h2>${d.batches ? batchesTable(d.batches, s.id, runsPage, now, d.pages?.page) : unavailable('Batches')}</section>
+  <section id="runs"><h2>Sync runs</h2>${d.runs ? runsTable(d.runs, s.id, batchesPage, now, d.pages?.page) : unavailable('Sync runs')}</section>`;
   return {
     status: 200,
     html: renderPage({

@@ -1,7 +1,8 @@
 /**
  * What the admin server's drill-down pages read (src/admin/source-page.ts, batch-page.ts,
- * item-page.ts, batches-page.ts): one source with its settings, one batch, one item with its raw
- * payload, and pages of a source's batches and sync runs, of a batch's items and of every batch.
+ * item-page.ts, batches-page.ts, web-page.ts): one source with its settings, one batch, one item
+ * with its raw payload, one web page with its sources, versions, sections and events, and pages
+ * of a source's batches, sync runs and web pages, of a batch's items and of every batch.
  *
  * Every statement is bounded by the page it serves, not by the history kept: lists walk an index
  * in their order and stop at the page (`batches_source_id_idx`, `sync_runs_source_started_idx`,
@@ -265,4 +266,179 @@ export async function batchItemView(
     cross join lateral (select coalesce(jsonb_pretty(i.payload), i.payload_raw) as text offset 0) t
     where i.job_id = ${jobId} and i.video_id = ${videoId}`;
   return row;
+}
+
+/** A page as a web source's page lists it. */
+export interface SourcePageRow {
+  url: string;
+  /** the page's name (its title), null when the page is not stored yet (a `pages` source's registered URL) */
+  name: string | null;
+  /** when this source last found it; null: never (registered, not scraped yet) */
+  lastSeenAt: Date | null;
+  /** when this source stopped finding it; null: it holds it now */
+  goneAt: Date | null;
+}
+
+/** How many pages the source has ever held, gone ones included: an index-only count of `source_pages`' primary key. */
+export async function countSourcePageRows(sql: Queryable, sourceId: number): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from source_pages where source_id = ${sourceId}`;
+  return row?.n ?? 0;
+}
+
+/** A page of the source's pages by URL (`source_pages` primary key (source_id, url) to the page, a `pages` probe each). */
+export async function sourcePagesPage(sql: Queryable, sourceId: number, w: PageWindow): Promise<SourcePageRow[]> {
+  return sql<SourcePageRow[]>`
+    select sp.url, p.name,
+      case when sp.last_seen_at = '-infinity'::timestamptz then null else sp.last_seen_at end as "lastSeenAt",
+      sp.gone_at as "goneAt"
+    from source_pages sp left join pages p on p.url = sp.url
+    where sp.source_id = ${sourceId}
+    order by sp.url limit ${w.limit} offset ${w.offset}`;
+}
+
+/** A stored web page, without its content (its sections show it). */
+export interface PageDetail {
+  url: string;
+  name: string | null;
+  description: string | null;
+  ogUrl: string | null;
+  countCharacters: number | null;
+  contentSha256: string;
+  /** the content's length in characters */
+  contentChars: number;
+  firstSeenAt: Date;
+  lastSeenAt: Date;
+  updatedAt: Date;
+  goneAt: Date | null;
+  /** the batch (crawl or scrape) that stored the current version */
+  jobId: string | null;
+  sourceId: number | null;
+}
+
+/** One page by URL (its primary key), or undefined. */
+export async function pageDetail(sql: Queryable, url: string): Promise<PageDetail | undefined> {
+  const [row] = await sql<PageDetail[]>`
+    select url, name, description, og_url as "ogUrl", count_characters::float8 as "countCharacters",
+      content_sha256 as "contentSha256", char_length(content) as "contentChars",
+      first_seen_at as "firstSeenAt", last_seen_at as "lastSeenAt", updated_at as "updatedAt",
+      gone_at as "goneAt", job_id as "jobId", source_id as "sourceId"
+    from pages where url = ${url}`;
+  return row;
+}
+
+/** A source that holds (or held) a page. */
+export interface PageSourceRow {
+  sourceId: number;
+  kind: string;
+  title: string | null;
+  externalId: string;
+  firstSeenAt: Date;
+  lastSeenAt: Date | null;
+  goneAt: Date | null;
+}
+
+/** The sources that found a page (`source_pages_url_idx`), by source ID. */
+export async function pageSources(sql: Queryable, url: string): Promise<PageSourceRow[]> {
+  return sql<PageSourceRow[]>`
+    select sp.source_id as "sourceId", s.kind, s.title, s.external_id as "externalId",
+      sp.first_seen_at as "firstSeenAt",
+      case when sp.last_seen_at = '-infinity'::timestamptz then null else sp.last_seen_at end as "lastSeenAt",
+      sp.gone_at as "goneAt"
+    from source_pages sp join sources s on s.id = sp.source_id
+    where sp.url = ${url}
+    order by sp.source_id`;
+}
+
+/** A stored version of a page. */
+export interface PageVersionRow {
+  contentSha256: string;
+  name: string | null;
+  countCharacters: number | null;
+  storedAt: Date;
+  jobId: string | null;
+}
+
+/** How many versions a page has (the primary key's range of the URL). */
+export async function countPageVersions(sql: Queryable, url: string): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from page_versions where url = ${url}`;
+  return row?.n ?? 0;
+}
+
+/** A page's versions, the newest first (the primary key's range of the URL, sorted: a page has few). */
+export async function pageVersionsPage(sql: Queryable, url: string, w: PageWindow): Promise<PageVersionRow[]> {
+  return sql<PageVersionRow[]>`
+    select content_sha256 as "contentSha256", name, count_characters::float8 as "countCharacters",
+      stored_at as "storedAt", job_id as "jobId"
+    from page_versions where url = ${url}
+    order by stored_at desc, content_sha256 limit ${w.limit} offset ${w.offset}`;
+}
+
+/** A search section of a page, its text cut to its start. */
+export interface PageSectionRow {
+  n: number;
+  headings: string[];
+  anchor: string | null;
+  /** the first `chars` characters of its text */
+  text: string;
+  /** the whole text's length in characters */
+  chars: number;
+}
+
+/** How many sections a page has (the primary key's range of the URL). */
+export async function countPageSections(sql: Queryable, url: string): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from page_sections where url = ${url}`;
+  return row?.n ?? 0;
+}
+
+/** A page of a page's sections in their order (the primary key (url, n)), each text cut to `chars`. */
+export async function pageSectionsPage(
+  sql: Queryable,
+  url: string,
+  o: PageWindow & { chars: number },
+): Promise<PageSectionRow[]> {
+  return sql<PageSectionRow[]>`
+    select n, headings, anchor, left(text, ${o.chars}) as text, char_length(text) as chars
+    from page_sections where url = ${url}
+    order by n limit ${o.limit} offset ${o.offset}`;
+}
+
+/** An event about a page. */
+export interface PageEventRow {
+  id: number;
+  type: string;
+  occurredAt: Date;
+  sourceId: number | null;
+  jobId: string | null;
+  sha256: string | null;
+  previousSha256: string | null;
+}
+
+/**
+ * The latest `limit` `page.*` events of a URL. No index holds an event's URL (`data->>'url'`):
+ * `events_type_id_idx` is walked backwards for the four page types and filtered, so the cost
+ * follows the page events kept (retention prunes them), bounded by the page's statement timeout.
+ */
+export async function pageEvents(sql: Queryable, url: string, limit: number): Promise<PageEventRow[]> {
+  return sql<PageEventRow[]>`
+    select id::float8 as id, type, occurred_at as "occurredAt", source_id as "sourceId",
+      data->>'jobId' as "jobId", data->>'sha256' as sha256, data->>'previousSha256' as "previousSha256"
+    from events
+    where type in ('page.added', 'page.changed', 'page.gone', 'page.returned') and data->>'url' = ${url}
+    order by id desc limit ${limit}`;
+}
+
+/** Pages stored, and of them those gone (no source finds them any more). */
+export interface PageCounts {
+  stored: number;
+  gone: number;
+}
+
+/**
+ * The overview's page counts: one pass over `pages` (no counter keeps them yet); the overview
+ * reads it only as one of its sections, under its statement timeout.
+ */
+export async function pageCounts(sql: Queryable): Promise<PageCounts> {
+  const [row] = await sql<PageCounts[]>`
+    select count(*)::int as stored, count(*) filter (where gone_at is not null)::int as gone from pages`;
+  return row ?? { stored: 0, gone: 0 };
 }

@@ -20,7 +20,8 @@ import { ConfigError, loadConfig } from '../../src/config.ts';
 import { renderBatchPage, type BatchPageData, type BatchView } from '../../src/admin/batch-page.ts';
 import { readStatusParam, renderBatchesPage, type BatchesPageData } from '../../src/admin/batches-page.ts';
 import { renderItemPage, utf8Prefix } from '../../src/admin/item-page.ts';
-import { readSearchParams } from '../../src/admin/search-page.ts';
+import { readSearchParams, renderSearchPage } from '../../src/admin/search-page.ts';
+import { readPageUrlParam, renderWebPage, webPageHref, type WebPageData } from '../../src/admin/web-page.ts';
 import { shellQuote } from '../../src/shell-quote.ts';
 import { placePage, readPageParam } from '../../src/admin/paging.ts';
 import { renderSourcePage, type SourcePageData } from '../../src/admin/source-page.ts';
@@ -813,5 +814,228 @@ describe('hostile values on admin pages', () => {
   it('the search page refuses a query holding a control character (a NUL would fail in Postgres)', () => {
     expect(readSearchParams({ q: 'a\u0000b' })).toEqual({ error: expect.stringMatching(/^q: .*control character/) });
     expect(readSearchParams({ q: 'rust async' })).toMatchObject({ query: 'rust async' });
+  });
+});
+
+describe('web pages on the admin pages', () => {
+  const HOSTILE = '<script>alert(1)</script>';
+  const URL1 = 'https://docs.example.test/guide?a=1&b=2';
+  const holds = { upstreamHolds: [], holdEvents: [], lostSubmissions: [] };
+  const webSource = (over: Partial<SourceDetail> = {}): SourceDetail => ({
+    ...SOURCE,
+    kind: 'website',
+    ref: 'https://docs.example.test/',
+    externalId: 'https://docs.example.test/',
+    title: 'docs',
+    langs: [],
+    pages: 2,
+    ...over,
+  });
+
+  it("a web source's page shows its page count and its pages, linked, with the gone one marked; no video sections", () => {
+    const d: SourcePageData = {
+      now: NOW,
+      unavailable: [],
+      holds,
+      source: webSource(),
+      batches: { page: 1, pages: 2, limit: 50, offset: 0, total: 60, rows: [progressOf('crawl-1')] },
+      runs: { page: 1, pages: 1, limit: 20, offset: 0, total: 0, rows: [] },
+      pages: {
+        page: 2,
+        pages: 3,
+        limit: 50,
+        offset: 50,
+        total: 103,
+        rows: [
+          { url: URL1, name: `Guide ${HOSTILE}`, lastSeenAt: new Date('2026-03-10T12:00:00Z'), goneAt: null },
+          {
+            url: 'https://docs.example.test/old',
+            name: 'Old',
+            lastSeenAt: new Date('2026-03-09T12:00:00Z'),
+            goneAt: new Date('2026-03-10T12:00:00Z'),
+          },
+          { url: 'javascript:alert(1)', name: null, lastSeenAt: null, goneAt: null },
+        ],
+      },
+    };
+    const { status, html: page } = renderSourcePage(d, { asked: '7' });
+    expect(status).toBe(200);
+    expect(page).toContain('<div class="v" id="pages-count">2</div>');
+    expect(page).not.toContain('id="videos"');
+    expect(page).not.toContain('id="coverage"');
+    expect(page).not.toContain('id="errors"');
+    expect(page).toContain('<dd id="crawl-limit">at most 500 pages per crawl</dd>');
+    expect(page).not.toContain('videos per sync');
+    expect(page).toContain('103 pages found by this source');
+    expect(page).toContain('page 2 of 3 (51–53)');
+    expect(page).toContain(`href="${webPageHref(URL1).replace(/&/g, '&amp;')}"`);
+    expect(page).toContain('Guide &lt;script&gt;');
+    expect(page).not.toContain(HOSTILE);
+    const old = /<tr data-page-url="https:\/\/docs.example.test\/old">[\s\S]*?<\/tr>/.exec(page)![0];
+    expect(old).toContain('gone');
+    expect(page).toContain('href="/sources/7?pages=3#pages"');
+    // paging the batches keeps the pages' page
+    expect(page).toContain('href="/sources/7?page=2&amp;pages=2#batches"');
+    // not stored yet: no link to its page, and never an href to a javascript: URL
+    expect(page).not.toContain('href="javascript:');
+    expect(page).toContain('not stored yet');
+  });
+
+  it("a video source's page is unchanged: no pages section", () => {
+    const { html: page } = renderSourcePage(
+      { now: NOW, unavailable: [], holds, source: SOURCE, errors: [], coverage: [] },
+      { asked: '7' },
+    );
+    expect(page).toContain('id="videos"');
+    expect(page).toContain('id="coverage"');
+    expect(page).not.toContain('id="pages"');
+  });
+
+  const PAGE: NonNullable<WebPageData['page']> = {
+    url: URL1,
+    name: `Guide ${HOSTILE}`,
+    description: `<img src=x onerror=alert(1)>`,
+    ogUrl: 'javascript:alert(2)',
+    countCharacters: 1234,
+    contentSha256: 'b'.repeat(64),
+    contentChars: 1300,
+    firstSeenAt: new Date('2026-03-01T00:00:00Z'),
+    lastSeenAt: new Date('2026-03-10T12:00:00Z'),
+    updatedAt: new Date('2026-03-05T00:00:00Z'),
+    goneAt: null,
+    jobId: 'crawl-1',
+    sourceId: 7,
+  };
+  const pageData = (over: Partial<WebPageData> = {}): WebPageData => ({
+    now: NOW,
+    unavailable: [],
+    holds,
+    page: PAGE,
+    sources: [
+      {
+        sourceId: 7,
+        kind: 'website',
+        title: 'docs',
+        externalId: 'https://docs.example.test/',
+        firstSeenAt: new Date('2026-03-01T00:00:00Z'),
+        lastSeenAt: new Date('2026-03-10T12:00:00Z'),
+        goneAt: null,
+      },
+    ],
+    versions: {
+      total: 2,
+      rows: [
+        {
+          contentSha256: 'b'.repeat(64),
+          name: 'Guide',
+          countCharacters: 1234,
+          storedAt: new Date('2026-03-05T00:00:00Z'),
+          jobId: 'crawl-1',
+        },
+        {
+          contentSha256: 'a'.repeat(64),
+          name: 'Guide',
+          countCharacters: 1000,
+          storedAt: new Date('2026-03-01T00:00:00Z'),
+          jobId: 'crawl-0',
+        },
+      ],
+    },
+    sections: {
+      total: 1,
+      rows: [{ n: 0, headings: ['Intro', `Setup ${HOSTILE}`], anchor: 'setup', text: `Run ${HOSTILE}`, chars: 500 }],
+    },
+    events: [
+      {
+        id: 9,
+        type: 'page.changed',
+        occurredAt: new Date('2026-03-05T00:00:00Z'),
+        sourceId: 7,
+        jobId: 'crawl-1',
+        sha256: 'b'.repeat(64),
+        previousSha256: 'a'.repeat(64),
+      },
+    ],
+    ...over,
+  });
+
+  it("a web page's page shows its fields, sources, versions newest first, sections, events, and its batch item; all escaped", () => {
+    const { status, html: page } = renderWebPage(pageData(), { url: URL1 });
+    expect(status).toBe(200);
+    expect(page).not.toContain(HOSTILE);
+    expect(page).not.toContain('<img src=x');
+    expect(page).not.toContain('href="javascript:');
+    expect(page).toContain('&lt;img src=x onerror=alert(1)&gt;');
+    expect(page).toContain('<code id="page-sha256">' + 'b'.repeat(64) + '</code>');
+    expect(page).toContain('1234');
+    expect(page).toContain('<dd id="page-gone">no</dd>');
+    const shas = [...page.matchAll(/data-version-sha256="([^"]*)"/g)].map((m) => m[1]);
+    expect(shas).toEqual(['b'.repeat(64), 'a'.repeat(64)]);
+    expect(page).toContain('2 versions kept, the newest first');
+    expect(page).toContain('Intro › Setup &lt;script&gt;');
+    expect(page).toContain('href="https://docs.example.test/guide?a=1&amp;b=2#setup"');
+    expect(page).toContain('Run &lt;script&gt;alert(1)&lt;/script&gt;…');
+    expect(page).toContain('<code>page.changed</code>');
+    expect(page).toContain(`href="/batches/crawl-1/items/${encodeURIComponent(URL1)}"`);
+    expect(page).toContain('href="/sources/7"');
+  });
+
+  it('a gone page says so; an unknown URL is a 404 naming it; a missing or bad url parameter is refused naming it', () => {
+    const gone = renderWebPage(pageData({ page: { ...PAGE, goneAt: new Date('2026-03-10T00:00:00Z') } }), {
+      url: URL1,
+    });
+    expect(/<dd id="page-gone">[\s\S]*?gone/.test(gone.html)).toBe(true);
+    const missing = renderWebPage(
+      { now: NOW, unavailable: [], holds, page: null },
+      { url: `https://x.test/${HOSTILE}` },
+    );
+    expect(missing.status).toBe(404);
+    expect(missing.html).toContain('does not exist');
+    expect(missing.html).toContain('https://x.test/&lt;script&gt;');
+    expect(missing.html).not.toContain(HOSTILE);
+    expect(readPageUrlParam(undefined)).toEqual({ error: expect.stringMatching(/^url: missing/) });
+    expect(readPageUrlParam('  ')).toEqual({ error: expect.stringMatching(/^url: /) });
+    expect(readPageUrlParam('https://a.test/\u0000')).toEqual({ error: expect.stringMatching(/^url: invalid value/) });
+    expect(readPageUrlParam(URL1)).toBe(URL1);
+  });
+
+  it('the overview shows pages stored and gone when there are any, and nothing when there are none', () => {
+    const base = { now: NOW, unavailable: [] };
+    const page = renderOverview({ ...base, pages: { stored: 41, gone: 3 } });
+    expect(page).toContain('<div class="v" id="pages-stored">41</div>');
+    expect(page).toContain('<span id="pages-gone">3</span> gone');
+    expect(renderOverview({ ...base, pages: { stored: 0, gone: 0 } })).not.toContain('pages-tile');
+  });
+
+  it('search shows page hits with the section link and the page linked, escaped; none asked with a language filter', () => {
+    const d = {
+      now: NOW,
+      unavailable: [],
+      hits: [],
+      pageHits: [
+        {
+          url: URL1,
+          name: `Guide ${HOSTILE}`,
+          headings: ['Intro', 'Setup'],
+          anchor: 'setup',
+          section: 1,
+          snippet: `run the \uE000installer\uE001 ${HOSTILE}`,
+          rank: 0.5,
+        },
+      ],
+    };
+    const filter = { query: 'installer', limit: 20 };
+    const page = renderSearchPage(d, { filter, queuesPath: '/q' });
+    expect(page).toContain('id="page-results"');
+    expect(page).toContain('Intro › Setup');
+    expect(page).toContain('<mark>installer</mark>');
+    expect(page).toContain('href="https://docs.example.test/guide?a=1&amp;b=2#setup"');
+    expect(page).toContain(`href="${webPageHref(URL1).replace(/&/g, '&amp;')}"`);
+    expect(page).not.toContain(HOSTILE);
+    const withLang = renderSearchPage(
+      { ...d, pageHits: undefined },
+      { filter: { ...filter, lang: 'en' }, queuesPath: '/q' },
+    );
+    expect(withLang).toContain('Pages are not searched with a language or channel filter');
   });
 });
