@@ -730,13 +730,15 @@ describe('private addresses', () => {
 
 describe('upgrade from before Standard Webhooks (migration 0017)', () => {
   it('existing secrets keep signing, Videosite-Signature included, until rotated; credentials leave the URLs; literal private addresses stay allowed', async () => {
-    // the migrations of the build before: every one but 0017
+    // the migrations of the build before: every one before 0017 (a later one applied first would
+    // make the migrator take 0017 as applied)
     const oldFolder = mkdtempSync(join(tmpdir(), 'vsi-migrations-0016-'));
     cpSync(MIGRATIONS_FOLDER, oldFolder, { recursive: true });
-    rmSync(join(oldFolder, '0017_webhook_secrets.sql'));
     const journalPath = join(oldFolder, 'meta', '_journal.json');
     const journal = JSON.parse(readFileSync(journalPath, 'utf8')) as { entries: { tag: string }[] };
-    journal.entries = journal.entries.filter((e) => e.tag !== '0017_webhook_secrets');
+    const later = journal.entries.filter((e) => e.tag >= '0017_webhook_secrets');
+    for (const e of later) rmSync(join(oldFolder, `${e.tag}.sql`));
+    journal.entries = journal.entries.filter((e) => !later.includes(e));
     writeFileSync(journalPath, JSON.stringify(journal));
     const name = testDatabaseName('webhooks_upgrade');
     const url = testServerUrl(name);
