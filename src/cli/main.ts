@@ -9,7 +9,6 @@
 import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { escapeControls, VALUE_SHOWN_MAX_CHARS } from '../terminal-text.ts';
-import { shutdownTracing, startTracing } from '../tracing.ts';
 import type { ServiceUrls } from './exit.ts';
 
 /** After a command failed, how long open connections get to close before the process exits. */
@@ -208,9 +207,12 @@ export async function main(argv: string[]): Promise<void> {
     setTimeout(() => process.exit(), FAILED_COMMAND_EXIT_DELAY_MS).unref();
   } finally {
     // the spans still buffered go out before the process ends (a daemon after SIGTERM too)
-    await shutdownTracing();
+    await tracing?.shutdownTracing();
   }
 }
+
+/** src/tracing.ts, once tracing started (loaded only then: `--help` loads no more than main). */
+let tracing: typeof import('../tracing.ts') | undefined;
 
 /**
  * Tracing on when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/tracing.ts): before the command runs,
@@ -224,5 +226,7 @@ async function startTracingFromConfig(): Promise<void> {
   } catch {
     return;
   }
-  await startTracing(settings);
+  if (settings === undefined) return;
+  tracing = await import('../tracing.ts');
+  await tracing.startTracing(settings);
 }
