@@ -103,6 +103,15 @@ export const LOG_EVENTS = [
   'poll.unknown_batch',
   /** a batch ended without the upstream saying so (expired, not found): `jobId`, `status`, `errorCode`, `retryable`, `reason`; a transcript job whose result expired: `failed` too */
   'batch.ended',
+  // web pages (src/pipeline/ingest/crawl.ts, sync-pages.ts)
+  /** a website's crawl was POSTed and recorded: `sourceId`, `jobId`, `credits` (the estimate, 1 + limit) */
+  'crawl.submitted',
+  /** a crawl ended (completed, failed or cancelled upstream): `jobId`, `sourceId`, `status`, `errorCode`, `pages`, `landed`, `quarantined`, `gone` */
+  'crawl.ended',
+  /** pages stored from one answer (debug): `added`, `changed`, `returned`, `unchanged` */
+  'pages.stored',
+  /** a page of a `pages` source could not be read (warn): `sourceId`, `url`, `code` */
+  'page.scrape_failed',
   /** the credit reading after a batch or a backfill failed: `jobId` or nothing, `err` or `reason` */
   'credits.read_failed',
   /** a credit reservation expired before its holder sent every request (stalled past its TTL); the rest is not sent: `sourceId`, `sent`, `planned` */

@@ -55,7 +55,7 @@ export const COMMANDS = {
     load: async () => (await import('./migrate.ts')).registerMigrateCommand,
   },
   sources: {
-    summary: 'manage the playlists and channels to keep in sync',
+    summary: 'manage the sources to keep in sync: channels, playlists, videos, searches, websites and pages',
     load: async () => (await import('./sources.ts')).registerSourcesCommand,
   },
   daemon: {
@@ -93,7 +93,7 @@ export const COMMANDS = {
   },
   export: {
     summary:
-      'write the corpus (one record per video and transcript language) as JSONL, CSV or Parquet, or subtitle files (SRT, WebVTT), whole or since a cursor',
+      'write the corpus (one record per video and transcript language, one per web page) as JSONL, CSV or Parquet, or subtitle files (SRT, WebVTT), whole or since a cursor',
     load: async () => (await import('./export.ts')).registerExportCommand,
   },
   search: {
