@@ -22,6 +22,8 @@ export interface CrawlFigures {
   pages: number;
   /** pages stored (`pages` rows of the site) */
   stored: number;
+  /** pages kept raw with their reason instead (a value Postgres cannot hold: the simulator makes a few on purpose) */
+  quarantined: number;
   /** page.added events of the site (one per page: none twice) */
   addedEvents: number;
   /** from the crawl's completion upstream to its last page stored, s */
@@ -43,9 +45,18 @@ export async function runCrawlWorkload(env: BenchEnv, pages: number): Promise<Cr
   );
   const workload = await runWorkload(env, 'crawl', [source.id]);
   const [r] = await env.db.sql<
-    { stored: number; added: number; submittedMs: number; lastStoredMs: number; estimate: number }[]
+    {
+      stored: number;
+      quarantined: number;
+      added: number;
+      submittedMs: number;
+      lastStoredMs: number;
+      estimate: number;
+    }[]
   >`
     select
+      (select count(*)::int from batch_items i join batches b using (job_id)
+        where b.source_id = ${source.id} and i.state = 'quarantined') as quarantined,
       (select count(*)::int from source_pages where source_id = ${source.id} and gone_at is null) as stored,
       (select count(*)::int from events where type = 'page.added' and source_id = ${source.id}) as added,
       (select extract(epoch from min(submitted_at)) * 1000 from batches where source_id = ${source.id})::float8 as "submittedMs",
@@ -58,6 +69,7 @@ export async function runCrawlWorkload(env: BenchEnv, pages: number): Promise<Cr
     workload,
     pages,
     stored: r!.stored,
+    quarantined: r!.quarantined,
     addedEvents: r!.added,
     landingS: round(landingS),
     pagesPerS: round(r!.stored / landingS, 0),
@@ -69,7 +81,7 @@ export async function runCrawlWorkload(env: BenchEnv, pages: number): Promise<Cr
 export function renderCrawl(c: CrawlFigures): string {
   const w = c.workload;
   return (
-    `Crawl: ${c.pages} pages, backfill ${w.wallS} s; ${c.stored} stored (${c.addedEvents} page.added) ` +
+    `Crawl: ${c.pages} pages, backfill ${w.wallS} s; ${c.stored} stored (${c.addedEvents} page.added), ${c.quarantined} kept raw with the reason; ` +
     `in ${c.landingS} s after the crawl completed upstream = ${c.pagesPerS} pages/s; ` +
     `credits ${c.credits} (estimate ${c.estimate}); peak RSS daemon ${w.peakRssMb.daemon} MB / backfill ${w.peakRssMb.backfill} MB\n`
   );
