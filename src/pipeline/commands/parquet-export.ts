@@ -104,10 +104,9 @@ export function parquetSchema(chunks: boolean): SchemaElement[] {
   return [{ name: 'root', num_children: columns.length }, ...columns.flat()];
 }
 
-/** One row group's values, column by column (INT64 columns as bigint). */
-function emptyColumns(chunks: boolean): Record<string, unknown[]> {
-  const names: string[] = [...EXPORT_FIELDS, ...(chunks ? ['chunks'] : [])];
-  return Object.fromEntries(names.map((n) => [n, []]));
+/** The columns of the video records, in order. */
+function columnNames(chunks: boolean): string[] {
+  return [...EXPORT_FIELDS, ...(chunks ? ['chunks'] : [])];
 }
 
 const int64 = (n: number | null) => (n === null ? null : BigInt(n));
@@ -148,28 +147,11 @@ async function parquetFileWriter(sink: ByteSink, schema: SchemaElement[]): Promi
 
 export async function parquetRecordWriter(sink: ByteSink, chunks: boolean): Promise<ParquetRecordWriter> {
   const writer = await parquetFileWriter(sink, parquetSchema(chunks));
-  let columns = emptyColumns(chunks);
-  let rows = 0;
-  let bytes = 0;
-
-  const writeGroup = async () => {
-    if (rows === 0) return;
-    const columnData = Object.entries(columns).map(([name, data]) => ({
-      name,
-      data,
-      // no offset index: its entries for every page would be kept in memory until the footer
-      offsetIndex: false,
-    }));
-    columns = emptyColumns(chunks);
-    const n = rows;
-    rows = 0;
-    bytes = 0;
-    await writer.write({ columnData, rowGroupSize: n, pageSize: PARQUET_PAGE_BYTES });
-  };
+  const groups = rowGroups(writer, columnNames(chunks));
 
   return {
     async write(r) {
-      const c = columns;
+      const c = groups.columns();
       c.video_id!.push(r.video_id);
       c.title!.push(r.title);
       c.description!.push(r.description);
@@ -188,12 +170,45 @@ export async function parquetRecordWriter(sink: ByteSink, chunks: boolean): Prom
       c.batch!.push(r.batch);
       c.delivered_at!.push(BigInt(r.delivered_at_us));
       if (chunks) c.chunks!.push(r.chunks ? (JSON.parse(r.chunks) as StoredChunk[]) : null);
+      await groups.added(r.text.length + (r.chunks?.length ?? 0) + (r.description?.length ?? 0));
+    },
+    finish: () => groups.finish(),
+  };
+}
+
+/**
+ * Columns gathered one row group at a time: `columns()` are the group's values, `added(bytes)`
+ * counts a row and hands the group to `writer` once it holds PARQUET_ROW_GROUP_MAX_ROWS rows or
+ * PARQUET_ROW_GROUP_MAX_BYTES of text; `finish` writes the last group and the footer.
+ */
+function rowGroups(writer: ParquetWriterClass, names: readonly string[]) {
+  const empty = (): Record<string, unknown[]> => Object.fromEntries(names.map((n) => [n, []]));
+  let columns = empty();
+  let rows = 0;
+  let bytes = 0;
+  const flush = async () => {
+    if (rows === 0) return;
+    const columnData = Object.entries(columns).map(([name, data]) => ({
+      name,
+      data,
+      // no offset index: its entries for every page would be kept in memory until the footer
+      offsetIndex: false,
+    }));
+    const n = rows;
+    columns = empty();
+    rows = 0;
+    bytes = 0;
+    await writer.write({ columnData, rowGroupSize: n, pageSize: PARQUET_PAGE_BYTES });
+  };
+  return {
+    columns: () => columns,
+    async added(rowBytes: number) {
       rows++;
-      bytes += r.text.length + (r.chunks?.length ?? 0) + (r.description?.length ?? 0);
-      if (rows >= PARQUET_ROW_GROUP_MAX_ROWS || bytes >= PARQUET_ROW_GROUP_MAX_BYTES) await writeGroup();
+      bytes += rowBytes;
+      if (rows >= PARQUET_ROW_GROUP_MAX_ROWS || bytes >= PARQUET_ROW_GROUP_MAX_BYTES) await flush();
     },
     async finish() {
-      await writeGroup();
+      await flush();
       await writer.finish();
     },
   };
@@ -223,25 +238,15 @@ export async function parquetPageWriter(
   sink: ByteSink,
 ): Promise<{ write(r: PageExportRow): Promise<void>; finish(): Promise<void> }> {
   const writer = await parquetFileWriter(sink, parquetPageSchema());
-  const names = parquetPageSchema()
-    .slice(1)
-    .map((c) => c.name);
-  const empty = () => Object.fromEntries(names.map((n) => [n, [] as unknown[]]));
-  let columns = empty();
-  let rows = 0;
-  let bytes = 0;
-  const writeGroup = async () => {
-    if (rows === 0) return;
-    const columnData = Object.entries(columns).map(([name, data]) => ({ name, data, offsetIndex: false }));
-    columns = empty();
-    const n = rows;
-    rows = 0;
-    bytes = 0;
-    await writer.write({ columnData, rowGroupSize: n, pageSize: PARQUET_PAGE_BYTES });
-  };
+  const groups = rowGroups(
+    writer,
+    parquetPageSchema()
+      .slice(1)
+      .map((c) => c.name),
+  );
   return {
     async write(r) {
-      const c = columns;
+      const c = groups.columns();
       c.url!.push(r.url);
       c.name!.push(r.name);
       c.description!.push(r.description);
@@ -254,13 +259,8 @@ export async function parquetPageWriter(
       c.last_seen_at!.push(BigInt(r.last_seen_at_us));
       c.updated_at!.push(BigInt(r.updated_at_us));
       c.gone_at!.push(int64(r.gone_at_us));
-      rows++;
-      bytes += r.content.length + (r.description?.length ?? 0);
-      if (rows >= PARQUET_ROW_GROUP_MAX_ROWS || bytes >= PARQUET_ROW_GROUP_MAX_BYTES) await writeGroup();
+      await groups.added(r.content.length + (r.description?.length ?? 0));
     },
-    async finish() {
-      await writeGroup();
-      await writer.finish();
-    },
+    finish: () => groups.finish(),
   };
 }
