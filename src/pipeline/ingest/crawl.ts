@@ -38,6 +38,7 @@ import type { QuarantineReason } from '../../domain/items.ts';
 import { crawlCredits, PRICES } from '../../domain/prices.ts';
 import { readCrawlStatus } from '../../domain/pages.ts';
 import { pollJobId } from '../../queues/names.ts';
+import { traceField } from '../../tracing.ts';
 import type { PipelineDeps } from '../deps.ts';
 import type { CreditHold } from './credits.ts';
 import { nextPollDelayMs, type PollResult } from './poll-batch.ts';
@@ -94,7 +95,7 @@ export async function submitCrawl(
   });
   await queues.poll.add(
     'poll',
-    { jobId, delayMs: settings.pollInitialDelayMs },
+    { jobId, delayMs: settings.pollInitialDelayMs, ...traceField() },
     { jobId: pollJobId(jobId), delay: settings.pollInitialDelayMs },
   );
   deps.log.info({ event: 'crawl.submitted', sourceId: input.sourceId, jobId, credits }, 'crawl submitted');
