@@ -22,6 +22,7 @@ import {
 } from '../../db/batch-polls.ts';
 import { insertSubmittedBatch } from '../../db/batch-records.ts';
 import type { Queryable } from '../../db/connection.ts';
+import { addRunCreditsBilled, lockBatchInFlight, syncRunOfJob } from '../../db/crawls.ts';
 import { insertCharges } from '../../db/credit-charges.ts';
 import {
   landRecords,
@@ -295,7 +296,7 @@ async function endCrawl(
   const pages = end.delivered;
   const completed = end.status === 'completed';
   const gone = await sql.begin(async (tx) => {
-    if (!(await stillInFlight(tx, jobId))) return [];
+    if (!(await lockBatchInFlight(tx, jobId))) return [];
     await recordPollAnswer(tx, jobId, {
       status: end.status,
       upstreamStatus: end.upstreamStatus,
@@ -342,25 +343,18 @@ async function endCrawl(
   };
 }
 
-async function stillInFlight(tx: Queryable, jobId: string): Promise<boolean> {
-  const [row] = await tx<{ terminal: boolean }[]>`
-    select terminal_at is not null as terminal from batches where job_id = ${jobId} for update`;
-  return row !== undefined && !row.terminal;
-}
-
 /**
  * The crawled pages' credits (1 each, UPSTREAM.md): charged after the POST, and no answer's
  * `x-billable-requests` carries them, so they are recorded at the published price, to the source
  * and to the sync run that submitted the crawl.
  */
 async function recordPageCharges(tx: Queryable, deps: PipelineDeps, batch: PolledBatch, pages: number): Promise<void> {
-  const [run] = await tx<{ id: number }[]>`
-    select id from sync_runs where ${batch.jobId}::text = any(job_ids) order by id desc limit 1`;
+  const runId = await syncRunOfJob(tx, batch.jobId);
   const credits = pages * PRICES.crawlPage;
   await insertCharges(tx, [
     {
       sourceId: batch.sourceId,
-      syncRunId: run?.id ?? null,
+      syncRunId: runId ?? null,
       endpoint: 'GET /web/crawl/{jobId}',
       status: 200,
       credits,
@@ -370,9 +364,7 @@ async function recordPageCharges(tx: Queryable, deps: PipelineDeps, batch: Polle
       keyFingerprint: deps.api.keyFingerprint,
     },
   ]);
-  if (run !== undefined) {
-    await tx`update sync_runs set credits_billed = coalesce(credits_billed, 0) + ${credits} where id = ${run.id}`;
-  }
+  if (runId !== undefined) await addRunCreditsBilled(tx, runId, credits);
 }
 
 /** The results went away while they were read (not-found after the first answer): what landed is kept. */
@@ -386,7 +378,7 @@ async function resultsGone(
     `the crawl's results were gone (not-found) when read from skip=${skip}; ` +
     `the ${delivered} page${delivered === 1 ? '' : 's'} read before are kept; the next sync crawls again`;
   await deps.sql.begin(async (tx) => {
-    if (!(await stillInFlight(tx, batch.jobId))) return;
+    if (!(await lockBatchInFlight(tx, batch.jobId))) return;
     await endBatchLocally(tx, batch.jobId, { status: 'expired', errorCode: LOCAL_BATCH_END_CODES.notFound, reason });
     // the pages read were crawled, so charged (how many more were, only /me can tell)
     if (delivered > 0) await recordPageCharges(tx, deps, batch, delivered);

@@ -12,6 +12,7 @@
  */
 import { ApiError, LimitExceededError, NotFoundError } from '../../api/errors.ts';
 import { recordPollAnswer } from '../../db/batch-polls.ts';
+import { crawlCompletedWithin, crawlInFlight } from '../../db/crawls.ts';
 import { insertSubmittedBatch } from '../../db/batch-records.ts';
 import { landRecords, toLandRecord } from '../../db/items.ts';
 import {
@@ -66,17 +67,11 @@ export async function planWebPurchase(
   forceRefresh: boolean,
 ): Promise<WebPurchase> {
   if (source.kind === 'website') {
-    const [open] = await sql<{ jobId: string }[]>`
-      select job_id as "jobId" from batches where source_id = ${source.id} and mode = 'crawl' and terminal_at is null limit 1`;
-    if (open) return { kind: 'none', why: 'in-flight', detail: `crawl ${open.jobId} of this site is still in flight` };
+    const open = await crawlInFlight(sql, source.id);
+    if (open) return { kind: 'none', why: 'in-flight', detail: `crawl ${open} of this site is still in flight` };
     if (!forceRefresh && source.refreshAfterMs !== null) {
-      const [recent] = await sql<{ jobId: string }[]>`
-        select job_id as "jobId" from batches
-        where source_id = ${source.id} and mode = 'crawl' and status = 'completed'
-          and terminal_at > now() - make_interval(secs => ${source.refreshAfterMs / 1000})
-        order by terminal_at desc limit 1`;
-      if (recent)
-        return { kind: 'none', why: 'up-to-date', detail: `crawled within --refresh (crawl ${recent.jobId})` };
+      const recent = await crawlCompletedWithin(sql, source.id, source.refreshAfterMs);
+      if (recent) return { kind: 'none', why: 'up-to-date', detail: `crawled within --refresh (crawl ${recent})` };
     }
     return { kind: 'crawl', pages: source.maxVideos, credits: crawlEstimate(source.maxVideos) };
   }
