@@ -25,7 +25,8 @@ export interface ScaleResults {
   totalS: number;
 }
 
-const ms = (x: number | undefined) => (x === undefined ? '-' : x >= 100 ? String(Math.round(x)) : x.toFixed(1));
+const ms = (x: number | undefined) =>
+  x === undefined ? '-' : x >= 100 ? String(Math.round(x)) : x >= 1 ? x.toFixed(1) : x.toFixed(2);
 const gb = (bytes: number) => `${(bytes / 2 ** 30).toFixed(2)} GB`;
 const mb = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MB`;
 

@@ -15,6 +15,7 @@ import type { BatchKind, BatchStatus } from '../domain/batches.ts';
 import type { ItemState, QuarantineReason } from '../domain/items.ts';
 import type { SyncRunOutcome } from '../domain/syncs.ts';
 import type { Queryable } from './connection.ts';
+import { pageTotals } from './pages.ts';
 import type { Batch, Source } from './schema.ts';
 
 /** `limit` rows from `offset`: one page of a list. */
@@ -433,12 +434,8 @@ export interface PageCounts {
   gone: number;
 }
 
-/**
- * The overview's page counts: one pass over `pages` (no counter keeps them yet); the overview
- * reads it only as one of its sections, under its statement timeout.
- */
+/** The overview's page counts: the counters of `page_counts` (src/db/pages.ts pageTotals). */
 export async function pageCounts(sql: Queryable): Promise<PageCounts> {
-  const [row] = await sql<PageCounts[]>`
-    select count(*)::int as stored, count(*) filter (where gone_at is not null)::int as gone from pages`;
-  return row ?? { stored: 0, gone: 0 };
+  const { stored, gone } = await pageTotals(sql);
+  return { stored, gone };
 }

@@ -274,11 +274,17 @@ export interface PageTotals {
   versions: number;
 }
 
-/** Pages stored, of them gone, and their versions (for `status`, `/metrics` and the overview). */
+/** The shards of `page_counts` (migrations/0019: `pg_backend_pid() % 16`); readers sum them all. */
+export const PAGE_COUNT_SHARDS = 16;
+
+/**
+ * Pages stored, of them gone, and their versions (for `status`, `/metrics` and the overview): the
+ * counters the triggers of migrations/0019 keep, PAGE_COUNT_SHARDS rows at most.
+ */
 export async function pageTotals(sql: Queryable): Promise<PageTotals> {
   const [r] = await sql<PageTotals[]>`
-    select (select count(*)::int from pages) as stored,
-      (select count(*)::int from pages where gone_at is not null) as gone,
-      (select count(*)::int from page_versions) as versions`;
+    select coalesce(sum(stored), 0)::int as stored, coalesce(sum(gone), 0)::int as gone,
+      coalesce(sum(versions), 0)::int as versions
+    from page_counts`;
   return r!;
 }

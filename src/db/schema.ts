@@ -1000,6 +1000,20 @@ export const pages = pgTable(
   (t) => [index('pages_updated_at_idx').on(t.updatedAt)],
 );
 
+/**
+ * Web pages stored, of them gone, and their versions, kept by triggers on `pages` and
+ * `page_versions` (migrations/0019; every writer, the bench's COPY included): `status`, `/metrics`
+ * and the overview read PAGE_COUNT_SHARDS rows, not the pages. A writer adds to the shard of its
+ * connection (`pg_backend_pid()`), so crawls landing side by side do not queue on one row; readers
+ * sum the shards.
+ */
+export const pageCounts = pgTable('page_counts', {
+  shard: smallint('shard').primaryKey(),
+  stored: bigNumber('stored').notNull().default(0),
+  gone: bigNumber('gone').notNull().default(0),
+  versions: bigNumber('versions').notNull().default(0),
+});
+
 /** Which pages each web source found, and since when one is no longer found there. */
 export const sourcePages = pgTable(
   'source_pages',

@@ -31,6 +31,8 @@ import {
 } from '../../src/db/items.ts';
 import { committedMigrations, ensureDatabase, MIGRATIONS_FOLDER, migrateDatabase } from '../../src/db/migrate.ts';
 import { quarantineCounts, requalifyQuarantined } from '../../src/db/quarantine.ts';
+import { markPagesGone, pageTotals, storePages, type PageRow } from '../../src/db/pages.ts';
+import { pageCounts } from '../../src/db/admin-pages.ts';
 import { addSourceVideos, rememberVideos } from '../../src/db/source-videos.ts';
 import { sourcesWithStats } from '../../src/db/source-stats.ts';
 import {
@@ -42,6 +44,7 @@ import {
 } from '../../src/db/video-outcomes.ts';
 import { claimVideos, markSinkOutcome, pointClaimsAt, recordOutcomes, releaseClaims } from '../../src/db/video-sync.ts';
 import { BATCH_COUNT_SHARDS, ITEM_COUNT_SHARDS } from '../../src/domain/items.ts';
+import { pageSha256 } from '../../src/domain/pages.ts';
 import { createTestDatabase, dropDatabase, testDatabaseName, testServerUrl, type TestDatabase } from '../helpers/db.ts';
 
 let database: TestDatabase;
@@ -777,5 +780,82 @@ describe('migration 0008 (video_outcome_counts, video_sync.delivered_lang)', () 
       await client.end({ timeout: 5 });
       await dropDatabase(name);
     }
+  });
+});
+
+describe('page counters', () => {
+  const page = (url: string, content: string): PageRow => ({
+    url,
+    name: null,
+    description: null,
+    ogUrl: null,
+    content,
+    countCharacters: content.length,
+    sha256: pageSha256(content),
+  });
+  const site = (prefix: string, n: number, version: string) =>
+    ids(prefix, n).map((id) => page(`https://docs.test/${id}`, `# ${id}\n\n${version}`));
+
+  /** The counters equal a fresh count of `pages` and `page_versions`, and so do their readers. */
+  async function expectPageCountersExact(): Promise<{ stored: number; gone: number; versions: number }> {
+    const { sql } = database;
+    const [fresh] = await sql<{ stored: number; gone: number; versions: number }[]>`
+      select (select count(*)::int from pages) as stored,
+        (select count(*)::int from pages where gone_at is not null) as gone,
+        (select count(*)::int from page_versions) as versions`;
+    expect(await pageTotals(sql)).toEqual(fresh);
+    expect(await pageCounts(sql)).toEqual({ stored: fresh!.stored, gone: fresh!.gone });
+    return fresh!;
+  }
+
+  beforeEach(async () => {
+    await database.sql`truncate pages, page_versions, page_sections, source_pages`;
+  });
+
+  it('equal a fresh count after pages stored, changed, gone, returned, deleted and truncated', async () => {
+    const { sql } = database;
+    const [web] = await sql<{ id: number }[]>`
+      insert into sources (kind, ref, external_id, max_videos) values ('website', 'https://docs.test/', 'https://docs.test/', 100)
+      returning id`;
+    const origin = { jobId: 'crawl-1', sourceId: web!.id };
+    expect(await expectPageCountersExact()).toEqual({ stored: 0, gone: 0, versions: 0 });
+
+    // a first crawl, then the same pages again (nothing new) and with 10 of them changed
+    await sql.begin((tx) => storePages(tx, origin, site('p', 30, 'v1')));
+    expect(await expectPageCountersExact()).toEqual({ stored: 30, gone: 0, versions: 30 });
+    await sql.begin((tx) => storePages(tx, origin, site('p', 30, 'v1')));
+    await sql.begin((tx) => storePages(tx, origin, [...site('p', 10, 'v2'), ...site('p', 30, 'v1').slice(10)]));
+    expect(await expectPageCountersExact()).toEqual({ stored: 30, gone: 0, versions: 40 });
+
+    // a crawl that finds 20 of them: 10 gone; then 4 of those return, changed
+    await sql.begin((tx) =>
+      markPagesGone(
+        tx,
+        origin,
+        site('p', 20, 'v2').map((p) => p.url),
+      ),
+    );
+    expect(await expectPageCountersExact()).toEqual({ stored: 30, gone: 10, versions: 40 });
+    await sql.begin((tx) => storePages(tx, origin, site('p', 24, 'v2').slice(20)));
+    expect(await expectPageCountersExact()).toEqual({ stored: 30, gone: 6, versions: 44 });
+
+    // writers side by side on the pool's connections (other shards), each in its own transaction
+    await Promise.all(
+      ['a', 'b', 'c', 'd'].map((prefix) => sql.begin((tx) => storePages(tx, origin, site(prefix, 25, 'v1')))),
+    );
+    expect(await expectPageCountersExact()).toEqual({ stored: 130, gone: 6, versions: 144 });
+
+    // deletes by hand (a gone page among them), then truncations
+    await sql`delete from pages where url = any(${site('p', 30, 'v1')
+      .slice(25)
+      .map((p) => p.url)}::text[])`;
+    await sql`delete from page_versions where url = ${'https://docs.test/a0000'}`;
+    expect(await expectPageCountersExact()).toEqual({ stored: 125, gone: 1, versions: 143 });
+    await sql`truncate page_versions`;
+    expect(await expectPageCountersExact()).toEqual({ stored: 125, gone: 1, versions: 0 });
+    await sql`truncate pages`;
+    expect(await expectPageCountersExact()).toEqual({ stored: 0, gone: 0, versions: 0 });
+    await sql.begin((tx) => storePages(tx, origin, site('e', 5, 'v1')));
+    expect(await expectPageCountersExact()).toEqual({ stored: 5, gone: 0, versions: 5 });
   });
 });
