@@ -168,6 +168,68 @@ BEGIN
 END
 $$;
 
+-- Name: page_counts_add(bigint, bigint, bigint); Type: FUNCTION; Schema: public; Owner: -
+
+CREATE FUNCTION public.page_counts_add(d_stored bigint, d_gone bigint, d_versions bigint) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF d_stored = 0 AND d_gone = 0 AND d_versions = 0 THEN
+    RETURN;
+  END IF;
+  INSERT INTO page_counts AS c (shard, stored, gone, versions)
+  VALUES (pg_backend_pid() % 16, d_stored, d_gone, d_versions)
+  ON CONFLICT (shard) DO UPDATE
+  SET stored = c.stored + excluded.stored, gone = c.gone + excluded.gone, versions = c.versions + excluded.versions;
+END
+$$;
+
+-- Name: page_versions_count_changes(); Type: FUNCTION; Schema: public; Owner: -
+
+CREATE FUNCTION public.page_versions_count_changes() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  dv bigint;
+BEGIN
+  IF TG_OP = 'TRUNCATE' THEN
+    UPDATE page_counts SET versions = 0 WHERE versions <> 0;
+    RETURN NULL;
+  ELSIF TG_OP = 'INSERT' THEN
+    SELECT count(*) INTO dv FROM new_rows;
+  ELSE
+    SELECT -count(*) INTO dv FROM old_rows;
+  END IF;
+  PERFORM page_counts_add(0, 0, dv);
+  RETURN NULL;
+END
+$$;
+
+-- Name: pages_count_changes(); Type: FUNCTION; Schema: public; Owner: -
+
+CREATE FUNCTION public.pages_count_changes() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  ds bigint := 0; dg bigint := 0;
+BEGIN
+  IF TG_OP = 'TRUNCATE' THEN
+    UPDATE page_counts SET stored = 0, gone = 0 WHERE stored <> 0 OR gone <> 0;
+    RETURN NULL;
+  END IF;
+  IF TG_OP IN ('INSERT', 'UPDATE') THEN
+    SELECT ds + count(*) FILTER (WHERE TG_OP = 'INSERT'), dg + count(*) FILTER (WHERE gone_at IS NOT NULL)
+    INTO ds, dg FROM new_rows;
+  END IF;
+  IF TG_OP IN ('DELETE', 'UPDATE') THEN
+    SELECT ds - count(*) FILTER (WHERE TG_OP = 'DELETE'), dg - count(*) FILTER (WHERE gone_at IS NOT NULL)
+    INTO ds, dg FROM old_rows;
+  END IF;
+  PERFORM page_counts_add(ds, dg, 0);
+  RETURN NULL;
+END
+$$;
+
 -- Name: search_config(text); Type: FUNCTION; Schema: public; Owner: -
 
 CREATE FUNCTION public.search_config(lang text) RETURNS regconfig
@@ -865,6 +927,15 @@ CREATE TABLE public.item_counts (
     pending boolean DEFAULT false NOT NULL
 );
 
+-- Name: page_counts; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.page_counts (
+    shard smallint NOT NULL,
+    stored bigint DEFAULT 0 NOT NULL,
+    gone bigint DEFAULT 0 NOT NULL,
+    versions bigint DEFAULT 0 NOT NULL
+);
+
 -- Name: page_sections; Type: TABLE; Schema: public; Owner: -
 
 CREATE TABLE public.page_sections (
@@ -1461,6 +1532,11 @@ ALTER TABLE ONLY public.export_cursors
 ALTER TABLE ONLY public.item_counts
     ADD CONSTRAINT item_counts_shard_state_error_code_reason_code_pending_pk PRIMARY KEY (shard, state, error_code, reason_code, pending);
 
+-- Name: page_counts page_counts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.page_counts
+    ADD CONSTRAINT page_counts_pkey PRIMARY KEY (shard);
+
 -- Name: page_sections page_sections_url_n_pk; Type: CONSTRAINT; Schema: public; Owner: -
 
 ALTER TABLE ONLY public.page_sections
@@ -1800,6 +1876,34 @@ CREATE TRIGGER events_assign_id BEFORE INSERT ON public.events FOR EACH ROW EXEC
 -- Name: events events_notify; Type: TRIGGER; Schema: public; Owner: -
 
 CREATE TRIGGER events_notify AFTER INSERT ON public.events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.events_notify();
+
+-- Name: page_versions page_versions_count_delete; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER page_versions_count_delete AFTER DELETE ON public.page_versions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.page_versions_count_changes();
+
+-- Name: page_versions page_versions_count_insert; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER page_versions_count_insert AFTER INSERT ON public.page_versions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.page_versions_count_changes();
+
+-- Name: page_versions page_versions_count_truncate; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER page_versions_count_truncate AFTER TRUNCATE ON public.page_versions FOR EACH STATEMENT EXECUTE FUNCTION public.page_versions_count_changes();
+
+-- Name: pages pages_count_delete; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER pages_count_delete AFTER DELETE ON public.pages REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.pages_count_changes();
+
+-- Name: pages pages_count_insert; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER pages_count_insert AFTER INSERT ON public.pages REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.pages_count_changes();
+
+-- Name: pages pages_count_truncate; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER pages_count_truncate AFTER TRUNCATE ON public.pages FOR EACH STATEMENT EXECUTE FUNCTION public.pages_count_changes();
+
+-- Name: pages pages_count_update; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER pages_count_update AFTER UPDATE ON public.pages REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.pages_count_changes();
 
 -- Name: source_videos source_videos_source_stats_delete; Type: TRIGGER; Schema: public; Owner: -
 
