@@ -108,7 +108,7 @@ describe('traces, OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
 
   it('backfill and a daemon export one trace per sync, polls included, with no secret', async () => {
     const env = { ...h.env, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, LOG_LEVEL: 'debug' };
-    daemon = startCli(['daemon', '--role', 'poller,sink'], env, 'daemon');
+    daemon = startCli(['daemon', '--role', 'poller,sink'], { ...env, RECONCILE_INTERVAL_MS: '1000' }, 'daemon');
     await daemon.waitForLog((l) => l.event === 'daemon.started', 30_000, 'daemon.started');
     const backfill = await runCli(['backfill', '--all', '--no-wait'], env, 60_000);
     expect(backfill.code, backfill.stderr).toBe(0);
@@ -122,6 +122,35 @@ describe('traces, OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
       },
       60_000,
       'every batch polled to its end',
+    );
+    await waitFor(
+      async () => {
+        const [r] = await h.database.sql<{ landed: number; queued: number; transcripts: number }[]>`
+          select (select count(*)::int from batch_items where state = 'landed') as landed,
+            (select count(*)::int from search_index_queue) as queued,
+            (select count(*)::int from transcripts) as transcripts`;
+        return r!.landed === 0 && r!.queued === 0 && r!.transcripts > 0 ? true : undefined;
+      },
+      90_000,
+      'every item sunk and every transcript indexed',
+    );
+    const [stored] = await h.database.sql<
+      { transcripts: number }[]
+    >`select count(*)::int as transcripts from transcripts`;
+    // a batch whose items are left landed (as by an older version): the daemon's reconcile gives
+    // it a sink job, which starts a trace of its own (no sync submitted it)
+    const [resunk] = await h.database.sql<{ job_id: string }[]>`
+      update batch_items set state = 'landed', sunk_at = null
+      where job_id = (select job_id from batches where kind = 'transcript' order by job_id limit 1)
+      returning job_id`;
+    await waitFor(
+      async () => {
+        const [r] = await h.database.sql<{ landed: number }[]>`
+          select count(*)::int as landed from batch_items where state = 'landed'`;
+        return r!.landed === 0 ? true : undefined;
+      },
+      60_000,
+      'the landed batch sunk by the sink queue',
     );
     daemon.kill('SIGTERM');
     expect((await daemon.exited).code).toBe(0);
@@ -161,6 +190,22 @@ describe('traces, OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
     const chunks = spans.filter((s) => s.name === 'land_chunk');
     expect(chunks.length).toBeGreaterThan(0);
     for (const c of chunks) expect(byId.get(c.parentSpanId!)?.name).toBe('poll');
+
+    // the sink job reconcile rebuilt: a root of a new trace, with its batch's job ID
+    const sinks = spans.filter((s) => s.name === 'sink');
+    expect(sinks.length).toBeGreaterThan(0);
+    for (const s of sinks) {
+      expect(attr(s, 'videosite.job_id')).toBe(resunk!.job_id);
+      expect(s.parentSpanId ?? '').toBe('');
+      expect(syncTraces.has(s.traceId)).toBe(false);
+    }
+    // the search indexer: spans of their own (a build serves transcripts of many syncs), with
+    // how many transcripts each indexed: every stored one, once
+    const indexed = spans.filter((s) => s.name === 'search_index');
+    for (const s of indexed) expect(s.parentSpanId ?? '').toBe('');
+    expect(indexed.reduce((n, s) => n + Number(attr(s, 'videosite.transcripts_indexed') ?? 0), 0)).toBe(
+      stored!.transcripts,
+    );
 
     // upstream attempts: client spans with method, path, status, billed credits, job ID
     const client = spans.filter((s) => s.kind === 3);
@@ -203,7 +248,7 @@ describe('traces, OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
     for (const l of backfillTraced) expect(allTraces.has(l.trace_id!)).toBe(true);
     const daemonTraced = traced(daemon.stderr());
     expect(daemonTraced.some((l) => [...syncTraces].map(hex).includes(l.trace_id!))).toBe(true);
-  }, 120_000);
+  }, 240_000);
 });
 
 describe('traces, OTEL_EXPORTER_OTLP_ENDPOINT unset', () => {

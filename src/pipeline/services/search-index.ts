@@ -69,9 +69,16 @@ export function startSearchIndexer(
         const due = await searchIndexDueInMs(deps.sql, deferMs);
         if (due === 0) {
           // none built: every key queued is in another indexer's hands; look again later
-          const built = await withSpan('search_index', {}, () => indexQueuedTranscripts(deps.sql, SEARCH_INDEX_CHUNK), {
-            root: true,
-          });
+          const built = await withSpan(
+            'search_index',
+            {},
+            async (span) => {
+              const n = await indexQueuedTranscripts(deps.sql, SEARCH_INDEX_CHUNK);
+              span.setAttribute('videosite.transcripts_indexed', n);
+              return n;
+            },
+            { root: true },
+          );
           if (built > 0) waitMs = 0;
         } else if (due !== null) {
           // deferred: look again when due, or sooner (the landings may end before)
