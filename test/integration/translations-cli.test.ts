@@ -219,6 +219,42 @@ describe('--translate de on a source with transcripts', () => {
     expect(records.filter((r) => r.lang !== 'de').every((r) => r.origin === 'captions')).toBe(true);
   });
 
+  it('is bought again only when its source transcript changed and the source asks for refresh', async () => {
+    const { sql } = h.database;
+    const [a] = await sql<{ id: number }[]>`select id from sources where translate_langs = '{de}' order by id limit 1`;
+    const changed = english[0]!;
+    // the video's English captions re-uploaded upstream
+    h.sim.catalog.editVideo(changed, { transcriptRevisions: { en: 1 } });
+    const requestsBefore = translateRequests();
+
+    // without refresh the stored transcripts are not read again: nothing is translated again
+    expectExit(await runCli(['backfill', '--source', String(a!.id), '--timeout', '60s'], h.env, 120_000), 0);
+    expect(translateRequests()).toBe(requestsBefore);
+
+    // with it, the changed one (only) is translated again, as a new version of its de transcript
+    const [at] = await sql<{ since: string }[]>`select now()::text as since`;
+    const since = at!.since;
+    const run = await runCli(['backfill', '--source', String(a!.id), '--refresh', '--timeout', '90s'], h.env, 120_000);
+    expectExit(run, 0);
+    expect(translateRequests() - requestsBefore).toBe(1);
+    const [en] = await sql<{ content_sha256: string }[]>`
+      select content_sha256 from transcripts where video_id = ${changed} and lang = 'en'`;
+    const [de] = await sql<{ origin: string; translated_from_sha256: string }[]>`
+      select origin, translated_from_sha256 from transcripts where video_id = ${changed} and lang = 'de'`;
+    expect(de).toEqual({ origin: 'translation', translated_from_sha256: en!.content_sha256 });
+    const [versions] = await sql<{ n: number }[]>`
+      select count(*)::int as n from transcript_versions where video_id = ${changed} and lang = 'de'`;
+    expect(versions!.n).toBe(2);
+    const [bought] = await sql<{ n: number }[]>`
+      select count(*)::int as n from translations where video_id = ${changed} and lang = 'de' and state = 'stored'`;
+    expect(bought!.n).toBe(2);
+    // billed as the header said: 30 per started minute of the new transcript
+    const [charged] = await sql<{ credits: number; n: number }[]>`
+      select coalesce(sum(credits), 0)::int as credits, count(*)::int as n from credit_charges
+      where charged_at >= ${since}::timestamptz and endpoint = ${TRANSLATE} and source_id = ${a!.id}`;
+    expect(charged).toEqual({ credits: 30 * (await storedTranscriptMinutes(changed, 'en')), n: 1 });
+  });
+
   it('a stored translation never replaces a native transcript; a native one arriving later replaces the translation', async () => {
     const { sql } = h.database;
     const [native] = await sql<{ video_id: string; content_sha256: string }[]>`
