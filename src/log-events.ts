@@ -134,6 +134,19 @@ export const LOG_EVENTS = [
   'generate.answer_lost',
   /** the upstream refused one video's generation (gone, private, invalid); not asked again: `sourceId`, `videoId`, `lang`, `submission`, `code` */
   'generate.refused',
+  // translations (src/pipeline/ingest/translate.ts)
+  /** translations bought at the end of a sync or backfill: `sourceId`, `translated`, `minutes`, `credits` (estimated; the billed are in credit_charges) */
+  'translate.done',
+  /** due translations the source's --max-translate-minutes leaves unbought, recorded (info): `sourceId`, `skipped`, `usedMinutes`, `maxMinutes` */
+  'translate.over_budget',
+  /** the credit guard refused the translations (warn): `sourceId`, `limit`, `needed`, `available`, `translations` */
+  'translate.refused_credits',
+  /** a translation's answer was lost after it may have been billed (error): `sourceId`, `videoId`, `lang`, `translation` */
+  'translate.answer_lost',
+  /** the upstream refused one video's translation, not asked again (warn): `sourceId`, `videoId`, `lang`, `translation`, `code` */
+  'translate.failed',
+  /** one translation stored (debug): `sourceId`, `videoId`, `lang`, `translation`, `fromLang`, `credits` */
+  'translate.stored',
 
   // the sink and replays (src/pipeline/ingest/sink.ts, commands/replay.ts)
   /** a sink job wrote rows: `jobId`, `sunk`, `inserted`, `updated`, `unchanged`, `quarantined`, ... */

@@ -420,10 +420,13 @@ BEGIN
   )
   INSERT INTO event_queue (type, data, source_id, video_id)
   SELECT 'transcript.added',
-    jsonb_build_object('videoId', n.video_id, 'sourceId', b.source_id, 'lang', n.lang, 'sha256', n.content_sha256,
-      'jobId', n.last_job_id, 'origin', n.origin),
-    b.source_id, n.video_id
-  FROM new_rows n LEFT JOIN batches b ON b.job_id = n.last_job_id
+    jsonb_build_object('videoId', n.video_id, 'sourceId', coalesce(b.source_id, tr.source_id), 'lang', n.lang,
+      'sha256', n.content_sha256, 'jobId', n.last_job_id, 'origin', n.origin)
+      || CASE WHEN n.translated_from IS NOT NULL THEN jsonb_build_object('translatedFrom', n.translated_from) ELSE '{}'::jsonb END,
+    coalesce(b.source_id, tr.source_id), n.video_id
+  FROM new_rows n
+    LEFT JOIN batches b ON b.job_id = n.last_job_id
+    LEFT JOIN translations tr ON n.last_job_id LIKE 'translation:%' AND tr.id::text = substr(n.last_job_id, 13)
   ORDER BY n.video_id, n.lang;
   IF FOUND THEN PERFORM event_flush_at_commit(); END IF;
   RETURN NULL;
@@ -438,6 +441,7 @@ CREATE FUNCTION public.transcripts_changed() RETURNS trigger
 BEGIN
   WITH d AS (
     SELECT n.video_id, n.lang, n.content_sha256, n.text, n.chunks, n.available_langs, n.last_job_id, n.origin,
+      n.translated_from,
       o.content_sha256 AS old_sha, o.text AS old_text, o.chunks AS old_chunks, o.available_langs AS old_langs,
       o.last_job_id AS old_job_id, o.origin AS old_origin, o.updated_at AS old_updated_at
     FROM new_rows n JOIN old_rows o USING (video_id, lang)
@@ -453,17 +457,20 @@ BEGIN
   )
   INSERT INTO event_queue (type, data, source_id, video_id)
   SELECT 'transcript.changed',
-    jsonb_build_object('videoId', d.video_id, 'sourceId', b.source_id, 'lang', d.lang, 'sha256', d.content_sha256,
-      'previousSha256', d.old_sha, 'jobId', d.last_job_id, 'origin', d.origin,
+    jsonb_build_object('videoId', d.video_id, 'sourceId', coalesce(b.source_id, tr.source_id), 'lang', d.lang,
+      'sha256', d.content_sha256, 'previousSha256', d.old_sha, 'jobId', d.last_job_id, 'origin', d.origin,
       -- what differs, for a consumer that wants only new words (`text`) and not, say, a
       -- language added to the video (`availableLangs`)
       'changed', to_jsonb(array_remove(ARRAY[
         CASE WHEN d.text IS DISTINCT FROM d.old_text THEN 'text' END,
         CASE WHEN d.chunks IS DISTINCT FROM d.old_chunks THEN 'chunks' END,
         CASE WHEN d.available_langs IS DISTINCT FROM d.old_langs THEN 'availableLangs' END,
-        CASE WHEN d.origin IS DISTINCT FROM d.old_origin THEN 'origin' END], NULL))),
-    b.source_id, d.video_id
-  FROM d LEFT JOIN batches b ON b.job_id = d.last_job_id
+        CASE WHEN d.origin IS DISTINCT FROM d.old_origin THEN 'origin' END], NULL)))
+      || CASE WHEN d.translated_from IS NOT NULL THEN jsonb_build_object('translatedFrom', d.translated_from) ELSE '{}'::jsonb END,
+    coalesce(b.source_id, tr.source_id), d.video_id
+  FROM d
+    LEFT JOIN batches b ON b.job_id = d.last_job_id
+    LEFT JOIN translations tr ON d.last_job_id LIKE 'translation:%' AND tr.id::text = substr(d.last_job_id, 13)
   ORDER BY d.video_id, d.lang;
   IF FOUND THEN PERFORM event_flush_at_commit(); END IF;
   RETURN NULL;
@@ -890,7 +897,7 @@ CREATE TABLE public.events (
     data jsonb NOT NULL,
     source_id integer,
     video_id text,
-    CONSTRAINT events_type_ck CHECK ((type = ANY (ARRAY['video.added'::text, 'video.changed'::text, 'video.gone'::text, 'video.returned'::text, 'transcript.added'::text, 'transcript.changed'::text, 'page.added'::text, 'page.changed'::text, 'page.gone'::text, 'page.returned'::text, 'batch.completed'::text, 'batch.expired'::text, 'source.synced'::text, 'source.failed'::text, 'account.hold'::text, 'account.hold_lifted'::text])))
+    CONSTRAINT events_type_ck CHECK ((type = ANY (ARRAY['video.added'::text, 'video.changed'::text, 'video.gone'::text, 'video.returned'::text, 'transcript.added'::text, 'transcript.changed'::text, 'translation.refused'::text, 'page.added'::text, 'page.changed'::text, 'page.gone'::text, 'page.returned'::text, 'batch.completed'::text, 'batch.expired'::text, 'source.synced'::text, 'source.failed'::text, 'account.hold'::text, 'account.hold_lifted'::text])))
 );
 
 -- Name: events_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -1098,11 +1105,15 @@ CREATE TABLE public.sources (
     max_generate_minutes integer,
     max_credits_per_day integer,
     refresh_after_ms bigint,
+    translate_langs text[] DEFAULT '{}'::text[] NOT NULL,
+    max_translate_minutes integer,
     CONSTRAINT sources_include_ck CHECK ((include <@ ARRAY['shorts'::text, 'live'::text])),
     CONSTRAINT sources_kind_ck CHECK ((kind = ANY (ARRAY['playlist'::text, 'channel'::text, 'videos'::text, 'search'::text, 'website'::text, 'pages'::text]))),
     CONSTRAINT sources_max_credits_per_day_ck CHECK (((max_credits_per_day IS NULL) OR (max_credits_per_day >= 1))),
     CONSTRAINT sources_max_generate_minutes_ck CHECK (((max_generate_minutes IS NULL) OR (max_generate_minutes >= 1))),
-    CONSTRAINT sources_max_videos_ck CHECK ((max_videos >= 1))
+    CONSTRAINT sources_max_translate_minutes_ck CHECK (((max_translate_minutes IS NULL) OR (max_translate_minutes >= 1))),
+    CONSTRAINT sources_max_videos_ck CHECK ((max_videos >= 1)),
+    CONSTRAINT sources_translate_budget_ck CHECK (((cardinality(translate_langs) = 0) OR (max_translate_minutes IS NOT NULL)))
 );
 
 -- Name: sources_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -1188,7 +1199,9 @@ CREATE TABLE public.transcripts (
     last_job_id text,
     text_only boolean,
     origin text DEFAULT 'captions'::text NOT NULL,
-    CONSTRAINT transcripts_origin_ck CHECK ((origin = ANY (ARRAY['captions'::text, 'generated'::text])))
+    translated_from text,
+    translated_from_sha256 text,
+    CONSTRAINT transcripts_origin_ck CHECK ((origin = ANY (ARRAY['captions'::text, 'generated'::text, 'translation'::text])))
 );
 ALTER TABLE ONLY public.transcripts ALTER COLUMN text SET COMPRESSION lz4;
 ALTER TABLE ONLY public.transcripts ALTER COLUMN chunks SET COMPRESSION lz4;
@@ -1250,6 +1263,36 @@ CREATE TABLE public.transcript_windows (
     text text NOT NULL,
     config regconfig NOT NULL,
     tsv tsvector NOT NULL
+);
+
+-- Name: translations; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.translations (
+    id bigint NOT NULL,
+    video_id text NOT NULL,
+    lang text NOT NULL,
+    from_lang text NOT NULL,
+    from_sha256 text NOT NULL,
+    source_id integer,
+    state text NOT NULL,
+    duration_s double precision NOT NULL,
+    minutes integer NOT NULL,
+    credits_estimated integer NOT NULL,
+    detail text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT translations_state_ck CHECK ((state = ANY (ARRAY['sending'::text, 'stored'::text, 'failed'::text, 'unknown'::text, 'refused-budget'::text])))
+);
+
+-- Name: translations_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+
+ALTER TABLE public.translations ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.translations_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
 );
 
 -- Name: upstream_hold_events; Type: TABLE; Schema: public; Owner: -
@@ -1617,6 +1660,11 @@ ALTER TABLE ONLY public.transcript_windows
 ALTER TABLE ONLY public.transcripts
     ADD CONSTRAINT transcripts_video_id_lang_pk PRIMARY KEY (video_id, lang);
 
+-- Name: translations translations_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.translations
+    ADD CONSTRAINT translations_pkey PRIMARY KEY (id);
+
 -- Name: upstream_hold_events upstream_hold_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 
 ALTER TABLE ONLY public.upstream_hold_events
@@ -1792,6 +1840,18 @@ CREATE UNIQUE INDEX transcript_versions_content_uq ON public.transcript_versions
 -- Name: transcript_windows_tsv_idx; Type: INDEX; Schema: public; Owner: -
 
 CREATE INDEX transcript_windows_tsv_idx ON public.transcript_windows USING gin (tsv);
+
+-- Name: translations_bought_uq; Type: INDEX; Schema: public; Owner: -
+
+CREATE UNIQUE INDEX translations_bought_uq ON public.translations USING btree (video_id, lang, from_sha256) WHERE (state = ANY (ARRAY['sending'::text, 'stored'::text, 'failed'::text, 'unknown'::text]));
+
+-- Name: translations_refused_uq; Type: INDEX; Schema: public; Owner: -
+
+CREATE UNIQUE INDEX translations_refused_uq ON public.translations USING btree (source_id, video_id, lang) WHERE (state = 'refused-budget'::text);
+
+-- Name: translations_source_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX translations_source_idx ON public.translations USING btree (source_id, state);
 
 -- Name: upstream_hold_events_at_idx; Type: INDEX; Schema: public; Owner: -
 
@@ -2065,6 +2125,11 @@ ALTER TABLE ONLY public.source_videos
 
 ALTER TABLE ONLY public.sync_runs
     ADD CONSTRAINT sync_runs_source_id_sources_id_fk FOREIGN KEY (source_id) REFERENCES public.sources(id) ON DELETE SET NULL;
+
+-- Name: translations translations_source_id_sources_id_fk; Type: FK CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.translations
+    ADD CONSTRAINT translations_source_id_sources_id_fk FOREIGN KEY (source_id) REFERENCES public.sources(id) ON DELETE SET NULL;
 
 -- Name: webhook_deliveries webhook_deliveries_endpoint_id_webhook_endpoints_id_fk; Type: FK CONSTRAINT; Schema: public; Owner: -
 

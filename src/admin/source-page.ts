@@ -196,6 +196,11 @@ function settings(s: SourceDetail, now: Date): SafeHtml {
         ? `yes${s.maxGenerateMinutes === null ? ', no cap' : `, at most ${s.maxGenerateMinutes} media minutes in all`}`
         : 'no'
     }</dd>
+    <dt>translate</dt><dd>${
+      s.translateLangs.length > 0
+        ? `into ${s.translateLangs.join(', ')}, at most ${s.maxTranslateMinutes ?? '-'} transcript minutes in all`
+        : 'no'
+    }</dd>
     <dt>registered</dt><dd>${when(s.createdAt, now)}</dd>
     <dt>changed</dt><dd>${when(s.updatedAt, now)}</dd>
   </dl>`;

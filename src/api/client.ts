@@ -479,8 +479,11 @@ function platformEndpoints({ http, get, createJob }: Calls, platform: string): P
     },
     translateTranscript: async (q, o) => {
       const endpoint = `GET ${p}/transcript/translate`;
-      const query = validate(TranslateQuerySchema, q, endpoint);
-      return get(endpoint, `${p}/transcript/translate`, query, TranslatedTranscriptSchema, o);
+      const query = toQuery(validate(TranslateQuerySchema, q, endpoint));
+      // the most expensive call there is (30 credits a minute): like a batch POST, never repeated
+      // once it may have arrived (a timed-out translation is charged when the server completed it)
+      const spec = specOf(o, { method: 'GET', endpoint, path: `${p}/transcript/translate`, query, kind: 'create' });
+      return (await http.requestJson(spec, TranslatedTranscriptSchema)).data;
     },
     search: async (q, o) => {
       const endpoint = `GET ${p}/search`;

@@ -78,6 +78,7 @@ export function renderBackfillReport(r: BackfillReport): string {
             ? `, ${s.kind === 'website' ? 'a crawl' : `${s.submitted} page(s) read`}, ~${s.creditsEstimated} credits`
             : `, ${s.submitted} video(s) submitted in ${s.jobIds.length} batch(es), ~${s.creditsEstimated} credits`
           : '') +
+        (s.translated ? `, ${plural(s.translated, 'translation')} stored` : '') +
         (s.creditsBilled !== undefined ? `; billed ${plural(s.creditsBilled, 'credit')}` : '') +
         (s.detail ? ` (${s.detail})` : '') +
         '\n',

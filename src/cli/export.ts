@@ -137,7 +137,8 @@ export function registerExportCommand(program: Command): void {
       'after',
       '\nFields: video_id, title, description, duration_s, channel_id, channel_name, tags, thumbnail, upload_date,\n' +
         'view_count, like_count, transcript_languages, lang, text, content_sha256, batch (the job that delivered it),\n' +
-        'delivered_at; timestamps UTC. A page: url, name, description, og_url, content (Markdown), count_characters,\n' +
+        'delivered_at, origin (captions, generated or translation), translated_from (a translation: the language of\n' +
+        'the transcript it was translated from); timestamps UTC. A page: url, name, description, og_url, content (Markdown), count_characters,\n' +
         'content_sha256, batch, first_seen_at, last_seen_at, updated_at, gone_at (JSONL: "kind":"page" first).\n' +
         'CSV: a null is an empty field, a string is always quoted, arrays are JSON.\n' +
         "CSV: a cell starting with =, +, -, @, a tab or a carriage return gets a leading ' so that a spreadsheet\n" +

@@ -47,6 +47,8 @@ export function searchHitJson(h: SearchHit, urlTemplate: string | undefined): st
     channel_id: h.channelId,
     channel_name: h.channelName,
     lang: h.lang,
+    origin: h.origin,
+    translated_from: h.translatedFrom,
     moment: h.seconds === null ? null : formatMoment(h.seconds),
     seconds: h.seconds === null ? null : Math.floor(h.seconds),
     snippet: markSnippet(h.snippet, '«', '»'),
@@ -85,7 +87,8 @@ function hitBlock(h: SearchHit, urlTemplate: string | undefined, tty: boolean): 
   const snippet = snippetParts(h.snippet)
     .map((p) => (p.marked ? `${open}${terminalSafe(p.text)}${close}` : terminalSafe(p.text)))
     .join('');
-  const head = `${terminalSafe(h.videoId)} ${moment} [${terminalSafe(h.lang)}]  ${terminalSafe(h.title ?? '(no title)')} · ${channel}`;
+  const lang = h.translatedFrom !== null ? `${h.lang}, translated from ${h.translatedFrom}` : h.lang;
+  const head = `${terminalSafe(h.videoId)} ${moment} [${terminalSafe(lang)}]  ${terminalSafe(h.title ?? '(no title)')} · ${channel}`;
   const lines = [head, `  ${snippet.replace(/\s+/g, ' ').trim()}`];
   if (urlTemplate !== undefined) lines.push(`  ${fillVideoUrl(urlTemplate, h.videoId, h.seconds)}`);
   return lines.join('\n') + '\n';
@@ -139,7 +142,7 @@ export function registerSearchCommand(program: Command): void {
     .option('--limit <n>', 'most hits printed', intArg(1, SEARCH_HITS_MAX), SEARCH_HITS_DEFAULT)
     .option(
       '--json',
-      'one JSON object a line: {"video_id","title","channel_id","channel_name","lang","moment","seconds","snippet","snippet_plain","rank"} and "url" when VIDEO_URL_TEMPLATE is set; a page: {"kind":"page","url","name","section","headings","link","snippet","snippet_plain","rank"}',
+      'one JSON object a line: {"video_id","title","channel_id","channel_name","lang","origin","translated_from","moment","seconds","snippet","snippet_plain","rank"} and "url" when VIDEO_URL_TEMPLATE is set; a page: {"kind":"page","url","name","section","headings","link","snippet","snippet_plain","rank"}',
       false,
     )
     .addHelpText(

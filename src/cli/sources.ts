@@ -286,6 +286,8 @@ interface AddOptions {
   maxGenerateMinutes?: number;
   maxCreditsPerDay?: number;
   refresh?: number;
+  translate?: string[];
+  maxTranslateMinutes?: number;
   uploadDate?: string;
   type?: string;
   duration?: string;
@@ -321,7 +323,10 @@ function addKindCommand(add: Command, kind: SourceKind): void {
       intArg(1, 2_147_483_647),
     )
     .option('--refresh <duration>', REFRESH_HELP, REFRESH_ARG)
+    .option('--translate <xx[,yy]>', TRANSLATE_HELP, langsArg)
+    .option('--max-translate-minutes <n>', MAX_TRANSLATE_MINUTES_HELP, intArg(1, 10_000_000))
     .action(async (refArg: string | string[] | undefined, o: AddOptions) => {
+      await checkTranslateFlags(kind, o.translate, o.maxTranslateMinutes);
       const given = Array.isArray(refArg) ? refArg : refArg === undefined ? [] : [refArg];
       const refs: SourceRef[] = given.map((value, i) => ({
         value,
@@ -368,10 +373,15 @@ function addKindCommand(add: Command, kind: SourceKind): void {
         await waitForRedis(ctx.redis());
         const { sql } = ctx.db();
         let s = await registerSource({ sql, api: ctx.api(), log: ctx.log }, input);
-        if (o.maxCreditsPerDay !== undefined || o.refresh !== undefined) {
+        if (o.maxCreditsPerDay !== undefined || o.refresh !== undefined || o.translate !== undefined) {
           // set before the schedulers know the source, so no sync of it runs without its cap
           const id = s.id;
-          s = await updateSourceSettings(sql, id, { maxCreditsPerDay: o.maxCreditsPerDay, refreshAfterMs: o.refresh })
+          s = await updateSourceSettings(sql, id, {
+            maxCreditsPerDay: o.maxCreditsPerDay,
+            refreshAfterMs: o.refresh,
+            translateLangs: o.translate,
+            maxTranslateMinutes: o.maxTranslateMinutes,
+          })
             .then(() => getSource(sql, id))
             .catch(async (e: unknown) => {
               await deleteSource(sql, id);
@@ -383,6 +393,9 @@ function addKindCommand(add: Command, kind: SourceKind): void {
           s.include.length > 0 ? `including ${s.include.join(',')}` : '',
           s.generateMissing
             ? `generating missing transcripts${s.maxGenerateMinutes !== null ? ` (at most ${s.maxGenerateMinutes} min)` : ''}`
+            : '',
+          s.translateLangs.length > 0
+            ? `translating into ${s.translateLangs.join(',')} (at most ${s.maxTranslateMinutes} min)`
             : '',
           s.maxCreditsPerDay !== null ? `at most ${s.maxCreditsPerDay} credits a day` : '',
           s.refreshAfterMs !== null ? `refreshed every ${formatDurationMs(s.refreshAfterMs)}` : '',
@@ -507,6 +520,34 @@ const REFRESH_HELP =
   'so that edits, videos gone and back become changes and events; each refresh costs what the first fetch did; default: never';
 const REFRESH_ARG = durationArg(REFRESH_MIN_MS, '1h');
 
+const TRANSLATE_HELP =
+  "translate each stored transcript of another language into these languages (30 credits per started minute of the video's " +
+  'duration, bought once per video and language whichever sources ask; never instead of a native transcript); needs --max-translate-minutes';
+const MAX_TRANSLATE_MINUTES_HELP =
+  'the most transcript minutes this source may have translated, ever (required with --translate); a translation past it is recorded as refused, nothing spent';
+
+/**
+ * `--translate` buys the most expensive call there is: never without a minute budget, and only
+ * for a source that has transcripts. A usage error (exit 2) naming the flag, before anything runs.
+ */
+async function checkTranslateFlags(
+  kind: SourceKind,
+  translate: readonly string[] | undefined,
+  maxMinutes: number | undefined,
+): Promise<void> {
+  if (translate !== undefined && isPageSourceKind(kind)) {
+    throw await usageError(`--translate does not apply to a ${kind} source: it keeps web pages, not transcripts`);
+  }
+  if (translate !== undefined && maxMinutes === undefined) {
+    throw await usageError(
+      '--translate needs --max-translate-minutes N: the most transcript minutes this source may have translated (30 credits a minute)',
+    );
+  }
+  if (translate === undefined && maxMinutes !== undefined) {
+    throw await usageError('--max-translate-minutes needs --translate xx[,yy]');
+  }
+}
+
 const SOURCE_REF_HELP =
   "the source: its ID, the reference it was added with, its external ID, a channel's @handle, or a channel or playlist URL (see sources list)";
 
@@ -543,6 +584,8 @@ const SETTINGS_SHOWN: { [K in keyof SourceSettings]: { label: string; show(v: So
   include: { label: 'include', show: (v) => (v.length > 0 ? v.join(',') : 'none') },
   maxCreditsPerDay: { label: 'credits/day', show: (v) => (v === null ? 'no cap' : String(v)) },
   refreshAfterMs: { label: 'refresh', show: (v) => (v === null ? 'never' : formatDurationMs(v)) },
+  translateLangs: { label: 'translate', show: (v) => (v.length > 0 ? v.join(',') : 'none') },
+  maxTranslateMinutes: { label: 'max translate minutes', show: (v) => (v === null ? 'none' : String(v)) },
 };
 
 const SETTING_KEYS = Object.keys(SETTINGS_SHOWN) as (keyof SourceSettings)[];
@@ -575,6 +618,8 @@ interface EditOptions {
   include?: SourceInclude[] | false;
   maxCreditsPerDay?: number | false;
   refresh?: number | false;
+  translate?: string[] | false;
+  maxTranslateMinutes?: number;
 }
 
 /** What the next sync buys because of the edit, beyond new videos: said before it is spent. */
@@ -596,6 +641,13 @@ function costNotes(id: number, before: SourceSettings, after: SourceSettings): s
   ) {
     notes.push(
       `buys again (metadata and transcripts) each of its videos last fetched more than ${formatDurationMs(after.refreshAfterMs)} ago, and each one again every ${formatDurationMs(after.refreshAfterMs)}`,
+    );
+  }
+  const translated = after.translateLangs.filter((l) => !before.translateLangs.includes(l));
+  if (translated.length > 0) {
+    notes.push(
+      `buys translations into ${translated.join(',')} of its stored transcripts in other languages (30 credits per started minute of each video), ` +
+        `within --max-translate-minutes ${after.maxTranslateMinutes}`,
     );
   }
   if (notes.length === 0) return '';
@@ -650,6 +702,9 @@ function registerEditCommand(sources: Command): void {
     .option('--no-max-credits-per-day', 'no daily credit cap for this source')
     .option('--refresh <duration>', REFRESH_HELP, REFRESH_ARG)
     .option('--no-refresh', 'stored videos are not fetched again (backfill --refresh still does, once)')
+    .option('--translate <xx[,yy]>', `${TRANSLATE_HELP} (replaces the list; translations stored stay)`, langsArg)
+    .option('--no-translate', 'buy no more translations (those stored stay)')
+    .option('--max-translate-minutes <n>', MAX_TRANSLATE_MINUTES_HELP, intArg(1, 10_000_000))
     .action(async (ref: string, o: EditOptions) => {
       const set: Partial<SourceSettings> = {};
       if (o.cron !== undefined) set.cron = o.cron === false ? null : o.cron;
@@ -660,10 +715,12 @@ function registerEditCommand(sources: Command): void {
       if (o.maxCreditsPerDay !== undefined)
         set.maxCreditsPerDay = o.maxCreditsPerDay === false ? null : o.maxCreditsPerDay;
       if (o.refresh !== undefined) set.refreshAfterMs = o.refresh === false ? null : o.refresh;
+      if (o.translate !== undefined) set.translateLangs = o.translate === false ? [] : o.translate;
+      if (o.maxTranslateMinutes !== undefined) set.maxTranslateMinutes = o.maxTranslateMinutes;
       if (Object.keys(set).length === 0) {
         throw await usageError(
           'nothing to change: give one or more of --cron, --no-cron, --limit, --lang, --text, --chunks, --include, --no-include, ' +
-            '--max-credits-per-day, --no-max-credits-per-day, --refresh, --no-refresh',
+            '--max-credits-per-day, --no-max-credits-per-day, --refresh, --no-refresh, --translate, --no-translate, --max-translate-minutes',
         );
       }
       const { getSource, updateSourceSettings } = await import('../db/sources.ts');
@@ -686,6 +743,7 @@ function registerEditCommand(sources: Command): void {
           ['--lang', o.lang !== undefined],
           ['--text', o.text === true],
           ['--chunks', o.chunks === true],
+          ['--translate', o.translate !== undefined && o.translate !== false],
         ] as const) {
           if (given && isPageSourceKind(match.kind)) {
             throw await usageError(
@@ -697,7 +755,17 @@ function registerEditCommand(sources: Command): void {
           typeof set.cron === 'string'
             ? await plannedCron(set.cron, ctx.config.pipeline.sourceMinIntervalMs)
             : undefined;
-        if (changedSettings(await getSource(sql, match.id), set).length === 0) {
+        const current = await getSource(sql, match.id);
+        // a translation is never bought without a minute budget: given now, or the source's own
+        if (
+          (set.translateLangs?.length ?? 0) > 0 &&
+          (set.maxTranslateMinutes ?? current.maxTranslateMinutes) === null
+        ) {
+          throw await usageError(
+            `--translate needs --max-translate-minutes N (source ${match.id} has none): the most transcript minutes it may have translated (30 credits a minute)`,
+          );
+        }
+        if (changedSettings(current, set).length === 0) {
           process.stdout.write(`source ${match.id}: nothing changed\n`);
           return;
         }

@@ -95,6 +95,23 @@ function pushSources(r: StatusReport, out: string[]): void {
       out.push('Transcript languages per source (asked: came in it, fell back to another, none):\n');
       for (const s of covered) for (const c of s.coverage!) out.push(`  source ${s.id} ${describeCoverage(c)}\n`);
     }
+    // what --translate bought, has yet to buy, and what its minute budget refused
+    const translating = r.sources.filter((s) => s.translations !== undefined);
+    if (translating.length > 0) {
+      out.push('Translations per source (stored, due, refused by --max-translate-minutes):\n');
+      for (const s of translating) {
+        const t = s.translations!;
+        out.push(
+          `  source ${s.id} into ${t.langs.join(',') || '(none now)'}: ${t.stored} stored, ${t.backlog} due, ${t.refused} refused by the budget` +
+            ` (${t.usedMinutes} of ${t.maxMinutes ?? '-'} min used)` +
+            (t.unknown > 0 ? `, ${t.unknown} answer(s) lost (not asked again)` : '') +
+            (t.failed > 0 ? `, ${t.failed} refused upstream` : '') +
+            '\n',
+        );
+        for (const x of t.latestRefused)
+          out.push(`    refused ${x.videoId} ${x.lang} (${x.minutes} min, ${shortTime(x.at)}): ${x.detail ?? ''}\n`);
+      }
+    }
   }
 }
 

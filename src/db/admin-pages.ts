@@ -41,6 +41,8 @@ export type SourceDetail = Pick<
   | 'maxCreditsPerDay'
   | 'generateMissing'
   | 'maxGenerateMinutes'
+  | 'translateLangs'
+  | 'maxTranslateMinutes'
   | 'lastSyncedAt'
   | 'lastError'
   | 'lastErrorCode'
@@ -62,6 +64,7 @@ export async function sourceDetail(sql: Queryable, id: number): Promise<SourceDe
     select s.id, s.kind, s.ref, s.external_id as "externalId", s.title, s.cron, s.langs, s.max_videos as "maxVideos",
       s.text_only as "textOnly", s.include, s.paused, s.max_credits_per_day as "maxCreditsPerDay",
       s.generate_missing as "generateMissing", s.max_generate_minutes as "maxGenerateMinutes",
+      s.translate_langs as "translateLangs", s.max_translate_minutes as "maxTranslateMinutes",
       s.last_synced_at as "lastSyncedAt", s.last_error as "lastError", s.last_error_code as "lastErrorCode",
       s.last_error_at as "lastErrorAt", s.created_at as "createdAt", s.updated_at as "updatedAt",
       coalesce(st.videos, 0) as videos, coalesce(st.transcripts, 0) as transcripts,

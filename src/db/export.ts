@@ -27,6 +27,7 @@ export const EXPORT_EVENT_SCOPE: Readonly<Record<EventType, ExportScope>> = {
   'video.gone': null,
   'transcript.added': 'transcript',
   'transcript.changed': 'transcript',
+  'translation.refused': null,
   'page.added': 'page',
   'page.changed': 'page',
   'page.gone': 'page',
@@ -61,6 +62,10 @@ export interface ExportRow {
   content_sha256: string;
   batch: string | null;
   delivered_at_us: number;
+  /** captions, generated or translation (src/domain/sources.ts TRANSCRIPT_ORIGINS) */
+  origin: string;
+  /** a translation: the language of the transcript it was translated from; else null */
+  translated_from: string | null;
   /** the stored jsonb as its text (only with `chunks`); null for a plain-text transcript */
   chunks?: string | null;
 }
@@ -124,7 +129,8 @@ export function exportRecords(tx: Queryable, s: ExportSelection) {
   return tx<ExportRow[]>`
     select t.video_id, v.title, v.description, v.duration_s, v.channel_id, v.channel_name, v.tags, v.thumbnail,
       ${micros(tx, 'v.upload_date')} as upload_date_us, v.view_count, v.like_count, v.transcript_languages,
-      t.lang, t.text, t.content_sha256, t.last_job_id as batch, ${micros(tx, 't.updated_at')} as delivered_at_us
+      t.lang, t.text, t.content_sha256, t.last_job_id as batch, ${micros(tx, 't.updated_at')} as delivered_at_us,
+      t.origin, t.translated_from
       ${chunks}
     from transcripts t left join videos v on v.id = t.video_id
     where true ${source} ${lang} ${since} ${touched}

@@ -49,11 +49,14 @@ import {
   SOURCE_INCLUDES,
   SOURCE_KINDS,
   TRANSCRIPT_ORIGINS,
+  TRANSLATION_BOUGHT_STATES,
+  TRANSLATION_STATES,
   type BatchMode,
   type SearchFilterValues,
   type SourceInclude,
   type SourceKind,
   type TranscriptOrigin,
+  type TranslationState,
 } from '../domain/sources.ts';
 
 /** timestamptz, read as a JS Date through drizzle. */
@@ -142,6 +145,13 @@ export const sources = pgTable(
      * this, so that edits upstream are seen (src/domain/attempts.ts); null: never automatically
      */
     refreshAfterMs: bigNumber('refresh_after_ms'),
+    /** `--translate`: languages each stored transcript of another language is translated into (priced per minute) */
+    translateLangs: text('translate_langs')
+      .array()
+      .notNull()
+      .default(sql`'{}'::text[]`),
+    /** `--max-translate-minutes`: the most transcript minutes this source may have translated, ever (required with `--translate`) */
+    maxTranslateMinutes: integer('max_translate_minutes'),
   },
   (t) => [
     uniqueIndex('sources_kind_external_id_uq').on(t.kind, t.externalId),
@@ -152,6 +162,12 @@ export const sources = pgTable(
     check('sources_include_ck', sql`${t.include} <@ array[${sqlList(SOURCE_INCLUDES)}]::text[]`),
     check('sources_max_generate_minutes_ck', sql`${t.maxGenerateMinutes} is null or ${t.maxGenerateMinutes} >= 1`),
     check('sources_max_credits_per_day_ck', sql`${t.maxCreditsPerDay} is null or ${t.maxCreditsPerDay} >= 1`),
+    check('sources_max_translate_minutes_ck', sql`${t.maxTranslateMinutes} is null or ${t.maxTranslateMinutes} >= 1`),
+    // a translation is never bought without a minute budget
+    check(
+      'sources_translate_budget_ck',
+      sql`cardinality(${t.translateLangs}) = 0 or ${t.maxTranslateMinutes} is not null`,
+    ),
   ],
 );
 
@@ -385,12 +401,62 @@ export const transcripts = pgTable(
     lastJobId: text('last_job_id'),
     /** true when the content arrived as a plain string */
     textOnly: boolean('text_only'),
-    /** `captions` (a transcript batch) or `generated` (a transcript job that generated it from the audio) */
+    /**
+     * `captions` (a transcript batch), `generated` (a transcript job that generated it from the
+     * audio) or `translation` (`--translate`: translated from another stored transcript of the video)
+     */
     origin: text('origin').$type<TranscriptOrigin>().notNull().default('captions'),
+    /** a translation: the language of the stored transcript it was translated from; else null */
+    translatedFrom: text('translated_from'),
+    /** a translation: that transcript's `content_sha256` when it was translated (a change makes it due again on refresh) */
+    translatedFromSha256: text('translated_from_sha256'),
   },
   (t) => [
     primaryKey({ columns: [t.videoId, t.lang] }),
     check('transcripts_origin_ck', sql`${t.origin} in (${sqlList(TRANSCRIPT_ORIGINS)})`),
+  ],
+);
+
+/**
+ * Every translation a source asked for (`--translate`): bought (or possibly bought) once per video,
+ * target language and content of the transcript it is translated from, whichever sources ask
+ * (`translations_bought_uq`); and, per source, those its minute budget left unbought
+ * (`refused-budget`, `translations_refused_uq`). The translated transcript itself is the video's
+ * `transcripts` row of the target language (origin `translation`). src/db/translations.ts.
+ */
+export const translations = pgTable(
+  'translations',
+  {
+    id: bigNumber('id').primaryKey().generatedAlwaysAsIdentity(),
+    videoId: text('video_id').notNull(),
+    /** the target language */
+    lang: text('lang').notNull(),
+    /** the stored transcript it is translated from: its language and content hash */
+    fromLang: text('from_lang').notNull(),
+    fromSha256: text('from_sha256').notNull(),
+    /** the source that asked (and paid, or whose budget refused it) */
+    sourceId: integer('source_id').references(() => sources.id, { onDelete: 'set null' }),
+    state: text('state').$type<TranslationState>().notNull(),
+    /** the video's duration it was estimated by, seconds */
+    durationS: doublePrecision('duration_s').notNull(),
+    /** started minutes of that duration: what the source's `--max-translate-minutes` counts */
+    minutes: integer('minutes').notNull(),
+    /** the published price of those minutes (what the credit guard reserved); the billed credits are in `credit_charges` */
+    creditsEstimated: integer('credits_estimated').notNull(),
+    /** why it failed, was refused or is unknown */
+    detail: text('detail'),
+    createdAt: tstzNow('created_at'),
+    updatedAt: tstzNow('updated_at'),
+  },
+  (t) => [
+    uniqueIndex('translations_bought_uq')
+      .on(t.videoId, t.lang, t.fromSha256)
+      .where(sql`${t.state} in (${sqlList(TRANSLATION_BOUGHT_STATES)})`),
+    uniqueIndex('translations_refused_uq')
+      .on(t.sourceId, t.videoId, t.lang)
+      .where(sql`${t.state} = 'refused-budget'`),
+    index('translations_source_idx').on(t.sourceId, t.state),
+    check('translations_state_ck', sql`${t.state} in (${sqlList(TRANSLATION_STATES)})`),
   ],
 );
 

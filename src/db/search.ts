@@ -42,6 +42,10 @@ export interface SearchHit {
   channelId: string | null;
   channelName: string | null;
   lang: string;
+  /** where the transcript came from: captions, generated or translation */
+  origin: string;
+  /** a translation: the language of the transcript it was translated from; else null */
+  translatedFrom: string | null;
   /**
    * seconds from the start of the video: the first chunk of the window that holds a match by
    * itself, else the window's first chunk (a phrase across two chunks); null for a plain-text
@@ -116,11 +120,12 @@ export async function searchTranscripts(sql: Queryable, f: SearchFilter): Promis
     ),
     shown as (select * from distinct_moments order by rank desc, video_id, lang, n limit ${f.limit})
     select s.video_id as "videoId", v.title, v.channel_id as "channelId", v.channel_name as "channelName", s.lang,
-      s.seconds, s.n as "window", s.rank::float8 as rank,
+      coalesce(tr.origin, 'captions') as origin, tr.translated_from as "translatedFrom", s.seconds, s.n as "window", s.rank::float8 as rank,
       -- the marks of adjacent words merged (each CJK character is a word of its own)
       replace(replace(ts_headline(s.config, search_document(s.text), s.query, ${HEADLINE_OPTIONS}::text), chr(8203), ''),
         ${SNIPPET_STOP + SNIPPET_START}::text, '') as snippet
     from shown s left join videos v on v.id = s.video_id
+      left join transcripts tr on tr.video_id = s.video_id and tr.lang = s.lang
     order by s.rank desc, s.video_id, s.lang, s.n`;
 }
 

@@ -107,7 +107,15 @@ export async function setSourceMaxCreditsPerDay(
 /** What `sources edit` may change on a source's row; each takes effect at the source's next sync. */
 export type SourceSettings = Pick<
   Source,
-  'cron' | 'maxVideos' | 'langs' | 'textOnly' | 'include' | 'maxCreditsPerDay' | 'refreshAfterMs'
+  | 'cron'
+  | 'maxVideos'
+  | 'langs'
+  | 'textOnly'
+  | 'include'
+  | 'maxCreditsPerDay'
+  | 'refreshAfterMs'
+  | 'translateLangs'
+  | 'maxTranslateMinutes'
 >;
 
 /**
@@ -133,14 +141,18 @@ export async function updateSourceSettings(
       include = case when ${given('include')} then ${set.include ?? null}::text[] else s.include end,
       max_credits_per_day = case when ${given('maxCreditsPerDay')} then ${set.maxCreditsPerDay ?? null}::int else s.max_credits_per_day end,
       refresh_after_ms = case when ${given('refreshAfterMs')} then ${set.refreshAfterMs ?? null}::bigint else s.refresh_after_ms end,
+      translate_langs = case when ${given('translateLangs')} then ${set.translateLangs ?? null}::text[] else s.translate_langs end,
+      max_translate_minutes = case when ${given('maxTranslateMinutes')} then ${set.maxTranslateMinutes ?? null}::int else s.max_translate_minutes end,
       updated_at = now()
     from (select * from sources where id = ${id} for update) o
     where s.id = o.id
     returning
       json_build_object('cron', o.cron, 'maxVideos', o.max_videos, 'langs', o.langs, 'textOnly', o.text_only,
-        'include', o.include, 'maxCreditsPerDay', o.max_credits_per_day, 'refreshAfterMs', o.refresh_after_ms) as before,
+        'include', o.include, 'maxCreditsPerDay', o.max_credits_per_day, 'refreshAfterMs', o.refresh_after_ms,
+        'translateLangs', o.translate_langs, 'maxTranslateMinutes', o.max_translate_minutes) as before,
       json_build_object('cron', s.cron, 'maxVideos', s.max_videos, 'langs', s.langs, 'textOnly', s.text_only,
-        'include', s.include, 'maxCreditsPerDay', s.max_credits_per_day, 'refreshAfterMs', s.refresh_after_ms) as after`;
+        'include', s.include, 'maxCreditsPerDay', s.max_credits_per_day, 'refreshAfterMs', s.refresh_after_ms,
+        'translateLangs', s.translate_langs, 'maxTranslateMinutes', s.max_translate_minutes) as after`;
   if (!rows[0]) throw new SourceNotFoundError(id);
   return rows[0];
 }

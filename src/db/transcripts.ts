@@ -2,7 +2,8 @@
  * The `transcripts` table: one row per video and returned language, upserted in bulk (same
  * JSON-parameter technique as videos.ts). `content_sha256` identifies what was delivered, so an
  * unchanged transcript is never rewritten and keeps its `updated_at`. `origin` says whether the
- * video's captions or a generation from its audio delivered it.
+ * video's captions, a generation from its audio or a translation of another of its transcripts
+ * delivered it.
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
@@ -31,8 +32,10 @@ export interface TranscriptRow {
   textOnly: boolean;
   /** the batch that delivered this version */
   lastJobId: string | null;
-  /** captions (a transcript batch) or generated (a transcript job) */
+  /** captions (a transcript batch), generated (a transcript job) or translation (`--translate`) */
   origin: TranscriptOrigin;
+  /** a translation: the language and content hash of the transcript it was translated from */
+  translatedFrom?: { lang: string; sha256: string } | undefined;
 }
 
 /**
@@ -141,6 +144,8 @@ export function transcriptRowFromApi(
   origin: TranscriptOrigin = 'captions',
   /** where the landed item holds the content, to let Postgres copy the chunks from there */
   landedContent?: LandedChunks,
+  /** a translation: the transcript it was translated from */
+  translatedFrom?: { lang: string; sha256: string },
 ): TranscriptRow {
   const canonical = canonicalTranscript(transcript);
   // The canonical JSON escapes U+0000 and lone surrogates as \u0000 / \udXXX: only when one
@@ -164,6 +169,7 @@ export function transcriptRowFromApi(
     textOnly,
     lastJobId: jobId,
     origin,
+    ...(translatedFrom !== undefined ? { translatedFrom } : {}),
   };
 }
 
@@ -196,9 +202,11 @@ export async function upsertTranscripts(sql: Queryable, rows: readonly Transcrip
       available_langs: string[] | null;
       has_chunks: boolean;
       origin: TranscriptOrigin;
+      translated_from_sha256: string | null;
     }[]
   >`
-    select t.video_id, t.lang, t.content_sha256, t.available_langs, t.chunks is not null as has_chunks, t.origin
+    select t.video_id, t.lang, t.content_sha256, t.available_langs, t.chunks is not null as has_chunks, t.origin,
+      t.translated_from_sha256
     from transcripts t
     join unnest(${unique.map((r) => r.videoId)}::text[], ${unique.map((r) => r.lang)}::text[]) as k(video_id, lang)
       using (video_id, lang)`;
@@ -208,9 +216,12 @@ export async function upsertTranscripts(sql: Queryable, rows: readonly Transcrip
     if (s === undefined) return true;
     // a plain-text delivery (a `--text` source) never replaces stored chunks
     if (s.has_chunks && r.chunks === null) return false;
-    if (s.origin === CAPTIONS && r.origin === GENERATED) return false;
+    if (!replaces(s.origin, r.origin)) return false;
     return (
-      s.content_sha256 !== r.contentSha256 || !sameStrings(s.available_langs, r.availableLangs) || s.origin !== r.origin
+      s.content_sha256 !== r.contentSha256 ||
+      !sameStrings(s.available_langs, r.availableLangs) ||
+      s.origin !== r.origin ||
+      (s.translated_from_sha256 ?? null) !== (r.translatedFrom?.sha256 ?? null)
     );
   });
   await touchVersions(
@@ -233,18 +244,23 @@ export async function upsertTranscripts(sql: Queryable, rows: readonly Transcrip
         text_only: r.textOnly,
         last_job_id: r.lastJobId,
         origin: r.origin,
+        translated_from: r.translatedFrom?.lang ?? null,
+        translated_from_sha256: r.translatedFrom?.sha256 ?? null,
       };
     }),
   );
   const result = await sql<{ inserted: boolean }[]>`
     insert into transcripts as t (
-      video_id, lang, text, chunks, available_langs, content_sha256, text_only, last_job_id, origin)
+      video_id, lang, text, chunks, available_langs, content_sha256, text_only, last_job_id, origin,
+      translated_from, translated_from_sha256)
     select r.video_id, r.lang, r.text,
       case when r.chunks_path is null then r.chunks else i.payload #> r.chunks_path end,
-      r.available_langs, r.content_sha256, r.text_only, r.last_job_id, r.origin
+      r.available_langs, r.content_sha256, r.text_only, r.last_job_id, r.origin,
+      r.translated_from, r.translated_from_sha256
     from jsonb_to_recordset(${json}::text::jsonb) as r(
       video_id text, lang text, text text, chunks jsonb, chunks_path text[], available_langs text[],
-      content_sha256 text, text_only boolean, last_job_id text, origin text)
+      content_sha256 text, text_only boolean, last_job_id text, origin text,
+      translated_from text, translated_from_sha256 text)
     left join batch_items i on r.chunks_path is not null and i.job_id = r.last_job_id and i.video_id = r.video_id
     on conflict (video_id, lang) do update set
       text = excluded.text,
@@ -254,11 +270,15 @@ export async function upsertTranscripts(sql: Queryable, rows: readonly Transcrip
       text_only = excluded.text_only,
       last_job_id = excluded.last_job_id,
       origin = excluded.origin,
+      translated_from = excluded.translated_from,
+      translated_from_sha256 = excluded.translated_from_sha256,
       updated_at = now()
-    where (t.content_sha256, t.available_langs, t.origin)
-        is distinct from (excluded.content_sha256, excluded.available_langs, excluded.origin)
+    where (t.content_sha256, t.available_langs, t.origin, t.translated_from_sha256)
+        is distinct from (excluded.content_sha256, excluded.available_langs, excluded.origin, excluded.translated_from_sha256)
       and not (t.chunks is not null and excluded.chunks is null)
       and not (t.origin = ${CAPTIONS} and excluded.origin = ${GENERATED})
+      -- a translation never replaces a transcript of the video's own (captions or generated)
+      and not (t.origin <> ${TRANSLATION} and excluded.origin = ${TRANSLATION})
       -- an older delivery (a replay of an old batch, a slow poll) never overwrites a newer one,
       -- nor makes a change event back to the old content
       and not exists (
@@ -286,6 +306,19 @@ async function touchVersions(sql: Queryable, rows: readonly TranscriptRow[]): Pr
 
 const CAPTIONS: TranscriptOrigin = 'captions';
 const GENERATED: TranscriptOrigin = 'generated';
+const TRANSLATION: TranscriptOrigin = 'translation';
+
+/**
+ * Whether a delivery of origin `incoming` may replace a stored transcript of origin `stored`:
+ * captions replace a generated transcript (they are what the video's makers wrote), never the
+ * reverse; a transcript of the video's own (captions or generated) replaces a translation (the
+ * words said, not a rendering of other words), and a translation never replaces one of those.
+ */
+function replaces(stored: TranscriptOrigin, incoming: TranscriptOrigin): boolean {
+  if (stored === CAPTIONS && incoming === GENERATED) return false;
+  if (stored !== TRANSLATION && incoming === TRANSLATION) return false;
+  return true;
+}
 
 function sameStrings(a: readonly string[] | null, b: readonly string[] | null): boolean {
   if (a === null || b === null) return a === b;

@@ -26,6 +26,8 @@ export const EVENT_TYPES = [
   'transcript.added',
   /** a stored transcript's content_sha256 changed: `{videoId, sourceId, lang, sha256, previousSha256, jobId, origin, changed: ('text'|'chunks'|'availableLangs'|'origin')[]}` */
   'transcript.changed',
+  /** a translation a source asked for was left unbought: its `--max-translate-minutes` has no room for it (once per source, video and language): `{videoId, sourceId, lang, fromLang, minutes, usedMinutes, maxMinutes}` */
+  'translation.refused',
   // The page events are written where pages are stored (src/db/pages.ts), in the same transaction.
   /** a web page stored for the first time: `{url, sourceId, jobId, sha256}` */
   'page.added',

@@ -79,11 +79,34 @@ export const SEARCH_LIMIT_DEFAULT = 100;
 export const SEARCH_SOURCE_QUERY_MAX_CHARS = 256;
 
 /**
- * Where a stored transcript came from: the video's captions (a transcript batch) or generated
- * from its audio (a `GET /transcript?mode=generate` job, `--generate-missing`).
+ * Where a stored transcript came from: the video's captions (a transcript batch), generated
+ * from its audio (a `GET /transcript?mode=generate` job, `--generate-missing`), or translated
+ * from another stored transcript of the video (`GET /videosite/transcript/translate`,
+ * `--translate`; the row says the language it was translated from).
  */
-export const TRANSCRIPT_ORIGINS = ['captions', 'generated'] as const;
+export const TRANSCRIPT_ORIGINS = ['captions', 'generated', 'translation'] as const;
 export type TranscriptOrigin = (typeof TRANSCRIPT_ORIGINS)[number];
+
+/**
+ * What became of one translation (a `translations` row): `sending` (recorded before the request,
+ * left so by a process that died mid-request), `stored`, `failed` (refused for the video: gone,
+ * private, no transcript; nothing spent, not asked again), `unknown` (the answer was lost after
+ * the request may have been billed: not asked again automatically), `refused-budget` (the
+ * source's `--max-translate-minutes` left no room: nothing sent, asked again when it has room).
+ */
+export const TRANSLATION_STATES = ['sending', 'stored', 'failed', 'unknown', 'refused-budget'] as const;
+export type TranslationState = (typeof TRANSLATION_STATES)[number];
+
+/**
+ * The states in which a translation of a video into a language, from one content of its source
+ * transcript, counts as bought (or possibly bought): no source asks for it again.
+ */
+export const TRANSLATION_BOUGHT_STATES = [
+  'sending',
+  'stored',
+  'failed',
+  'unknown',
+] as const satisfies readonly TranslationState[];
 
 /**
  * What a `batches` row stands for: a batch job (`POST /videosite/*\/batch`, read at

@@ -92,6 +92,12 @@ export const JobSettingsSchema = z
      * (UPSTREAM.md: 1 hour), simulated ms; default 3_600_000
      */
     transcriptResultMs: ms,
+    /**
+     * how long a translation (`GET /{platform}/transcript/translate`) takes: the request waits this
+     * long before it is answered and charged, real ms (a person's sleep, not the simulated clock's);
+     * default 0
+     */
+    translateMs: ms,
     /** crawl time per page, simulated ms; default 100 */
     crawlPageMs: ms,
     /** time an extract job of `POST /extract` stays `active`, simulated ms; default 5000 */
@@ -116,6 +122,7 @@ export const JOB_DEFAULTS: JobSettings = {
   itemErrorRate: 0,
   transcriptJobMs: 3000,
   transcriptResultMs: 3_600_000,
+  translateMs: 0,
   crawlPageMs: 100,
   extractJobMs: 5000,
   crawlNext: 'absolute',

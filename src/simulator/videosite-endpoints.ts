@@ -193,7 +193,7 @@ export function registerVideositeEndpoints(router: Router<Handler>, deps: ApiDep
     return paid(req, body);
   });
 
-  router.add('GET', `${p}/transcript/translate`, (req) => {
+  router.add('GET', `${p}/transcript/translate`, async (req) => {
     const q = parseWith(TranslateQuerySchema, req.query, 'query');
     if (!q.ok) return q.reply;
     if (!LANG_CODE_RE.test(q.value.lang)) {
@@ -201,6 +201,9 @@ export function registerVideositeEndpoints(router: Router<Handler>, deps: ApiDep
     }
     const v = publicVideo(deps, q.value.videoId ?? q.value.url ?? '');
     if ('reply' in v) return v.reply;
+    // a translation takes its time (scriptable: PATCH the job settings' `translateMs`)
+    const takes = deps.jobSettings().translateMs;
+    if (takes > 0) await new Promise<void>((resolve) => setTimeout(resolve, takes));
     const source = v.facts.transcriptLanguages[0];
     if (source === undefined) return transcriptUnavailable(req, v.facts.id);
     const target = q.value.lang;

@@ -107,6 +107,8 @@ interface Truth {
   content_sha256: string;
   batch: string | null;
   delivered_at: string;
+  origin: string;
+  translated_from: string | null;
   chunks: { text: string; offset: number; duration: number; lang?: string }[] | null;
 }
 
@@ -120,7 +122,8 @@ async function truth(where?: { sourceId?: number }): Promise<Truth[]> {
   return sql<Truth[]>`
     select t.video_id, v.title, v.description, v.duration_s, v.channel_id, v.channel_name, v.tags, v.thumbnail,
       ${iso('v.upload_date')} as upload_date, v.view_count::float8 as view_count, v.like_count::float8 as like_count,
-      v.transcript_languages, t.lang, t.text, t.content_sha256, t.last_job_id as batch, ${iso('t.updated_at')} as delivered_at, t.chunks
+      v.transcript_languages, t.lang, t.text, t.content_sha256, t.last_job_id as batch, ${iso('t.updated_at')} as delivered_at,
+      t.origin, t.translated_from, t.chunks
     from transcripts t left join videos v on v.id = t.video_id
     where true ${source}
     order by t.video_id, t.lang`;
@@ -300,7 +303,8 @@ describe('export', () => {
     await ok(['export', '--format', 'parquet', '--out', out, '--chunks']);
     const cols = `video_id, title, description, duration_s, channel_id, channel_name, tags, thumbnail,
       strftime(upload_date, '%Y-%m-%dT%H:%M:%S.%fZ') as upload_date, view_count::double as view_count, like_count::double as like_count,
-      transcript_languages, lang, text, content_sha256, batch, strftime(delivered_at, '%Y-%m-%dT%H:%M:%S.%fZ') as delivered_at`;
+      transcript_languages, lang, text, content_sha256, batch, strftime(delivered_at, '%Y-%m-%dT%H:%M:%S.%fZ') as delivered_at,
+      origin, translated_from`;
     type Chunk = { text: string; offset: number; duration: number; lang: string | null };
     const rows = await duck<Omit<Truth, 'chunks'> & { chunks: Chunk[] | null }>(
       `select ${cols}, chunks from read_parquet('${out}') order by video_id, lang`,

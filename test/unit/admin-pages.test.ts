@@ -274,6 +274,8 @@ const SOURCE: SourceDetail = {
   maxCreditsPerDay: 900,
   generateMissing: false,
   maxGenerateMinutes: null,
+  translateLangs: [],
+  maxTranslateMinutes: null,
   lastSyncedAt: new Date('2026-03-10T03:00:20Z'),
   lastError: null,
   lastErrorCode: null,

@@ -12,13 +12,15 @@ import type { Source } from '../../db/schema.ts';
 import { getSource } from '../../db/sources.ts';
 import { isTerminalStatus, type BatchKind } from '../../domain/batches.ts';
 import { REFUSED_UPSTREAM_CODES } from '../../domain/refusals.ts';
-import { generateCredits, PRICES } from '../../domain/prices.ts';
+import { generateCredits, PRICES, translationCredits } from '../../domain/prices.ts';
 import { LISTING_PRICE } from '../../domain/sources.ts';
 import { budgetsLeft, creditsLeft, takeCreditSnapshot } from '../ingest/credits.ts';
 import type { PipelineDeps } from '../deps.ts';
 import type { DocumentSync } from '../kinds/adapter.ts';
 import { adapterFor } from '../kinds/index.ts';
 import { planGenerations, submitGenerations } from '../ingest/generate.ts';
+import { withBillingScope } from '../ingest/charges.ts';
+import { planTranslations, submitTranslations } from '../ingest/translate.ts';
 import {
   candidatesOf,
   listingEstimate,
@@ -166,6 +168,11 @@ export async function runBackfill(deps: PipelineDeps, opts: BackfillOptions): Pr
       waited = await waitFor([...jobIds, ...generated], left);
     }
   }
+  // Translations of the transcripts those batches stored (sources with --translate): synchronous
+  // requests, so one backfill ends with them stored too.
+  if (opts.wait && !waited.timedOut && !opts.signal?.aborted) {
+    await translateStored(deps, report, opts.refresh === true, opts.signal);
+  }
   report.batches = waited.batches;
   report.timedOut = waited.timedOut;
   // a fresh reading of what the account has spent, for status (reading /me is free)
@@ -262,10 +269,47 @@ async function generateMissing(
   return jobIds;
 }
 
-/** One batch (or set of generated transcripts) a backfill would pay for. */
+/**
+ * Translations for the synced sources that want them, now that their batches stored their
+ * transcripts; billed to each source, and counted in its sync result. A refusal of the credit
+ * guard is reported as the source's problem (exit 3), like a refused sync.
+ */
+async function translateStored(
+  deps: PipelineDeps,
+  report: BackfillReport,
+  refresh: boolean,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  for (const sync of report.syncs) {
+    const source = await getSource(deps.sql, sync.sourceId).catch(() => null);
+    if (!source || source.translateLangs.length === 0) continue;
+    try {
+      const t = await withBillingScope({ sourceId: source.id, syncRunId: null }, () =>
+        submitTranslations(deps, source, { refresh: refresh || source.refreshAfterMs !== null, signal }),
+      );
+      if (t.refused) {
+        // nothing was sent: the source's refusal, as for a sync the guard refuses (exit 3)
+        sync.outcome = 'refused-credits';
+        sync.detail = `translations: ${t.refused.message}`;
+        continue;
+      }
+      sync.translated = (sync.translated ?? 0) + t.translated;
+      sync.creditsEstimated += t.credits;
+      if (t.translated > 0 && sync.outcome === 'up-to-date') sync.outcome = 'submitted';
+    } catch (e: unknown) {
+      const code = e instanceof ApiError ? e.code : 'error';
+      report.syncErrors.push({ sourceId: sync.sourceId, code, message: e instanceof Error ? e.message : String(e) });
+    }
+  }
+}
+
+/** One batch (or set of generated transcripts, or of translations) a backfill would pay for. */
 export interface PlannedPurchase {
-  /** `page`: a website's crawl, or a pages source's scrapes (`videos` then counts pages) */
-  kind: BatchKind | 'generate';
+  /**
+   * `page`: a website's crawl, or a pages source's scrapes (`videos` then counts pages);
+   * `translate`: translations into `lang` of transcripts already stored, estimated from the videos' durations
+   */
+  kind: BatchKind | 'generate' | 'translate';
   lang: string | null;
   videos: number;
   credits: number;
@@ -388,6 +432,19 @@ async function planSourceSync(
     const credits = of.reduce((n, g) => n + generateCredits(g.durationS), 0);
     out.purchases.push({ kind: 'generate', lang, videos: of.length, credits });
   }
+  const tr = await planTranslations(deps, source, { refresh: refreshAfterOf(source, refresh) !== null });
+  for (const lang of source.translateLangs) {
+    const of = tr.planned.filter((t) => t.lang === lang);
+    if (of.length === 0) continue;
+    const credits = of.reduce((n, t) => n + translationCredits(t.durationS), 0);
+    out.purchases.push({ kind: 'translate', lang, videos: of.length, credits });
+  }
+  if (tr.overBudget.length > 0) {
+    out.unknowns.push(
+      `${tr.overBudget.length} translation(s) left unbought: --max-translate-minutes ${source.maxTranslateMinutes ?? 'unset'} ` +
+        `has no room for them (${tr.usedMinutes} min used or planned)`,
+    );
+  }
 
   const kinds = wanted
     .map((w) => (w.kind === 'video' ? 'metadata' : `transcript ${w.lang ?? '(default language)'}`))
@@ -416,6 +473,12 @@ async function planSourceSync(
     out.unknowns.push(
       `videos of these batches that come back without captions: a generated transcript costs ${PRICES.generatedPerMinute} credits per started minute` +
         (source.maxGenerateMinutes !== null ? `, within --max-generate-minutes ${source.maxGenerateMinutes}` : ''),
+    );
+  }
+  if (source.translateLangs.length > 0) {
+    out.unknowns.push(
+      `transcripts these batches store: each is translated into ${source.translateLangs.join(',')} at ${PRICES.translationPerMinute} credits ` +
+        `per started minute of its video, within --max-translate-minutes ${source.maxTranslateMinutes ?? 'unset'}`,
     );
   }
   return out;

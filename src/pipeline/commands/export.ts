@@ -71,6 +71,8 @@ export const EXPORT_FIELDS = [
   'content_sha256',
   'batch',
   'delivered_at',
+  'origin',
+  'translated_from',
 ] as const;
 
 /** The fields of a page record, in order (JSONL records start with `"kind":"page"`). */
@@ -270,6 +272,8 @@ function plain(r: ExportRow) {
     content_sha256: r.content_sha256,
     batch: r.batch,
     delivered_at: isoMicros(r.delivered_at_us),
+    origin: r.origin,
+    translated_from: r.translated_from,
   };
 }
 

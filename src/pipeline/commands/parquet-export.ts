@@ -89,6 +89,8 @@ export function parquetSchema(chunks: boolean): SchemaElement[] {
     [utf8('content_sha256', false)],
     [utf8('batch', true)],
     [timestampMicros('delivered_at', false)],
+    [utf8('origin', false)],
+    [utf8('translated_from', true)],
   ];
   if (chunks)
     // src/api/schemas.ts TranscriptChunkSchema: offset and duration in ms
@@ -169,6 +171,8 @@ export async function parquetRecordWriter(sink: ByteSink, chunks: boolean): Prom
       c.content_sha256!.push(r.content_sha256);
       c.batch!.push(r.batch);
       c.delivered_at!.push(BigInt(r.delivered_at_us));
+      c.origin!.push(r.origin);
+      c.translated_from!.push(r.translated_from);
       if (chunks) c.chunks!.push(r.chunks ? (JSON.parse(r.chunks) as StoredChunk[]) : null);
       await groups.added(r.text.length + (r.chunks?.length ?? 0) + (r.description?.length ?? 0));
     },

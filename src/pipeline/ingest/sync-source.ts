@@ -53,6 +53,7 @@ import type { PipelineDeps } from '../deps.ts';
 import type { DocumentSync, Listing, PlannedBatch } from '../kinds/adapter.ts';
 import { adapterFor } from '../kinds/index.ts';
 import { submitGenerations } from './generate.ts';
+import { submitTranslations } from './translate.ts';
 import { submitBatch } from './submit.ts';
 import { setSpanAttributes, withSpan } from '../../tracing.ts';
 import { holdsApplying, judgeGatewayForbidden, liftHolds, recordHold } from '../services/upstream-holds.ts';
@@ -75,6 +76,8 @@ export interface SyncResult {
   listingCredits: number;
   /** what the run's requests were billed (`x-billable-requests`), when a charge recorder ran; else undefined */
   creditsBilled?: number;
+  /** translations bought and stored by this run (`--translate`); undefined when none was due */
+  translated?: number;
   /** the source's kind, for a web source (its `submitted` counts pages read, its job a crawl or its scrapes) */
   kind?: SourceKind;
   detail?: string;
@@ -273,10 +276,18 @@ async function syncStages(run: SyncRun): Promise<SyncResult> {
     result.creditsEstimated = generated.refused.needed;
     return refuseForCredits(run, generated.refused, generated.accountLeft);
   }
-  if (result.jobIds.length === 0) {
+  // translations of the transcripts stored so far (those of this sync's batches: at the next one)
+  stopIfAborted(run);
+  const translated = await submitTranslations(deps, source, { refresh: run.refreshAfter !== null, signal: run.signal });
+  if (translated.translated > 0) result.translated = translated.translated;
+  if (translated.refused && result.jobIds.length === 0) {
+    result.creditsEstimated = translated.refused.needed;
+    return refuseForCredits(run, translated.refused, translated.accountLeft);
+  }
+  if (result.jobIds.length === 0 && translated.translated === 0) {
     return endUpToDate(run, sent.planned > 0 ? 'every due video was claimed by another source meanwhile' : undefined);
   }
-  result.creditsEstimated = sent.estimate + generated.credits;
+  result.creditsEstimated = sent.estimate + generated.credits + translated.credits;
   return endSubmitted(run);
 }
 

@@ -59,6 +59,14 @@ import { newestBuiltMigration } from '../../db/migrate.ts';
 import { migrationLabel, schemaStopReason, type SchemaVerdict } from '../../domain/schema-compat.ts';
 import { readSchemaVerdict } from '../services/schema-gate.ts';
 import { searchBacklog } from '../../db/search.ts';
+import { getSource } from '../../db/sources.ts';
+import {
+  budgetRefusals,
+  translatedMinutes,
+  translationCandidates,
+  translationCounts,
+  type TranslationCounts,
+} from '../../db/translations.ts';
 
 /** A source as `status` shows it (times as ISO 8601). */
 export type SourceStatus = Omit<SourceWithStats, 'lastSyncedAt' | 'lastErrorAt'> & {
@@ -66,7 +74,24 @@ export type SourceStatus = Omit<SourceWithStats, 'lastSyncedAt' | 'lastErrorAt'>
   lastErrorAt: string | null;
   /** per language the source asks for, what its videos got (status: the sources shown only) */
   coverage?: LanguageCoverage[];
+  /** a source with `--translate` (status: the sources shown only) */
+  translations?: SourceTranslations;
 };
+
+/** What `status` shows of a `--translate` source's translations. */
+export interface SourceTranslations extends TranslationCounts {
+  langs: string[];
+  maxMinutes: number | null;
+  /** started minutes its translations used so far (what `--max-translate-minutes` counts) */
+  usedMinutes: number;
+  /** translations due now that it has not bought (within its budget or not) */
+  backlog: number;
+  /** the latest budget refusals, newest first: why each was left unbought */
+  latestRefused: { videoId: string; lang: string; minutes: number; detail: string | null; at: string }[];
+}
+
+/** Budget refusals `status` lists per source. */
+export const STATUS_TRANSLATION_REFUSALS_SHOWN = 5;
 
 export interface HoldsStatus {
   /** account-level refusals (key, plan, credits): scheduled work makes no API call while one stands */
@@ -603,6 +628,34 @@ export async function withCoverage(sql: Queryable, rows: SourceStatus[]): Promis
   return rows.map((r) => ({ ...r, coverage: bySource.get(r.id) ?? [] }));
 }
 
+/** The rows of `--translate` sources with their translations' counts, backlog and latest refusals. */
+export async function withTranslations(sql: Queryable, rows: SourceStatus[]): Promise<SourceStatus[]> {
+  const out: SourceStatus[] = [];
+  for (const r of rows) {
+    const source = await getSource(sql, r.id).catch(() => null);
+    if (!source || (source.translateLangs.length === 0 && source.maxTranslateMinutes === null)) {
+      out.push(r);
+      continue;
+    }
+    let backlog = 0;
+    for (const lang of source.translateLangs)
+      backlog += (await translationCandidates(sql, { sourceId: source.id, lang, refresh: false })).length;
+    const refusals = await budgetRefusals(sql, source.id, STATUS_TRANSLATION_REFUSALS_SHOWN);
+    out.push({
+      ...r,
+      translations: {
+        langs: source.translateLangs,
+        maxMinutes: source.maxTranslateMinutes,
+        usedMinutes: await translatedMinutes(sql, source.id),
+        ...(await translationCounts(sql, source.id)),
+        backlog,
+        latestRefused: refusals.map((x) => ({ ...x, at: x.at.toISOString() })),
+      },
+    });
+  }
+  return out;
+}
+
 export async function readCredits(sql: Queryable): Promise<CreditsStatus> {
   const snap = await latestCreditSnapshot(sql);
   const dayAgo = await firstCreditSnapshotWithin(sql, DAY_MS);
@@ -703,7 +756,7 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
   return {
     generatedAt: new Date().toISOString(),
     ...holds,
-    sources: await withCoverage(sql, page.rows.map(withoutFreshness)),
+    sources: await withTranslations(sql, await withCoverage(sql, page.rows.map(withoutFreshness))),
     sourcesSummary: {
       total: page.total,
       paused: page.paused,
