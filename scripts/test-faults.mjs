@@ -63,6 +63,7 @@ const LANE_SECONDS = {
   '30-postgres-read-only': 63,
   '31-rolling-upgrade': 50,
   '32-web-crawls': 20,
+  '33-media-jobs': 15,
 };
 const DEFAULT_SECONDS = 60;
 
