@@ -78,7 +78,7 @@ export function renderBackfillReport(r: BackfillReport): string {
             ? `, ${s.kind === 'website' ? 'a crawl' : `${s.submitted} page(s) read`}, ~${s.creditsEstimated} credits`
             : s.kind === 'media'
               ? `, ${s.submitted} media item(s) and video(s) bought in ${s.jobIds.length} job(s), ~${s.creditsEstimated} credits`
-            : `, ${s.submitted} video(s) submitted in ${s.jobIds.length} batch(es), ~${s.creditsEstimated} credits`
+              : `, ${s.submitted} video(s) submitted in ${s.jobIds.length} batch(es), ~${s.creditsEstimated} credits`
           : '') +
         (s.creditsBilled !== undefined ? `; billed ${plural(s.creditsBilled, 'credit')}` : '') +
         (s.detail ? ` (${s.detail})` : '') +

@@ -165,14 +165,21 @@ export function registerExportCommand(program: Command): void {
           `--cursor ${o.cursor} and --since ${o.since} cannot be combined: a cursor writes what changed since its last run, --since what changed since a time; give one`,
         );
       }
-      if ((o.kind === 'page' || o.kind === 'media') && (o.lang !== undefined || o.chunks || isSubtitleFormat(o.format))) {
+      if (
+        (o.kind === 'page' || o.kind === 'media') &&
+        (o.lang !== undefined || o.chunks || isSubtitleFormat(o.format))
+      ) {
         throw new UsageError(
           `${isSubtitleFormat(o.format) ? `--format ${o.format}` : `--${o.lang !== undefined ? 'lang' : 'chunks'}`} applies to video records, not to --kind ${o.kind}`,
         );
       }
       if (isSubtitleFormat(o.format)) return exportSubtitles({ ...o, format: o.format });
       const kinds: ExportKind[] =
-        o.kind !== undefined ? [o.kind] : o.format === 'jsonl' && o.lang === undefined ? ['video', 'page', 'media'] : ['video'];
+        o.kind !== undefined
+          ? [o.kind]
+          : o.format === 'jsonl' && o.lang === undefined
+            ? ['video', 'page', 'media']
+            : ['video'];
       const ctx = createContext();
       // stdout has no temporary file to remove: the default action is right there
       const signals = o.out === '-' ? undefined : onInterrupt(o.out);

@@ -132,9 +132,7 @@ function mediaHitBlock(h: MediaSearchHit, tty: boolean): string {
 }
 
 type Hit =
-  | { kind: 'video'; hit: SearchHit }
-  | { kind: 'page'; hit: PageSearchHit }
-  | { kind: 'media'; hit: MediaSearchHit };
+  { kind: 'video'; hit: SearchHit } | { kind: 'page'; hit: PageSearchHit } | { kind: 'media'; hit: MediaSearchHit };
 
 const SEARCH_KINDS = ['video', 'page', 'media'] as const;
 type SearchKind = (typeof SEARCH_KINDS)[number];
@@ -238,12 +236,12 @@ export function registerSearchCommand(program: Command): void {
                   ? `${mediaHitJson(h.hit)}\n`
                   : mediaHitBlock(h.hit, tty)
                 : h.kind === 'page'
-                ? o.json
-                  ? `${pageHitJson(h.hit)}\n`
-                  : pageHitBlock(h.hit, tty)
-                : o.json
-                  ? `${searchHitJson(h.hit, template)}\n`
-                  : hitBlock(h.hit, template, tty),
+                  ? o.json
+                    ? `${pageHitJson(h.hit)}\n`
+                    : pageHitBlock(h.hit, tty)
+                  : o.json
+                    ? `${searchHitJson(h.hit, template)}\n`
+                    : hitBlock(h.hit, template, tty),
             )
             .join(''),
         );

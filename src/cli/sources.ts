@@ -406,7 +406,9 @@ function addKindCommand(add: Command, kind: SourceKind): void {
           s.generateMissing && s.kind !== 'media'
             ? `generating missing transcripts${s.maxGenerateMinutes !== null ? ` (at most ${s.maxGenerateMinutes} min)` : ''}`
             : '',
-          s.kind === 'media' && s.maxGenerateMinutes !== null ? `at most ${s.maxGenerateMinutes} generated minutes` : '',
+          s.kind === 'media' && s.maxGenerateMinutes !== null
+            ? `at most ${s.maxGenerateMinutes} generated minutes`
+            : '',
           s.maxCreditsPerDay !== null ? `at most ${s.maxCreditsPerDay} credits a day` : '',
           s.refreshAfterMs !== null ? `refreshed every ${formatDurationMs(s.refreshAfterMs)}` : '',
         ].filter((x) => x !== '');
@@ -417,7 +419,7 @@ function addKindCommand(add: Command, kind: SourceKind): void {
               : s.kind === 'media'
                 ? 'metadata of every item'
                 : `transcripts ${s.langs.length ? s.langs.join(',') : 'in the first language each video has (--lang xx to choose)'}` +
-                `${s.textOnly ? ' as text' : ''}`) +
+                  `${s.textOnly ? ' as text' : ''}`) +
             `${extras.length ? `, ${extras.join(', ')}` : ''}, ` +
             `${s.cron ? `cron "${s.cron}"` : 'no schedule (backfill only)'}\n`,
         );
@@ -429,7 +431,9 @@ function addKindCommand(add: Command, kind: SourceKind): void {
 export function registerSourcesCommand(program: Command): void {
   const sources = program
     .command('sources')
-    .description('manage the sources to keep in sync: channels, playlists, videos, searches, websites, pages and media');
+    .description(
+      'manage the sources to keep in sync: channels, playlists, videos, searches, websites, pages and media',
+    );
 
   const add = sources
     .command('add')

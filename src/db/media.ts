@@ -185,7 +185,9 @@ export async function storeMediaTranscript(
   const text = typeof t.content === 'string' ? t.content : chunks.map((c) => c.text).join(' ');
   const empty = text.trim() === '';
   const state: MediaTranscriptState = empty ? 'empty' : 'stored';
-  const sha = createHash('sha256').update(JSON.stringify(t.content ?? null)).digest('hex');
+  const sha = createHash('sha256')
+    .update(JSON.stringify(t.content ?? null))
+    .digest('hex');
   const [old] = await tx<{ sha: string | null }[]>`
     select transcript_sha256 as sha from media where url = ${url} for update`;
   if (old === undefined) return state;
@@ -239,7 +241,12 @@ const json = (v: unknown): string | null => (v === null || v === undefined ? nul
 
 async function event(tx: Queryable, origin: MediaOrigin, type: 'media.added' | 'media.changed', data: object) {
   await recordEvents(tx, [
-    { type, data: { ...data, sourceId: origin.sourceId, jobId: origin.jobId }, sourceId: origin.sourceId, videoId: null },
+    {
+      type,
+      data: { ...data, sourceId: origin.sourceId, jobId: origin.jobId },
+      sourceId: origin.sourceId,
+      videoId: null,
+    },
   ]);
 }
 
@@ -311,7 +318,12 @@ export async function addBatchEstimate(tx: Queryable, jobId: string, credits: nu
  * A media URL the interface refused for itself (not found, private, not a media URL): kept as
  * `unavailable` with the reason, so that it is not bought again automatically.
  */
-export async function storeUnavailableMedia(tx: Queryable, origin: MediaOrigin, url: string, reason: string): Promise<void> {
+export async function storeUnavailableMedia(
+  tx: Queryable,
+  origin: MediaOrigin,
+  url: string,
+  reason: string,
+): Promise<void> {
   let platform: string = 'file';
   try {
     platform = mediaPlatformOf(new URL(url)) ?? 'file';

@@ -1089,7 +1089,10 @@ export const media = pgTable(
     /** the `media` object as delivered (a video's duration and thumbnail, an image's URL, a carousel's items) */
     mediaInfo: jsonb('media_info'),
     durationS: doublePrecision('duration_s'),
-    tags: text('tags').array().notNull().default(sql`'{}'::text[]`),
+    tags: text('tags')
+      .array()
+      .notNull()
+      .default(sql`'{}'::text[]`),
     /** `createdAt` as delivered: when the item was posted */
     postedAt: tstz('posted_at'),
     additionalData: jsonb('additional_data'),

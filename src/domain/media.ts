@@ -65,7 +65,16 @@ export function modeGenerates(mode: MediaMode): boolean {
  * `over-budget` (the source's minutes budget left it out), `retry` (a failure a later sync
  * retries within the cap).
  */
-export const MEDIA_TRANSCRIPT_STATES = ['none', 'pending', 'stored', 'empty', 'failed', 'expired', 'over-budget', 'retry'] as const;
+export const MEDIA_TRANSCRIPT_STATES = [
+  'none',
+  'pending',
+  'stored',
+  'empty',
+  'failed',
+  'expired',
+  'over-budget',
+  'retry',
+] as const;
 export type MediaTranscriptState = (typeof MEDIA_TRANSCRIPT_STATES)[number];
 
 /** States a later sync buys the transcript again from (within the retry cap). */

@@ -378,7 +378,12 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
         const u = new URL(url);
         const platform = socialPlatformOf(u);
         if (!platform) return undefined;
-        return socialMetadata(settings.seed, platform, u, deps.transcriptJobs.mediaDurationS(undefined, u.href, undefined));
+        return socialMetadata(
+          settings.seed,
+          platform,
+          u,
+          deps.transcriptJobs.mediaDurationS(undefined, u.href, undefined),
+        );
       },
       hasSpeech: (url) => hasSpeech(settings.seed, url),
     },

@@ -360,7 +360,8 @@ async function planDocumentsFirst(
   out: PlannedSourceSync,
 ): Promise<void> {
   const plan = await documents.plan(deps.sql, source, refresh);
-  if (plan.documents > 0) out.purchases.push({ kind: 'media', lang: null, videos: plan.documents, credits: plan.credits });
+  if (plan.documents > 0)
+    out.purchases.push({ kind: 'media', lang: null, videos: plan.documents, credits: plan.credits });
   if (plan.inFlight) out.inFlight.push({ kind: 'media', lang: null });
   out.known += plan.known;
   for (const u of plan.unknowns) out.unknowns.push(u);

@@ -267,7 +267,9 @@ async function readOne(
   const origin = { jobId, sourceId: source.id };
   if (isFile(url)) {
     await deps.sql.begin(async (tx) => {
-      await landItems(tx, jobId, [{ videoId: url, state: 'sunk', errorCode: null, payload: { url, platform: 'file' } }]);
+      await landItems(tx, jobId, [
+        { videoId: url, state: 'sunk', errorCode: null, payload: { url, platform: 'file' } },
+      ]);
       await storeMediaMetadata(tx, origin, mediaFileRow(url));
     });
     return 'stored';
@@ -390,7 +392,10 @@ async function buyTranscript(
       }
     });
     batch.counts.failed++;
-    log.warn({ event: 'media.transcript_failed', sourceId: source.id, url: f.url, code: e.code }, 'media transcript refused');
+    log.warn(
+      { event: 'media.transcript_failed', sourceId: source.id, url: f.url, code: e.code },
+      'media transcript refused',
+    );
     return 'failed';
   }
   if (answer.result.kind === 'job') {
@@ -422,7 +427,15 @@ async function buyTranscript(
   const t = answer.result.transcript;
   await sql.begin(async (tx) => {
     await landRecords(tx, batch.jobId, [
-      { ...toLandRecord({ videoId: `${f.url}${TRANSCRIPT_ITEM_SUFFIX}`, state: 'landed', errorCode: null, payload: answer.raw }), state: 'sunk' },
+      {
+        ...toLandRecord({
+          videoId: `${f.url}${TRANSCRIPT_ITEM_SUFFIX}`,
+          state: 'landed',
+          errorCode: null,
+          payload: answer.raw,
+        }),
+        state: 'sunk',
+      },
     ]);
     await storeMediaTranscript(tx, origin, f.url, { content: t.content, lang: t.lang ?? null, mode });
     // no job of its own: the sync's batch counts it for the budgets

@@ -295,7 +295,16 @@ async function landMediaJobResult(
     });
   });
   deps.log.info(
-    { event: 'poll.landed', mode: 'generate', kind: 'media', jobId, status, landed: stored ? 1 : 0, finished: 1, errorCode },
+    {
+      event: 'poll.landed',
+      mode: 'generate',
+      kind: 'media',
+      jobId,
+      status,
+      landed: stored ? 1 : 0,
+      finished: 1,
+      errorCode,
+    },
     'media transcript job polled',
   );
   const n = stored ? 1 : 0;

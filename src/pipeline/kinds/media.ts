@@ -16,7 +16,14 @@ import { tryParseVideoId } from '../../api/ids.ts';
 import { rememberedVideos } from '../../db/source-videos.ts';
 import { MEDIA_MODE_DEFAULT, MEDIA_MODES, mediaPlatformOf, modeGenerates } from '../../domain/media.ts';
 import { MEDIA_DOCUMENTS } from '../ingest/sync-media.ts';
-import { refuseOptions, SourceSpecError, videoIdBatches, type SourceAdapter, type SourceRef, type SourceSpec } from './adapter.ts';
+import {
+  refuseOptions,
+  SourceSpecError,
+  videoIdBatches,
+  type SourceAdapter,
+  type SourceRef,
+  type SourceSpec,
+} from './adapter.ts';
 
 /** How many bad references one error names. */
 const BAD_REFS_SHOWN = 5;
