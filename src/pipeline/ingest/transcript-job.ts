@@ -267,19 +267,8 @@ async function landMediaJobResult(
   const item = jobItem(url, status, result, answer);
   const stored = item.state === 'landed';
   await deps.sql.begin(async (tx) => {
-    await landItems(tx, jobId, [{ ...item, state: stored ? 'sunk' : item.state }]);
-    const origin = { jobId, sourceId: batch.sourceId };
-    if (stored) {
-      const t = answer as { content?: unknown; lang?: unknown };
-      await storeMediaTranscript(tx, origin, url, {
-        content: t.content,
-        lang: typeof t.lang === 'string' ? t.lang : null,
-        mode,
-      });
-    } else {
-      const why = item.reason ?? `job ${status}${item.errorCode ? ` (${item.errorCode})` : ''}`;
-      await setMediaTranscriptState(tx, url, item.state === 'retryable' ? 'retry' : 'failed', { reason: why });
-    }
+    // the batch row first, then its item: the order a sync records a new job in (the batch, then
+    // its item), so that the two never wait on each other's counter rows (batch, then item counts)
     await recordPollAnswer(tx, jobId, {
       status,
       upstreamStatus: result.status,
@@ -293,6 +282,19 @@ async function landMediaJobResult(
       completedAt: null,
       terminal: true,
     });
+    await landItems(tx, jobId, [{ ...item, state: stored ? 'sunk' : item.state }]);
+    const origin = { jobId, sourceId: batch.sourceId };
+    if (stored) {
+      const t = answer as { content?: unknown; lang?: unknown };
+      await storeMediaTranscript(tx, origin, url, {
+        content: t.content,
+        lang: typeof t.lang === 'string' ? t.lang : null,
+        mode,
+      });
+    } else {
+      const why = item.reason ?? `job ${status}${item.errorCode ? ` (${item.errorCode})` : ''}`;
+      await setMediaTranscriptState(tx, url, item.state === 'retryable' ? 'retry' : 'failed', { reason: why });
+    }
   });
   deps.log.info(
     {
@@ -401,13 +403,15 @@ async function notFound(
     'the generation was paid and is not requested again automatically';
   const { state, errorCode: itemCode } = EXPIRED_RESULT_OUTCOME;
   const marked = await sql.begin(async (tx) => {
-    const ids = await markUnfinishedFailed(tx, jobId, itemCode);
     if (batch.kind === 'media') {
-      // a media transcript is bought again by a later sync, within the retry cap (src/db/media.ts)
-      for (const url of ids) await setMediaTranscriptState(tx, url, 'expired', { reason });
+      // the batch row before its item (as landMediaJobResult); a media transcript is bought again
+      // by a later sync, within the retry cap (src/db/media.ts)
       await endBatchLocally(tx, jobId, { status: 'expired', errorCode, reason });
-      return ids;
+      const urls = await markUnfinishedFailed(tx, jobId, itemCode);
+      for (const url of urls) await setMediaTranscriptState(tx, url, 'expired', { reason });
+      return urls;
     }
+    const ids = await markUnfinishedFailed(tx, jobId, itemCode);
     await recordOutcomes(
       tx,
       { jobId, kind: batch.kind, lang: batch.lang },
