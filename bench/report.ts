@@ -7,6 +7,7 @@ import type { NaiveFigures } from './naive.ts';
 import type { ProbeFigures } from './probe.ts';
 import type { WebhookFigures } from './webhooks.ts';
 import type { CrawlFigures } from './crawl.ts';
+import type { MediaFigures } from './media.ts';
 import { TARGETS } from './settings.ts';
 import type { WorkloadFigures } from './workload.ts';
 
@@ -30,6 +31,8 @@ export interface Results {
   overlap: WorkloadFigures & { cold: ColdCost };
   /** a website's 5 000-page crawl (bench/crawl.ts) */
   crawl: CrawlFigures;
+  /** a list of 1 000 media URLs (bench/media.ts) */
+  media: MediaFigures;
   /** webhook delivery throughput (bench/webhooks.ts) */
   webhooks: WebhookFigures;
   ratios: Record<string, number>;
@@ -82,7 +85,7 @@ export function computeRatios(r: Pick<Results, 'naive' | 'w1' | 'ceiling'>): Rec
 const pct = (x: number | undefined) => (x === undefined ? 'n/a' : `${round(x * 100, 1)}%`);
 
 export function judgeTargets(
-  r: Pick<Results, 'naive' | 'w1' | 'ceiling' | 'w2' | 'w3' | 'w3Unchanged' | 'overlap' | 'crawl'>,
+  r: Pick<Results, 'naive' | 'w1' | 'ceiling' | 'w2' | 'w3' | 'w3Unchanged' | 'overlap' | 'crawl' | 'media'>,
   ratios: Record<string, number>,
   w3Bound: { listings: number; batchCredits: number },
 ): Target[] {
@@ -120,6 +123,21 @@ export function judgeTargets(
       `${r.crawl.stored}/${r.crawl.pages} pages stored (${r.crawl.quarantined} kept raw with the reason), ${r.crawl.addedEvents} page.added, ${r.crawl.credits} credits (estimate ${r.crawl.estimate}), ` +
       `${r.crawl.pagesPerS} pages/s, land lag ${r.crawl.landingS} s; ` +
       crawlRss.map(([p, mb]) => `${p} ${fmt(mb, 0)} MB`).join(', '),
+  });
+  const mediaRss = Object.entries(r.media.workload.peakRssMb);
+  t.push({
+    name: `media: every item stored once with its transcript, billed the published prices, peak RSS <= ${TARGETS.peakRssMb} MB per process`,
+    met:
+      r.media.workload.ok &&
+      r.media.stored === r.media.items &&
+      r.media.addedEvents === r.media.items &&
+      r.media.transcripts === r.media.videos &&
+      r.media.credits === r.media.expectedCredits &&
+      mediaRss.every(([, mb]) => mb > 0 && mb <= TARGETS.peakRssMb),
+    detail:
+      `${r.media.stored}/${r.media.items} items stored, ${r.media.transcripts}/${r.media.videos} transcripts, ${r.media.credits} credits (prices ${r.media.expectedCredits}), ` +
+      `${r.media.itemsPerS} items/s, land lag ${r.media.landLagS} s; ` +
+      mediaRss.map(([p, mb]) => `${p} ${fmt(mb, 0)} MB`).join(', '),
   });
   t.push({
     name: 'W2 no loss',

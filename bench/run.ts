@@ -12,6 +12,7 @@
  *   W2        one channel of 5000 videos: one 5000-item batch per kind
  *   overlap   a channel and two of its playlists, cold: what overlapping sources cost
  *   crawl     a website whose crawl finds 5 000 pages: pages/s landed, land lag, RSS (bench/crawl.ts)
+ *   media     a list of 1 000 media URLs on 4 platforms: items/s, land lag, RSS (bench/media.ts)
  *   webhooks  a `daemon --role webhooks` delivering events to a local receiver (bench/webhooks.ts)
  *
  * Each workload is the real CLI: a `daemon --role poller,sink` process already running and a
@@ -29,6 +30,7 @@ import { parseArgs } from 'node:util';
 import { registerSource } from '../src/pipeline/commands/sources.ts';
 import { loadFinalRows, runCeiling } from './ceiling.ts';
 import { renderCrawl, runCrawlWorkload } from './crawl.ts';
+import { renderMedia, runMediaWorkload } from './media.ts';
 import { runNaive } from './naive.ts';
 import { probeSimulator } from './probe.ts';
 import { killRunning, REPO_ROOT, shebangNodeArgs } from './procs.ts';
@@ -342,6 +344,11 @@ async function main(): Promise<void> {
     const crawl = await runCrawlWorkload(env, crawlPages);
     say(renderCrawl(crawl).trim());
 
+    const mediaItems = Math.max(100, Math.round(1000 * factor));
+    say(`media: a list of ${mediaItems} media URLs...`);
+    const media = await runMediaWorkload(env, mediaItems);
+    say(renderMedia(media).trim());
+
     const webhookEvents = Math.max(500, Math.round(WEBHOOK_BENCH_EVENTS * factor));
     say(`webhooks: ${webhookEvents} events delivered by a daemon to a local receiver...`);
     const webhooks = await measureWebhookDelivery({
@@ -357,7 +364,7 @@ async function main(): Promise<void> {
       // one metadata and one transcript batch per channel, each 1 + its new videos
       batchCredits: scale.w1Channels * 2 * (1 + scale.w3NewPerChannel),
     };
-    const targets = judgeTargets({ naive, w1, ceiling, w2, w3, w3Unchanged, overlap, crawl }, ratios, w3Bound);
+    const targets = judgeTargets({ naive, w1, ceiling, w2, w3, w3Unchanged, overlap, crawl, media }, ratios, w3Bound);
     const results: Results = {
       startedAt: new Date(started).toISOString(),
       machine: { ...mach, loadAvgAtEnd: loadavg().map((x) => Math.round(x * 100) / 100) },
@@ -371,6 +378,7 @@ async function main(): Promise<void> {
       w2,
       overlap,
       crawl,
+      media,
       webhooks,
       ratios,
       targets,
@@ -395,10 +403,11 @@ async function main(): Promise<void> {
     );
     out.push(renderTargets(targets));
     out.push(`\n${renderCrawl(crawl)}`);
+    out.push(renderMedia(media));
     out.push(`${renderWebhookDelivery(webhooks)}`);
     out.push(`\nFigures written to ${outPath} (total ${results.totalS} s)\n`);
     process.stdout.write(out.join(''));
-    const failed = [w1, w2, w3, w3Unchanged, overlap, crawl.workload].filter((w) => !w.ok);
+    const failed = [w1, w2, w3, w3Unchanged, overlap, crawl.workload, media.workload].filter((w) => !w.ok);
     if (failed.length > 0) {
       for (const f of failed) say(`${f.name} did not finish cleanly:\n${f.problems ?? ''}`);
       process.exitCode = 1;

@@ -63,6 +63,7 @@ const LANE_SECONDS = {
   '30-postgres-read-only': 63,
   '31-rolling-upgrade': 50,
   '32-web-crawls': 20,
+  '33-media-jobs': 15,
   // measured alone on the quiet 2-core machine (25 s); a lane's share runs slower
   '34-translation-budget': 30,
 };

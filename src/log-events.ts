@@ -112,6 +112,11 @@ export const LOG_EVENTS = [
   'pages.stored',
   /** a page of a `pages` source could not be read (warn): `sourceId`, `url`, `code` */
   'page.scrape_failed',
+  // media of other platforms (src/pipeline/ingest/sync-media.ts; their transcript jobs' polls log `poll.landed` with `kind: 'media'`)
+  /** a media item's metadata could not be read (warn): `sourceId`, `url`, `code` */
+  'media.metadata_failed',
+  /** a media item's transcript was refused (warn): `sourceId`, `url`, `code` */
+  'media.transcript_failed',
   /** the credit reading after a batch or a backfill failed: `jobId` or nothing, `err` or `reason` */
   'credits.read_failed',
   /** a credit reservation expired before its holder sent every request (stalled past its TTL); the rest is not sent: `sourceId`, `sent`, `planned` */

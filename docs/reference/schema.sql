@@ -717,7 +717,7 @@ CREATE TABLE public.batch_submissions (
     detail text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT batch_submissions_kind_ck CHECK ((kind = ANY (ARRAY['video'::text, 'transcript'::text, 'page'::text]))),
+    CONSTRAINT batch_submissions_kind_ck CHECK ((kind = ANY (ARRAY['video'::text, 'transcript'::text, 'page'::text, 'media'::text]))),
     CONSTRAINT batch_submissions_state_ck CHECK ((state = ANY (ARRAY['sending'::text, 'submitted'::text, 'failed'::text, 'unknown'::text, 'not-created'::text, 'lost'::text, 'released'::text])))
 );
 
@@ -760,9 +760,9 @@ CREATE TABLE public.batches (
     reason text,
     not_found_since timestamp with time zone,
     mode text DEFAULT 'batch'::text NOT NULL,
-    CONSTRAINT batches_kind_ck CHECK ((kind = ANY (ARRAY['video'::text, 'transcript'::text, 'page'::text]))),
+    CONSTRAINT batches_kind_ck CHECK ((kind = ANY (ARRAY['video'::text, 'transcript'::text, 'page'::text, 'media'::text]))),
     CONSTRAINT batches_lang_ck CHECK (((kind = 'transcript'::text) OR (lang IS NULL))),
-    CONSTRAINT batches_mode_ck CHECK (((mode = ANY (ARRAY['batch'::text, 'generate'::text, 'crawl'::text, 'scrape'::text])) AND ((mode = 'batch'::text) OR ((mode = 'generate'::text) AND (kind = 'transcript'::text)) OR ((mode = ANY (ARRAY['crawl'::text, 'scrape'::text])) AND (kind = 'page'::text))))),
+    CONSTRAINT batches_mode_ck CHECK (((mode = ANY (ARRAY['batch'::text, 'generate'::text, 'crawl'::text, 'scrape'::text, 'media'::text])) AND ((mode = 'batch'::text) OR ((mode = 'generate'::text) AND (kind = 'transcript'::text)) OR ((mode = 'generate'::text) AND (kind = 'media'::text)) OR ((mode = ANY (ARRAY['crawl'::text, 'scrape'::text])) AND (kind = 'page'::text)) OR ((mode = 'media'::text) AND (kind = 'media'::text))))),
     CONSTRAINT batches_status_ck CHECK ((status = ANY (ARRAY['submitted'::text, 'queued'::text, 'active'::text, 'completed'::text, 'failed'::text, 'expired'::text])))
 );
 
@@ -897,7 +897,7 @@ CREATE TABLE public.events (
     data jsonb NOT NULL,
     source_id integer,
     video_id text,
-    CONSTRAINT events_type_ck CHECK ((type = ANY (ARRAY['video.added'::text, 'video.changed'::text, 'video.gone'::text, 'video.returned'::text, 'transcript.added'::text, 'transcript.changed'::text, 'translation.refused'::text, 'page.added'::text, 'page.changed'::text, 'page.gone'::text, 'page.returned'::text, 'batch.completed'::text, 'batch.expired'::text, 'source.synced'::text, 'source.failed'::text, 'account.hold'::text, 'account.hold_lifted'::text])))
+    CONSTRAINT events_type_ck CHECK ((type = ANY (ARRAY['video.added'::text, 'video.changed'::text, 'video.gone'::text, 'video.returned'::text, 'transcript.added'::text, 'transcript.changed'::text, 'translation.refused'::text, 'page.added'::text, 'page.changed'::text, 'page.gone'::text, 'page.returned'::text, 'media.added'::text, 'media.changed'::text, 'batch.completed'::text, 'batch.expired'::text, 'source.synced'::text, 'source.failed'::text, 'account.hold'::text, 'account.hold_lifted'::text])))
 );
 
 -- Name: events_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -932,6 +932,56 @@ CREATE TABLE public.item_counts (
     reason_code text DEFAULT ''::text NOT NULL,
     n bigint NOT NULL,
     pending boolean DEFAULT false NOT NULL
+);
+
+-- Name: media; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.media (
+    url text NOT NULL,
+    platform text NOT NULL,
+    type text NOT NULL,
+    media_id text,
+    title text,
+    description text,
+    author_username text,
+    author_display_name text,
+    author jsonb,
+    views bigint,
+    likes bigint,
+    comments bigint,
+    shares bigint,
+    media_info jsonb,
+    duration_s double precision,
+    tags text[] DEFAULT '{}'::text[] NOT NULL,
+    posted_at timestamp with time zone,
+    additional_data jsonb,
+    metadata_sha256 text NOT NULL,
+    transcript_state text NOT NULL,
+    transcript_mode text,
+    transcript_lang text,
+    transcript_content jsonb,
+    transcript_text text,
+    transcript_sha256 text,
+    transcript_attempts integer DEFAULT 0 NOT NULL,
+    transcript_job_id text,
+    transcript_reason text,
+    transcript_at timestamp with time zone,
+    first_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    job_id text,
+    source_id integer,
+    CONSTRAINT media_transcript_state_ck CHECK ((transcript_state = ANY (ARRAY['none'::text, 'pending'::text, 'stored'::text, 'empty'::text, 'failed'::text, 'expired'::text, 'over-budget'::text, 'retry'::text])))
+);
+
+-- Name: media_segments; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.media_segments (
+    url text NOT NULL,
+    n integer NOT NULL,
+    offset_ms bigint,
+    text text NOT NULL,
+    tsv tsvector NOT NULL
 );
 
 -- Name: page_counts; Type: TABLE; Schema: public; Owner: -
@@ -1042,6 +1092,14 @@ CREATE TABLE public.search_index_queue (
     queued_at timestamp with time zone DEFAULT now() NOT NULL
 );
 
+-- Name: source_media; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.source_media (
+    source_id integer NOT NULL,
+    url text NOT NULL,
+    first_seen_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
 -- Name: source_pages; Type: TABLE; Schema: public; Owner: -
 
 CREATE TABLE public.source_pages (
@@ -1107,12 +1165,14 @@ CREATE TABLE public.sources (
     refresh_after_ms bigint,
     translate_langs text[] DEFAULT '{}'::text[] NOT NULL,
     max_translate_minutes integer,
+    media_mode text,
     CONSTRAINT sources_include_ck CHECK ((include <@ ARRAY['shorts'::text, 'live'::text])),
-    CONSTRAINT sources_kind_ck CHECK ((kind = ANY (ARRAY['playlist'::text, 'channel'::text, 'videos'::text, 'search'::text, 'website'::text, 'pages'::text]))),
+    CONSTRAINT sources_kind_ck CHECK ((kind = ANY (ARRAY['playlist'::text, 'channel'::text, 'videos'::text, 'search'::text, 'website'::text, 'pages'::text, 'media'::text]))),
     CONSTRAINT sources_max_credits_per_day_ck CHECK (((max_credits_per_day IS NULL) OR (max_credits_per_day >= 1))),
     CONSTRAINT sources_max_generate_minutes_ck CHECK (((max_generate_minutes IS NULL) OR (max_generate_minutes >= 1))),
     CONSTRAINT sources_max_translate_minutes_ck CHECK (((max_translate_minutes IS NULL) OR (max_translate_minutes >= 1))),
     CONSTRAINT sources_max_videos_ck CHECK ((max_videos >= 1)),
+    CONSTRAINT sources_media_mode_ck CHECK (((media_mode IS NULL) OR (media_mode = ANY (ARRAY['native'::text, 'auto'::text, 'generate'::text])))),
     CONSTRAINT sources_translate_budget_ck CHECK (((cardinality(translate_langs) = 0) OR (max_translate_minutes IS NOT NULL)))
 );
 
@@ -1380,7 +1440,7 @@ CREATE TABLE public.video_sync (
     submission_id bigint,
     text_only boolean DEFAULT false NOT NULL,
     delivered_lang text,
-    CONSTRAINT video_sync_kind_ck CHECK ((kind = ANY (ARRAY['video'::text, 'transcript'::text, 'page'::text])))
+    CONSTRAINT video_sync_kind_ck CHECK ((kind = ANY (ARRAY['video'::text, 'transcript'::text, 'page'::text, 'media'::text])))
 );
 
 -- Name: videos; Type: TABLE; Schema: public; Owner: -
@@ -1575,6 +1635,16 @@ ALTER TABLE ONLY public.export_cursors
 ALTER TABLE ONLY public.item_counts
     ADD CONSTRAINT item_counts_shard_state_error_code_reason_code_pending_pk PRIMARY KEY (shard, state, error_code, reason_code, pending);
 
+-- Name: media media_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.media
+    ADD CONSTRAINT media_pkey PRIMARY KEY (url);
+
+-- Name: media_segments media_segments_url_n_pk; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.media_segments
+    ADD CONSTRAINT media_segments_url_n_pk PRIMARY KEY (url, n);
+
 -- Name: page_counts page_counts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 
 ALTER TABLE ONLY public.page_counts
@@ -1614,6 +1684,11 @@ ALTER TABLE ONLY public.schema_compat
 
 ALTER TABLE ONLY public.search_index_queue
     ADD CONSTRAINT search_index_queue_video_id_lang_pk PRIMARY KEY (video_id, lang);
+
+-- Name: source_media source_media_source_id_url_pk; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.source_media
+    ADD CONSTRAINT source_media_source_id_url_pk PRIMARY KEY (source_id, url);
 
 -- Name: source_pages source_pages_source_id_url_pk; Type: CONSTRAINT; Schema: public; Owner: -
 
@@ -1789,6 +1864,14 @@ CREATE INDEX events_type_id_idx ON public.events USING btree (type, id);
 
 CREATE INDEX events_video_id_idx ON public.events USING btree (video_id, id) WHERE (video_id IS NOT NULL);
 
+-- Name: media_segments_tsv_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX media_segments_tsv_idx ON public.media_segments USING gin (tsv);
+
+-- Name: media_updated_at_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX media_updated_at_idx ON public.media USING btree (updated_at);
+
 -- Name: page_sections_tsv_idx; Type: INDEX; Schema: public; Owner: -
 
 CREATE INDEX page_sections_tsv_idx ON public.page_sections USING gin (tsv);
@@ -1808,6 +1891,10 @@ CREATE INDEX schema_compat_created_at_idx ON public.schema_compat USING btree (c
 -- Name: search_index_queue_queued_at_idx; Type: INDEX; Schema: public; Owner: -
 
 CREATE INDEX search_index_queue_queued_at_idx ON public.search_index_queue USING btree (queued_at);
+
+-- Name: source_media_url_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX source_media_url_idx ON public.source_media USING btree (url);
 
 -- Name: source_pages_url_idx; Type: INDEX; Schema: public; Owner: -
 
@@ -2100,6 +2187,11 @@ ALTER TABLE ONLY public.credit_reservations
 
 ALTER TABLE ONLY public.credit_snapshots
     ADD CONSTRAINT credit_snapshots_source_id_sources_id_fk FOREIGN KEY (source_id) REFERENCES public.sources(id) ON DELETE SET NULL;
+
+-- Name: source_media source_media_source_id_sources_id_fk; Type: FK CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.source_media
+    ADD CONSTRAINT source_media_source_id_sources_id_fk FOREIGN KEY (source_id) REFERENCES public.sources(id) ON DELETE CASCADE;
 
 -- Name: source_pages source_pages_source_id_sources_id_fk; Type: FK CONSTRAINT; Schema: public; Owner: -
 

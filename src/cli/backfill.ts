@@ -76,7 +76,9 @@ export function renderBackfillReport(r: BackfillReport): string {
         (s.jobIds.length
           ? s.kind !== undefined && isPageSourceKind(s.kind)
             ? `, ${s.kind === 'website' ? 'a crawl' : `${s.submitted} page(s) read`}, ~${s.creditsEstimated} credits`
-            : `, ${s.submitted} video(s) submitted in ${s.jobIds.length} batch(es), ~${s.creditsEstimated} credits`
+            : s.kind === 'media'
+              ? `, ${s.submitted} media item(s) and video(s) bought in ${s.jobIds.length} job(s), ~${s.creditsEstimated} credits`
+              : `, ${s.submitted} video(s) submitted in ${s.jobIds.length} batch(es), ~${s.creditsEstimated} credits`
           : '') +
         (s.translated ? `, ${plural(s.translated, 'translation')} stored` : '') +
         (s.creditsBilled !== undefined ? `; billed ${plural(s.creditsBilled, 'credit')}` : '') +
@@ -172,7 +174,9 @@ export function renderBackfillPlan(plan: BackfillPlan): string {
         ? 'metadata'
         : w.kind === 'page'
           ? 'its crawl'
-          : `transcript ${w.lang ?? '(default language)'}`,
+          : w.kind === 'media'
+            ? 'a media transcript job'
+            : `transcript ${w.lang ?? '(default language)'}`,
     );
     if (busy.length > 0) out.push(`${what}: ${busy.join(', ')} still in flight: not submitted again until it ends\n`);
     else if (s.purchases.length === 0)

@@ -112,7 +112,7 @@ export function registerExportCommand(program: Command): void {
     )
     .option(
       '--kind <kind>',
-      'video (transcript records) or page (web page records); default: both in JSONL (videos, then pages), video in CSV and Parquet (one kind per file); srt, vtt: video only',
+      'video (transcript records), page (web page records) or media (media of other platforms, with their transcripts); default: all in JSONL (videos, pages, then media), video in CSV and Parquet (one kind per file); srt, vtt: video only',
       kindArg,
     )
     .option('--source <id>', 'only what this source holds (videos it listed, pages it found)', intArg(1, 2_147_483_647))
@@ -139,7 +139,10 @@ export function registerExportCommand(program: Command): void {
         'view_count, like_count, transcript_languages, lang, text, content_sha256, batch (the job that delivered it),\n' +
         'delivered_at, origin (captions, generated or translation), translated_from (a translation: the language of\n' +
         'the transcript it was translated from); timestamps UTC. A page: url, name, description, og_url, content (Markdown), count_characters,\n' +
-        'content_sha256, batch, first_seen_at, last_seen_at, updated_at, gone_at (JSONL: "kind":"page" first).\n' +
+        'content_sha256, batch, first_seen_at, last_seen_at, updated_at, gone_at (JSONL: "kind":"page" first). A media item:\n' +
+        'url, platform, type, media_id, title, description, author_username, author_display_name, views, likes,\n' +
+        'comments, shares, duration_s, tags, media, posted_at, transcript_state (none, stored, empty: no speech, ...),\n' +
+        'transcript_mode, lang, text, content_sha256, batch, first_seen_at, updated_at (JSONL: "kind":"media" first).\n' +
         'CSV: a null is an empty field, a string is always quoted, arrays are JSON.\n' +
         "CSV: a cell starting with =, +, -, @, a tab or a carriage return gets a leading ' so that a spreadsheet\n" +
         'shows it as text instead of running it as a formula (CSV injection); --csv-raw-formulas keeps it as stored.\n' +
@@ -163,14 +166,21 @@ export function registerExportCommand(program: Command): void {
           `--cursor ${o.cursor} and --since ${o.since} cannot be combined: a cursor writes what changed since its last run, --since what changed since a time; give one`,
         );
       }
-      if (o.kind === 'page' && (o.lang !== undefined || o.chunks || isSubtitleFormat(o.format))) {
+      if (
+        (o.kind === 'page' || o.kind === 'media') &&
+        (o.lang !== undefined || o.chunks || isSubtitleFormat(o.format))
+      ) {
         throw new UsageError(
-          `${isSubtitleFormat(o.format) ? `--format ${o.format}` : `--${o.lang !== undefined ? 'lang' : 'chunks'}`} applies to video records, not to --kind page`,
+          `${isSubtitleFormat(o.format) ? `--format ${o.format}` : `--${o.lang !== undefined ? 'lang' : 'chunks'}`} applies to video records, not to --kind ${o.kind}`,
         );
       }
       if (isSubtitleFormat(o.format)) return exportSubtitles({ ...o, format: o.format });
       const kinds: ExportKind[] =
-        o.kind !== undefined ? [o.kind] : o.format === 'jsonl' && o.lang === undefined ? ['video', 'page'] : ['video'];
+        o.kind !== undefined
+          ? [o.kind]
+          : o.format === 'jsonl' && o.lang === undefined
+            ? ['video', 'page', 'media']
+            : ['video'];
       const ctx = createContext();
       // stdout has no temporary file to remove: the default action is right there
       const signals = o.out === '-' ? undefined : onInterrupt(o.out);

@@ -55,7 +55,7 @@ export const COMMANDS = {
     load: async () => (await import('./migrate.ts')).registerMigrateCommand,
   },
   sources: {
-    summary: 'manage the sources to keep in sync: channels, playlists, videos, searches, websites and pages',
+    summary: 'manage the sources to keep in sync: channels, playlists, videos, searches, websites, pages and media',
     load: async () => (await import('./sources.ts')).registerSourcesCommand,
   },
   daemon: {

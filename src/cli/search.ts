@@ -5,7 +5,7 @@
  * with none (as grep does: a script can test for a match without parsing), 2 on bad input.
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import type { PageSearchHit, SearchHit } from '../db/search.ts';
+import type { MediaSearchHit, PageSearchHit, SearchHit } from '../db/search.ts';
 import { sectionLink } from '../domain/pages.ts';
 import {
   fillVideoUrl,
@@ -73,6 +73,23 @@ export function pageHitJson(h: PageSearchHit): string {
   });
 }
 
+/** A media hit as a JSON line: its URL, platform and the moment the words are said. */
+export function mediaHitJson(h: MediaSearchHit): string {
+  return terminalJson({
+    kind: 'media',
+    url: h.url,
+    platform: h.platform,
+    type: h.type,
+    title: h.title,
+    author: h.author,
+    moment: h.seconds === null ? null : formatMoment(h.seconds),
+    seconds: h.seconds === null ? null : Math.floor(h.seconds),
+    snippet: markSnippet(h.snippet, '«', '»'),
+    snippet_plain: markSnippet(h.snippet, '', ''),
+    rank: h.rank,
+  });
+}
+
 const BOLD = '\x1b[1m';
 const RESET = '\x1b[0m';
 
@@ -107,18 +124,30 @@ function pageHitBlock(h: PageSearchHit, tty: boolean): string {
   );
 }
 
-type Hit = { kind: 'video'; hit: SearchHit } | { kind: 'page'; hit: PageSearchHit };
+function mediaHitBlock(h: MediaSearchHit, tty: boolean): string {
+  const [open, close] = tty ? [BOLD, RESET] : ['«', '»'];
+  const snippet = snippetParts(h.snippet)
+    .map((p) => (p.marked ? `${open}${terminalSafe(p.text)}${close}` : terminalSafe(p.text)))
+    .join('');
+  const moment = h.seconds === null ? 'title' : formatMoment(h.seconds);
+  const head = `${terminalSafe(h.url)} ${moment} [${terminalSafe(h.platform)}]  ${terminalSafe(h.title ?? '(no title)')}${h.author ? ` · ${terminalSafe(h.author)}` : ''}`;
+  return [head, `  ${snippet.replace(/\s+/g, ' ').trim()}`].join('\n') + '\n';
+}
 
-const SEARCH_KINDS = ['video', 'page'] as const;
+type Hit =
+  { kind: 'video'; hit: SearchHit } | { kind: 'page'; hit: PageSearchHit } | { kind: 'media'; hit: MediaSearchHit };
 
-function kindArg(value: string): 'video' | 'page' {
+const SEARCH_KINDS = ['video', 'page', 'media'] as const;
+type SearchKind = (typeof SEARCH_KINDS)[number];
+
+function kindArg(value: string): SearchKind {
   if (!(SEARCH_KINDS as readonly string[]).includes(value))
-    throw new InvalidArgumentError(`"${value}" is not a kind of document (expected ${SEARCH_KINDS.join(' or ')}).`);
-  return value as 'video' | 'page';
+    throw new InvalidArgumentError(`"${value}" is not a kind of document (expected ${SEARCH_KINDS.join(', ')}).`);
+  return value as SearchKind;
 }
 
 interface SearchOptions {
-  kind?: 'video' | 'page';
+  kind?: SearchKind;
   source?: number;
   lang?: string;
   channel?: string;
@@ -136,36 +165,39 @@ export function registerSearchCommand(program: Command): void {
     .option('--channel <id>', 'only videos of this channel', channelArg)
     .option(
       '--kind <kind>',
-      'only videos (transcripts) or only web pages; default both (videos only with --lang or --channel)',
+      'only videos (transcripts), only web pages or only media of other platforms; default all (videos only with --lang or --channel)',
       kindArg,
     )
     .option('--limit <n>', 'most hits printed', intArg(1, SEARCH_HITS_MAX), SEARCH_HITS_DEFAULT)
     .option(
       '--json',
-      'one JSON object a line: {"video_id","title","channel_id","channel_name","lang","origin","translated_from","moment","seconds","snippet","snippet_plain","rank"} and "url" when VIDEO_URL_TEMPLATE is set; a page: {"kind":"page","url","name","section","headings","link","snippet","snippet_plain","rank"}',
+      'one JSON object a line: {"video_id","title","channel_id","channel_name","lang","origin","translated_from","moment","seconds","snippet","snippet_plain","rank"} and "url" when VIDEO_URL_TEMPLATE is set; a page: {"kind":"page","url","name","section","headings","link","snippet","snippet_plain","rank"}; a media item: {"kind":"media","url","platform","type","title","author","moment","seconds","snippet","snippet_plain","rank"}',
       false,
     )
     .addHelpText(
       'after',
       '\nThe best hits first, one per moment of a video: the moment (h:mm:ss) is where the first chunk holding\n' +
-        'the words starts; a page hit names its URL, the section (headings) it is under and a link to it.\n' +
+        'the words starts; a page hit names its URL, the section (headings) it is under and a link to it; a media\n' +
+        'hit names its URL, its platform and the moment (or "title" for a hit in its title or description).\n' +
         'Snippets mark the words as «…» (bold on a terminal). VIDEO_URL_TEMPLATE\n' +
         '(e.g. https://videos.example/watch?v={id}&t={seconds}) adds a link to each hit.\n' +
         'Exit status: 0 when something was found, 1 when nothing was (as grep), 2 on bad input.\n',
     )
     .action(async (words: string, o: SearchOptions) => {
       const ctx = createContext();
-      const { searchTranscripts, searchPages } = await import('../db/search.ts');
-      if (o.kind === 'page' && (o.lang !== undefined || o.channel !== undefined)) {
+      const { searchTranscripts, searchPages, searchMedia } = await import('../db/search.ts');
+      if ((o.kind === 'page' || o.kind === 'media') && (o.lang !== undefined || o.channel !== undefined)) {
         process.stderr.write(
-          `error: --${o.lang !== undefined ? 'lang' : 'channel'} applies to videos, not to --kind page\n`,
+          `error: --${o.lang !== undefined ? 'lang' : 'channel'} applies to videos, not to --kind ${o.kind}\n`,
         );
         process.exitCode = 2;
         await ctx.close();
         return;
       }
-      const videos = o.kind !== 'page';
-      const pages = o.kind === 'page' || (o.kind === undefined && o.lang === undefined && o.channel === undefined);
+      const all = o.kind === undefined && o.lang === undefined && o.channel === undefined;
+      const videos = o.kind === undefined || o.kind === 'video';
+      const pages = o.kind === 'page' || all;
+      const media = o.kind === 'media' || all;
       const { drainSearchIndexShowingProgress } = await import('./progress.ts');
       const template = ctx.config.videoUrlTemplate;
       try {
@@ -186,6 +218,10 @@ export function registerSearchCommand(program: Command): void {
           const p = await searchPages(ctx.db().sql, { query: words, sourceId: o.source, limit: o.limit });
           for (const hit of p) found.push({ kind: 'page', hit });
         }
+        if (media) {
+          const m = await searchMedia(ctx.db().sql, { query: words, sourceId: o.source, limit: o.limit });
+          for (const hit of m) found.push({ kind: 'media', hit });
+        }
         // both ranked by ts_rank_cd: merged best first, stable within a kind
         const hits = found.sort((a, b) => b.hit.rank - a.hit.rank).slice(0, o.limit);
         if (hits.length === 0) {
@@ -198,13 +234,17 @@ export function registerSearchCommand(program: Command): void {
         process.stdout.write(
           hits
             .map((h) =>
-              h.kind === 'page'
+              h.kind === 'media'
                 ? o.json
-                  ? `${pageHitJson(h.hit)}\n`
-                  : pageHitBlock(h.hit, tty)
-                : o.json
-                  ? `${searchHitJson(h.hit, template)}\n`
-                  : hitBlock(h.hit, template, tty),
+                  ? `${mediaHitJson(h.hit)}\n`
+                  : mediaHitBlock(h.hit, tty)
+                : h.kind === 'page'
+                  ? o.json
+                    ? `${pageHitJson(h.hit)}\n`
+                    : pageHitBlock(h.hit, tty)
+                  : o.json
+                    ? `${searchHitJson(h.hit, template)}\n`
+                    : hitBlock(h.hit, template, tty),
             )
             .join(''),
         );

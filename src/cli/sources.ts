@@ -10,6 +10,7 @@ import { LIMIT_MAX } from '../api/schemas.ts';
 import type { Source } from '../db/schema.ts';
 import type { SourceMatch, SourceSettings } from '../db/sources.ts';
 import { REFRESH_MIN_MS } from '../domain/attempts.ts';
+import { MEDIA_MODE_DEFAULT, MEDIA_MODES, type MediaMode } from '../domain/media.ts';
 import { isPageSourceKind, WEBSITE_LIMIT_DEFAULT, WEBSITE_LIMIT_MAX } from '../domain/pages.ts';
 import { checkCronSyntax, checkSourceCron, CronError, type CronPlan } from '../domain/cron.ts';
 import {
@@ -248,6 +249,25 @@ const KIND_CLI: Record<SourceKind, KindCli> = {
     },
     size: (s) => `${s.maxVideos} pages`,
   },
+  media: {
+    describe:
+      'media by URL (arguments, or --file with one per line): the video platform, TikTok, Instagram, X/Twitter, Facebook or a media file; ' +
+      'each item: its metadata (1 credit), then for a video its transcript in --mode (native: 1 credit; auto, generate: 2 credits per started minute)',
+    argument: '[url...]',
+    argumentHelp: 'media URLs (or use --file)',
+    options: (cmd) => {
+      cmd.option('--file <path>', 'read media URLs from a file, one per line (`-`: standard input)');
+      cmd.addOption(
+        new Option(
+          '--mode <mode>',
+          'the transcript to buy: native (captions only), auto (captions, else generated) or generate (always generated); auto and generate need --max-generate-minutes',
+        )
+          .choices(MEDIA_MODES)
+          .default(MEDIA_MODE_DEFAULT),
+      );
+    },
+    size: (s) => `${s.maxVideos} media, transcripts ${s.mediaMode ?? MEDIA_MODE_DEFAULT}`,
+  },
 };
 
 /** One reference per non-empty line (`#` starts a comment), each named by its line for errors. */
@@ -284,6 +304,7 @@ interface AddOptions {
   file?: string;
   generateMissing: boolean;
   maxGenerateMinutes?: number;
+  mode?: MediaMode;
   maxCreditsPerDay?: number;
   refresh?: number;
   translate?: string[];
@@ -314,7 +335,7 @@ function addKindCommand(add: Command, kind: SourceKind): void {
     )
     .option(
       '--max-generate-minutes <n>',
-      'the most media minutes this source may have generated, ever (needs --generate-missing)',
+      'the most media minutes this source may have generated, ever (needs --generate-missing, or --mode auto|generate of a media source)',
       intArg(1, 10_000_000),
     )
     .option(
@@ -356,6 +377,7 @@ function addKindCommand(add: Command, kind: SourceKind): void {
         filters,
         generateMissing: o.generateMissing,
         maxGenerateMinutes: o.maxGenerateMinutes ?? null,
+        ...(o.mode !== undefined ? { mediaMode: o.mode } : {}),
         ...(origin !== undefined ? { origin } : {}),
       };
       const [{ parseSource, registerSource }, { deleteSource, updateSourceSettings, getSource }, { waitForRedis }] =
@@ -391,11 +413,14 @@ function addKindCommand(add: Command, kind: SourceKind): void {
         if (s.cron) await refreshSchedulers(ctx);
         const extras = [
           s.include.length > 0 ? `including ${s.include.join(',')}` : '',
-          s.generateMissing
+          s.generateMissing && s.kind !== 'media'
             ? `generating missing transcripts${s.maxGenerateMinutes !== null ? ` (at most ${s.maxGenerateMinutes} min)` : ''}`
             : '',
           s.translateLangs.length > 0
             ? `translating into ${s.translateLangs.join(',')} (at most ${s.maxTranslateMinutes} min)`
+            : '',
+          s.kind === 'media' && s.maxGenerateMinutes !== null
+            ? `at most ${s.maxGenerateMinutes} generated minutes`
             : '',
           s.maxCreditsPerDay !== null ? `at most ${s.maxCreditsPerDay} credits a day` : '',
           s.refreshAfterMs !== null ? `refreshed every ${formatDurationMs(s.refreshAfterMs)}` : '',
@@ -404,8 +429,10 @@ function addKindCommand(add: Command, kind: SourceKind): void {
           `source ${s.id} added: ${describe(s)}, ${KIND_CLI[s.kind].size(s)}, ` +
             (isPageSourceKind(s.kind)
               ? 'pages as Markdown'
-              : `transcripts ${s.langs.length ? s.langs.join(',') : 'in the first language each video has (--lang xx to choose)'}` +
-                `${s.textOnly ? ' as text' : ''}`) +
+              : s.kind === 'media'
+                ? 'metadata of every item'
+                : `transcripts ${s.langs.length ? s.langs.join(',') : 'in the first language each video has (--lang xx to choose)'}` +
+                  `${s.textOnly ? ' as text' : ''}`) +
             `${extras.length ? `, ${extras.join(', ')}` : ''}, ` +
             `${s.cron ? `cron "${s.cron}"` : 'no schedule (backfill only)'}\n`,
         );
@@ -417,11 +444,15 @@ function addKindCommand(add: Command, kind: SourceKind): void {
 export function registerSourcesCommand(program: Command): void {
   const sources = program
     .command('sources')
-    .description('manage the sources to keep in sync: channels, playlists, videos, searches, websites and pages');
+    .description(
+      'manage the sources to keep in sync: channels, playlists, videos, searches, websites, pages and media',
+    );
 
   const add = sources
     .command('add')
-    .description('register a source: a channel, a playlist, a list of videos, a saved search, a website or web pages')
+    .description(
+      'register a source: a channel, a playlist, a list of videos, a saved search, a website, web pages or media of any platform',
+    )
     // each kind is a subcommand; these say what is wrong when none matches (a missing or unknown kind)
     .addArgument(new Argument('<kind>', 'what the reference names').choices(SOURCE_KINDS))
     .argument('[reference...]', "the kind's reference (see: sources add <kind> --help)")

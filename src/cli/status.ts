@@ -63,6 +63,8 @@ function pushSources(r: StatusReport, out: string[]): void {
     );
     // a pages column once a web source is shown
     const web = r.sources.some((s) => isPageSourceKind(s.kind));
+    // a media column once a media source is shown
+    const media = r.sources.some((s) => s.kind === 'media');
     out.push(
       renderTable(
         [
@@ -72,6 +74,7 @@ function pushSources(r: StatusReport, out: string[]): void {
           'videos',
           'transcripts',
           ...(web ? ['pages'] : []),
+          ...(media ? ['media'] : []),
           'last synced',
           'schedule',
           'last error',
@@ -83,6 +86,7 @@ function pushSources(r: StatusReport, out: string[]): void {
           s.videos,
           s.transcripts,
           ...(web ? [s.pages] : []),
+          ...(media ? [s.media] : []),
           shortTime(s.lastSyncedAt),
           s.paused ? 'paused' : (s.cron ?? 'backfill only'),
           s.lastError ? `${s.lastError} (${shortTime(s.lastErrorAt)})` : '-',
@@ -182,6 +186,13 @@ function pushItems(r: StatusReport, out: string[]): void {
   if (p !== undefined && p.stored > 0) {
     out.push(
       `\nWeb pages: ${p.stored} stored (${p.gone} gone: no source finds them any more), ${p.versions} versions\n`,
+    );
+  }
+  const m = r.media;
+  if (m !== undefined && m.stored > 0) {
+    out.push(
+      `\nMedia: ${m.stored} stored, transcripts: ${m.transcripts} stored, ${m.empty} empty (no speech), ` +
+        `${m.pending} in flight, ${m.failed} without one (failed, expired or over budget)\n`,
     );
   }
   out.push(

@@ -13,7 +13,7 @@ import type { EventType } from '../domain/events.ts';
 import type { Queryable, Sql } from './connection.ts';
 
 /** Which records an event says changed: its transcript's (video, lang), every transcript of its video, or none. */
-export type ExportScope = 'transcript' | 'video' | 'page' | null;
+export type ExportScope = 'transcript' | 'video' | 'page' | 'media' | null;
 
 /**
  * Per event type, the records an incremental export writes again. `video.gone` changes nothing
@@ -32,6 +32,8 @@ export const EXPORT_EVENT_SCOPE: Readonly<Record<EventType, ExportScope>> = {
   'page.changed': 'page',
   'page.gone': 'page',
   'page.returned': 'page',
+  'media.added': 'media',
+  'media.changed': 'media',
   'batch.completed': null,
   'batch.expired': null,
   'source.synced': null,
@@ -232,5 +234,65 @@ export async function pageCount(sql: Queryable, o: { sourceId?: number | undefin
     select count(*)::int as n from pages p
     where ${o.sourceId ?? null}::int is null
       or exists (select 1 from source_pages sp where sp.source_id = ${o.sourceId ?? null}::int and sp.url = p.url)`;
+  return r!.n;
+}
+
+/** One media record as read (timestamps as microseconds since the epoch). */
+export interface MediaExportRow {
+  url: string;
+  platform: string;
+  type: string;
+  media_id: string | null;
+  title: string | null;
+  description: string | null;
+  author_username: string | null;
+  author_display_name: string | null;
+  views: number | null;
+  likes: number | null;
+  comments: number | null;
+  shares: number | null;
+  duration_s: number | null;
+  tags: string[];
+  media: unknown;
+  posted_at_us: number | null;
+  transcript_state: string;
+  transcript_mode: string | null;
+  lang: string | null;
+  text: string | null;
+  content_sha256: string | null;
+  batch: string | null;
+  first_seen_at_us: number;
+  updated_at_us: number;
+}
+
+/** The media records of `s`, in URL order, as a statement to read with `.cursor(n)`. */
+export function exportMediaRecords(tx: Queryable, s: Omit<ExportSelection, 'lang' | 'chunks'>) {
+  const source =
+    s.sourceId !== undefined
+      ? tx`and exists (select 1 from source_media sm where sm.source_id = ${s.sourceId}::int and sm.url = m.url)`
+      : tx``;
+  const since = s.since !== undefined ? tx`and m.updated_at >= ${s.since}::text::timestamptz` : tx``;
+  const touched =
+    s.afterEventId !== undefined
+      ? tx`and m.url in (select e.data->>'url' from events e
+          where e.id > ${s.afterEventId} and e.type = any(${typesOf('media')}::text[]))`
+      : tx``;
+  return tx<MediaExportRow[]>`
+    select m.url, m.platform, m.type, m.media_id, m.title, m.description, m.author_username, m.author_display_name,
+      m.views, m.likes, m.comments, m.shares, m.duration_s, m.tags, m.media_info as media,
+      ${micros(tx, 'm.posted_at')} as posted_at_us, m.transcript_state, m.transcript_mode, m.transcript_lang as lang,
+      m.transcript_text as text, m.transcript_sha256 as content_sha256, coalesce(m.transcript_job_id, m.job_id) as batch,
+      ${micros(tx, 'm.first_seen_at')} as first_seen_at_us, ${micros(tx, 'm.updated_at')} as updated_at_us
+    from media m
+    where m.type <> 'unavailable' ${source} ${since} ${touched}
+    order by m.url`;
+}
+
+/** Stored media items (of `sourceId`'s, when given). */
+export async function mediaCount(sql: Queryable, o: { sourceId?: number | undefined }): Promise<number> {
+  const [r] = await sql<{ n: number }[]>`
+    select count(*)::int as n from media m
+    where m.type <> 'unavailable' and (${o.sourceId ?? null}::int is null
+      or exists (select 1 from source_media sm where sm.source_id = ${o.sourceId ?? null}::int and sm.url = m.url))`;
   return r!.n;
 }

@@ -96,7 +96,8 @@ export async function generationAttempted(sql: Queryable, videoId: string, lang:
 export async function generatedDurations(sql: Queryable, sourceId: number): Promise<number[]> {
   const rows = await sql<{ duration_s: number }[]>`
     select (request->>'durationS')::float8 as duration_s from batches
-    where source_id = ${sourceId} and mode = ${GENERATE_MODE}
+    -- a media item's transcript job (kind media) is counted by src/db/media.ts
+    where source_id = ${sourceId} and mode = ${GENERATE_MODE} and kind = ${GENERATE_KIND}
     union all
     select (request->>'durationS')::float8 from batch_submissions
     where source_id = ${sourceId} and kind = ${GENERATE_KIND} and request->>'mode' = ${GENERATE_MODE}

@@ -35,6 +35,7 @@ import { PRUNABLE_ITEM_STATES } from '../domain/retention.ts';
 import { SYNC_RUN_OUTCOMES, type SyncRunOutcome } from '../domain/syncs.ts';
 import { CLAIM_STANDING_SUBMISSIONS, SUBMISSION_STATES, type SubmissionState } from '../domain/submissions.ts';
 import { EVENT_TYPES, type EventType } from '../domain/events.ts';
+import { MEDIA_MODES, MEDIA_TRANSCRIPT_STATES, type MediaMode, type MediaTranscriptState } from '../domain/media.ts';
 import { CHARGE_BASES, type ChargeBasis } from '../domain/charges.ts';
 import { WEBHOOK_DELIVERY_STATUSES, type WebhookDeliveryStatus } from '../domain/webhooks.ts';
 import {
@@ -152,6 +153,11 @@ export const sources = pgTable(
       .default(sql`'{}'::text[]`),
     /** `--max-translate-minutes`: the most transcript minutes this source may have translated, ever (required with `--translate`) */
     maxTranslateMinutes: integer('max_translate_minutes'),
+    /**
+     * `--mode` of a `media` source: the universal transcript's mode (`native`, `auto`,
+     * `generate`); null for every other kind (and read as `native`)
+     */
+    mediaMode: text('media_mode').$type<MediaMode>(),
   },
   (t) => [
     uniqueIndex('sources_kind_external_id_uq').on(t.kind, t.externalId),
@@ -168,6 +174,7 @@ export const sources = pgTable(
       'sources_translate_budget_ck',
       sql`cardinality(${t.translateLangs}) = 0 or ${t.maxTranslateMinutes} is not null`,
     ),
+    check('sources_media_mode_ck', sql`${t.mediaMode} is null or ${t.mediaMode} in (${sqlList(MEDIA_MODES)})`),
   ],
 );
 
@@ -243,7 +250,7 @@ export const batches = pgTable(
     check('batches_kind_ck', sql`${t.kind} in (${sqlList(BATCH_KINDS)})`),
     check(
       'batches_mode_ck',
-      sql`${t.mode} in (${sqlList(BATCH_MODES)}) and (${t.mode} = 'batch' or (${t.mode} = 'generate' and ${t.kind} = 'transcript') or (${t.mode} in ('crawl', 'scrape') and ${t.kind} = 'page'))`,
+      sql`${t.mode} in (${sqlList(BATCH_MODES)}) and (${t.mode} = 'batch' or (${t.mode} = 'generate' and ${t.kind} = 'transcript') or (${t.mode} = 'generate' and ${t.kind} = 'media') or (${t.mode} in ('crawl', 'scrape') and ${t.kind} = 'page') or (${t.mode} = 'media' and ${t.kind} = 'media'))`,
     ),
     check('batches_status_ck', sql`${t.status} in (${sqlList(BATCH_STATUSES)})`),
     check('batches_lang_ck', sql`${t.kind} = 'transcript' or ${t.lang} is null`),
@@ -1133,10 +1140,107 @@ export const pageSections = pgTable(
   (t) => [primaryKey({ columns: [t.url, t.n] }), index('page_sections_tsv_idx').using('gin', t.tsv)],
 );
 
+/**
+ * Media items of `media` sources (the four social platforms and public media files; a URL of the
+ * video platform is a video, stored in `videos`), one row per URL: the metadata as delivered
+ * (platform, type, author, stats, media, tags, creation time) and, for a video, its transcript
+ * and the transcript's state (src/domain/media.ts). Written with their events in one
+ * transaction (src/db/media.ts).
+ */
+export const media = pgTable(
+  'media',
+  {
+    url: text('url').primaryKey(),
+    /** `tiktok`, `instagram`, `twitter`, `facebook`, or `file` */
+    platform: text('platform').notNull(),
+    /** `video`, `image`, `carousel`, `post` (as delivered) */
+    type: text('type').notNull(),
+    /** the platform's own ID of the item */
+    mediaId: text('media_id'),
+    title: text('title'),
+    description: text('description'),
+    authorUsername: text('author_username'),
+    authorDisplayName: text('author_display_name'),
+    author: jsonb('author'),
+    views: bigNumber('views'),
+    likes: bigNumber('likes'),
+    comments: bigNumber('comments'),
+    shares: bigNumber('shares'),
+    /** the `media` object as delivered (a video's duration and thumbnail, an image's URL, a carousel's items) */
+    mediaInfo: jsonb('media_info'),
+    durationS: doublePrecision('duration_s'),
+    tags: text('tags')
+      .array()
+      .notNull()
+      .default(sql`'{}'::text[]`),
+    /** `createdAt` as delivered: when the item was posted */
+    postedAt: tstz('posted_at'),
+    additionalData: jsonb('additional_data'),
+    /** sha256 of the metadata as stored: a change makes `media.changed` */
+    metadataSha256: text('metadata_sha256').notNull(),
+    transcriptState: text('transcript_state').$type<MediaTranscriptState>().notNull(),
+    /** the mode the stored transcript was bought with */
+    transcriptMode: text('transcript_mode'),
+    transcriptLang: text('transcript_lang'),
+    /** the chunks as delivered (`[]`: no speech) */
+    transcriptContent: jsonb('transcript_content'),
+    transcriptText: text('transcript_text'),
+    transcriptSha256: text('transcript_sha256'),
+    /** transcript purchases so far (at most RETRY_ATTEMPTS_MAX automatically) */
+    transcriptAttempts: integer('transcript_attempts').notNull().default(0),
+    /** the transcript job in flight or last bought (`batches.job_id`) */
+    transcriptJobId: text('transcript_job_id'),
+    /** why the transcript is not stored (failed, expired, over budget) */
+    transcriptReason: text('transcript_reason'),
+    transcriptAt: tstz('transcript_at'),
+    firstSeenAt: tstzNow('first_seen_at'),
+    lastSeenAt: tstzNow('last_seen_at'),
+    updatedAt: tstzNow('updated_at'),
+    /** the job that delivered the stored metadata (`media:<sync run>`) */
+    jobId: text('job_id'),
+    sourceId: integer('source_id'),
+  },
+  (t) => [
+    index('media_updated_at_idx').on(t.updatedAt),
+    check('media_transcript_state_ck', sql`${t.transcriptState} in (${sqlList(MEDIA_TRANSCRIPT_STATES)})`),
+  ],
+);
+
+/** Which media URLs each `media` source lists (its video-platform URLs are in `source_videos`). */
+export const sourceMedia = pgTable(
+  'source_media',
+  {
+    sourceId: integer('source_id')
+      .notNull()
+      .references(() => sources.id, { onDelete: 'cascade' }),
+    url: text('url').notNull(),
+    firstSeenAt: tstzNow('first_seen_at'),
+  },
+  (t) => [primaryKey({ columns: [t.sourceId, t.url] }), index('source_media_url_idx').on(t.url)],
+);
+
+/**
+ * The search index of media: one row per transcript chunk (its offset, the moment a hit names)
+ * and one for the title and description (offset null), rebuilt when the media item is stored.
+ */
+export const mediaSegments = pgTable(
+  'media_segments',
+  {
+    url: text('url').notNull(),
+    n: integer('n').notNull(),
+    /** ms into the media; null for the title and description */
+    offsetMs: bigNumber('offset_ms'),
+    text: text('text').notNull(),
+    tsv: tsvector('tsv').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.url, t.n] }), index('media_segments_tsv_idx').using('gin', t.tsv)],
+);
+
 export type Source = typeof sources.$inferSelect;
 export type NewSource = typeof sources.$inferInsert;
 export type SourceVideo = typeof sourceVideos.$inferSelect;
 export type Page = typeof pages.$inferSelect;
+export type Media = typeof media.$inferSelect;
 export type NewSourceVideo = typeof sourceVideos.$inferInsert;
 export type Batch = typeof batches.$inferSelect;
 export type NewBatch = typeof batches.$inferInsert;

@@ -222,3 +222,44 @@ export async function searchPages(sql: Queryable, f: PageSearchFilter): Promise<
     where p.gone_at is null
     order by b.rank desc, b.url, b.n`;
 }
+
+export interface MediaSearchHit {
+  url: string;
+  platform: string;
+  type: string;
+  title: string | null;
+  author: string | null;
+  /** seconds into the media where the chunk holding the words starts; null: a hit in its title or description */
+  seconds: number | null;
+  snippet: string;
+  rank: number;
+}
+
+/**
+ * Media search over `media_segments` (built where a media item is stored, src/db/media.ts): one
+ * index scan, ranked with ts_rank_cd; a hit names the platform and the moment.
+ */
+export async function searchMedia(sql: Queryable, f: PageSearchFilter): Promise<MediaSearchHit[]> {
+  const text = prepareSearchQuery(f.query);
+  const source =
+    f.sourceId !== undefined
+      ? sql`and exists (select 1 from source_media sm where sm.source_id = ${f.sourceId}::int and sm.url = s.url)`
+      : sql``;
+  return sql<MediaSearchHit[]>`
+    with q as materialized (select websearch_to_tsquery('simple', ${text}::text) as query),
+    matched as materialized (
+      select s.url, s.n, s.offset_ms, s.text, s.tsv from media_segments s
+      where s.tsv @@ (select query from q) ${source}
+      limit ${SEARCH_CANDIDATES_MAX}
+    ),
+    best as (
+      select m.*, ts_rank_cd(m.tsv, q.query) as rank, q.query from matched m cross join q
+      order by rank desc, m.url, m.n limit ${f.limit}
+    )
+    select b.url, md.platform, md.type, md.title, coalesce(md.author_username, md.author_display_name) as author,
+      (b.offset_ms / 1000.0)::float8 as seconds, b.rank::float8 as rank,
+      replace(replace(ts_headline('simple', search_document(b.text), b.query, ${HEADLINE_OPTIONS}::text), chr(8203), ''),
+        ${SNIPPET_STOP + SNIPPET_START}::text, '') as snippet
+    from best b join media md on md.url = b.url
+    order by b.rank desc, b.url, b.n`;
+}

@@ -29,12 +29,16 @@ export type SourceWithStats = Pick<
   transcripts: number;
   /** web pages the source holds now (found by its latest crawl or scrape, not gone) */
   pages: number;
+  /** media items of the source stored (a `media` source's; its video-platform URLs count as videos) */
+  media: number;
 };
 
 /** A web source's pages stored and not gone there (0 for other kinds, at the cost of an index probe). */
 const PAGES = (sql: Queryable) => sql`
   (select count(*)::int from source_pages sp
-   where sp.source_id = s.id and sp.gone_at is null and sp.last_seen_at > '-infinity'::timestamptz) as pages`;
+   where sp.source_id = s.id and sp.gone_at is null and sp.last_seen_at > '-infinity'::timestamptz) as pages,
+  (select count(*)::int from source_media sm join media m on m.url = sm.url
+   where sm.source_id = s.id and m.type <> 'unavailable') as media`;
 
 const COLUMNS = (sql: Queryable) => sql`
   s.id, s.kind, s.ref, s.external_id as "externalId", s.title, s.paused, s.cron, s.max_videos as "maxVideos", s.langs,

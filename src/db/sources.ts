@@ -47,18 +47,20 @@ export type SourceRegistration = Pick<NewSource, 'kind' | 'ref' | 'externalId' |
       | 'maxGenerateMinutes'
       | 'maxCreditsPerDay'
       | 'refreshAfterMs'
+      | 'mediaMode'
     >
   >;
 
 export async function insertSource(sql: Queryable, row: SourceRegistration): Promise<Source> {
   const inserted = await sql<Source[]>`
     insert into sources as s (kind, ref, external_id, max_videos, langs, text_only, cron, paused, title, include,
-                              search, generate_missing, max_generate_minutes, max_credits_per_day, refresh_after_ms)
+                              search, generate_missing, max_generate_minutes, max_credits_per_day, refresh_after_ms,
+                              media_mode)
     values (${row.kind}, ${row.ref}, ${row.externalId}, ${row.maxVideos}, ${row.langs ?? []}::text[],
             ${row.textOnly ?? false}, ${row.cron ?? null}::text, ${row.paused ?? false}, ${row.title ?? null}::text,
             ${row.include ?? []}::text[], ${(row.search ?? null) as postgres.JSONValue}::jsonb,
             ${row.generateMissing ?? false}, ${row.maxGenerateMinutes ?? null}::int, ${row.maxCreditsPerDay ?? null}::int,
-            ${row.refreshAfterMs ?? null}::bigint)
+            ${row.refreshAfterMs ?? null}::bigint, ${row.mediaMode ?? null}::text)
     on conflict (kind, external_id) do nothing
     returning ${sql.unsafe(SOURCE_COLUMNS)}`;
   if (inserted[0]) return inserted[0];

@@ -8,8 +8,8 @@
  */
 import { z } from 'zod';
 
-/** `page`: a crawl's or a sync's scrapes' web pages (src/domain/pages.ts) */
-export const BATCH_KINDS = ['video', 'transcript', 'page'] as const;
+/** `page`: a crawl's or a sync's scrapes' web pages (src/domain/pages.ts); `media`: media items of a media list, keyed by URL (src/domain/media.ts) */
+export const BATCH_KINDS = ['video', 'transcript', 'page', 'media'] as const;
 export type BatchKind = (typeof BATCH_KINDS)[number];
 
 export const BATCH_STATUSES = ['submitted', 'queued', 'active', 'completed', 'failed', 'expired'] as const;

@@ -37,6 +37,11 @@ export const EVENT_TYPES = [
   'page.gone',
   /** a gone page was found again: `{url, sourceId, jobId, sha256}` */
   'page.returned',
+  // The media events are written where media are stored (src/db/media.ts), in the same transaction.
+  /** a media item stored for the first time: `{url, sourceId, jobId, platform, type}` */
+  'media.added',
+  /** a stored media item's metadata or transcript changed: `{url, sourceId, jobId, changed: ('metadata'|'transcript')[]}` */
+  'media.changed',
   /** a batch reached `completed` (once, whatever the polls that see it): `{jobId, sourceId, kind, lang, total, succeeded, failed}` */
   'batch.completed',
   /** a batch reached `expired` (upstream `job-expired`, confirmed not-found, or too old): `{jobId, sourceId, kind, lang, errorCode, reason}` */

@@ -15,9 +15,10 @@ import {
 
 /**
  * `playlist`, `channel`: listed through the API; `videos`: IDs a person gave; `search`: a saved
- * search; `website`: a site crawled (`POST /web/crawl`); `pages`: web pages a person gave, scraped.
+ * search; `website`: a site crawled (`POST /web/crawl`); `pages`: web pages a person gave, scraped;
+ * `media`: media URLs of any platform a person gave (`/metadata`, then `/transcript`).
  */
-export const SOURCE_KINDS = ['playlist', 'channel', 'videos', 'search', 'website', 'pages'] as const;
+export const SOURCE_KINDS = ['playlist', 'channel', 'videos', 'search', 'website', 'pages', 'media'] as const;
 export type SourceKind = (typeof SOURCE_KINDS)[number];
 
 /**
@@ -111,9 +112,11 @@ export const TRANSLATION_BOUGHT_STATES = [
 /**
  * What a `batches` row stands for: a batch job (`POST /videosite/*\/batch`, read at
  * `GET /videosite/batch/{jobId}`) or a transcript job (`GET /transcript`, read at
- * `GET /transcript/{jobId}`), which holds one video and is polled the same way.
+ * `GET /transcript/{jobId}`), which holds one video (or, kind `media`, one media item) and is
+ * polled the same way; `crawl`, `scrape`: web pages; `media`: a sync's `/metadata` reads of a
+ * `media` source (no upstream job: `job_id` is `media:<sync run>`).
  */
-export const BATCH_MODES = ['batch', 'generate', 'crawl', 'scrape'] as const;
+export const BATCH_MODES = ['batch', 'generate', 'crawl', 'scrape', 'media'] as const;
 export type BatchMode = (typeof BATCH_MODES)[number];
 
 /** A channel's or playlist's metadata record is re-fetched (1 credit) when older than this. */
@@ -135,4 +138,6 @@ export const LISTING_PRICE: Readonly<
   // a web source lists nothing: its crawl or its scrapes are its purchase (src/domain/pages.ts)
   website: { listing: 0, perPage: false, record: null },
   pages: { listing: 0, perPage: false, record: null },
+  // a media list lists nothing: its video-platform URLs are a `videos` list, the rest read one by one (src/domain/media.ts)
+  media: { listing: 0, perPage: false, record: null },
 };

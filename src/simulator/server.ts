@@ -16,7 +16,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import type { Logger } from '../log.ts';
 import { silentLogger } from '../log.ts';
-import { BATCH_LIMIT_DEFAULT, type Video } from '../api/schemas.ts';
+import { BATCH_LIMIT_DEFAULT, type Metadata, type Video } from '../api/schemas.ts';
 import { BILLING_HEADER } from '../api/http.ts';
 import { Accounts, type AccountPatch, type AccountSettings } from './accounts.ts';
 import { buildAdminRouter } from './admin.ts';
@@ -46,6 +46,7 @@ import { RequestStats, type SimulatorStats } from './stats.ts';
 import { TranscriptJobs } from './transcript-jobs.ts';
 import { registerVideositeEndpoints } from './videosite-endpoints.ts';
 import { SyntheticWeb } from './web.ts';
+import { hasSpeech, socialMetadata, socialPlatformOf } from './social.ts';
 
 export type SimulatorOptions = SimulatorSettingsInput & {
   /** where the simulator logs (requests at debug, errors at error); default silent */
@@ -95,6 +96,13 @@ export interface Simulator {
   catalog: SimulatorCatalog;
   /** the synthetic websites of the web endpoints (their pages, edits) */
   web: Pick<SyntheticWeb, 'siteUrls' | 'editSite' | 'livePages'>;
+  /** the synthetic posts of the four social platforms, as `/metadata` and `/transcript` answer them (free to read here) */
+  media: {
+    /** the Metadata `/metadata` answers for a social post's URL; undefined for another URL */
+    metadata(url: string): Metadata | undefined;
+    /** whether a post's video has speech (without: its transcript is `content: []`) */
+    hasSpeech(url: string): boolean;
+  };
   faults(): Faults;
   setFaults(patch: FaultsPatch): Faults;
   /** no faults and no latency any more, and the script queue emptied */
@@ -365,6 +373,20 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     clock,
     catalog: catalogView(catalog),
     web: deps.web,
+    media: {
+      metadata: (url) => {
+        const u = new URL(url);
+        const platform = socialPlatformOf(u);
+        if (!platform) return undefined;
+        return socialMetadata(
+          settings.seed,
+          platform,
+          u,
+          deps.transcriptJobs.mediaDurationS(undefined, u.href, undefined),
+        );
+      },
+      hasSpeech: (url) => hasSpeech(settings.seed, url),
+    },
     faults: () => faults.current(),
     setFaults: (patch) => faults.set(patch),
     clearFaults: () => faults.clear(),

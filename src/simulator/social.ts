@@ -24,9 +24,30 @@ const DAY_MS = 86_400_000;
 /** Posts are spread over the two years before this instant. */
 const POSTS_AS_OF_MS = Date.UTC(2025, 0, 1);
 
+/**
+ * The type a post's URL says it is, by the platforms' published URL forms (a TikTok or Facebook
+ * `/video/`, an Instagram or Facebook `/reel/`, a `/photo/`); undefined: the URL does not say.
+ */
+function typeFromPath(url: URL): (typeof POST_TYPES)[number] | undefined {
+  const path = url.pathname.toLowerCase();
+  if (/\/(video|videos|reel|reels)\//.test(path)) return 'video';
+  if (/\/(photo|photos)\//.test(path)) return 'image';
+  return undefined;
+}
+
+/**
+ * Whether a post's video has speech: about one in five has none (its transcript is `content: []`,
+ * charged as any other). Deterministic per seed and URL.
+ */
+export function hasSpeech(seed: number, url: string): boolean {
+  return hash32(`${seed}|speech|${url}`) % 5 !== 0;
+}
+
 /** The social platform of a URL, or undefined when it is none of the four. */
 export function socialPlatformOf(url: URL): SocialPlatform | undefined {
   const labels = url.hostname.toLowerCase().split('.');
+  // X's own host is Twitter's
+  if (labels.length >= 2 && labels[labels.length - 2] === 'x') return 'twitter';
   return SOCIAL_PLATFORMS.find((p) => labels.includes(p.platform) || labels.includes(p.standIn))?.platform;
 }
 
@@ -61,7 +82,7 @@ export function socialMetadata(seed: number, platform: SocialPlatform, url: URL,
   const h = hash32(`${seed}|meta|${url.href}`);
   const r = rngFor(seed, 'social-post', url.href);
   const id = h.toString(36);
-  const type = POST_TYPES[h % POST_TYPES.length]!;
+  const type = typeFromPath(url) ?? POST_TYPES[h % POST_TYPES.length]!;
   const base = `https://media.${url.hostname}/${id}`;
   const body: Metadata = {
     platform,

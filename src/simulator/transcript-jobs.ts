@@ -12,6 +12,7 @@ import type { Catalog, VideoRef } from './catalog.ts';
 import { rngFor } from './prng.ts';
 import { captionText, LANGS, type Lang } from './text.ts';
 import { chooseLang, shapeContent } from './transcripts.ts';
+import { hasSpeech } from './social.ts';
 
 export interface TranscriptJobRequest {
   /** the catalog video, or undefined for a media URL outside the catalog */
@@ -136,7 +137,9 @@ export class TranscriptJobs {
       return { status: 'completed', error: null, content, lang: genLang, availableLangs };
     }
     const genLang = job.lang ?? 'en';
-    const content = shapeContent(outsideChunks(this.seed, job.url, genLang), job);
+    // media without speech: an empty transcript (charged as any other)
+    const chunks = hasSpeech(this.seed, job.url) ? outsideChunks(this.seed, job.url, genLang) : [];
+    const content = shapeContent(chunks, job);
     return { status: 'completed', error: null, content, lang: genLang, availableLangs: [genLang] };
   }
 }

@@ -206,7 +206,7 @@ describe('a channel whose listing shrank', () => {
     const rows = await h.database.sql<{ kind: BatchKind; video_id: string }[]>`
       select b.kind, i.video_id from batch_items i join batches b using (job_id)
       where b.source_id = ${sourceId} and i.state = 'retryable' and i.resubmitted_in is null`;
-    retryable = { video: [], transcript: [], page: [] };
+    retryable = { video: [], transcript: [], page: [], media: [] };
     for (const r of rows) retryable[r.kind].push(r.video_id);
     expect(await remembered(sourceId)).toEqual(sorted(h.sim.catalog.videoIds(ch().id)!));
   });

@@ -307,6 +307,7 @@ async function translateStored(
 export interface PlannedPurchase {
   /**
    * `page`: a website's crawl, or a pages source's scrapes (`videos` then counts pages);
+   * `media`: media items' metadata and transcripts;
    * `translate`: translations into `lang` of transcripts already stored, estimated from the videos' durations
    */
   kind: BatchKind | 'generate' | 'translate';
@@ -395,6 +396,22 @@ async function planDocumentSync(
   return out;
 }
 
+/** The documents of a kind that lists videos too (media items), added to its plan. */
+async function planDocumentsFirst(
+  deps: Pick<PipelineDeps, 'sql'>,
+  source: Source,
+  documents: DocumentSync,
+  refresh: boolean,
+  out: PlannedSourceSync,
+): Promise<void> {
+  const plan = await documents.plan(deps.sql, source, refresh);
+  if (plan.documents > 0)
+    out.purchases.push({ kind: 'media', lang: null, videos: plan.documents, credits: plan.credits });
+  if (plan.inFlight) out.inFlight.push({ kind: 'media', lang: null });
+  out.known += plan.known;
+  for (const u of plan.unknowns) out.unknowns.push(u);
+}
+
 async function planSourceSync(
   deps: Pick<PipelineDeps, 'sql' | 'settings'>,
   source: Source,
@@ -402,7 +419,7 @@ async function planSourceSync(
   refresh: boolean,
 ): Promise<PlannedSourceSync> {
   const documents = adapterFor(source.kind).documents;
-  if (documents) return planDocumentSync(deps, source, documents, refresh);
+  if (documents && !documents.withVideos) return planDocumentSync(deps, source, documents, refresh);
   const wanted = await wantedNow(deps, source);
   const langs: (string | null)[] = source.langs.length > 0 ? source.langs : [null];
   const all = [{ kind: 'video' as const, lang: null }, ...langs.map((lang) => ({ kind: 'transcript' as const, lang }))];
@@ -419,6 +436,8 @@ async function planSourceSync(
   };
   const budgets = await budgetsLeft(deps, source.id, source.maxCreditsPerDay);
   if (budgets.source) out.budget = budgets.source;
+  // a kind with documents and videos (media): its documents first, as its sync buys them
+  if (documents) await planDocumentsFirst(deps, source, documents, refresh, out);
   if (wanted.length === 0) return out;
 
   const sharedBefore = claims.shared;

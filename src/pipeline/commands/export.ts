@@ -14,6 +14,8 @@ import type { Writable } from 'node:stream';
 import type { Sql } from '../../db/connection.ts';
 import {
   exportPageRecords,
+  exportMediaRecords,
+  type MediaExportRow,
   exportRecords,
   inExportSnapshot,
   readExportCursor,
@@ -91,8 +93,36 @@ export const PAGE_EXPORT_FIELDS = [
   'gone_at',
 ] as const;
 
-/** The kinds of document an export writes: transcripts of videos, and web pages. */
-export const EXPORT_KINDS = ['video', 'page'] as const;
+/** The fields of a media record, in order (JSONL records start with `"kind":"media"`). */
+export const MEDIA_EXPORT_FIELDS = [
+  'url',
+  'platform',
+  'type',
+  'media_id',
+  'title',
+  'description',
+  'author_username',
+  'author_display_name',
+  'views',
+  'likes',
+  'comments',
+  'shares',
+  'duration_s',
+  'tags',
+  'media',
+  'posted_at',
+  'transcript_state',
+  'transcript_mode',
+  'lang',
+  'text',
+  'content_sha256',
+  'batch',
+  'first_seen_at',
+  'updated_at',
+] as const;
+
+/** The kinds of document an export writes: transcripts of videos, web pages, and media of other platforms. */
+export const EXPORT_KINDS = ['video', 'page', 'media'] as const;
 export type ExportKind = (typeof EXPORT_KINDS)[number];
 
 export interface ExportOptions {
@@ -346,6 +376,53 @@ export function plainPage(r: PageExportRow) {
   };
 }
 
+/** A media record with its contract names. */
+export function plainMedia(r: MediaExportRow) {
+  return {
+    url: r.url,
+    platform: r.platform,
+    type: r.type,
+    media_id: r.media_id,
+    title: r.title,
+    description: r.description,
+    author_username: r.author_username,
+    author_display_name: r.author_display_name,
+    views: r.views,
+    likes: r.likes,
+    comments: r.comments,
+    shares: r.shares,
+    duration_s: r.duration_s,
+    tags: r.tags,
+    media: r.media,
+    posted_at: isoMicros(r.posted_at_us),
+    transcript_state: r.transcript_state,
+    transcript_mode: r.transcript_mode,
+    lang: r.lang,
+    text: r.text,
+    content_sha256: r.content_sha256,
+    batch: r.batch,
+    first_seen_at: isoMicros(r.first_seen_at_us),
+    updated_at: isoMicros(r.updated_at_us),
+  };
+}
+
+function mediaWriter(format: ExportFormat, out: Output, rawFormulas: boolean): RecordWriter<MediaExportRow> {
+  if (format === 'parquet') throw new ExportOutputError('--kind media is written as jsonl or csv (not parquet yet)');
+  if (format === 'csv') {
+    const field = csvField(rawFormulas);
+    return textWriter<MediaExportRow>(
+      out,
+      (r) =>
+        `${Object.values(plainMedia(r))
+          .map((v) => (v !== null && typeof v === 'object' && !Array.isArray(v) ? JSON.stringify(v) : v))
+          .map(field)
+          .join(',')}\n`,
+      `${MEDIA_EXPORT_FIELDS.join(',')}\n`,
+    );
+  }
+  return textWriter<MediaExportRow>(out, (r) => `${JSON.stringify({ kind: 'media', ...plainMedia(r) })}\n`);
+}
+
 function pageWriter(
   format: ExportFormat,
   out: Output,
@@ -411,7 +488,7 @@ export async function runExport(deps: ExportDeps, o: ExportOptions): Promise<Exp
     const kinds = o.kinds ?? ['video'];
     if (o.format !== 'jsonl' && kinds.length > 1) {
       throw new ExportOutputError(
-        `--format ${o.format} holds one kind of document per file: choose --kind video or --kind page`,
+        `--format ${o.format} holds one kind of document per file: choose --kind video, --kind page or --kind media`,
       );
     }
     const selection = { sourceId: o.sourceId, since: o.since, afterEventId: afterEventId ?? undefined };
@@ -437,6 +514,17 @@ export async function runExport(deps: ExportDeps, o: ExportOptions): Promise<Exp
       if (kinds.includes('page')) {
         const writer = await pageWriter(o.format, out, o.csvRawFormulas ?? false);
         for await (const rows of exportPageRecords(tx, selection).cursor(EXPORT_CURSOR_ROWS)) {
+          for (const r of rows) {
+            await writer.write(r);
+            records++;
+          }
+          progress.update(records, out.bytes);
+        }
+        await writer.finish();
+      }
+      if (kinds.includes('media')) {
+        const writer = mediaWriter(o.format, out, o.csvRawFormulas ?? false);
+        for await (const rows of exportMediaRecords(tx, selection).cursor(EXPORT_CURSOR_ROWS)) {
           for (const r of rows) {
             await writer.write(r);
             records++;

@@ -7,6 +7,8 @@ import type { Queryable } from '../../db/connection.ts';
 import { deleteSource, insertSource, SourceExistsError, sourcesMatching, type SourceMatch } from '../../db/sources.ts';
 import { rememberVideos } from '../../db/source-videos.ts';
 import { rememberPages } from '../../db/pages.ts';
+import { rememberMedia } from '../../db/media.ts';
+import { MEDIA_MODE_DEFAULT, type MediaMode } from '../../domain/media.ts';
 import type { Source } from '../../db/schema.ts';
 import type { SearchFilterValues, SourceInclude, SourceKind } from '../../domain/sources.ts';
 import { silentLogger } from '../../log.ts';
@@ -31,6 +33,8 @@ export interface NewSourceInput {
   filters?: SearchFilterValues;
   generateMissing?: boolean;
   maxGenerateMinutes?: number | null;
+  /** `--mode` of a `media` source */
+  mediaMode?: MediaMode;
   /** where a list of IDs came from (a file name, `stdin`), for the source's title */
   origin?: string;
 }
@@ -47,6 +51,7 @@ export function sourceSpec(input: NewSourceInput): SourceSpec {
     filters: input.filters ?? {},
     generateMissing: input.generateMissing ?? false,
     maxGenerateMinutes: input.maxGenerateMinutes ?? null,
+    mediaMode: input.mediaMode,
     origin: input.origin,
   };
 }
@@ -96,11 +101,13 @@ export async function registerSource(
     search: resolved.search,
     generateMissing: spec.generateMissing,
     maxGenerateMinutes: spec.maxGenerateMinutes,
+    mediaMode: spec.kind === 'media' ? (spec.mediaMode ?? MEDIA_MODE_DEFAULT) : null,
   });
   try {
     // a videos source's list is its listing: without it the source must not exist
     await rememberVideos(deps.sql, source.id, resolved.videoIds, false);
     if (resolved.pageUrls) await rememberPages(deps.sql, source.id, resolved.pageUrls);
+    if (resolved.mediaUrls) await rememberMedia(deps.sql, source.id, resolved.mediaUrls);
   } catch (e: unknown) {
     await deleteSource(deps.sql, source.id);
     throw e;

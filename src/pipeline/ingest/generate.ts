@@ -34,6 +34,7 @@ import {
   type GenerateRequest,
 } from '../../db/generations.ts';
 import { landItems } from '../../db/items.ts';
+import { mediaGeneratedMinutes } from '../../db/media.ts';
 import { lockClaims } from '../../db/leases.ts';
 import type { Source } from '../../db/schema.ts';
 import { markSubmission, recordSending } from '../../db/submissions.ts';
@@ -98,6 +99,8 @@ export async function planGenerations(deps: Pick<PipelineDeps, 'sql'>, source: S
   if (!source.generateMissing) return plan;
   const cap = source.maxGenerateMinutes;
   plan.usedMinutes = (await generatedDurations(deps.sql, source.id)).reduce((n, d) => n + startedMinutes(d), 0);
+  // a media source's budget counts its media items' generated transcripts too (src/pipeline/ingest/sync-media.ts)
+  if (source.kind === 'media') plan.usedMinutes += await mediaGeneratedMinutes(deps.sql, source.id);
   const langs: (string | null)[] = source.langs.length > 0 ? source.langs : [null];
   for (const lang of langs) {
     for (const c of await generationCandidates(deps.sql, {

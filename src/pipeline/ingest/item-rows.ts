@@ -40,6 +40,8 @@ const CONTENT_PATH: Record<BatchMode, readonly string[]> = {
   // pages are stored by src/pipeline/ingest/crawl.ts, never through these rows
   crawl: [],
   scrape: [],
+  // media are stored by src/db/media.ts, never through these rows
+  media: [],
 };
 
 /**

@@ -208,6 +208,9 @@ export async function pollBatch(
   if (batch.mode === 'generate') return pollTranscriptJob(deps, batch, opts);
   // a crawl is read at GET /web/crawl/{jobId}; a sync's scrapes have no job upstream
   if (batch.mode === 'crawl') return pollCrawl(deps, batch, opts);
+  // a media sync's metadata reads have no job upstream either: the sync records their end itself
+  // (a sync of 1 000 items runs for minutes; asking GET /videosite/batch/media:N would answer 404)
+  if (batch.mode === 'media') return later;
 
   // read before the answer is opened: once open, its bytes must be consumed as they come (a
   // connection that breaks takes the bytes undici buffered but we had not read with it)

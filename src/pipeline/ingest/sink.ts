@@ -10,6 +10,7 @@
  */
 import { batchModeOf } from '../../db/batches.ts';
 import { sinkPages } from './crawl.ts';
+import { sinkMedia } from './sync-media.ts';
 import { writeIsolating } from '../../db/isolate.ts';
 import { markQuarantined, markSunk, nextLandedChunk } from '../../db/items.ts';
 import { markSinkOutcome } from '../../db/video-sync.ts';
@@ -44,6 +45,11 @@ export async function sinkBatch(
     const pages = await sinkPages(deps, { jobId, sourceId: batch.sourceId }, opts.signal);
     const { interrupted, ...counts } = pages;
     return { ...result, ...counts, ...(interrupted ? { interrupted: true } : {}) };
+  }
+  if (batch.kind === 'media') {
+    // media are stored where they land; a replay's landed items are stored again from raw here
+    const media = await sinkMedia(deps, { jobId, sourceId: batch.sourceId, mode: batch.mode });
+    return { ...result, ...media };
   }
   const rowBatch = { jobId, kind: batch.kind, mode: batch.mode };
 

@@ -253,8 +253,13 @@ async function syncStages(run: SyncRun): Promise<SyncResult> {
   await resolveSubmissions(deps, source.id, run.signal);
   stopIfAborted(run);
   const documents = adapterFor(source.kind).documents;
-  if (documents) return syncDocumentsStage(run, documents);
+  if (documents && !documents.withVideos) return syncDocumentsStage(run, documents);
+  // a kind with documents and videos (media): its documents first, then its videos as any source's
+  const docEnd = documents ? await syncDocumentsFirst(run, documents) : undefined;
+  if (docEnd !== undefined && 'refused' in docEnd) return docEnd.refused;
+  const docEstimate = result.creditsEstimated;
   const wanted = await wantedNow(deps, source);
+  if (wanted.length === 0 && result.jobIds.length > 0) return endSubmitted(run);
   if (wanted.length === 0) {
     result.outcome = 'in-flight';
     result.detail = 'every batch of this source is still in flight';
@@ -285,10 +290,37 @@ async function syncStages(run: SyncRun): Promise<SyncResult> {
     return refuseForCredits(run, translated.refused, translated.accountLeft);
   }
   if (result.jobIds.length === 0 && translated.translated === 0) {
-    return endUpToDate(run, sent.planned > 0 ? 'every due video was claimed by another source meanwhile' : undefined);
+    return endUpToDate(
+      run,
+      sent.planned > 0
+        ? 'every due video was claimed by another source meanwhile'
+        : docEnd !== undefined && 'detail' in docEnd
+          ? docEnd.detail
+          : undefined,
+    );
   }
-  result.creditsEstimated = sent.estimate + generated.credits + translated.credits;
+  result.creditsEstimated = docEstimate + sent.estimate + generated.credits + translated.credits;
   return endSubmitted(run);
+}
+
+/**
+ * The documents of a kind that has videos too, before them: a refusal ends the run; otherwise
+ * what they bought stays on the run's result and the videos' stages follow.
+ */
+async function syncDocumentsFirst(
+  run: SyncRun,
+  documents: DocumentSync,
+): Promise<{ refused: SyncResult } | { detail?: string | undefined }> {
+  const ended = await documents.sync({
+    deps: run.deps,
+    source: run.source,
+    runId: run.runId,
+    result: run.result,
+    forceRefresh: run.refreshAfter === 0,
+    signal: run.signal,
+  });
+  if (ended.end === 'refused') return { refused: await refuseForCredits(run, ended.refusal, ended.accountLeft) };
+  return ended.end === 'submitted' ? {} : { detail: ended.detail };
 }
 
 /** A kind's own sync (web pages: src/pipeline/ingest/sync-pages.ts), ended as a video source's would be. */
@@ -369,7 +401,7 @@ async function listSource(
       await recordListingCredits(tx, run.runId, result.listingCredits);
       await listingCheck?.hold.spend(tx, result.listingCredits);
     });
-    result.listed = listing.videoIds.length;
+    result.listed += listing.videoIds.length;
     return { videoIds: listing.videoIds, hold: listingCheck?.hold };
   } catch (e: unknown) {
     await releaseHold(deps, listingCheck?.hold, source.id);

@@ -22,7 +22,8 @@ import {
   scheduleNextPoll,
   type PolledBatch,
 } from '../../db/batch-polls.ts';
-import { markUnfinishedFailed, type LandItem } from '../../db/items.ts';
+import { landItems, markUnfinishedFailed, type LandItem } from '../../db/items.ts';
+import { setMediaTranscriptState, storeMediaTranscript } from '../../db/media.ts';
 import { DeliveredTranscriptSchema } from '../../db/transcripts.ts';
 import { recordOutcomes } from '../../db/video-sync.ts';
 import { LOCAL_BATCH_END_CODES, readHead, type BatchStatus, type HeadReading } from '../../domain/batches.ts';
@@ -196,6 +197,7 @@ async function landJobResult(
   const { jobId } = batch;
   const { result, answer, status, errorCode } = end;
   const polls = batch.polls + 1;
+  if (batch.kind === 'media') return landMediaJobResult(deps, batch, end);
   const item = prepareItem(
     { jobId, kind: batch.kind, mode: batch.mode },
     jobItem(videoIdOf(batch), status, result, answer),
@@ -245,6 +247,70 @@ async function landJobResult(
     'transcript job polled',
   );
   return { jobId, status, terminal: true, landed, sunk: landed, changed: changed.length, duplicates: 0, quarantined };
+}
+
+/**
+ * A media item's transcript job ended: its one item lands with the answer, and the media row
+ * gets the transcript (`stored`, or `empty` without speech) or the reason it has none, in the
+ * same transaction as the batch row's end.
+ */
+async function landMediaJobResult(
+  deps: PipelineDeps,
+  batch: PolledBatch,
+  end: { result: LiberalJobResult; answer: unknown; status: BatchStatus; errorCode: string | null },
+): Promise<PollResult> {
+  const { jobId } = batch;
+  const { result, answer, status, errorCode } = end;
+  const request = (batch.request ?? {}) as { url?: unknown; mode?: unknown };
+  const url = typeof request.url === 'string' ? request.url : '#0';
+  const mode = typeof request.mode === 'string' ? request.mode : 'native';
+  const item = jobItem(url, status, result, answer);
+  const stored = item.state === 'landed';
+  await deps.sql.begin(async (tx) => {
+    // the batch row first, then its item: the order a sync records a new job in (the batch, then
+    // its item), so that the two never wait on each other's counter rows (batch, then item counts)
+    await recordPollAnswer(tx, jobId, {
+      status,
+      upstreamStatus: result.status,
+      errorCode,
+      total: 1,
+      succeeded: stored ? 1 : 0,
+      failed: stored ? 0 : 1,
+      creditsEstimated: null,
+      polls: batch.polls + 1,
+      reason: null,
+      completedAt: null,
+      terminal: true,
+    });
+    await landItems(tx, jobId, [{ ...item, state: stored ? 'sunk' : item.state }]);
+    const origin = { jobId, sourceId: batch.sourceId };
+    if (stored) {
+      const t = answer as { content?: unknown; lang?: unknown };
+      await storeMediaTranscript(tx, origin, url, {
+        content: t.content,
+        lang: typeof t.lang === 'string' ? t.lang : null,
+        mode,
+      });
+    } else {
+      const why = item.reason ?? `job ${status}${item.errorCode ? ` (${item.errorCode})` : ''}`;
+      await setMediaTranscriptState(tx, url, item.state === 'retryable' ? 'retry' : 'failed', { reason: why });
+    }
+  });
+  deps.log.info(
+    {
+      event: 'poll.landed',
+      mode: 'generate',
+      kind: 'media',
+      jobId,
+      status,
+      landed: stored ? 1 : 0,
+      finished: 1,
+      errorCode,
+    },
+    'media transcript job polled',
+  );
+  const n = stored ? 1 : 0;
+  return { jobId, status, terminal: true, landed: n, sunk: n, changed: 1, duplicates: 0, quarantined: 0 };
 }
 
 /** The video a transcript job is for, as its request names it. */
@@ -337,6 +403,14 @@ async function notFound(
     'the generation was paid and is not requested again automatically';
   const { state, errorCode: itemCode } = EXPIRED_RESULT_OUTCOME;
   const marked = await sql.begin(async (tx) => {
+    if (batch.kind === 'media') {
+      // the batch row before its item (as landMediaJobResult); a media transcript is bought again
+      // by a later sync, within the retry cap (src/db/media.ts)
+      await endBatchLocally(tx, jobId, { status: 'expired', errorCode, reason });
+      const urls = await markUnfinishedFailed(tx, jobId, itemCode);
+      for (const url of urls) await setMediaTranscriptState(tx, url, 'expired', { reason });
+      return urls;
+    }
     const ids = await markUnfinishedFailed(tx, jobId, itemCode);
     await recordOutcomes(
       tx,

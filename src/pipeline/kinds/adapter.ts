@@ -8,6 +8,7 @@ import type { TranscriptBatchRequest, VideoBatchRequest } from '../../api/schema
 import type { Source } from '../../db/schema.ts';
 import type { BatchKind } from '../../domain/batches.ts';
 import { batchCredits } from '../../domain/prices.ts';
+import type { MediaMode } from '../../domain/media.ts';
 import type { SearchFilterValues, SourceInclude, SourceKind } from '../../domain/sources.ts';
 import type { PipelineDeps } from '../deps.ts';
 import type { CreditsRefusedError } from '../ingest/credits.ts';
@@ -34,6 +35,8 @@ export interface SourceSpec {
   filters: SearchFilterValues;
   generateMissing: boolean;
   maxGenerateMinutes: number | null;
+  /** `--mode` of a `media` source (undefined: not given) */
+  mediaMode?: MediaMode | undefined;
   /** a label for the list's origin (`ids.txt`, `stdin`), for the source's title */
   origin?: string | undefined;
 }
@@ -58,6 +61,8 @@ export interface ResolvedSource {
   videoIds: string[];
   /** pages the source keeps (a `pages` source's list), remembered at registration */
   pageUrls?: string[];
+  /** media URLs the source keeps (a `media` source's list, its video-platform URLs aside), remembered at registration */
+  mediaUrls?: string[];
 }
 
 /** The video IDs a sync considers, in the source's order, and what listing them cost. */
@@ -111,6 +116,11 @@ export interface DocumentPlan {
  * lease, the run row, holds, the credit guard's refusals, the run's end) stays the scheduler's.
  */
 export interface DocumentSync {
+  /**
+   * The kind lists videos too (a `media` source's video-platform URLs): after `sync`, the
+   * scheduler lists and submits them as for a `videos` source, in the same run.
+   */
+  readonly withVideos?: boolean;
   sync(run: DocumentSyncRun): Promise<DocumentSyncEnd>;
   plan(sql: PipelineDeps['sql'], source: Source, forceRefresh: boolean): Promise<DocumentPlan>;
 }

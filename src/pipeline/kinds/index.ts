@@ -5,6 +5,7 @@
 import type { SourceKind } from '../../domain/sources.ts';
 import type { SourceAdapter } from './adapter.ts';
 import { channelAdapter } from './channel.ts';
+import { mediaAdapter } from './media.ts';
 import { playlistAdapter } from './playlist.ts';
 import { searchAdapter } from './search.ts';
 import { videosAdapter } from './videos.ts';
@@ -17,6 +18,7 @@ export const SOURCE_ADAPTERS: Record<SourceKind, SourceAdapter> = {
   search: searchAdapter,
   website: websiteAdapter,
   pages: pagesAdapter,
+  media: mediaAdapter,
 };
 
 export function adapterFor(kind: SourceKind): SourceAdapter {

@@ -10,6 +10,7 @@
  * (src/admin/overview.ts) reads the same sections, each on its own.
  */
 import { pageTotals, type PageTotals } from '../../db/pages.ts';
+import { mediaTotals, type MediaTotals } from '../../db/media.ts';
 import { CronExpressionParser } from 'cron-parser';
 import { batchProgress, retryablePendingByBatch, type BatchProgress } from '../../db/batch-progress.ts';
 import {
@@ -266,6 +267,8 @@ export interface StatusReport extends HoldsStatus, ItemsStatus {
   searchIndex: { pending: number; oldestQueuedAt: string | null };
   /** web pages stored, of them gone (no source finds them any more), and their distinct versions */
   pages: PageTotals;
+  /** media items of other platforms stored, and their transcripts by state */
+  media: MediaTotals;
 }
 
 export interface SchemaStatus {
@@ -374,6 +377,7 @@ export function toSourceStatus(s: SourceWithStats): SourceStatus {
     videos: s.videos,
     transcripts: s.transcripts,
     pages: s.pages,
+    media: s.media,
     lastError: s.lastError,
     lastErrorCode: s.lastErrorCode,
     lastErrorAt: iso(s.lastErrorAt),
@@ -753,6 +757,7 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
   const schema = await readSchemaStatus(sql);
   const backlog = await searchBacklog(sql);
   const pages = await pageTotals(sql);
+  const media = await mediaTotals(sql);
   return {
     generatedAt: new Date().toISOString(),
     ...holds,
@@ -778,5 +783,6 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
     schema,
     searchIndex: { pending: backlog.pending, oldestQueuedAt: iso(backlog.oldestQueuedAt) },
     pages,
+    media,
   };
 }

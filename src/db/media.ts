@@ -1,0 +1,357 @@
+/**
+ * Media items of `media` sources: rows from delivered metadata, their transcripts (or why there
+ * is none), their search segments, which source lists which URL, and their events, written in the
+ * caller's transaction (the one that lands their raw copy). A metadata read whose content did not
+ * change gets only its last-seen time; a change makes `media.changed`.
+ */
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { MetadataSchema } from '../api/schemas.ts';
+import type { QuarantineReason } from '../domain/items.ts';
+import {
+  hasTranscript,
+  MEDIA_TRANSCRIPT_RETRY_STATES,
+  mediaPlatformOf,
+  type MediaPlatform,
+  type MediaTranscriptState,
+} from '../domain/media.ts';
+import type { Queryable } from './connection.ts';
+import { recordEvents } from './events.ts';
+import { isStorableText } from './storable.ts';
+
+/** The metadata columns of one `media` row. */
+export interface MediaRow {
+  url: string;
+  platform: MediaPlatform;
+  type: string;
+  mediaId: string | null;
+  title: string | null;
+  description: string | null;
+  authorUsername: string | null;
+  authorDisplayName: string | null;
+  author: unknown;
+  views: number | null;
+  likes: number | null;
+  comments: number | null;
+  shares: number | null;
+  mediaInfo: unknown;
+  durationS: number | null;
+  tags: string[];
+  postedAt: Date | null;
+  additionalData: unknown;
+  metadataSha256: string;
+}
+
+const count = (n: number | null | undefined): number | null =>
+  n === null || n === undefined || !Number.isFinite(n) ? null : Math.round(n);
+
+/** A media item's row from its delivered metadata (or why it cannot be one: kept raw, quarantined). */
+export function mediaRowFromApi(
+  url: string,
+  raw: unknown,
+): { row: MediaRow } | { reason: string; reasonCode: QuarantineReason } {
+  const parsed = MetadataSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return {
+      reason: `metadata does not match the interface at ${issue?.path.join('.') || '(root)'}: ${issue?.message}`,
+      reasonCode: 'schema',
+    };
+  }
+  const m = parsed.data;
+  const text = JSON.stringify(raw);
+  if (!isStorableText(text) || text.includes('\\u0000')) {
+    return { reason: 'metadata holds a character Postgres text cannot store', reasonCode: 'unstorable' };
+  }
+  const media = m.media as { type?: string; duration?: number } | undefined;
+  const posted = m.createdAt ? new Date(m.createdAt) : null;
+  const platform = m.platform as MediaPlatform;
+  return {
+    row: {
+      url,
+      platform,
+      type: m.type,
+      mediaId: m.id ?? null,
+      title: m.title ?? null,
+      description: m.description ?? null,
+      authorUsername: m.author?.username ?? null,
+      authorDisplayName: m.author?.displayName ?? null,
+      author: m.author ?? null,
+      views: count(m.stats?.views),
+      likes: count(m.stats?.likes),
+      comments: count(m.stats?.comments),
+      shares: count(m.stats?.shares),
+      mediaInfo: m.media ?? null,
+      durationS: media?.type === 'video' && typeof media.duration === 'number' ? media.duration : null,
+      tags: [...(m.tags ?? [])],
+      postedAt: posted !== null && Number.isFinite(posted.getTime()) ? posted : null,
+      additionalData: m.additionalData ?? null,
+      metadataSha256: createHash('sha256').update(text).digest('hex'),
+    },
+  };
+}
+
+/** The row of a public media file URL: no metadata is bought for it (`/metadata` describes platform items). */
+export function mediaFileRow(url: string): MediaRow {
+  return {
+    url,
+    platform: 'file',
+    type: 'video',
+    mediaId: null,
+    title: null,
+    description: null,
+    authorUsername: null,
+    authorDisplayName: null,
+    author: null,
+    views: null,
+    likes: null,
+    comments: null,
+    shares: null,
+    mediaInfo: null,
+    durationS: null,
+    tags: [],
+    postedAt: null,
+    additionalData: null,
+    metadataSha256: createHash('sha256').update(url).digest('hex'),
+  };
+}
+
+/** Where media came from: their job and source. */
+export interface MediaOrigin {
+  jobId: string;
+  sourceId: number | null;
+}
+
+/**
+ * Store one media item's metadata. A new item starts with transcript state `none` (not a video)
+ * or `retry` (a video whose transcript is still to buy); a known one keeps its transcript.
+ * Returns whether it was added, changed or unchanged.
+ */
+export async function storeMediaMetadata(
+  tx: Queryable,
+  origin: MediaOrigin,
+  r: MediaRow,
+): Promise<'added' | 'changed' | 'unchanged'> {
+  const [old] = await tx<{ sha: string }[]>`
+    select metadata_sha256 as sha from media where url = ${r.url} for update`;
+  const initialState: MediaTranscriptState = hasTranscript(r.type) ? 'retry' : 'none';
+  await tx`
+    insert into media as m (url, platform, type, media_id, title, description, author_username, author_display_name,
+      author, views, likes, comments, shares, media_info, duration_s, tags, posted_at, additional_data,
+      metadata_sha256, transcript_state, job_id, source_id)
+    values (${r.url}, ${r.platform}, ${r.type}, ${r.mediaId}, ${r.title}, ${r.description}, ${r.authorUsername},
+      ${r.authorDisplayName}, ${json(r.author)}::text::jsonb, ${r.views}::bigint, ${r.likes}::bigint,
+      ${r.comments}::bigint, ${r.shares}::bigint, ${json(r.mediaInfo)}::text::jsonb, ${r.durationS}::float8,
+      ${r.tags}::text[], ${r.postedAt}::timestamptz, ${json(r.additionalData)}::text::jsonb, ${r.metadataSha256},
+      ${initialState}, ${origin.jobId}, ${origin.sourceId}::int)
+    on conflict (url) do update set
+      platform = excluded.platform, type = excluded.type, media_id = excluded.media_id, title = excluded.title,
+      description = excluded.description, author_username = excluded.author_username,
+      author_display_name = excluded.author_display_name, author = excluded.author, views = excluded.views,
+      likes = excluded.likes, comments = excluded.comments, shares = excluded.shares,
+      media_info = excluded.media_info, duration_s = excluded.duration_s, tags = excluded.tags,
+      posted_at = excluded.posted_at, additional_data = excluded.additional_data,
+      metadata_sha256 = excluded.metadata_sha256, job_id = excluded.job_id,
+      source_id = coalesce(excluded.source_id, m.source_id), last_seen_at = now(),
+      updated_at = case when m.metadata_sha256 is distinct from excluded.metadata_sha256 then now() else m.updated_at end`;
+  if (old === undefined) {
+    await writeSegments(tx, r.url);
+    await event(tx, origin, 'media.added', { url: r.url, platform: r.platform, type: r.type });
+    return 'added';
+  }
+  if (old.sha === r.metadataSha256) return 'unchanged';
+  await writeSegments(tx, r.url);
+  await event(tx, origin, 'media.changed', { url: r.url, changed: ['metadata'] });
+  return 'changed';
+}
+
+/** A chunk of a delivered transcript, as stored. */
+const ChunkSchema = z.looseObject({ text: z.string(), offset: z.number().optional(), lang: z.string().optional() });
+
+/**
+ * Store a media item's delivered transcript (a job's result or a 200 answer): `stored`, or
+ * `empty` when it holds no speech (`content: []`, charged, not bought again). The content is
+ * read as chunks, or as one plain text.
+ */
+export async function storeMediaTranscript(
+  tx: Queryable,
+  origin: MediaOrigin,
+  url: string,
+  t: { content: unknown; lang: string | null; mode: string },
+): Promise<'stored' | 'empty'> {
+  const chunks = Array.isArray(t.content)
+    ? t.content.map((c) => ChunkSchema.safeParse(c)).flatMap((p) => (p.success ? [p.data] : []))
+    : [];
+  const text = typeof t.content === 'string' ? t.content : chunks.map((c) => c.text).join(' ');
+  const empty = text.trim() === '';
+  const state: MediaTranscriptState = empty ? 'empty' : 'stored';
+  const sha = createHash('sha256')
+    .update(JSON.stringify(t.content ?? null))
+    .digest('hex');
+  const [old] = await tx<{ sha: string | null }[]>`
+    select transcript_sha256 as sha from media where url = ${url} for update`;
+  if (old === undefined) return state;
+  await tx`
+    update media set transcript_state = ${state}, transcript_mode = ${t.mode}, transcript_lang = ${t.lang},
+      transcript_content = ${JSON.stringify(t.content ?? null)}::text::jsonb, transcript_text = ${text},
+      transcript_sha256 = ${sha}, transcript_reason = null, transcript_at = now(),
+      updated_at = case when transcript_sha256 is distinct from ${sha} then now() else updated_at end
+    where url = ${url}`;
+  if (old.sha !== sha) {
+    await writeSegments(tx, url);
+    await event(tx, origin, 'media.changed', { url, changed: ['transcript'], transcript: state });
+  }
+  return state;
+}
+
+/** The transcript's state set without content (pending, failed, expired, over budget), with its reason. */
+export async function setMediaTranscriptState(
+  tx: Queryable,
+  url: string,
+  state: MediaTranscriptState,
+  o: { reason?: string | null; jobId?: string; attempt?: boolean } = {},
+): Promise<void> {
+  await tx`
+    update media set transcript_state = ${state}, transcript_reason = ${o.reason ?? null},
+      -- a new purchase forgets the previous job (until its own is recorded)
+      transcript_job_id = case when ${o.attempt === true}::boolean then null
+        else coalesce(${o.jobId ?? null}::text, transcript_job_id) end,
+      transcript_attempts = transcript_attempts + ${o.attempt ? 1 : 0}::int
+    where url = ${url}`;
+}
+
+/** The search segments of one item: its title and description, and each transcript chunk at its offset. */
+async function writeSegments(tx: Queryable, url: string): Promise<void> {
+  await tx`delete from media_segments where url = ${url}`;
+  await tx`
+    insert into media_segments (url, n, offset_ms, text, tsv)
+    select url, 0, null, t, to_tsvector('simple', search_document(t))
+    from (select url, concat_ws(' ', title, description, array_to_string(tags, ' ')) as t from media where url = ${url}) x
+    where t <> ''`;
+  await tx`
+    insert into media_segments (url, n, offset_ms, text, tsv)
+    select m.url, c.n::int, round((c.chunk->>'offset')::numeric)::bigint, c.chunk->>'text',
+      to_tsvector('simple', search_document(c.chunk->>'text'))
+    from media m, jsonb_array_elements(case when jsonb_typeof(m.transcript_content) = 'array'
+      then m.transcript_content else '[]'::jsonb end) with ordinality as c(chunk, n)
+    where m.url = ${url} and coalesce(c.chunk->>'text', '') <> ''`;
+}
+
+const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
+
+async function event(tx: Queryable, origin: MediaOrigin, type: 'media.added' | 'media.changed', data: object) {
+  await recordEvents(tx, [
+    {
+      type,
+      data: { ...data, sourceId: origin.sourceId, jobId: origin.jobId },
+      sourceId: origin.sourceId,
+      videoId: null,
+    },
+  ]);
+}
+
+/** Remember the media URLs a `media` source lists (at registration). */
+export async function rememberMedia(sql: Queryable, sourceId: number, urls: readonly string[]): Promise<void> {
+  await sql`
+    insert into source_media (source_id, url)
+    select ${sourceId}::int, u from unnest(${urls}::text[]) as u
+    on conflict do nothing`;
+}
+
+/** What a sync knows of one listed media URL. */
+export interface MediaFacts {
+  url: string;
+  /** metadata stored */
+  known: boolean;
+  type: string | null;
+  durationS: number | null;
+  transcriptState: MediaTranscriptState | null;
+  transcriptAttempts: number;
+}
+
+/** The media URLs a source lists, with what is stored of each (URL order). */
+export async function sourceMediaFacts(sql: Queryable, sourceId: number): Promise<MediaFacts[]> {
+  return sql<MediaFacts[]>`
+    select sm.url, m.url is not null as known, m.type, m.duration_s as "durationS",
+      -- a job that ended without landing (held too long, failed locally) leaves its item to buy again
+      case when m.transcript_state = 'pending' and exists (
+          select 1 from batches b where b.job_id = m.transcript_job_id and b.terminal_at is not null)
+        then 'expired' else m.transcript_state end as "transcriptState",
+      coalesce(m.transcript_attempts, 0)::int as "transcriptAttempts"
+    from source_media sm left join media m on m.url = sm.url
+    where sm.source_id = ${sourceId} order by sm.url`;
+}
+
+/** Whether a media item's transcript is to be bought (again) now, within `retryAttemptsMax` purchases. */
+export function transcriptDue(f: MediaFacts, retryAttemptsMax: number): boolean {
+  if (!f.known || f.type === null || !hasTranscript(f.type) || f.transcriptState === null) return false;
+  return MEDIA_TRANSCRIPT_RETRY_STATES.includes(f.transcriptState) && f.transcriptAttempts < retryAttemptsMax;
+}
+
+/** Media a source lists and holds (metadata stored). */
+export async function sourceMediaCount(sql: Queryable, sourceId: number): Promise<number> {
+  const [r] = await sql<{ n: number }[]>`
+    select count(*)::int as n from source_media sm join media m on m.url = sm.url where sm.source_id = ${sourceId}`;
+  return r!.n;
+}
+
+/**
+ * Started minutes of media transcripts bought for a source's media in `auto` or `generate` (its
+ * minutes budget counts every purchase, an expired one bought again included).
+ */
+export async function mediaGeneratedMinutes(sql: Queryable, sourceId: number): Promise<number> {
+  const [r] = await sql<{ n: number }[]>`
+    select coalesce(sum(greatest(1, ceil(coalesce(b.request->>'durationS', '0')::float8 / 60))), 0)::int as n
+    from batches b
+    where b.source_id = ${sourceId} and b.kind = 'media' and b.mode = 'generate'
+      and b.request->>'mode' in ('auto', 'generate')`;
+  return r!.n;
+}
+
+/** A sync's later estimate (its transcripts) added to its `batches` row. */
+export async function addBatchEstimate(tx: Queryable, jobId: string, credits: number): Promise<void> {
+  if (credits === 0) return;
+  await tx`update batches set credits_estimated = credits_estimated + ${credits} where job_id = ${jobId}`;
+}
+
+/**
+ * A media URL the interface refused for itself (not found, private, not a media URL): kept as
+ * `unavailable` with the reason, so that it is not bought again automatically.
+ */
+export async function storeUnavailableMedia(
+  tx: Queryable,
+  origin: MediaOrigin,
+  url: string,
+  reason: string,
+): Promise<void> {
+  let platform: string = 'file';
+  try {
+    platform = mediaPlatformOf(new URL(url)) ?? 'file';
+  } catch {
+    // kept as a file URL
+  }
+  await tx`
+    insert into media (url, platform, type, metadata_sha256, transcript_state, transcript_reason, job_id, source_id)
+    values (${url}, ${platform}, 'unavailable', '', 'none', ${reason}, ${origin.jobId}, ${origin.sourceId}::int)
+    on conflict (url) do update set transcript_reason = excluded.transcript_reason, last_seen_at = now()`;
+}
+
+export interface MediaTotals {
+  stored: number;
+  transcripts: number;
+  empty: number;
+  pending: number;
+  failed: number;
+}
+
+/** Media stored and their transcripts by state (for `status`). */
+export async function mediaTotals(sql: Queryable): Promise<MediaTotals> {
+  const [r] = await sql<MediaTotals[]>`
+    select count(*)::int as stored,
+      count(*) filter (where transcript_state = 'stored')::int as transcripts,
+      count(*) filter (where transcript_state = 'empty')::int as empty,
+      count(*) filter (where transcript_state = 'pending')::int as pending,
+      count(*) filter (where transcript_state in ('failed', 'expired', 'retry', 'over-budget'))::int as failed
+    from media`;
+  return r!;
+}
