@@ -250,6 +250,17 @@ async function event(tx: Queryable, origin: MediaOrigin, type: 'media.added' | '
   ]);
 }
 
+/** Give back the attempt a refused transcript request counted (nothing was bought; a later sync asks again). */
+export async function returnMediaAttempt(sql: Queryable, url: string): Promise<void> {
+  await sql`update media set transcript_attempts = greatest(transcript_attempts - 1, 0) where url = ${url}`;
+}
+
+/** The transcript mode a media item was bought with, null when none is recorded. */
+export async function mediaTranscriptMode(sql: Queryable, url: string): Promise<string | null> {
+  const [row] = await sql<{ mode: string | null }[]>`select transcript_mode as mode from media where url = ${url}`;
+  return row?.mode ?? null;
+}
+
 /** Remember the media URLs a `media` source lists (at registration). */
 export async function rememberMedia(sql: Queryable, sourceId: number, urls: readonly string[]): Promise<void> {
   await sql`

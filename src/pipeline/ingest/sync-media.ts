@@ -32,6 +32,8 @@ import {
   mediaFileRow,
   mediaGeneratedMinutes,
   mediaRowFromApi,
+  mediaTranscriptMode,
+  returnMediaAttempt,
   setMediaTranscriptState,
   sourceMediaCount,
   sourceMediaFacts,
@@ -379,7 +381,7 @@ async function buyTranscript(
     if (!(e instanceof ApiError) || e instanceof LimitExceededError || REFUSED_UPSTREAM_CODES.includes(e.code)) {
       // the account refused: nothing was bought, a later sync asks again
       await setMediaTranscriptState(sql, f.url, 'retry', { reason: `refused: ${detail}`, attempt: false });
-      await sql`update media set transcript_attempts = greatest(transcript_attempts - 1, 0) where url = ${f.url}`;
+      await returnMediaAttempt(sql, f.url);
       throw e;
     }
     const final = isRefusalOfTheMedia(e) || e instanceof TranscriptUnavailableError;
@@ -479,12 +481,11 @@ export async function sinkMedia(
               : undefined;
         if (transcriptOf !== undefined) {
           const t = (it.payload ?? {}) as { content?: unknown; lang?: unknown };
-          const [row] = await tx<{ mode: string | null }[]>`
-            select transcript_mode as mode from media where url = ${transcriptOf}`;
+          const mode = await mediaTranscriptMode(tx, transcriptOf);
           await storeMediaTranscript(tx, origin, transcriptOf, {
             content: t.content,
             lang: typeof t.lang === 'string' ? t.lang : null,
-            mode: row?.mode ?? MEDIA_MODE_DEFAULT,
+            mode: mode ?? MEDIA_MODE_DEFAULT,
           });
           good.push(it.videoId);
           continue;
