@@ -1,7 +1,8 @@
 /**
- * The start-up check that the postgres.js driver this process loads carries the crash guard of
+ * The start-up check that the postgres.js driver this process loads carries the crash guards of
  * scripts/patch-postgres.mjs (a write on a connection that died mid-transaction would otherwise
- * throw from a timer and kill the process). An install that skipped the patch (install scripts
+ * throw from a timer, and a connection that died while reading the array types would reject a
+ * promise nobody holds: either kills the process). An install that skipped the patch (install scripts
  * not run, another copy hoisted, a version drift) is refused with what to do, instead of running
  * a daemon that dies at the first Postgres restart.
  */
@@ -9,8 +10,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
-/** The line scripts/patch-postgres.mjs writes into each file it patches (test/unit/driver-guard.test.ts keeps the two equal). */
+/** The lines scripts/patch-postgres.mjs writes into each file it patches, one per patch (test/unit/driver-guard.test.ts keeps them equal). */
 export const DRIVER_GUARD_MARK = '/* patched by videosite-ingest scripts/patch-postgres.mjs */';
+export const DRIVER_TYPES_MARK = '/* patched by videosite-ingest scripts/patch-postgres.mjs: fetchArrayTypes */';
+const DRIVER_MARKS = [DRIVER_GUARD_MARK, DRIVER_TYPES_MARK];
 
 /** The driver's files the process may load: the ESM build (`import`) and the CommonJS one. */
 const GUARDED_FILES = ['src/connection.js', 'cjs/src/connection.js'];
@@ -21,7 +24,7 @@ export class DriverUnguardedError extends Error {
     readonly files: string[],
   ) {
     super(
-      `the postgres.js driver at ${driverRoot} lacks the crash guard (${files.join(', ')}): a Postgres restart would kill this process. ` +
+      `the postgres.js driver at ${driverRoot} lacks the crash guards (${files.join(', ')}): a Postgres restart would kill this process. ` +
         'Reinstall videosite-ingest from its package (it carries a patched driver), or in a checkout run: node scripts/patch-postgres.mjs',
     );
     this.name = 'DriverUnguardedError';
@@ -43,12 +46,14 @@ export function driverRoot(from: string = import.meta.url): string {
 
 let checked: string | undefined;
 
-/** Throws DriverUnguardedError when a driver file lacks the guard; checks once per process. */
+/** Throws DriverUnguardedError when a driver file lacks a guard; checks once per process. */
 export function assertDriverGuarded(root: string = driverRoot()): void {
   if (checked === root) return;
   const missing = GUARDED_FILES.filter((rel) => {
     const file = join(root, rel);
-    return !existsSync(file) || !readFileSync(file, 'utf8').includes(DRIVER_GUARD_MARK);
+    if (!existsSync(file)) return true;
+    const text = readFileSync(file, 'utf8');
+    return DRIVER_MARKS.some((mark) => !text.includes(mark));
   });
   if (missing.length > 0) throw new DriverUnguardedError(root, missing);
   checked = root;

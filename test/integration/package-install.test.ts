@@ -28,7 +28,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { COMMANDS, VERSION } from '../../src/cli/main.ts';
-import { DRIVER_GUARD_MARK } from '../../src/db/driver-guard.ts';
+import { DRIVER_GUARD_MARK, DRIVER_TYPES_MARK } from '../../src/db/driver-guard.ts';
 import { DEMO_QUEUE_PREFIX } from '../../src/cli/demo.ts';
 import { loadConfig } from '../../src/config.ts';
 import { closeRedis, createRedis, deletePrefixKeys } from '../../src/queues/connection.ts';
@@ -239,6 +239,7 @@ describe('the packed package installs into an empty prefix and runs there', () =
       // the package's copy came patched inside the tarball
       const own = join(app, 'node_modules', 'videosite-ingest', 'node_modules', 'postgres', 'src', 'connection.js');
       expect(readFileSync(own, 'utf8')).toContain(mark);
+      expect(readFileSync(own, 'utf8')).toContain(DRIVER_TYPES_MARK);
 
       const bin = join(app, 'node_modules', '.bin', 'videosite-ingest');
       const name = testDatabaseName('pkg_dep');
