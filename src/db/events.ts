@@ -74,6 +74,27 @@ export async function latestEvents(sql: Queryable, limit: number): Promise<Event
     from events order by id desc limit ${limit}`;
 }
 
+export interface LatestEventsFilter {
+  /** only these types (not empty) */
+  types: readonly EventType[];
+  /** only events that occurred at or after this instant */
+  since?: Date | undefined;
+  sourceId?: number | undefined;
+  limit: number;
+}
+
+/** The `limit` newest events of `types` (since `since`), the newest first, through the (type, id) index. */
+export async function latestEventsOf(sql: Queryable, f: LatestEventsFilter): Promise<EventRow[]> {
+  const since = f.since !== undefined ? sql`and occurred_at >= ${f.since}` : sql``;
+  const source = f.sourceId !== undefined ? sql`and source_id = ${f.sourceId}::int` : sql``;
+  return sql<EventRow[]>`
+    select id::float8 as id, type, occurred_at as "occurredAt", data, source_id as "sourceId", video_id as "videoId"
+    from events
+    where type = any(${[...f.types]}::text[]) ${since} ${source}
+    order by id desc
+    limit ${f.limit}`;
+}
+
 /** The highest event id (0 before the first event). */
 export async function lastEventId(sql: Queryable): Promise<number> {
   const [row] = await sql<{ id: number }[]>`select coalesce(max(id), 0)::float8 as id from events`;
