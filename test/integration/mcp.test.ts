@@ -95,6 +95,11 @@ function structured<T>(r: Awaited<ReturnType<Client['callTool']>>): T {
   return result.structuredContent as T;
 }
 
+/** What a model reads of an answer. */
+function textOf(r: Awaited<ReturnType<Client['callTool']>>): string {
+  return ((r as CallToolResult).content[0] as { text: string }).text;
+}
+
 function errorText(r: Awaited<ReturnType<Client['callTool']>>): string {
   const result = r as CallToolResult;
   expect(result.isError).toBe(true);
@@ -105,6 +110,7 @@ interface VideoHit {
   kind: string;
   video_id?: string;
   seconds?: number | null;
+  moment?: string | null;
   snippet: string;
   url: string | null;
 }
@@ -122,9 +128,11 @@ async function exercise(client: Client): Promise<void> {
 
   // search: the hit's link opens the video at the hit's second, and that second holds the words
   const phrase = await storedPhrase();
-  const found = structured<{ hits: VideoHit[] }>(
-    await client.callTool({ name: 'search', arguments: { words: phrase.words, kind: 'video', limit: 5 } }),
-  );
+  const searched = await client.callTool({
+    name: 'search',
+    arguments: { words: phrase.words, kind: 'video', limit: 5 },
+  });
+  const found = structured<{ hits: VideoHit[] }>(searched);
   const hit = found.hits.find((x) => x.video_id === phrase.videoId);
   expect(hit, JSON.stringify(found)).toBeDefined();
   expect(hit!.seconds).toEqual(expect.any(Number));
@@ -132,14 +140,15 @@ async function exercise(client: Client): Promise<void> {
   expect(link.searchParams.get('v')).toBe(phrase.videoId);
   expect(Number(link.searchParams.get('t'))).toBe(hit!.seconds);
   expect(hit!.snippet).toContain('«');
+  // the model reads the same link in the text
+  expect(textOf(searched)).toContain(hit!.url!);
 
   // read_transcript: that second, back with its words and links at each line's second
-  const read = structured<{ lang: string; lines: Line[]; next_from: number | null }>(
-    await client.callTool({
-      name: 'read_transcript',
-      arguments: { video_id: phrase.videoId, from: hit!.seconds!, to: hit!.seconds! + 1 },
-    }),
-  );
+  const readAnswer = await client.callTool({
+    name: 'read_transcript',
+    arguments: { video_id: phrase.videoId, from: hit!.seconds!, to: hit!.seconds! + 1 },
+  });
+  const read = structured<{ lang: string; lines: Line[]; next_from: number | null }>(readAnswer);
   expect(read.lang).toBe('en');
   expect(read.lines.length).toBeGreaterThan(0);
   expect(read.lines.every((l) => l.seconds >= hit!.seconds! && l.seconds < hit!.seconds! + 1)).toBe(true);
@@ -147,6 +156,10 @@ async function exercise(client: Client): Promise<void> {
     phrase.words.replaceAll('"', '').split(' ')[0]!.toLowerCase(),
   );
   for (const l of read.lines) expect(new URL(l.url!).searchParams.get('t')).toBe(String(l.seconds));
+  // as text: one "h:mm:ss words <link>" line each
+  expect(textOf(readAnswer).split('\n').slice(1)).toEqual(
+    read.lines.map((l) => `${hit!.moment} ${l.text.replace(/\s+/g, ' ').trim()} <${l.url}>`),
+  );
   // a range the transcript does not reach: no lines, not an error
   const past = structured<{ lines: Line[] }>(
     await client.callTool({ name: 'read_transcript', arguments: { video_id: phrase.videoId, from: 1e7 } }),
@@ -338,5 +351,6 @@ describe('mcp over streamable HTTP', () => {
     const { ADMIN_TOKEN: _t, ...without } = env;
     const r = await runCli(['mcp', '--http', '--port', '0'], without, 30_000);
     expectCleanError(r, 2, /ADMIN_TOKEN/, /bearer token/);
+    expectCleanError(await runCli(['mcp', '--port', '8788'], env, 30_000), 2, '--port applies to --http only');
   }, 60_000);
 });
