@@ -544,11 +544,9 @@ export function createMcpServer(deps: McpDeps): McpServer {
       const limit = a.limit ?? MCP_EVENTS_DEFAULT;
       const types = a.types ?? CORPUS_EVENT_TYPES;
       const since = a.since === undefined ? undefined : new Date(a.since);
-      const rows = await read(async (tx) =>
+      const rows = await read((tx) =>
         a.after_id !== undefined
-          ? (await readEvents(tx, { afterId: a.after_id, types, sourceId: a.source, limit })).filter(
-              (e) => since === undefined || e.occurredAt >= since,
-            )
+          ? readEvents(tx, { afterId: a.after_id, types, sourceId: a.source, since, limit })
           : latestEventsOf(tx, { types, since, sourceId: a.source, limit }),
       );
       const changes = rows.map((e) => ({

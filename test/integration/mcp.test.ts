@@ -250,6 +250,17 @@ async function exercise(client: Client): Promise<void> {
     await client.callTool({ name: 'recent_changes', arguments: { types: ['page.added'] } }),
   );
   expect(pagesOnly.changes.length).toBe(counts!.pages);
+  const later = new Date(Date.now() + 60_000).toISOString();
+  for (const args of [{ since: later }, { since: later, after_id: 0 }]) {
+    const none = structured<{ changes: unknown[] }>(await client.callTool({ name: 'recent_changes', arguments: args }));
+    expect(none.changes).toEqual([]);
+  }
+  expect(errorText(await client.callTool({ name: 'recent_changes', arguments: { since: 'yesterday' } }))).toMatch(
+    /since: expected an ISO 8601 time/,
+  );
+  expect(
+    errorText(await client.callTool({ name: 'recent_changes', arguments: { types: ['batch.completed'] } })),
+  ).toMatch(/types: expected any of video.added, /);
 
   // never a secret: nothing the tools said holds the token or the API key
   const everything = JSON.stringify([found, read, whole, section, media, listed, recent]);
