@@ -181,7 +181,7 @@ async function exercise(client: Client): Promise<void> {
   const [page] = await h.database.sql<{ url: string; content: string }[]>`
     select url, content from pages where content ~ '(^|\n)## ' order by url limit 1`;
   expect(page, 'a stored page with a second-level heading').toBeDefined();
-  const whole = structured<{ sections: { anchor: string; link: string }[]; text: string }>(
+  const whole = structured<{ sections: { anchor: string; heading: string; link: string }[]; text: string }>(
     await client.callTool({ name: 'read_page', arguments: { url: page!.url } }),
   );
   expect(whole.text).toBe(page!.content);
@@ -192,6 +192,17 @@ async function exercise(client: Client): Promise<void> {
   expect(section.link).toBe(second.link);
   expect(new URL(section.link).hash).toBe(`#${second.anchor}`);
   expect(page!.content).toContain(section.text.split('\n').at(-1)!);
+  // by its heading's text too; an unknown one named with the anchors there are
+  const byHeading = structured<{ anchor: string }>(
+    await client.callTool({
+      name: 'read_page',
+      arguments: { url: page!.url, section: second.heading.split(' › ').at(-1)!.toUpperCase() },
+    }),
+  );
+  expect(byHeading.anchor).toBe(second.anchor);
+  expect(
+    errorText(await client.callTool({ name: 'read_page', arguments: { url: page!.url, section: 'no-such-part' } })),
+  ).toContain(`section: no section "no-such-part" in ${page!.url}; its anchors: ${whole.sections[0]!.anchor}`);
 
   // read_media: the TikTok's transcript as timed lines
   const media = structured<{ lines: Line[]; url: string }>(
