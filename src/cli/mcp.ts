@@ -75,6 +75,7 @@ export function registerMcpCommand(program: Command): void {
             throw new UsageError(`--port ${port}: cannot listen on ${host}:${port} (${code})`);
           }
           process.stderr.write(`mcp: serving ${server.url} (bearer ADMIN_TOKEN)\n`);
+          ctx.log.info({ event: 'mcp.listening', url: server.url }, 'mcp server listening');
           await stopped;
           await server.close();
         } else {
