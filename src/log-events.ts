@@ -269,6 +269,14 @@ export const LOG_EVENTS = [
   /** a section of a source, batch, item or batches page could not be read and is left out: `page`, `section`, `cancelled`, `err` */
   'admin.section_failed',
 
+  // the MCP server (src/mcp/*, src/cli/mcp.ts)
+  /** `mcp --http` accepts requests: `url` */
+  'mcp.listening',
+  /** a tool could not answer (the caller is told only that it failed; error): `tool`, `err` (URLs' passwords redacted) */
+  'mcp.tool_failed',
+  /** the HTTP server failed after it started listening (error): `err` */
+  'mcp.server_error',
+
   // a read-only database and rolling upgrades (src/pipeline/services/workers.ts, src/db/migrate.ts, src/pipeline/services/schema-gate.ts)
   /** a job met a read-only database (25006): handed back without burning an attempt, its queue paused (warn): `queue`, `bullJobId`, `retryInMs` */
   'db.read_only',

@@ -100,6 +100,11 @@ export const COMMANDS = {
     summary: 'find where words are said in the stored transcripts: video, moment and snippet, ranked',
     load: async () => (await import('./search.ts')).registerSearchCommand,
   },
+  mcp: {
+    summary:
+      'serve the corpus to agents over the Model Context Protocol (stdio, or streamable HTTP behind ADMIN_TOKEN): search, read transcripts and pages, sources, recent changes',
+    load: async () => (await import('./mcp.ts')).registerMcpCommand,
+  },
   status: {
     summary: 'show sources, batches in flight with progress, error counts, credits and storage',
     load: async () => (await import('./status.ts')).registerStatusCommand,

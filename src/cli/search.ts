@@ -6,6 +6,7 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import type { MediaSearchHit, PageSearchHit, SearchHit } from '../db/search.ts';
+import { SEARCH_KINDS, searchCorpus, searchScopeProblem, type SearchKind } from '../pipeline/read/search.ts';
 import { sectionLink } from '../domain/pages.ts';
 import {
   fillVideoUrl,
@@ -134,12 +135,6 @@ function mediaHitBlock(h: MediaSearchHit, tty: boolean): string {
   return [head, `  ${snippet.replace(/\s+/g, ' ').trim()}`].join('\n') + '\n';
 }
 
-type Hit =
-  { kind: 'video'; hit: SearchHit } | { kind: 'page'; hit: PageSearchHit } | { kind: 'media'; hit: MediaSearchHit };
-
-const SEARCH_KINDS = ['video', 'page', 'media'] as const;
-type SearchKind = (typeof SEARCH_KINDS)[number];
-
 function kindArg(value: string): SearchKind {
   if (!(SEARCH_KINDS as readonly string[]).includes(value))
     throw new InvalidArgumentError(`"${value}" is not a kind of document (expected ${SEARCH_KINDS.join(', ')}).`);
@@ -185,45 +180,26 @@ export function registerSearchCommand(program: Command): void {
     )
     .action(async (words: string, o: SearchOptions) => {
       const ctx = createContext();
-      const { searchTranscripts, searchPages, searchMedia } = await import('../db/search.ts');
-      if ((o.kind === 'page' || o.kind === 'media') && (o.lang !== undefined || o.channel !== undefined)) {
-        process.stderr.write(
-          `error: --${o.lang !== undefined ? 'lang' : 'channel'} applies to videos, not to --kind ${o.kind}\n`,
-        );
+      const scopeProblem = searchScopeProblem({ kind: o.kind, lang: o.lang, channelId: o.channel });
+      if (scopeProblem !== null) {
+        process.stderr.write(`error: --${scopeProblem.replace(' kind ', ' --kind ')}\n`);
         process.exitCode = 2;
         await ctx.close();
         return;
       }
-      const all = o.kind === undefined && o.lang === undefined && o.channel === undefined;
-      const videos = o.kind === undefined || o.kind === 'video';
-      const pages = o.kind === 'page' || all;
-      const media = o.kind === 'media' || all;
       const { drainSearchIndexShowingProgress } = await import('./progress.ts');
       const template = ctx.config.videoUrlTemplate;
       try {
         // transcripts stored but not yet indexed (no daemon running, or it is a second behind)
         await drainSearchIndexShowingProgress(ctx.db().sql, process.stderr);
-        const found: Hit[] = [];
-        if (videos) {
-          const v = await searchTranscripts(ctx.db().sql, {
-            query: words,
-            lang: o.lang,
-            sourceId: o.source,
-            channelId: o.channel,
-            limit: o.limit,
-          });
-          for (const hit of v) found.push({ kind: 'video', hit });
-        }
-        if (pages) {
-          const p = await searchPages(ctx.db().sql, { query: words, sourceId: o.source, limit: o.limit });
-          for (const hit of p) found.push({ kind: 'page', hit });
-        }
-        if (media) {
-          const m = await searchMedia(ctx.db().sql, { query: words, sourceId: o.source, limit: o.limit });
-          for (const hit of m) found.push({ kind: 'media', hit });
-        }
-        // both ranked by ts_rank_cd: merged best first, stable within a kind
-        const hits = found.sort((a, b) => b.hit.rank - a.hit.rank).slice(0, o.limit);
+        const hits = await searchCorpus(ctx.db().sql, {
+          words,
+          kind: o.kind,
+          sourceId: o.source,
+          lang: o.lang,
+          channelId: o.channel,
+          limit: o.limit,
+        });
         if (hits.length === 0) {
           if (!o.json) process.stderr.write('no matches\n');
           // 1, as grep: the contract's "did not land" code, here "nothing found"

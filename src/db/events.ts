@@ -50,6 +50,8 @@ export interface EventFilter {
   /** only these types; undefined or empty: all */
   types?: readonly EventType[] | undefined;
   sourceId?: number | undefined;
+  /** only events that occurred at or after this instant */
+  since?: Date | undefined;
   limit: number;
 }
 
@@ -59,10 +61,11 @@ export async function readEvents(sql: Queryable, f: EventFilter): Promise<EventR
   // statement's generic plan off the (type, id) and (source_id, id) indexes
   const types = f.types && f.types.length > 0 ? sql`and type = any(${[...f.types]}::text[])` : sql``;
   const source = f.sourceId !== undefined ? sql`and source_id = ${f.sourceId}::int` : sql``;
+  const since = f.since !== undefined ? sql`and occurred_at >= ${f.since}` : sql``;
   return sql<EventRow[]>`
     select id::float8 as id, type, occurred_at as "occurredAt", data, source_id as "sourceId", video_id as "videoId"
     from events
-    where id > ${f.afterId} ${types} ${source}
+    where id > ${f.afterId} ${types} ${source} ${since}
     order by id
     limit ${f.limit}`;
 }
@@ -72,6 +75,27 @@ export async function latestEvents(sql: Queryable, limit: number): Promise<Event
   return sql<EventRow[]>`
     select id::float8 as id, type, occurred_at as "occurredAt", data, source_id as "sourceId", video_id as "videoId"
     from events order by id desc limit ${limit}`;
+}
+
+export interface LatestEventsFilter {
+  /** only these types (not empty) */
+  types: readonly EventType[];
+  /** only events that occurred at or after this instant */
+  since?: Date | undefined;
+  sourceId?: number | undefined;
+  limit: number;
+}
+
+/** The `limit` newest events of `types` (since `since`), the newest first, through the (type, id) index. */
+export async function latestEventsOf(sql: Queryable, f: LatestEventsFilter): Promise<EventRow[]> {
+  const since = f.since !== undefined ? sql`and occurred_at >= ${f.since}` : sql``;
+  const source = f.sourceId !== undefined ? sql`and source_id = ${f.sourceId}::int` : sql``;
+  return sql<EventRow[]>`
+    select id::float8 as id, type, occurred_at as "occurredAt", data, source_id as "sourceId", video_id as "videoId"
+    from events
+    where type = any(${[...f.types]}::text[]) ${since} ${source}
+    order by id desc
+    limit ${f.limit}`;
 }
 
 /** The highest event id (0 before the first event). */

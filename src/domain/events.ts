@@ -57,6 +57,27 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/**
+ * The events about the corpus itself (what is stored of videos, transcripts, pages and media), as
+ * readers of its changes see them (the MCP server's `recent_changes`); batches, syncs and holds
+ * are the pipeline's business.
+ */
+export const CORPUS_EVENT_TYPES = [
+  'video.added',
+  'video.changed',
+  'video.gone',
+  'video.returned',
+  'transcript.added',
+  'transcript.changed',
+  'page.added',
+  'page.changed',
+  'page.gone',
+  'page.returned',
+  'media.added',
+  'media.changed',
+] as const satisfies readonly EventType[];
+export type CorpusEventType = (typeof CORPUS_EVENT_TYPES)[number];
+
 /** Sent by `webhooks test` to one endpoint only; never stored in `events`. */
 export const WEBHOOK_TEST_EVENT = 'webhook.test';
 
