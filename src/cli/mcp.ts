@@ -66,6 +66,7 @@ export function registerMcpCommand(program: Command): void {
               host,
               port,
               token: ctx.config.admin.token,
+              allowedHosts: ctx.config.admin.allowedHosts,
               newServer: () => createMcpServer(deps),
               log: ctx.log,
             });

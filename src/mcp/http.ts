@@ -10,7 +10,9 @@ import { createAdaptorServer } from '@hono/node-server';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
 import { tokenMatches } from '../admin/auth.ts';
+import { allowedHostNames, refuseForeignHost } from '../admin/request-guard.ts';
 import { ConfigError } from '../config.ts';
 import type { Logger } from '../log.ts';
 
@@ -20,6 +22,8 @@ export const MCP_HTTP_PATH = '/mcp';
 export const MCP_HTTP_PORT_DEFAULT = 8788;
 /** `--host` when not given: this machine only. */
 export const MCP_HTTP_HOST_DEFAULT = '127.0.0.1';
+/** The largest request body accepted, bytes: a tool call's arguments are a few hundred. */
+export const MCP_HTTP_BODY_MAX_BYTES = 1_048_576;
 /** How long closing waits for requests in flight before cutting them, ms. */
 const MCP_HTTP_CLOSE_TIMEOUT_MS = 5_000;
 
@@ -28,6 +32,8 @@ const REALM = 'videosite-ingest mcp';
 export interface McpHttpOptions {
   /** ADMIN_TOKEN; required */
   token: string | undefined;
+  /** ADMIN_ALLOWED_HOSTS: names besides localhost and IP addresses a request's Host may carry */
+  allowedHosts?: readonly string[];
   /** a server with every tool registered, new for each request */
   newServer(): McpServer;
   log: Logger;
@@ -37,12 +43,22 @@ export interface McpHttpOptions {
 export function createMcpHttpApp(opts: McpHttpOptions): Hono {
   const token = requireToken(opts.token);
   const app = new Hono();
+  // as on the admin server: a rebound DNS name (a hostile page reaching 127.0.0.1) is refused
+  // before the token is looked at, and a request body is bounded
+  app.use('*', refuseForeignHost(allowedHostNames(opts.allowedHosts ?? []), opts.log));
   app.use('*', async (c, next) => {
     if (tokenMatches(c.req.header('authorization'), token, ['bearer'])) return next();
     c.header('WWW-Authenticate', `Bearer realm="${REALM}"`);
     c.header('Cache-Control', 'no-store');
     return c.text('authentication required: send ADMIN_TOKEN as a bearer token\n', 401);
   });
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: MCP_HTTP_BODY_MAX_BYTES,
+      onError: (c) => c.text(`request body too large: at most ${MCP_HTTP_BODY_MAX_BYTES} bytes\n`, 413),
+    }),
+  );
   app.post(MCP_HTTP_PATH, async (c) => {
     const server = opts.newServer();
     const transport = new WebStandardStreamableHTTPServerTransport({

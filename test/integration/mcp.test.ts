@@ -8,6 +8,8 @@
  * the counts in the tables, and lists recent changes. Over HTTP, a request without the token or
  * with a wrong one is refused (401) and the command does not start without ADMIN_TOKEN.
  */
+import { request as httpRequest } from 'node:http';
+import { MCP_HTTP_BODY_MAX_BYTES } from '../../src/mcp/http.ts';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -367,6 +369,37 @@ describe('mcp over streamable HTTP', () => {
 
     const client = new Client({ name: 'mcp-test', version: '1.0.0' });
     await expect(client.connect(new StreamableHTTPClientTransport(new URL(url)))).rejects.toThrow();
+  }, 60_000);
+
+  it('refuses a rebound Host name (421) before the token, and a body over its bound (413)', async () => {
+    const send = (host: string, body: string) =>
+      new Promise<number>((resolve, reject) => {
+        const u = new URL(url);
+        const req = httpRequest(
+          {
+            host: u.hostname,
+            port: u.port,
+            path: u.pathname,
+            method: 'POST',
+            headers: {
+              host,
+              'content-type': 'application/json',
+              accept: 'application/json, text/event-stream',
+              authorization: `Bearer ${TOKEN}`,
+              'content-length': Buffer.byteLength(body),
+            },
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+    const ping = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' });
+    expect(await send('attacker.example:8788', ping)).toBe(421);
+    expect(await send(new URL(url).host, JSON.stringify({ pad: 'x'.repeat(MCP_HTTP_BODY_MAX_BYTES) }))).toBe(413);
   }, 60_000);
 
   it('does not start without ADMIN_TOKEN, naming it', async () => {
