@@ -11,6 +11,7 @@ import type { QuarantineReason } from '../domain/items.ts';
 import {
   hasTranscript,
   MEDIA_TRANSCRIPT_RETRY_STATES,
+  MEDIA_TRANSCRIPT_UNSTORED_STATES,
   mediaPlatformOf,
   type MediaPlatform,
   type MediaTranscriptState,
@@ -355,14 +356,32 @@ export interface MediaTotals {
   failed: number;
 }
 
-/** Media stored and their transcripts by state (for `status`). */
+/** Shards of `media_counts` (migrations/0022 takes `pg_backend_pid() % 16`). */
+export const MEDIA_COUNT_SHARDS = 16;
+
+/** Media items stored by platform and transcript state (every pair with one, from `media_counts`). */
+export interface MediaCount {
+  platform: string;
+  transcriptState: MediaTranscriptState;
+  n: number;
+}
+
+/** The counters of `media_counts`, summed over shards: MEDIA_COUNT_SHARDS rows per pair, not the media. */
+export async function mediaCounts(sql: Queryable): Promise<MediaCount[]> {
+  return sql<MediaCount[]>`
+    select platform, transcript_state as "transcriptState", sum(n)::float8 as n from media_counts
+    group by platform, transcript_state having sum(n) <> 0 order by platform, transcript_state`;
+}
+
+/** Media stored and their transcripts by state (for `status`), from the counters. */
 export async function mediaTotals(sql: Queryable): Promise<MediaTotals> {
-  const [r] = await sql<MediaTotals[]>`
-    select count(*)::int as stored,
-      count(*) filter (where transcript_state = 'stored')::int as transcripts,
-      count(*) filter (where transcript_state = 'empty')::int as empty,
-      count(*) filter (where transcript_state = 'pending')::int as pending,
-      count(*) filter (where transcript_state in ('failed', 'expired', 'retry', 'over-budget'))::int as failed
-    from media`;
-  return r!;
+  const t: MediaTotals = { stored: 0, transcripts: 0, empty: 0, pending: 0, failed: 0 };
+  for (const c of await mediaCounts(sql)) {
+    t.stored += c.n;
+    if (c.transcriptState === 'stored') t.transcripts += c.n;
+    else if (c.transcriptState === 'empty') t.empty += c.n;
+    else if (c.transcriptState === 'pending') t.pending += c.n;
+    else if (MEDIA_TRANSCRIPT_UNSTORED_STATES.includes(c.transcriptState)) t.failed += c.n;
+  }
+  return t;
 }

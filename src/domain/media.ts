@@ -80,6 +80,12 @@ export type MediaTranscriptState = (typeof MEDIA_TRANSCRIPT_STATES)[number];
 /** States a later sync buys the transcript again from (within the retry cap). */
 export const MEDIA_TRANSCRIPT_RETRY_STATES: readonly MediaTranscriptState[] = ['expired', 'retry', 'over-budget'];
 
+/** States `status` counts as a transcript not stored (failed, or to buy again). */
+export const MEDIA_TRANSCRIPT_UNSTORED_STATES: readonly MediaTranscriptState[] = [
+  'failed',
+  ...MEDIA_TRANSCRIPT_RETRY_STATES,
+];
+
 /** Media types that have speech to transcribe: a video (a carousel's videos are not transcribed). */
 export function hasTranscript(type: string): boolean {
   return type === 'video';
