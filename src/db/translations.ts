@@ -7,7 +7,14 @@
  * translated from, whichever sources ask: its `translations` row in a TRANSLATION_BOUGHT_STATES
  * state is the claim (`translations_bought_uq`), inserted before the request is sent.
  */
-import { TRANSLATION_BOUGHT_STATES, type TranscriptOrigin, type TranslationState } from '../domain/sources.ts';
+import {
+  TRANSLATION_BOUGHT_STATES,
+  TRANSLATION_SENDING_STALE_MS,
+  TRANSLATION_SHOWN_STATES,
+  type TranscriptOrigin,
+  type TranslationShownState,
+  type TranslationState,
+} from '../domain/sources.ts';
 import type { Queryable } from './connection.ts';
 
 const TRANSLATION: TranscriptOrigin = 'translation';
@@ -193,7 +200,8 @@ export async function translationCounts(sql: Queryable, sourceId: number): Promi
       (select count(*)::int from transcripts t join source_videos sv on sv.video_id = t.video_id
         where sv.source_id = ${sourceId} and t.origin = ${TRANSLATION}) as stored,
       (select count(*)::int from translations where source_id = ${sourceId} and state = ${REFUSED_BUDGET}) as refused,
-      (select count(*)::int from translations where source_id = ${sourceId} and state = 'unknown') as unknown,
+      (select count(*)::int from translations where source_id = ${sourceId}
+        and (state = 'unknown' or (state = 'sending' and ${staleSending(sql)}))) as unknown,
       (select count(*)::int from translations where source_id = ${sourceId} and state = 'failed') as failed`;
   return row ?? { stored: 0, refused: 0, unknown: 0, failed: 0 };
 }
@@ -208,4 +216,23 @@ export async function budgetRefusals(
     select video_id as "videoId", lang, minutes, detail, updated_at as at from translations
     where source_id = ${sourceId} and state = ${REFUSED_BUDGET}
     order by updated_at desc, id desc limit ${limit}`;
+}
+
+/** A `sending` row older than TRANSLATION_SENDING_STALE_MS: its process died mid-request (shown as `unknown`). */
+function staleSending(sql: Queryable) {
+  return sql`updated_at < now() - ${TRANSLATION_SENDING_STALE_MS} * interval '1 millisecond'`;
+}
+
+/** Every translation by the state it is shown in (a stale `sending` as `unknown`), zeros included. */
+export async function translationTotals(sql: Queryable): Promise<Record<TranslationShownState, number>> {
+  const rows = await sql<{ state: TranslationShownState; n: number }[]>`
+    select case when state = 'sending' and ${staleSending(sql)} then 'unknown' else state end as state,
+      count(*)::float8 as n
+    from translations group by 1`;
+  const totals = Object.fromEntries(TRANSLATION_SHOWN_STATES.map((s) => [s, 0])) as Record<
+    TranslationShownState,
+    number
+  >;
+  for (const r of rows) totals[r.state] += r.n;
+  return totals;
 }

@@ -23,6 +23,9 @@ export type SocialPlatform = (typeof SOCIAL_PLATFORMS)[number]['platform'];
 /** What a media item's `platform` column holds: a social platform, or `file` for a public media file URL. */
 export type MediaPlatform = SocialPlatform | 'file';
 
+/** Every value of a media item's `platform` column. */
+export const MEDIA_PLATFORMS: readonly MediaPlatform[] = [...SOCIAL_PLATFORMS.map((p) => p.platform), 'file'];
+
 /** File name endings of a public media file URL (audio or video). */
 const MEDIA_FILE_EXTENSIONS = ['mp4', 'mov', 'webm', 'mkv', 'm4v', 'mp3', 'm4a', 'wav', 'ogg', 'opus', 'flac', 'aac'];
 

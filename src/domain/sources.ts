@@ -99,6 +99,18 @@ export const TRANSLATION_STATES = ['sending', 'stored', 'failed', 'unknown', 're
 export type TranslationState = (typeof TRANSLATION_STATES)[number];
 
 /**
+ * How long a translation may stay `sending` before it is taken as `unknown` (ms): its process died
+ * during the request, which may have been billed. Well past the longest request the client makes
+ * (API_REQUEST_TIMEOUT_MS, 2 min by default; the translate request is not retried). Such a row
+ * still counts as bought: only `replay --lost` releases it for one new purchase.
+ */
+export const TRANSLATION_SENDING_STALE_MS = 15 * 60_000;
+
+/** States a translation is shown in (`status`, `/metrics`): its row's, a stale `sending` as `unknown`. */
+export const TRANSLATION_SHOWN_STATES = ['sending', 'stored', 'failed', 'unknown', 'refused-budget'] as const;
+export type TranslationShownState = (typeof TRANSLATION_SHOWN_STATES)[number];
+
+/**
  * The states in which a translation of a video into a language, from one content of its source
  * transcript, counts as bought (or possibly bought): no source asks for it again.
  */

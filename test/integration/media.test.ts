@@ -8,6 +8,10 @@
  * refused before anything is registered.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMetrics } from '../../src/admin/metrics.ts';
+import { startAdminServer } from '../../src/admin/server.ts';
+import { silentLogger } from '../../src/log.ts';
+import { bearer, parseMetrics, value } from '../helpers/admin.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { once } from '../helpers/once.ts';
 import { createPipelineHarness, runCli, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
@@ -209,6 +213,53 @@ describe('a media list of 8 URLs on 5 platforms', () => {
     const dry = await cli(['backfill', '--source', String(sourceId), '--dry-run']);
     expectExit(dry, 0);
     expect(dry.stdout).toContain('total: 0 batches');
+  });
+
+  it('the overview and /metrics count the media by platform and transcript state, as the table holds them', async () => {
+    await synced();
+    const token = 'media-admin-token-0123456789';
+    const admin = await startAdminServer({
+      port: 0,
+      token,
+      sql: h.database.sql,
+      redis: h.redis,
+      queues: h.queues,
+      metrics: createMetrics({ processMetrics: false }),
+      secrets: [h.sim.apiKey],
+      log: silentLogger(),
+    });
+    try {
+      const get = async (path: string) => {
+        const res = await fetch(`${admin.url}${path}`, { headers: bearer(token) });
+        return { status: res.status, text: await res.text() };
+      };
+      const rows = await h.database.sql<{ platform: string; state: string; n: number }[]>`
+        select platform, transcript_state as state, count(*)::int as n from media group by 1, 2`;
+      const total = (keep: (r: (typeof rows)[number]) => boolean) => rows.filter(keep).reduce((n, r) => n + r.n, 0);
+      expect(total(() => true)).toBe(7);
+
+      const page = await get('/');
+      expect(page.status).toBe(200);
+      expect(page.text).toContain(`<div class="v" id="media-stored">${total(() => true)}</div>`);
+      expect(page.text).toContain(
+        `<span id="media-transcripts">${total((r) => r.state === 'stored')}</span> transcripts`,
+      );
+      expect(page.text).toContain(`<span id="media-empty">${total((r) => r.state === 'empty')}</span> no speech`);
+      const platforms = /<div class="s" id="media-platforms">([^<]*)<\/div>/.exec(page.text)?.[1];
+      for (const p of ['tiktok', 'instagram', 'twitter', 'facebook'])
+        expect(platforms).toContain(`${p} ${total((r) => r.platform === p)}`);
+
+      const metrics = await get('/metrics');
+      expect(metrics.status).toBe(200);
+      const m = parseMetrics(metrics.text);
+      for (const platform of ['tiktok', 'instagram', 'twitter', 'facebook', 'file'])
+        for (const transcript of ['none', 'pending', 'stored', 'empty', 'failed', 'expired', 'over-budget', 'retry'])
+          expect(value(m, 'vsi_media', { platform, transcript }), `${platform} ${transcript}`).toBe(
+            total((r) => r.platform === platform && r.state === transcript),
+          );
+    } finally {
+      await admin.close();
+    }
   });
 
   it('search finds words said in a media item, naming the platform and the moment', async () => {
