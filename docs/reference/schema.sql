@@ -1380,7 +1380,7 @@ CREATE TABLE public.translations (
     detail text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT translations_state_ck CHECK ((state = ANY (ARRAY['sending'::text, 'stored'::text, 'failed'::text, 'unknown'::text, 'refused-budget'::text])))
+    CONSTRAINT translations_state_ck CHECK ((state = ANY (ARRAY['sending'::text, 'stored'::text, 'failed'::text, 'unknown'::text, 'refused-budget'::text, 'released'::text])))
 );
 
 -- Name: translations_id_seq; Type: SEQUENCE; Schema: public; Owner: -

@@ -28,7 +28,7 @@ import { latestEvents, type EventRow } from '../db/events.ts';
 import { mediaCounts, type MediaCount } from '../db/media.ts';
 import { translationTotals } from '../db/translations.ts';
 import { MEDIA_TRANSCRIPT_UNSTORED_STATES } from '../domain/media.ts';
-import type { TranslationShownState } from '../domain/sources.ts';
+import type { TranslationState } from '../domain/sources.ts';
 import { PENDING_COUNT_CAP } from '../db/webhooks.ts';
 import { describeCoverage } from '../domain/coverage.ts';
 import { silentLogger, type Logger } from '../log.ts';
@@ -124,7 +124,7 @@ export interface OverviewData {
   /** media items by platform and transcript state (the tile shows only when there is one) */
   media?: MediaCount[];
   /** translations by the state they are shown in (the tile shows only when there is one) */
-  translations?: Record<TranslationShownState, number>;
+  translations?: Record<TranslationState, number>;
   /** sections left out of this page: their statement was cancelled (statement_timeout) or failed */
   unavailable: string[];
 }
@@ -544,7 +544,7 @@ function mediaTile(media: MediaCount[] | undefined) {
 }
 
 /** Translations stored and those to look at (lost answers, refusals); nothing before the first. */
-function translationsTile(t: Record<TranslationShownState, number> | undefined) {
+function translationsTile(t: Record<TranslationState, number> | undefined) {
   if (t === undefined || Object.values(t).every((n) => n === 0)) return '';
   return html`<div class="tile" id="translations-tile"><div class="k">Translations</div><div class="v" id="translations-stored">${compactNumber(t.stored)}</div>
       <div class="s"><span id="translations-sending">${t.sending}</span> sending ·

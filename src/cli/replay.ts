@@ -8,6 +8,7 @@ import type { PipelineDeps } from '../pipeline/deps.ts';
 import { reconcile } from '../pipeline/services/reconcile.ts';
 import {
   planLostResubmission,
+  planLostTranslations,
   planResubmission,
   quarantineReplayLanded,
   releaseLost,
@@ -112,7 +113,12 @@ export function registerReplayCommand(program: Command): void {
     )
     .option('--failed', 're-submit every retryable item (internal errors, lost results, unfinished at expiry)', false)
     .option('--expired', 're-submit the retryable items of expired batches only', false)
-    .option('--lost', 're-submit what batch POSTs whose answer was lost (after a charge) would have fetched', false)
+    .option(
+      '--lost',
+      're-submit what batch POSTs whose answer was lost (after a charge) would have fetched, and release each translation ' +
+        'whose answer was lost or whose process died while sending (maybe billed) for one new purchase',
+      false,
+    )
     .option(
       '--quarantined',
       "re-sink quarantined items from their raw copy with today's rules (after an upgrade); no API call",
@@ -223,32 +229,63 @@ function agreedToSpend(o: ReplayOptions): boolean {
   return false;
 }
 
-/** `--lost`: re-submit what batch POSTs whose answer was lost would have fetched. */
+/**
+ * `--lost`: re-submit what batch POSTs whose answer was lost would have fetched, and release the
+ * translations whose answer was lost (or whose process died while sending) for one new purchase.
+ */
 async function replayLost(ctx: Context, o: ReplayOptions): Promise<void> {
-  const lost = await planLostResubmission({ sql: ctx.db().sql });
-  if (lost.length === 0) {
-    process.stdout.write('nothing to re-submit: no batch POST answer was lost\n');
+  const sql = ctx.db().sql;
+  const lost = await planLostResubmission({ sql });
+  const translations = await planLostTranslations({ sql });
+  if (lost.length === 0 && translations.length === 0) {
+    process.stdout.write(
+      'nothing to re-submit: no batch POST answer was lost, and no translation is unknown or left sending\n',
+    );
     return;
   }
-  process.stdout.write(
-    renderTable(
-      ['submission', 'source', 'kind', 'credits', 'lost at'],
-      lost.map((l) => [
-        l.id,
-        l.sourceId,
-        l.kind + (l.lang ? ` ${l.lang}` : ''),
-        l.creditsEstimated,
-        l.createdAt.toISOString(),
-      ]),
-    ),
-  );
-  process.stdout.write(
-    `these batches were probably created (and paid) upstream, but their answers were lost; submitting them again costs about ` +
-      `${lost.reduce((n, l) => n + l.creditsEstimated, 0)} credit(s) more\n`,
-  );
+  if (lost.length > 0) {
+    process.stdout.write(
+      renderTable(
+        ['submission', 'source', 'kind', 'credits', 'lost at'],
+        lost.map((l) => [
+          l.id,
+          l.sourceId,
+          l.kind + (l.lang ? ` ${l.lang}` : ''),
+          l.creditsEstimated,
+          l.createdAt.toISOString(),
+        ]),
+      ),
+    );
+    process.stdout.write(
+      `these batches were probably created (and paid) upstream, but their answers were lost; submitting them again costs about ` +
+        `${lost.reduce((n, l) => n + l.creditsEstimated, 0)} credit(s) more\n`,
+    );
+  }
+  if (translations.length > 0) {
+    process.stdout.write(
+      renderTable(
+        ['translation', 'source', 'video', 'into', 'state', 'credits', 'since'],
+        translations.map((t) => [
+          t.id,
+          t.sourceId ?? '-',
+          terminalSafe(t.videoId),
+          t.lang,
+          t.state === 'sending' ? 'sending (its process died)' : 'unknown (answer lost)',
+          t.creditsEstimated,
+          t.at.toISOString(),
+        ]),
+      ),
+    );
+    process.stdout.write(
+      `these translations may have been billed, but nothing was stored; buying them again costs at most ` +
+        `${translations.reduce((n, t) => n + t.creditsEstimated, 0)} credit(s) more\n`,
+    );
+  }
   if (o.dryRun || !agreedToSpend(o)) return;
   await waitForRedis(ctx.redis());
-  const syncs = await releaseLost(ctx.deps(), lost);
+  const syncs = await releaseLost(ctx.deps(), lost, translations);
+  if (translations.length > 0)
+    process.stdout.write(`released ${translations.length} translation(s) for one new purchase\n`);
   for (const r of syncs) {
     process.stdout.write(
       terminalSafe(

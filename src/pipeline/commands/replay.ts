@@ -28,6 +28,7 @@ import { retryableGroups } from '../../db/resubmissions.ts';
 import type { BatchKind } from '../../db/schema.ts';
 import { lostSubmissions, markSubmission, type SubmissionRow } from '../../db/submissions.ts';
 import { classifyRawItem, type ItemState } from '../../domain/items.ts';
+import { lostTranslations, releaseTranslations, type LostTranslation } from '../../db/translations.ts';
 import type { PipelineDeps } from '../deps.ts';
 import { reserveCredits } from '../ingest/credits.ts';
 import { syncSource, type SyncResult } from '../ingest/sync-source.ts';
@@ -454,17 +455,35 @@ export function planLostResubmission(deps: Pick<PipelineDeps, 'sql'>): Promise<S
   return lostSubmissions(deps.sql);
 }
 
+/** Translations whose answer was lost, or whose process died while sending (`replay --lost`). */
+export function planLostTranslations(deps: Pick<PipelineDeps, 'sql'>): Promise<LostTranslation[]> {
+  return lostTranslations(deps.sql);
+}
+
 /**
- * A person agreed to pay again for batches whose answer was lost: release them (their sources'
- * kinds and languages may be submitted again) and sync those sources now. Returns the syncs.
+ * A person agreed to pay again for batches whose answer was lost, and for translations that may
+ * have been billed: release them (their sources' kinds and languages may be submitted again, each
+ * translation bought once more) and sync those sources now. Returns the syncs.
  */
-export async function releaseLost(deps: PipelineDeps, lost: SubmissionRow[]): Promise<SyncResult[]> {
+export async function releaseLost(
+  deps: PipelineDeps,
+  lost: SubmissionRow[],
+  translations: readonly LostTranslation[] = [],
+): Promise<SyncResult[]> {
+  const at = new Date().toISOString();
   for (const l of lost) {
     await markSubmission(deps.sql, l.id, 'released', {
-      detail: `${l.detail ?? ''} | released by replay --lost at ${new Date().toISOString()}`,
+      detail: `${l.detail ?? ''} | released by replay --lost at ${at}`,
     });
   }
-  const sources = [...new Set(lost.map((l) => l.sourceId).filter((id): id is number => id !== null))];
+  await releaseTranslations(
+    deps.sql,
+    translations.map((t) => t.id),
+    `released by replay --lost at ${at}`,
+  );
+  const sources = [
+    ...new Set([...lost, ...translations].map((l) => l.sourceId).filter((id): id is number => id !== null)),
+  ];
   const syncs: SyncResult[] = [];
   for (const id of sources) syncs.push(await syncSource(deps, id, { trigger: 'manual' }));
   return syncs;
