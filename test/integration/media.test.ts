@@ -355,3 +355,121 @@ describe('sources add media refusals', () => {
     expect(after!.n).toBe(before!.n);
   });
 });
+
+describe('sources list and edit of a media source', () => {
+  it('list shows each source transcript mode, minutes budget and translate setting (table and JSON)', async () => {
+    const url = pick(
+      (n) => `https://www.tiktok.com/@listed/video/${n}`,
+      (u) => h.sim.media.hasSpeech(u),
+    );
+    const m = addedSourceId(
+      await cli(['sources', 'add', 'media', url, '--mode', 'auto', '--max-generate-minutes', '40']),
+    );
+    const [channel] = h.sim.catalog.channels();
+    const v = addedSourceId(
+      await cli([
+        'sources',
+        'add',
+        'videos',
+        watch(h.sim.catalog.videoIds(channel!.id)![3]!),
+        '--translate',
+        'de',
+        '--max-translate-minutes',
+        '50',
+      ]),
+    );
+    const list = await cli(['sources', 'list']);
+    expectExit(list, 0);
+    const header = list.stdout.split('\n')[0]!;
+    expect(header).toMatch(/\blangs\s+transcripts\s+translate\s+credits\/day\b/);
+    const row = (id: number) => list.stdout.split('\n').find((l) => new RegExp(`^${id}\\s`).test(l))!;
+    expect(row(m)).toMatch(/\bmedia\b.*\bauto \(max 40 min\)\s+none\s/);
+    expect(row(v)).toMatch(/\bvideos\b.*\bnative\s+de \(max 50 min\)\s/);
+
+    const json = await cli(['sources', 'list', '--json']);
+    expectExit(json, 0);
+    const rows = JSON.parse(json.stdout) as {
+      id: number;
+      mediaMode: string | null;
+      maxGenerateMinutes: number | null;
+      translateLangs: string[];
+      maxTranslateMinutes: number | null;
+    }[];
+    expect(rows.find((r) => r.id === m)).toMatchObject({
+      mediaMode: 'auto',
+      maxGenerateMinutes: 40,
+      translateLangs: [],
+    });
+    expect(rows.find((r) => r.id === v)).toMatchObject({ translateLangs: ['de'], maxTranslateMinutes: 50 });
+  });
+
+  it('edit --mode generate --max-generate-minutes applies from the next sync: its transcript bought generated, within the budget', async () => {
+    const url = pick(
+      (n) => `https://www.tiktok.com/@edited/video/${n}`,
+      (u) => h.sim.media.hasSpeech(u),
+    );
+    const id = addedSourceId(await cli(['sources', 'add', 'media', url]));
+    const settings = async () =>
+      (
+        await h.database.sql<{ mode: string | null; minutes: number | null }[]>`
+          select media_mode as mode, max_generate_minutes as minutes from sources where id = ${id}`
+      )[0];
+    const before = await settings();
+
+    // a mode that generates needs a budget; a budget needs a mode that generates: refused, nothing changed
+    expectCleanError(
+      await cli(['sources', 'edit', String(id), '--mode', 'generate']),
+      2,
+      '--max-generate-minutes N',
+      `source ${id} has none`,
+    );
+    expectCleanError(
+      await cli(['sources', 'edit', String(id), '--max-generate-minutes', '10']),
+      2,
+      'needs --mode auto or --mode generate',
+    );
+    expectCleanError(
+      await cli(['sources', 'edit', String(id), '--mode', 'loud']),
+      2,
+      "'loud'",
+      'native, auto, generate',
+    );
+    expect(await settings()).toEqual(before);
+
+    const edit = await cli(['sources', 'edit', String(id), '--mode', 'generate', '--max-generate-minutes', '30']);
+    expectExit(edit, 0);
+    expect(edit.stdout).toContain(`source ${id}: mode native -> generate, max generate minutes none -> 30`);
+    expect(edit.stdout).toContain('next sync buys the media transcripts still due in --mode generate');
+    expect(await settings()).toEqual({ mode: 'generate', minutes: 30 });
+
+    expectExit(await cli(['backfill', '--source', String(id), '--timeout', '60s']), 0);
+    const [job] = await h.database.sql<{ mode: string; minutes: number }[]>`
+      select request->>'mode' as mode, ceil((request->>'durationS')::float8 / 60)::int as minutes
+      from batches where source_id = ${id} and kind = 'media' and mode = 'generate'`;
+    expect(job?.mode).toBe('generate');
+    const [row] = await h.database.sql<{ state: string; mode: string }[]>`
+      select transcript_state as state, transcript_mode as mode from media where url = ${url}`;
+    expect(row).toEqual({ state: 'stored', mode: 'generate' });
+    const [charged] = await h.database.sql<{ credits: number }[]>`
+      select coalesce(sum(credits), 0)::int as credits from credit_charges where source_id = ${id} and endpoint = 'GET /transcript'`;
+    expect(charged!.credits).toBe(2 * job!.minutes);
+  });
+
+  it('edit refuses --mode and --max-generate-minutes on a source that is not media, naming the flag and the kind', async () => {
+    const [channel] = h.sim.catalog.channels();
+    const id = addedSourceId(await cli(['sources', 'add', 'videos', watch(h.sim.catalog.videoIds(channel!.id)![4]!)]));
+    expectCleanError(
+      await cli(['sources', 'edit', String(id), '--mode', 'auto', '--max-generate-minutes', '5']),
+      2,
+      `--mode does not apply to a videos source (source ${id})`,
+    );
+    expectCleanError(
+      await cli(['sources', 'edit', String(id), '--max-generate-minutes', '5']),
+      2,
+      `--max-generate-minutes does not apply to source ${id} (a videos source without --generate-missing)`,
+    );
+    const [s] = await h.database.sql<{ mode: string | null; minutes: number | null }[]>`
+      select media_mode as mode, max_generate_minutes as minutes from sources where id = ${id}`;
+    expect(s).toEqual({ mode: null, minutes: null });
+  });
+});
