@@ -262,6 +262,42 @@ describe('a media list of 8 URLs on 5 platforms', () => {
     }
   });
 
+  it('replay --quarantined stores a media item an older build set aside from its raw copy: free, no API call', async () => {
+    const { sourceId } = await synced();
+    const { social } = media();
+    const url = social.reel;
+    const title = h.sim.media.metadata(url)!.title ?? null;
+    const { sql } = h.database;
+    const [batch] = await sql<{ jobId: string }[]>`
+      select job_id as "jobId" from batches where source_id = ${sourceId} and kind = 'media' and mode = 'media'
+      order by submitted_at limit 1`;
+    // as a stricter build left it: the metadata read kept raw, quarantined, its row not written
+    await sql`
+      update batch_items set state = 'quarantined', reason = 'metadata does not match the interface at stats.views',
+        reason_code = 'schema'
+      where job_id = ${batch!.jobId} and video_id = ${url}`;
+    await sql`update media set title = 'left by the older build', metadata_sha256 = 'older' where url = ${url}`;
+    const before = await usedCredits();
+    const requests = h.sim.stats().total;
+
+    const dry = await cli(['replay', '--quarantined', '--dry-run']);
+    expectExit(dry, 0);
+    const [still] = await sql<{ state: string }[]>`
+      select state from batch_items where job_id = ${batch!.jobId} and video_id = ${url}`;
+    expect(still!.state).toBe('quarantined');
+
+    const replay = await cli(['replay', '--quarantined']);
+    expectExit(replay, 0);
+    const [item] = await sql<{ state: string }[]>`
+      select state from batch_items where job_id = ${batch!.jobId} and video_id = ${url}`;
+    expect(item!.state).toBe('sunk');
+    const [row] = await sql<{ title: string | null; state: string }[]>`
+      select title, transcript_state as state from media where url = ${url}`;
+    expect(row).toEqual({ title, state: 'stored' });
+    expect((await usedCredits()) - before).toBe(0);
+    expect(h.sim.stats().total - requests).toBe(1); // the /me of usedCredits() above
+  });
+
   it('search finds words said in a media item, naming the platform and the moment', async () => {
     const { social } = media();
     await synced();

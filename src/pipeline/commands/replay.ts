@@ -27,7 +27,9 @@ import { lockStoredItems } from '../../db/prune.ts';
 import { retryableGroups } from '../../db/resubmissions.ts';
 import type { BatchKind } from '../../db/schema.ts';
 import { lostSubmissions, markSubmission, type SubmissionRow } from '../../db/submissions.ts';
-import { classifyRawItem, type ItemState } from '../../domain/items.ts';
+import { classifyRawItem, type ItemOutcome, type ItemState } from '../../domain/items.ts';
+import { mediaRowFromApi } from '../../db/media.ts';
+import { isMediaTranscriptItem } from '../ingest/sync-media.ts';
 import { lostTranslations, releaseTranslations, type LostTranslation } from '../../db/translations.ts';
 import type { PipelineDeps } from '../deps.ts';
 import { reserveCredits } from '../ingest/credits.ts';
@@ -170,10 +172,14 @@ function rawOf(row: QuarantinedItem): { raw: unknown } | { skip: QuarantineSkip 
  * for the sink, failed, retryable, or still quarantined with the new reason), or why it is
  * left alone. Pure; exported for its unit test.
  */
-export function requalify(row: QuarantinedItem, kind: BatchKind): { skip: QuarantineSkip } | Requalified {
+export function requalify(
+  row: QuarantinedItem,
+  kind: BatchKind,
+  mode?: string,
+): { skip: QuarantineSkip } | Requalified {
   const r = rawOf(row);
   if ('skip' in r) return r;
-  const outcome = classifyRawItem(r.raw, kind);
+  const outcome = kind === 'media' ? classifyMediaItem(row.videoId, r.raw, mode) : classifyRawItem(r.raw, kind);
   if (outcome.state === 'landed' || outcome.state === 'failed' || outcome.state === 'retryable') {
     return { videoId: row.videoId, state: outcome.state, errorCode: outcome.errorCode, reason: null, reasonCode: null };
   }
@@ -181,6 +187,19 @@ export function requalify(row: QuarantinedItem, kind: BatchKind): { skip: Quaran
   const code = outcome.state === 'quarantined' ? (outcome.reasonCode ?? null) : row.reasonCode;
   const why = outcome.state === 'quarantined' ? (outcome.reason ?? row.reason) : row.reason;
   return { videoId: row.videoId, state: 'quarantined', errorCode: outcome.errorCode, reason: why, reasonCode: code };
+}
+
+/**
+ * A media batch's raw item read with today's rules: its key is the media URL and its raw copy the
+ * `/metadata` answer (not a batch item), so it lands when it makes a media row; a transcript's
+ * item lands as it is (any content is stored, an empty one as no speech).
+ */
+function classifyMediaItem(key: string, raw: unknown, mode: string | undefined): ItemOutcome {
+  // a transcript job's item (mode generate) or a transcript answered at once
+  if (mode === 'generate' || isMediaTranscriptItem(key)) return { state: 'landed', errorCode: null };
+  const built = mediaRowFromApi(key, raw);
+  if ('row' in built) return { state: 'landed', errorCode: null };
+  return { state: 'quarantined', errorCode: null, reason: built.reason, reasonCode: built.reasonCode };
 }
 
 /** The report of a quarantine replay as it is counted, item by item. */
@@ -327,7 +346,7 @@ async function requalifyBatch(
       const changes: Requalified[] = [];
       for (const row of rows) {
         const reason = reasonLabel(row.reasonCode);
-        const r = requalify(row, batch.kind);
+        const r = requalify(row, batch.kind, batch.mode);
         tally.requalified(reason, r);
         if ('skip' in r) continue;
         changes.push(r);

@@ -456,6 +456,11 @@ function isRefusalOfTheMedia(e: ApiError): boolean {
 /** Suffix of the item key of a transcript answered at once (the item of its metadata is the URL itself). */
 const TRANSCRIPT_ITEM_SUFFIX = '#transcript';
 
+/** Whether a media batch item's key is a transcript's answered at once (else the URL of a metadata read). */
+export function isMediaTranscriptItem(key: string): boolean {
+  return key.endsWith(TRANSCRIPT_ITEM_SUFFIX);
+}
+
 /**
  * The landed items of a media batch stored from their raw copies (after `replay --batch`): a
  * metadata read's item as the media row, a transcript's (a job's, or one answered at once) as its
