@@ -385,3 +385,54 @@ export async function mediaTotals(sql: Queryable): Promise<MediaTotals> {
   }
   return t;
 }
+
+/** A media item's transcript the sync no longer buys: it failed to land as often as RETRY_ATTEMPTS_MAX allows. */
+export interface MediaPastCap {
+  url: string;
+  platform: string;
+  state: MediaTranscriptState;
+  attempts: number;
+  durationS: number | null;
+  /** the sources that list it (the lowest first) */
+  sourceIds: number[];
+  /** the `--mode` of its first source (what its next purchase costs) */
+  mode: string | null;
+  reason: string | null;
+}
+
+/**
+ * Media transcripts to buy again (`MEDIA_TRANSCRIPT_RETRY_STATES`, or only `expired`) whose
+ * purchases reached `retryAttemptsMax`: only a person buys them again (`replay --failed`).
+ */
+export async function mediaPastRetryCap(
+  sql: Queryable,
+  o: { retryAttemptsMax: number; expiredOnly: boolean },
+): Promise<MediaPastCap[]> {
+  const states: MediaTranscriptState[] = o.expiredOnly ? ['expired'] : [...MEDIA_TRANSCRIPT_RETRY_STATES];
+  return sql<MediaPastCap[]>`
+    select m.url, m.platform, m.transcript_state as state, m.transcript_attempts as attempts,
+      m.duration_s as "durationS", m.transcript_reason as reason,
+      array_agg(sm.source_id order by sm.source_id) as "sourceIds",
+      (array_agg(s.media_mode order by sm.source_id))[1] as mode
+    from media m join source_media sm on sm.url = m.url join sources s on s.id = sm.source_id
+    where m.transcript_state = any(${states}::text[]) and m.transcript_attempts >= ${o.retryAttemptsMax}
+    group by m.url order by m.url`;
+}
+
+/**
+ * A person agreed to buy these transcripts once more: each is left one purchase under the cap, so
+ * the next sync of its source buys it once (and, should it fail again, not after). Only an item
+ * still past the cap changes. Returns how many did.
+ */
+export async function releaseMediaForRetry(
+  sql: Queryable,
+  urls: readonly string[],
+  retryAttemptsMax: number,
+): Promise<number> {
+  const rows = await sql`
+    update media set transcript_attempts = ${retryAttemptsMax - 1}::int
+    where url = any(${urls as string[]}::text[]) and transcript_state = any(${[...MEDIA_TRANSCRIPT_RETRY_STATES]}::text[])
+      and transcript_attempts >= ${retryAttemptsMax}
+    returning url`;
+  return rows.length;
+}

@@ -6,7 +6,8 @@
  * after its end: the job is recorded `expired` (`result-expired`, saying why) and the item's
  * transcript `expired` with that reason; the next sync buys it again (and `backfill --dry-run`
  * counts it), and only while the item's
- * purchases stay within RETRY_ATTEMPTS_MAX (here 2): the third sync buys nothing.
+ * purchases stay within RETRY_ATTEMPTS_MAX (here 2): the third sync buys nothing. Past the cap,
+ * `replay --failed --yes` releases each for one purchase by the next sync, and only one.
  *
  * How it fails when the property breaks: a result recorded as stored, or an item left `pending`
  * (`states`); a re-purchase past the cap shows as more `GET /transcript` requests than
@@ -104,4 +105,27 @@ it('33: a transcript job whose result is gone: recorded expired with its reason,
     billed,
     exit_codes: runs.join('/'),
   });
+
+  // past the cap only a person buys them again: replay --failed lists them with the price, asks
+  // for --yes, and releases each for one purchase by the next sync (which does not buy it twice)
+  const plan = await rig.run(['replay', '--failed', '--dry-run'], ENV, 60_000);
+  expect(plan.code, plan.stderr).toBe(0);
+  for (const url of urls)
+    expect(plan.stdout).toMatch(
+      new RegExp(`${url.replace(/[.?]/g, '\\$&')}\\s+tiktok\\s+expired\\s+2\\s+${s.id}\\s+1\\b`),
+    );
+  expect(plan.stdout).toContain(`buying each once more costs about ${urls.length} credit(s)`);
+  const refused = await rig.run(['replay', '--failed'], ENV, 60_000);
+  expect(refused.code).toBe(2);
+  expect(refused.stderr).toContain('add --yes');
+  const released = await rig.run(['replay', '--failed', '--yes'], ENV, 60_000);
+  expect(released.code, released.stderr).toBe(0);
+  expect(released.stdout).toContain(`released ${urls.length} media transcript(s) for one purchase each`);
+  expect(requestsTo(rig.sim, 'GET /transcript') - boughtBefore).toBe(urls.length * RETRY_CAP);
+  for (let i = 0; i < 2; i++) {
+    const r = await rig.run(['backfill', '--source', String(s.id), '--timeout', '60s'], ENV, 120_000);
+    expect([0, 1], r.stderr).toContain(r.code);
+  }
+  expect(requestsTo(rig.sim, 'GET /transcript') - boughtBefore).toBe(urls.length * (RETRY_CAP + 1));
+  expect((await mediaRows(s.id)).map((x) => x.attempts)).toEqual(urls.map(() => RETRY_CAP));
 });

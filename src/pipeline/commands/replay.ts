@@ -28,7 +28,8 @@ import { retryableGroups } from '../../db/resubmissions.ts';
 import type { BatchKind } from '../../db/schema.ts';
 import { lostSubmissions, markSubmission, type SubmissionRow } from '../../db/submissions.ts';
 import { classifyRawItem, type ItemOutcome, type ItemState } from '../../domain/items.ts';
-import { mediaRowFromApi } from '../../db/media.ts';
+import { mediaPastRetryCap, mediaRowFromApi, releaseMediaForRetry, type MediaPastCap } from '../../db/media.ts';
+import { MEDIA_MODE_DEFAULT, mediaTranscriptCredits, type MediaMode } from '../../domain/media.ts';
 import { isMediaTranscriptItem } from '../ingest/sync-media.ts';
 import { lostTranslations, releaseTranslations, type LostTranslation } from '../../db/translations.ts';
 import type { PipelineDeps } from '../deps.ts';
@@ -472,6 +473,38 @@ export async function resubmit(
 /** Batch POSTs whose answer was lost after the account was charged (see batch_submissions). */
 export function planLostResubmission(deps: Pick<PipelineDeps, 'sql'>): Promise<SubmissionRow[]> {
   return lostSubmissions(deps.sql);
+}
+
+/** A media transcript past the retry cap, with what buying it once more costs. */
+export interface MediaRetryPlan extends MediaPastCap {
+  credits: number;
+}
+
+/** `replay --failed` / `--expired` of media: transcripts no sync buys again any more (past RETRY_ATTEMPTS_MAX). */
+export async function planMediaRetry(
+  deps: Pick<PipelineDeps, 'sql' | 'settings'>,
+  o: { expiredOnly: boolean },
+): Promise<MediaRetryPlan[]> {
+  const rows = await mediaPastRetryCap(deps.sql, {
+    retryAttemptsMax: deps.settings.retryAttemptsMax,
+    expiredOnly: o.expiredOnly,
+  });
+  return rows.map((r) => ({
+    ...r,
+    credits: mediaTranscriptCredits((r.mode ?? MEDIA_MODE_DEFAULT) as MediaMode, r.durationS),
+  }));
+}
+
+/** A person agreed: each is left one purchase under the cap, for its source's next sync. Returns how many. */
+export function releaseMediaRetry(
+  deps: Pick<PipelineDeps, 'sql' | 'settings'>,
+  media: readonly MediaPastCap[],
+): Promise<number> {
+  return releaseMediaForRetry(
+    deps.sql,
+    media.map((m) => m.url),
+    deps.settings.retryAttemptsMax,
+  );
 }
 
 /** Translations whose answer was lost, or whose process died while sending (`replay --lost`). */
