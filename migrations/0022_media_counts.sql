@@ -12,31 +12,38 @@ CREATE TABLE "media_counts" (
 );
 --> statement-breakpoint
 -- MEDIA_COUNT_SHARDS (src/db/media.ts) is the 16 below. A statement adds to the shard of its
--- connection; its rows are locked in (platform, state) order, so two writers on one shard never
--- wait on each other in a cycle. An update that moves no item between platform and state (most:
--- a metadata read, a last-seen time) writes nothing.
+-- connection. A shard has a row per platform and state, and one transaction may touch several in
+-- several statements (an item stored, then its transcript): a transaction-scoped advisory lock
+-- per shard, taken before its rows, makes two writers on one shard queue as on the single row of
+-- a page_counts shard, never wait on each other in a cycle. An update that moves no item between
+-- platform and state (most: a metadata read, a last-seen time) takes no lock and writes nothing.
 CREATE FUNCTION "media_count_changes"() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  delta jsonb;
 BEGIN
   IF TG_OP = 'TRUNCATE' THEN
     DELETE FROM media_counts;
+    RETURN NULL;
   ELSIF TG_OP = 'INSERT' THEN
-    INSERT INTO media_counts AS c (shard, platform, transcript_state, n)
-    SELECT pg_backend_pid() % 16, platform, transcript_state, count(*) FROM new_rows
-    GROUP BY platform, transcript_state ORDER BY platform, transcript_state
-    ON CONFLICT (shard, platform, transcript_state) DO UPDATE SET n = c.n + excluded.n;
+    SELECT jsonb_agg(jsonb_build_array(platform, transcript_state, n)) INTO delta
+    FROM (SELECT platform, transcript_state, count(*) AS n FROM new_rows GROUP BY 1, 2) x;
   ELSIF TG_OP = 'DELETE' THEN
-    INSERT INTO media_counts AS c (shard, platform, transcript_state, n)
-    SELECT pg_backend_pid() % 16, platform, transcript_state, -count(*) FROM old_rows
-    GROUP BY platform, transcript_state ORDER BY platform, transcript_state
-    ON CONFLICT (shard, platform, transcript_state) DO UPDATE SET n = c.n + excluded.n;
+    SELECT jsonb_agg(jsonb_build_array(platform, transcript_state, -n)) INTO delta
+    FROM (SELECT platform, transcript_state, count(*) AS n FROM old_rows GROUP BY 1, 2) x;
   ELSE
-    INSERT INTO media_counts AS c (shard, platform, transcript_state, n)
-    SELECT pg_backend_pid() % 16, platform, transcript_state, sum(d) FROM (
-      SELECT platform, transcript_state, 1 AS d FROM new_rows
-      UNION ALL SELECT platform, transcript_state, -1 FROM old_rows) x
-    GROUP BY platform, transcript_state HAVING sum(d) <> 0 ORDER BY platform, transcript_state
-    ON CONFLICT (shard, platform, transcript_state) DO UPDATE SET n = c.n + excluded.n;
+    SELECT jsonb_agg(jsonb_build_array(platform, transcript_state, n)) INTO delta
+    FROM (SELECT platform, transcript_state, sum(d) AS n FROM (
+        SELECT platform, transcript_state, 1 AS d FROM new_rows
+        UNION ALL SELECT platform, transcript_state, -1 FROM old_rows) u
+      GROUP BY 1, 2 HAVING sum(d) <> 0) x;
   END IF;
+  IF delta IS NULL THEN
+    RETURN NULL;
+  END IF;
+  PERFORM pg_advisory_xact_lock(hashtext('media_counts'), pg_backend_pid() % 16);
+  INSERT INTO media_counts AS c (shard, platform, transcript_state, n)
+  SELECT pg_backend_pid() % 16, e->>0, e->>1, (e->>2)::bigint FROM jsonb_array_elements(delta) AS e
+  ON CONFLICT (shard, platform, transcript_state) DO UPDATE SET n = c.n + excluded.n;
   RETURN NULL;
 END
 $$;
