@@ -34,6 +34,7 @@ import { quarantineCounts, requalifyQuarantined } from '../../src/db/quarantine.
 import { markPagesGone, pageTotals, storePages, type PageRow } from '../../src/db/pages.ts';
 import { pageCounts } from '../../src/db/admin-pages.ts';
 import {
+  MEDIA_COUNT_SHARDS,
   mediaCounts,
   mediaRowFromApi,
   mediaTotals,
@@ -960,6 +961,56 @@ describe('media counters', () => {
     expect(await expectMediaCountersExact()).toEqual({ stored: 0, transcripts: 0, empty: 0, pending: 0, failed: 0 });
     await sql.begin((tx) => storeMediaMetadata(tx, origin, rowOf(clip(1))));
     expect(await expectMediaCountersExact()).toEqual({ stored: 1, transcripts: 0, empty: 0, pending: 0, failed: 1 });
+  });
+
+  it('two writers on one shard touching its rows in opposite orders queue, never deadlock', async () => {
+    const { sql } = database;
+    const tiktok = (n: number) => rowOf(clip(9000 + n));
+    for (const n of [1, 2]) await sql.begin((tx) => storeMediaMetadata(tx, origin, tiktok(n)));
+    for (const n of [1, 2]) await setMediaTranscriptState(sql, tiktok(n).url, 'pending');
+    // two connections whose backends count in the same shard (17 connections hold a pair)
+    const opened: { c: postgres.Sql; pid: number }[] = [];
+    try {
+      let pair: { c: postgres.Sql; pid: number }[] | undefined;
+      while (pair === undefined) {
+        const c = postgres(database.url, { max: 1, onnotice: () => {} });
+        const [row] = await c<{ pid: number }[]>`select pg_backend_pid() as pid`;
+        const mine = { c, pid: row!.pid };
+        const other = opened.find((o) => o.pid % MEDIA_COUNT_SHARDS === mine.pid % MEDIA_COUNT_SHARDS);
+        opened.push(mine);
+        if (other) pair = [other, mine];
+      }
+      const [{ c: a }, { c: b, pid: bPid }] = pair as [
+        { c: postgres.Sql; pid: number },
+        { c: postgres.Sql; pid: number },
+      ];
+      await a`begin`;
+      await b`begin`;
+      // A: a new item (its shard's tiktok/retry row); B: an item pending -> stored (tiktok/pending
+      // and tiktok/stored), then a new item (tiktok/retry, A's); A: its pending -> stored (B's)
+      await storeMediaMetadata(a, origin, tiktok(3));
+      let bFirstDone = false;
+      const bSide = (async () => {
+        await setMediaTranscriptState(b, tiktok(1).url, 'stored');
+        bFirstDone = true;
+        await storeMediaMetadata(b, origin, tiktok(4));
+        await b`commit`;
+      })();
+      // B has run its first statement, or waits for A: either way A's next one comes after it
+      for (const deadline = Date.now() + 30_000; !bFirstDone;) {
+        const [w] = await sql<{ waiting: boolean }[]>`
+          select coalesce(wait_event_type = 'Lock', false) as waiting from pg_stat_activity where pid = ${bPid}`;
+        if (w?.waiting) break;
+        expect(Date.now()).toBeLessThan(deadline);
+        await new Promise((r) => setImmediate(r));
+      }
+      await setMediaTranscriptState(a, tiktok(2).url, 'stored');
+      await a`commit`;
+      await bSide;
+      expect(await expectMediaCountersExact()).toMatchObject({ stored: 4, transcripts: 2, failed: 2 });
+    } finally {
+      await Promise.all(opened.map((o) => o.c.end({ timeout: 5 })));
+    }
   });
 
   it('a database of 0021 holding media is counted exactly by the migration', async () => {
