@@ -168,6 +168,41 @@ BEGIN
 END
 $$;
 
+-- Name: media_count_changes(); Type: FUNCTION; Schema: public; Owner: -
+
+CREATE FUNCTION public.media_count_changes() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  delta jsonb;
+BEGIN
+  IF TG_OP = 'TRUNCATE' THEN
+    DELETE FROM media_counts;
+    RETURN NULL;
+  ELSIF TG_OP = 'INSERT' THEN
+    SELECT jsonb_agg(jsonb_build_array(platform, transcript_state, n)) INTO delta
+    FROM (SELECT platform, transcript_state, count(*) AS n FROM new_rows GROUP BY 1, 2) x;
+  ELSIF TG_OP = 'DELETE' THEN
+    SELECT jsonb_agg(jsonb_build_array(platform, transcript_state, -n)) INTO delta
+    FROM (SELECT platform, transcript_state, count(*) AS n FROM old_rows GROUP BY 1, 2) x;
+  ELSE
+    SELECT jsonb_agg(jsonb_build_array(platform, transcript_state, n)) INTO delta
+    FROM (SELECT platform, transcript_state, sum(d) AS n FROM (
+        SELECT platform, transcript_state, 1 AS d FROM new_rows
+        UNION ALL SELECT platform, transcript_state, -1 FROM old_rows) u
+      GROUP BY 1, 2 HAVING sum(d) <> 0) x;
+  END IF;
+  IF delta IS NULL THEN
+    RETURN NULL;
+  END IF;
+  PERFORM pg_advisory_xact_lock(hashtext('media_counts'), pg_backend_pid() % 16);
+  INSERT INTO media_counts AS c (shard, platform, transcript_state, n)
+  SELECT pg_backend_pid() % 16, e->>0, e->>1, (e->>2)::bigint FROM jsonb_array_elements(delta) AS e
+  ON CONFLICT (shard, platform, transcript_state) DO UPDATE SET n = c.n + excluded.n;
+  RETURN NULL;
+END
+$$;
+
 -- Name: page_counts_add(bigint, bigint, bigint); Type: FUNCTION; Schema: public; Owner: -
 
 CREATE FUNCTION public.page_counts_add(d_stored bigint, d_gone bigint, d_versions bigint) RETURNS void
@@ -974,6 +1009,15 @@ CREATE TABLE public.media (
     CONSTRAINT media_transcript_state_ck CHECK ((transcript_state = ANY (ARRAY['none'::text, 'pending'::text, 'stored'::text, 'empty'::text, 'failed'::text, 'expired'::text, 'over-budget'::text, 'retry'::text])))
 );
 
+-- Name: media_counts; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.media_counts (
+    shard smallint NOT NULL,
+    platform text NOT NULL,
+    transcript_state text NOT NULL,
+    n bigint DEFAULT 0 NOT NULL
+);
+
 -- Name: media_segments; Type: TABLE; Schema: public; Owner: -
 
 CREATE TABLE public.media_segments (
@@ -1341,7 +1385,7 @@ CREATE TABLE public.translations (
     detail text,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT translations_state_ck CHECK ((state = ANY (ARRAY['sending'::text, 'stored'::text, 'failed'::text, 'unknown'::text, 'refused-budget'::text])))
+    CONSTRAINT translations_state_ck CHECK ((state = ANY (ARRAY['sending'::text, 'stored'::text, 'failed'::text, 'unknown'::text, 'refused-budget'::text, 'released'::text])))
 );
 
 -- Name: translations_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -1634,6 +1678,11 @@ ALTER TABLE ONLY public.export_cursors
 
 ALTER TABLE ONLY public.item_counts
     ADD CONSTRAINT item_counts_shard_state_error_code_reason_code_pending_pk PRIMARY KEY (shard, state, error_code, reason_code, pending);
+
+-- Name: media_counts media_counts_shard_platform_transcript_state_pk; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.media_counts
+    ADD CONSTRAINT media_counts_shard_platform_transcript_state_pk PRIMARY KEY (shard, platform, transcript_state);
 
 -- Name: media media_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 
@@ -2023,6 +2072,22 @@ CREATE TRIGGER events_assign_id BEFORE INSERT ON public.events FOR EACH ROW EXEC
 -- Name: events events_notify; Type: TRIGGER; Schema: public; Owner: -
 
 CREATE TRIGGER events_notify AFTER INSERT ON public.events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.events_notify();
+
+-- Name: media media_count_delete; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER media_count_delete AFTER DELETE ON public.media REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.media_count_changes();
+
+-- Name: media media_count_insert; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER media_count_insert AFTER INSERT ON public.media REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.media_count_changes();
+
+-- Name: media media_count_truncate; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER media_count_truncate AFTER TRUNCATE ON public.media FOR EACH STATEMENT EXECUTE FUNCTION public.media_count_changes();
+
+-- Name: media media_count_update; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER media_count_update AFTER UPDATE ON public.media REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.media_count_changes();
 
 -- Name: page_versions page_versions_count_delete; Type: TRIGGER; Schema: public; Owner: -
 

@@ -30,7 +30,9 @@ import { itemErrorCodeCounts } from '../db/item-counts.ts';
 import { languageCoverage, outcomeCounts, outcomeErrorCounts } from '../db/video-outcomes.ts';
 import { quarantineCounts } from '../db/quarantine.ts';
 import { holdsForKey } from '../db/upstream-holds.ts';
+import { mediaCounts } from '../db/media.ts';
 import { pageTotals } from '../db/pages.ts';
+import { translationTotals } from '../db/translations.ts';
 import { searchBacklog } from '../db/search.ts';
 import { listEndpoints, PENDING_COUNT_CAP } from '../db/webhooks.ts';
 import { BATCH_STATUSES } from '../db/schema.ts';
@@ -40,6 +42,7 @@ import type { UpsertCounts } from '../db/videos.ts';
 import { BATCH_KINDS } from '../domain/batches.ts';
 import { ITEM_STATES, PERMANENT_ITEM_CODES, RETRYABLE_ITEM_CODES } from '../domain/items.ts';
 import { HOLD_CODES } from '../domain/refusals.ts';
+import { MEDIA_PLATFORMS, MEDIA_TRANSCRIPT_STATES } from '../domain/media.ts';
 import { SOURCE_KINDS } from '../domain/sources.ts';
 import type { Logger } from '../log.ts';
 import type { PipelineMetrics } from '../pipeline/deps.ts';
@@ -568,6 +571,8 @@ function registerBacklogGauges({ registry, pgFamily }: FamilyReaders): void {
     endpoints: await listEndpoints(q),
     search: await searchBacklog(q),
     pages: await pageTotals(q),
+    media: await mediaCounts(q),
+    translations: await translationTotals(q),
   }));
   new Gauge({
     name: `${METRIC_PREFIX}pages`,
@@ -589,6 +594,36 @@ function registerBacklogGauges({ registry, pgFamily }: FamilyReaders): void {
     async collect() {
       const p = (await backlogs())?.pages;
       if (p !== undefined) this.set(p.versions);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}media`,
+    help:
+      'Media items stored (media sources), by platform and transcript state: none (an image, a carousel, a post), pending, ' +
+      'stored, empty (no speech), failed, expired, over-budget, retry; every pair, zeros included.',
+    labelNames: ['platform', 'transcript'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const m = (await backlogs())?.media;
+      if (m === undefined) return;
+      for (const platform of MEDIA_PLATFORMS)
+        for (const transcript of MEDIA_TRANSCRIPT_STATES) this.set({ platform, transcript }, 0);
+      for (const c of m) this.inc({ platform: c.platform, transcript: c.transcriptState }, c.n);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}translations`,
+    help:
+      'Translations by state: sending, stored, failed (refused for the video), unknown (the answer was lost, or its process ' +
+      'died while sending: it may have been billed; `replay --lost` releases it), refused-budget; every state, zeros included.',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const t = (await backlogs())?.translations;
+      if (t === undefined) return;
+      for (const [state, n] of Object.entries(t)) this.set({ state }, n);
     },
   });
   const endpoints = async () => (await backlogs())?.endpoints;

@@ -25,6 +25,10 @@ import { sourcesWithStatsByIds } from '../db/source-stats.ts';
 import { isQueryCanceled, readSections, type Pool } from '../db/statement-timeout.ts';
 import { tableStorage, type TableStorage } from '../db/storage.ts';
 import { latestEvents, type EventRow } from '../db/events.ts';
+import { mediaCounts, type MediaCount } from '../db/media.ts';
+import { translationTotals } from '../db/translations.ts';
+import { MEDIA_TRANSCRIPT_UNSTORED_STATES } from '../domain/media.ts';
+import type { TranslationState } from '../domain/sources.ts';
 import { PENDING_COUNT_CAP } from '../db/webhooks.ts';
 import { describeCoverage } from '../domain/coverage.ts';
 import { silentLogger, type Logger } from '../log.ts';
@@ -117,6 +121,10 @@ export interface OverviewData {
   webhooks?: WebhookStatus[];
   /** web pages stored and gone (the tile shows only when there is one) */
   pages?: PageCounts;
+  /** media items by platform and transcript state (the tile shows only when there is one) */
+  media?: MediaCount[];
+  /** translations by the state they are shown in (the tile shows only when there is one) */
+  translations?: Record<TranslationState, number>;
   /** sections left out of this page: their statement was cancelled (statement_timeout) or failed */
   unavailable: string[];
 }
@@ -185,6 +193,8 @@ export async function loadOverview(pool: Pool, opts: LoadOverviewOptions = {}): 
     changes: (q) => latestEvents(q, OVERVIEW_CHANGES_SHOWN),
     webhooks: readWebhooks,
     pages: pageCounts,
+    media: mediaCounts,
+    translations: translationTotals,
   });
   const log = opts.log ?? silentLogger();
   for (const { section, error } of failed) {
@@ -216,6 +226,8 @@ export async function loadOverview(pool: Pool, opts: LoadOverviewOptions = {}): 
     changes: v.changes,
     webhooks: v.webhooks,
     pages: v.pages,
+    media: v.media,
+    translations: v.translations,
     unavailable: failed.map((f) => f.section),
   };
 }
@@ -409,6 +421,8 @@ function renderTiles(d: OverviewData): SafeHtml {
       <div class="s"><span id="pages-gone">${d.pages.gone}</span> gone · ${d.pages.stored - d.pages.gone} held by a source</div></div>`
         : ''
     }
+    ${mediaTile(d.media)}
+    ${translationsTile(d.translations)}
     <div class="tile"><div class="k">Credits used</div><div class="v">${c?.usedCredits == null ? '–' : compactNumber(c.usedCredits)}</div>
       <div class="s">${
         c === undefined
@@ -513,4 +527,28 @@ export function renderOverview(d: OverviewData, opts: RenderOverviewOptions = {}
     refreshSeconds: opts.refreshSeconds ?? OVERVIEW_REFRESH_S,
     body,
   });
+}
+
+/** Media stored, their transcripts by state and the platforms they come from; nothing before the first. */
+function mediaTile(media: MediaCount[] | undefined) {
+  if (media === undefined || media.length === 0) return '';
+  const sum = (keep: (c: MediaCount) => boolean) => media.filter(keep).reduce((n, c) => n + c.n, 0);
+  const byPlatform = new Map<string, number>();
+  for (const c of media) byPlatform.set(c.platform, (byPlatform.get(c.platform) ?? 0) + c.n);
+  return html`<div class="tile" id="media-tile"><div class="k">Media</div><div class="v" id="media-stored">${compactNumber(sum(() => true))}</div>
+      <div class="s"><span id="media-transcripts">${sum((c) => c.transcriptState === 'stored')}</span> transcripts ·
+        <span id="media-empty">${sum((c) => c.transcriptState === 'empty')}</span> no speech ·
+        <span id="media-pending">${sum((c) => c.transcriptState === 'pending')}</span> pending ·
+        <span id="media-unstored">${sum((c) => MEDIA_TRANSCRIPT_UNSTORED_STATES.includes(c.transcriptState))}</span> not stored</div>
+      <div class="s" id="media-platforms">${[...byPlatform].map(([p, n], i) => html`${i > 0 ? ' · ' : ''}${p} ${n}`)}</div></div>`;
+}
+
+/** Translations stored and those to look at (lost answers, refusals); nothing before the first. */
+function translationsTile(t: Record<TranslationState, number> | undefined) {
+  if (t === undefined || Object.values(t).every((n) => n === 0)) return '';
+  return html`<div class="tile" id="translations-tile"><div class="k">Translations</div><div class="v" id="translations-stored">${compactNumber(t.stored)}</div>
+      <div class="s"><span id="translations-sending">${t.sending}</span> sending ·
+        <span id="translations-unknown" title="the answer was lost, or its process died while sending: it may have been billed; replay --lost releases it">${t.unknown}</span> unknown ·
+        <span id="translations-failed">${t.failed}</span> failed ·
+        <span id="translations-refused">${t['refused-budget']}</span> refused by the budget</div></div>`;
 }

@@ -8,6 +8,10 @@ import type { PipelineDeps } from '../pipeline/deps.ts';
 import { reconcile } from '../pipeline/services/reconcile.ts';
 import {
   planLostResubmission,
+  planLostTranslations,
+  planMediaRetry,
+  releaseMediaRetry,
+  type MediaRetryPlan,
   planResubmission,
   quarantineReplayLanded,
   releaseLost,
@@ -26,6 +30,7 @@ import { drainSearchIndexShowingProgress } from './progress.ts';
 import { waitForRedis } from './redis-ready.ts';
 import { renderTable, shortTime } from './table.ts';
 import { quoteValue, terminalSafe } from '../terminal-text.ts';
+import { shellCommand } from '../shell-quote.ts';
 
 interface ReplayOptions {
   batch?: string;
@@ -110,9 +115,19 @@ export function registerReplayCommand(program: Command): void {
       '--batch <jobId>',
       're-run the database writes of this batch from its landed raw items; no API call (with --quarantined: only this batch)',
     )
-    .option('--failed', 're-submit every retryable item (internal errors, lost results, unfinished at expiry)', false)
+    .option(
+      '--failed',
+      're-submit every retryable item (internal errors, lost results, unfinished at expiry); a media transcript past ' +
+        "RETRY_ATTEMPTS_MAX is released for one purchase by its source's next sync",
+      false,
+    )
     .option('--expired', 're-submit the retryable items of expired batches only', false)
-    .option('--lost', 're-submit what batch POSTs whose answer was lost (after a charge) would have fetched', false)
+    .option(
+      '--lost',
+      're-submit what batch POSTs whose answer was lost (after a charge) would have fetched, and release each translation ' +
+        'whose answer was lost or whose process died while sending (maybe billed) for one new purchase',
+      false,
+    )
     .option(
       '--quarantined',
       "re-sink quarantined items from their raw copy with today's rules (after an upgrade); no API call",
@@ -223,32 +238,63 @@ function agreedToSpend(o: ReplayOptions): boolean {
   return false;
 }
 
-/** `--lost`: re-submit what batch POSTs whose answer was lost would have fetched. */
+/**
+ * `--lost`: re-submit what batch POSTs whose answer was lost would have fetched, and release the
+ * translations whose answer was lost (or whose process died while sending) for one new purchase.
+ */
 async function replayLost(ctx: Context, o: ReplayOptions): Promise<void> {
-  const lost = await planLostResubmission({ sql: ctx.db().sql });
-  if (lost.length === 0) {
-    process.stdout.write('nothing to re-submit: no batch POST answer was lost\n');
+  const sql = ctx.db().sql;
+  const lost = await planLostResubmission({ sql });
+  const translations = await planLostTranslations({ sql });
+  if (lost.length === 0 && translations.length === 0) {
+    process.stdout.write(
+      'nothing to re-submit: no batch POST answer was lost, and no translation is unknown or left sending\n',
+    );
     return;
   }
-  process.stdout.write(
-    renderTable(
-      ['submission', 'source', 'kind', 'credits', 'lost at'],
-      lost.map((l) => [
-        l.id,
-        l.sourceId,
-        l.kind + (l.lang ? ` ${l.lang}` : ''),
-        l.creditsEstimated,
-        l.createdAt.toISOString(),
-      ]),
-    ),
-  );
-  process.stdout.write(
-    `these batches were probably created (and paid) upstream, but their answers were lost; submitting them again costs about ` +
-      `${lost.reduce((n, l) => n + l.creditsEstimated, 0)} credit(s) more\n`,
-  );
+  if (lost.length > 0) {
+    process.stdout.write(
+      renderTable(
+        ['submission', 'source', 'kind', 'credits', 'lost at'],
+        lost.map((l) => [
+          l.id,
+          l.sourceId,
+          l.kind + (l.lang ? ` ${l.lang}` : ''),
+          l.creditsEstimated,
+          l.createdAt.toISOString(),
+        ]),
+      ),
+    );
+    process.stdout.write(
+      `these batches were probably created (and paid) upstream, but their answers were lost; submitting them again costs about ` +
+        `${lost.reduce((n, l) => n + l.creditsEstimated, 0)} credit(s) more\n`,
+    );
+  }
+  if (translations.length > 0) {
+    process.stdout.write(
+      renderTable(
+        ['translation', 'source', 'video', 'into', 'state', 'credits', 'since'],
+        translations.map((t) => [
+          t.id,
+          t.sourceId ?? '-',
+          terminalSafe(t.videoId),
+          t.lang,
+          t.state === 'sending' ? 'sending (its process died)' : 'unknown (answer lost)',
+          t.creditsEstimated,
+          t.at.toISOString(),
+        ]),
+      ),
+    );
+    process.stdout.write(
+      `these translations may have been billed, but nothing was stored; buying them again costs at most ` +
+        `${translations.reduce((n, t) => n + t.creditsEstimated, 0)} credit(s) more\n`,
+    );
+  }
   if (o.dryRun || !agreedToSpend(o)) return;
   await waitForRedis(ctx.redis());
-  const syncs = await releaseLost(ctx.deps(), lost);
+  const syncs = await releaseLost(ctx.deps(), lost, translations);
+  if (translations.length > 0)
+    process.stdout.write(`released ${translations.length} translation(s) for one new purchase\n`);
   for (const r of syncs) {
     process.stdout.write(
       terminalSafe(
@@ -264,10 +310,14 @@ async function replayRetryable(ctx: Context, o: ReplayOptions): Promise<void> {
     { sql: ctx.db().sql, settings: ctx.config.pipeline },
     { expiredOnly: o.expired, since: o.since },
   );
-  if (groups.length === 0) {
+  const media = await planMediaRetry({ sql: ctx.db().sql, settings: ctx.config.pipeline }, { expiredOnly: o.expired });
+  if (groups.length === 0 && media.length === 0) {
     process.stdout.write('nothing to re-submit: no retryable items\n');
     return;
   }
+  if (groups.length === 0) return replayMediaRetry(ctx, o, media);
+  if (media.length > 0) await replayMediaRetry(ctx, o, media);
+  if (process.exitCode === EXIT_USAGE) return;
   const total = groups.filter((g) => g.blockedBy === null).reduce((n, g) => n + g.credits, 0);
   process.stdout.write(renderPlan(groups));
   process.stdout.write(`estimated cost: ${total} credit(s) (1 per batch + 1 per video)\n`);
@@ -284,6 +334,32 @@ async function replayRetryable(ctx: Context, o: ReplayOptions): Promise<void> {
     terminalSafe(`submitted ${videos} video(s) in ${jobIds.length} batch(es): ${jobIds.join(', ')}`) + '\n',
   );
   if (o.wait) await landResubmitted(ctx, deps, jobIds, o.timeout);
+}
+
+/**
+ * `--failed` / `--expired` of media: the transcripts past RETRY_ATTEMPTS_MAX, listed with what
+ * buying each once more costs; with --yes each is released for one purchase by its source's next
+ * sync (a transcript job is polled by that sync, as any).
+ */
+async function replayMediaRetry(ctx: Context, o: ReplayOptions, media: MediaRetryPlan[]): Promise<void> {
+  process.stdout.write(
+    renderTable(
+      ['media', 'platform', 'transcript', 'purchases', 'sources', 'credits'],
+      media.map((m) => [terminalSafe(m.url), m.platform, m.state, m.attempts, m.sourceIds.join(','), m.credits]),
+    ),
+  );
+  const total = media.reduce((n, m) => n + m.credits, 0);
+  process.stdout.write(
+    `these media transcripts failed to land as often as RETRY_ATTEMPTS_MAX (${ctx.config.pipeline.retryAttemptsMax}) allows; ` +
+      `buying each once more costs about ${total} credit(s)\n`,
+  );
+  if (o.dryRun || !agreedToSpend(o)) return;
+  const n = await releaseMediaRetry({ sql: ctx.db().sql, settings: ctx.config.pipeline }, media);
+  const sources = [...new Set(media.map((m) => m.sourceIds[0]!))];
+  process.stdout.write(
+    `released ${n} media transcript(s) for one purchase each: the next sync of source(s) ${sources.join(', ')} buys them ` +
+      `(now: ${sources.map((id) => shellCommand('videosite-ingest', 'backfill', '--source', id)).join('; ')})\n`,
+  );
 }
 
 /** Run a poller and a sink here until the re-submitted batches finish (or the timeout), and report what landed. */

@@ -10,7 +10,7 @@ import { LIMIT_MAX } from '../api/schemas.ts';
 import type { Source } from '../db/schema.ts';
 import type { SourceMatch, SourceSettings } from '../db/sources.ts';
 import { REFRESH_MIN_MS } from '../domain/attempts.ts';
-import { MEDIA_MODE_DEFAULT, MEDIA_MODES, type MediaMode } from '../domain/media.ts';
+import { MEDIA_MODE_DEFAULT, MEDIA_MODES, modeGenerates, type MediaMode } from '../domain/media.ts';
 import { isPageSourceKind, WEBSITE_LIMIT_DEFAULT, WEBSITE_LIMIT_MAX } from '../domain/pages.ts';
 import { checkCronSyntax, checkSourceCron, CronError, type CronPlan } from '../domain/cron.ts';
 import {
@@ -111,6 +111,21 @@ async function refreshSchedulers(ctx: Context): Promise<void> {
 /** A source in one line; its title and external ID may come from the upstream. */
 function describe(s: Source): string {
   return terminalSafe(`${s.kind} ${s.externalId}${s.title ? ` (${s.title})` : ''}`);
+}
+
+/**
+ * `sources list`'s transcripts column: what a sync buys for its items. A media source: its
+ * `--mode`, with its minutes budget when it generates; a source of videos: native, or native
+ * else generated (`--generate-missing`) within its budget; a web source: none.
+ */
+function transcriptsBought(s: Source): string {
+  const budget = s.maxGenerateMinutes === null ? '' : ` (max ${s.maxGenerateMinutes} min)`;
+  if (s.kind === 'media') {
+    const mode = s.mediaMode ?? MEDIA_MODE_DEFAULT;
+    return modeGenerates(mode) ? `${mode}${budget}` : mode;
+  }
+  if (isPageSourceKind(s.kind)) return '-';
+  return s.generateMissing ? `native, else generated${budget}` : 'native';
 }
 
 function includeArg(value: string): SourceInclude[] {
@@ -486,6 +501,8 @@ export function registerSourcesCommand(program: Command): void {
               'title',
               'limit',
               'langs',
+              'transcripts',
+              'translate',
               'credits/day',
               'refresh',
               'cron',
@@ -499,6 +516,8 @@ export function registerSourcesCommand(program: Command): void {
               s.title,
               s.maxVideos,
               s.langs.join(',') || 'default',
+              transcriptsBought(s),
+              s.translateLangs.length > 0 ? `${s.translateLangs.join(',')} (max ${s.maxTranslateMinutes} min)` : 'none',
               s.maxCreditsPerDay ?? 'no cap',
               s.refreshAfterMs === null ? 'never' : formatDurationMs(s.refreshAfterMs),
               s.cron ?? '-',
@@ -617,6 +636,8 @@ const SETTINGS_SHOWN: { [K in keyof SourceSettings]: { label: string; show(v: So
   refreshAfterMs: { label: 'refresh', show: (v) => (v === null ? 'never' : formatDurationMs(v)) },
   translateLangs: { label: 'translate', show: (v) => (v.length > 0 ? v.join(',') : 'none') },
   maxTranslateMinutes: { label: 'max translate minutes', show: (v) => (v === null ? 'none' : String(v)) },
+  mediaMode: { label: 'mode', show: (v) => v ?? MEDIA_MODE_DEFAULT },
+  maxGenerateMinutes: { label: 'max generate minutes', show: (v) => (v === null ? 'none' : String(v)) },
 };
 
 const SETTING_KEYS = Object.keys(SETTINGS_SHOWN) as (keyof SourceSettings)[];
@@ -651,6 +672,8 @@ interface EditOptions {
   refresh?: number | false;
   translate?: string[] | false;
   maxTranslateMinutes?: number;
+  mode?: MediaMode;
+  maxGenerateMinutes?: number;
 }
 
 /** What the next sync buys because of the edit, beyond new videos: said before it is spent. */
@@ -679,6 +702,13 @@ function costNotes(id: number, before: SourceSettings, after: SourceSettings): s
     notes.push(
       `buys translations into ${translated.join(',')} of its stored transcripts in other languages (30 credits per started minute of each video), ` +
         `within --max-translate-minutes ${after.maxTranslateMinutes}`,
+    );
+  }
+  const mode = after.mediaMode ?? MEDIA_MODE_DEFAULT;
+  if (modeGenerates(mode) && mode !== (before.mediaMode ?? MEDIA_MODE_DEFAULT)) {
+    notes.push(
+      `buys the media transcripts still due in --mode ${mode} (generated: 2 credits per started minute), ` +
+        `within --max-generate-minutes ${after.maxGenerateMinutes}; those stored stay`,
     );
   }
   if (notes.length === 0) return '';
@@ -736,6 +766,17 @@ function registerEditCommand(sources: Command): void {
     .option('--translate <xx[,yy]>', `${TRANSLATE_HELP} (replaces the list; translations stored stay)`, langsArg)
     .option('--no-translate', 'buy no more translations (those stored stay)')
     .option('--max-translate-minutes <n>', MAX_TRANSLATE_MINUTES_HELP, intArg(1, 10_000_000))
+    .addOption(
+      new Option(
+        '--mode <mode>',
+        "media: the transcript to buy from now on: native, auto or generate (auto and generate need a --max-generate-minutes budget, given now or the source's own); transcripts stored stay",
+      ).choices(MEDIA_MODES),
+    )
+    .option(
+      '--max-generate-minutes <n>',
+      'media in --mode auto|generate, or a source with --generate-missing: the most minutes it may have generated, ever',
+      intArg(1, 2_147_483_647),
+    )
     .action(async (ref: string, o: EditOptions) => {
       const set: Partial<SourceSettings> = {};
       if (o.cron !== undefined) set.cron = o.cron === false ? null : o.cron;
@@ -748,10 +789,13 @@ function registerEditCommand(sources: Command): void {
       if (o.refresh !== undefined) set.refreshAfterMs = o.refresh === false ? null : o.refresh;
       if (o.translate !== undefined) set.translateLangs = o.translate === false ? [] : o.translate;
       if (o.maxTranslateMinutes !== undefined) set.maxTranslateMinutes = o.maxTranslateMinutes;
+      if (o.mode !== undefined) set.mediaMode = o.mode;
+      if (o.maxGenerateMinutes !== undefined) set.maxGenerateMinutes = o.maxGenerateMinutes;
       if (Object.keys(set).length === 0) {
         throw await usageError(
           'nothing to change: give one or more of --cron, --no-cron, --limit, --lang, --text, --chunks, --include, --no-include, ' +
-            '--max-credits-per-day, --no-max-credits-per-day, --refresh, --no-refresh, --translate, --no-translate, --max-translate-minutes',
+            '--max-credits-per-day, --no-max-credits-per-day, --refresh, --no-refresh, --translate, --no-translate, --max-translate-minutes, ' +
+            '--mode, --max-generate-minutes',
         );
       }
       const { getSource, updateSourceSettings } = await import('../db/sources.ts');
@@ -796,6 +840,7 @@ function registerEditCommand(sources: Command): void {
             `--translate needs --max-translate-minutes N (source ${match.id} has none): the most transcript minutes it may have translated (30 credits a minute)`,
           );
         }
+        await checkGenerateFlags(match, current, set);
         if (changedSettings(current, set).length === 0) {
           process.stdout.write(`source ${match.id}: nothing changed\n`);
           return;
@@ -816,4 +861,37 @@ function registerEditCommand(sources: Command): void {
         process.stdout.write(costNotes(match.id, before, after));
       });
     });
+}
+
+/**
+ * `--mode` and `--max-generate-minutes` of `sources edit`, as `sources add` takes them: a mode only
+ * for a media source; a mode that may generate only with a minutes budget (given now, or the
+ * source's own); a budget only where something is generated (a media source in auto or generate,
+ * a source with --generate-missing).
+ */
+async function checkGenerateFlags(match: SourceMatch, current: Source, set: Partial<SourceSettings>): Promise<void> {
+  if (set.mediaMode !== undefined && match.kind !== 'media') {
+    throw await usageError(
+      `--mode does not apply to a ${match.kind} source (source ${match.id}): it is the transcript mode of media sources`,
+    );
+  }
+  const mode = set.mediaMode ?? current.mediaMode ?? MEDIA_MODE_DEFAULT;
+  const budget = set.maxGenerateMinutes ?? current.maxGenerateMinutes;
+  if (match.kind === 'media') {
+    if (modeGenerates(mode) && budget === null) {
+      throw await usageError(
+        `--mode ${mode} may buy generated transcripts (2 credits per started minute): it needs --max-generate-minutes N (source ${match.id} has none)`,
+      );
+    }
+    if (set.maxGenerateMinutes !== undefined && !modeGenerates(mode)) {
+      throw await usageError(
+        `--max-generate-minutes needs --mode auto or --mode generate: source ${match.id} buys native transcripts only`,
+      );
+    }
+  } else if (set.maxGenerateMinutes !== undefined && !current.generateMissing) {
+    throw await usageError(
+      `--max-generate-minutes does not apply to source ${match.id} (a ${match.kind} source without --generate-missing): ` +
+        'it is the budget of media sources in --mode auto|generate and of sources with --generate-missing',
+    );
+  }
 }

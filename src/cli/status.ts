@@ -108,7 +108,9 @@ function pushSources(r: StatusReport, out: string[]): void {
         out.push(
           `  source ${s.id} into ${t.langs.join(',') || '(none now)'}: ${t.stored} stored, ${t.backlog} due, ${t.refused} refused by the budget` +
             ` (${t.usedMinutes} of ${t.maxMinutes ?? '-'} min used)` +
-            (t.unknown > 0 ? `, ${t.unknown} answer(s) lost (not asked again)` : '') +
+            (t.unknown > 0
+              ? `, ${t.unknown} unknown (answer lost or process died while sending: not asked again; replay --lost releases)`
+              : '') +
             (t.failed > 0 ? `, ${t.failed} refused upstream` : '') +
             '\n',
         );

@@ -11,6 +11,7 @@ import type { QuarantineReason } from '../domain/items.ts';
 import {
   hasTranscript,
   MEDIA_TRANSCRIPT_RETRY_STATES,
+  MEDIA_TRANSCRIPT_UNSTORED_STATES,
   mediaPlatformOf,
   type MediaPlatform,
   type MediaTranscriptState,
@@ -355,14 +356,83 @@ export interface MediaTotals {
   failed: number;
 }
 
-/** Media stored and their transcripts by state (for `status`). */
+/** Shards of `media_counts` (migrations/0022 takes `pg_backend_pid() % 16`). */
+export const MEDIA_COUNT_SHARDS = 16;
+
+/** Media items stored by platform and transcript state (every pair with one, from `media_counts`). */
+export interface MediaCount {
+  platform: string;
+  transcriptState: MediaTranscriptState;
+  n: number;
+}
+
+/** The counters of `media_counts`, summed over shards: MEDIA_COUNT_SHARDS rows per pair, not the media. */
+export async function mediaCounts(sql: Queryable): Promise<MediaCount[]> {
+  return sql<MediaCount[]>`
+    select platform, transcript_state as "transcriptState", sum(n)::float8 as n from media_counts
+    group by platform, transcript_state having sum(n) <> 0 order by platform, transcript_state`;
+}
+
+/** Media stored and their transcripts by state (for `status`), from the counters. */
 export async function mediaTotals(sql: Queryable): Promise<MediaTotals> {
-  const [r] = await sql<MediaTotals[]>`
-    select count(*)::int as stored,
-      count(*) filter (where transcript_state = 'stored')::int as transcripts,
-      count(*) filter (where transcript_state = 'empty')::int as empty,
-      count(*) filter (where transcript_state = 'pending')::int as pending,
-      count(*) filter (where transcript_state in ('failed', 'expired', 'retry', 'over-budget'))::int as failed
-    from media`;
-  return r!;
+  const t: MediaTotals = { stored: 0, transcripts: 0, empty: 0, pending: 0, failed: 0 };
+  for (const c of await mediaCounts(sql)) {
+    t.stored += c.n;
+    if (c.transcriptState === 'stored') t.transcripts += c.n;
+    else if (c.transcriptState === 'empty') t.empty += c.n;
+    else if (c.transcriptState === 'pending') t.pending += c.n;
+    else if (MEDIA_TRANSCRIPT_UNSTORED_STATES.includes(c.transcriptState)) t.failed += c.n;
+  }
+  return t;
+}
+
+/** A media item's transcript the sync no longer buys: it failed to land as often as RETRY_ATTEMPTS_MAX allows. */
+export interface MediaPastCap {
+  url: string;
+  platform: string;
+  state: MediaTranscriptState;
+  attempts: number;
+  durationS: number | null;
+  /** the sources that list it (the lowest first) */
+  sourceIds: number[];
+  /** the `--mode` of its first source (what its next purchase costs) */
+  mode: string | null;
+  reason: string | null;
+}
+
+/**
+ * Media transcripts to buy again (`MEDIA_TRANSCRIPT_RETRY_STATES`, or only `expired`) whose
+ * purchases reached `retryAttemptsMax`: only a person buys them again (`replay --failed`).
+ */
+export async function mediaPastRetryCap(
+  sql: Queryable,
+  o: { retryAttemptsMax: number; expiredOnly: boolean },
+): Promise<MediaPastCap[]> {
+  const states: MediaTranscriptState[] = o.expiredOnly ? ['expired'] : [...MEDIA_TRANSCRIPT_RETRY_STATES];
+  return sql<MediaPastCap[]>`
+    select m.url, m.platform, m.transcript_state as state, m.transcript_attempts as attempts,
+      m.duration_s as "durationS", m.transcript_reason as reason,
+      array_agg(sm.source_id order by sm.source_id) as "sourceIds",
+      (array_agg(s.media_mode order by sm.source_id))[1] as mode
+    from media m join source_media sm on sm.url = m.url join sources s on s.id = sm.source_id
+    where m.transcript_state = any(${states}::text[]) and m.transcript_attempts >= ${o.retryAttemptsMax}
+    group by m.url order by m.url`;
+}
+
+/**
+ * A person agreed to buy these transcripts once more: each is left one purchase under the cap, so
+ * the next sync of its source buys it once (and, should it fail again, not after). Only an item
+ * still past the cap changes. Returns how many did.
+ */
+export async function releaseMediaForRetry(
+  sql: Queryable,
+  urls: readonly string[],
+  retryAttemptsMax: number,
+): Promise<number> {
+  const rows = await sql`
+    update media set transcript_attempts = ${retryAttemptsMax - 1}::int
+    where url = any(${urls as string[]}::text[]) and transcript_state = any(${[...MEDIA_TRANSCRIPT_RETRY_STATES]}::text[])
+      and transcript_attempts >= ${retryAttemptsMax}
+    returning url`;
+  return rows.length;
 }

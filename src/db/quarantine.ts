@@ -39,14 +39,14 @@ export interface QuarantineFilter {
   jobId?: string | undefined;
 }
 
-export type QuarantinedBatch = Pick<Batch, 'jobId' | 'kind' | 'lang'>;
+export type QuarantinedBatch = Pick<Batch, 'jobId' | 'kind' | 'lang'> & Partial<Pick<Batch, 'mode'>>;
 
 /** Batches holding quarantined items (matching `filter`), oldest first. */
 export function batchesWithQuarantined(sql: Queryable, filter: QuarantineFilter): Promise<QuarantinedBatch[]> {
   const since = filter.since ?? null;
   const jobId = filter.jobId ?? null;
   return sql<QuarantinedBatch[]>`
-    select b.job_id as "jobId", b.kind, b.lang
+    select b.job_id as "jobId", b.kind, b.lang, b.mode
     from batches b
     where (${jobId}::text is null or b.job_id = ${jobId}::text)
       and (${since}::timestamptz is null or b.submitted_at >= ${since}::timestamptz)

@@ -1206,6 +1206,23 @@ export const media = pgTable(
   ],
 );
 
+/**
+ * Media items stored, by platform and transcript state, kept by triggers on `media`
+ * (migrations/0022, as `page_counts` for pages): `status`, `/metrics` and the overview read these
+ * rows, not the media. A writer adds to the shard of its connection (`pg_backend_pid()`); readers
+ * sum the shards.
+ */
+export const mediaCounts = pgTable(
+  'media_counts',
+  {
+    shard: smallint('shard').notNull(),
+    platform: text('platform').notNull(),
+    transcriptState: text('transcript_state').notNull(),
+    n: bigNumber('n').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.shard, t.platform, t.transcriptState] })],
+);
+
 /** Which media URLs each `media` source lists (its video-platform URLs are in `source_videos`). */
 export const sourceMedia = pgTable(
   'source_media',

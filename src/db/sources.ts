@@ -118,6 +118,8 @@ export type SourceSettings = Pick<
   | 'refreshAfterMs'
   | 'translateLangs'
   | 'maxTranslateMinutes'
+  | 'mediaMode'
+  | 'maxGenerateMinutes'
 >;
 
 /**
@@ -145,16 +147,20 @@ export async function updateSourceSettings(
       refresh_after_ms = case when ${given('refreshAfterMs')} then ${set.refreshAfterMs ?? null}::bigint else s.refresh_after_ms end,
       translate_langs = case when ${given('translateLangs')} then ${set.translateLangs ?? null}::text[] else s.translate_langs end,
       max_translate_minutes = case when ${given('maxTranslateMinutes')} then ${set.maxTranslateMinutes ?? null}::int else s.max_translate_minutes end,
+      media_mode = case when ${given('mediaMode')} then ${set.mediaMode ?? null}::text else s.media_mode end,
+      max_generate_minutes = case when ${given('maxGenerateMinutes')} then ${set.maxGenerateMinutes ?? null}::int else s.max_generate_minutes end,
       updated_at = now()
     from (select * from sources where id = ${id} for update) o
     where s.id = o.id
     returning
       json_build_object('cron', o.cron, 'maxVideos', o.max_videos, 'langs', o.langs, 'textOnly', o.text_only,
         'include', o.include, 'maxCreditsPerDay', o.max_credits_per_day, 'refreshAfterMs', o.refresh_after_ms,
-        'translateLangs', o.translate_langs, 'maxTranslateMinutes', o.max_translate_minutes) as before,
+        'translateLangs', o.translate_langs, 'maxTranslateMinutes', o.max_translate_minutes,
+        'mediaMode', o.media_mode, 'maxGenerateMinutes', o.max_generate_minutes) as before,
       json_build_object('cron', s.cron, 'maxVideos', s.max_videos, 'langs', s.langs, 'textOnly', s.text_only,
         'include', s.include, 'maxCreditsPerDay', s.max_credits_per_day, 'refreshAfterMs', s.refresh_after_ms,
-        'translateLangs', s.translate_langs, 'maxTranslateMinutes', s.max_translate_minutes) as after`;
+        'translateLangs', s.translate_langs, 'maxTranslateMinutes', s.max_translate_minutes,
+        'mediaMode', s.media_mode, 'maxGenerateMinutes', s.max_generate_minutes) as after`;
   if (!rows[0]) throw new SourceNotFoundError(id);
   return rows[0];
 }

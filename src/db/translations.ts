@@ -7,7 +7,13 @@
  * translated from, whichever sources ask: its `translations` row in a TRANSLATION_BOUGHT_STATES
  * state is the claim (`translations_bought_uq`), inserted before the request is sent.
  */
-import { TRANSLATION_BOUGHT_STATES, type TranscriptOrigin, type TranslationState } from '../domain/sources.ts';
+import {
+  TRANSLATION_BOUGHT_STATES,
+  TRANSLATION_SENDING_STALE_MS,
+  TRANSLATION_STATES,
+  type TranscriptOrigin,
+  type TranslationState,
+} from '../domain/sources.ts';
 import type { Queryable } from './connection.ts';
 
 const TRANSLATION: TranscriptOrigin = 'translation';
@@ -81,8 +87,8 @@ export async function translatedMinutes(sql: Queryable, sourceId: number): Promi
   return row?.minutes ?? 0;
 }
 
-/** States whose minutes count against the budget: sent (refused for the video costs nothing). */
-const TRANSLATION_SPENDING_STATES: TranslationState[] = ['sending', 'stored', 'unknown'];
+/** States whose minutes count against the budget: sent, maybe billed (refused for the video costs nothing). */
+const TRANSLATION_SPENDING_STATES: TranslationState[] = ['sending', 'stored', 'unknown', 'released'];
 
 export interface NewTranslation extends TranslationCandidate {
   sourceId: number;
@@ -108,7 +114,7 @@ export async function claimTranslation(sql: Queryable, t: NewTranslation): Promi
 export async function markTranslation(
   sql: Queryable,
   id: number,
-  state: Exclude<TranslationState, 'sending' | 'refused-budget'>,
+  state: Exclude<TranslationState, 'sending' | 'refused-budget' | 'released'>,
   detail: string | null = null,
 ): Promise<void> {
   const [row] = await sql<{ video_id: string; lang: string }[]>`
@@ -193,7 +199,8 @@ export async function translationCounts(sql: Queryable, sourceId: number): Promi
       (select count(*)::int from transcripts t join source_videos sv on sv.video_id = t.video_id
         where sv.source_id = ${sourceId} and t.origin = ${TRANSLATION}) as stored,
       (select count(*)::int from translations where source_id = ${sourceId} and state = ${REFUSED_BUDGET}) as refused,
-      (select count(*)::int from translations where source_id = ${sourceId} and state = 'unknown') as unknown,
+      (select count(*)::int from translations where source_id = ${sourceId}
+        and (state = 'unknown' or (state = 'sending' and ${staleSending(sql)}))) as unknown,
       (select count(*)::int from translations where source_id = ${sourceId} and state = 'failed') as failed`;
   return row ?? { stored: 0, refused: 0, unknown: 0, failed: 0 };
 }
@@ -208,4 +215,56 @@ export async function budgetRefusals(
     select video_id as "videoId", lang, minutes, detail, updated_at as at from translations
     where source_id = ${sourceId} and state = ${REFUSED_BUDGET}
     order by updated_at desc, id desc limit ${limit}`;
+}
+
+/** A `sending` row older than TRANSLATION_SENDING_STALE_MS: its process died mid-request (shown as `unknown`). */
+function staleSending(sql: Queryable) {
+  return sql`updated_at < now() - ${TRANSLATION_SENDING_STALE_MS} * interval '1 millisecond'`;
+}
+
+/** Every translation by the state it is shown in (a stale `sending` as `unknown`), zeros included. */
+export async function translationTotals(sql: Queryable): Promise<Record<TranslationState, number>> {
+  const rows = await sql<{ state: TranslationState; n: number }[]>`
+    select case when state = 'sending' and ${staleSending(sql)} then 'unknown' else state end as state,
+      count(*)::float8 as n
+    from translations group by 1`;
+  const totals = Object.fromEntries(TRANSLATION_STATES.map((s) => [s, 0])) as Record<TranslationState, number>;
+  for (const r of rows) totals[r.state] += r.n;
+  return totals;
+}
+
+/** A translation whose answer was lost, or whose process died while sending: maybe billed, not bought again until released. */
+export interface LostTranslation {
+  id: number;
+  sourceId: number | null;
+  videoId: string;
+  lang: string;
+  state: 'unknown' | 'sending';
+  creditsEstimated: number;
+  detail: string | null;
+  at: Date;
+}
+
+/** Every translation `unknown`, or `sending` for longer than TRANSLATION_SENDING_STALE_MS, oldest first. */
+export async function lostTranslations(sql: Queryable): Promise<LostTranslation[]> {
+  return sql<LostTranslation[]>`
+    select id::float8 as id, source_id as "sourceId", video_id as "videoId", lang, state,
+      credits_estimated as "creditsEstimated", detail, updated_at as at
+    from translations
+    where state = 'unknown' or (state = 'sending' and ${staleSending(sql)})
+    order by updated_at, id`;
+}
+
+/**
+ * A person agreed to pay again for these translations: each is `released` (kept: it may have been
+ * billed, and its minutes still count against its source's budget), which frees its video and
+ * language for one new purchase. Only a row still lost is released (not one stored meanwhile).
+ * Returns how many were.
+ */
+export async function releaseTranslations(sql: Queryable, ids: readonly number[], note: string): Promise<number> {
+  const rows = await sql`
+    update translations set state = 'released', detail = concat_ws(' | ', detail, ${note}::text), updated_at = now()
+    where id = any(${ids}::bigint[]) and (state = 'unknown' or (state = 'sending' and ${staleSending(sql)}))
+    returning id`;
+  return rows.length;
 }

@@ -23,6 +23,9 @@ export type SocialPlatform = (typeof SOCIAL_PLATFORMS)[number]['platform'];
 /** What a media item's `platform` column holds: a social platform, or `file` for a public media file URL. */
 export type MediaPlatform = SocialPlatform | 'file';
 
+/** Every value of a media item's `platform` column. */
+export const MEDIA_PLATFORMS: readonly MediaPlatform[] = [...SOCIAL_PLATFORMS.map((p) => p.platform), 'file'];
+
 /** File name endings of a public media file URL (audio or video). */
 const MEDIA_FILE_EXTENSIONS = ['mp4', 'mov', 'webm', 'mkv', 'm4v', 'mp3', 'm4a', 'wav', 'ogg', 'opus', 'flac', 'aac'];
 
@@ -79,6 +82,12 @@ export type MediaTranscriptState = (typeof MEDIA_TRANSCRIPT_STATES)[number];
 
 /** States a later sync buys the transcript again from (within the retry cap). */
 export const MEDIA_TRANSCRIPT_RETRY_STATES: readonly MediaTranscriptState[] = ['expired', 'retry', 'over-budget'];
+
+/** States `status` counts as a transcript not stored (failed, or to buy again). */
+export const MEDIA_TRANSCRIPT_UNSTORED_STATES: readonly MediaTranscriptState[] = [
+  'failed',
+  ...MEDIA_TRANSCRIPT_RETRY_STATES,
+];
 
 /** Media types that have speech to transcribe: a video (a carousel's videos are not transcribed). */
 export function hasTranscript(type: string): boolean {

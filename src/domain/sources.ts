@@ -93,10 +93,20 @@ export type TranscriptOrigin = (typeof TRANSCRIPT_ORIGINS)[number];
  * left so by a process that died mid-request), `stored`, `failed` (refused for the video: gone,
  * private, no transcript; nothing spent, not asked again), `unknown` (the answer was lost after
  * the request may have been billed: not asked again automatically), `refused-budget` (the
- * source's `--max-translate-minutes` left no room: nothing sent, asked again when it has room).
+ * source's `--max-translate-minutes` left no room: nothing sent, asked again when it has room),
+ * `released` (an `unknown` one, or a stale `sending` one, a person released with `replay --lost
+ * --yes` for one new purchase; kept, since it may have been billed).
  */
-export const TRANSLATION_STATES = ['sending', 'stored', 'failed', 'unknown', 'refused-budget'] as const;
+export const TRANSLATION_STATES = ['sending', 'stored', 'failed', 'unknown', 'refused-budget', 'released'] as const;
 export type TranslationState = (typeof TRANSLATION_STATES)[number];
+
+/**
+ * How long a translation may stay `sending` before it is taken as `unknown` (ms): its process died
+ * during the request, which may have been billed. Well past the longest request the client makes
+ * (API_REQUEST_TIMEOUT_MS, 2 min by default; the translate request is not retried). Such a row
+ * still counts as bought: only `replay --lost --yes` releases it for one new purchase.
+ */
+export const TRANSLATION_SENDING_STALE_MS = 15 * 60_000;
 
 /**
  * The states in which a translation of a video into a language, from one content of its source

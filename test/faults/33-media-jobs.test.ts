@@ -4,13 +4,16 @@
  * The interface keeps a transcript job's result 1 hour after the job ends, then answers 404. Here
  * the simulator keeps it 0 ms, so every job of a `media` source is gone by the time it is read
  * after its end: the job is recorded `expired` (`result-expired`, saying why) and the item's
- * transcript `expired` with that reason; the next sync buys it again, and only while the item's
- * purchases stay within RETRY_ATTEMPTS_MAX (here 2): the third sync buys nothing.
+ * transcript `expired` with that reason; the next sync buys it again (and `backfill --dry-run`
+ * counts it), and only while the item's
+ * purchases stay within RETRY_ATTEMPTS_MAX (here 2): the third sync buys nothing. Past the cap,
+ * `replay --failed --yes` releases each for one purchase by the next sync, and only one.
  *
  * How it fails when the property breaks: a result recorded as stored, or an item left `pending`
  * (`states`); a re-purchase past the cap shows as more `GET /transcript` requests than
  * items × cap (`bought`); a purchase billed but not recorded shows as a difference between the
- * simulator's credits and the charges in Postgres (`billed`).
+ * simulator's credits and the charges in Postgres (`billed`); a dry run that leaves out the re-buys
+ * the next sync makes (or counts one past the cap) shows as its media row (`dry`).
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { countOf, figures, requestsTo, startFaultRig, type FaultRig } from '../helpers/fault-rig.ts';
@@ -66,6 +69,16 @@ it('33: a transcript job whose result is gone: recorded expired with its reason,
     expect(rows.map((x) => x.state)).toEqual(urls.map(() => 'expired'));
     expect(rows.map((x) => x.attempts)).toEqual(urls.map(() => Math.min(i + 1, RETRY_CAP)));
     for (const x of rows) expect(x.reason).toContain('1 hour');
+    // the dry run counts the re-buys the next sync would make: each item while under the cap, then none
+    const dry = await rig.run(['backfill', '--source', String(s.id), '--dry-run'], ENV, 120_000);
+    expect(dry.code, dry.stderr).toBe(0);
+    const media = dry.stdout
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/))
+      .find((cells) => cells[0] === String(s.id) && cells[1] === 'media');
+    if (i + 1 < RETRY_CAP)
+      expect(media, dry.stdout).toEqual([String(s.id), 'media', '-', String(urls.length), String(urls.length)]);
+    else expect(media, dry.stdout).toBeUndefined();
   }
 
   const bought = requestsTo(rig.sim, 'GET /transcript') - boughtBefore;
@@ -92,4 +105,27 @@ it('33: a transcript job whose result is gone: recorded expired with its reason,
     billed,
     exit_codes: runs.join('/'),
   });
+
+  // past the cap only a person buys them again: replay --failed lists them with the price, asks
+  // for --yes, and releases each for one purchase by the next sync (which does not buy it twice)
+  const plan = await rig.run(['replay', '--failed', '--dry-run'], ENV, 60_000);
+  expect(plan.code, plan.stderr).toBe(0);
+  for (const url of urls)
+    expect(plan.stdout).toMatch(
+      new RegExp(`${url.replace(/[.?]/g, '\\$&')}\\s+tiktok\\s+expired\\s+2\\s+${s.id}\\s+1\\b`),
+    );
+  expect(plan.stdout).toContain(`buying each once more costs about ${urls.length} credit(s)`);
+  const refused = await rig.run(['replay', '--failed'], ENV, 60_000);
+  expect(refused.code).toBe(2);
+  expect(refused.stderr).toContain('add --yes');
+  const released = await rig.run(['replay', '--failed', '--yes'], ENV, 60_000);
+  expect(released.code, released.stderr).toBe(0);
+  expect(released.stdout).toContain(`released ${urls.length} media transcript(s) for one purchase each`);
+  expect(requestsTo(rig.sim, 'GET /transcript') - boughtBefore).toBe(urls.length * RETRY_CAP);
+  for (let i = 0; i < 2; i++) {
+    const r = await rig.run(['backfill', '--source', String(s.id), '--timeout', '60s'], ENV, 120_000);
+    expect([0, 1], r.stderr).toContain(r.code);
+  }
+  expect(requestsTo(rig.sim, 'GET /transcript') - boughtBefore).toBe(urls.length * (RETRY_CAP + 1));
+  expect((await mediaRows(s.id)).map((x) => x.attempts)).toEqual(urls.map(() => RETRY_CAP));
 });

@@ -308,7 +308,7 @@ describe('sources list, pause, resume, remove', () => {
     expectExit(table, 0);
     const lines = table.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(
-      /^id\s+kind\s+external id\s+title\s+limit\s+langs\s+credits\/day\s+refresh\s+cron\s+paused\s+last synced$/,
+      /^id\s+kind\s+external id\s+title\s+limit\s+langs\s+transcripts\s+translate\s+credits\/day\s+refresh\s+cron\s+paused\s+last synced$/,
     );
     expect(lines).toHaveLength(rows.length + 1);
     rows.forEach((s, i) => {

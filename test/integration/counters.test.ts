@@ -33,6 +33,17 @@ import { committedMigrations, ensureDatabase, MIGRATIONS_FOLDER, migrateDatabase
 import { quarantineCounts, requalifyQuarantined } from '../../src/db/quarantine.ts';
 import { markPagesGone, pageTotals, storePages, type PageRow } from '../../src/db/pages.ts';
 import { pageCounts } from '../../src/db/admin-pages.ts';
+import {
+  MEDIA_COUNT_SHARDS,
+  mediaCounts,
+  mediaRowFromApi,
+  mediaTotals,
+  setMediaTranscriptState,
+  storeMediaMetadata,
+  storeMediaTranscript,
+  storeUnavailableMedia,
+  type MediaTotals,
+} from '../../src/db/media.ts';
 import { addSourceVideos, rememberVideos } from '../../src/db/source-videos.ts';
 import { sourcesWithStats } from '../../src/db/source-stats.ts';
 import {
@@ -857,5 +868,172 @@ describe('page counters', () => {
     expect(await expectPageCountersExact()).toEqual({ stored: 0, gone: 0, versions: 0 });
     await sql.begin((tx) => storePages(tx, origin, site('e', 5, 'v1')));
     expect(await expectPageCountersExact()).toEqual({ stored: 5, gone: 0, versions: 5 });
+  });
+});
+
+describe('media counters', () => {
+  const origin = { jobId: 'media-1', sourceId: null };
+  const clip = (n: number, type = 'video', platform = 'tiktok') =>
+    mediaRowFromApi(`https://www.${platform}.com/@a/video/${n}`, {
+      platform,
+      type,
+      id: String(n),
+      title: `clip ${n}`,
+      ...(type === 'video' ? { media: { type: 'video', duration: 30 } } : {}),
+    });
+  const rowOf = (r: ReturnType<typeof clip>) => {
+    if (!('row' in r)) throw new Error(r.reason);
+    return r.row;
+  };
+
+  /** The counters equal a fresh count of `media` by platform and state, and so does `status`'s reader. */
+  async function expectMediaCountersExact(sql: Queryable = database.sql): Promise<MediaTotals> {
+    const fresh = await sql<{ platform: string; transcriptState: string; n: number }[]>`
+      select platform, transcript_state as "transcriptState", count(*)::float8 as n from media
+      group by 1, 2 order by 1, 2`;
+    expect(await mediaCounts(sql)).toEqual(fresh);
+    const [t] = await sql<MediaTotals[]>`
+      select count(*)::int as stored,
+        count(*) filter (where transcript_state = 'stored')::int as transcripts,
+        count(*) filter (where transcript_state = 'empty')::int as empty,
+        count(*) filter (where transcript_state = 'pending')::int as pending,
+        count(*) filter (where transcript_state in ('failed', 'expired', 'retry', 'over-budget'))::int as failed
+      from media`;
+    expect(await mediaTotals(sql)).toEqual(t);
+    return t!;
+  }
+
+  beforeEach(async () => {
+    await database.sql`truncate media, media_segments, source_media`;
+  });
+
+  it('equal a fresh count after media stored, transcribed, refused, deleted and truncated', async () => {
+    const { sql } = database;
+    expect(await expectMediaCountersExact()).toEqual({ stored: 0, transcripts: 0, empty: 0, pending: 0, failed: 0 });
+
+    // 20 videos and 5 images on two platforms; the same metadata again changes nothing
+    const batch1 = [
+      ...Array.from({ length: 15 }, (_, i) => clip(i)),
+      ...Array.from({ length: 5 }, (_, i) => clip(100 + i, 'video', 'instagram')),
+      ...Array.from({ length: 5 }, (_, i) => clip(200 + i, 'image', 'instagram')),
+    ].map(rowOf);
+    await sql.begin(async (tx) => {
+      for (const r of batch1) await storeMediaMetadata(tx, origin, r);
+    });
+    await sql.begin(async (tx) => {
+      for (const r of batch1) await storeMediaMetadata(tx, origin, r);
+    });
+    expect(await expectMediaCountersExact()).toEqual({ stored: 25, transcripts: 0, empty: 0, pending: 0, failed: 20 });
+
+    // transcripts: 8 pending, then 5 of them stored and 1 empty, 2 failed
+    const urls = batch1.slice(0, 8).map((r) => r.url);
+    for (const u of urls) await setMediaTranscriptState(sql, u, 'pending', { attempt: true });
+    await sql.begin(async (tx) => {
+      for (const u of urls.slice(0, 5))
+        await storeMediaTranscript(tx, origin, u, {
+          content: [{ text: 'hello', offset: 0 }],
+          lang: 'en',
+          mode: 'native',
+        });
+      await storeMediaTranscript(tx, origin, urls[5]!, { content: [], lang: 'en', mode: 'native' });
+      for (const u of urls.slice(6)) await setMediaTranscriptState(tx, u, 'failed', { reason: 'refused' });
+    });
+    expect(await expectMediaCountersExact()).toEqual({ stored: 25, transcripts: 5, empty: 1, pending: 0, failed: 14 });
+
+    // writers side by side on the pool's connections (other shards), an unavailable URL among them
+    await Promise.all(
+      ['tiktok', 'twitter', 'facebook'].map((platform, k) =>
+        sql.begin(async (tx) => {
+          for (let i = 0; i < 10; i++)
+            await storeMediaMetadata(tx, origin, rowOf(clip(1000 * (k + 1) + i, 'video', platform)));
+          await storeUnavailableMedia(tx, origin, `https://www.${platform}.com/@gone/video/1`, 'not-found');
+        }),
+      ),
+    );
+    expect(await expectMediaCountersExact()).toEqual({ stored: 58, transcripts: 5, empty: 1, pending: 0, failed: 44 });
+    expect(await sql`select distinct shard from media_counts`).not.toHaveLength(0);
+
+    // one update moving many rows, deletes by hand, then a truncation
+    await sql`update media set transcript_state = 'over-budget' where platform = 'twitter' and type = 'video'`;
+    await sql`delete from media where platform = 'facebook' or url = ${urls[0]!}`;
+    expect(await expectMediaCountersExact()).toEqual({ stored: 46, transcripts: 4, empty: 1, pending: 0, failed: 34 });
+    await sql`truncate media`;
+    expect(await expectMediaCountersExact()).toEqual({ stored: 0, transcripts: 0, empty: 0, pending: 0, failed: 0 });
+    await sql.begin((tx) => storeMediaMetadata(tx, origin, rowOf(clip(1))));
+    expect(await expectMediaCountersExact()).toEqual({ stored: 1, transcripts: 0, empty: 0, pending: 0, failed: 1 });
+  });
+
+  it('two writers on one shard touching its rows in opposite orders queue, never deadlock', async () => {
+    const { sql } = database;
+    const tiktok = (n: number) => rowOf(clip(9000 + n));
+    for (const n of [1, 2]) await sql.begin((tx) => storeMediaMetadata(tx, origin, tiktok(n)));
+    for (const n of [1, 2]) await setMediaTranscriptState(sql, tiktok(n).url, 'pending');
+    // two connections whose backends count in the same shard (17 connections hold a pair)
+    const opened: { c: postgres.Sql; pid: number }[] = [];
+    try {
+      let pair: { c: postgres.Sql; pid: number }[] | undefined;
+      while (pair === undefined) {
+        const c = postgres(database.url, { max: 1, onnotice: () => {} });
+        const [row] = await c<{ pid: number }[]>`select pg_backend_pid() as pid`;
+        const mine = { c, pid: row!.pid };
+        const other = opened.find((o) => o.pid % MEDIA_COUNT_SHARDS === mine.pid % MEDIA_COUNT_SHARDS);
+        opened.push(mine);
+        if (other) pair = [other, mine];
+      }
+      const [{ c: a }, { c: b, pid: bPid }] = pair as [
+        { c: postgres.Sql; pid: number },
+        { c: postgres.Sql; pid: number },
+      ];
+      await a`begin`;
+      await b`begin`;
+      // A: a new item (its shard's tiktok/retry row); B: an item pending -> stored (tiktok/pending
+      // and tiktok/stored), then a new item (tiktok/retry, A's); A: its pending -> stored (B's)
+      await storeMediaMetadata(a, origin, tiktok(3));
+      let bFirstDone = false;
+      const bSide = (async () => {
+        await setMediaTranscriptState(b, tiktok(1).url, 'stored');
+        bFirstDone = true;
+        await storeMediaMetadata(b, origin, tiktok(4));
+        await b`commit`;
+      })();
+      // B has run its first statement, or waits for A: either way A's next one comes after it
+      for (const deadline = Date.now() + 30_000; !bFirstDone;) {
+        const [w] = await sql<{ waiting: boolean }[]>`
+          select coalesce(wait_event_type = 'Lock', false) as waiting from pg_stat_activity where pid = ${bPid}`;
+        if (w?.waiting) break;
+        expect(Date.now()).toBeLessThan(deadline);
+        await new Promise((r) => setImmediate(r));
+      }
+      await setMediaTranscriptState(a, tiktok(2).url, 'stored');
+      await a`commit`;
+      await bSide;
+      expect(await expectMediaCountersExact()).toMatchObject({ stored: 4, transcripts: 2, failed: 2 });
+    } finally {
+      await Promise.all(opened.map((o) => o.c.end({ timeout: 5 })));
+    }
+  });
+
+  it('a database of 0021 holding media is counted exactly by the migration', async () => {
+    const { name, url, applied } = await databaseUpTo('0021_media');
+    const handle = createDb(url, { max: 2 });
+    try {
+      const { sql } = handle;
+      await sql.begin(async (tx) => {
+        for (let i = 0; i < 12; i++) await storeMediaMetadata(tx, origin, rowOf(clip(i, i < 9 ? 'video' : 'carousel')));
+      });
+      await sql`update media set transcript_state = 'stored' where url in (select url from media where type = 'video' limit 4)`;
+      const r = await migrateDatabase(url);
+      expect(r.applied).toBe(committedMigrations().length - applied);
+      expect(await expectMediaCountersExact(sql)).toEqual({
+        stored: 12,
+        transcripts: 4,
+        empty: 0,
+        pending: 0,
+        failed: 5,
+      });
+    } finally {
+      await handle.close();
+      await dropDatabase(name);
+    }
   });
 });

@@ -59,9 +59,9 @@ describe('--max-credits-per-day', () => {
     const list = await cli(['sources', 'list']);
     expectExit(list, 0);
     const lines = list.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/\slangs\s+credits\/day\s+refresh\s+cron\s/);
+    expect(lines[0]).toMatch(/\slangs\s+transcripts\s+translate\s+credits\/day\s+refresh\s+cron\s/);
     expect(lines.find((l) => l.startsWith(`${a.id} `))).toMatch(
-      new RegExp(`^${a.id}\\s+channel\\s.*\\sen\\s+30\\s+never\\s+-\\s+no\\s`),
+      new RegExp(`^${a.id}\\s+channel\\s.*\\sen\\s+native\\s+none\\s+30\\s+never\\s+-\\s+no\\s`),
     );
     const json = JSON.parse((await cli(['sources', 'list', '--json'])).stdout) as {
       id: number;

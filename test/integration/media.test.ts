@@ -8,6 +8,10 @@
  * refused before anything is registered.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMetrics } from '../../src/admin/metrics.ts';
+import { startAdminServer } from '../../src/admin/server.ts';
+import { silentLogger } from '../../src/log.ts';
+import { bearer, parseMetrics, value } from '../helpers/admin.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { once } from '../helpers/once.ts';
 import { createPipelineHarness, runCli, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
@@ -211,6 +215,89 @@ describe('a media list of 8 URLs on 5 platforms', () => {
     expect(dry.stdout).toContain('total: 0 batches');
   });
 
+  it('the overview and /metrics count the media by platform and transcript state, as the table holds them', async () => {
+    await synced();
+    const token = 'media-admin-token-0123456789';
+    const admin = await startAdminServer({
+      port: 0,
+      token,
+      sql: h.database.sql,
+      redis: h.redis,
+      queues: h.queues,
+      metrics: createMetrics({ processMetrics: false }),
+      secrets: [h.sim.apiKey],
+      log: silentLogger(),
+    });
+    try {
+      const get = async (path: string) => {
+        const res = await fetch(`${admin.url}${path}`, { headers: bearer(token) });
+        return { status: res.status, text: await res.text() };
+      };
+      const rows = await h.database.sql<{ platform: string; state: string; n: number }[]>`
+        select platform, transcript_state as state, count(*)::int as n from media group by 1, 2`;
+      const total = (keep: (r: (typeof rows)[number]) => boolean) => rows.filter(keep).reduce((n, r) => n + r.n, 0);
+      expect(total(() => true)).toBe(7);
+
+      const page = await get('/');
+      expect(page.status).toBe(200);
+      expect(page.text).toContain(`<div class="v" id="media-stored">${total(() => true)}</div>`);
+      expect(page.text).toContain(
+        `<span id="media-transcripts">${total((r) => r.state === 'stored')}</span> transcripts`,
+      );
+      expect(page.text).toContain(`<span id="media-empty">${total((r) => r.state === 'empty')}</span> no speech`);
+      const platforms = /<div class="s" id="media-platforms">([^<]*)<\/div>/.exec(page.text)?.[1];
+      for (const p of ['tiktok', 'instagram', 'twitter', 'facebook'])
+        expect(platforms).toContain(`${p} ${total((r) => r.platform === p)}`);
+
+      const metrics = await get('/metrics');
+      expect(metrics.status).toBe(200);
+      const m = parseMetrics(metrics.text);
+      for (const platform of ['tiktok', 'instagram', 'twitter', 'facebook', 'file'])
+        for (const transcript of ['none', 'pending', 'stored', 'empty', 'failed', 'expired', 'over-budget', 'retry'])
+          expect(value(m, 'vsi_media', { platform, transcript }), `${platform} ${transcript}`).toBe(
+            total((r) => r.platform === platform && r.state === transcript),
+          );
+    } finally {
+      await admin.close();
+    }
+  });
+
+  it('replay --quarantined stores a media item an older build set aside from its raw copy: free, no API call', async () => {
+    const { sourceId } = await synced();
+    const { social } = media();
+    const url = social.reel;
+    const title = h.sim.media.metadata(url)!.title ?? null;
+    const { sql } = h.database;
+    const [batch] = await sql<{ jobId: string }[]>`
+      select job_id as "jobId" from batches where source_id = ${sourceId} and kind = 'media' and mode = 'media'
+      order by submitted_at limit 1`;
+    // as a stricter build left it: the metadata read kept raw, quarantined, its row not written
+    await sql`
+      update batch_items set state = 'quarantined', reason = 'metadata does not match the interface at stats.views',
+        reason_code = 'schema'
+      where job_id = ${batch!.jobId} and video_id = ${url}`;
+    await sql`update media set title = 'left by the older build', metadata_sha256 = 'older' where url = ${url}`;
+    const before = await usedCredits();
+    const requests = h.sim.stats().total;
+
+    const dry = await cli(['replay', '--quarantined', '--dry-run']);
+    expectExit(dry, 0);
+    const [still] = await sql<{ state: string }[]>`
+      select state from batch_items where job_id = ${batch!.jobId} and video_id = ${url}`;
+    expect(still!.state).toBe('quarantined');
+
+    const replay = await cli(['replay', '--quarantined']);
+    expectExit(replay, 0);
+    const [item] = await sql<{ state: string }[]>`
+      select state from batch_items where job_id = ${batch!.jobId} and video_id = ${url}`;
+    expect(item!.state).toBe('sunk');
+    const [row] = await sql<{ title: string | null; state: string }[]>`
+      select title, transcript_state as state from media where url = ${url}`;
+    expect(row).toEqual({ title, state: 'stored' });
+    expect((await usedCredits()) - before).toBe(0);
+    expect(h.sim.stats().total - requests).toBe(1); // the /me of usedCredits() above
+  });
+
   it('search finds words said in a media item, naming the platform and the moment', async () => {
     const { social } = media();
     await synced();
@@ -302,5 +389,123 @@ describe('sources add media refusals', () => {
     );
     const [after] = await h.database.sql<{ n: number }[]>`select count(*)::int as n from sources`;
     expect(after!.n).toBe(before!.n);
+  });
+});
+
+describe('sources list and edit of a media source', () => {
+  it('list shows each source transcript mode, minutes budget and translate setting (table and JSON)', async () => {
+    const url = pick(
+      (n) => `https://www.tiktok.com/@listed/video/${n}`,
+      (u) => h.sim.media.hasSpeech(u),
+    );
+    const m = addedSourceId(
+      await cli(['sources', 'add', 'media', url, '--mode', 'auto', '--max-generate-minutes', '40']),
+    );
+    const [channel] = h.sim.catalog.channels();
+    const v = addedSourceId(
+      await cli([
+        'sources',
+        'add',
+        'videos',
+        watch(h.sim.catalog.videoIds(channel!.id)![3]!),
+        '--translate',
+        'de',
+        '--max-translate-minutes',
+        '50',
+      ]),
+    );
+    const list = await cli(['sources', 'list']);
+    expectExit(list, 0);
+    const header = list.stdout.split('\n')[0]!;
+    expect(header).toMatch(/\blangs\s+transcripts\s+translate\s+credits\/day\b/);
+    const row = (id: number) => list.stdout.split('\n').find((l) => new RegExp(`^${id}\\s`).test(l))!;
+    expect(row(m)).toMatch(/\bmedia\b.*\bauto \(max 40 min\)\s+none\s/);
+    expect(row(v)).toMatch(/\bvideos\b.*\bnative\s+de \(max 50 min\)\s/);
+
+    const json = await cli(['sources', 'list', '--json']);
+    expectExit(json, 0);
+    const rows = JSON.parse(json.stdout) as {
+      id: number;
+      mediaMode: string | null;
+      maxGenerateMinutes: number | null;
+      translateLangs: string[];
+      maxTranslateMinutes: number | null;
+    }[];
+    expect(rows.find((r) => r.id === m)).toMatchObject({
+      mediaMode: 'auto',
+      maxGenerateMinutes: 40,
+      translateLangs: [],
+    });
+    expect(rows.find((r) => r.id === v)).toMatchObject({ translateLangs: ['de'], maxTranslateMinutes: 50 });
+  });
+
+  it('edit --mode generate --max-generate-minutes applies from the next sync: its transcript bought generated, within the budget', async () => {
+    const url = pick(
+      (n) => `https://www.tiktok.com/@edited/video/${n}`,
+      (u) => h.sim.media.hasSpeech(u),
+    );
+    const id = addedSourceId(await cli(['sources', 'add', 'media', url]));
+    const settings = async () =>
+      (
+        await h.database.sql<{ mode: string | null; minutes: number | null }[]>`
+          select media_mode as mode, max_generate_minutes as minutes from sources where id = ${id}`
+      )[0];
+    const before = await settings();
+
+    // a mode that generates needs a budget; a budget needs a mode that generates: refused, nothing changed
+    expectCleanError(
+      await cli(['sources', 'edit', String(id), '--mode', 'generate']),
+      2,
+      '--max-generate-minutes N',
+      `source ${id} has none`,
+    );
+    expectCleanError(
+      await cli(['sources', 'edit', String(id), '--max-generate-minutes', '10']),
+      2,
+      'needs --mode auto or --mode generate',
+    );
+    expectCleanError(
+      await cli(['sources', 'edit', String(id), '--mode', 'loud']),
+      2,
+      "'loud'",
+      'native, auto, generate',
+    );
+    expect(await settings()).toEqual(before);
+
+    const edit = await cli(['sources', 'edit', String(id), '--mode', 'generate', '--max-generate-minutes', '30']);
+    expectExit(edit, 0);
+    expect(edit.stdout).toContain(`source ${id}: mode native -> generate, max generate minutes none -> 30`);
+    expect(edit.stdout).toContain('next sync buys the media transcripts still due in --mode generate');
+    expect(await settings()).toEqual({ mode: 'generate', minutes: 30 });
+
+    expectExit(await cli(['backfill', '--source', String(id), '--timeout', '60s']), 0);
+    const [job] = await h.database.sql<{ mode: string; minutes: number }[]>`
+      select request->>'mode' as mode, ceil((request->>'durationS')::float8 / 60)::int as minutes
+      from batches where source_id = ${id} and kind = 'media' and mode = 'generate'`;
+    expect(job?.mode).toBe('generate');
+    const [row] = await h.database.sql<{ state: string; mode: string }[]>`
+      select transcript_state as state, transcript_mode as mode from media where url = ${url}`;
+    expect(row).toEqual({ state: 'stored', mode: 'generate' });
+    const [charged] = await h.database.sql<{ credits: number }[]>`
+      select coalesce(sum(credits), 0)::int as credits from credit_charges where source_id = ${id} and endpoint = 'GET /transcript'`;
+    expect(charged!.credits).toBe(2 * job!.minutes);
+  });
+
+  it('edit refuses --mode and --max-generate-minutes on a source that is not media, naming the flag and the kind', async () => {
+    const [channel] = h.sim.catalog.channels();
+    const id = addedSourceId(await cli(['sources', 'add', 'videos', watch(h.sim.catalog.videoIds(channel!.id)![4]!)]));
+    expectCleanError(
+      await cli(['sources', 'edit', String(id), '--mode', 'auto', '--max-generate-minutes', '5']),
+      2,
+      `--mode does not apply to a videos source (source ${id})`,
+    );
+    expectCleanError(
+      await cli(['sources', 'edit', String(id), '--max-generate-minutes', '5']),
+      2,
+      `--max-generate-minutes does not apply to source ${id} (a videos source without --generate-missing)`,
+    );
+    const [s] = await h.database.sql<{ mode: string | null; minutes: number | null }[]>`
+      select media_mode as mode, max_generate_minutes as minutes from sources where id = ${id}`;
+    expect(s).toEqual({ mode: null, minutes: null });
   });
 });

@@ -14,12 +14,17 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMetrics } from '../../src/admin/metrics.ts';
+import { startAdminServer } from '../../src/admin/server.ts';
 import { transcriptRowFromApi, upsertTranscripts } from '../../src/db/transcripts.ts';
+import { silentLogger } from '../../src/log.ts';
+import { bearer, parseMetrics, value } from '../helpers/admin.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { createPipelineHarness, runCli, type PipelineHarness } from '../helpers/pipeline.ts';
 
 const TRANSLATE = 'GET /videosite/transcript/translate';
 const TRANSLATE_MS = 150;
+const ADMIN_TOKEN = 'translations-admin-token-0123456789';
 
 let h: PipelineHarness;
 let dir: string;
@@ -286,5 +291,87 @@ describe('--translate de on a source with transcripts', () => {
     const [now] = await sql<{ origin: string; translated_from: string | null; text: string }[]>`
       select origin, translated_from, text from transcripts where video_id = ${tr!.video_id} and lang = 'de'`;
     expect(now).toEqual({ origin: 'captions', translated_from: null, text: 'gesagt' });
+  });
+  it('one left sending by a dead process is shown unknown, never bought again by a sync; replay --lost --yes releases it for one purchase', async () => {
+    const { sql } = h.database;
+    const [a] = await sql<{ id: number }[]>`select id from sources where translate_langs = '{de}' order by id limit 1`;
+    const source = String(a!.id);
+    const [tr] = await sql<{ video_id: string }[]>`
+      select video_id from transcripts where origin = 'translation' and lang = 'de' order by video_id desc limit 1`;
+    const video = tr!.video_id;
+    // what a process that died during the request leaves: its claim sending, nothing stored; an
+    // hour ago, well past TRANSLATION_SENDING_STALE_MS
+    await sql`delete from transcripts where video_id = ${video} and lang = 'de'`;
+    await sql`
+      update translations set state = 'sending', updated_at = now() - interval '1 hour'
+      where id = (select max(id) from translations where video_id = ${video} and lang = 'de' and state = 'stored')`;
+    const requestsBefore = translateRequests();
+    const before = await usedCredits();
+
+    const status = await runCli(['status'], h.env, 60_000);
+    expectExit(status, 0);
+    expect(status.stdout).toMatch(
+      new RegExp(`source ${source} into de: .*, 1 unknown \\(answer lost or process died while sending`),
+    );
+    // a sync does not buy it again (it may have been billed)
+    expectExit(await runCli(['backfill', '--source', source, '--timeout', '60s'], h.env, 120_000), 0);
+    expect(translateRequests()).toBe(requestsBefore);
+
+    // /metrics and the overview show it unknown
+    const admin = await startAdminServer({
+      port: 0,
+      token: ADMIN_TOKEN,
+      sql,
+      redis: h.redis,
+      queues: h.queues,
+      metrics: createMetrics({ processMetrics: false }),
+      secrets: [h.sim.apiKey],
+      log: silentLogger(),
+    });
+    try {
+      const get = async (path: string) => (await fetch(`${admin.url}${path}`, { headers: bearer(ADMIN_TOKEN) })).text();
+      const m = parseMetrics(await get('/metrics'));
+      const byState = await sql<{ state: string; n: number }[]>`
+        select state, count(*)::int as n from translations group by state`;
+      const count = (state: string) => byState.find((r) => r.state === state)?.n ?? 0;
+      expect(value(m, 'vsi_translations', { state: 'unknown' })).toBe(count('unknown') + 1);
+      expect(value(m, 'vsi_translations', { state: 'sending' })).toBe(count('sending') - 1);
+      expect(value(m, 'vsi_translations', { state: 'stored' })).toBe(count('stored'));
+      expect(value(m, 'vsi_translations', { state: 'refused-budget' })).toBe(count('refused-budget'));
+      expect(count('stored')).toBeGreaterThan(0);
+      const page = await get('/');
+      expect(page).toContain(`<div class="v" id="translations-stored">${count('stored')}</div>`);
+      expect(page).toMatch(new RegExp(`<span id="translations-unknown"[^>]*>${count('unknown') + 1}</span> unknown`));
+    } finally {
+      await admin.close();
+    }
+
+    // the operator sees it with its price, and releases it only with --yes
+    const dry = await runCli(['replay', '--lost', '--dry-run'], h.env, 60_000);
+    expectExit(dry, 0);
+    expect(dry.stdout).toMatch(new RegExp(`\\s${source}\\s+${video}\\s+de\\s+sending \\(its process died\\)`));
+    const refused = await runCli(['replay', '--lost'], h.env, 60_000);
+    expectExit(refused, 2);
+    expect(refused.stderr).toContain('add --yes to proceed');
+    expect(translateRequests()).toBe(requestsBefore);
+
+    const replay = await runCli(['replay', '--lost', '--yes'], h.env, 120_000);
+    expectExit(replay, 0);
+    expect(replay.stdout).toContain('released 1 translation(s) for one new purchase');
+    // bought once more, stored, billed as its answer said; the released claim kept
+    expect(translateRequests() - requestsBefore).toBe(1);
+    const [de] = await sql<{ origin: string }[]>`
+      select origin from transcripts where video_id = ${video} and lang = 'de'`;
+    expect(de).toEqual({ origin: 'translation' });
+    const rows = await sql<{ state: string }[]>`
+      select state from translations where video_id = ${video} and lang = 'de' order by id`;
+    expect(rows.map((r) => r.state).slice(-2)).toEqual(['released', 'stored']);
+    expect((await usedCredits()) - before).toBe(30 * (await storedTranscriptMinutes(video, 'en')));
+
+    // nothing left to release: a second replay buys nothing
+    const again = await runCli(['replay', '--lost', '--yes'], h.env, 60_000);
+    expectExit(again, 0);
+    expect(again.stdout).toContain('nothing to re-submit');
+    expect(translateRequests() - requestsBefore).toBe(1);
   });
 });

@@ -382,7 +382,7 @@ async function planDocumentSync(
   documents: DocumentSync,
   refresh: boolean,
 ): Promise<PlannedSourceSync> {
-  const plan = await documents.plan(deps.sql, source, refresh);
+  const plan = await documents.plan(deps.sql, source, refresh, deps.settings.retryAttemptsMax);
   const out: PlannedSourceSync = {
     source,
     listing: { refresh: 0, listing: 0, credits: 0 },
@@ -398,13 +398,13 @@ async function planDocumentSync(
 
 /** The documents of a kind that lists videos too (media items), added to its plan. */
 async function planDocumentsFirst(
-  deps: Pick<PipelineDeps, 'sql'>,
+  deps: Pick<PipelineDeps, 'sql' | 'settings'>,
   source: Source,
   documents: DocumentSync,
   refresh: boolean,
   out: PlannedSourceSync,
 ): Promise<void> {
-  const plan = await documents.plan(deps.sql, source, refresh);
+  const plan = await documents.plan(deps.sql, source, refresh, deps.settings.retryAttemptsMax);
   if (plan.documents > 0)
     out.purchases.push({ kind: 'media', lang: null, videos: plan.documents, credits: plan.credits });
   if (plan.inFlight) out.inFlight.push({ kind: 'media', lang: null });

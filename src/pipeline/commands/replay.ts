@@ -27,7 +27,11 @@ import { lockStoredItems } from '../../db/prune.ts';
 import { retryableGroups } from '../../db/resubmissions.ts';
 import type { BatchKind } from '../../db/schema.ts';
 import { lostSubmissions, markSubmission, type SubmissionRow } from '../../db/submissions.ts';
-import { classifyRawItem, type ItemState } from '../../domain/items.ts';
+import { classifyRawItem, type ItemOutcome, type ItemState } from '../../domain/items.ts';
+import { mediaPastRetryCap, mediaRowFromApi, releaseMediaForRetry, type MediaPastCap } from '../../db/media.ts';
+import { MEDIA_MODE_DEFAULT, mediaTranscriptCredits, type MediaMode } from '../../domain/media.ts';
+import { isMediaTranscriptItem } from '../ingest/sync-media.ts';
+import { lostTranslations, releaseTranslations, type LostTranslation } from '../../db/translations.ts';
 import type { PipelineDeps } from '../deps.ts';
 import { reserveCredits } from '../ingest/credits.ts';
 import { syncSource, type SyncResult } from '../ingest/sync-source.ts';
@@ -169,10 +173,14 @@ function rawOf(row: QuarantinedItem): { raw: unknown } | { skip: QuarantineSkip 
  * for the sink, failed, retryable, or still quarantined with the new reason), or why it is
  * left alone. Pure; exported for its unit test.
  */
-export function requalify(row: QuarantinedItem, kind: BatchKind): { skip: QuarantineSkip } | Requalified {
+export function requalify(
+  row: QuarantinedItem,
+  kind: BatchKind,
+  mode?: string,
+): { skip: QuarantineSkip } | Requalified {
   const r = rawOf(row);
   if ('skip' in r) return r;
-  const outcome = classifyRawItem(r.raw, kind);
+  const outcome = kind === 'media' ? classifyMediaItem(row.videoId, r.raw, mode) : classifyRawItem(r.raw, kind);
   if (outcome.state === 'landed' || outcome.state === 'failed' || outcome.state === 'retryable') {
     return { videoId: row.videoId, state: outcome.state, errorCode: outcome.errorCode, reason: null, reasonCode: null };
   }
@@ -180,6 +188,19 @@ export function requalify(row: QuarantinedItem, kind: BatchKind): { skip: Quaran
   const code = outcome.state === 'quarantined' ? (outcome.reasonCode ?? null) : row.reasonCode;
   const why = outcome.state === 'quarantined' ? (outcome.reason ?? row.reason) : row.reason;
   return { videoId: row.videoId, state: 'quarantined', errorCode: outcome.errorCode, reason: why, reasonCode: code };
+}
+
+/**
+ * A media batch's raw item read with today's rules: its key is the media URL and its raw copy the
+ * `/metadata` answer (not a batch item), so it lands when it makes a media row; a transcript's
+ * item lands as it is (any content is stored, an empty one as no speech).
+ */
+function classifyMediaItem(key: string, raw: unknown, mode: string | undefined): ItemOutcome {
+  // a transcript job's item (mode generate) or a transcript answered at once
+  if (mode === 'generate' || isMediaTranscriptItem(key)) return { state: 'landed', errorCode: null };
+  const built = mediaRowFromApi(key, raw);
+  if ('row' in built) return { state: 'landed', errorCode: null };
+  return { state: 'quarantined', errorCode: null, reason: built.reason, reasonCode: built.reasonCode };
 }
 
 /** The report of a quarantine replay as it is counted, item by item. */
@@ -326,7 +347,7 @@ async function requalifyBatch(
       const changes: Requalified[] = [];
       for (const row of rows) {
         const reason = reasonLabel(row.reasonCode);
-        const r = requalify(row, batch.kind);
+        const r = requalify(row, batch.kind, batch.mode);
         tally.requalified(reason, r);
         if ('skip' in r) continue;
         changes.push(r);
@@ -454,17 +475,67 @@ export function planLostResubmission(deps: Pick<PipelineDeps, 'sql'>): Promise<S
   return lostSubmissions(deps.sql);
 }
 
+/** A media transcript past the retry cap, with what buying it once more costs. */
+export interface MediaRetryPlan extends MediaPastCap {
+  credits: number;
+}
+
+/** `replay --failed` / `--expired` of media: transcripts no sync buys again any more (past RETRY_ATTEMPTS_MAX). */
+export async function planMediaRetry(
+  deps: Pick<PipelineDeps, 'sql' | 'settings'>,
+  o: { expiredOnly: boolean },
+): Promise<MediaRetryPlan[]> {
+  const rows = await mediaPastRetryCap(deps.sql, {
+    retryAttemptsMax: deps.settings.retryAttemptsMax,
+    expiredOnly: o.expiredOnly,
+  });
+  return rows.map((r) => ({
+    ...r,
+    credits: mediaTranscriptCredits((r.mode ?? MEDIA_MODE_DEFAULT) as MediaMode, r.durationS),
+  }));
+}
+
+/** A person agreed: each is left one purchase under the cap, for its source's next sync. Returns how many. */
+export function releaseMediaRetry(
+  deps: Pick<PipelineDeps, 'sql' | 'settings'>,
+  media: readonly MediaPastCap[],
+): Promise<number> {
+  return releaseMediaForRetry(
+    deps.sql,
+    media.map((m) => m.url),
+    deps.settings.retryAttemptsMax,
+  );
+}
+
+/** Translations whose answer was lost, or whose process died while sending (`replay --lost`). */
+export function planLostTranslations(deps: Pick<PipelineDeps, 'sql'>): Promise<LostTranslation[]> {
+  return lostTranslations(deps.sql);
+}
+
 /**
- * A person agreed to pay again for batches whose answer was lost: release them (their sources'
- * kinds and languages may be submitted again) and sync those sources now. Returns the syncs.
+ * A person agreed to pay again for batches whose answer was lost, and for translations that may
+ * have been billed: release them (their sources' kinds and languages may be submitted again, each
+ * translation bought once more) and sync those sources now. Returns the syncs.
  */
-export async function releaseLost(deps: PipelineDeps, lost: SubmissionRow[]): Promise<SyncResult[]> {
+export async function releaseLost(
+  deps: PipelineDeps,
+  lost: SubmissionRow[],
+  translations: readonly LostTranslation[] = [],
+): Promise<SyncResult[]> {
+  const at = new Date().toISOString();
   for (const l of lost) {
     await markSubmission(deps.sql, l.id, 'released', {
-      detail: `${l.detail ?? ''} | released by replay --lost at ${new Date().toISOString()}`,
+      detail: `${l.detail ?? ''} | released by replay --lost at ${at}`,
     });
   }
-  const sources = [...new Set(lost.map((l) => l.sourceId).filter((id): id is number => id !== null))];
+  await releaseTranslations(
+    deps.sql,
+    translations.map((t) => t.id),
+    `released by replay --lost at ${at}`,
+  );
+  const sources = [
+    ...new Set([...lost, ...translations].map((l) => l.sourceId).filter((id): id is number => id !== null)),
+  ];
   const syncs: SyncResult[] = [];
   for (const id of sources) syncs.push(await syncSource(deps, id, { trigger: 'manual' }));
   return syncs;

@@ -66,9 +66,11 @@ import { answerMayBeLost } from './submit.ts';
 export const MEDIA_DOCUMENTS: DocumentSync = {
   withVideos: true,
   sync: syncMedia,
-  async plan(sql, source, forceRefresh): Promise<DocumentPlan> {
+  async plan(sql, source, forceRefresh, retryAttemptsMax): Promise<DocumentPlan> {
     const facts = await sourceMediaFacts(sql, source.id);
-    const plan = await planTranscripts(sql, source, facts, 0);
+    // the transcripts the sync would buy: never bought, and bought again (a job's result gone
+    // after its hour, a retryable failure) within the retry cap
+    const plan = await planTranscripts(sql, source, facts, retryAttemptsMax);
     const metadata = metadataDue(facts, forceRefresh);
     const unknownVideos = metadata.filter((u) => !isFile(u)).length;
     const mode = modeOf(source);
@@ -132,10 +134,8 @@ async function planTranscripts(
       : (await mediaGeneratedMinutes(sql, source.id)) +
         (await generatedDurations(sql, source.id)).reduce((n, d) => n + startedMinutes(d), 0);
   const plan: TranscriptPlan = { due: [], overBudget: [], credits: 0 };
-  // the dry run (retryAttemptsMax 0) counts every one never bought
-  const max = retryAttemptsMax > 0 ? retryAttemptsMax : 1;
   for (const f of facts) {
-    if (!transcriptDue(f, max)) continue;
+    if (!transcriptDue(f, retryAttemptsMax)) continue;
     const minutes = mediaBudgetMinutes(mode, f.durationS);
     if (cap !== null && minutes > 0 && used + minutes > cap) {
       plan.overBudget.push(f);
@@ -455,6 +455,11 @@ function isRefusalOfTheMedia(e: ApiError): boolean {
 
 /** Suffix of the item key of a transcript answered at once (the item of its metadata is the URL itself). */
 const TRANSCRIPT_ITEM_SUFFIX = '#transcript';
+
+/** Whether a media batch item's key is a transcript's answered at once (else the URL of a metadata read). */
+export function isMediaTranscriptItem(key: string): boolean {
+  return key.endsWith(TRANSCRIPT_ITEM_SUFFIX);
+}
 
 /**
  * The landed items of a media batch stored from their raw copies (after `replay --batch`): a

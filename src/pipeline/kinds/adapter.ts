@@ -122,7 +122,16 @@ export interface DocumentSync {
    */
   readonly withVideos?: boolean;
   sync(run: DocumentSyncRun): Promise<DocumentSyncEnd>;
-  plan(sql: PipelineDeps['sql'], source: Source, forceRefresh: boolean): Promise<DocumentPlan>;
+  /**
+   * What the next sync would buy, spending nothing. `retryAttemptsMax` (RETRY_ATTEMPTS_MAX): an
+   * item bought before whose result did not land counts while the sync would buy it again.
+   */
+  plan(
+    sql: PipelineDeps['sql'],
+    source: Source,
+    forceRefresh: boolean,
+    retryAttemptsMax: number,
+  ): Promise<DocumentPlan>;
 }
 
 export interface SourceAdapter {
