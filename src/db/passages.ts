@@ -1,0 +1,106 @@
+/**
+ * Passages (issue #31, migrations/0022): cut by the search indexer from `search_index_queue`
+ * in one short transaction per batch of keys, and read by `export --passages`. A re-cut keeps
+ * the row (the identity, `id`) of every passage whose text and first chunk are unchanged, and
+ * only deletes and inserts the others.
+ */
+import type postgres from 'postgres';
+import { cutPassages, cutTextPassages, transcriptChunks, type Passage, type PassageOptions } from '../domain/passages.ts';
+import type { Queryable } from './connection.ts';
+
+export interface IndexRun {
+  /** transcripts taken off the queue */
+  transcripts: number;
+  /** passages written anew (unchanged ones are kept, not counted) */
+  passagesCut: number;
+  /** passages removed (changed or gone) */
+  passagesRemoved: number;
+}
+
+/** The passages of a stored transcript: its chunks, or its text when it has none. */
+export function transcriptPassages(t: { chunks: unknown; text: string }, o: PassageOptions): Passage[] {
+  const chunks = transcriptChunks(t.chunks);
+  return chunks.length > 0 ? cutPassages(chunks, o) : cutTextPassages(t.text, o);
+}
+
+/**
+ * Up to `max` queued transcripts, oldest first (SKIP LOCKED: indexers of several processes share
+ * the queue, never a key), taken off the queue in one transaction that rebuilds their search
+ * windows (`search_index_build`) and re-cuts their passages. A key whose transcript is gone only
+ * leaves the queue (its windows and passages went with it). A landing transaction that stores a
+ * taken key again waits for this one, then queues it anew.
+ */
+export async function indexQueuedTranscripts(
+  sql: Queryable,
+  max: number,
+  o: PassageOptions,
+): Promise<IndexRun> {
+  const run = async (tx: postgres.TransactionSql | postgres.Sql): Promise<IndexRun> => {
+    const keys = await tx<{ video_id: string; lang: string }[]>`
+      delete from search_index_queue q
+      where (q.video_id, q.lang) in (
+        select p.video_id, p.lang from search_index_queue p
+        order by p.queued_at limit ${Math.max(max, 1)}::int for update skip locked)
+      returning q.video_id, q.lang`;
+    const none = { transcripts: 0, passagesCut: 0, passagesRemoved: 0 };
+    if (keys.length === 0) return none;
+    const ids = keys.map((k) => k.video_id);
+    const langs = keys.map((k) => k.lang);
+    await tx`select search_index_build(${ids}::text[], ${langs}::text[])`;
+    const docs = await tx<{ video_id: string; lang: string; chunks: unknown; text: string }[]>`
+      select t.video_id, t.lang, t.chunks, t.text
+      from transcripts t join unnest(${ids}::text[], ${langs}::text[]) as k(video_id, lang)
+        on k.video_id = t.video_id and k.lang = t.lang`;
+    const old = await tx<{ id: number; doc: string; lang: string; n: number; sha256: string; first_chunk: number | null }[]>`
+      select p.id::float8 as id, p.doc, p.lang, p.n, p.sha256, p.first_chunk
+      from passages p join unnest(${ids}::text[], ${langs}::text[]) as k(video_id, lang)
+        on p.kind = 'transcript' and p.doc = k.video_id and p.lang = k.lang`;
+    // the old passages of each document, by what identifies an unchanged one
+    const kept = new Map<string, { id: number; n: number }[]>();
+    for (const p of old) {
+      const key = JSON.stringify([p.doc, p.lang, p.sha256, p.first_chunk]);
+      const list = kept.get(key) ?? [];
+      list.push({ id: p.id, n: p.n });
+      kept.set(key, list);
+    }
+    const keptIds = new Set<number>();
+    const renumber: { id: number; n: number }[] = [];
+    const fresh: (Passage & { doc: string; lang: string })[] = [];
+    for (const d of docs) {
+      for (const p of transcriptPassages(d, o)) {
+        const same = kept.get(JSON.stringify([d.video_id, d.lang, p.sha256, p.firstChunk]))?.shift();
+        if (same !== undefined) {
+          keptIds.add(same.id);
+          if (same.n !== p.n) renumber.push({ id: same.id, n: p.n });
+        } else fresh.push({ ...p, doc: d.video_id, lang: d.lang });
+      }
+    }
+    const gone = old.filter((p) => !keptIds.has(p.id)).map((p) => p.id);
+    if (gone.length > 0) await tx`delete from passages where id = any(${gone}::bigint[])`;
+    if (renumber.length > 0) {
+      await tx`
+        update passages p set n = r.n
+        from unnest(${renumber.map((r) => r.id)}::bigint[], ${renumber.map((r) => r.n)}::int[]) as r(id, n)
+        where p.id = r.id`;
+    }
+    if (fresh.length > 0) {
+      await tx`
+        insert into passages (kind, doc, lang, n, text, tokens, sha256, start_s, end_s, first_chunk, last_chunk)
+        select 'transcript', f.doc, f.lang, f.n, f.text, f.tokens, f.sha256, f.start_s, f.end_s, f.first_chunk, f.last_chunk
+        from unnest(${fresh.map((f) => f.doc)}::text[], ${fresh.map((f) => f.lang)}::text[], ${fresh.map((f) => f.n)}::int[],
+          ${fresh.map((f) => f.text)}::text[], ${fresh.map((f) => f.tokens)}::int[], ${fresh.map((f) => f.sha256)}::text[],
+          ${fresh.map((f) => f.startS) as (number | null)[]}::float8[], ${fresh.map((f) => f.endS) as (number | null)[]}::float8[],
+          ${fresh.map((f) => f.firstChunk) as (number | null)[]}::int[], ${fresh.map((f) => f.lastChunk) as (number | null)[]}::int[])
+          as f(doc, lang, n, text, tokens, sha256, start_s, end_s, first_chunk, last_chunk)`;
+    }
+    return { transcripts: keys.length, passagesCut: fresh.length, passagesRemoved: gone.length };
+  };
+  if ('begin' in sql) return (sql as postgres.Sql).begin((tx) => run(tx)) as Promise<IndexRun>;
+  return run(sql as postgres.TransactionSql);
+}
+
+/** How many passages are stored. */
+export async function passageCount(sql: Queryable): Promise<number> {
+  const [r] = await sql<{ n: number }[]>`select count(*)::int as n from passages`;
+  return r!.n;
+}
