@@ -923,7 +923,10 @@ function configOf(e: Env) {
 
 function checkedPassageOptions(o: PassageOptions): PassageOptions {
   if (o.overlap >= o.size) {
-    throw new ConfigError('PASSAGE_OVERLAP_TOKENS', `invalid value ${o.overlap}: must be less than PASSAGE_TOKENS (${o.size})`);
+    throw new ConfigError(
+      'PASSAGE_OVERLAP_TOKENS',
+      `invalid value ${o.overlap}: must be less than PASSAGE_TOKENS (${o.size})`,
+    );
   }
   return o;
 }
@@ -937,7 +940,11 @@ export function passageOptionsFromEnv(env: Record<string, string | undefined> = 
   const read = (name: 'PASSAGE_TOKENS' | 'PASSAGE_OVERLAP_TOKENS'): number => {
     const raw = env[name];
     const r = SETTINGS[name].schema.safeParse(raw === '' ? undefined : raw);
-    if (!r.success) throw new ConfigError(name, `invalid value ${quoteValue(String(raw))}: ${r.error.issues[0]?.message ?? 'invalid'}`);
+    if (!r.success)
+      throw new ConfigError(
+        name,
+        `invalid value ${quoteValue(String(raw))}: ${r.error.issues[0]?.message ?? 'invalid'}`,
+      );
     return r.data;
   };
   return checkedPassageOptions({ size: read('PASSAGE_TOKENS'), overlap: read('PASSAGE_OVERLAP_TOKENS') });

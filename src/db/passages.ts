@@ -5,7 +5,13 @@
  * only deletes and inserts the others.
  */
 import type postgres from 'postgres';
-import { cutPassages, cutTextPassages, transcriptChunks, type Passage, type PassageOptions } from '../domain/passages.ts';
+import {
+  cutPassages,
+  cutTextPassages,
+  transcriptChunks,
+  type Passage,
+  type PassageOptions,
+} from '../domain/passages.ts';
 import type { Queryable } from './connection.ts';
 
 export interface IndexRun {
@@ -30,11 +36,7 @@ export function transcriptPassages(t: { chunks: unknown; text: string }, o: Pass
  * leaves the queue (its windows and passages went with it). A landing transaction that stores a
  * taken key again waits for this one, then queues it anew.
  */
-export async function indexQueuedTranscripts(
-  sql: Queryable,
-  max: number,
-  o: PassageOptions,
-): Promise<IndexRun> {
+export async function indexQueuedTranscripts(sql: Queryable, max: number, o: PassageOptions): Promise<IndexRun> {
   const run = async (tx: postgres.TransactionSql | postgres.Sql): Promise<IndexRun> => {
     const keys = await tx<{ video_id: string; lang: string }[]>`
       delete from search_index_queue q
@@ -51,7 +53,9 @@ export async function indexQueuedTranscripts(
       select t.video_id, t.lang, t.chunks, t.text
       from transcripts t join unnest(${ids}::text[], ${langs}::text[]) as k(video_id, lang)
         on k.video_id = t.video_id and k.lang = t.lang`;
-    const old = await tx<{ id: number; doc: string; lang: string; n: number; sha256: string; first_chunk: number | null }[]>`
+    const old = await tx<
+      { id: number; doc: string; lang: string; n: number; sha256: string; first_chunk: number | null }[]
+    >`
       select p.id::float8 as id, p.doc, p.lang, p.n, p.sha256, p.first_chunk
       from passages p join unnest(${ids}::text[], ${langs}::text[]) as k(video_id, lang)
         on p.kind = 'transcript' and p.doc = k.video_id and p.lang = k.lang`;
@@ -103,4 +107,44 @@ export async function indexQueuedTranscripts(
 export async function passageCount(sql: Queryable): Promise<number> {
   const [r] = await sql<{ n: number }[]>`select count(*)::int as n from passages`;
   return r!.n;
+}
+
+export interface PassageExportRow {
+  id: number;
+  kind: string;
+  doc: string;
+  lang: string;
+  n: number;
+  text: string;
+  tokens: number;
+  sha256: string;
+  start_s: number | null;
+  end_s: number | null;
+  headings: string[] | null;
+  anchor: string | null;
+}
+
+/**
+ * The passages `export --passages` writes, in id order: of one kind and language when given,
+ * and only those cut after passage `afterId` (a cursor's position; a re-cut passage is a new row,
+ * so it comes again).
+ */
+export function exportPassageRecords(
+  tx: Queryable,
+  s: { kinds?: readonly string[] | undefined; lang?: string | undefined; afterId?: number | undefined },
+) {
+  const kinds = s.kinds !== undefined ? tx`and p.kind = any(${[...s.kinds]}::text[])` : tx``;
+  const lang = s.lang !== undefined ? tx`and p.lang = ${s.lang}::text` : tx``;
+  const after = s.afterId !== undefined ? tx`and p.id > ${s.afterId}::bigint` : tx``;
+  return tx<PassageExportRow[]>`
+    select p.id::float8 as id, p.kind, p.doc, p.lang, p.n, p.text, p.tokens, p.sha256, p.start_s, p.end_s, p.headings, p.anchor
+    from passages p
+    where true ${kinds} ${lang} ${after}
+    order by p.id`;
+}
+
+/** The highest passage id in the snapshot (0 before the first passage). */
+export async function lastPassageId(tx: Queryable): Promise<number> {
+  const [r] = await tx<{ id: number }[]>`select coalesce(max(id), 0)::float8 as id from passages`;
+  return r!.id;
 }

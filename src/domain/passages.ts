@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { countTokens } from 'gpt-tokenizer/encoding/cl100k_base';
+import { fillVideoUrl } from './search.ts';
 
 /** A transcript chunk as the cutter reads it: its text and its moment in seconds (null: unknown). */
 export interface PassageChunk {
@@ -55,7 +56,8 @@ export function tokenCount(text: string): number {
 
 /** The problem with `o`, or null: size at least 1, overlap smaller than size. */
 export function passageOptionsProblem(o: PassageOptions): string | null {
-  if (!Number.isInteger(o.size) || o.size < 1) return `PASSAGE_TOKENS: ${o.size} is not usable: expected a whole number >= 1`;
+  if (!Number.isInteger(o.size) || o.size < 1)
+    return `PASSAGE_TOKENS: ${o.size} is not usable: expected a whole number >= 1`;
   if (!Number.isInteger(o.overlap) || o.overlap < 0 || o.overlap >= o.size) {
     return `PASSAGE_OVERLAP_TOKENS: ${o.overlap} is not usable: expected a whole number from 0 to PASSAGE_TOKENS - 1 (${o.size - 1})`;
   }
@@ -170,4 +172,23 @@ export function transcriptChunks(chunks: unknown): PassageChunk[] {
     });
   }
   return out;
+}
+
+/** The kinds of document passages are cut from; `export --kind video` means `transcript`. */
+export const PASSAGE_KINDS = ['transcript', 'page', 'media'] as const;
+export type PassageKind = (typeof PASSAGE_KINDS)[number];
+
+/**
+ * A passage's link: a transcript's video at the passage's start second (VIDEO_URL_TEMPLATE, the
+ * same link as a search hit's; null when the template is not set), a page's URL at its section's
+ * anchor, a media item's URL.
+ */
+export function passageUrl(
+  p: { kind: string; doc: string; startS: number | null; anchor: string | null },
+  videoUrlTemplate: string | undefined,
+): string | null {
+  if (p.kind === 'transcript')
+    return videoUrlTemplate === undefined ? null : fillVideoUrl(videoUrlTemplate, p.doc, p.startS);
+  if (p.kind === 'page' && p.anchor !== null) return `${p.doc}#${p.anchor}`;
+  return p.doc;
 }

@@ -49,7 +49,12 @@ describe('cutPassages', () => {
     expect(ps.length).toBeGreaterThan(10);
     expect(wordsOnce(ps, cs)).toEqual(cs.flatMap((c) => c.text.split(' ')));
     for (const p of ps) {
-      expect(p.text).toBe(cs.slice(p.firstChunk!, p.lastChunk! + 1).map((c) => c.text).join(' '));
+      expect(p.text).toBe(
+        cs
+          .slice(p.firstChunk!, p.lastChunk! + 1)
+          .map((c) => c.text)
+          .join(' '),
+      );
     }
     ps.forEach((p, i) => expect(p.n).toBe(i));
     expect(ps[0]!.firstChunk).toBe(0);
@@ -75,7 +80,10 @@ describe('cutPassages', () => {
       // it moves on, and what it repeats is whole chunks of at most `overlap` tokens
       expect(cur.firstChunk!).toBeGreaterThan(prev.firstChunk!);
       expect(cur.firstChunk!).toBeLessThanOrEqual(prev.lastChunk! + 1);
-      const repeated = cs.slice(cur.firstChunk!, prev.lastChunk! + 1).map((c) => c.text).join(' ');
+      const repeated = cs
+        .slice(cur.firstChunk!, prev.lastChunk! + 1)
+        .map((c) => c.text)
+        .join(' ');
       if (repeated !== '') expect(tokenCount(repeated)).toBeLessThanOrEqual(o.overlap);
     }
     // the overlap is used (whole chunks: where the last chunk fits in it)
@@ -126,7 +134,10 @@ describe('cutPassages', () => {
 describe('passage settings', () => {
   it('defaults 256/32; an overlap not below the size is refused, named', () => {
     expect(passageOptionsFromEnv({})).toEqual({ size: 256, overlap: 32 });
-    expect(passageOptionsFromEnv({ PASSAGE_TOKENS: '512', PASSAGE_OVERLAP_TOKENS: '0' })).toEqual({ size: 512, overlap: 0 });
+    expect(passageOptionsFromEnv({ PASSAGE_TOKENS: '512', PASSAGE_OVERLAP_TOKENS: '0' })).toEqual({
+      size: 512,
+      overlap: 0,
+    });
     expect(() => passageOptionsFromEnv({ PASSAGE_TOKENS: '32', PASSAGE_OVERLAP_TOKENS: '32' })).toThrow(
       /PASSAGE_OVERLAP_TOKENS: invalid value 32: must be less than PASSAGE_TOKENS \(32\)/,
     );
