@@ -308,12 +308,9 @@ export async function parquetPassageWriter(
   sink: ByteSink,
 ): Promise<{ write(r: PassageRecord): Promise<void>; finish(): Promise<void> }> {
   const writer = await parquetFileWriter(sink, parquetPassageSchema());
-  const groups = rowGroups(
-    writer,
-    parquetPassageSchema()
-      .slice(1)
-      .map((c) => c.name),
-  );
+  // the top-level columns (a LIST's inner `list` and `element` are not columns of their own)
+  const names = ['id', 'kind', 'document', 'lang', 'n', 'text', 'tokens', 'sha256', 'start', 'end', 'headings', 'url'];
+  const groups = rowGroups(writer, names);
   return {
     async write(r) {
       const c = groups.columns();
