@@ -300,7 +300,8 @@ function parquetPassageSchema(): SchemaElement[] {
     ...list('headings', [utf8('element', false)]),
     utf8('url', true),
   ];
-  return [{ name: 'root', num_children: columns.length }, ...columns];
+  // 12 top-level columns: headings' `list` and `element` are its children
+  return [{ name: 'root', num_children: columns.length - 2 }, ...columns];
 }
 
 /** Passage records as Parquet, a row group at a time (bounded as the video records' are). */
