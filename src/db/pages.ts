@@ -9,7 +9,9 @@ import { z } from 'zod';
 import type { QuarantineReason } from '../domain/items.ts';
 import { isStorableText } from './storable.ts';
 import type { EventType } from '../domain/events.ts';
+import { passageOptionsFromEnv } from '../config.ts';
 import { pageSections, pageSha256 } from '../domain/pages.ts';
+import { pagePassages, replacePassages } from './passages.ts';
 import type { Queryable } from './connection.ts';
 import { recordEvents, type NewEvent } from './events.ts';
 
@@ -159,7 +161,7 @@ async function upsertPageRows(tx: Queryable, origin: PageOrigin, rows: readonly 
         then now() else p.updated_at end`;
 }
 
-/** A new or changed page's version (kept once per content hash) and its search sections, rebuilt. */
+/** A new or changed page's version (kept once per content hash), its search sections and its passages, rebuilt. */
 async function writeVersionsAndSections(tx: Queryable, origin: PageOrigin, rows: readonly PageRow[]): Promise<void> {
   if (rows.length === 0) return;
   const urls = rows.map((r) => r.url);
@@ -169,7 +171,16 @@ async function writeVersionsAndSections(tx: Queryable, origin: PageOrigin, rows:
     from pages where url = any(${urls}::text[])
     on conflict (url, content_sha256) do nothing`;
   await tx`delete from page_sections where url = any(${urls}::text[])`;
-  const sections = rows.flatMap((r) => pageSections(r.content).map((s) => ({ url: r.url, ...s })));
+  const perPage = rows.map((r) => ({ url: r.url, sections: pageSections(r.content) }));
+  // its passages (issue #31), each within one section: unchanged ones keep their ids
+  const o = passageOptionsFromEnv();
+  await replacePassages(
+    tx,
+    'page',
+    urls.map((u) => ({ doc: u, lang: '' })),
+    perPage.map((p) => ({ doc: p.url, lang: '', passages: pagePassages(p.sections, o) })),
+  );
+  const sections = perPage.flatMap((p) => p.sections.map((s) => ({ url: p.url, ...s })));
   if (sections.length === 0) return;
   await tx`
     insert into page_sections (url, n, headings, anchor, text, tsv)

@@ -10,6 +10,7 @@ import {
   cutTextPassages,
   transcriptChunks,
   type Passage,
+  type PassageKind,
   type PassageOptions,
 } from '../domain/passages.ts';
 import type { Queryable } from './connection.ts';
@@ -53,54 +54,105 @@ export async function indexQueuedTranscripts(sql: Queryable, max: number, o: Pas
       select t.video_id, t.lang, t.chunks, t.text
       from transcripts t join unnest(${ids}::text[], ${langs}::text[]) as k(video_id, lang)
         on k.video_id = t.video_id and k.lang = t.lang`;
-    const old = await tx<
-      { id: number; doc: string; lang: string; n: number; sha256: string; first_chunk: number | null }[]
-    >`
-      select p.id::float8 as id, p.doc, p.lang, p.n, p.sha256, p.first_chunk
-      from passages p join unnest(${ids}::text[], ${langs}::text[]) as k(video_id, lang)
-        on p.kind = 'transcript' and p.doc = k.video_id and p.lang = k.lang`;
-    // the old passages of each document, by what identifies an unchanged one
-    const kept = new Map<string, { id: number; n: number }[]>();
-    for (const p of old) {
-      const key = JSON.stringify([p.doc, p.lang, p.sha256, p.first_chunk]);
-      const list = kept.get(key) ?? [];
-      list.push({ id: p.id, n: p.n });
-      kept.set(key, list);
-    }
-    const keptIds = new Set<number>();
-    const renumber: { id: number; n: number }[] = [];
-    const fresh: (Passage & { doc: string; lang: string })[] = [];
-    for (const d of docs) {
-      for (const p of transcriptPassages(d, o)) {
-        const same = kept.get(JSON.stringify([d.video_id, d.lang, p.sha256, p.firstChunk]))?.shift();
-        if (same !== undefined) {
-          keptIds.add(same.id);
-          if (same.n !== p.n) renumber.push({ id: same.id, n: p.n });
-        } else fresh.push({ ...p, doc: d.video_id, lang: d.lang });
-      }
-    }
-    const gone = old.filter((p) => !keptIds.has(p.id)).map((p) => p.id);
-    if (gone.length > 0) await tx`delete from passages where id = any(${gone}::bigint[])`;
-    if (renumber.length > 0) {
-      await tx`
-        update passages p set n = r.n
-        from unnest(${renumber.map((r) => r.id)}::bigint[], ${renumber.map((r) => r.n)}::int[]) as r(id, n)
-        where p.id = r.id`;
-    }
-    if (fresh.length > 0) {
-      await tx`
-        insert into passages (kind, doc, lang, n, text, tokens, sha256, start_s, end_s, first_chunk, last_chunk)
-        select 'transcript', f.doc, f.lang, f.n, f.text, f.tokens, f.sha256, f.start_s, f.end_s, f.first_chunk, f.last_chunk
-        from unnest(${fresh.map((f) => f.doc)}::text[], ${fresh.map((f) => f.lang)}::text[], ${fresh.map((f) => f.n)}::int[],
-          ${fresh.map((f) => f.text)}::text[], ${fresh.map((f) => f.tokens)}::int[], ${fresh.map((f) => f.sha256)}::text[],
-          ${fresh.map((f) => f.startS) as (number | null)[]}::float8[], ${fresh.map((f) => f.endS) as (number | null)[]}::float8[],
-          ${fresh.map((f) => f.firstChunk) as (number | null)[]}::int[], ${fresh.map((f) => f.lastChunk) as (number | null)[]}::int[])
-          as f(doc, lang, n, text, tokens, sha256, start_s, end_s, first_chunk, last_chunk)`;
-    }
-    return { transcripts: keys.length, passagesCut: fresh.length, passagesRemoved: gone.length };
+    const cut = docs.map((d) => ({ doc: d.video_id, lang: d.lang, passages: transcriptPassages(d, o) }));
+    const w = await replacePassages(
+      tx,
+      'transcript',
+      keys.map((k) => ({ doc: k.video_id, lang: k.lang })),
+      cut,
+    );
+    return { transcripts: keys.length, passagesCut: w.inserted, passagesRemoved: w.removed };
   };
   if ('begin' in sql) return (sql as postgres.Sql).begin((tx) => run(tx)) as Promise<IndexRun>;
   return run(sql as postgres.TransactionSql);
+}
+
+/** A passage as cut for a document, with a page section's headings and anchor. */
+type CutPassage = Passage & { headings?: string[]; anchor?: string | null };
+
+/**
+ * The passages of `keys` (documents of `kind`) replaced by `cut` (the documents that still
+ * exist), keeping the row, and so the id, of every passage whose text and place (first chunk,
+ * or a page's anchor) are unchanged; only the others are deleted and inserted.
+ */
+export async function replacePassages(
+  tx: Queryable,
+  kind: PassageKind,
+  keys: readonly { doc: string; lang: string }[],
+  cut: readonly { doc: string; lang: string; passages: readonly CutPassage[] }[],
+): Promise<{ inserted: number; removed: number }> {
+  const place = (firstChunk: number | null, anchor: string | null | undefined) => `${firstChunk ?? ''}#${anchor ?? ''}`;
+  const old = await tx<{ id: number; doc: string; lang: string; n: number; sha256: string; place: string }[]>`
+    select p.id::float8 as id, p.doc, p.lang, p.n, p.sha256,
+      coalesce(p.first_chunk::text, '') || '#' || coalesce(p.anchor, '') as place
+    from passages p join unnest(${keys.map((k) => k.doc)}::text[], ${keys.map((k) => k.lang)}::text[]) as k(doc, lang)
+      on p.kind = ${kind}::text and p.doc = k.doc and p.lang = k.lang`;
+  // the old passages of each document, by what identifies an unchanged one
+  const kept = new Map<string, { id: number; n: number }[]>();
+  for (const p of old) {
+    const key = JSON.stringify([p.doc, p.lang, p.sha256, p.place]);
+    const list = kept.get(key) ?? [];
+    list.push({ id: p.id, n: p.n });
+    kept.set(key, list);
+  }
+  const keptIds = new Set<number>();
+  const renumber: { id: number; n: number }[] = [];
+  const fresh: (CutPassage & { doc: string; lang: string })[] = [];
+  for (const d of cut) {
+    for (const p of d.passages) {
+      const same = kept.get(JSON.stringify([d.doc, d.lang, p.sha256, place(p.firstChunk, p.anchor)]))?.shift();
+      if (same !== undefined) {
+        keptIds.add(same.id);
+        if (same.n !== p.n) renumber.push({ id: same.id, n: p.n });
+      } else fresh.push({ ...p, doc: d.doc, lang: d.lang });
+    }
+  }
+  const gone = old.filter((p) => !keptIds.has(p.id)).map((p) => p.id);
+  if (gone.length > 0) await tx`delete from passages where id = any(${gone}::bigint[])`;
+  if (renumber.length > 0) {
+    await tx`
+      update passages p set n = r.n
+      from unnest(${renumber.map((r) => r.id)}::bigint[], ${renumber.map((r) => r.n)}::int[]) as r(id, n)
+      where p.id = r.id`;
+  }
+  if (fresh.length > 0) {
+    // as JSON: a page passage's headings are an array per row
+    const rows = fresh.map((f) => ({
+      doc: f.doc,
+      lang: f.lang,
+      n: f.n,
+      text: f.text,
+      tokens: f.tokens,
+      sha256: f.sha256,
+      start_s: f.startS,
+      end_s: f.endS,
+      first_chunk: f.firstChunk,
+      last_chunk: f.lastChunk,
+      headings: f.headings ?? null,
+      anchor: f.anchor ?? null,
+    }));
+    await tx`
+      insert into passages (kind, doc, lang, n, text, tokens, sha256, start_s, end_s, first_chunk, last_chunk, headings, anchor)
+      select ${kind}::text, r.doc, r.lang, r.n, r.text, r.tokens, r.sha256, r.start_s, r.end_s, r.first_chunk, r.last_chunk,
+        case when r.headings is null then null else array(select jsonb_array_elements_text(r.headings)) end, r.anchor
+      from jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) as r(
+        doc text, lang text, n int, text text, tokens int, sha256 text, start_s float8, end_s float8,
+        first_chunk int, last_chunk int, headings jsonb, anchor text)`;
+  }
+  return { inserted: fresh.length, removed: gone.length };
+}
+
+/** The passages of a page: each section cut alone, keeping its headings and anchor, numbered through the page. */
+export function pagePassages(
+  sections: readonly { headings: string[]; anchor: string | null; text: string }[],
+  o: PassageOptions,
+): CutPassage[] {
+  const out: CutPassage[] = [];
+  for (const s of sections) {
+    for (const p of cutTextPassages(s.text, o))
+      out.push({ ...p, n: out.length, headings: s.headings, anchor: s.anchor });
+  }
+  return out;
 }
 
 /** How many passages are stored. */
