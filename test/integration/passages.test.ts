@@ -12,7 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { storePages } from '../../src/db/pages.ts';
 import { transcriptRowFromApi, upsertTranscripts } from '../../src/db/transcripts.ts';
+import { PASSAGE_TOKENS } from '../../src/config.ts';
+import { pageSha256 } from '../../src/domain/pages.ts';
 import { tokenCount } from '../../src/domain/passages.ts';
 import { drainSearchIndex } from '../../src/pipeline/services/search-index.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
@@ -276,6 +279,79 @@ describe('export --passages', () => {
         url: `https://videos.example/watch?v=${p.doc}&t=${Math.floor(p.start_s ?? 0)}`,
       });
     });
+  });
+
+  it('a page’s passages stay within a section, with its headings and a link to its anchor; an unchanged section keeps its ids', async () => {
+    const page = (install: string) =>
+      [
+        '# Guide',
+        'An introduction to the tool.',
+        '## Getting started',
+        Array.from({ length: 80 }, (_, i) => `Step ${i}: ${install}.`).join(' '),
+        '## Troubleshooting',
+        'When it fails, read the log first.',
+      ].join('\n\n');
+    const url = 'https://docs.example.test/guide';
+    const row = (content: string) => ({
+      url,
+      name: 'Guide',
+      description: null,
+      ogUrl: null,
+      content,
+      countCharacters: content.length,
+      sha256: pageSha256(content),
+    });
+    const origin = { jobId: 'job-page-1', sourceId: null };
+    await database.sql.begin((tx) => storePages(tx, origin, [row(page('install the package'))]));
+    const read = () =>
+      database.sql<
+        {
+          id: number;
+          n: number;
+          text: string;
+          tokens: number;
+          headings: string[];
+          anchor: string | null;
+          start_s: null;
+        }[]
+      >`
+        select id::float8 as id, n, text, tokens, headings, anchor, start_s from passages where kind = 'page' order by n`;
+    const before = await read();
+    expect(before.length).toBeGreaterThan(3);
+    for (const p of before) {
+      // stored by this process: the default size
+      expect(p.tokens).toBeLessThanOrEqual(PASSAGE_TOKENS);
+      expect(p.start_s).toBeNull();
+      if (p.text.startsWith('Step'))
+        expect(p).toMatchObject({ headings: ['Guide', 'Getting started'], anchor: 'getting-started' });
+    }
+    expect(before.find((p) => p.text.includes('read the log'))).toMatchObject({
+      headings: ['Guide', 'Troubleshooting'],
+      anchor: 'troubleshooting',
+    });
+
+    const out = join(dir, 'pages.jsonl');
+    expectExit(await cli(['export', '--passages', '--format', 'jsonl', '--out', out, '--kind', 'page']), 0);
+    const records = jsonl(out);
+    expect(records).toHaveLength(before.length);
+    expect(records.find((x) => String(x.text).includes('read the log'))).toMatchObject({
+      kind: 'page',
+      document: url,
+      start: null,
+      end: null,
+      headings: ['Guide', 'Troubleshooting'],
+      url: `${url}#troubleshooting`,
+    });
+
+    // the Getting started section changes: the other sections' passages keep their rows
+    await database.sql.begin((tx) =>
+      storePages(tx, { ...origin, jobId: 'job-page-2' }, [row(page('install it with npm'))]),
+    );
+    const after = await read();
+    const kept = after.filter((p) => before.some((b) => b.id === p.id));
+    expect(before.filter((p) => p.anchor === 'getting-started').length).toBeGreaterThan(1);
+    expect(kept.map((p) => p.anchor).sort()).toEqual(['guide', 'troubleshooting']);
+    expect(after.filter((p) => p.anchor === 'getting-started').every((p) => p.text.includes('npm'))).toBe(true);
   });
 
   it('refuses what it cannot write, named', async () => {
