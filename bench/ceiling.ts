@@ -9,7 +9,8 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import postgres from 'postgres';
 import type { Queryable } from '../src/db/connection.ts';
-import { indexQueuedTranscripts } from '../src/db/search.ts';
+import { indexQueuedTranscripts } from '../src/db/passages.ts';
+import { passageOptionsFromEnv } from '../src/config.ts';
 import { LAND_CHUNK_MAX_CHARS } from '../src/pipeline/ingest/poll-batch.ts';
 import { SEARCH_INDEX_CHUNK } from '../src/pipeline/services/search-index.ts';
 
@@ -67,6 +68,11 @@ export interface CeilingFigures {
    * statement forms and chunk sizes.
    */
   designFloor: CeilingMethod;
+  /**
+   * The search indexer alone over W1's transcripts, every one queued again: passages cut (with
+   * the tokenizer, in Node) and search windows rebuilt, in transactions of SEARCH_INDEX_CHUNK.
+   */
+  passages: { transcripts: number; cut: number; wallS: number; passagesPerS: number };
 }
 
 const VIDEO_COLUMNS = [
@@ -319,7 +325,7 @@ async function designFloor(tx: postgres.TransactionSql, rows: FinalRows): Promis
  * same work as W1, whose backfill ends when what it stored is indexed.
  */
 async function buildSearchIndex(sql: postgres.Sql): Promise<void> {
-  while ((await indexQueuedTranscripts(sql, SEARCH_INDEX_CHUNK)) > 0);
+  while ((await indexQueuedTranscripts(sql, SEARCH_INDEX_CHUNK, passageOptionsFromEnv())).transcripts > 0);
 }
 
 export async function runCeiling(dbUrl: string, rows: FinalRows): Promise<CeilingFigures> {
@@ -349,6 +355,19 @@ export async function runCeiling(dbUrl: string, rows: FinalRows): Promise<Ceilin
       });
     }
     const copy = methods.find((m) => m.method === COPY_METHOD)!;
+    // what is stored is the last method's: cut every transcript's passages again from nothing
+    await sql`delete from passages`;
+    await sql`insert into search_index_queue (video_id, lang) select video_id, lang from transcripts on conflict do nothing`;
+    const p0 = performance.now();
+    let cut = 0;
+    let indexed = 0;
+    for (;;) {
+      const r = await indexQueuedTranscripts(sql, SEARCH_INDEX_CHUNK, passageOptionsFromEnv());
+      if (r.transcripts === 0) break;
+      cut += r.passagesCut;
+      indexed += r.transcripts;
+    }
+    const passagesS = (performance.now() - p0) / 1000;
     // cascade: tables that reference batches (the per-batch item counters) are emptied with it
     await sql`truncate videos, transcripts, batch_items, batches cascade`;
     const t0 = performance.now();
@@ -367,6 +386,7 @@ export async function runCeiling(dbUrl: string, rows: FinalRows): Promise<Ceilin
         rowsPerS: round(total / floorS),
         transcriptMbPerS: round(transcriptMb / floorS),
       },
+      passages: { transcripts: indexed, cut, wallS: round(passagesS), passagesPerS: round(cut / passagesS) },
     };
   } finally {
     await sql.end({ timeout: 5 });

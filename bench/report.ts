@@ -23,6 +23,8 @@ export interface Results {
   settings: Record<string, unknown>;
   probe: ProbeFigures;
   naive: NaiveFigures;
+  /** W1: from a stored transcript to its passages (issue #31) */
+  passageLag?: { transcripts: number; p50S: number | null; p95S: number | null; maxS: number | null };
   w1: WorkloadFigures;
   ceiling: CeilingFigures;
   w3: WorkloadFigures & { newVideos: number; newPublicVideos: number; newVideosLanded: number };

@@ -309,6 +309,13 @@ async function main(): Promise<void> {
     const ceiling = await runCeiling(env.ceilingDbUrl, await loadFinalRows(env.db.sql, w1.jobIds));
     for (const m of [...ceiling.methods, ceiling.designFloor])
       say(`ceiling: ${m.method}: ${m.wallS} s = ${m.rowsPerS} rows/s`);
+    say(
+      `passages: ${ceiling.passages.cut} cut from ${ceiling.passages.transcripts} transcripts in ${ceiling.passages.wallS} s = ${ceiling.passages.passagesPerS} passages/s (search windows rebuilt alike)`,
+    );
+    const passageLag = await passageLagOf(env.db.sql);
+    say(
+      `passages: lag from a stored transcript to its passages in W1 (daemon indexer): p50 ${passageLag.p50S} s, p95 ${passageLag.p95S} s, max ${passageLag.maxS} s over ${passageLag.transcripts} transcripts`,
+    );
 
     let newVideos = 0;
     const newIds: string[] = [];
@@ -373,6 +380,7 @@ async function main(): Promise<void> {
       naive,
       w1,
       ceiling,
+      passageLag,
       w3,
       w3Unchanged,
       w2,
@@ -424,3 +432,21 @@ main().catch((e: unknown) => {
   process.stderr.write(`bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
   process.exitCode = 1;
 });
+
+/**
+ * How long W1's transcripts waited for their passages: from the landing transaction that stored
+ * a transcript (`updated_at`) to the indexer transaction that cut its first passage (`cut_at`).
+ */
+async function passageLagOf(
+  sql: import('postgres').Sql,
+): Promise<{ transcripts: number; p50S: number | null; p95S: number | null; maxS: number | null }> {
+  const [r] = await sql<{ n: number; p50: number | null; p95: number | null; max: number | null }[]>`
+    with lag as (
+      select extract(epoch from min(p.cut_at) - t.updated_at)::float8 as s
+      from transcripts t join passages p on p.kind = 'transcript' and p.doc = t.video_id and p.lang = t.lang
+      group by t.video_id, t.lang, t.updated_at)
+    select count(*)::int as n, percentile_cont(0.5) within group (order by s) as p50,
+      percentile_cont(0.95) within group (order by s) as p95, max(s) as max from lag`;
+  const r1 = (x: number | null) => (x === null ? null : Math.round(x * 10) / 10);
+  return { transcripts: r!.n, p50S: r1(r!.p50), p95S: r1(r!.p95), maxS: r1(r!.max) };
+}

@@ -22,6 +22,7 @@ import {
   MIGRATION_LOCK_RETRIES,
   MIGRATION_LOCK_TIMEOUT_MS,
 } from './db/defaults.ts';
+import type { PassageOptions } from './domain/passages.ts';
 import { videoUrlTemplateProblem } from './domain/search.ts';
 import { parseSecretsKey } from './domain/webhook-secrets.ts';
 import { quoteValue } from './terminal-text.ts';
@@ -73,6 +74,14 @@ export const POLL_MAX_DELAY_MS = 60_000;
 export const POLL_LAND_WITHIN_MS = 10_000;
 export const SINK_CHUNK_ITEMS = 100;
 export const TRANSCRIPT_RECHECK_MS = 7 * 24 * 3_600_000;
+/**
+ * Passages (issue #31): most tokens (cl100k_base) a passage holds, and how many it repeats from
+ * the one before. 256 fits every current embedding model's input (most take 512-8192) and keeps a
+ * passage to about a minute of speech, precise enough to link to; 32 (1/8) keeps a sentence cut
+ * at a boundary whole in one of the two.
+ */
+export const PASSAGE_TOKENS = 256;
+export const PASSAGE_OVERLAP_TOKENS = 32;
 export const POLL_CONCURRENCY = 4;
 export const SINK_CONCURRENCY = 2;
 export const SCHEDULE_CONCURRENCY = 2;
@@ -742,6 +751,18 @@ export const SETTINGS = {
     doc: 'host names the admin server answers to besides `localhost`, IP addresses and its `--admin-host`, comma-separated (`admin.example.com,ops.internal`: names only, no port); a request naming another host is refused (421)',
     schema: z.string().optional(),
   },
+  PASSAGE_TOKENS: {
+    group: 'Pipeline',
+    doc: 'most tokens (cl100k_base) in a passage (`export --passages`); a single longer word stays whole',
+    unit: 'tokens',
+    schema: positiveInt(100_000).default(PASSAGE_TOKENS),
+  },
+  PASSAGE_OVERLAP_TOKENS: {
+    group: 'Pipeline',
+    doc: 'most tokens a passage repeats from the end of the one before (whole chunks or words; less than PASSAGE_TOKENS)',
+    unit: 'tokens',
+    schema: nonNegativeInt.default(PASSAGE_OVERLAP_TOKENS),
+  },
   // `search` and the overview link each hit to the video at its moment (src/domain/search.ts)
   VIDEO_URL_TEMPLATE: {
     group: 'Admin server',
@@ -848,6 +869,8 @@ function configOf(e: Env) {
         : { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, serviceName: e.OTEL_SERVICE_NAME },
     simulatorApiKey: e.SIMULATOR_API_KEY,
     pipeline: {
+      /** how transcripts and pages are cut into passages (the indexer, the page store) */
+      passages: checkedPassageOptions({ size: e.PASSAGE_TOKENS, overlap: e.PASSAGE_OVERLAP_TOKENS }),
       apiRatePerSecond: e.API_RATE_PER_SECOND,
       apiRateBurst: e.API_RATE_BURST,
       batchSize: e.BATCH_SIZE,
@@ -897,6 +920,35 @@ function configOf(e: Env) {
     },
     videoUrlTemplate: e.VIDEO_URL_TEMPLATE,
   };
+}
+
+function checkedPassageOptions(o: PassageOptions): PassageOptions {
+  if (o.overlap >= o.size) {
+    throw new ConfigError(
+      'PASSAGE_OVERLAP_TOKENS',
+      `invalid value ${o.overlap}: must be less than PASSAGE_TOKENS (${o.size})`,
+    );
+  }
+  return o;
+}
+
+/**
+ * The passage size and overlap only (PASSAGE_TOKENS, PASSAGE_OVERLAP_TOKENS): every indexer
+ * (daemons, and the drains of backfill, replay and search) cuts alike without the whole
+ * configuration. Throws naming the setting when a value is not usable.
+ */
+export function passageOptionsFromEnv(env: Record<string, string | undefined> = process.env): PassageOptions {
+  const read = (name: 'PASSAGE_TOKENS' | 'PASSAGE_OVERLAP_TOKENS'): number => {
+    const raw = env[name];
+    const r = SETTINGS[name].schema.safeParse(raw === '' ? undefined : raw);
+    if (!r.success)
+      throw new ConfigError(
+        name,
+        `invalid value ${quoteValue(String(raw))}: ${r.error.issues[0]?.message ?? 'invalid'}`,
+      );
+    return r.data;
+  };
+  return checkedPassageOptions({ size: read('PASSAGE_TOKENS'), overlap: read('PASSAGE_OVERLAP_TOKENS') });
 }
 
 /** The configuration: each field's meaning is its setting's doc in SETTINGS. */

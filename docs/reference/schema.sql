@@ -301,6 +301,21 @@ CREATE FUNCTION public.search_document(t text) RETURNS text
     ELSE t END
 $$;
 
+-- Name: search_index_build(text[], text[]); Type: FUNCTION; Schema: public; Owner: -
+
+CREATE FUNCTION public.search_index_build(video_ids text[], langs text[]) RETURNS void
+    LANGUAGE plpgsql
+    SET jit TO 'off'
+    AS $$
+BEGIN
+  DELETE FROM transcript_windows w USING unnest(video_ids, langs) AS k(video_id, lang)
+  WHERE w.video_id = k.video_id AND w.lang = k.lang;
+  INSERT INTO transcript_windows (video_id, lang, n, start_s, end_s, text, config, tsv)
+  SELECT r.video_id, r.lang, r.n, r.start_s, r.end_s, r.text, r.config, r.tsv
+  FROM transcript_window_rows r JOIN unnest(video_ids, langs) AS k(video_id, lang) ON k.video_id = r.video_id AND k.lang = r.lang;
+END
+$$;
+
 -- Name: search_index_pending(integer); Type: FUNCTION; Schema: public; Owner: -
 
 CREATE FUNCTION public.search_index_pending(max_transcripts integer) RETURNS integer
@@ -424,6 +439,7 @@ BEGIN
     ON CONFLICT DO NOTHING;
   ELSE
     DELETE FROM transcript_windows w USING old_rows o WHERE w.video_id = o.video_id AND w.lang = o.lang;
+    DELETE FROM passages p USING old_rows o WHERE p.kind = 'transcript' AND p.doc = o.video_id AND p.lang = o.lang;
     DELETE FROM search_index_queue q USING old_rows o WHERE q.video_id = o.video_id AND q.lang = o.lang;
   END IF;
   RETURN NULL;
@@ -437,6 +453,7 @@ CREATE FUNCTION public.transcript_windows_truncate() RETURNS trigger
     AS $$
 BEGIN
   DELETE FROM transcript_windows;
+  DELETE FROM passages WHERE kind = 'transcript';
   DELETE FROM search_index_queue;
   RETURN NULL;
 END
@@ -1080,6 +1097,37 @@ CREATE TABLE public.pages (
     source_id integer
 );
 
+-- Name: passages; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.passages (
+    id bigint NOT NULL,
+    kind text NOT NULL,
+    doc text NOT NULL,
+    lang text NOT NULL,
+    n integer NOT NULL,
+    text text NOT NULL,
+    tokens integer NOT NULL,
+    sha256 text NOT NULL,
+    start_s double precision,
+    end_s double precision,
+    first_chunk integer,
+    last_chunk integer,
+    headings text[],
+    anchor text,
+    cut_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+-- Name: passages_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+
+ALTER TABLE public.passages ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.passages_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 -- Name: playlists; Type: TABLE; Schema: public; Owner: -
 
 CREATE TABLE public.playlists (
@@ -1714,6 +1762,11 @@ ALTER TABLE ONLY public.page_versions
 ALTER TABLE ONLY public.pages
     ADD CONSTRAINT pages_pkey PRIMARY KEY (url);
 
+-- Name: passages passages_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.passages
+    ADD CONSTRAINT passages_pkey PRIMARY KEY (id);
+
 -- Name: playlists playlists_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 
 ALTER TABLE ONLY public.playlists
@@ -1928,6 +1981,14 @@ CREATE INDEX page_sections_tsv_idx ON public.page_sections USING gin (tsv);
 -- Name: pages_updated_at_idx; Type: INDEX; Schema: public; Owner: -
 
 CREATE INDEX pages_updated_at_idx ON public.pages USING btree (updated_at);
+
+-- Name: passages_cut_at_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX passages_cut_at_idx ON public.passages USING btree (cut_at, id);
+
+-- Name: passages_doc_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX passages_doc_idx ON public.passages USING btree (kind, doc, lang, n);
 
 -- Name: prune_runs_started_idx; Type: INDEX; Schema: public; Owner: -
 

@@ -73,6 +73,7 @@ interface ExportCliOptions {
   cursor?: string;
   chunks: boolean;
   csvRawFormulas: boolean;
+  passages: boolean;
 }
 
 const INTERRUPTING_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
@@ -127,6 +128,11 @@ export function registerExportCommand(program: Command): void {
       'only what changed since the last run with this name (the first writes everything); the name is kept in Postgres',
       cursorArg,
     )
+    .option(
+      '--passages',
+      'write passages instead (token-aware windows for embedding models, with their moment and link; jsonl or parquet; --kind video, page or media, --lang, --cursor)',
+      false,
+    )
     .option('--chunks', 'add the timed chunks (JSONL: an array; Parquet: a list of structs; not with csv)', false)
     .option(
       '--csv-raw-formulas',
@@ -149,10 +155,35 @@ export function registerExportCommand(program: Command): void {
         '--out: the file is written beside it under a random name and put in place once complete; an existing\n' +
         'file keeps its mode; a symlink, FIFO, device or other special file is refused (exit 2). --cursor and --since\n' +
         'cannot be combined.\n' +
+        '--passages: one record per passage: id (kept while its text is unchanged), kind (transcript or page),\n' +
+        'document (the video id or page URL), lang, n (its position), text, tokens (cl100k_base), sha256, start and end\n' +
+        '(seconds; null without timings and for pages), headings (pages), url (VIDEO_URL_TEMPLATE at its start second,\n' +
+        'null when unset; a page: URL#anchor). With --cursor, a later run\n' +
+        "writes the passages cut since (a changed transcript's new passages; unchanged ones are not written again).\n" +
         'srt, vtt: one file per video and language, <videoId>.<lang>.srt (or .vtt), from the timed chunks, each\n' +
         'replaced once complete; a plain-text transcript (no timed chunks) gets none and is counted on stderr.\n',
     )
     .action(async (o: ExportCliOptions) => {
+      if (
+        o.passages &&
+        (o.since !== undefined ||
+          o.chunks ||
+          o.source !== undefined ||
+          o.format === 'csv' ||
+          isSubtitleFormat(o.format))
+      ) {
+        const what =
+          o.since !== undefined
+            ? '--since'
+            : o.chunks
+              ? '--chunks'
+              : o.source !== undefined
+                ? '--source'
+                : `--format ${o.format}`;
+        throw new UsageError(
+          `--passages cannot be used with ${what}: it takes --format jsonl or parquet, --kind, --lang and --cursor`,
+        );
+      }
       if (o.chunks && o.format === 'csv') {
         throw new UsageError(
           '--chunks cannot be used with --format csv (a list of timed chunks has no CSV column; use jsonl or parquet)',
@@ -175,6 +206,7 @@ export function registerExportCommand(program: Command): void {
         );
       }
       if (isSubtitleFormat(o.format)) return exportSubtitles({ ...o, format: o.format });
+      if (o.passages) return exportPassages(o);
       const kinds: ExportKind[] =
         o.kind !== undefined
           ? [o.kind]
@@ -236,4 +268,41 @@ export function registerExportCommand(program: Command): void {
         await ctx.close();
       }
     });
+}
+
+/** `export --passages`: one record per passage (issue #31), through runExport. */
+async function exportPassages(o: ExportCliOptions): Promise<void> {
+  const ctx = createContext();
+  const signals = o.out === '-' ? undefined : onInterrupt(o.out);
+  try {
+    const r = await runExport(
+      { sql: ctx.db().sql, log: ctx.log, interrupted: signals?.interrupted },
+      {
+        format: o.format as ExportFormat,
+        kinds: o.kind !== undefined ? [o.kind] : undefined,
+        out: o.out,
+        lang: o.lang,
+        cursor: o.cursor,
+        chunks: false,
+        passages: true,
+        videoUrlTemplate: ctx.config.videoUrlTemplate,
+      },
+    ).catch((e: unknown) => {
+      throw e instanceof ExportOutputError ? new UsageError(e.message) : e;
+    });
+    if (o.out !== '-') {
+      const from =
+        o.cursor === undefined
+          ? ''
+          : r.afterEventId === null
+            ? `; cursor ${o.cursor} created at passage ${r.lastEventId}`
+            : `; cursor ${o.cursor} moved from passage ${r.afterEventId} to ${r.lastEventId}`;
+      process.stdout.write(
+        `wrote ${r.records} passages (${(r.bytes / 1e6).toFixed(1)} MB) to ${o.out} in ${(r.ms / 1000).toFixed(1)} s${from}\n`,
+      );
+    }
+  } finally {
+    signals?.stop();
+    await ctx.close();
+  }
 }

@@ -343,7 +343,7 @@ function pushWebhooks(r: StatusReport, out: string[]): void {
   }
 }
 
-/** Storage, the search index and the latest prune. */
+/** Storage, the search index and passages, and the latest prune. */
 function pushStorage(r: StatusReport, out: string[], everyTable: boolean): void {
   const total = r.storage.reduce((n, t) => n + t.totalBytes, 0);
   const shown = everyTable ? r.storage : r.storage.slice(0, STATUS_STORAGE_TABLES_SHOWN);
@@ -369,8 +369,8 @@ function pushStorage(r: StatusReport, out: string[], everyTable: boolean): void 
   const index = r.searchIndex;
   out.push(
     index.pending === 0
-      ? '  search index: up to date\n'
-      : `  search index: ${index.pending} transcript(s) waiting to be indexed${index.oldestQueuedAt ? ` (oldest stored ${shortTime(index.oldestQueuedAt)})` : ''}; daemons with the poller or sink role index them (so does: videosite-ingest search)\n`,
+      ? `  search index and passages: up to date; ${index.passages} passage(s)\n`
+      : `  search index and passages: ${index.pending} transcript(s) waiting to be indexed and cut${index.oldestQueuedAt ? ` (oldest stored ${shortTime(index.oldestQueuedAt)})` : ''}; ${index.passages} passage(s); daemons with the poller or sink role index them (so does: videosite-ingest search)\n`,
   );
   const p = r.lastPrune;
   out.push(

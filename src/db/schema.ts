@@ -1044,6 +1044,43 @@ export const searchIndexQueue = pgTable(
 );
 
 /**
+ * Passages (issue #31): every transcript cut into token-aware windows for embedding models
+ * (src/domain/passages.ts), each with its moment, chunk range, token count and content hash.
+ * `id` is the passage's identity: a re-cut of a changed document keeps the row (and id) of
+ * every passage whose text and first chunk did not change, and only deletes and inserts the
+ * others. Cut by the search indexer from `search_index_queue` (src/db/passages.ts); removed with
+ * the transcript. `cut_at` orders `export --passages --cursor` (a re-cut passage comes again).
+ */
+export const passages = pgTable(
+  'passages',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    /** transcript (pages and media later) */
+    kind: text('kind').notNull(),
+    /** the document: the video id of a transcript, the URL of a page or media item */
+    doc: text('doc').notNull(),
+    /** the transcript's language; '' where a document has none */
+    lang: text('lang').notNull(),
+    /** position in the document, from 0 */
+    n: integer('n').notNull(),
+    text: text('text').notNull(),
+    tokens: integer('tokens').notNull(),
+    sha256: text('sha256').notNull(),
+    /** seconds of its first chunk's start and its last chunk's end; null without timings */
+    startS: doublePrecision('start_s'),
+    endS: doublePrecision('end_s'),
+    /** the chunks it holds (0-based, inclusive); null for text without chunks */
+    firstChunk: integer('first_chunk'),
+    lastChunk: integer('last_chunk'),
+    /** pages: the headings the passage is under, outermost first, and the section's anchor */
+    headings: text('headings').array(),
+    anchor: text('anchor'),
+    cutAt: tstzNow('cut_at'),
+  },
+  (t) => [index('passages_doc_idx').on(t.kind, t.doc, t.lang, t.n), index('passages_cut_at_idx').on(t.cutAt, t.id)],
+);
+
+/**
  * Web pages (crawled by a `website` source, scraped for a `pages` source), one row per URL as
  * delivered: Markdown `content`, its sha256, when first and last seen, and `gone_at` while no source
  * finds it any more (kept). Written with their events and versions in one transaction

@@ -130,16 +130,6 @@ export async function searchTranscripts(sql: Queryable, f: SearchFilter): Promis
 }
 
 /**
- * Builds the windows of up to `max` queued transcripts, oldest first, in one transaction
- * (`search_index_pending()`, migrations/0015; keys another indexer holds are skipped). Returns
- * how many it took off the queue.
- */
-export async function indexQueuedTranscripts(sql: Queryable, max: number): Promise<number> {
-  const [r] = await sql<{ n: number }[]>`select search_index_pending(${max}::int) as n`;
-  return r!.n;
-}
-
-/**
  * When the indexer should build next, ms from now: null when nothing is queued; 0 when keys wait
  * and no batch is in flight, or the oldest has waited `deferWhileLandingMs`; otherwise what is
  * left of that wait (items may be landing: their transactions get the CPU first).

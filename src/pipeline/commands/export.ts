@@ -35,7 +35,9 @@ import {
   type AtomicFile,
   type TargetState,
 } from './atomic-file.ts';
-import { parquetPageWriter, parquetRecordWriter } from './parquet-export.ts';
+import { exportPassageRecords, lastPassageId, type PassageExportRow } from '../../db/passages.ts';
+import { passageUrl } from '../../domain/passages.ts';
+import { parquetPageWriter, parquetPassageWriter, parquetRecordWriter, type PassageRecord } from './parquet-export.ts';
 
 export const EXPORT_FORMATS = ['jsonl', 'parquet', 'csv'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -139,13 +141,20 @@ export interface ExportOptions {
   chunks: boolean;
   /** CSV: write formula-leading cells as stored (CSV_FORMULA_LEAD); default false: prefixed with `'` */
   csvRawFormulas?: boolean;
+  /**
+   * write passages (issue #31) instead of documents: of `kinds` (video: transcripts) and `lang`;
+   * a cursor then resumes after the last passage written (a re-cut passage comes again)
+   */
+  passages?: boolean;
+  /** VIDEO_URL_TEMPLATE: a transcript passage's link; undefined: null links */
+  videoUrlTemplate?: string | undefined;
 }
 
 export interface ExportResult {
   records: number;
   bytes: number;
   ms: number;
-  /** the event id the output covers (the cursor's new position) */
+  /** the event id the output covers (the cursor's new position); with passages, the last passage id */
   lastEventId: number;
   /** where the run started from: the cursor's previous position, or null for a whole export */
   afterEventId: number | null;
@@ -440,6 +449,24 @@ function pageWriter(
   return textWriter<PageExportRow>(out, (r) => `${JSON.stringify({ kind: 'page', ...plainPage(r) })}\n`);
 }
 
+/** A passage as its record: its link made (VIDEO_URL_TEMPLATE for transcripts, `url#anchor` for pages). */
+function plainPassage(r: PassageExportRow, videoUrlTemplate: string | undefined): PassageRecord {
+  return {
+    id: r.id,
+    kind: r.kind,
+    document: r.doc,
+    lang: r.lang,
+    n: r.n,
+    text: r.text,
+    tokens: r.tokens,
+    sha256: r.sha256,
+    start: r.start_s,
+    end: r.end_s,
+    headings: r.headings,
+    url: passageUrl({ kind: r.kind, doc: r.doc, startS: r.start_s, anchor: r.anchor }, videoUrlTemplate),
+  };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Progress
 
@@ -475,7 +502,9 @@ export async function runExport(deps: ExportDeps, o: ExportOptions): Promise<Exp
   // before anything is read: a bad --out is refused at once
   await checkOutputPath(o.out);
   if (o.sourceId !== undefined && !(await sourceExists(sql, o.sourceId))) throw new SourceNotFoundError(o.sourceId);
-  const afterEventId = o.cursor !== undefined ? ((await readExportCursor(sql, o.cursor)) ?? null) : null;
+  // a passages cursor keeps a passage id, not an event id: its own name space (no cursor name holds ':')
+  const cursorName = o.cursor === undefined ? undefined : o.passages ? `passages:${o.cursor}` : o.cursor;
+  const afterEventId = cursorName !== undefined ? ((await readExportCursor(sql, cursorName)) ?? null) : null;
   const startedAt = Date.now();
   const out = await Output.open(o.out, deps.stdout ?? process.stdout);
   const onInterrupt = () => out.discardSync();
@@ -486,55 +515,81 @@ export async function runExport(deps: ExportDeps, o: ExportOptions): Promise<Exp
   let lastEventId: number;
   try {
     const kinds = o.kinds ?? ['video'];
-    if (o.format !== 'jsonl' && kinds.length > 1) {
-      throw new ExportOutputError(
-        `--format ${o.format} holds one kind of document per file: choose --kind video, --kind page or --kind media`,
-      );
-    }
-    const selection = { sourceId: o.sourceId, since: o.since, afterEventId: afterEventId ?? undefined };
-    lastEventId = await inExportSnapshot(sql, async (tx) => {
-      const hi = await snapshotLastEventId(tx);
-      if (kinds.includes('video')) {
+    if (o.passages) {
+      if (o.format === 'csv') throw new ExportOutputError('--passages is written as jsonl or parquet (not csv)');
+      lastEventId = await inExportSnapshot(sql, async (tx) => {
+        const hi = await lastPassageId(tx);
         const writer =
           o.format === 'parquet'
-            ? await parquetRecordWriter(out, o.chunks)
-            : o.format === 'csv'
-              ? csvWriter(out, o.csvRawFormulas ?? false)
-              : jsonlWriter(out, o.chunks);
-        const query = exportRecords(tx, { ...selection, lang: o.lang, chunks: o.chunks });
+            ? await parquetPassageWriter(out)
+            : textWriter<PassageRecord>(out, (r) => `${JSON.stringify(r)}\n`);
+        const query = exportPassageRecords(tx, {
+          kinds: o.kinds?.map((k) => (k === 'video' ? 'transcript' : k)),
+          lang: o.lang,
+          afterId: afterEventId ?? undefined,
+        });
         for await (const rows of query.cursor(EXPORT_CURSOR_ROWS)) {
           for (const r of rows) {
-            await writer.write(r);
+            if (r.id > hi) continue;
+            await writer.write(plainPassage(r, o.videoUrlTemplate));
             records++;
           }
           progress.update(records, out.bytes);
         }
         await writer.finish();
+        return hi;
+      });
+    } else {
+      if (o.format !== 'jsonl' && kinds.length > 1) {
+        throw new ExportOutputError(
+          `--format ${o.format} holds one kind of document per file: choose --kind video, --kind page or --kind media`,
+        );
       }
-      if (kinds.includes('page')) {
-        const writer = await pageWriter(o.format, out, o.csvRawFormulas ?? false);
-        for await (const rows of exportPageRecords(tx, selection).cursor(EXPORT_CURSOR_ROWS)) {
-          for (const r of rows) {
-            await writer.write(r);
-            records++;
+      const selection = { sourceId: o.sourceId, since: o.since, afterEventId: afterEventId ?? undefined };
+      lastEventId = await inExportSnapshot(sql, async (tx) => {
+        const hi = await snapshotLastEventId(tx);
+        if (kinds.includes('video')) {
+          const writer =
+            o.format === 'parquet'
+              ? await parquetRecordWriter(out, o.chunks)
+              : o.format === 'csv'
+                ? csvWriter(out, o.csvRawFormulas ?? false)
+                : jsonlWriter(out, o.chunks);
+          const query = exportRecords(tx, { ...selection, lang: o.lang, chunks: o.chunks });
+          for await (const rows of query.cursor(EXPORT_CURSOR_ROWS)) {
+            for (const r of rows) {
+              await writer.write(r);
+              records++;
+            }
+            progress.update(records, out.bytes);
           }
-          progress.update(records, out.bytes);
+          await writer.finish();
         }
-        await writer.finish();
-      }
-      if (kinds.includes('media')) {
-        const writer = mediaWriter(o.format, out, o.csvRawFormulas ?? false);
-        for await (const rows of exportMediaRecords(tx, selection).cursor(EXPORT_CURSOR_ROWS)) {
-          for (const r of rows) {
-            await writer.write(r);
-            records++;
+        if (kinds.includes('page')) {
+          const writer = await pageWriter(o.format, out, o.csvRawFormulas ?? false);
+          for await (const rows of exportPageRecords(tx, selection).cursor(EXPORT_CURSOR_ROWS)) {
+            for (const r of rows) {
+              await writer.write(r);
+              records++;
+            }
+            progress.update(records, out.bytes);
           }
-          progress.update(records, out.bytes);
+          await writer.finish();
         }
-        await writer.finish();
-      }
-      return hi;
-    });
+        if (kinds.includes('media')) {
+          const writer = mediaWriter(o.format, out, o.csvRawFormulas ?? false);
+          for await (const rows of exportMediaRecords(tx, selection).cursor(EXPORT_CURSOR_ROWS)) {
+            for (const r of rows) {
+              await writer.write(r);
+              records++;
+            }
+            progress.update(records, out.bytes);
+          }
+          await writer.finish();
+        }
+        return hi;
+      });
+    }
     await out.close();
   } catch (e: unknown) {
     await out.discard();
@@ -544,7 +599,7 @@ export async function runExport(deps: ExportDeps, o: ExportOptions): Promise<Exp
   }
   progress.done(records, out.bytes);
   // only now: the output is complete and in place
-  if (o.cursor !== undefined) await saveExportCursor(sql, o.cursor, lastEventId, records);
+  if (cursorName !== undefined) await saveExportCursor(sql, cursorName, lastEventId, records);
   const result: ExportResult = { records, bytes: out.bytes, ms: Date.now() - startedAt, lastEventId, afterEventId };
   log.info(
     {

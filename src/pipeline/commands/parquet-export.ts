@@ -268,3 +268,67 @@ export async function parquetPageWriter(
     finish: () => groups.finish(),
   };
 }
+
+/** A passage record as written (src/pipeline/commands/export.ts `plainPassage`). */
+export interface PassageRecord {
+  id: number;
+  kind: string;
+  document: string;
+  lang: string;
+  n: number;
+  text: string;
+  tokens: number;
+  sha256: string;
+  start: number | null;
+  end: number | null;
+  headings: string[] | null;
+  url: string | null;
+}
+
+function parquetPassageSchema(): SchemaElement[] {
+  const columns: SchemaElement[] = [
+    plainType('id', 'INT64', false),
+    utf8('kind', false),
+    utf8('document', false),
+    utf8('lang', false),
+    plainType('n', 'INT64', false),
+    utf8('text', false),
+    plainType('tokens', 'INT64', false),
+    utf8('sha256', false),
+    plainType('start', 'DOUBLE', true),
+    plainType('end', 'DOUBLE', true),
+    ...list('headings', [utf8('element', false)]),
+    utf8('url', true),
+  ];
+  // 12 top-level columns: headings' `list` and `element` are its children
+  return [{ name: 'root', num_children: columns.length - 2 }, ...columns];
+}
+
+/** Passage records as Parquet, a row group at a time (bounded as the video records' are). */
+export async function parquetPassageWriter(
+  sink: ByteSink,
+): Promise<{ write(r: PassageRecord): Promise<void>; finish(): Promise<void> }> {
+  const writer = await parquetFileWriter(sink, parquetPassageSchema());
+  // the top-level columns (a LIST's inner `list` and `element` are not columns of their own)
+  const names = ['id', 'kind', 'document', 'lang', 'n', 'text', 'tokens', 'sha256', 'start', 'end', 'headings', 'url'];
+  const groups = rowGroups(writer, names);
+  return {
+    async write(r) {
+      const c = groups.columns();
+      c.id!.push(BigInt(r.id));
+      c.kind!.push(r.kind);
+      c.document!.push(r.document);
+      c.lang!.push(r.lang);
+      c.n!.push(BigInt(r.n));
+      c.text!.push(r.text);
+      c.tokens!.push(BigInt(r.tokens));
+      c.sha256!.push(r.sha256);
+      c.start!.push(r.start);
+      c.end!.push(r.end);
+      c.headings!.push(r.headings);
+      c.url!.push(r.url);
+      await groups.added(r.text.length);
+    },
+    finish: () => groups.finish(),
+  };
+}

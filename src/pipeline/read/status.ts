@@ -59,6 +59,7 @@ import { activeHolds, describeHold, recentHoldEvents, type UpstreamHoldRow } fro
 import { newestBuiltMigration } from '../../db/migrate.ts';
 import { migrationLabel, schemaStopReason, type SchemaVerdict } from '../../domain/schema-compat.ts';
 import { readSchemaVerdict } from '../services/schema-gate.ts';
+import { passageCount } from '../../db/passages.ts';
 import { searchBacklog } from '../../db/search.ts';
 import { getSource } from '../../db/sources.ts';
 import {
@@ -264,7 +265,8 @@ export interface StatusReport extends HoldsStatus, ItemsStatus {
   /** rolling upgrades: this build's newest migration and the applied ones newer than it */
   schema: SchemaStatus;
   /** transcripts stored whose search windows the indexer has yet to build (src/pipeline/search-index.ts) */
-  searchIndex: { pending: number; oldestQueuedAt: string | null };
+  /** transcripts waiting for their search windows and passages; passages stored */
+  searchIndex: { pending: number; oldestQueuedAt: string | null; passages: number };
   /** web pages stored, of them gone (no source finds them any more), and their distinct versions */
   pages: PageTotals;
   /** media items of other platforms stored, and their transcripts by state */
@@ -756,6 +758,7 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
   const webhooks = await readWebhooks(sql);
   const schema = await readSchemaStatus(sql);
   const backlog = await searchBacklog(sql);
+  const passages = await passageCount(sql);
   const pages = await pageTotals(sql);
   const media = await mediaTotals(sql);
   return {
@@ -781,7 +784,7 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
     lastPrune,
     webhooks,
     schema,
-    searchIndex: { pending: backlog.pending, oldestQueuedAt: iso(backlog.oldestQueuedAt) },
+    searchIndex: { pending: backlog.pending, oldestQueuedAt: iso(backlog.oldestQueuedAt), passages },
     pages,
     media,
   };

@@ -1,6 +1,6 @@
 /**
- * The search indexer: builds the search windows of stored transcripts after the transaction that
- * stored them, not in it (issue #12). Storing a 150-chunk transcript queues its key
+ * The search indexer: builds the search windows and cuts the passages (issue #31) of stored
+ * transcripts after the transaction that stored them, not in it (issue #12). Storing a 150-chunk transcript queues its key
  * (`search_index_queue`, migrations/0015); building its windows (to_tsvector, the GIN index) is
  * ~3.5 ms of Postgres CPU, and was ~80% of landing it while it ran in the landing transaction.
  *
@@ -13,7 +13,10 @@
 import { sleepMs } from '../../api/retry.ts';
 import { databaseNow, type Queryable } from '../../db/connection.ts';
 import { isReadOnlyError } from '../../db/pg-errors.ts';
-import { indexQueuedTranscripts, searchBacklog, searchIndexDueInMs } from '../../db/search.ts';
+import { passageOptionsFromEnv } from '../../config.ts';
+import { indexQueuedTranscripts } from '../../db/passages.ts';
+import { searchBacklog, searchIndexDueInMs } from '../../db/search.ts';
+import type { PassageOptions } from '../../domain/passages.ts';
 import type { Logger } from '../../log.ts';
 import { withSpan } from '../../tracing.ts';
 
@@ -43,6 +46,8 @@ const DRAIN_RECHECK_MS = 100;
 export interface SearchIndexDeps {
   sql: Queryable;
   log: Logger;
+  /** passage size and overlap; PASSAGE_TOKENS and PASSAGE_OVERLAP_TOKENS of the environment when not given */
+  passages?: PassageOptions | undefined;
 }
 
 export interface SearchIndexer {
@@ -60,6 +65,7 @@ export function startSearchIndexer(
 ): SearchIndexer {
   const idleMs = opts.idleMs ?? SEARCH_INDEX_IDLE_MS;
   const deferMs = opts.deferWhileLandingMs ?? SEARCH_INDEX_DEFER_WHILE_LANDING_MS;
+  const passages = deps.passages ?? passageOptionsFromEnv();
   const stopping = new AbortController();
   let failing = false;
   const loop = async (): Promise<void> => {
@@ -73,9 +79,10 @@ export function startSearchIndexer(
             'search_index',
             {},
             async (span) => {
-              const n = await indexQueuedTranscripts(deps.sql, SEARCH_INDEX_CHUNK);
-              span.setAttribute('videosite.transcripts_indexed', n);
-              return n;
+              const r = await indexQueuedTranscripts(deps.sql, SEARCH_INDEX_CHUNK, passages);
+              span.setAttribute('videosite.transcripts_indexed', r.transcripts);
+              span.setAttribute('videosite.passages_cut', r.passagesCut);
+              return r.transcripts;
             },
             { root: true },
           );
@@ -122,7 +129,7 @@ export interface DrainProgress {
  * every transaction with what is left.
  */
 export async function drainSearchIndex(
-  deps: Pick<SearchIndexDeps, 'sql'>,
+  deps: Pick<SearchIndexDeps, 'sql' | 'passages'>,
   opts: { signal?: AbortSignal; onProgress?: (p: DrainProgress) => void } = {},
 ): Promise<number> {
   return withSpan('search_index', {}, async (span) => {
@@ -133,14 +140,15 @@ export async function drainSearchIndex(
 }
 
 async function drainOnce(
-  deps: Pick<SearchIndexDeps, 'sql'>,
+  deps: Pick<SearchIndexDeps, 'sql' | 'passages'>,
   opts: { signal?: AbortSignal; onProgress?: (p: DrainProgress) => void },
 ): Promise<number> {
+  const passages = deps.passages ?? passageOptionsFromEnv();
   const before = await databaseNow(deps.sql);
   let indexed = 0;
   for (;;) {
     if (opts.signal?.aborted) return indexed;
-    const built = await indexQueuedTranscripts(deps.sql, SEARCH_INDEX_CHUNK);
+    const built = (await indexQueuedTranscripts(deps.sql, SEARCH_INDEX_CHUNK, passages)).transcripts;
     indexed += built;
     const { pending } = await searchBacklog(deps.sql, before);
     opts.onProgress?.({ indexed, pending });
