@@ -20,10 +20,9 @@
  * checked for the secrets it must never carry (the API key) and redacted, as a last line of
  * defence behind errors that already leave the key out.
  */
-import type { AddressInfo } from 'node:net';
-import { createAdaptorServer } from '@hono/node-server';
 import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { listenHttp } from '../http-listen.ts';
 import type { RedisClient } from '../queues/connection.ts';
 import type { Pool } from '../db/statement-timeout.ts';
 import type { Logger } from '../log.ts';
@@ -242,39 +241,11 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   assertSafeExposure(host, opts.token);
   // the name it listens on is one of its names (an address is accepted anyway)
   const { app, markStopping } = createAdminApp({ ...opts, allowedHosts: [...(opts.allowedHosts ?? []), host] });
-  const server = createAdaptorServer({ fetch: app.fetch, hostname: host });
-  await new Promise<void>((resolve, reject) => {
-    const onError = (e: Error) => reject(e);
-    server.once('error', onError);
-    server.listen(opts.port, host, () => {
-      server.off('error', onError);
-      resolve();
-    });
-  });
-  server.on('error', (e: Error) =>
-    opts.log.error({ event: 'admin.server_error', err: { message: e.message } }, 'admin server error'),
-  );
-  const port = (server.address() as AddressInfo).port;
-  const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
-  return {
-    url: `http://${shownHost}:${port}`,
+  const server = await listenHttp(app.fetch, {
     host,
-    port,
-    markStopping,
-    async close() {
-      let timer: NodeJS.Timeout | undefined;
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      if ('closeIdleConnections' in server) server.closeIdleConnections();
-      await Promise.race([
-        closed,
-        new Promise<void>((resolve) => {
-          timer = setTimeout(() => {
-            if ('closeAllConnections' in server) server.closeAllConnections();
-            resolve();
-          }, ADMIN_CLOSE_TIMEOUT_MS);
-        }),
-      ]);
-      if (timer) clearTimeout(timer);
-    },
-  };
+    port: opts.port,
+    closeTimeoutMs: ADMIN_CLOSE_TIMEOUT_MS,
+    onError: (e) => opts.log.error({ event: 'admin.server_error', err: { message: e.message } }, 'admin server error'),
+  });
+  return { url: server.url, host, port: server.port, markStopping, close: server.close };
 }

@@ -5,8 +5,6 @@
  * bearer token (src/admin/auth.ts compares it in constant time); without one the command does
  * not start. GET and DELETE (a stream, a session's end) have nothing to serve without sessions.
  */
-import type { AddressInfo } from 'node:net';
-import { createAdaptorServer } from '@hono/node-server';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { Hono } from 'hono';
@@ -14,6 +12,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { tokenMatches } from '../admin/auth.ts';
 import { allowedHostNames, refuseForeignHost } from '../admin/request-guard.ts';
 import { ConfigError } from '../config.ts';
+import { listenHttp } from '../http-listen.ts';
 import type { Logger } from '../log.ts';
 
 /** Where the MCP endpoint is served. */
@@ -108,42 +107,13 @@ export interface McpHttpServer {
 export async function startMcpHttpServer(
   opts: McpHttpOptions & { host: string; port: number },
 ): Promise<McpHttpServer> {
-  const app = createMcpHttpApp(opts);
-  const server = createAdaptorServer({ fetch: app.fetch, hostname: opts.host });
-  await new Promise<void>((resolve, reject) => {
-    const onError = (e: Error) => reject(e);
-    server.once('error', onError);
-    server.listen(opts.port, opts.host, () => {
-      server.off('error', onError);
-      resolve();
-    });
+  // the name it listens on is one of its names (an address is accepted anyway)
+  const app = createMcpHttpApp({ ...opts, allowedHosts: [...(opts.allowedHosts ?? []), opts.host] });
+  const server = await listenHttp(app.fetch, {
+    host: opts.host,
+    port: opts.port,
+    closeTimeoutMs: MCP_HTTP_CLOSE_TIMEOUT_MS,
+    onError: (e) => opts.log.error({ event: 'mcp.server_error', err: { message: e.message } }, 'mcp server error'),
   });
-  server.on('error', (e: Error) =>
-    opts.log.error({ event: 'mcp.server_error', err: { message: e.message } }, 'mcp server error'),
-  );
-  const port = (server.address() as AddressInfo).port;
-  const shownHost =
-    opts.host === '0.0.0.0' || opts.host === '::'
-      ? '127.0.0.1'
-      : opts.host.includes(':')
-        ? `[${opts.host}]`
-        : opts.host;
-  return {
-    url: `http://${shownHost}:${port}${MCP_HTTP_PATH}`,
-    async close() {
-      let timer: NodeJS.Timeout | undefined;
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      if ('closeIdleConnections' in server) server.closeIdleConnections();
-      await Promise.race([
-        closed,
-        new Promise<void>((resolve) => {
-          timer = setTimeout(() => {
-            if ('closeAllConnections' in server) server.closeAllConnections();
-            resolve();
-          }, MCP_HTTP_CLOSE_TIMEOUT_MS);
-        }),
-      ]);
-      if (timer) clearTimeout(timer);
-    },
-  };
+  return { url: `${server.url}${MCP_HTTP_PATH}`, close: server.close };
 }
