@@ -549,6 +549,7 @@ describe('--help', () => {
       'search',
       'simulator',
       'demo',
+      'mcp',
     ];
     expect(program.commands.map((c) => c.name()).sort()).toEqual([...expected].sort());
     for (const name of expected) expect(listed).toContain(name);
