@@ -88,6 +88,8 @@ const BAD_VALUES: Record<string, string[]> = {
   MIGRATION_LOCK_TIMEOUT_MS: ['50'],
   MIGRATION_LOCK_RETRIES: ['101'],
   WEBHOOK_SECRETS_KEY: ['too-short', '0123456789abcdef'.repeat(3)],
+  PASSAGE_TOKENS: ['abc', '0'],
+  PASSAGE_OVERLAP_TOKENS: ['abc', '256'],
 };
 const NUMERIC = /(_MS|_ATTEMPTS|_PER_SECOND|_BURST|_SIZE|_RESERVE|_ITEMS|_CONCURRENCY|_BYTES|_MAX)$/;
 
