@@ -10,7 +10,7 @@ import { pipeline } from 'node:stream/promises';
 import postgres from 'postgres';
 import type { Queryable } from '../src/db/connection.ts';
 import { indexQueuedTranscripts } from '../src/db/passages.ts';
-import { passageOptionsFromEnv } from '../src/config.ts';
+import { loadConfig } from '../src/config.ts';
 import { LAND_CHUNK_MAX_CHARS } from '../src/pipeline/ingest/poll-batch.ts';
 import { SEARCH_INDEX_CHUNK } from '../src/pipeline/services/search-index.ts';
 
@@ -325,7 +325,7 @@ async function designFloor(tx: postgres.TransactionSql, rows: FinalRows): Promis
  * same work as W1, whose backfill ends when what it stored is indexed.
  */
 async function buildSearchIndex(sql: postgres.Sql): Promise<void> {
-  while ((await indexQueuedTranscripts(sql, SEARCH_INDEX_CHUNK, passageOptionsFromEnv())).transcripts > 0);
+  while ((await indexQueuedTranscripts(sql, SEARCH_INDEX_CHUNK, loadConfig().pipeline.passages)).transcripts > 0);
 }
 
 export async function runCeiling(dbUrl: string, rows: FinalRows): Promise<CeilingFigures> {
@@ -362,7 +362,7 @@ export async function runCeiling(dbUrl: string, rows: FinalRows): Promise<Ceilin
     let cut = 0;
     let indexed = 0;
     for (;;) {
-      const r = await indexQueuedTranscripts(sql, SEARCH_INDEX_CHUNK, passageOptionsFromEnv());
+      const r = await indexQueuedTranscripts(sql, SEARCH_INDEX_CHUNK, loadConfig().pipeline.passages);
       if (r.transcripts === 0) break;
       cut += r.passagesCut;
       indexed += r.transcripts;

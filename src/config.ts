@@ -932,25 +932,6 @@ function checkedPassageOptions(o: PassageOptions): PassageOptions {
   return o;
 }
 
-/**
- * The passage size and overlap only (PASSAGE_TOKENS, PASSAGE_OVERLAP_TOKENS): every indexer
- * (daemons, and the drains of backfill, replay and search) cuts alike without the whole
- * configuration. Throws naming the setting when a value is not usable.
- */
-export function passageOptionsFromEnv(env: Record<string, string | undefined> = process.env): PassageOptions {
-  const read = (name: 'PASSAGE_TOKENS' | 'PASSAGE_OVERLAP_TOKENS'): number => {
-    const raw = env[name];
-    const r = SETTINGS[name].schema.safeParse(raw === '' ? undefined : raw);
-    if (!r.success)
-      throw new ConfigError(
-        name,
-        `invalid value ${quoteValue(String(raw))}: ${r.error.issues[0]?.message ?? 'invalid'}`,
-      );
-    return r.data;
-  };
-  return checkedPassageOptions({ size: read('PASSAGE_TOKENS'), overlap: read('PASSAGE_OVERLAP_TOKENS') });
-}
-
 /** The configuration: each field's meaning is its setting's doc in SETTINGS. */
 export type Config = ReturnType<typeof configOf>;
 

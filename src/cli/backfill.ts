@@ -280,7 +280,12 @@ export async function backfillWithContext(
         report.syncs.flatMap((s) => s.jobIds),
       );
     // what it stored is searchable when it returns (no daemon need run)
-    else if (!abort.signal.aborted) await drainSearchIndexShowingProgress(sql, process.stderr, abort.signal);
+    else if (!abort.signal.aborted)
+      await drainSearchIndexShowingProgress(
+        { sql, passages: ctx.config.pipeline.passages },
+        process.stderr,
+        abort.signal,
+      );
     return { report, exitCode: report.exitCode };
   } finally {
     if (deadline !== undefined) clearTimeout(deadline);

@@ -48,7 +48,11 @@ export function registerMcpCommand(program: Command): void {
       const deps = {
         sql: ctx.db().sql,
         videoUrlTemplate: ctx.config.videoUrlTemplate,
-        drainSearchIndex: () => drainSearchIndexShowingProgress(ctx.db().sql, process.stderr),
+        drainSearchIndex: () =>
+          drainSearchIndexShowingProgress(
+            { sql: ctx.db().sql, passages: ctx.config.pipeline.passages },
+            process.stderr,
+          ),
         log: ctx.log,
         version: VERSION,
       };

@@ -7,6 +7,7 @@
  * retryable, quarantined). Items landed but not yet stored are still in progress.
  */
 import { erroredItems, isSettled, type BatchProgress } from '../db/batch-progress.ts';
+import type { PassageOptions } from '../domain/passages.ts';
 import type { Queryable } from '../db/connection.ts';
 import { isReadOnlyError, isSchemaBehind } from '../db/pg-errors.ts';
 import { drainSearchIndex } from '../pipeline/services/search-index.ts';
@@ -160,24 +161,21 @@ const SEARCH_DRAIN_LINE_MS = 2_000;
  * index as it is, said on `out`; other errors propagate.
  */
 export async function drainSearchIndexShowingProgress(
-  sql: Queryable,
+  index: { sql: Queryable; passages: PassageOptions },
   out: ProgressOutput,
   signal?: AbortSignal,
 ): Promise<number> {
   const startedAt = Date.now();
   let lineAt = startedAt;
   try {
-    const indexed = await drainSearchIndex(
-      { sql },
-      {
-        signal,
-        onProgress: ({ indexed, pending }) => {
-          if (pending === 0 || Date.now() - lineAt < SEARCH_DRAIN_LINE_MS) return;
-          lineAt = Date.now();
-          out.write(`search index: ${indexed} transcript(s) indexed, ${pending} left\n`);
-        },
+    const indexed = await drainSearchIndex(index, {
+      signal,
+      onProgress: ({ indexed, pending }) => {
+        if (pending === 0 || Date.now() - lineAt < SEARCH_DRAIN_LINE_MS) return;
+        lineAt = Date.now();
+        out.write(`search index: ${indexed} transcript(s) indexed, ${pending} left\n`);
       },
-    );
+    });
     if (indexed > 0)
       out.write(
         `search index: ${indexed} transcript(s) indexed in ${((Date.now() - startedAt) / 1000).toFixed(1)} s\n`,

@@ -198,7 +198,11 @@ async function replayQuarantined(ctx: Context, o: ReplayOptions): Promise<void> 
       ),
     );
   }
-  if (!o.dryRun) await drainSearchIndexShowingProgress(ctx.db().sql, process.stderr);
+  if (!o.dryRun)
+    await drainSearchIndexShowingProgress(
+      { sql: ctx.db().sql, passages: ctx.config.pipeline.passages },
+      process.stderr,
+    );
   process.stdout.write(quarantineSummary(r));
   if (!o.dryRun && !quarantineReplayLanded(r)) process.exitCode = EXIT_NOT_LANDED;
 }
@@ -221,7 +225,7 @@ async function replayBatch(ctx: Context, jobId: string): Promise<void> {
     process.exitCode = EXIT_NOT_LANDED;
     return;
   }
-  await drainSearchIndexShowingProgress(ctx.db().sql, process.stderr);
+  await drainSearchIndexShowingProgress({ sql: ctx.db().sql, passages: ctx.config.pipeline.passages }, process.stderr);
   process.stdout.write(
     `batch ${terminalSafe(jobId)}: ${r.items} stored item(s) re-sunk from raw: ${r.inserted} row(s) inserted, ` +
       `${r.updated} updated, ${r.unchanged} unchanged${r.quarantined ? `, ${r.quarantined} quarantined` : ''}; no API call\n`,
@@ -374,7 +378,7 @@ async function landResubmitted(
   const workers = startWorkers(deps, { roles: ['poller', 'sink'], connection: ctx.redis() });
   try {
     const { batches, timedOut } = await waitForBatches(sql, jobIds, { timeoutMs });
-    await drainSearchIndexShowingProgress(sql, process.stderr);
+    await drainSearchIndexShowingProgress({ sql, passages: ctx.config.pipeline.passages }, process.stderr);
     const stored = batches.reduce((n, b) => n + b.sunk, 0);
     const left = batches.reduce((n, b) => n + b.retryable + b.processing + b.quarantined, 0);
     const bad = batches.filter((b) => b.status !== 'completed');

@@ -191,7 +191,10 @@ export function registerSearchCommand(program: Command): void {
       const template = ctx.config.videoUrlTemplate;
       try {
         // transcripts stored but not yet indexed (no daemon running, or it is a second behind)
-        await drainSearchIndexShowingProgress(ctx.db().sql, process.stderr);
+        await drainSearchIndexShowingProgress(
+          { sql: ctx.db().sql, passages: ctx.config.pipeline.passages },
+          process.stderr,
+        );
         const hits = await searchCorpus(ctx.db().sql, {
           words,
           kind: o.kind,

@@ -6,6 +6,7 @@
  * whose payload fails its schema fails once, for good. Every refusal exits 2, names the field and
  * the value, and changes nothing.
  */
+import { loadConfig } from '../../src/config.ts';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +18,9 @@ import { drainSearchIndex } from '../../src/pipeline/services/search-index.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { createPipelineHarness, runCli, waitFor, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
 import type { LogLine } from '../helpers/proc.ts';
+
+/** The search indexer cuts passages with the default settings here. */
+const PASSAGES = loadConfig({}).pipeline.passages;
 
 let h: PipelineHarness;
 let dir: string;
@@ -79,7 +83,7 @@ describe('upstream text with terminal escapes', () => {
       'job-hostile-1',
     );
     await upsertTranscripts(h.database.sql, [row]);
-    await drainSearchIndex({ sql: h.database.sql });
+    await drainSearchIndex({ sql: h.database.sql, passages: PASSAGES });
   });
 
   it('search: the human output carries no control sequence, the words stay; --json keeps the text exactly', async () => {

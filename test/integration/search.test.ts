@@ -9,6 +9,7 @@
  * gone from the index and its new ones found; while a batch is in flight the indexer defers what
  * waits (the landings get the CPU first) until the oldest has waited its deferral; VIDEO_URL_TEMPLATE links a hit to its second.
  */
+import { loadConfig } from '../../src/config.ts';
 import { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics } from '../../src/admin/metrics.ts';
@@ -25,6 +26,9 @@ import { bearer } from '../helpers/admin.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { runCli, type CliResult } from '../helpers/pipeline.ts';
+
+/** The search indexer cuts passages with the default settings here. */
+const PASSAGES = loadConfig({}).pipeline.passages;
 
 const TOKEN = 'search-page-token-0123456789abcdef';
 const URL_TEMPLATE = 'https://videos.example/watch?v={id}&t={seconds}';
@@ -100,7 +104,7 @@ beforeAll(async () => {
   await store('vidAr', 'ar', chunks(3, { 1: 'مرحبا بالعالم من القاهرة' }));
   await store('vidHe', 'he', 'שלום עולם מירושלים ומהגליל');
   // what a daemon's indexer (or the search command) does after the landing transactions
-  await drainSearchIndex({ sql: database.sql });
+  await drainSearchIndex({ sql: database.sql, passages: PASSAGES });
 
   redis = createRedis('redis://127.0.0.1:6379');
   queues = createQueues(redis, env.QUEUE_PREFIX!);
@@ -205,7 +209,7 @@ describe('the index and the query', () => {
     const queued = await database.sql<{ video_id: string }[]>`select video_id from search_index_queue`;
     expect(queued.map((r) => r.video_id)).toEqual(['vidQueued']);
     expect(await search('quokka')).toEqual([]);
-    expect(await drainSearchIndex({ sql: database.sql })).toBe(1);
+    expect(await drainSearchIndex({ sql: database.sql, passages: PASSAGES })).toBe(1);
     expect(ids(await search('quokka'))).toEqual(['vidQueued']);
     expect(await database.sql`select 1 from search_index_queue`).toHaveLength(0);
     // stored again unchanged: nothing queued, nothing rebuilt
@@ -214,7 +218,7 @@ describe('the index and the query', () => {
   });
 
   it('the indexer of a daemon builds what is queued by itself, within a second or so', async () => {
-    const indexer = startSearchIndexer({ sql: database.sql, log: silentLogger() }, { idleMs: 50 });
+    const indexer = startSearchIndexer({ sql: database.sql, log: silentLogger(), passages: PASSAGES }, { idleMs: 50 });
     try {
       await store('vidLater', 'en', chunks(3, { 1: 'the axolotl regrows its gills' }));
       const started = Date.now();
@@ -231,7 +235,7 @@ describe('the index and the query', () => {
       insert into batches (job_id, kind, status, credits_estimated, request)
       values ('job-search-in-flight', 'transcript', 'active', 2, ${database.sql.json({ videoIds: ['vidWait'] })})`;
     const indexer = startSearchIndexer(
-      { sql: database.sql, log: silentLogger() },
+      { sql: database.sql, log: silentLogger(), passages: PASSAGES },
       { idleMs: 50, deferWhileLandingMs: 2_000 },
     );
     try {
@@ -252,7 +256,7 @@ describe('the index and the query', () => {
     await store('vidGarden', 'en', chunks(3, { 1: 'our orchard has green plums' }));
     // until the indexer runs, the windows are the old content's
     expect(ids(await search('pears'))).toEqual(['vidGarden']);
-    await drainSearchIndex({ sql: database.sql });
+    await drainSearchIndex({ sql: database.sql, passages: PASSAGES });
     expect(ids(await search('pears'))).toEqual([]);
     const hits = await search('"green plums"');
     expect(ids(hits)).toEqual(['vidGarden']);
@@ -275,14 +279,14 @@ describe('the index and the query', () => {
         throw new Error('roll back');
       })
       .catch(() => undefined);
-    expect(await drainSearchIndex({ sql: database.sql })).toBe(0);
+    expect(await drainSearchIndex({ sql: database.sql, passages: PASSAGES })).toBe(0);
     expect(await search('turnips')).toEqual([]);
     expect(ids(await search('plums'))).toEqual(['vidGarden']);
   });
 
   it('a deleted transcript leaves no windows', async () => {
     await store('vidDel', 'en', chunks(3, { 1: 'ephemeral kumquats' }));
-    await drainSearchIndex({ sql: database.sql });
+    await drainSearchIndex({ sql: database.sql, passages: PASSAGES });
     expect(ids(await search('kumquats'))).toEqual(['vidDel']);
     await database.sql`delete from transcripts where video_id = 'vidDel'`;
     // at once, not by the indexer

@@ -4,7 +4,7 @@
  * the size in tokens (cl100k_base), repeating at most the overlap.
  */
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, passageOptionsFromEnv } from '../../src/config.ts';
+import { ConfigError, loadConfig } from '../../src/config.ts';
 import {
   cutPassages,
   cutTextPassages,
@@ -131,18 +131,21 @@ describe('cutPassages', () => {
   });
 });
 
+/** The passage settings as the configuration reads them from `env`. */
+const passagesOf = (env: Record<string, string>) => loadConfig(env).pipeline.passages;
+
 describe('passage settings', () => {
   it('defaults 256/32; an overlap not below the size is refused, named', () => {
-    expect(passageOptionsFromEnv({})).toEqual({ size: 256, overlap: 32 });
-    expect(passageOptionsFromEnv({ PASSAGE_TOKENS: '512', PASSAGE_OVERLAP_TOKENS: '0' })).toEqual({
+    expect(passagesOf({})).toEqual({ size: 256, overlap: 32 });
+    expect(passagesOf({ PASSAGE_TOKENS: '512', PASSAGE_OVERLAP_TOKENS: '0' })).toEqual({
       size: 512,
       overlap: 0,
     });
-    expect(() => passageOptionsFromEnv({ PASSAGE_TOKENS: '32', PASSAGE_OVERLAP_TOKENS: '32' })).toThrow(
+    expect(() => passagesOf({ PASSAGE_TOKENS: '32', PASSAGE_OVERLAP_TOKENS: '32' })).toThrow(
       /PASSAGE_OVERLAP_TOKENS: invalid value 32: must be less than PASSAGE_TOKENS \(32\)/,
     );
-    expect(() => passageOptionsFromEnv({ PASSAGE_TOKENS: 'big' })).toThrow(ConfigError);
-    expect(() => passageOptionsFromEnv({ PASSAGE_TOKENS: 'big' })).toThrow(/PASSAGE_TOKENS: invalid value "big"/);
+    expect(() => passagesOf({ PASSAGE_TOKENS: 'big' })).toThrow(ConfigError);
+    expect(() => passagesOf({ PASSAGE_TOKENS: 'big' })).toThrow(/PASSAGE_TOKENS: invalid value "big"/);
     expect(() => loadConfig({ PASSAGE_TOKENS: '10', PASSAGE_OVERLAP_TOKENS: '20' })).toThrow(/PASSAGE_OVERLAP_TOKENS/);
   });
 });

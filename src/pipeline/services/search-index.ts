@@ -13,7 +13,6 @@
 import { sleepMs } from '../../api/retry.ts';
 import { databaseNow, type Queryable } from '../../db/connection.ts';
 import { isReadOnlyError } from '../../db/pg-errors.ts';
-import { passageOptionsFromEnv } from '../../config.ts';
 import { indexQueuedTranscripts } from '../../db/passages.ts';
 import { searchBacklog, searchIndexDueInMs } from '../../db/search.ts';
 import type { PassageOptions } from '../../domain/passages.ts';
@@ -46,8 +45,8 @@ const DRAIN_RECHECK_MS = 100;
 export interface SearchIndexDeps {
   sql: Queryable;
   log: Logger;
-  /** passage size and overlap; PASSAGE_TOKENS and PASSAGE_OVERLAP_TOKENS of the environment when not given */
-  passages?: PassageOptions | undefined;
+  /** passage size and overlap (PASSAGE_TOKENS, PASSAGE_OVERLAP_TOKENS: the pipeline settings) */
+  passages: PassageOptions;
 }
 
 export interface SearchIndexer {
@@ -65,7 +64,7 @@ export function startSearchIndexer(
 ): SearchIndexer {
   const idleMs = opts.idleMs ?? SEARCH_INDEX_IDLE_MS;
   const deferMs = opts.deferWhileLandingMs ?? SEARCH_INDEX_DEFER_WHILE_LANDING_MS;
-  const passages = deps.passages ?? passageOptionsFromEnv();
+  const { passages } = deps;
   const stopping = new AbortController();
   let failing = false;
   const loop = async (): Promise<void> => {
@@ -143,7 +142,7 @@ async function drainOnce(
   deps: Pick<SearchIndexDeps, 'sql' | 'passages'>,
   opts: { signal?: AbortSignal; onProgress?: (p: DrainProgress) => void },
 ): Promise<number> {
-  const passages = deps.passages ?? passageOptionsFromEnv();
+  const { passages } = deps;
   const before = await databaseNow(deps.sql);
   let indexed = 0;
   for (;;) {

@@ -113,7 +113,9 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
   // nor is the search indexer: it builds the windows of what the polls and sinks stored (in
   // every process that stores transcripts, so no deployment of roles is left without one)
   const searchIndexer =
-    opts.roles.includes('poller') || opts.roles.includes('sink') ? startSearchIndexer(deps) : undefined;
+    opts.roles.includes('poller') || opts.roles.includes('sink')
+      ? startSearchIndexer({ ...deps, passages: deps.settings.passages })
+      : undefined;
   for (const w of workers) logWorkerEvents(deps.log, w);
 
   return {
