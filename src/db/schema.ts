@@ -1076,8 +1076,16 @@ export const passages = pgTable(
     headings: text('headings').array(),
     anchor: text('anchor'),
     cutAt: tstzNow('cut_at'),
+    /** the language's text search configuration (`search_config(lang)`), set on write by the trigger of the migration that added it */
+    config: regconfig('config').notNull(),
+    /** the full-text search index of `text` in `config`, set on write with `config` */
+    tsv: tsvector('tsv').notNull(),
   },
-  (t) => [index('passages_doc_idx').on(t.kind, t.doc, t.lang, t.n), index('passages_cut_at_idx').on(t.cutAt, t.id)],
+  (t) => [
+    index('passages_doc_idx').on(t.kind, t.doc, t.lang, t.n),
+    index('passages_cut_at_idx').on(t.cutAt, t.id),
+    index('passages_tsv_idx').using('gin', t.tsv),
+  ],
 );
 
 /**
