@@ -129,7 +129,8 @@ describe('cutPassages', () => {
     // every word of the long chunk is in some passage, in order, and so is every two words side by side
     const seen = parts.flatMap((p) => p.text.split(' ')).filter((w) => w.startsWith('word'));
     expect([...new Set(seen)]).toEqual(long.split(' '));
-    for (let i = 0; i + 1 < 200; i++) expect(parts.some((p) => ` ${p.text} `.includes(` word${i} word${i + 1} `))).toBe(true);
+    for (let i = 0; i + 1 < 200; i++)
+      expect(parts.some((p) => ` ${p.text} `.includes(` word${i} word${i + 1} `))).toBe(true);
   });
 
   it('a single word longer than the size stays whole, alone', () => {
