@@ -23,8 +23,8 @@ const TRANSCRIPT: PassageKind = 'transcript';
  * Passages (page sections, media segments) matching the query ranked at most, taken in index
  * order: a query that matches much of the corpus (a common word) answers in bounded time, its
  * hits the best of these rather than of all. Ranking every match made the answer grow with the
- * corpus: a phrase of the bench:scale corpus was in ~290 search windows at 0.1x history, ~2 900
- * at 1x, ~29 000 at 10x.
+ * corpus: a phrase of the bench:scale corpus is in hundreds of indexed texts at 0.1x history,
+ * thousands at 1x, tens of thousands at 10x.
  */
 export const SEARCH_CANDIDATES_MAX = 1_000;
 
