@@ -753,13 +753,13 @@ export const SETTINGS = {
   },
   PASSAGE_TOKENS: {
     group: 'Pipeline',
-    doc: 'most tokens (cl100k_base) in a passage (`export --passages`); a single longer word stays whole',
+    doc: 'most tokens (cl100k_base) in a passage (transcript search, `export --passages`); a single longer word stays whole',
     unit: 'tokens',
     schema: positiveInt(100_000).default(PASSAGE_TOKENS),
   },
   PASSAGE_OVERLAP_TOKENS: {
     group: 'Pipeline',
-    doc: 'most tokens a passage repeats from the end of the one before (whole chunks or words; less than PASSAGE_TOKENS)',
+    doc: "most tokens a passage repeats from the end of the one before (whole chunks, else the last chunk's last words; less than PASSAGE_TOKENS); search finds a phrase across two passages only within it (none at 0)",
     unit: 'tokens',
     schema: nonNegativeInt.default(PASSAGE_OVERLAP_TOKENS),
   },

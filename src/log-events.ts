@@ -182,7 +182,7 @@ export const LOG_EVENTS = [
   'webhook.worker_error',
 
   // the search indexer (src/pipeline/services/search-index.ts)
-  /** building queued search windows failed; it tries again every SEARCH_INDEX_IDLE_MS, logged once until it works (warn): `readOnly`, `err` */
+  /** cutting queued transcripts' passages (the search index) failed; it tries again every SEARCH_INDEX_IDLE_MS, logged once until it works (warn): `readOnly`, `err` */
   'search_index.failed',
   /** the indexer works again after search_index.failed */
   'search_index.resumed',

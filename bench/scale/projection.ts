@@ -135,9 +135,10 @@ export async function project(
     } else if (t.table === 'transcripts') {
       without += rowExtra;
       withRetention = without;
-    } else if (t.table === 'transcript_windows') {
-      // the search index (migrations/0011) holds each transcript's text again, in windows, with
-      // its tsvector: its size follows the text, so it is scaled as the transcripts rows are
+    } else if (t.table === 'transcript_windows' || t.table === 'passages') {
+      // the search index (windows of migrations/0011, passages since 0025) holds each
+      // transcript's text again with its tsvector: its size follows the text, so it is scaled as
+      // the transcripts rows are
       without *= windowScale;
       withRetention = without;
     } else if (t.table === 'sync_runs') {
@@ -164,7 +165,7 @@ export async function project(
     assumptions: [
       `the ${spec.label} database is the year: ${spec.sources} sources, ${spec.historyDays} days of hourly syncs, first backfills at its start, small batches spread evenly after`,
       `real transcripts: ${Math.round(real.rawJson / 1024)} KB of JSON per item (~150 chunks, measured on the simulator's), stored ${(real.real / 1024).toFixed(1)} KB as a payload and ${(real.row / 1024).toFixed(1)} KB as a transcripts row (lz4 where the schema sets it); ` +
-        `the seed's are ${(s.item / 1024).toFixed(1)} KB and ${(s.row / 1024).toFixed(1)} KB: ${Math.round(s.items)} transcript payloads and ${Math.round(s.rows)} transcripts rows scaled (+${Math.round((itemExtra + rowExtra) / MB)} MB); the search index (transcript_windows) scaled by the same ${windowScale.toFixed(1)}x; indexes and other rows as measured`,
+        `the seed's are ${(s.item / 1024).toFixed(1)} KB and ${(s.row / 1024).toFixed(1)} KB: ${Math.round(s.items)} transcript payloads and ${Math.round(s.rows)} transcripts rows scaled (+${Math.round((itemExtra + rowExtra) / MB)} MB); the search index (transcript_windows or passages) scaled by the same ${windowScale.toFixed(1)}x; indexes and other rows as measured`,
       `RAW_RETENTION_DAYS=${RAW_RETENTION_DAYS}: payloads of items settled earlier are dropped (${Math.round((100 * oldPayloadReal) / Math.max(1, payloadReal))}% of payload bytes), the rows and indexes stay; ` +
         `HISTORY_RETENTION_DAYS=${HISTORY_RETENTION_DAYS}: sync_runs keep ${Math.round(historyKept * 100)}%; credit_snapshots past ${SNAPSHOT_THIN_AFTER_DAYS} days one an hour (${Math.round(snapshotsKept * 100)}% kept)`,
       'with retention, the room freed is reused by new rows (autovacuum), so the files stop growing at the retained size rather than shrinking',

@@ -265,6 +265,18 @@ BEGIN
 END
 $$;
 
+-- Name: passages_search_fields(); Type: FUNCTION; Schema: public; Owner: -
+
+CREATE FUNCTION public.passages_search_fields() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  NEW.config := search_config(NEW.lang);
+  NEW.tsv := to_tsvector(NEW.config, search_document(NEW.text));
+  RETURN NEW;
+END
+$$;
+
 -- Name: search_config(text); Type: FUNCTION; Schema: public; Owner: -
 
 CREATE FUNCTION public.search_config(lang text) RETURNS regconfig
@@ -305,14 +317,9 @@ $$;
 
 CREATE FUNCTION public.search_index_build(video_ids text[], langs text[]) RETURNS void
     LANGUAGE plpgsql
-    SET jit TO 'off'
     AS $$
 BEGIN
-  DELETE FROM transcript_windows w USING unnest(video_ids, langs) AS k(video_id, lang)
-  WHERE w.video_id = k.video_id AND w.lang = k.lang;
-  INSERT INTO transcript_windows (video_id, lang, n, start_s, end_s, text, config, tsv)
-  SELECT r.video_id, r.lang, r.n, r.start_s, r.end_s, r.text, r.config, r.tsv
-  FROM transcript_window_rows r JOIN unnest(video_ids, langs) AS k(video_id, lang) ON k.video_id = r.video_id AND k.lang = r.lang;
+  NULL;
 END
 $$;
 
@@ -1114,7 +1121,9 @@ CREATE TABLE public.passages (
     last_chunk integer,
     headings text[],
     anchor text,
-    cut_at timestamp with time zone DEFAULT now() NOT NULL
+    cut_at timestamp with time zone DEFAULT now() NOT NULL,
+    config regconfig NOT NULL,
+    tsv tsvector NOT NULL
 );
 
 -- Name: passages_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -1990,6 +1999,10 @@ CREATE INDEX passages_cut_at_idx ON public.passages USING btree (cut_at, id);
 
 CREATE INDEX passages_doc_idx ON public.passages USING btree (kind, doc, lang, n);
 
+-- Name: passages_tsv_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX passages_tsv_idx ON public.passages USING gin (tsv);
+
 -- Name: prune_runs_started_idx; Type: INDEX; Schema: public; Owner: -
 
 CREATE INDEX prune_runs_started_idx ON public.prune_runs USING btree (started_at);
@@ -2177,6 +2190,10 @@ CREATE TRIGGER pages_count_truncate AFTER TRUNCATE ON public.pages FOR EACH STAT
 -- Name: pages pages_count_update; Type: TRIGGER; Schema: public; Owner: -
 
 CREATE TRIGGER pages_count_update AFTER UPDATE ON public.pages REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.pages_count_changes();
+
+-- Name: passages passages_search_fields; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER passages_search_fields BEFORE INSERT OR UPDATE OF text, lang ON public.passages FOR EACH ROW EXECUTE FUNCTION public.passages_search_fields();
 
 -- Name: source_videos source_videos_source_stats_delete; Type: TRIGGER; Schema: public; Owner: -
 

@@ -662,7 +662,7 @@ function registerBacklogGauges({ registry, pgFamily }: FamilyReaders): void {
   const backlog = async () => (await backlogs())?.search;
   new Gauge({
     name: `${METRIC_PREFIX}search_index_pending`,
-    help: 'Transcripts stored whose search windows the indexer has yet to build (search_index_queue).',
+    help: 'Transcripts stored whose passages (the search index) the indexer has yet to cut (search_index_queue).',
     registers: [registry],
     async collect() {
       this.reset();

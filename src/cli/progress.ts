@@ -154,7 +154,7 @@ export function createProgressView(out: ProgressOutput, opts: ProgressViewOption
 const SEARCH_DRAIN_LINE_MS = 2_000;
 
 /**
- * Builds the search windows of every transcript stored before now (src/pipeline/services/search-index.ts),
+ * Indexes (cuts the passages of) every transcript stored before now (src/pipeline/services/search-index.ts),
  * so that what a command stored is found by `search` when it returns: a line on `out` while
  * transcripts are left (every SEARCH_DRAIN_LINE_MS), one at the end if it built any. A database
  * that cannot take writes (a standby) or does not have the queue yet (not migrated) leaves the

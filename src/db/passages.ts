@@ -1,8 +1,8 @@
 /**
  * Passages (issue #31, migrations/0024): cut by the search indexer from `search_index_queue`
- * in one short transaction per batch of keys, and read by `export --passages`. A re-cut keeps
- * the row (the identity, `id`) of every passage whose text and first chunk are unchanged, and
- * only deletes and inserts the others.
+ * in one short transaction per batch of keys, and read by transcript search (src/db/search.ts)
+ * and `export --passages`. A re-cut keeps the row (the identity, `id`) of every passage whose
+ * text and first chunk are unchanged, and only deletes and inserts the others.
  */
 import type postgres from 'postgres';
 import {
@@ -32,9 +32,9 @@ export function transcriptPassages(t: { chunks: unknown; text: string }, o: Pass
 
 /**
  * Up to `max` queued transcripts, oldest first (SKIP LOCKED: indexers of several processes share
- * the queue, never a key), taken off the queue in one transaction that rebuilds their search
- * windows (`search_index_build`) and re-cuts their passages. A key whose transcript is gone only
- * leaves the queue (its windows and passages went with it). A landing transaction that stores a
+ * the queue, never a key), taken off the queue in one transaction that re-cuts their passages,
+ * which are also the search index (each written with its tsvector, migrations/0025). A key whose
+ * transcript is gone only leaves the queue (its passages went with it). A landing transaction that stores a
  * taken key again waits for this one, then queues it anew.
  */
 export async function indexQueuedTranscripts(sql: Queryable, max: number, o: PassageOptions): Promise<IndexRun> {
@@ -49,7 +49,6 @@ export async function indexQueuedTranscripts(sql: Queryable, max: number, o: Pas
     if (keys.length === 0) return none;
     const ids = keys.map((k) => k.video_id);
     const langs = keys.map((k) => k.lang);
-    await tx`select search_index_build(${ids}::text[], ${langs}::text[])`;
     const docs = await tx<{ video_id: string; lang: string; chunks: unknown; text: string }[]>`
       select t.video_id, t.lang, t.chunks, t.text
       from transcripts t join unnest(${ids}::text[], ${langs}::text[]) as k(video_id, lang)

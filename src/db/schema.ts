@@ -1002,11 +1002,9 @@ export const exportCursors = pgTable('export_cursors', {
 });
 
 /**
- * The search index (issue #15): each transcript cut into windows of consecutive chunks that
- * keep their offsets (a plain-text transcript is one window at 0 s), overlapping so a phrase
- * across two chunks is in one window; `tsv` built with the language's text search configuration
- * (`config`; `simple` where Postgres has none). Built from `transcripts` by the search indexer
- * shortly after a transcript is stored (`search_index_queue`, migrations/0015); removed with it.
+ * The search index before passages (issue #15): each transcript cut into windows of consecutive
+ * chunks with a tsvector. No longer built or read (migrations/0025 emptied it; passages are the
+ * search index); kept, empty, for a build before that migration, whose search reads it.
  */
 export const transcriptWindows = pgTable(
   'transcript_windows',
@@ -1027,11 +1025,10 @@ export const transcriptWindows = pgTable(
 );
 
 /**
- * Transcripts whose search windows are to be (re)built: the trigger on `transcripts` adds a key
- * when a transcript is stored or its content changes, and the search indexer
- * (src/pipeline/services/search-index.ts, `search_index_pending()` of migrations/0015) takes keys off in
- * small transactions, after the landing transaction committed (issue #12: building the windows
- * was ~80% of landing a transcript).
+ * Transcripts whose passages (the search index) are to be (re)cut: the trigger on `transcripts`
+ * adds a key when a transcript is stored or its content changes, and the search indexer
+ * (src/pipeline/services/search-index.ts) takes keys off in small transactions, after the landing
+ * transaction committed (issue #12: indexing was ~80% of landing a transcript).
  */
 export const searchIndexQueue = pgTable(
   'search_index_queue',
@@ -1045,7 +1042,8 @@ export const searchIndexQueue = pgTable(
 
 /**
  * Passages (issue #31): every transcript cut into token-aware windows for embedding models
- * (src/domain/passages.ts), each with its moment, chunk range, token count and content hash.
+ * (src/domain/passages.ts), each with its moment, chunk range, token count and content hash; also
+ * the transcript search index (`config`, `tsv`, migrations/0025).
  * `id` is the passage's identity: a re-cut of a changed document keeps the row (and id) of
  * every passage whose text and first chunk did not change, and only deletes and inserts the
  * others. Cut by the search indexer from `search_index_queue` (src/db/passages.ts); removed with
@@ -1076,8 +1074,16 @@ export const passages = pgTable(
     headings: text('headings').array(),
     anchor: text('anchor'),
     cutAt: tstzNow('cut_at'),
+    /** the language's text search configuration (`search_config(lang)`), set on write by the trigger of the migration that added it */
+    config: regconfig('config').notNull(),
+    /** the full-text search index of `text` in `config`, set on write with `config` */
+    tsv: tsvector('tsv').notNull(),
   },
-  (t) => [index('passages_doc_idx').on(t.kind, t.doc, t.lang, t.n), index('passages_cut_at_idx').on(t.cutAt, t.id)],
+  (t) => [
+    index('passages_doc_idx').on(t.kind, t.doc, t.lang, t.n),
+    index('passages_cut_at_idx').on(t.cutAt, t.id),
+    index('passages_tsv_idx').using('gin', t.tsv),
+  ],
 );
 
 /**

@@ -1,27 +1,34 @@
 /**
- * Transcript search over `transcript_windows`, which the trigger of migrations/0011
- * keeps in step with `transcripts`. One statement: the query parsed in each text search
- * configuration the windows can carry (or the one of `--lang`), matched by each window in its
- * own configuration, ranked with ts_rank_cd; then, for the best windows only, the moment (the
- * first chunk of the window that matches by itself) and a ts_headline snippet.
+ * Transcript search over passages (src/db/passages.ts: the indexer cuts them from
+ * `search_index_queue`; each carries its language's text search configuration and tsvector,
+ * migrations/0025), the one copy of a transcript's text that serves search and embeddings. One
+ * statement: the query parsed in each text search configuration the passages can carry (or the
+ * one of `--lang`), matched by each passage in its own configuration, ranked with ts_rank_cd;
+ * then, for the best passages only, the moment (the first chunk of the passage that matches by
+ * itself, else the first of two side by side that match together) and a ts_headline snippet.
  *
  * The GIN index is used through one tsquery, the `or` of the query in every configuration: a
- * window matching its own configuration's query matches that one too, so it narrows the rows
- * to check without losing any (EXPLAIN: a Bitmap Index Scan on transcript_windows_tsv_idx).
+ * passage matching its own configuration's query matches that one too, so it narrows the rows
+ * to check without losing any (EXPLAIN: a Bitmap Index Scan on passages_tsv_idx).
  */
 import { BATCH_IN_FLIGHT_STATUSES } from '../domain/batches.ts';
-import { prepareSearchQuery, SEARCH_WINDOW_STEP, SNIPPET_START, SNIPPET_STOP } from '../domain/search.ts';
+import type { PassageKind } from '../domain/passages.ts';
+import { prepareSearchQuery, SNIPPET_START, SNIPPET_STOP } from '../domain/search.ts';
 import type { Queryable } from './connection.ts';
 
+/** The passages transcript search reads. */
+const TRANSCRIPT: PassageKind = 'transcript';
+
 /**
- * Windows matching the query ranked at most, taken in index order: a query that matches much of
- * the corpus (a common word) answers in bounded time, its hits the best of these rather than of
- * all. Ranking every match made the answer grow with the corpus: a phrase of the bench:scale
- * corpus is in ~290 windows at 0.1x history, ~2 900 at 1x, ~29 000 at 10x.
+ * Passages (page sections, media segments) matching the query ranked at most, taken in index
+ * order: a query that matches much of the corpus (a common word) answers in bounded time, its
+ * hits the best of these rather than of all. Ranking every match made the answer grow with the
+ * corpus: a phrase of the bench:scale corpus is in hundreds of indexed texts at 0.1x history,
+ * thousands at 1x, tens of thousands at 10x.
  */
 export const SEARCH_CANDIDATES_MAX = 1_000;
 
-/** ts_headline's options: the marks (src/domain/search.ts) and a snippet of 20 to 40 words of the window (a CJK character counts as a word). */
+/** ts_headline's options: the marks (src/domain/search.ts) and a snippet of 20 to 40 words of the passage (a CJK character counts as a word). */
 const HEADLINE_OPTIONS = `StartSel=${SNIPPET_START}, StopSel=${SNIPPET_STOP}, MaxWords=40, MinWords=20, ShortWord=2`;
 
 export interface SearchFilter {
@@ -47,12 +54,12 @@ export interface SearchHit {
   /** a translation: the language of the transcript it was translated from; else null */
   translatedFrom: string | null;
   /**
-   * seconds from the start of the video: the first chunk of the window that holds a match by
-   * itself, else the window's first chunk (a phrase across two chunks); null for a plain-text
-   * transcript (no timings)
+   * seconds from the start of the video: the first chunk of the passage that holds a match by
+   * itself, else the first of two side by side that hold it together (a phrase across two
+   * chunks), else the passage's first chunk; null for a plain-text transcript (no timings)
    */
   seconds: number | null;
-  /** the window's position in the transcript (0-based) */
+  /** the passage's position in the transcript (0-based, `passages.n`) */
   window: number;
   /** the words found between SNIPPET_START and SNIPPET_STOP */
   snippet: string;
@@ -66,18 +73,20 @@ export async function searchTranscripts(sql: Queryable, f: SearchFilter): Promis
       ? sql`select search_config(${f.lang}::text)`
       : sql`select config from search_config_map() union select 'simple'::regconfig`;
   // each filter only when given (as src/db/events.ts: no `is null or` in a reused plan)
-  const lang = f.lang !== undefined ? sql`and w.lang = ${f.lang}::text` : sql``;
+  const lang = f.lang !== undefined ? sql`and p.lang = ${f.lang}::text` : sql``;
   const source =
     f.sourceId !== undefined
-      ? sql`and exists (select 1 from source_videos sv where sv.source_id = ${f.sourceId}::int and sv.video_id = w.video_id)`
+      ? sql`and exists (select 1 from source_videos sv where sv.source_id = ${f.sourceId}::int and sv.video_id = p.doc)`
       : sql``;
   const channel =
     f.channelId !== undefined
-      ? sql`and exists (select 1 from videos cv where cv.id = w.video_id and cv.channel_id = ${f.channelId}::text)`
+      ? sql`and exists (select 1 from videos cv where cv.id = p.doc and cv.channel_id = ${f.channelId}::text)`
       : sql``;
-  // windows overlap by a chunk: a match in the shared chunk is found twice, at the same moment,
-  // and shown once; twice the limit is ranked so that still leaves `limit` hits
+  // passages overlap (the end of one starts the next): a match there is found twice, at the
+  // same moment, and shown once; twice the limit is ranked so that still leaves `limit` hits
   const ranked = f.limit * 2;
+  // a chunk's text as the index reads it, and its start in seconds (the API's offset is ms)
+  const chunkDocument = (i: ReturnType<typeof sql>) => sql`search_document(t.chunks -> ${i} ->> 'text')`;
   return sql<SearchHit[]>`
     with q as materialized (
       select c.config, websearch_to_tsquery(c.config, ${text}::text) as query
@@ -86,37 +95,46 @@ export async function searchTranscripts(sql: Queryable, f: SearchFilter): Promis
     -- stop words only in a configuration: nothing to find in it
     usable as materialized (select config, query from q where numnode(query) > 0),
     -- each distinct query once: most configurations parse a query alike, and the index scan
-    -- checks every window holding a word against the whole 'or' (29 copies of a phrase: the
+    -- checks every passage holding a word against the whole 'or' (29 copies of a phrase: the
     -- scan took 10x longer than with the 3 distinct ones)
     any_config as materialized (select string_agg(distinct '(' || query::text || ')', ' | ')::tsquery as query from usable),
     -- one index scan for every configuration at once (joined first, the planner scanned the
     -- index once per configuration: 29 scans, ~30x slower)
     matched as materialized (
-      select w.video_id, w.lang, w.n, w.start_s, w.text, w.config, w.tsv
-      from transcript_windows w
-      where w.tsv @@ (select query from any_config) ${lang} ${source} ${channel}
+      select p.doc as video_id, p.lang, p.n, p.start_s, p.first_chunk, p.last_chunk, p.text, p.config, p.tsv
+      from passages p
+      where p.tsv @@ (select query from any_config) and p.kind = ${TRANSCRIPT}::text ${lang} ${source} ${channel}
       limit ${SEARCH_CANDIDATES_MAX}
     ),
     candidates as (
-      select m.video_id, m.lang, m.n, m.start_s, m.text, m.config, u.query, ts_rank_cd(m.tsv, u.query) as rank
+      select m.video_id, m.lang, m.n, m.start_s, m.first_chunk, m.last_chunk, m.text, m.config, u.query,
+        ts_rank_cd(m.tsv, u.query) as rank
       from matched m join usable u on u.config = m.config
       where m.tsv @@ u.query
     ),
     best as (select * from candidates order by rank desc, video_id, lang, n limit ${ranked}),
     placed as (
-      select b.*, coalesce((
-          select (t.chunks -> i ->> 'offset')::float8 / 1000
-          from transcripts t cross join generate_series(b.n * ${SEARCH_WINDOW_STEP}::int, b.n * ${SEARCH_WINDOW_STEP}::int + ${SEARCH_WINDOW_STEP}::int) as i
+      select b.*, coalesce(
+        (select (t.chunks -> i ->> 'offset')::float8 / 1000
+          from transcripts t cross join generate_series(b.first_chunk, b.last_chunk) as i
           where t.video_id = b.video_id and t.lang = b.lang
             and jsonb_typeof(t.chunks -> i -> 'offset') = 'number'
-            and to_tsvector(b.config, search_document(t.chunks -> i ->> 'text')) @@ b.query
-          order by i limit 1), b.start_s) as seconds
+            and to_tsvector(b.config, ${chunkDocument(sql`i`)}) @@ b.query
+          order by i limit 1),
+        -- only when no chunk holds it alone: a phrase across two chunks starts in the first
+        (select (t.chunks -> i ->> 'offset')::float8 / 1000
+          from transcripts t cross join generate_series(b.first_chunk, b.last_chunk - 1) as i
+          where t.video_id = b.video_id and t.lang = b.lang
+            and jsonb_typeof(t.chunks -> i -> 'offset') = 'number'
+            and to_tsvector(b.config, ${chunkDocument(sql`i`)} || ' ' || ${chunkDocument(sql`i + 1`)}) @@ b.query
+          order by i limit 1),
+        b.start_s) as seconds
       from best b
     ),
     distinct_moments as (
-      select distinct on (video_id, lang, coalesce(seconds::text, 'window ' || n)) *
+      select distinct on (video_id, lang, coalesce(seconds::text, 'passage ' || n)) *
       from placed
-      order by video_id, lang, coalesce(seconds::text, 'window ' || n), rank desc, n
+      order by video_id, lang, coalesce(seconds::text, 'passage ' || n), rank desc, n
     ),
     shown as (select * from distinct_moments order by rank desc, video_id, lang, n limit ${f.limit})
     select s.video_id as "videoId", v.title, v.channel_id as "channelId", v.channel_name as "channelName", s.lang,
@@ -146,7 +164,7 @@ export async function searchIndexDueInMs(sql: Queryable, deferWhileLandingMs: nu
 }
 
 export interface SearchBacklog {
-  /** transcripts waiting for their windows */
+  /** transcripts waiting to be cut into passages */
   pending: number;
   /** when the oldest of them was queued; null when none is */
   oldestQueuedAt: Date | null;

@@ -83,7 +83,10 @@ function splitAtWords(text: string, chunk: number, size: number): Piece[] {
   return pieces;
 }
 
-/** The chunks as pieces of at most `size` tokens each (a chunk that fits stays whole). */
+/**
+ * The chunks as pieces of at most `size` tokens each (a chunk that fits stays whole): `size` is
+ * the passage size less the overlap, so a piece always fits after what a passage repeats.
+ */
 function piecesOf(chunks: readonly PassageChunk[], size: number): Piece[] {
   const pieces: Piece[] = [];
   chunks.forEach((c, i) => {
@@ -99,53 +102,78 @@ function piecesOf(chunks: readonly PassageChunk[], size: number): Piece[] {
 
 /**
  * The passages of a transcript's chunks: whole chunks packed up to `size` tokens (a chunk bigger
- * than that is split at word boundaries, each part keeping the chunk's moment), each passage
- * after the first starting with the last pieces of the one before that fit in `overlap` tokens.
- * Joined with single spaces, as the search windows are.
+ * than `size - overlap` is split at word boundaries, each part keeping the chunk's moment), each passage
+ * after the first starting with what it repeats of the one before, at most `overlap` tokens: its
+ * last pieces that fit, or, when its last piece alone does not, that piece's last words that do.
+ * Search needs the end of one passage at the start of the next: a phrase across two chunks is
+ * then whole in one passage whatever the chunks' sizes. Joined with single spaces.
  */
 export function cutPassages(chunks: readonly PassageChunk[], o: PassageOptions): Passage[] {
-  const pieces = piecesOf(chunks, o.size);
+  const pieces = piecesOf(chunks, o.size - o.overlap);
   const passages: Passage[] = [];
-  let start = 0;
-  while (start < pieces.length) {
-    let end = start;
-    let tokens = pieces[start]!.tokens;
+  // the first piece no passage holds yet, and what the next one repeats of the one before
+  let next = 0;
+  let lead: Piece[] = [];
+  while (next < pieces.length) {
+    // what it repeats gives way to new text: every passage holds some
+    let tokens = lead.reduce((sum, p) => sum + p.tokens, 0);
+    while (lead.length > 0 && tokens + pieces[next]!.tokens > o.size) tokens -= lead.shift()!.tokens;
+    let end = next;
+    tokens += pieces[next]!.tokens;
     while (end + 1 < pieces.length && tokens + pieces[end + 1]!.tokens <= o.size) tokens += pieces[++end]!.tokens;
-    let text = joinPieces(pieces, start, end);
+    let held = [...lead, ...pieces.slice(next, end + 1)];
+    let text = joinPieces(held);
     let exact = countTokens(text);
     // the sum of the pieces' counts is the passage's, except at rare merges across a space
-    while (exact > o.size && end > start) {
-      end--;
-      text = joinPieces(pieces, start, end);
+    while (exact > o.size && held.length > 1) {
+      if (end > next) end--;
+      else lead.shift();
+      held = [...lead, ...pieces.slice(next, end + 1)];
+      text = joinPieces(held);
       exact = countTokens(text);
     }
-    const first = chunks[pieces[start]!.chunk]!;
-    const last = chunks[pieces[end]!.chunk]!;
+    const first = held[0]!;
+    const last = held.at(-1)!;
     passages.push({
       n: passages.length,
       text,
       tokens: exact,
       sha256: sha256Hex(text),
-      startS: first.startS,
-      endS: last.endS,
-      firstChunk: pieces[start]!.chunk,
-      lastChunk: pieces[end]!.chunk,
+      startS: chunks[first.chunk]!.startS,
+      endS: chunks[last.chunk]!.endS,
+      firstChunk: first.chunk,
+      lastChunk: last.chunk,
     });
-    if (end + 1 >= pieces.length) break;
-    // the next one repeats the last pieces that fit in `overlap`, and always moves on
-    let next = end + 1;
-    let repeated = 0;
-    while (next - 1 > start && repeated + pieces[next - 1]!.tokens <= o.overlap) repeated += pieces[--next]!.tokens;
-    start = next;
+    next = end + 1;
+    lead = repeatedEnd(held, o.overlap);
   }
   return passages;
 }
 
-function joinPieces(pieces: readonly Piece[], from: number, to: number): string {
-  return pieces
-    .slice(from, to + 1)
-    .map((p) => p.text)
-    .join(' ');
+/**
+ * What the passage after `held` repeats: its last pieces that fit in `overlap` tokens (never its
+ * first, so the cut moves on), else the last words of its last piece that do.
+ */
+function repeatedEnd(held: readonly Piece[], overlap: number): Piece[] {
+  let from = held.length;
+  let tokens = 0;
+  while (from - 1 > 0 && tokens + held[from - 1]!.tokens <= overlap) tokens += held[--from]!.tokens;
+  if (from < held.length) return held.slice(from);
+  const last = held.at(-1)!;
+  let tail: Piece | undefined;
+  // word starts, from the last one back, while the words from there fit
+  const starts = [...last.text.matchAll(/\s+/g)].map((m) => m.index + m[0].length).reverse();
+  for (const at of starts) {
+    const text = last.text.slice(at);
+    const t = countTokens(` ${text}`);
+    if (t > overlap) break;
+    tail = { text, tokens: t, chunk: last.chunk };
+  }
+  return tail === undefined ? [] : [tail];
+}
+
+function joinPieces(pieces: readonly Piece[]): string {
+  return pieces.map((p) => p.text).join(' ');
 }
 
 /** The passages of text without chunks (a plain-text transcript, a page section): no moments, no chunk range. */

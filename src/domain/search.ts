@@ -1,18 +1,10 @@
 /**
- * Transcript search, the parts that are not SQL: how the index cuts a transcript (the
- * numbers migrations/0011 uses), how a query is prepared for it, how a moment is written and how a
- * hit becomes a link. Which text search configuration a language gets is decided in one place,
+ * Transcript search, the parts that are not SQL: how a query is prepared for the index (the
+ * passages, src/domain/passages.ts cuts them), how a moment is written and how a hit becomes a
+ * link. Which text search configuration a language gets is decided in one place,
  * the SQL function `search_config_map` of migrations/0011 (the trigger needs it; the query reads it).
  */
 import { controlCharacterProblem, quoteValue } from '../terminal-text.ts';
-
-/**
- * Chunks per window, and the step between two windows' first chunks: a window starts at the last
- * chunk of the one before, so a phrase across two chunks is whole in one window. Must equal the
- * numbers of the view `transcript_window_rows` (migrations/0011), which explains the choice.
- */
-export const SEARCH_WINDOW_CHUNKS = 5;
-export const SEARCH_WINDOW_STEP = SEARCH_WINDOW_CHUNKS - 1;
 
 /** Hits shown when `--limit` is not given. */
 export const SEARCH_HITS_DEFAULT = 20;

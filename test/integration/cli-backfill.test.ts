@@ -91,10 +91,10 @@ describe('backfill --all, status, replay --batch', () => {
     const open = await h.database.sql`select 1 from batch_items where state in ('landed', 'processing', 'retryable')`;
     expect(open).toHaveLength(0);
     // and what it stored is searchable when it exits (no daemon ran): every transcript has its
-    // windows, none waits for the indexer
+    // passages, none waits for the indexer
     const [index] = await h.database.sql<{ transcripts: number; indexed: number; queued: number }[]>`
       select (select count(*)::int from transcripts) as transcripts,
-        (select count(distinct (video_id, lang))::int from transcript_windows) as indexed,
+        (select count(distinct (doc, lang))::int from passages where kind = 'transcript') as indexed,
         (select count(*)::int from search_index_queue) as queued`;
     expect(index!.transcripts).toBeGreaterThan(0);
     expect(index).toEqual({ transcripts: index!.transcripts, indexed: index!.transcripts, queued: 0 });

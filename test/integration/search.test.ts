@@ -2,9 +2,9 @@
  * Transcript search (issue #15): transcripts written through the sink's own upsert
  * (src/db/transcripts.ts), with chunk texts and timings chosen here, then found by
  * searchTranscripts, by the `search` CLI as a process and by the admin server's search page.
- * A phrase said in one chunk is found at that chunk's moment; a phrase across two chunks (on a
- * window boundary) is found; accented, CJK, Arabic and Hebrew text is searchable; `-word` and
- * "quoted phrase" behave as web search; a stored transcript is queued and found once the
+ * A phrase said in one chunk is found at that chunk's moment; a phrase across two chunks is found
+ * at the first one's, also where one passage ends and the next begins; accented, CJK, Arabic and
+ * Hebrew text is searchable; `-word` and "quoted phrase" behave as web search; a stored transcript is queued and found once the
  * indexer ran (a daemon's, or the `search` command's own); an updated transcript's old words are
  * gone from the index and its new ones found; while a batch is in flight the indexer defers what
  * waits (the landings get the CPU first) until the oldest has waited its deferral; VIDEO_URL_TEMPLATE links a hit to its second.
@@ -17,6 +17,7 @@ import { registerPageRoutes } from '../../src/admin/page-routes.ts';
 import { startAdminServer, type AdminServer } from '../../src/admin/server.ts';
 import { searchTranscripts, type SearchHit } from '../../src/db/search.ts';
 import { drainSearchIndex, startSearchIndexer } from '../../src/pipeline/services/search-index.ts';
+import { transcriptPassages } from '../../src/db/passages.ts';
 import { transcriptRowFromApi, upsertTranscripts } from '../../src/db/transcripts.ts';
 import { SNIPPET_START, SNIPPET_STOP } from '../../src/domain/search.ts';
 import { silentLogger } from '../../src/log.ts';
@@ -143,14 +144,36 @@ describe('the index and the query', () => {
     expect(marked(h!.snippet)).toEqual(['saffron', 'emulsion']);
   });
 
-  it('a phrase across two chunks is found, on either side of the chunk two windows share', async () => {
+  it('a phrase across two chunks is found, at the moment of the chunk it starts in', async () => {
     const hits = await search('"brown fox"');
     expect(ids(hits)).toEqual(['vidFox']);
-    // no single chunk holds it: the start of its window, chunk 4 (10 s + 4 x 2.5 s)
+    // no single chunk holds it: chunk 4, where it starts (10 s + 4 x 2.5 s)
     expect(hits[0]!.seconds).toBe(20);
     expect(marked(hits[0]!.snippet)).toEqual(['brown', 'fox']);
     const lazy = await search('"lazy dog"');
-    expect(lazy.map((h) => [h.videoId, h.seconds])).toEqual([['vidFox', 10]]);
+    // chunk 3 (10 s + 3 x 2.5 s)
+    expect(lazy.map((h) => [h.videoId, h.seconds])).toEqual([['vidFox', 17.5]]);
+  });
+
+  it('a phrase across the chunks where one passage ends and the next begins is found, however big the chunks', async () => {
+    // chunks of ~50 tokens, bigger than the overlap, each starting and ending with a word of its own
+    const big = Array.from({ length: 24 }, (_, i) => ({
+      text: `start${i} ${Array.from({ length: 40 }, (_, k) => `word${(i * 40 + k) % 97}`).join(' ')} end${i}`,
+      offset: 5_000 + i * 4_000,
+      duration: 3_900,
+    }));
+    const cut = transcriptPassages({ chunks: big, text: '' }, PASSAGES);
+    // a boundary: passage k ends with chunk e, passage k + 1 holds only the end of chunk e
+    const k = cut.findIndex((p, i) => i + 1 < cut.length && cut[i + 1]!.firstChunk === p.lastChunk);
+    expect(k).toBeGreaterThanOrEqual(0);
+    const e = cut[k]!.lastChunk!;
+    expect(cut[k + 1]!.text.startsWith(big[e]!.text)).toBe(false);
+    await video('vidBig', 'Long chunks', 'UCbig', 'Big');
+    await store('vidBig', 'en', big);
+    await drainSearchIndex({ sql: database.sql, passages: PASSAGES });
+    const hits = await search(`"end${e} start${e + 1}"`);
+    expect(hits.map((h) => [h.videoId, h.seconds])).toEqual([['vidBig', (5_000 + e * 4_000) / 1000]]);
+    expect(marked(hits[0]!.snippet)).toEqual([`end${e}`, `start${e + 1}`]);
   });
 
   it('one hit per moment: a match in the chunk two windows share is shown once', async () => {
@@ -193,7 +216,7 @@ describe('the index and the query', () => {
     expect(he[0]!.seconds).toBeNull();
     const [row] = await database.sql<
       { config: string }[]
-    >`select config::text from transcript_windows where video_id = 'vidAr'`;
+    >`select config::text from passages where kind = 'transcript' and doc = 'vidAr'`;
     expect(row!.config).toBe('arabic');
   });
 
@@ -260,10 +283,10 @@ describe('the index and the query', () => {
     expect(ids(await search('pears'))).toEqual([]);
     const hits = await search('"green plums"');
     expect(ids(hits)).toEqual(['vidGarden']);
-    // the windows are the new content's only
+    // the passages are the new content's only
     const [n] = await database.sql<
       { n: number }[]
-    >`select count(*)::int as n from transcript_windows where video_id = 'vidGarden'`;
+    >`select count(*)::int as n from passages where kind = 'transcript' and doc = 'vidGarden'`;
     expect(n!.n).toBe(1);
     // a rolled-back write queues nothing: the index stays as it was
     await database.sql

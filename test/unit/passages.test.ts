@@ -1,7 +1,8 @@
 /**
  * The passage cutter (issue #31): the passages of a transcript cover its text exactly once apart
  * from the overlap, never split a word, start and end at their chunks' offsets, and hold at most
- * the size in tokens (cl100k_base), repeating at most the overlap.
+ * the size in tokens (cl100k_base), repeating at most the overlap; any two words side by side
+ * are whole in one passage (search finds a phrase across two chunks).
  */
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.ts';
@@ -45,20 +46,33 @@ describe('cutPassages', () => {
   const o = { size: 64, overlap: 16 };
   const ps = cutPassages(cs, o);
 
-  it('covers the text exactly once apart from the overlap, in whole chunks', () => {
+  it('covers the text exactly once apart from the overlap, in whole chunks but for a repeated end', () => {
     expect(ps.length).toBeGreaterThan(10);
     expect(wordsOnce(ps, cs)).toEqual(cs.flatMap((c) => c.text.split(' ')));
-    for (const p of ps) {
-      expect(p.text).toBe(
-        cs
-          .slice(p.firstChunk!, p.lastChunk! + 1)
-          .map((c) => c.text)
-          .join(' '),
-      );
-    }
+    ps.forEach((p, i) => {
+      const whole = cs
+        .slice(p.firstChunk!, p.lastChunk! + 1)
+        .map((c) => c.text)
+        .join(' ');
+      // whole chunks, or the last words of the one before's last chunk, then whole chunks
+      if (p.text !== whole) {
+        expect(i).toBeGreaterThan(0);
+        expect(p.firstChunk).toBe(ps[i - 1]!.lastChunk);
+        expect(whole.endsWith(` ${p.text}`)).toBe(true);
+      }
+    });
     ps.forEach((p, i) => expect(p.n).toBe(i));
     expect(ps[0]!.firstChunk).toBe(0);
     expect(ps.at(-1)!.lastChunk).toBe(cs.length - 1);
+  });
+
+  it('a phrase across any two chunks is whole in one passage, however big the chunks', () => {
+    // the chunks end with a unique word (c0, c1, ...); many are bigger than the overlap
+    expect(cs.filter((c) => tokenCount(` ${c.text}`) > o.overlap).length).toBeGreaterThan(cs.length / 3);
+    for (let i = 0; i + 1 < cs.length; i++) {
+      const phrase = ` c${i} ${cs[i + 1]!.text.split(' ')[0]!}`;
+      expect(ps.some((p) => ` ${p.text}`.includes(phrase))).toBe(true);
+    }
   });
 
   it('starts and ends at its chunks’ offsets', () => {
@@ -80,14 +94,16 @@ describe('cutPassages', () => {
       // it moves on, and what it repeats is whole chunks of at most `overlap` tokens
       expect(cur.firstChunk!).toBeGreaterThan(prev.firstChunk!);
       expect(cur.firstChunk!).toBeLessThanOrEqual(prev.lastChunk! + 1);
-      const repeated = cs
-        .slice(cur.firstChunk!, prev.lastChunk! + 1)
+      const fresh = cs
+        .slice(prev.lastChunk! + 1, cur.lastChunk! + 1)
         .map((c) => c.text)
         .join(' ');
-      if (repeated !== '') expect(tokenCount(repeated)).toBeLessThanOrEqual(o.overlap);
+      expect(cur.text.endsWith(fresh)).toBe(true);
+      const repeated = cur.text.slice(0, cur.text.length - fresh.length).trim();
+      if (repeated !== '') expect(tokenCount(` ${repeated}`)).toBeLessThanOrEqual(o.overlap);
     }
-    // the overlap is used (whole chunks: where the last chunk fits in it)
-    expect(ps.filter((p, i) => i > 0 && p.firstChunk! <= ps[i - 1]!.lastChunk!).length).toBeGreaterThan(ps.length / 3);
+    // the overlap is used everywhere (whole chunks where they fit in it, else the last chunk's end)
+    expect(ps.every((p, i) => i === 0 || p.firstChunk! <= ps[i - 1]!.lastChunk!)).toBe(true);
   });
 
   it('no overlap: consecutive chunk ranges', () => {
@@ -110,9 +126,11 @@ describe('cutPassages', () => {
       for (const w of p.text.split(' ')) expect(w).toMatch(/^(before|it|after|word\d+)$/);
       expect(p.startS).toBe(mixed[p.firstChunk!]!.startS);
     }
-    // every word of the long chunk is in some passage, in order
+    // every word of the long chunk is in some passage, in order, and so is every two words side by side
     const seen = parts.flatMap((p) => p.text.split(' ')).filter((w) => w.startsWith('word'));
     expect([...new Set(seen)]).toEqual(long.split(' '));
+    for (let i = 0; i + 1 < 200; i++)
+      expect(parts.some((p) => ` ${p.text} `.includes(` word${i} word${i + 1} `))).toBe(true);
   });
 
   it('a single word longer than the size stays whole, alone', () => {

@@ -264,8 +264,7 @@ export interface StatusReport extends HoldsStatus, ItemsStatus {
   webhooks: WebhookStatus[];
   /** rolling upgrades: this build's newest migration and the applied ones newer than it */
   schema: SchemaStatus;
-  /** transcripts stored whose search windows the indexer has yet to build (src/pipeline/search-index.ts) */
-  /** transcripts waiting for their search windows and passages; passages stored */
+  /** transcripts waiting for their passages, the search index (src/pipeline/services/search-index.ts); passages stored */
   searchIndex: { pending: number; oldestQueuedAt: string | null; passages: number };
   /** web pages stored, of them gone (no source finds them any more), and their distinct versions */
   pages: PageTotals;

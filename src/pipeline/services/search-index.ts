@@ -1,8 +1,9 @@
 /**
- * The search indexer: builds the search windows and cuts the passages (issue #31) of stored
- * transcripts after the transaction that stored them, not in it (issue #12). Storing a 150-chunk transcript queues its key
- * (`search_index_queue`, migrations/0015); building its windows (to_tsvector, the GIN index) is
- * ~3.5 ms of Postgres CPU, and was ~80% of landing it while it ran in the landing transaction.
+ * The search indexer: cuts the passages (issue #31) of stored transcripts, which are also the
+ * search index (each with its tsvector, migrations/0025), after the transaction that stored them,
+ * not in it (issue #12). Storing a transcript queues its key (`search_index_queue`,
+ * migrations/0015); indexing it (to_tsvector, the GIN index) was ~80% of landing it while it ran
+ * in the landing transaction.
  *
  * It runs beside the poll and sink workers (every daemon with the poller or sink role, and
  * backfill and replay while they wait), in transactions of SEARCH_INDEX_CHUNK transcripts;

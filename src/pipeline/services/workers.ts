@@ -110,7 +110,7 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
   }
   // not a queue: webhook delivery reads Postgres only (src/pipeline/services/webhook-delivery.ts)
   const webhooks = opts.roles.includes('webhooks') ? startWebhookDelivery(deps) : undefined;
-  // nor is the search indexer: it builds the windows of what the polls and sinks stored (in
+  // nor is the search indexer: it cuts the passages of what the polls and sinks stored (in
   // every process that stores transcripts, so no deployment of roles is left without one)
   const searchIndexer =
     opts.roles.includes('poller') || opts.roles.includes('sink')
