@@ -134,7 +134,13 @@ function runExport(
     (child.stdio[3] as NodeJS.ReadableStream).on('data', (d: Buffer) => (kb += d.toString()));
     child.on('error', reject);
     child.on('close', (code) =>
-      resolve({ code, stderr, wallS: (performance.now() - started) / 1000, peakRssMb: Number(kb) / 1024 }),
+      // fd 3 carries "peak-RSS-kB CPU-ms" (bench/peak-rss.cjs)
+      resolve({
+        code,
+        stderr,
+        wallS: (performance.now() - started) / 1000,
+        peakRssMb: Number(kb.split(' ')[0]) / 1024,
+      }),
     );
   });
 }

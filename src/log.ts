@@ -11,7 +11,6 @@
 import { createRequire } from 'node:module';
 import pino, { type Logger } from 'pino';
 import type { Config } from './config.ts';
-import { traceLogFields, tracingOn } from './tracing.ts';
 import { redactUrlsIn } from './url-credentials.ts';
 
 export type { Logger };
@@ -61,20 +60,40 @@ export interface LoggerOptions {
 /** Fields a human line leaves out: the process, and what the message already says. */
 const PRETTY_IGNORE = 'pid,hostname,name';
 
-/** pino-pretty as a synchronous stream to stderr (loaded only on a terminal: JSON needs none of it). */
+/**
+ * pino-pretty as a synchronous stream to stderr, loaded at the first line written: a one-shot
+ * command on a terminal logs warnings only, mostly none, and starts without it (JSON needs none
+ * of it at all).
+ */
 function prettyStderr(): pino.DestinationStream {
-  // pino-pretty is CommonJS; required synchronously so createLogger stays synchronous
-  const pretty = createRequire(import.meta.url)('pino-pretty') as (
-    o: Record<string, unknown>,
-  ) => pino.DestinationStream;
-  return pretty({
-    destination: 2,
-    sync: true,
-    colorize: process.stderr.isTTY === true,
-    translateTime: 'SYS:HH:MM:ss',
-    ignore: PRETTY_IGNORE,
-    singleLine: true,
-  });
+  let stream: pino.DestinationStream | undefined;
+  return {
+    write(line: string) {
+      // pino-pretty is CommonJS; required synchronously so a line is written before the call returns
+      stream ??= (
+        createRequire(import.meta.url)('pino-pretty') as (o: Record<string, unknown>) => pino.DestinationStream
+      )({
+        destination: 2,
+        sync: true,
+        colorize: process.stderr.isTTY === true,
+        translateTime: 'SYS:HH:MM:ss',
+        ignore: PRETTY_IGNORE,
+        singleLine: true,
+      });
+      stream.write(line);
+    },
+  };
+}
+
+/**
+ * Fields added to every line of the loggers created from now on (src/tracing.ts sets the trace's
+ * when tracing starts): this module does not import the tracing API, which a command without
+ * tracing and without a traced step (`status`) never loads.
+ */
+let lineFields: (() => Record<string, unknown>) | undefined;
+
+export function setLogLineFields(fields: (() => Record<string, unknown>) | undefined): void {
+  lineFields = fields;
 }
 
 export function createLogger(opts: LoggerOptions = {}): Logger {
@@ -86,7 +105,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       serializers: { err: serializeError },
       // the trace and span of the line (OTEL_EXPORTER_OTLP_ENDPOINT set: src/tracing.ts)
-      ...(tracingOn() ? { mixin: traceLogFields } : {}),
+      ...(lineFields ? { mixin: lineFields } : {}),
     },
     opts.destination ?? (opts.pretty ? prettyStderr() : pino.destination({ fd: 2, sync: true })),
   );

@@ -26,6 +26,8 @@ import {
   type Span,
 } from '@opentelemetry/api';
 
+import { setLogLineFields } from './log.ts';
+
 export { SpanKind, type Attributes, type Span };
 
 /** The instrumentation scope of every span of this program. */
@@ -67,6 +69,7 @@ export async function startTracing(settings: TracingSettings | undefined): Promi
   });
   p.register();
   provider = p;
+  setLogLineFields(traceLogFields);
 }
 
 /** Export what is buffered and stop; bounded, a collector that does not answer cannot hold the exit. */
@@ -74,6 +77,7 @@ export async function shutdownTracing(timeoutMs = 5_000): Promise<void> {
   const p = provider;
   if (p === undefined) return;
   provider = undefined;
+  setLogLineFields(undefined);
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([
     p.shutdown().catch(() => undefined),

@@ -103,6 +103,8 @@ export function renderProjection(p: Projection, label: string): string {
   const proj = p.perTable
     .filter((t) => t.without >= 2 ** 20)
     .map((t) => `| ${t.table} | ${gb(t.without)} | ${gb(t.with)} |`);
+  const perTranscript = p.perTranscript.reduce((n, t) => n + t.bytes, 0);
+  const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`;
   return (
     `Table sizes at ${label} (tableStorage; tables under 1 MB left out), ${gb(p.totalBytes)} in all:\n\n` +
     '| table | rows | total | heap | toast | indexes | bytes/row |\n|---|---:|---:|---:|---:|---:|---:|\n' +
@@ -110,7 +112,11 @@ export function renderProjection(p: Projection, label: string): string {
     `\n\nA year of 2 000 sources with real ~20 KB transcripts: ${gb(p.yearWithout)} without retention, ${gb(p.yearWith)} with it\n\n` +
     '| table | without retention | with retention |\n|---|---:|---:|\n' +
     proj.join('\n') +
-    `\n| **total** | **${gb(p.yearWithout)}** | **${gb(p.yearWith)}** |\n\nAssumptions:\n` +
+    `\n| **total** | **${gb(p.yearWithout)}** | **${gb(p.yearWith)}** |\n\n` +
+    `Bytes per stored transcript (real ~20 KB ones; ${p.passages.perTranscript.toFixed(1)} passages each), by table:\n\n` +
+    '| table | per transcript |\n|---|---:|\n' +
+    p.perTranscript.map((t) => `| ${t.table} | ${kb(t.bytes)} |`).join('\n') +
+    `\n| **total** | **${kb(perTranscript)}** |\n\nAssumptions:\n` +
     p.assumptions.map((a) => `- ${a}\n`).join('')
   );
 }

@@ -70,6 +70,29 @@ export const REAL_TRANSCRIPT_CHUNKS = { min: 140, max: 160 } as const;
 /** Real transcript items generated and stored to measure their size. */
 export const REAL_TRANSCRIPT_SAMPLE = 200;
 
+/**
+ * Each real sample row is stored this many times (under distinct keys) in a table like the real
+ * one, indexes included, so that its bytes per row are not rounded up to whole 8 KB pages.
+ */
+export const SAMPLE_COPIES = 10;
+/**
+ * Embeddings are not stored yet: they are projected per passage at this dimension, that of the
+ * default model (text-embedding-3-small; src/config.ts sets no dimension of its own).
+ */
+export const EMBEDDING_DIMENSIONS = 1536;
+/**
+ * Bytes of an embedding row besides its vector: the heap tuple's header and keys (~40), and the
+ * TOAST chunks' headers and index entries of a vector stored out of line (~60).
+ */
+export const EMBEDDING_ROW_OVERHEAD_BYTES = 100;
+/**
+ * pgvector's HNSW index holds each vector again with its neighbours: 2 * m item pointers of 6
+ * bytes on layer 0 (m = 16, pgvector's default), ~8 bytes of element header, and the upper
+ * layers (1 in m elements): per element ~dimensions * 4 + 2 * 16 * 6 + 8 bytes, before fill.
+ */
+export const HNSW_M = 16;
+export const HNSW_FILL = 0.9;
+
 /** Runs per operation after one warm-up run; the median is reported. */
 export const RUNS = 5;
 /** An operation whose warm-up took longer than this is run fewer times, ms. */

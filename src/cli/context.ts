@@ -1,28 +1,27 @@
 /**
  * What a command needs, built from the validated configuration and closed in one call. Each
- * part is opened only when the command asks for it (`status` needs no API key, `migrate` no Redis).
+ * part is opened only when the command asks for it (`search` needs no API key, `migrate` no Redis);
+ * a command that needs Postgres only takes src/cli/db-context.ts, which loads none of the clients
+ * imported here.
  */
 import type { ApiClient, RequestEvent } from '../api/client.ts';
 import { createApiClientFromConfig } from '../api-from-config.ts';
-import { ConfigError, loadConfig, type Config } from '../config.ts';
-import { createDb, type DbHandle } from '../db/connection.ts';
-import { createLogger, loggingFor, type Logger } from '../log.ts';
+import { ConfigError, type Config } from '../config.ts';
+import type { Logger } from '../log.ts';
 import { closeRedis, createRedisFromConfig, type RedisClient } from '../queues/connection.ts';
 import { createApiLimiter, type ApiLimiter } from '../queues/limiter.ts';
 import { createQueues, type PipelineQueues } from '../queues/queues.ts';
 import { keyFingerprint } from '../api/key-fingerprint.ts';
 import { createChargeRecorder, type ChargeRecorder } from '../pipeline/ingest/charges.ts';
 import type { PipelineDeps, PipelineMetrics } from '../pipeline/deps.ts';
+import { createDbContext, type DbContext, type DbContextOptions } from './db-context.ts';
 
 /** What a command with metrics (the daemon's admin server) observes: every API attempt, and the pipeline's outcomes. */
 export interface ContextMetrics extends PipelineMetrics {
   apiRequest(e: RequestEvent): void;
 }
 
-export interface Context {
-  config: Config;
-  log: Logger;
-  db(): DbHandle;
+export interface Context extends DbContext {
   /** one node (REDIS_URL) or a cluster (REDIS_CLUSTER_NODES) */
   redis(): RedisClient;
   queues(): PipelineQueues;
@@ -35,22 +34,14 @@ export interface Context {
   close(): Promise<void>;
 }
 
-export interface ContextOptions {
-  env?: Record<string, string | undefined>;
-  /** overrides of the loaded configuration (the demo points the API at its own simulator) */
-  override?: (config: Config) => Config;
-  log?: Logger;
+export interface ContextOptions extends DbContextOptions {
   /** fed by the API client (`onRequest`) and the pipeline steps; default none */
   metrics?: ContextMetrics;
-  /** the daemon: on a terminal it logs at LOG_LEVEL (default info), not warnings only (src/log.ts loggingFor) */
-  longRunning?: boolean;
 }
 
 export function createContext(opts: ContextOptions = {}): Context {
-  let config = loadConfig(opts.env);
-  if (opts.override) config = opts.override(config);
-  const log = opts.log ?? createLogger(loggingFor(config, { longRunning: opts.longRunning ?? false }));
-  let db: DbHandle | undefined;
+  const base = createDbContext(opts);
+  const { config, log } = base;
   let redis: RedisClient | undefined;
   let queues: PipelineQueues | undefined;
   let limiter: ApiLimiter | undefined;
@@ -60,10 +51,7 @@ export function createContext(opts: ContextOptions = {}): Context {
   const ctx: Context = {
     config,
     log,
-    db() {
-      db ??= createDb(config.databaseUrl, { log, max: config.databasePoolMax, prepare: config.databasePrepare });
-      return db;
-    },
+    db: base.db,
     redis() {
       if (!redis) {
         const r = createRedisFromConfig(config, { log });
@@ -131,7 +119,7 @@ export function createContext(opts: ContextOptions = {}): Context {
       await charges
         ?.close()
         .catch((err: unknown) => log.warn({ event: 'charges.write_failed', err }, 'could not record billed credits'));
-      await Promise.allSettled([api?.close(), queues?.close(), db?.close()]);
+      await Promise.allSettled([api?.close(), queues?.close(), base.close()]);
       if (redis) await closeRedis(redis);
     },
   };

@@ -9,7 +9,7 @@ import { PENDING_COUNT_CAP } from '../db/webhooks.ts';
 import { describeCoverage } from '../domain/coverage.ts';
 import { collectStatus, describePrune, STATUS_SOURCES_SHOWN, type StatusReport } from '../pipeline/read/status.ts';
 import { terminalJson, terminalSafe } from '../terminal-text.ts';
-import { createContext } from './context.ts';
+import { createDbContext } from './db-context.ts';
 import { renderTable, shortTime } from './table.ts';
 
 /** Tables `status` lists under Storage unless asked for every one (`--storage`). */
@@ -416,7 +416,7 @@ export function registerStatusCommand(program: Command): void {
       false,
     )
     .action(async (o: { json: boolean; allSources: boolean; storage: boolean }) => {
-      const ctx = createContext();
+      const ctx = createDbContext();
       try {
         const apiKey = ctx.config.api.apiKey;
         const report = await collectStatus(ctx.db().sql, {

@@ -14,7 +14,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
-import { readMigrationFiles } from 'drizzle-orm/migrator';
 import { z } from 'zod';
 import { isMarkedBackwardCompatible, type NewerMigration } from '../domain/schema-compat.ts';
 import { silentLogger, type Logger } from '../log.ts';
@@ -149,6 +148,8 @@ async function applyPending(
   lockTimeoutMs: number,
   current: { tag?: string },
 ): Promise<number> {
+  // imported here, not at the top: `status` reads the journal through this module and applies nothing
+  const { readMigrationFiles } = await import('drizzle-orm/migrator');
   const files = readMigrationFiles({ migrationsFolder: folder });
   const journal = committedMigrations(folder);
   return (await client.begin(async (tx) => {

@@ -268,3 +268,20 @@ export async function releaseTranslations(sql: Queryable, ids: readonly number[]
     returning id`;
   return rows.length;
 }
+
+/** A source's `--translate` settings (the columns of `sources` this file reads). */
+export interface TranslateSettings {
+  sourceId: number;
+  translateLangs: string[];
+  maxTranslateMinutes: number | null;
+}
+
+/** The `--translate` settings of those of `sourceIds` that have any, by ID. */
+export async function translateSettings(sql: Queryable, sourceIds: readonly number[]): Promise<TranslateSettings[]> {
+  if (sourceIds.length === 0) return [];
+  return sql<TranslateSettings[]>`
+    select id as "sourceId", translate_langs as "translateLangs", max_translate_minutes as "maxTranslateMinutes"
+    from sources
+    where id = any(${sourceIds}::int[]) and (cardinality(translate_langs) > 0 or max_translate_minutes is not null)
+    order by id`;
+}

@@ -61,11 +61,11 @@ import { migrationLabel, schemaStopReason, type SchemaVerdict } from '../../doma
 import { readSchemaVerdict } from '../services/schema-gate.ts';
 import { passageCount } from '../../db/passages.ts';
 import { searchBacklog } from '../../db/search.ts';
-import { getSource } from '../../db/sources.ts';
 import {
   budgetRefusals,
   translatedMinutes,
   translationCandidates,
+  translateSettings,
   translationCounts,
   type TranslationCounts,
 } from '../../db/translations.ts';
@@ -636,23 +636,32 @@ export async function withCoverage(sql: Queryable, rows: SourceStatus[]): Promis
 /** The rows of `--translate` sources with their translations' counts, backlog and latest refusals. */
 export async function withTranslations(sql: Queryable, rows: SourceStatus[]): Promise<SourceStatus[]> {
   const out: SourceStatus[] = [];
+  // a source deleted since the page was read has no settings: shown without translations
+  const settings = new Map(
+    (
+      await translateSettings(
+        sql,
+        rows.map((r) => r.id),
+      )
+    ).map((t) => [t.sourceId, t]),
+  );
   for (const r of rows) {
-    const source = await getSource(sql, r.id).catch(() => null);
-    if (!source || (source.translateLangs.length === 0 && source.maxTranslateMinutes === null)) {
+    const source = settings.get(r.id);
+    if (source === undefined) {
       out.push(r);
       continue;
     }
     let backlog = 0;
     for (const lang of source.translateLangs)
-      backlog += (await translationCandidates(sql, { sourceId: source.id, lang, refresh: false })).length;
-    const refusals = await budgetRefusals(sql, source.id, STATUS_TRANSLATION_REFUSALS_SHOWN);
+      backlog += (await translationCandidates(sql, { sourceId: source.sourceId, lang, refresh: false })).length;
+    const refusals = await budgetRefusals(sql, source.sourceId, STATUS_TRANSLATION_REFUSALS_SHOWN);
     out.push({
       ...r,
       translations: {
         langs: source.translateLangs,
         maxMinutes: source.maxTranslateMinutes,
-        usedMinutes: await translatedMinutes(sql, source.id),
-        ...(await translationCounts(sql, source.id)),
+        usedMinutes: await translatedMinutes(sql, source.sourceId),
+        ...(await translationCounts(sql, source.sourceId)),
         backlog,
         latestRefused: refusals.map((x) => ({ ...x, at: x.at.toISOString() })),
       },
