@@ -18,6 +18,8 @@ import type { Queryable } from './connection.ts';
 export interface IndexRun {
   /** transcripts taken off the queue */
   transcripts: number;
+  /** media items taken off the queue */
+  media: number;
   /** passages written anew (unchanged ones are kept, not counted) */
   passagesCut: number;
   /** passages removed (changed or gone) */
@@ -30,41 +32,94 @@ export function transcriptPassages(t: { chunks: unknown; text: string }, o: Pass
   return chunks.length > 0 ? cutPassages(chunks, o) : cutTextPassages(t.text, o);
 }
 
+/** The kinds of document this build's indexer takes off the queue (a newer build's other keys stay for it). */
+const QUEUED_KINDS = ['transcript', 'media'] as const satisfies readonly PassageKind[];
+type QueuedKind = (typeof QUEUED_KINDS)[number];
+
+/** Queue media items whose transcript changed, for the indexer to cut their passages again. */
+export async function queueMediaPassages(tx: Queryable, urls: readonly string[]): Promise<void> {
+  const kind: QueuedKind = 'media';
+  await tx`
+    insert into search_index_queue (kind, video_id, lang)
+    select ${kind}::text, u, '' from unnest(${[...urls]}::text[]) as u
+    on conflict do nothing`;
+}
+
 /**
- * Up to `max` queued transcripts, oldest first (SKIP LOCKED: indexers of several processes share
- * the queue, never a key), taken off the queue in one transaction that rebuilds their search
- * windows (`search_index_build`) and re-cuts their passages. A key whose transcript is gone only
- * leaves the queue (its windows and passages went with it). A landing transaction that stores a
- * taken key again waits for this one, then queues it anew.
+ * Up to `max` queued documents, oldest first (SKIP LOCKED: indexers of several processes share
+ * the queue, never a key), taken off the queue in one transaction that rebuilds the search
+ * windows of its transcripts (`search_index_build`) and re-cuts the passages of each document.
+ * A key whose document is gone only leaves the queue (its windows and passages went with it). A
+ * landing transaction that stores a taken key again waits for this one, then queues it anew.
  */
 export async function indexQueuedTranscripts(sql: Queryable, max: number, o: PassageOptions): Promise<IndexRun> {
   const run = async (tx: postgres.TransactionSql | postgres.Sql): Promise<IndexRun> => {
-    const keys = await tx<{ video_id: string; lang: string }[]>`
+    const taken = await tx<{ kind: QueuedKind; video_id: string; lang: string }[]>`
       delete from search_index_queue q
-      where (q.video_id, q.lang) in (
-        select p.video_id, p.lang from search_index_queue p
+      where (q.kind, q.video_id, q.lang) in (
+        select p.kind, p.video_id, p.lang from search_index_queue p
+        where p.kind = any(${[...QUEUED_KINDS]}::text[])
         order by p.queued_at limit ${Math.max(max, 1)}::int for update skip locked)
-      returning q.video_id, q.lang`;
-    const none = { transcripts: 0, passagesCut: 0, passagesRemoved: 0 };
-    if (keys.length === 0) return none;
-    const ids = keys.map((k) => k.video_id);
-    const langs = keys.map((k) => k.lang);
-    await tx`select search_index_build(${ids}::text[], ${langs}::text[])`;
-    const docs = await tx<{ video_id: string; lang: string; chunks: unknown; text: string }[]>`
-      select t.video_id, t.lang, t.chunks, t.text
-      from transcripts t join unnest(${ids}::text[], ${langs}::text[]) as k(video_id, lang)
-        on k.video_id = t.video_id and k.lang = t.lang`;
-    const cut = docs.map((d) => ({ doc: d.video_id, lang: d.lang, passages: transcriptPassages(d, o) }));
-    const w = await replacePassages(
-      tx,
-      'transcript',
-      keys.map((k) => ({ doc: k.video_id, lang: k.lang })),
-      cut,
-    );
-    return { transcripts: keys.length, passagesCut: w.inserted, passagesRemoved: w.removed };
+      returning q.kind, q.video_id, q.lang`;
+    const keys = taken.filter((k) => k.kind === 'transcript');
+    const mediaUrls = taken.filter((k) => k.kind === 'media').map((k) => k.video_id);
+    const t = keys.length > 0 ? await cutTranscripts(tx, keys, o) : { inserted: 0, removed: 0 };
+    const m = mediaUrls.length > 0 ? await cutMediaPassages(tx, mediaUrls, o) : { inserted: 0, removed: 0 };
+    return {
+      transcripts: keys.length,
+      media: mediaUrls.length,
+      passagesCut: t.inserted + m.inserted,
+      passagesRemoved: t.removed + m.removed,
+    };
   };
   if ('begin' in sql) return (sql as postgres.Sql).begin((tx) => run(tx)) as Promise<IndexRun>;
   return run(sql as postgres.TransactionSql);
+}
+
+/** The search windows and passages of transcripts taken off the queue. */
+async function cutTranscripts(
+  tx: Queryable,
+  keys: readonly { video_id: string; lang: string }[],
+  o: PassageOptions,
+): Promise<{ inserted: number; removed: number }> {
+  const ids = keys.map((k) => k.video_id);
+  const langs = keys.map((k) => k.lang);
+  await tx`select search_index_build(${ids}::text[], ${langs}::text[])`;
+  const docs = await tx<{ video_id: string; lang: string; chunks: unknown; text: string }[]>`
+    select t.video_id, t.lang, t.chunks, t.text
+    from transcripts t join unnest(${ids}::text[], ${langs}::text[]) as k(video_id, lang)
+      on k.video_id = t.video_id and k.lang = t.lang`;
+  const cut = docs.map((d) => ({ doc: d.video_id, lang: d.lang, passages: transcriptPassages(d, o) }));
+  return replacePassages(
+    tx,
+    'transcript',
+    keys.map((k) => ({ doc: k.video_id, lang: k.lang })),
+    cut,
+  );
+}
+
+/**
+ * The passages of media items taken off the queue, from their transcripts as stored (timed
+ * chunks, or plain text), in the language stored with each ('' when none is). A language
+ * that changed replaces the passages of the old one.
+ */
+async function cutMediaPassages(
+  tx: Queryable,
+  urls: readonly string[],
+  o: PassageOptions,
+): Promise<{ inserted: number; removed: number }> {
+  const docs = await tx<{ url: string; lang: string; content: unknown; text: string | null }[]>`
+    select m.url, coalesce(m.transcript_lang, '') as lang, m.transcript_content as content, m.transcript_text as text
+    from media m where m.url = any(${[...urls]}::text[])`;
+  const stored = await tx<{ doc: string; lang: string }[]>`
+    select distinct p.doc, p.lang from passages p where p.kind = 'media' and p.doc = any(${[...urls]}::text[])`;
+  const cut = docs.map((d) => ({
+    doc: d.url,
+    lang: d.lang,
+    passages: transcriptPassages({ chunks: d.content, text: d.text ?? '' }, o),
+  }));
+  const keys = new Map([...stored, ...cut].map((k) => [JSON.stringify([k.doc, k.lang]), { doc: k.doc, lang: k.lang }]));
+  return replacePassages(tx, 'media', [...keys.values()], cut);
 }
 
 /** A passage as cut for a document, with a page section's headings and anchor. */
