@@ -250,8 +250,39 @@ export function exportPassageRecords(
     order by p.id`;
 }
 
-/** The highest passage id in the snapshot (0 before the first passage). */
+/**
+ * Where `export --passages` stands in the snapshot: the highest passage id or removal `seq` (one
+ * sequence numbers both; 0 before the first passage).
+ */
 export async function lastPassageId(tx: Queryable): Promise<number> {
-  const [r] = await tx<{ id: number }[]>`select coalesce(max(id), 0)::float8 as id from passages`;
+  const [r] = await tx<{ id: number }[]>`
+    select greatest(
+      (select coalesce(max(id), 0) from passages),
+      (select coalesce(max(seq), 0) from passage_removals))::float8 as id`;
   return r!.id;
+}
+
+export interface PassageRemovalRow {
+  id: number;
+  kind: string;
+  doc: string;
+  lang: string;
+}
+
+/**
+ * The passages removed after cursor position `afterId` up to `upTo` that a consumer may hold:
+ * those cut at or before `afterId` (written by an earlier run); one cut and removed since was
+ * never written. Of one kind and language when given, in the order they went.
+ */
+export function exportPassageRemovals(
+  tx: Queryable,
+  s: { kinds?: readonly string[] | undefined; lang?: string | undefined; afterId: number; upTo: number },
+) {
+  const kinds = s.kinds !== undefined ? tx`and r.kind = any(${[...s.kinds]}::text[])` : tx``;
+  const lang = s.lang !== undefined ? tx`and r.lang = ${s.lang}::text` : tx``;
+  return tx<PassageRemovalRow[]>`
+    select r.id::float8 as id, r.kind, r.doc, r.lang
+    from passage_removals r
+    where r.seq > ${s.afterId}::bigint and r.seq <= ${s.upTo}::bigint and r.id <= ${s.afterId}::bigint ${kinds} ${lang}
+    order by r.seq`;
 }

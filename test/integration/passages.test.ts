@@ -182,6 +182,7 @@ describe('passages', () => {
         end: p.end_s,
         headings: null,
         url: `https://videos.example/watch?v=${p.doc}&t=${Math.floor(p.start_s ?? 0)}`,
+        removed: false,
       });
     }
     // chunk 7 of vidA starts at 27.75 s: a passage starting there links to t=27
@@ -246,9 +247,36 @@ describe('export --passages', () => {
     expect(jsonl(third)).toEqual([]);
     await drainSearchIndex({ sql: database.sql, passages: { size: SIZE, overlap: OVERLAP } });
     expectExit(await cli(['export', '--passages', '--format', 'jsonl', '--out', third, '--cursor', 'vec']), 0);
-    const newB = (await passages('vidB')).filter((p) => !before.has(p.id));
+    const nowB = await passages('vidB');
+    const newB = nowB.filter((p) => !before.has(p.id));
     expect(newB.length).toBeGreaterThan(0);
-    expect(jsonl(third).map((x) => x.id)).toEqual(newB.map((p) => p.id).sort((a, b) => a - b));
+    const written = jsonl(third);
+    expect(written.filter((x) => x.removed === false).map((x) => x.id)).toEqual(
+      newB.map((p) => p.id).sort((a, b) => a - b),
+    );
+    // and, first, each passage of vidB the first run wrote that went with the re-cut
+    const goneB = [...before].filter((id) => !nowB.some((p) => p.id === id)).sort((a, b) => a - b);
+    expect(goneB.length).toBeGreaterThan(0);
+    const removed = written.slice(0, goneB.length);
+    expect(removed.map((x) => x.id).sort((a, b) => Number(a) - Number(b))).toEqual(goneB);
+    for (const x of removed) {
+      expect(x).toEqual({
+        id: x.id,
+        kind: 'transcript',
+        document: 'vidB',
+        lang: 'de',
+        n: null,
+        text: null,
+        tokens: null,
+        sha256: null,
+        start: null,
+        end: null,
+        headings: null,
+        url: null,
+        removed: true,
+      });
+    }
+    expect(written.filter((x) => x.removed === true)).toHaveLength(goneB.length);
 
     // --lang de: only vidB's; --kind page: none (no page passages yet)
     const de = join(dir, 'de.jsonl');
