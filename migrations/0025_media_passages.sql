@@ -1,13 +1,14 @@
 -- vsi: backward-compatible
--- Passages of media transcripts, through the same queue as transcripts (issue #31): the queue
--- gets a `kind` (its key is now kind, document, language; a media item's key is its URL with
--- language ''), and `passage_removals` records every passage that goes (a trigger on `passages`,
--- in the deleting transaction) for `export --passages --cursor`.
+-- Passages of media transcripts, and of pages, cut through the same queue as transcripts' (issue
+-- #31): the queue gets a `kind` (its key is now kind, document, language; a media item's or a
+-- page's key is its URL with language ''), and `passage_removals` records every passage that goes
+-- (a trigger on `passages`, in the deleting transaction) for `export --passages --cursor`.
 -- Compatible: an older build queues transcripts without naming the kind (the default), and its
 -- search_index_pending() (redefined below) takes only transcript keys; its deletes of passages
--- are recorded too. Known gap: the indexer of a build of 0024 takes keys of every kind off the
--- queue itself and finds no transcript for a media key, so while such a build runs beside a
--- newer one, a media item it takes keeps its old passages until its transcript changes again.
+-- are recorded too; it still cuts a page's passages when it stores the page. Known gap: the
+-- indexer of a build of 0024 takes keys of every kind off the queue itself and finds no
+-- transcript for a media or page key, so while such a build runs beside a newer one, a media
+-- item or page it takes keeps its old passages until it changes again.
 CREATE TABLE "passage_removals" (
 	"id" bigint PRIMARY KEY NOT NULL,
 	"kind" text NOT NULL,

@@ -13,6 +13,7 @@ import {
   type PassageKind,
   type PassageOptions,
 } from '../domain/passages.ts';
+import { pageSections } from '../domain/pages.ts';
 import type { Queryable } from './connection.ts';
 
 export interface IndexRun {
@@ -20,6 +21,8 @@ export interface IndexRun {
   transcripts: number;
   /** media items taken off the queue */
   media: number;
+  /** pages taken off the queue */
+  pages: number;
   /** passages written anew (unchanged ones are kept, not counted) */
   passagesCut: number;
   /** passages removed (changed or gone) */
@@ -33,15 +36,17 @@ export function transcriptPassages(t: { chunks: unknown; text: string }, o: Pass
 }
 
 /** The kinds of document this build's indexer takes off the queue (a newer build's other keys stay for it). */
-const QUEUED_KINDS = ['transcript', 'media'] as const satisfies readonly PassageKind[];
-type QueuedKind = (typeof QUEUED_KINDS)[number];
+const QUEUED_KINDS = ['transcript', 'media', 'page'] as const satisfies readonly PassageKind[];
 
-/** Queue media items whose transcript changed, for the indexer to cut their passages again. */
-export async function queueMediaPassages(tx: Queryable, urls: readonly string[]): Promise<void> {
-  const kind: QueuedKind = 'media';
+/**
+ * Queue media items whose transcript changed, or pages whose content did, for the indexer to cut
+ * their passages again (a transcript is queued by its table's trigger).
+ */
+export async function queuePassages(tx: Queryable, kind: 'media' | 'page', docs: readonly string[]): Promise<void> {
+  if (docs.length === 0) return;
   await tx`
     insert into search_index_queue (kind, video_id, lang)
-    select ${kind}::text, u, '' from unnest(${[...urls]}::text[]) as u
+    select ${kind}::text, u, '' from unnest(${[...docs]}::text[]) as u
     on conflict do nothing`;
 }
 
@@ -54,7 +59,7 @@ export async function queueMediaPassages(tx: Queryable, urls: readonly string[])
  */
 export async function indexQueuedTranscripts(sql: Queryable, max: number, o: PassageOptions): Promise<IndexRun> {
   const run = async (tx: postgres.TransactionSql | postgres.Sql): Promise<IndexRun> => {
-    const taken = await tx<{ kind: QueuedKind; video_id: string; lang: string }[]>`
+    const taken = await tx<{ kind: (typeof QUEUED_KINDS)[number]; video_id: string; lang: string }[]>`
       delete from search_index_queue q
       where (q.kind, q.video_id, q.lang) in (
         select p.kind, p.video_id, p.lang from search_index_queue p
@@ -63,13 +68,17 @@ export async function indexQueuedTranscripts(sql: Queryable, max: number, o: Pas
       returning q.kind, q.video_id, q.lang`;
     const keys = taken.filter((k) => k.kind === 'transcript');
     const mediaUrls = taken.filter((k) => k.kind === 'media').map((k) => k.video_id);
-    const t = keys.length > 0 ? await cutTranscripts(tx, keys, o) : { inserted: 0, removed: 0 };
-    const m = mediaUrls.length > 0 ? await cutMediaPassages(tx, mediaUrls, o) : { inserted: 0, removed: 0 };
+    const pageUrls = taken.filter((k) => k.kind === 'page').map((k) => k.video_id);
+    const none = { inserted: 0, removed: 0 };
+    const t = keys.length > 0 ? await cutTranscripts(tx, keys, o) : none;
+    const m = mediaUrls.length > 0 ? await cutMediaPassages(tx, mediaUrls, o) : none;
+    const p = pageUrls.length > 0 ? await cutPagePassages(tx, pageUrls, o) : none;
     return {
       transcripts: keys.length,
       media: mediaUrls.length,
-      passagesCut: t.inserted + m.inserted,
-      passagesRemoved: t.removed + m.removed,
+      pages: pageUrls.length,
+      passagesCut: t.inserted + m.inserted + p.inserted,
+      passagesRemoved: t.removed + m.removed + p.removed,
     };
   };
   if ('begin' in sql) return (sql as postgres.Sql).begin((tx) => run(tx)) as Promise<IndexRun>;
@@ -120,6 +129,25 @@ async function cutMediaPassages(
   }));
   const keys = new Map([...stored, ...cut].map((k) => [JSON.stringify([k.doc, k.lang]), { doc: k.doc, lang: k.lang }]));
   return replacePassages(tx, 'media', [...keys.values()], cut);
+}
+
+/**
+ * The passages of pages taken off the queue, from their content as stored now, each within one
+ * of its sections (the sections `page_sections` holds, cut the same way).
+ */
+async function cutPagePassages(
+  tx: Queryable,
+  urls: readonly string[],
+  o: PassageOptions,
+): Promise<{ inserted: number; removed: number }> {
+  const docs = await tx<{ url: string; content: string }[]>`
+    select p.url, p.content from pages p where p.url = any(${[...urls]}::text[])`;
+  return replacePassages(
+    tx,
+    'page',
+    urls.map((u) => ({ doc: u, lang: '' })),
+    docs.map((d) => ({ doc: d.url, lang: '', passages: pagePassages(pageSections(d.content), o) })),
+  );
 }
 
 /** A passage as cut for a document, with a page section's headings and anchor. */

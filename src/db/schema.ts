@@ -1030,7 +1030,8 @@ export const transcriptWindows = pgTable(
 /**
  * Documents whose search windows and passages are to be (re)built: the trigger on `transcripts`
  * adds a transcript's key when it is stored or its content changes, the media store
- * (src/db/media.ts) a media item's when its transcript changes; the search indexer
+ * (src/db/media.ts) a media item's when its transcript changes, the page store (src/db/pages.ts)
+ * a page's when its content changes; the search indexer
  * (src/pipeline/services/search-index.ts; `search_index_pending()` of older builds takes only
  * transcripts) takes keys off in small transactions, after the landing transaction committed
  * (issue #12: building the windows was ~80% of landing a transcript).
@@ -1040,9 +1041,9 @@ export const searchIndexQueue = pgTable(
   {
     /** which document (src/domain/passages.ts PASSAGE_KINDS); older builds queue only transcripts */
     kind: text('kind').$type<PassageKind>().notNull().default('transcript'),
-    /** the document: a transcript's video id, a media item's URL */
+    /** the document: a transcript's video id, a media item's or page's URL */
     videoId: text('video_id').notNull(),
-    /** a transcript's language; '' for a media item (its passages take the language stored with it) */
+    /** a transcript's language; '' for a page, and for a media item (its passages take the language stored with it) */
     lang: text('lang').notNull(),
     queuedAt: tstzNow('queued_at'),
   },

@@ -14,16 +14,12 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storePages } from '../../src/db/pages.ts';
 import { transcriptRowFromApi, upsertTranscripts } from '../../src/db/transcripts.ts';
-import { PASSAGE_OVERLAP_TOKENS, PASSAGE_TOKENS } from '../../src/config.ts';
 import { pageSha256 } from '../../src/domain/pages.ts';
 import { tokenCount } from '../../src/domain/passages.ts';
 import { drainSearchIndex } from '../../src/pipeline/services/search-index.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { runCli, type CliResult } from '../helpers/pipeline.ts';
-
-/** How the page store cuts passages here: the defaults (PASSAGE_TOKENS, PASSAGE_OVERLAP_TOKENS). */
-const PASSAGES = { size: PASSAGE_TOKENS, overlap: PASSAGE_OVERLAP_TOKENS };
 
 const URL_TEMPLATE = 'https://videos.example/watch?v={id}&t={seconds}';
 const SIZE = 64;
@@ -312,7 +308,7 @@ describe('export --passages', () => {
     });
   });
 
-  it('a page’s passages stay within a section, with its headings and a link to its anchor; an unchanged section keeps its ids', async () => {
+  it('a stored page is queued and cut by the indexer: within a section, with its headings and a link to its anchor; an unchanged page is not queued, an unchanged section keeps its ids', async () => {
     const page = (install: string) =>
       [
         '# Guide',
@@ -333,7 +329,13 @@ describe('export --passages', () => {
       sha256: pageSha256(content),
     });
     const origin = { jobId: 'job-page-1', sourceId: null };
-    await database.sql.begin((tx) => storePages(tx, origin, [row(page('install the package'))], PASSAGES));
+    const queued = () =>
+      database.sql<{ doc: string }[]>`select video_id as doc from search_index_queue where kind = 'page'`;
+    await database.sql.begin((tx) => storePages(tx, origin, [row(page('install the package'))]));
+    // the landing transaction only queues the page; the indexer cuts it
+    expect(await queued()).toEqual([{ doc: url }]);
+    await drainSearchIndex({ sql: database.sql, passages: { size: SIZE, overlap: OVERLAP } });
+    expect(await queued()).toEqual([]);
     const read = () =>
       database.sql<
         {
@@ -350,8 +352,7 @@ describe('export --passages', () => {
     const before = await read();
     expect(before.length).toBeGreaterThan(3);
     for (const p of before) {
-      // stored by this process: the default size
-      expect(p.tokens).toBeLessThanOrEqual(PASSAGE_TOKENS);
+      expect(p.tokens).toBeLessThanOrEqual(SIZE);
       expect(p.start_s).toBeNull();
       if (p.text.startsWith('Step'))
         expect(p).toMatchObject({ headings: ['Guide', 'Getting started'], anchor: 'getting-started' });
@@ -374,10 +375,19 @@ describe('export --passages', () => {
       url: `${url}#troubleshooting`,
     });
 
+    // the same page again: nothing queued, nothing cut
+    await database.sql.begin((tx) =>
+      storePages(tx, { ...origin, jobId: 'job-page-1b' }, [row(page('install the package'))]),
+    );
+    expect(await queued()).toEqual([]);
+    expect(await read()).toEqual(before);
+
     // the Getting started section changes: the other sections' passages keep their rows
     await database.sql.begin((tx) =>
-      storePages(tx, { ...origin, jobId: 'job-page-2' }, [row(page('install it with npm'))], PASSAGES),
+      storePages(tx, { ...origin, jobId: 'job-page-2' }, [row(page('install it with npm'))]),
     );
+    expect(await queued()).toEqual([{ doc: url }]);
+    expectExit(await cli(['search', 'npm']), 0);
     const after = await read();
     const kept = after.filter((p) => before.some((b) => b.id === p.id));
     expect(before.filter((p) => p.anchor === 'getting-started').length).toBeGreaterThan(1);

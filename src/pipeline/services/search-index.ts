@@ -81,8 +81,9 @@ export function startSearchIndexer(
               const r = await indexQueuedTranscripts(deps.sql, SEARCH_INDEX_CHUNK, passages);
               span.setAttribute('videosite.transcripts_indexed', r.transcripts);
               span.setAttribute('videosite.media_indexed', r.media);
+              span.setAttribute('videosite.pages_indexed', r.pages);
               span.setAttribute('videosite.passages_cut', r.passagesCut);
-              return r.transcripts + r.media;
+              return r.transcripts + r.media + r.pages;
             },
             { root: true },
           );
@@ -149,7 +150,7 @@ async function drainOnce(
   for (;;) {
     if (opts.signal?.aborted) return indexed;
     const r = await indexQueuedTranscripts(deps.sql, SEARCH_INDEX_CHUNK, passages);
-    const built = r.transcripts + r.media;
+    const built = r.transcripts + r.media + r.pages;
     indexed += built;
     const { pending } = await searchBacklog(deps.sql, before);
     opts.onProgress?.({ indexed, pending });
