@@ -632,7 +632,7 @@ export const SETTINGS = {
   },
   HISTORY_RETENTION_DAYS: {
     group: 'Retention',
-    doc: '`sync_runs` and `credit_charges` older than this are dropped by `prune`; `0` keeps them all (credit snapshots older than a week are always thinned to one an hour)',
+    doc: '`sync_runs`, `credit_charges` and `passage_removals` (what `export --passages --cursor` reports removed) older than this are dropped by `prune`; `0` keeps them all (credit snapshots older than a week are always thinned to one an hour)',
     unit: 'days',
     schema: retentionDays(HISTORY_RETENTION_DAYS),
   },

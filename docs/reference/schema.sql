@@ -203,6 +203,23 @@ BEGIN
 END
 $$;
 
+-- Name: media_passages_delete(); Type: FUNCTION; Schema: public; Owner: -
+
+CREATE FUNCTION public.media_passages_delete() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF TG_OP = 'TRUNCATE' THEN
+    DELETE FROM passages WHERE kind = 'media';
+    DELETE FROM search_index_queue WHERE kind = 'media';
+  ELSE
+    DELETE FROM passages p USING old_rows o WHERE p.kind = 'media' AND p.doc = o.url;
+    DELETE FROM search_index_queue q USING old_rows o WHERE q.kind = 'media' AND q.video_id = o.url;
+  END IF;
+  RETURN NULL;
+END
+$$;
+
 -- Name: page_counts_add(bigint, bigint, bigint); Type: FUNCTION; Schema: public; Owner: -
 
 CREATE FUNCTION public.page_counts_add(d_stored bigint, d_gone bigint, d_versions bigint) RETURNS void
@@ -261,6 +278,19 @@ BEGIN
     INTO ds, dg FROM old_rows;
   END IF;
   PERFORM page_counts_add(ds, dg, 0);
+  RETURN NULL;
+END
+$$;
+
+-- Name: passage_removals_record(); Type: FUNCTION; Schema: public; Owner: -
+
+CREATE FUNCTION public.passage_removals_record() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  INSERT INTO passage_removals (id, kind, doc, lang)
+  SELECT o.id, o.kind, o.doc, o.lang FROM old_rows o
+  ON CONFLICT DO NOTHING;
   RETURN NULL;
 END
 $$;
@@ -335,19 +365,15 @@ DECLARE
 BEGIN
   WITH taken AS (
     DELETE FROM search_index_queue q
-    WHERE (q.video_id, q.lang) IN (
-      SELECT p.video_id, p.lang FROM search_index_queue p
+    WHERE (q.kind, q.video_id, q.lang) IN (
+      SELECT p.kind, p.video_id, p.lang FROM search_index_queue p WHERE p.kind = 'transcript'
       ORDER BY p.queued_at LIMIT greatest(max_transcripts, 1) FOR UPDATE SKIP LOCKED)
     RETURNING q.video_id, q.lang)
   SELECT array_agg(t.video_id), array_agg(t.lang) INTO video_ids, langs FROM taken t;
   IF video_ids IS NULL THEN
     RETURN 0;
   END IF;
-  DELETE FROM transcript_windows w USING unnest(video_ids, langs) AS k(video_id, lang)
-  WHERE w.video_id = k.video_id AND w.lang = k.lang;
-  INSERT INTO transcript_windows (video_id, lang, n, start_s, end_s, text, config, tsv)
-  SELECT r.video_id, r.lang, r.n, r.start_s, r.end_s, r.text, r.config, r.tsv
-  FROM transcript_window_rows r JOIN unnest(video_ids, langs) AS k(video_id, lang) ON k.video_id = r.video_id AND k.lang = r.lang;
+  PERFORM search_index_build(video_ids, langs);
   RETURN cardinality(video_ids);
 END
 $$;
@@ -447,7 +473,8 @@ BEGIN
   ELSE
     DELETE FROM transcript_windows w USING old_rows o WHERE w.video_id = o.video_id AND w.lang = o.lang;
     DELETE FROM passages p USING old_rows o WHERE p.kind = 'transcript' AND p.doc = o.video_id AND p.lang = o.lang;
-    DELETE FROM search_index_queue q USING old_rows o WHERE q.video_id = o.video_id AND q.lang = o.lang;
+    DELETE FROM search_index_queue q USING old_rows o
+    WHERE q.kind = 'transcript' AND q.video_id = o.video_id AND q.lang = o.lang;
   END IF;
   RETURN NULL;
 END
@@ -461,7 +488,7 @@ CREATE FUNCTION public.transcript_windows_truncate() RETURNS trigger
 BEGIN
   DELETE FROM transcript_windows;
   DELETE FROM passages WHERE kind = 'transcript';
-  DELETE FROM search_index_queue;
+  DELETE FROM search_index_queue WHERE kind = 'transcript';
   RETURN NULL;
 END
 $$;
@@ -1137,6 +1164,17 @@ ALTER TABLE public.passages ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
+-- Name: passage_removals; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.passage_removals (
+    id bigint NOT NULL,
+    kind text NOT NULL,
+    doc text NOT NULL,
+    lang text NOT NULL,
+    seq bigint DEFAULT nextval('public.passages_id_seq'::regclass) NOT NULL,
+    removed_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
 -- Name: playlists; Type: TABLE; Schema: public; Owner: -
 
 CREATE TABLE public.playlists (
@@ -1190,7 +1228,9 @@ CREATE TABLE public.schema_compat (
 CREATE TABLE public.search_index_queue (
     video_id text NOT NULL,
     lang text NOT NULL,
-    queued_at timestamp with time zone DEFAULT now() NOT NULL
+    queued_at timestamp with time zone DEFAULT now() NOT NULL,
+    kind text DEFAULT 'transcript'::text NOT NULL,
+    CONSTRAINT search_index_queue_kind_ck CHECK ((kind = ANY (ARRAY['transcript'::text, 'page'::text, 'media'::text])))
 );
 
 -- Name: source_media; Type: TABLE; Schema: public; Owner: -
@@ -1771,6 +1811,11 @@ ALTER TABLE ONLY public.page_versions
 ALTER TABLE ONLY public.pages
     ADD CONSTRAINT pages_pkey PRIMARY KEY (url);
 
+-- Name: passage_removals passage_removals_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.passage_removals
+    ADD CONSTRAINT passage_removals_pkey PRIMARY KEY (id);
+
 -- Name: passages passages_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 
 ALTER TABLE ONLY public.passages
@@ -1791,10 +1836,10 @@ ALTER TABLE ONLY public.prune_runs
 ALTER TABLE ONLY public.schema_compat
     ADD CONSTRAINT schema_compat_pkey PRIMARY KEY (tag);
 
--- Name: search_index_queue search_index_queue_video_id_lang_pk; Type: CONSTRAINT; Schema: public; Owner: -
+-- Name: search_index_queue search_index_queue_kind_video_id_lang_pk; Type: CONSTRAINT; Schema: public; Owner: -
 
 ALTER TABLE ONLY public.search_index_queue
-    ADD CONSTRAINT search_index_queue_video_id_lang_pk PRIMARY KEY (video_id, lang);
+    ADD CONSTRAINT search_index_queue_kind_video_id_lang_pk PRIMARY KEY (kind, video_id, lang);
 
 -- Name: source_media source_media_source_id_url_pk; Type: CONSTRAINT; Schema: public; Owner: -
 
@@ -1991,6 +2036,14 @@ CREATE INDEX page_sections_tsv_idx ON public.page_sections USING gin (tsv);
 
 CREATE INDEX pages_updated_at_idx ON public.pages USING btree (updated_at);
 
+-- Name: passage_removals_removed_at_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX passage_removals_removed_at_idx ON public.passage_removals USING btree (removed_at);
+
+-- Name: passage_removals_seq_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX passage_removals_seq_idx ON public.passage_removals USING btree (seq);
+
 -- Name: passages_cut_at_idx; Type: INDEX; Schema: public; Owner: -
 
 CREATE INDEX passages_cut_at_idx ON public.passages USING btree (cut_at, id);
@@ -2163,6 +2216,14 @@ CREATE TRIGGER media_count_truncate AFTER TRUNCATE ON public.media FOR EACH STAT
 
 CREATE TRIGGER media_count_update AFTER UPDATE ON public.media REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.media_count_changes();
 
+-- Name: media media_passages_deleted; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER media_passages_deleted AFTER DELETE ON public.media REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.media_passages_delete();
+
+-- Name: media media_passages_truncated; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER media_passages_truncated AFTER TRUNCATE ON public.media FOR EACH STATEMENT EXECUTE FUNCTION public.media_passages_delete();
+
 -- Name: page_versions page_versions_count_delete; Type: TRIGGER; Schema: public; Owner: -
 
 CREATE TRIGGER page_versions_count_delete AFTER DELETE ON public.page_versions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.page_versions_count_changes();
@@ -2190,6 +2251,10 @@ CREATE TRIGGER pages_count_truncate AFTER TRUNCATE ON public.pages FOR EACH STAT
 -- Name: pages pages_count_update; Type: TRIGGER; Schema: public; Owner: -
 
 CREATE TRIGGER pages_count_update AFTER UPDATE ON public.pages REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.pages_count_changes();
+
+-- Name: passages passage_removals_recorded; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER passage_removals_recorded AFTER DELETE ON public.passages REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.passage_removals_record();
 
 -- Name: passages passages_search_fields; Type: TRIGGER; Schema: public; Owner: -
 

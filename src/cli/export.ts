@@ -155,11 +155,15 @@ export function registerExportCommand(program: Command): void {
         '--out: the file is written beside it under a random name and put in place once complete; an existing\n' +
         'file keeps its mode; a symlink, FIFO, device or other special file is refused (exit 2). --cursor and --since\n' +
         'cannot be combined.\n' +
-        '--passages: one record per passage: id (kept while its text is unchanged), kind (transcript or page),\n' +
-        'document (the video id or page URL), lang, n (its position), text, tokens (cl100k_base), sha256, start and end\n' +
-        '(seconds; null without timings and for pages), headings (pages), url (VIDEO_URL_TEMPLATE at its start second,\n' +
-        'null when unset; a page: URL#anchor). With --cursor, a later run\n' +
-        "writes the passages cut since (a changed transcript's new passages; unchanged ones are not written again).\n" +
+        '--passages: one record per passage: id (kept while its text is unchanged), kind (transcript, page or media),\n' +
+        'document (the video id, page URL or media URL), lang, n (its position), text, tokens (cl100k_base), sha256,\n' +
+        'start and end (seconds; null without timings and for pages), headings (pages), url (VIDEO_URL_TEMPLATE at its\n' +
+        'start second, null when unset; a page: URL#anchor; a media item: its URL, a media file at #t=<second>),\n' +
+        "removed (false). With --cursor, a later run writes the passages cut since (a changed document's new passages;\n" +
+        'unchanged ones are not written again), after a record for each passage written before that went since (its\n' +
+        'document changed or was deleted): its id, kind, document and lang, "removed": true, the other fields null;\n' +
+        'delete it from your store. Removals are kept HISTORY_RETENTION_DAYS (`prune`): a cursor not run for longer\n' +
+        'misses older ones. Without --cursor no removal is written.\n' +
         'srt, vtt: one file per video and language, <videoId>.<lang>.srt (or .vtt), from the timed chunks, each\n' +
         'replaced once complete; a plain-text transcript (no timed chunks) gets none and is counted on stderr.\n',
     )

@@ -44,6 +44,10 @@ function what(r: PruneReport, table: PrunedTable): string {
       return c.historyBefore === null
         ? 'kept (HISTORY_RETENTION_DAYS=0)'
         : `billed requests before ${at(c.historyBefore)} (HISTORY_RETENTION_DAYS=${r.historyRetentionDays})`;
+    case 'passage_removals':
+      return c.historyBefore === null
+        ? 'kept (HISTORY_RETENTION_DAYS=0)'
+        : `passages removed before ${at(c.historyBefore)} (HISTORY_RETENTION_DAYS=${r.historyRetentionDays})`;
     case 'credit_snapshots':
       return `snapshots before ${at(c.snapshotsBefore)} beyond the first of each hour`;
     case 'events':

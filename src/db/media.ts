@@ -18,6 +18,7 @@ import {
 } from '../domain/media.ts';
 import type { Queryable } from './connection.ts';
 import { recordEvents } from './events.ts';
+import { queuePassages } from './passages.ts';
 import { isStorableText } from './storable.ts';
 
 /** The metadata columns of one `media` row. */
@@ -200,6 +201,7 @@ export async function storeMediaTranscript(
     where url = ${url}`;
   if (old.sha !== sha) {
     await writeSegments(tx, url);
+    await queuePassages(tx, 'media', [url]);
     await event(tx, origin, 'media.changed', { url, changed: ['transcript'], transcript: state });
   }
   return state;

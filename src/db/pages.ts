@@ -10,8 +10,7 @@ import type { QuarantineReason } from '../domain/items.ts';
 import { isStorableText } from './storable.ts';
 import type { EventType } from '../domain/events.ts';
 import { pageSections, pageSha256 } from '../domain/pages.ts';
-import type { PassageOptions } from '../domain/passages.ts';
-import { pagePassages, replacePassages } from './passages.ts';
+import { queuePassages } from './passages.ts';
 import type { Queryable } from './connection.ts';
 import { recordEvents, type NewEvent } from './events.ts';
 
@@ -90,13 +89,13 @@ export interface PageOrigin {
 
 /**
  * Store `rows` (one per URL: a later duplicate in the list wins) with their versions, sections,
- * passages (cut with `passages`), source membership and events. Returns what changed.
+ * source membership and events; a new or changed page is queued for the search indexer to cut
+ * its passages. Returns what changed.
  */
 export async function storePages(
   tx: Queryable,
   origin: PageOrigin,
   given: readonly PageRow[],
-  passages: PassageOptions,
 ): Promise<PageWriteCounts> {
   const rows = [...new Map(given.map((r) => [r.url, r])).values()];
   const counts: PageWriteCounts = { added: 0, changed: 0, returned: 0, unchanged: 0 };
@@ -133,7 +132,7 @@ export async function storePages(
     } else if (!old.gone) counts.unchanged++;
   }
   await upsertPageRows(tx, origin, rows);
-  await writeVersionsAndSections(tx, origin, rewritten, passages);
+  await writeVersionsAndSections(tx, origin, rewritten);
   await tx`
     insert into source_pages (source_id, url)
     select ${origin.sourceId}::int, u from unnest(${urls}::text[]) as u
@@ -162,13 +161,11 @@ async function upsertPageRows(tx: Queryable, origin: PageOrigin, rows: readonly 
         then now() else p.updated_at end`;
 }
 
-/** A new or changed page's version (kept once per content hash), its search sections and its passages, rebuilt. */
-async function writeVersionsAndSections(
-  tx: Queryable,
-  origin: PageOrigin,
-  rows: readonly PageRow[],
-  passages: PassageOptions,
-): Promise<void> {
+/**
+ * A new or changed page's version (kept once per content hash) and its search sections, rebuilt;
+ * its passages are the search indexer's (the tokenizer's work stays out of the landing transaction).
+ */
+async function writeVersionsAndSections(tx: Queryable, origin: PageOrigin, rows: readonly PageRow[]): Promise<void> {
   if (rows.length === 0) return;
   const urls = rows.map((r) => r.url);
   await tx`
@@ -177,14 +174,8 @@ async function writeVersionsAndSections(
     from pages where url = any(${urls}::text[])
     on conflict (url, content_sha256) do nothing`;
   await tx`delete from page_sections where url = any(${urls}::text[])`;
+  await queuePassages(tx, 'page', urls);
   const perPage = rows.map((r) => ({ url: r.url, sections: pageSections(r.content) }));
-  // its passages (issue #31), each within one section: unchanged ones keep their ids
-  await replacePassages(
-    tx,
-    'page',
-    urls.map((u) => ({ doc: u, lang: '' })),
-    perPage.map((p) => ({ doc: p.url, lang: '', passages: pagePassages(p.sections, passages) })),
-  );
   const sections = perPage.flatMap((p) => p.sections.map((s) => ({ url: p.url, ...s })));
   if (sections.length === 0) return;
   await tx`

@@ -13,11 +13,16 @@ import {
   type PassageKind,
   type PassageOptions,
 } from '../domain/passages.ts';
+import { pageSections } from '../domain/pages.ts';
 import type { Queryable } from './connection.ts';
 
 export interface IndexRun {
   /** transcripts taken off the queue */
   transcripts: number;
+  /** media items taken off the queue */
+  media: number;
+  /** pages taken off the queue */
+  pages: number;
   /** passages written anew (unchanged ones are kept, not counted) */
   passagesCut: number;
   /** passages removed (changed or gone) */
@@ -30,40 +35,118 @@ export function transcriptPassages(t: { chunks: unknown; text: string }, o: Pass
   return chunks.length > 0 ? cutPassages(chunks, o) : cutTextPassages(t.text, o);
 }
 
+/** The kinds of document this build's indexer takes off the queue (a newer build's other keys stay for it). */
+const QUEUED_KINDS = ['transcript', 'media', 'page'] as const satisfies readonly PassageKind[];
+
 /**
- * Up to `max` queued transcripts, oldest first (SKIP LOCKED: indexers of several processes share
- * the queue, never a key), taken off the queue in one transaction that re-cuts their passages,
- * which are also the search index (each written with its tsvector, migrations/0025). A key whose
- * transcript is gone only leaves the queue (its passages went with it). A landing transaction that stores a
- * taken key again waits for this one, then queues it anew.
+ * Queue media items whose transcript changed, or pages whose content did, for the indexer to cut
+ * their passages again (a transcript is queued by its table's trigger).
+ */
+export async function queuePassages(tx: Queryable, kind: 'media' | 'page', docs: readonly string[]): Promise<void> {
+  if (docs.length === 0) return;
+  await tx`
+    insert into search_index_queue (kind, video_id, lang)
+    select ${kind}::text, u, '' from unnest(${[...docs]}::text[]) as u
+    on conflict do nothing`;
+}
+
+/**
+ * Up to `max` queued documents, oldest first (SKIP LOCKED: indexers of several processes share
+ * the queue, never a key), taken off the queue in one transaction that re-cuts the passages of
+ * each document, which are also the search index (each written with its tsvector). A key whose
+ * document is gone only leaves the queue (its passages went with it). A
+ * landing transaction that stores a taken key again waits for this one, then queues it anew.
  */
 export async function indexQueuedTranscripts(sql: Queryable, max: number, o: PassageOptions): Promise<IndexRun> {
   const run = async (tx: postgres.TransactionSql | postgres.Sql): Promise<IndexRun> => {
-    const keys = await tx<{ video_id: string; lang: string }[]>`
+    const taken = await tx<{ kind: (typeof QUEUED_KINDS)[number]; video_id: string; lang: string }[]>`
       delete from search_index_queue q
-      where (q.video_id, q.lang) in (
-        select p.video_id, p.lang from search_index_queue p
+      where (q.kind, q.video_id, q.lang) in (
+        select p.kind, p.video_id, p.lang from search_index_queue p
+        where p.kind = any(${[...QUEUED_KINDS]}::text[])
         order by p.queued_at limit ${Math.max(max, 1)}::int for update skip locked)
-      returning q.video_id, q.lang`;
-    const none = { transcripts: 0, passagesCut: 0, passagesRemoved: 0 };
-    if (keys.length === 0) return none;
-    const ids = keys.map((k) => k.video_id);
-    const langs = keys.map((k) => k.lang);
-    const docs = await tx<{ video_id: string; lang: string; chunks: unknown; text: string }[]>`
-      select t.video_id, t.lang, t.chunks, t.text
-      from transcripts t join unnest(${ids}::text[], ${langs}::text[]) as k(video_id, lang)
-        on k.video_id = t.video_id and k.lang = t.lang`;
-    const cut = docs.map((d) => ({ doc: d.video_id, lang: d.lang, passages: transcriptPassages(d, o) }));
-    const w = await replacePassages(
-      tx,
-      'transcript',
-      keys.map((k) => ({ doc: k.video_id, lang: k.lang })),
-      cut,
-    );
-    return { transcripts: keys.length, passagesCut: w.inserted, passagesRemoved: w.removed };
+      returning q.kind, q.video_id, q.lang`;
+    const keys = taken.filter((k) => k.kind === 'transcript');
+    const mediaUrls = taken.filter((k) => k.kind === 'media').map((k) => k.video_id);
+    const pageUrls = taken.filter((k) => k.kind === 'page').map((k) => k.video_id);
+    const none = { inserted: 0, removed: 0 };
+    const t = keys.length > 0 ? await cutTranscripts(tx, keys, o) : none;
+    const m = mediaUrls.length > 0 ? await cutMediaPassages(tx, mediaUrls, o) : none;
+    const p = pageUrls.length > 0 ? await cutPagePassages(tx, pageUrls, o) : none;
+    return {
+      transcripts: keys.length,
+      media: mediaUrls.length,
+      pages: pageUrls.length,
+      passagesCut: t.inserted + m.inserted + p.inserted,
+      passagesRemoved: t.removed + m.removed + p.removed,
+    };
   };
   if ('begin' in sql) return (sql as postgres.Sql).begin((tx) => run(tx)) as Promise<IndexRun>;
   return run(sql as postgres.TransactionSql);
+}
+
+/** The passages of transcripts taken off the queue. */
+async function cutTranscripts(
+  tx: Queryable,
+  keys: readonly { video_id: string; lang: string }[],
+  o: PassageOptions,
+): Promise<{ inserted: number; removed: number }> {
+  const ids = keys.map((k) => k.video_id);
+  const langs = keys.map((k) => k.lang);
+  const docs = await tx<{ video_id: string; lang: string; chunks: unknown; text: string }[]>`
+    select t.video_id, t.lang, t.chunks, t.text
+    from transcripts t join unnest(${ids}::text[], ${langs}::text[]) as k(video_id, lang)
+      on k.video_id = t.video_id and k.lang = t.lang`;
+  const cut = docs.map((d) => ({ doc: d.video_id, lang: d.lang, passages: transcriptPassages(d, o) }));
+  return replacePassages(
+    tx,
+    'transcript',
+    keys.map((k) => ({ doc: k.video_id, lang: k.lang })),
+    cut,
+  );
+}
+
+/**
+ * The passages of media items taken off the queue, from their transcripts as stored (timed
+ * chunks, or plain text), in the language stored with each ('' when none is). A language
+ * that changed replaces the passages of the old one.
+ */
+async function cutMediaPassages(
+  tx: Queryable,
+  urls: readonly string[],
+  o: PassageOptions,
+): Promise<{ inserted: number; removed: number }> {
+  const docs = await tx<{ url: string; lang: string; content: unknown; text: string | null }[]>`
+    select m.url, coalesce(m.transcript_lang, '') as lang, m.transcript_content as content, m.transcript_text as text
+    from media m where m.url = any(${[...urls]}::text[])`;
+  const stored = await tx<{ doc: string; lang: string }[]>`
+    select distinct p.doc, p.lang from passages p where p.kind = 'media' and p.doc = any(${[...urls]}::text[])`;
+  const cut = docs.map((d) => ({
+    doc: d.url,
+    lang: d.lang,
+    passages: transcriptPassages({ chunks: d.content, text: d.text ?? '' }, o),
+  }));
+  const keys = new Map([...stored, ...cut].map((k) => [JSON.stringify([k.doc, k.lang]), { doc: k.doc, lang: k.lang }]));
+  return replacePassages(tx, 'media', [...keys.values()], cut);
+}
+
+/**
+ * The passages of pages taken off the queue, from their content as stored now, each within one
+ * of its sections (the sections `page_sections` holds, cut the same way).
+ */
+async function cutPagePassages(
+  tx: Queryable,
+  urls: readonly string[],
+  o: PassageOptions,
+): Promise<{ inserted: number; removed: number }> {
+  const docs = await tx<{ url: string; content: string }[]>`
+    select p.url, p.content from pages p where p.url = any(${[...urls]}::text[])`;
+  return replacePassages(
+    tx,
+    'page',
+    urls.map((u) => ({ doc: u, lang: '' })),
+    docs.map((d) => ({ doc: d.url, lang: '', passages: pagePassages(pageSections(d.content), o) })),
+  );
 }
 
 /** A passage as cut for a document, with a page section's headings and anchor. */
@@ -194,8 +277,39 @@ export function exportPassageRecords(
     order by p.id`;
 }
 
-/** The highest passage id in the snapshot (0 before the first passage). */
+/**
+ * Where `export --passages` stands in the snapshot: the highest passage id or removal `seq` (one
+ * sequence numbers both; 0 before the first passage).
+ */
 export async function lastPassageId(tx: Queryable): Promise<number> {
-  const [r] = await tx<{ id: number }[]>`select coalesce(max(id), 0)::float8 as id from passages`;
+  const [r] = await tx<{ id: number }[]>`
+    select greatest(
+      (select coalesce(max(id), 0) from passages),
+      (select coalesce(max(seq), 0) from passage_removals))::float8 as id`;
   return r!.id;
+}
+
+export interface PassageRemovalRow {
+  id: number;
+  kind: string;
+  doc: string;
+  lang: string;
+}
+
+/**
+ * The passages removed after cursor position `afterId` up to `upTo` that a consumer may hold:
+ * those cut at or before `afterId` (written by an earlier run); one cut and removed since was
+ * never written. Of one kind and language when given, in the order they went.
+ */
+export function exportPassageRemovals(
+  tx: Queryable,
+  s: { kinds?: readonly string[] | undefined; lang?: string | undefined; afterId: number; upTo: number },
+) {
+  const kinds = s.kinds !== undefined ? tx`and r.kind = any(${[...s.kinds]}::text[])` : tx``;
+  const lang = s.lang !== undefined ? tx`and r.lang = ${s.lang}::text` : tx``;
+  return tx<PassageRemovalRow[]>`
+    select r.id::float8 as id, r.kind, r.doc, r.lang
+    from passage_removals r
+    where r.seq > ${s.afterId}::bigint and r.seq <= ${s.upTo}::bigint and r.id <= ${s.afterId}::bigint ${kinds} ${lang}
+    order by r.seq`;
 }

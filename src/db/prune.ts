@@ -112,7 +112,11 @@ export async function prunableItemPayloads(sql: Queryable, before: Date): Promis
 }
 
 /** The history tables kept HISTORY_RETENTION_DAYS, by the column that dates a row. */
-const HISTORY_TIME_COLUMN = { sync_runs: 'started_at', credit_charges: 'charged_at' } as const;
+const HISTORY_TIME_COLUMN = {
+  sync_runs: 'started_at',
+  credit_charges: 'charged_at',
+  passage_removals: 'removed_at',
+} as const;
 export type HistoryTable = keyof typeof HISTORY_TIME_COLUMN;
 
 /** Deletes up to `limit` rows of `table` dated before `before` (oldest first); rows another transaction holds are skipped. */

@@ -37,6 +37,7 @@ import { CLAIM_STANDING_SUBMISSIONS, SUBMISSION_STATES, type SubmissionState } f
 import { EVENT_TYPES, type EventType } from '../domain/events.ts';
 import { MEDIA_MODES, MEDIA_TRANSCRIPT_STATES, type MediaMode, type MediaTranscriptState } from '../domain/media.ts';
 import { CHARGE_BASES, type ChargeBasis } from '../domain/charges.ts';
+import { PASSAGE_KINDS, type PassageKind } from '../domain/passages.ts';
 import { WEBHOOK_DELIVERY_STATUSES, type WebhookDeliveryStatus } from '../domain/webhooks.ts';
 import {
   SECRET_ENCRYPTIONS,
@@ -1025,19 +1026,30 @@ export const transcriptWindows = pgTable(
 );
 
 /**
- * Transcripts whose passages (the search index) are to be (re)cut: the trigger on `transcripts`
- * adds a key when a transcript is stored or its content changes, and the search indexer
- * (src/pipeline/services/search-index.ts) takes keys off in small transactions, after the landing
- * transaction committed (issue #12: indexing was ~80% of landing a transcript).
+ * Documents whose passages (the search index) are to be (re)cut: the trigger on `transcripts`
+ * adds a transcript's key when it is stored or its content changes, the media store
+ * (src/db/media.ts) a media item's when its transcript changes, the page store (src/db/pages.ts)
+ * a page's when its content changes; the search indexer
+ * (src/pipeline/services/search-index.ts; `search_index_pending()` of older builds takes only
+ * transcripts) takes keys off in small transactions, after the landing transaction committed
+ * (issue #12: indexing was ~80% of landing a transcript).
  */
 export const searchIndexQueue = pgTable(
   'search_index_queue',
   {
+    /** which document (src/domain/passages.ts PASSAGE_KINDS); older builds queue only transcripts */
+    kind: text('kind').$type<PassageKind>().notNull().default('transcript'),
+    /** the document: a transcript's video id, a media item's or page's URL */
     videoId: text('video_id').notNull(),
+    /** a transcript's language; '' for a page, and for a media item (its passages take the language stored with it) */
     lang: text('lang').notNull(),
     queuedAt: tstzNow('queued_at'),
   },
-  (t) => [primaryKey({ columns: [t.videoId, t.lang] }), index('search_index_queue_queued_at_idx').on(t.queuedAt)],
+  (t) => [
+    primaryKey({ columns: [t.kind, t.videoId, t.lang] }),
+    index('search_index_queue_queued_at_idx').on(t.queuedAt),
+    check('search_index_queue_kind_ck', sql`${t.kind} in (${sqlList(PASSAGE_KINDS)})`),
+  ],
 );
 
 /**
@@ -1053,7 +1065,7 @@ export const passages = pgTable(
   'passages',
   {
     id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
-    /** transcript (pages and media later) */
+    /** transcript, page or media (src/domain/passages.ts PASSAGE_KINDS) */
     kind: text('kind').notNull(),
     /** the document: the video id of a transcript, the URL of a page or media item */
     doc: text('doc').notNull(),
@@ -1084,6 +1096,29 @@ export const passages = pgTable(
     index('passages_cut_at_idx').on(t.cutAt, t.id),
     index('passages_tsv_idx').using('gin', t.tsv),
   ],
+);
+
+/**
+ * Passages that went (their document re-cut or deleted), written by a trigger on `passages` in
+ * the transaction that deleted them, for `export --passages --cursor`: a consumer that loaded a
+ * passage into a vector store learns it went. `seq` comes from the passages' own id sequence, so
+ * one cursor position orders cuts and removals alike. Deleted after HISTORY_RETENTION_DAYS
+ * (`prune`).
+ */
+export const passageRemovals = pgTable(
+  'passage_removals',
+  {
+    /** the removed passage's id */
+    id: bigint('id', { mode: 'number' }).primaryKey(),
+    kind: text('kind').notNull(),
+    doc: text('doc').notNull(),
+    lang: text('lang').notNull(),
+    seq: bigint('seq', { mode: 'number' })
+      .notNull()
+      .default(sql`nextval('passages_id_seq')`),
+    removedAt: tstzNow('removed_at'),
+  },
+  (t) => [index('passage_removals_seq_idx').on(t.seq), index('passage_removals_removed_at_idx').on(t.removedAt)],
 );
 
 /**

@@ -111,3 +111,21 @@ export function mediaTranscriptCredits(mode: MediaMode, durationS: number | null
 export function mediaBudgetMinutes(mode: MediaMode, durationS: number | null): number {
   return modeGenerates(mode) ? startedMinutes(durationS ?? 0) : 0;
 }
+
+/**
+ * The link that opens a media item at `seconds`: a media file's URL with a Media Fragments
+ * `#t=` (browsers seek a media file to it); a social platform's post URL as it is, since none of
+ * the four takes a start time in a post's URL. Unknown moment, a URL with a fragment already, or
+ * one that does not parse: the URL as it is.
+ */
+export function mediaMomentUrl(url: string, seconds: number | null): string {
+  if (seconds === null || !Number.isFinite(seconds)) return url;
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return url;
+  }
+  if (u.hash !== '' || mediaPlatformOf(u) !== 'file') return url;
+  return `${url}#t=${Math.max(0, Math.floor(seconds))}`;
+}

@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { countTokens } from 'gpt-tokenizer/encoding/cl100k_base';
+import { mediaMomentUrl } from './media.ts';
 import { fillVideoUrl } from './search.ts';
 
 /** A transcript chunk as the cutter reads it: its text and its moment in seconds (null: unknown). */
@@ -209,7 +210,7 @@ export type PassageKind = (typeof PASSAGE_KINDS)[number];
 /**
  * A passage's link: a transcript's video at the passage's start second (VIDEO_URL_TEMPLATE, the
  * same link as a search hit's; null when the template is not set), a page's URL at its section's
- * anchor, a media item's URL.
+ * anchor, a media item's URL (at its start second where the URL takes one: `mediaMomentUrl`).
  */
 export function passageUrl(
   p: { kind: string; doc: string; startS: number | null; anchor: string | null },
@@ -218,5 +219,6 @@ export function passageUrl(
   if (p.kind === 'transcript')
     return videoUrlTemplate === undefined ? null : fillVideoUrl(videoUrlTemplate, p.doc, p.startS);
   if (p.kind === 'page' && p.anchor !== null) return `${p.doc}#${p.anchor}`;
+  if (p.kind === 'media') return mediaMomentUrl(p.doc, p.startS);
   return p.doc;
 }

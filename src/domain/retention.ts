@@ -37,8 +37,19 @@ export const PRUNE_TRIGGERS = ['daily', 'cli'] as const;
 export type PruneTrigger = (typeof PRUNE_TRIGGERS)[number];
 
 /** The tables prune frees room in, in the order it works on them (`prune_runs.freed` keys). */
-export const PRUNED_TABLES = ['batch_items', 'sync_runs', 'credit_charges', 'credit_snapshots', 'events'] as const;
+export const PRUNED_TABLES = [
+  'batch_items',
+  'sync_runs',
+  'credit_charges',
+  'passage_removals',
+  'credit_snapshots',
+  'events',
+] as const;
 
 /** The pruned tables whose rows are deleted whole after HISTORY_RETENTION_DAYS. */
-export const HISTORY_TABLES = ['sync_runs', 'credit_charges'] as const satisfies readonly PrunedTable[];
+export const HISTORY_TABLES = [
+  'sync_runs',
+  'credit_charges',
+  'passage_removals',
+] as const satisfies readonly PrunedTable[];
 export type PrunedTable = (typeof PRUNED_TABLES)[number];

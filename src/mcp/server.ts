@@ -20,6 +20,7 @@ import { sourcesWithStats } from '../db/source-stats.ts';
 import { readWithTimeout, type Pool } from '../db/statement-timeout.ts';
 import { CORPUS_EVENT_TYPES } from '../domain/events.ts';
 import { LANG_CODE_RE } from '../domain/langs.ts';
+import { mediaMomentUrl } from '../domain/media.ts';
 import { pageSections, sectionLink } from '../domain/pages.ts';
 import { fillVideoUrl, formatMoment, markSnippet, searchQueryProblem } from '../domain/search.ts';
 import type { Logger } from '../log.ts';
@@ -471,17 +472,16 @@ export function createMcpServer(deps: McpDeps): McpServer {
           transcript_state: m.transcriptState,
           lines: [],
         });
-      const { lines, nextFrom } = timedLines(m.chunks, a, () => m.url);
+      const { lines, nextFrom } = timedLines(m.chunks, a, (s) => mediaMomentUrl(m.url, s));
       const more = nextFrom === null ? '' : `\n[more: call again with from=${nextFrom}]`;
-      return answer(
-        `${m.title ?? m.url} [${m.platform}] <${m.url}>\n${linesText(lines.map((l) => ({ ...l, url: null })))}${more}`,
-        {
-          ...head,
-          transcript_state: m.transcriptState,
-          lines,
-          next_from: nextFrom,
-        },
-      );
+      // a line's link is written only where it opens the media at the line (a media file)
+      const shown = lines.map((l) => ({ ...l, url: l.url === m.url ? null : l.url }));
+      return answer(`${m.title ?? m.url} [${m.platform}] <${m.url}>\n${linesText(shown)}${more}`, {
+        ...head,
+        transcript_state: m.transcriptState,
+        lines,
+        next_from: nextFrom,
+      });
     }),
   );
 

@@ -9,7 +9,6 @@
  * of 0005 migrated to 0006. The readers built on the counters (status, /metrics, batch progress)
  * must say what the count says.
  */
-import { PASSAGE_OVERLAP_TOKENS, PASSAGE_TOKENS } from '../../src/config.ts';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,9 +57,6 @@ import { claimVideos, markSinkOutcome, pointClaimsAt, recordOutcomes, releaseCla
 import { BATCH_COUNT_SHARDS, ITEM_COUNT_SHARDS } from '../../src/domain/items.ts';
 import { pageSha256 } from '../../src/domain/pages.ts';
 import { createTestDatabase, dropDatabase, testDatabaseName, testServerUrl, type TestDatabase } from '../helpers/db.ts';
-
-/** How the page store cuts passages here: the defaults (PASSAGE_TOKENS, PASSAGE_OVERLAP_TOKENS). */
-const PASSAGES = { size: PASSAGE_TOKENS, overlap: PASSAGE_OVERLAP_TOKENS };
 
 let database: TestDatabase;
 
@@ -836,12 +832,10 @@ describe('page counters', () => {
     expect(await expectPageCountersExact()).toEqual({ stored: 0, gone: 0, versions: 0 });
 
     // a first crawl, then the same pages again (nothing new) and with 10 of them changed
-    await sql.begin((tx) => storePages(tx, origin, site('p', 30, 'v1'), PASSAGES));
+    await sql.begin((tx) => storePages(tx, origin, site('p', 30, 'v1')));
     expect(await expectPageCountersExact()).toEqual({ stored: 30, gone: 0, versions: 30 });
-    await sql.begin((tx) => storePages(tx, origin, site('p', 30, 'v1'), PASSAGES));
-    await sql.begin((tx) =>
-      storePages(tx, origin, [...site('p', 10, 'v2'), ...site('p', 30, 'v1').slice(10)], PASSAGES),
-    );
+    await sql.begin((tx) => storePages(tx, origin, site('p', 30, 'v1')));
+    await sql.begin((tx) => storePages(tx, origin, [...site('p', 10, 'v2'), ...site('p', 30, 'v1').slice(10)]));
     expect(await expectPageCountersExact()).toEqual({ stored: 30, gone: 0, versions: 40 });
 
     // a crawl that finds 20 of them: 10 gone; then 4 of those return, changed
@@ -853,12 +847,12 @@ describe('page counters', () => {
       ),
     );
     expect(await expectPageCountersExact()).toEqual({ stored: 30, gone: 10, versions: 40 });
-    await sql.begin((tx) => storePages(tx, origin, site('p', 24, 'v2').slice(20), PASSAGES));
+    await sql.begin((tx) => storePages(tx, origin, site('p', 24, 'v2').slice(20)));
     expect(await expectPageCountersExact()).toEqual({ stored: 30, gone: 6, versions: 44 });
 
     // writers side by side on the pool's connections (other shards), each in its own transaction
     await Promise.all(
-      ['a', 'b', 'c', 'd'].map((prefix) => sql.begin((tx) => storePages(tx, origin, site(prefix, 25, 'v1'), PASSAGES))),
+      ['a', 'b', 'c', 'd'].map((prefix) => sql.begin((tx) => storePages(tx, origin, site(prefix, 25, 'v1')))),
     );
     expect(await expectPageCountersExact()).toEqual({ stored: 130, gone: 6, versions: 144 });
 
@@ -872,7 +866,7 @@ describe('page counters', () => {
     expect(await expectPageCountersExact()).toEqual({ stored: 125, gone: 1, versions: 0 });
     await sql`truncate pages`;
     expect(await expectPageCountersExact()).toEqual({ stored: 0, gone: 0, versions: 0 });
-    await sql.begin((tx) => storePages(tx, origin, site('e', 5, 'v1'), PASSAGES));
+    await sql.begin((tx) => storePages(tx, origin, site('e', 5, 'v1')));
     expect(await expectPageCountersExact()).toEqual({ stored: 5, gone: 0, versions: 5 });
   });
 });

@@ -214,6 +214,8 @@ async function exercise(client: Client): Promise<void> {
     select jsonb_array_length(transcript_content)::int as n from media where url = ${tiktok}`;
   expect(media.lines.length).toBe(stored!.n);
   expect(media.lines.length).toBeGreaterThan(0);
+  // a TikTok URL takes no start time: each line links to the post
+  expect(media.lines.every((l) => l.url === tiktok)).toBe(true);
 
   // list_sources: the three, with what the tables hold of each
   const listed = structured<{

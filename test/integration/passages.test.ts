@@ -14,16 +14,12 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storePages } from '../../src/db/pages.ts';
 import { transcriptRowFromApi, upsertTranscripts } from '../../src/db/transcripts.ts';
-import { PASSAGE_OVERLAP_TOKENS, PASSAGE_TOKENS } from '../../src/config.ts';
 import { pageSha256 } from '../../src/domain/pages.ts';
 import { tokenCount } from '../../src/domain/passages.ts';
 import { drainSearchIndex } from '../../src/pipeline/services/search-index.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { runCli, type CliResult } from '../helpers/pipeline.ts';
-
-/** How the page store cuts passages here: the defaults (PASSAGE_TOKENS, PASSAGE_OVERLAP_TOKENS). */
-const PASSAGES = { size: PASSAGE_TOKENS, overlap: PASSAGE_OVERLAP_TOKENS };
 
 const URL_TEMPLATE = 'https://videos.example/watch?v={id}&t={seconds}';
 const SIZE = 64;
@@ -182,6 +178,7 @@ describe('passages', () => {
         end: p.end_s,
         headings: null,
         url: `https://videos.example/watch?v=${p.doc}&t=${Math.floor(p.start_s ?? 0)}`,
+        removed: false,
       });
     }
     // chunk 7 of vidA starts at 27.75 s: a passage starting there links to t=27
@@ -246,9 +243,36 @@ describe('export --passages', () => {
     expect(jsonl(third)).toEqual([]);
     await drainSearchIndex({ sql: database.sql, passages: { size: SIZE, overlap: OVERLAP } });
     expectExit(await cli(['export', '--passages', '--format', 'jsonl', '--out', third, '--cursor', 'vec']), 0);
-    const newB = (await passages('vidB')).filter((p) => !before.has(p.id));
+    const nowB = await passages('vidB');
+    const newB = nowB.filter((p) => !before.has(p.id));
     expect(newB.length).toBeGreaterThan(0);
-    expect(jsonl(third).map((x) => x.id)).toEqual(newB.map((p) => p.id).sort((a, b) => a - b));
+    const written = jsonl(third);
+    expect(written.filter((x) => x.removed === false).map((x) => x.id)).toEqual(
+      newB.map((p) => p.id).sort((a, b) => a - b),
+    );
+    // and, first, each passage of vidB the first run wrote that went with the re-cut
+    const goneB = [...before].filter((id) => !nowB.some((p) => p.id === id)).sort((a, b) => a - b);
+    expect(goneB.length).toBeGreaterThan(0);
+    const removed = written.slice(0, goneB.length);
+    expect(removed.map((x) => x.id).sort((a, b) => Number(a) - Number(b))).toEqual(goneB);
+    for (const x of removed) {
+      expect(x).toEqual({
+        id: x.id,
+        kind: 'transcript',
+        document: 'vidB',
+        lang: 'de',
+        n: null,
+        text: null,
+        tokens: null,
+        sha256: null,
+        start: null,
+        end: null,
+        headings: null,
+        url: null,
+        removed: true,
+      });
+    }
+    expect(written.filter((x) => x.removed === true)).toHaveLength(goneB.length);
 
     // --lang de: only vidB's; --kind page: none (no page passages yet)
     const de = join(dir, 'de.jsonl');
@@ -284,7 +308,7 @@ describe('export --passages', () => {
     });
   });
 
-  it('a page’s passages stay within a section, with its headings and a link to its anchor; an unchanged section keeps its ids', async () => {
+  it('a stored page is queued and cut by the indexer: within a section, with its headings and a link to its anchor; an unchanged page is not queued, an unchanged section keeps its ids', async () => {
     const page = (install: string) =>
       [
         '# Guide',
@@ -305,7 +329,13 @@ describe('export --passages', () => {
       sha256: pageSha256(content),
     });
     const origin = { jobId: 'job-page-1', sourceId: null };
-    await database.sql.begin((tx) => storePages(tx, origin, [row(page('install the package'))], PASSAGES));
+    const queued = () =>
+      database.sql<{ doc: string }[]>`select video_id as doc from search_index_queue where kind = 'page'`;
+    await database.sql.begin((tx) => storePages(tx, origin, [row(page('install the package'))]));
+    // the landing transaction only queues the page; the indexer cuts it
+    expect(await queued()).toEqual([{ doc: url }]);
+    await drainSearchIndex({ sql: database.sql, passages: { size: SIZE, overlap: OVERLAP } });
+    expect(await queued()).toEqual([]);
     const read = () =>
       database.sql<
         {
@@ -322,8 +352,7 @@ describe('export --passages', () => {
     const before = await read();
     expect(before.length).toBeGreaterThan(3);
     for (const p of before) {
-      // stored by this process: the default size
-      expect(p.tokens).toBeLessThanOrEqual(PASSAGE_TOKENS);
+      expect(p.tokens).toBeLessThanOrEqual(SIZE);
       expect(p.start_s).toBeNull();
       if (p.text.startsWith('Step'))
         expect(p).toMatchObject({ headings: ['Guide', 'Getting started'], anchor: 'getting-started' });
@@ -346,10 +375,19 @@ describe('export --passages', () => {
       url: `${url}#troubleshooting`,
     });
 
+    // the same page again: nothing queued, nothing cut
+    await database.sql.begin((tx) =>
+      storePages(tx, { ...origin, jobId: 'job-page-1b' }, [row(page('install the package'))]),
+    );
+    expect(await queued()).toEqual([]);
+    expect(await read()).toEqual(before);
+
     // the Getting started section changes: the other sections' passages keep their rows
     await database.sql.begin((tx) =>
-      storePages(tx, { ...origin, jobId: 'job-page-2' }, [row(page('install it with npm'))], PASSAGES),
+      storePages(tx, { ...origin, jobId: 'job-page-2' }, [row(page('install it with npm'))]),
     );
+    expect(await queued()).toEqual([{ doc: url }]);
+    expectExit(await cli(['search', 'npm']), 0);
     const after = await read();
     const kept = after.filter((p) => before.some((b) => b.id === p.id));
     expect(before.filter((p) => p.anchor === 'getting-started').length).toBeGreaterThan(1);

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   mediaBudgetMinutes,
+  mediaMomentUrl,
   mediaPlatformOf,
   mediaTranscriptCredits,
   modeGenerates,
@@ -78,5 +79,20 @@ describe('--mode', () => {
     expect(mediaTranscriptCredits('auto', 59)).toBe(2);
     expect(mediaBudgetMinutes('native', 600)).toBe(0);
     expect(mediaBudgetMinutes('generate', 601)).toBe(11);
+  });
+});
+
+describe('a media item’s link at a second', () => {
+  it('a media file’s URL with #t= (whole seconds); a social post’s, an unknown moment’s or one with a fragment as it is', () => {
+    expect(mediaMomentUrl('https://cdn.example.com/talks/keynote.mp3', 83.9)).toBe(
+      'https://cdn.example.com/talks/keynote.mp3#t=83',
+    );
+    expect(mediaMomentUrl('https://cdn.example.com/a.mp4?sig=1', 0)).toBe('https://cdn.example.com/a.mp4?sig=1#t=0');
+    expect(mediaMomentUrl('https://cdn.example.com/a.mp4', null)).toBe('https://cdn.example.com/a.mp4');
+    expect(mediaMomentUrl('https://cdn.example.com/a.mp4#t=5', 12)).toBe('https://cdn.example.com/a.mp4#t=5');
+    expect(mediaMomentUrl('https://www.tiktok.com/@user/video/1234567890', 12)).toBe(
+      'https://www.tiktok.com/@user/video/1234567890',
+    );
+    expect(mediaMomentUrl('not a url', 12)).toBe('not a url');
   });
 });

@@ -35,7 +35,13 @@ import {
   type AtomicFile,
   type TargetState,
 } from './atomic-file.ts';
-import { exportPassageRecords, lastPassageId, type PassageExportRow } from '../../db/passages.ts';
+import {
+  exportPassageRecords,
+  exportPassageRemovals,
+  lastPassageId,
+  type PassageExportRow,
+  type PassageRemovalRow,
+} from '../../db/passages.ts';
 import { passageUrl } from '../../domain/passages.ts';
 import { parquetPageWriter, parquetPassageWriter, parquetRecordWriter, type PassageRecord } from './parquet-export.ts';
 
@@ -464,6 +470,26 @@ function plainPassage(r: PassageExportRow, videoUrlTemplate: string | undefined)
     end: r.end_s,
     headings: r.headings,
     url: passageUrl({ kind: r.kind, doc: r.doc, startS: r.start_s, anchor: r.anchor }, videoUrlTemplate),
+    removed: false,
+  };
+}
+
+/** A passage that went since the cursor's last run: its id and document, nothing else. */
+function removedPassage(r: PassageRemovalRow): PassageRecord {
+  return {
+    id: r.id,
+    kind: r.kind,
+    document: r.doc,
+    lang: r.lang,
+    n: null,
+    text: null,
+    tokens: null,
+    sha256: null,
+    start: null,
+    end: null,
+    headings: null,
+    url: null,
+    removed: true,
   };
 }
 
@@ -523,8 +549,25 @@ export async function runExport(deps: ExportDeps, o: ExportOptions): Promise<Exp
           o.format === 'parquet'
             ? await parquetPassageWriter(out)
             : textWriter<PassageRecord>(out, (r) => `${JSON.stringify(r)}\n`);
+        const passageKinds = o.kinds?.map((k) => (k === 'video' ? 'transcript' : k));
+        if (afterEventId !== null) {
+          // first what went since the last run, so a consumer's store loses them before the new ones come
+          const removals = exportPassageRemovals(tx, {
+            kinds: passageKinds,
+            lang: o.lang,
+            afterId: afterEventId,
+            upTo: hi,
+          });
+          for await (const rows of removals.cursor(EXPORT_CURSOR_ROWS)) {
+            for (const r of rows) {
+              await writer.write(removedPassage(r));
+              records++;
+            }
+            progress.update(records, out.bytes);
+          }
+        }
         const query = exportPassageRecords(tx, {
-          kinds: o.kinds?.map((k) => (k === 'video' ? 'transcript' : k)),
+          kinds: passageKinds,
           lang: o.lang,
           afterId: afterEventId ?? undefined,
         });

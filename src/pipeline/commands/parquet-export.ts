@@ -45,7 +45,7 @@ const utf8 = (name: string, optional: boolean): SchemaElement => ({
   converted_type: 'UTF8',
   repetition_type: optional ? 'OPTIONAL' : 'REQUIRED',
 });
-const plainType = (name: string, type: 'DOUBLE' | 'INT64', optional: boolean): SchemaElement => ({
+const plainType = (name: string, type: 'DOUBLE' | 'INT64' | 'BOOLEAN', optional: boolean): SchemaElement => ({
   name,
   type,
   repetition_type: optional ? 'OPTIONAL' : 'REQUIRED',
@@ -275,14 +275,17 @@ export interface PassageRecord {
   kind: string;
   document: string;
   lang: string;
-  n: number;
-  text: string;
-  tokens: number;
-  sha256: string;
+  /** null only in a removal */
+  n: number | null;
+  text: string | null;
+  tokens: number | null;
+  sha256: string | null;
   start: number | null;
   end: number | null;
   headings: string[] | null;
   url: string | null;
+  /** the passage went since the cursor's last run (its document re-cut or deleted) */
+  removed: boolean;
 }
 
 function parquetPassageSchema(): SchemaElement[] {
@@ -291,16 +294,17 @@ function parquetPassageSchema(): SchemaElement[] {
     utf8('kind', false),
     utf8('document', false),
     utf8('lang', false),
-    plainType('n', 'INT64', false),
-    utf8('text', false),
-    plainType('tokens', 'INT64', false),
-    utf8('sha256', false),
+    plainType('n', 'INT64', true),
+    utf8('text', true),
+    plainType('tokens', 'INT64', true),
+    utf8('sha256', true),
     plainType('start', 'DOUBLE', true),
     plainType('end', 'DOUBLE', true),
     ...list('headings', [utf8('element', false)]),
     utf8('url', true),
+    plainType('removed', 'BOOLEAN', false),
   ];
-  // 12 top-level columns: headings' `list` and `element` are its children
+  // 13 top-level columns: headings' `list` and `element` are its children
   return [{ name: 'root', num_children: columns.length - 2 }, ...columns];
 }
 
@@ -310,7 +314,21 @@ export async function parquetPassageWriter(
 ): Promise<{ write(r: PassageRecord): Promise<void>; finish(): Promise<void> }> {
   const writer = await parquetFileWriter(sink, parquetPassageSchema());
   // the top-level columns (a LIST's inner `list` and `element` are not columns of their own)
-  const names = ['id', 'kind', 'document', 'lang', 'n', 'text', 'tokens', 'sha256', 'start', 'end', 'headings', 'url'];
+  const names = [
+    'id',
+    'kind',
+    'document',
+    'lang',
+    'n',
+    'text',
+    'tokens',
+    'sha256',
+    'start',
+    'end',
+    'headings',
+    'url',
+    'removed',
+  ];
   const groups = rowGroups(writer, names);
   return {
     async write(r) {
@@ -319,15 +337,16 @@ export async function parquetPassageWriter(
       c.kind!.push(r.kind);
       c.document!.push(r.document);
       c.lang!.push(r.lang);
-      c.n!.push(BigInt(r.n));
+      c.n!.push(r.n === null ? null : BigInt(r.n));
       c.text!.push(r.text);
-      c.tokens!.push(BigInt(r.tokens));
+      c.tokens!.push(r.tokens === null ? null : BigInt(r.tokens));
       c.sha256!.push(r.sha256);
       c.start!.push(r.start);
       c.end!.push(r.end);
       c.headings!.push(r.headings);
       c.url!.push(r.url);
-      await groups.added(r.text.length);
+      c.removed!.push(r.removed);
+      await groups.added(r.text?.length ?? 0);
     },
     finish: () => groups.finish(),
   };

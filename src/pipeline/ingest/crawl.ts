@@ -250,7 +250,7 @@ async function landAnswer(
   const result = await deps.sql.begin(async (tx) => {
     const { rows: changed } = await landRecords(tx, batch.jobId, records, deps.settings.landChunkSize);
     const sunk = changed.filter((r) => r.state === 'sunk').map((r) => rows.get(r.videoId)!);
-    const counts = await storePages(tx, { jobId: batch.jobId, sourceId: batch.sourceId }, sunk, deps.settings.passages);
+    const counts = await storePages(tx, { jobId: batch.jobId, sourceId: batch.sourceId }, sunk);
     return { changed, counts };
   });
   reportPages(deps, result.counts);
@@ -442,7 +442,7 @@ export async function sinkPages(
         if ('row' in built) rows.push(built.row);
         else bad.push({ videoId: it.videoId, reason: built.reason, reasonCode: built.reasonCode });
       }
-      const c = await storePages(tx, batch, rows, deps.settings.passages);
+      const c = await storePages(tx, batch, rows);
       out.inserted += c.added;
       out.updated += c.changed + c.returned;
       out.unchanged += c.unchanged;

@@ -194,7 +194,7 @@ async function scrapeOne(
       if ('row' in built && record.state === 'landed') {
         await landRecords(tx, jobId, [{ ...record, state: 'sunk' }]);
         // the page is stored under the URL asked for: a redirect's URL stays in the raw copy
-        await storePages(tx, origin, [{ ...built.row, url }], deps.settings.passages);
+        await storePages(tx, origin, [{ ...built.row, url }]);
       } else {
         const reason = 'reason' in built ? built.reason : (record.reason ?? 'page could not be stored');
         const reasonCode = 'reasonCode' in built ? built.reasonCode : (record.reasonCode ?? 'unstorable');

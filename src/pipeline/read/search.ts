@@ -14,6 +14,7 @@ import {
   type SearchHit,
 } from '../../db/search.ts';
 import { sectionLink } from '../../domain/pages.ts';
+import { mediaMomentUrl } from '../../domain/media.ts';
 import { fillVideoUrl } from '../../domain/search.ts';
 
 export const SEARCH_KINDS = ['video', 'page', 'media'] as const;
@@ -75,6 +76,6 @@ export async function searchCorpus(sql: Queryable, s: CorpusSearch): Promise<Cor
  */
 export function hitLink(h: CorpusHit, videoUrlTemplate: string | undefined): string | undefined {
   if (h.kind === 'page') return sectionLink(h.hit.url, h.hit.anchor);
-  if (h.kind === 'media') return h.hit.url;
+  if (h.kind === 'media') return mediaMomentUrl(h.hit.url, h.hit.seconds);
   return videoUrlTemplate === undefined ? undefined : fillVideoUrl(videoUrlTemplate, h.hit.videoId, h.hit.seconds);
 }

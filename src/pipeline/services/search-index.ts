@@ -81,8 +81,10 @@ export function startSearchIndexer(
             async (span) => {
               const r = await indexQueuedTranscripts(deps.sql, SEARCH_INDEX_CHUNK, passages);
               span.setAttribute('videosite.transcripts_indexed', r.transcripts);
+              span.setAttribute('videosite.media_indexed', r.media);
+              span.setAttribute('videosite.pages_indexed', r.pages);
               span.setAttribute('videosite.passages_cut', r.passagesCut);
-              return r.transcripts;
+              return r.transcripts + r.media + r.pages;
             },
             { root: true },
           );
@@ -148,7 +150,8 @@ async function drainOnce(
   let indexed = 0;
   for (;;) {
     if (opts.signal?.aborted) return indexed;
-    const built = (await indexQueuedTranscripts(deps.sql, SEARCH_INDEX_CHUNK, passages)).transcripts;
+    const r = await indexQueuedTranscripts(deps.sql, SEARCH_INDEX_CHUNK, passages);
+    const built = r.transcripts + r.media + r.pages;
     indexed += built;
     const { pending } = await searchBacklog(deps.sql, before);
     opts.onProgress?.({ indexed, pending });
