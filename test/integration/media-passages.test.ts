@@ -157,7 +157,9 @@ describe('media passages', () => {
         expect(p.tokens).toBe(tokenCount(p.text));
         expect(p.tokens).toBeLessThanOrEqual(SIZE);
         const held = t.content.slice(p.first_chunk!, p.last_chunk! + 1);
-        expect(p.text).toBe(held.map((c) => c.text.trim()).join(' '));
+        // its chunks' text, but for the words of the one before it repeats and a chunk split in parts
+        expect(held.map((c) => c.text.trim()).join(' ')).toContain(p.text);
+        for (const c of held.slice(1, -1)) expect(p.text).toContain(c.text.trim());
         expect(p.start_s).toBe(held[0]!.offset / 1000);
         expect(p.end_s).toBe((held.at(-1)!.offset + held.at(-1)!.duration) / 1000);
       }
