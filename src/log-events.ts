@@ -241,6 +241,14 @@ export const LOG_EVENTS = [
   /** the simulator command got a signal and stops: `signal` */
   'simulator.stopping',
 
+  // the embeddings twin (src/embeddings/twin.ts, src/cli/embeddings-twin.ts)
+  /** the twin stops listening for a while (a scripted outage): `ms` */
+  'embeddings_twin.down',
+  /** the twin failed to answer a request: `err` */
+  'embeddings_twin.error',
+  /** the embeddings-twin command got a signal and stops: `signal` */
+  'embeddings_twin.stopping',
+
   // export (src/pipeline/commands/export.ts)
   /** an export completed and its output is in place (the cursor moved after): `format`, `out`, `records` (srt/vtt: files, with `cues` and `skipped`), `bytes`, `ms`, `cursor`, `afterEventId`, `lastEventId` */
   'export.done',

@@ -113,6 +113,10 @@ export const COMMANDS = {
     summary: 'run the embedded upstream simulator (every endpoint, synthetic catalog, faults)',
     load: async () => (await import('./simulator.ts')).registerSimulatorCommand,
   },
+  'embeddings-twin': {
+    summary: 'run the offline OpenAI-compatible embeddings server (deterministic vectors, rate limits, faults)',
+    load: async () => (await import('./embeddings-twin.ts')).registerEmbeddingsTwinCommand,
+  },
   demo: {
     summary: 'start the embedded simulator, migrate a demo database, add demo sources, backfill, print the status',
     load: async () => (await import('./demo.ts')).registerDemoCommand,
