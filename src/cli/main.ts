@@ -97,7 +97,8 @@ export const COMMANDS = {
     load: async () => (await import('./export.ts')).registerExportCommand,
   },
   search: {
-    summary: 'find where words are said in the stored transcripts: video, moment and snippet, ranked',
+    summary:
+      'find where words are said (or, by meaning, what is said like them) in the stored transcripts, pages and media: moment and snippet, ranked',
     load: async () => (await import('./search.ts')).registerSearchCommand,
   },
   mcp: {
