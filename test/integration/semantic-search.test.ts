@@ -5,7 +5,12 @@
  * search answering with the previous model until the new one covers every passage; the filters;
  * `search --mode` without embeddings or without pgvector exits 2 naming what is missing.
  */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../src/log.ts';
+import { createMcpServer } from '../../src/mcp/server.ts';
 import { loadConfig, type EmbeddingsConfig } from '../../src/config.ts';
 import { transcriptRowFromApi, upsertTranscripts } from '../../src/db/transcripts.ts';
 import { createEmbeddingsClient } from '../../src/embeddings/client.ts';
@@ -210,6 +215,47 @@ describe('search by meaning', () => {
     await database.sql`delete from embeddings where model <> 'twin-c'`;
     expect(await searchModel(database.sql, fresh)).toMatchObject({ model: 'twin-c', covers: false });
     expect((await searchCorpusIn(database.sql, { words: 'car', limit: 5 }, fresh)).mode).toBe('text');
+  });
+});
+
+describe('the MCP search tool', () => {
+  const callSearch = async (embeddings: EmbeddingsConfig | undefined, args: Record<string, unknown>) => {
+    const server = createMcpServer({
+      sql: database.sql,
+      videoUrlTemplate: URL_TEMPLATE,
+      embeddings,
+      drainSearchIndex: async () => {},
+      log: silentLogger(),
+      version: 'test',
+    });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    const client = new Client({ name: 'semantic-search-test', version: '1' });
+    await Promise.all([server.connect(a), client.connect(b)]);
+    try {
+      return (await client.callTool({ name: 'search', arguments: args })) as CallToolResult;
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  };
+
+  it('takes the mode, and refuses search by meaning without embeddings, naming EMBEDDINGS_BASE_URL', async () => {
+    await embedPassages(database.sql, client('twin-a'));
+    const r = await callSearch(embeddingsOf('twin-a'), { words: 'film', mode: 'semantic', limit: 2 });
+    expect(r.isError).toBeFalsy();
+    const s = r.structuredContent as {
+      mode: string;
+      model: string;
+      hits: { video_id: string; url: string; distance: number }[];
+    };
+    expect(s).toMatchObject({ mode: 'semantic', model: 'twin-a' });
+    expect(s.hits.map((h) => h.video_id).sort()).toEqual(['v05', 'v06']);
+    expect(s.hits[0]!.url).toBe(`https://videos.example/watch?v=${s.hits[0]!.video_id}&t=5`);
+    expect(s.hits[0]!.distance).toBeLessThan(1);
+
+    const off = await callSearch(undefined, { words: 'film', mode: 'hybrid' });
+    expect(off.isError).toBe(true);
+    expect((off.content[0] as { text: string }).text).toContain('EMBEDDINGS_BASE_URL');
   });
 });
 
