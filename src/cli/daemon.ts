@@ -234,8 +234,10 @@ async function startAdmin(ctx: Context, metrics: AdminMetrics, host: string, por
         urlPassword(ctx.config.databaseUrl),
         urlPassword(ctx.config.redisUrl),
         ctx.config.redisPassword,
+        ctx.config.embeddings?.apiKey,
       ],
       videoUrlTemplate: ctx.config.videoUrlTemplate,
+      embeddings: ctx.config.embeddings,
       keyFingerprint: ctx.api().keyFingerprint,
       log: ctx.log,
     });

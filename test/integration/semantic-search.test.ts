@@ -11,6 +11,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.ts';
 import { createMcpServer } from '../../src/mcp/server.ts';
+import { Hono } from 'hono';
+import { registerPageRoutes } from '../../src/admin/page-routes.ts';
 import { loadConfig, type EmbeddingsConfig } from '../../src/config.ts';
 import { transcriptRowFromApi, upsertTranscripts } from '../../src/db/transcripts.ts';
 import { createEmbeddingsClient } from '../../src/embeddings/client.ts';
@@ -256,6 +258,39 @@ describe('the MCP search tool', () => {
     const off = await callSearch(undefined, { words: 'film', mode: 'hybrid' });
     expect(off.isError).toBe(true);
     expect((off.content[0] as { text: string }).text).toContain('EMBEDDINGS_BASE_URL');
+  });
+});
+
+describe('the admin search page', () => {
+  const page = async (embeddings: EmbeddingsConfig | undefined, query: string) => {
+    const app = new Hono();
+    registerPageRoutes(app, {
+      sql: database.sql,
+      log: silentLogger(),
+      queuesPath: '/admin/queues',
+      videoUrlTemplate: URL_TEMPLATE,
+      embeddings,
+    });
+    const res = await app.request(`/search?${query}`);
+    return { status: res.status, text: await res.text() };
+  };
+
+  it('takes the mode: by meaning, each hit linked at its moment with its distance; without embeddings, what to set', async () => {
+    await embedPassages(database.sql, client('twin-a'));
+    const semantic = await page(embeddingsOf('twin-a'), 'q=doctor&mode=semantic&limit=2');
+    expect(semantic.status).toBe(200);
+    expect(semantic.text).toMatch(/id="search-mode">semantic · model <code>twin-a<\/code>/);
+    expect(semantic.text).toContain('href="https://videos.example/watch?v=v03&amp;t=5"');
+    expect(semantic.text).toContain('href="https://videos.example/watch?v=v04&amp;t=5"');
+    expect(semantic.text).not.toContain('v=v01&amp;');
+    // text search on the same words finds nothing
+    expect((await page(embeddingsOf('twin-a'), 'q=doctor&mode=text')).text).toContain('id="no-matches"');
+    // the default once every passage is embedded: hybrid
+    expect((await page(embeddingsOf('twin-a'), 'q=doctor')).text).toMatch(/id="search-mode">hybrid/);
+    const off = await page(undefined, 'q=doctor&mode=hybrid');
+    expect(off.text).toContain('id="mode-problem"');
+    expect(off.text).toContain('EMBEDDINGS_BASE_URL');
+    expect((await page(undefined, 'q=doctor&mode=fuzzy')).status).toBe(400);
   });
 });
 

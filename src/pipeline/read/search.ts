@@ -95,6 +95,23 @@ function passageKinds(s: Pick<CorpusSearch, 'kind' | 'lang' | 'channelId'>): Pas
   return s.lang !== undefined || s.channelId !== undefined ? ['transcript'] : ['transcript', 'page', 'media'];
 }
 
+/** The mode a search runs in and, by meaning, the model in use; throws SearchModeUnavailableError when it cannot run. */
+export async function resolveSearchMode(
+  sql: Queryable,
+  asked: SearchMode | undefined,
+  embeddings: EmbeddingsConfig | undefined,
+): Promise<{ mode: 'text' } | { mode: 'semantic' | 'hybrid'; model: Extract<SearchModel, { state: 'ready' }> }> {
+  if (asked === 'text') return { mode: 'text' };
+  const m = await searchModel(sql, embeddings);
+  const mode = asked ?? defaultSearchMode(m);
+  if (mode === 'text') return { mode };
+  if (m.state !== 'ready') {
+    const code = m.state === 'no-pgvector' ? 'no-pgvector' : 'off';
+    throw new SearchModeUnavailableError(code, searchModelProblem(m) ?? code);
+  }
+  return { mode, model: m };
+}
+
 /**
  * The search in `mode` (default: `defaultSearchMode`), with the embeddings settings for search by
  * meaning; throws SearchModeUnavailableError when semantic or hybrid was asked for and cannot run.
@@ -104,16 +121,9 @@ export async function searchCorpusIn(
   s: CorpusSearch & { mode?: SearchMode | undefined },
   embeddings: EmbeddingsConfig | undefined,
 ): Promise<CorpusAnswer> {
-  if (s.mode === 'text') return { mode: 'text', hits: await searchCorpus(sql, s) };
-  const m = await searchModel(sql, embeddings);
-  const mode = s.mode ?? defaultSearchMode(m);
-  if (mode === 'text') return { mode, hits: await searchCorpus(sql, s) };
-  const problem = searchModelProblem(m);
-  if (problem !== null || m.state !== 'ready' || embeddings === undefined)
-    throw new SearchModeUnavailableError(
-      m.state === 'no-pgvector' ? 'no-pgvector' : 'off',
-      problem ?? 'embeddings are off',
-    );
+  const r = await resolveSearchMode(sql, s.mode, embeddings);
+  if (r.mode === 'text' || embeddings === undefined) return { mode: 'text', hits: await searchCorpus(sql, s) };
+  const { mode, model: m } = r;
   const client = createEmbeddingsClient({ ...embeddings, model: m.model, dimensions: m.dimensions });
   const vector = await embedQuery(client, s.words);
   const near = await nearestPassages(sql, {
