@@ -3,8 +3,9 @@
  * singletons), so tests build real ones and nothing needs module mocking.
  */
 import type { ChargeRecorder } from './ingest/charges.ts';
+import type { EmbedderMetrics } from './services/embedder.ts';
 import type { ApiClient } from '../api/client.ts';
-import type { Config } from '../config.ts';
+import type { Config, EmbeddingsConfig } from '../config.ts';
 import type { Sql } from '../db/connection.ts';
 import type { UpsertCounts } from '../db/videos.ts';
 import type { Logger } from '../log.ts';
@@ -32,4 +33,8 @@ export interface PipelineDeps {
   metrics?: PipelineMetrics;
   /** records what each request was billed (`credit_charges`); default none (nothing recorded) */
   charges?: ChargeRecorder;
+  /** EMBEDDINGS_*: undefined, no embedder runs */
+  embeddings?: EmbeddingsConfig | undefined;
+  /** where the embedder reports its requests (the daemon's Prometheus counters) */
+  embedderMetrics?: EmbedderMetrics;
 }
