@@ -30,6 +30,7 @@ import type { PipelineQueues } from '../queues/queues.ts';
 import { assertSafeExposure, requireToken } from './auth.ts';
 import { createReadinessChecker } from './health.ts';
 import { registerStateMetrics, type AdminMetrics } from './metrics.ts';
+import type { EmbeddingsStatusOptions } from '../pipeline/read/status.ts';
 import { PAGE_CSP } from './layout.ts';
 import { loadOverview, renderOverview } from './overview.ts';
 import { registerPageRoutes } from './page-routes.ts';
@@ -87,6 +88,8 @@ export interface AdminAppOptions {
   queryTimeoutMs?: number;
   /** VIDEO_URL_TEMPLATE: search hits link to the video at their moment */
   videoUrlTemplate?: string | undefined;
+  /** EMBEDDINGS_*: /metrics and the overview show the model's coverage; unset, embeddings are off */
+  embeddings?: EmbeddingsStatusOptions | undefined;
 }
 
 export interface AdminApp {
@@ -136,6 +139,7 @@ export function createAdminApp(opts: AdminAppOptions): AdminApp {
     log,
     timeoutMs: opts.queryTimeoutMs,
     keyFingerprint: opts.keyFingerprint,
+    embeddings: opts.embeddings,
   });
   let stopping = false;
 

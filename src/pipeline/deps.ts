@@ -3,7 +3,6 @@
  * singletons), so tests build real ones and nothing needs module mocking.
  */
 import type { ChargeRecorder } from './ingest/charges.ts';
-import type { EmbedderMetrics } from './services/embedder.ts';
 import type { ApiClient } from '../api/client.ts';
 import type { Config, EmbeddingsConfig } from '../config.ts';
 import type { Sql } from '../db/connection.ts';
@@ -21,6 +20,8 @@ export type PipelineSettings = Config['pipeline'];
 export interface PipelineMetrics {
   /** a sink chunk committed: rows of `table` inserted, updated, or found unchanged */
   rowsUpserted(table: 'videos' | 'transcripts', counts: UpsertCounts): void;
+  /** one request of the embedder, by outcome, with the texts and tokens it stored */
+  embeddingRequest?(outcome: string, texts: number, tokens: number): void;
 }
 
 export interface PipelineDeps {
@@ -35,6 +36,4 @@ export interface PipelineDeps {
   charges?: ChargeRecorder;
   /** EMBEDDINGS_*: undefined, no embedder runs */
   embeddings?: EmbeddingsConfig | undefined;
-  /** where the embedder reports its requests (the daemon's Prometheus counters) */
-  embedderMetrics?: EmbedderMetrics;
 }

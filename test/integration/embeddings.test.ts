@@ -18,7 +18,9 @@ import { silentLogger } from '../../src/log.ts';
 import { drainEmbeddings, startEmbedder } from '../../src/pipeline/services/embedder.ts';
 import { drainSearchIndex } from '../../src/pipeline/services/search-index.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { waitFor } from '../helpers/pipeline.ts';
+import { runCli, waitFor } from '../helpers/pipeline.ts';
+import { expectExit } from '../helpers/cli.ts';
+import { createMetrics } from '../../src/admin/metrics.ts';
 
 const KEY = 'sk-embeddings-test-0123456789';
 /** small passages, so a transcript of 40 lines has several */
@@ -164,13 +166,34 @@ describe('embeddings kept current', () => {
     const facts = await readEmbeddingsFacts(database.sql, { model: 'twin-budget' });
     expect(facts.refusedToday).toBeGreaterThanOrEqual(1);
     expect(facts.backlog).toBeGreaterThan(0);
+
+    // what a person sees
+    const status = await runCli(['status'], {
+      DATABASE_URL: database.url,
+      LOG_LEVEL: 'warn',
+      EMBEDDINGS_BASE_URL: twin.baseUrl,
+      EMBEDDINGS_MODEL: 'twin-budget',
+      EMBEDDINGS_TOKENS_PER_DAY: String(budget),
+    });
+    expectExit(status, 0);
+    const passages = await count('select count(*)::int as n from passages');
+    expect(status.stdout).toContain(
+      `embeddings: twin-budget: ${facts.covered}/${passages} passage(s) covered, ${facts.backlog} text(s) waiting; ` +
+        `tokens today ${today} / ${budget} budget; REFUSED ${facts.refusedToday} request(s) today: the daily token budget is spent`,
+    );
   });
 
   it('a provider answering 500, 503, 429 or dropping the connection loses nothing and is paid once per text', async () => {
     twin.resetStats();
     twin.script([{ status: 500 }, { status: 429, retryAfterMs: 300 }, { status: 503 }, { reset: 'before' }]);
     const all = await texts();
-    const r = await drain('twin-faults');
+    const metrics = createMetrics({ processMetrics: false });
+    const r = await drainEmbeddings({
+      sql: database.sql,
+      log: silentLogger(),
+      embeddings: settings('twin-faults'),
+      metrics,
+    });
     expect(r).toEqual({ embedded: all.size, stopped: 'done' });
     expect(await vectorCount('twin-faults')).toBe(all.size);
     expect(twin.stats()).toMatchObject({ inputsAnswered: all.size, inputsRepeated: 0, rateLimited: 0 });
@@ -183,6 +206,11 @@ describe('embeddings kept current', () => {
     // counted (at most a batch of 8 passages of 48 tokens)
     expect(tokens).toBeGreaterThanOrEqual(twin.stats().tokensAnswered);
     expect(tokens - twin.stats().tokensAnswered).toBeLessThanOrEqual(8 * PASSAGES.size);
+    // the process's counters: every request by outcome, the texts stored
+    const scraped = await metrics.registry.metrics();
+    expect(scraped).toContain('vsi_embedding_requests_total{outcome="rate-limited"} 1');
+    expect(scraped).toContain('vsi_embedding_requests_total{outcome="failed"} 3');
+    expect(scraped).toContain(`vsi_embedded_texts_total ${all.size}`);
     // a model change keeps the other models' vectors
     expect(await vectorCount('twin-a')).toBeGreaterThanOrEqual(all.size);
   });

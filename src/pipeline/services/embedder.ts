@@ -32,6 +32,7 @@ import {
 } from '../../db/embeddings.ts';
 import { createEmbeddingsClient, EmbeddingsError, type EmbeddingsClient } from '../../embeddings/client.ts';
 import type { Logger } from '../../log.ts';
+import type { PipelineMetrics } from '../deps.ts';
 
 /** An embedder that found nothing to embed looks again after this long. */
 export const EMBEDDER_IDLE_MS = 1_000;
@@ -52,18 +53,14 @@ export const EMBEDDER_REJECTED_RETRY_MS = 24 * 3_600_000;
  */
 export const EMBEDDER_CLAIM_MARGIN_MS = 60_000;
 
-export interface EmbedderMetrics {
-  /** one request's outcome, with the texts and tokens it carried */
-  request(outcome: EmbedOutcome['kind'], texts: number, tokens: number): void;
-}
-
 export interface EmbedderDeps {
   sql: Sql;
   log: Logger;
   embeddings: EmbeddingsConfig;
   /** default: a client of `embeddings` */
   client?: EmbeddingsClient;
-  metrics?: EmbedderMetrics;
+  /** where each request is counted (the daemon's Prometheus counters) */
+  metrics?: PipelineMetrics | undefined;
 }
 
 /** What one round did. */
@@ -320,7 +317,11 @@ export function startEmbedder(deps: EmbedderDeps, opts: { idleMs?: number } = {}
 
 function report(deps: EmbedderDeps, out: EmbedOutcome): void {
   if (out.kind === 'idle') return;
-  deps.metrics?.request(out.kind, out.kind === 'embedded' ? out.texts : 0, out.kind === 'embedded' ? out.tokens : 0);
+  deps.metrics?.embeddingRequest?.(
+    out.kind,
+    out.kind === 'embedded' ? out.texts : 0,
+    out.kind === 'embedded' ? out.tokens : 0,
+  );
 }
 
 function backoff(failures: number): number {

@@ -120,7 +120,7 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
   // beside it, the embedder keeps the passages' vectors current (EMBEDDINGS_BASE_URL set)
   const embedder =
     searchIndexer !== undefined && deps.embeddings !== undefined
-      ? startEmbedder({ ...deps, embeddings: deps.embeddings, metrics: deps.embedderMetrics })
+      ? startEmbedder({ ...deps, embeddings: deps.embeddings })
       : undefined;
   for (const w of workers) logWorkerEvents(deps.log, w);
 
