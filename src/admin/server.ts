@@ -31,6 +31,7 @@ import type { PipelineQueues } from '../queues/queues.ts';
 import { assertSafeExposure, requireToken } from './auth.ts';
 import { createReadinessChecker } from './health.ts';
 import { registerStateMetrics, type AdminMetrics } from './metrics.ts';
+import type { EmbeddingsStatusOptions } from '../pipeline/read/status.ts';
 import { PAGE_CSP } from './layout.ts';
 import { loadOverview, renderOverview } from './overview.ts';
 import { registerPageRoutes } from './page-routes.ts';
@@ -88,7 +89,7 @@ export interface AdminAppOptions {
   queryTimeoutMs?: number;
   /** VIDEO_URL_TEMPLATE: search hits link to the video at their moment */
   videoUrlTemplate?: string | undefined;
-  /** the embeddings settings (the search page by meaning); undefined: text only */
+  /** EMBEDDINGS_*: /metrics and the overview show the model's coverage, the search page searches by meaning; unset, embeddings are off */
   embeddings?: EmbeddingsConfig | undefined;
 }
 
@@ -139,6 +140,7 @@ export function createAdminApp(opts: AdminAppOptions): AdminApp {
     log,
     timeoutMs: opts.queryTimeoutMs,
     keyFingerprint: opts.keyFingerprint,
+    embeddings: opts.embeddings,
   });
   let stopping = false;
 

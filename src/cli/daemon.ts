@@ -229,12 +229,12 @@ async function startAdmin(ctx: Context, metrics: AdminMetrics, host: string, por
       metrics,
       secrets: [
         ctx.config.api.apiKey,
+        ctx.config.embeddings?.apiKey,
         token,
         ctx.config.admin.metricsToken,
         urlPassword(ctx.config.databaseUrl),
         urlPassword(ctx.config.redisUrl),
         ctx.config.redisPassword,
-        ctx.config.embeddings?.apiKey,
       ],
       videoUrlTemplate: ctx.config.videoUrlTemplate,
       embeddings: ctx.config.embeddings,

@@ -28,10 +28,17 @@ export async function ensureEmbeddingsStore(sql: Queryable): Promise<EmbeddingsS
   return row!.state;
 }
 
-/** Whether `embeddings` exists, without creating anything (for `status`). */
-export async function embeddingsTableExists(sql: Queryable): Promise<boolean> {
-  const [row] = await sql<{ ok: boolean }[]>`select to_regclass('embeddings') is not null as ok`;
-  return row!.ok;
+/**
+ * Whether vectors can be stored, without creating anything (for `status`): `ready` (the table
+ * is there), `not-installed` (the server lacks pgvector), or `not-created` (it has it: the first
+ * embedder to start creates the extension, which needs a superuser).
+ */
+export async function readEmbeddingsStoreState(sql: Queryable): Promise<'ready' | 'not-installed' | 'not-created'> {
+  const [row] = await sql<{ table: boolean; available: boolean }[]>`
+    select to_regclass('embeddings') is not null as table,
+           exists (select 1 from pg_available_extensions where name = 'vector') as available`;
+  if (row!.table) return 'ready';
+  return row!.available ? 'not-created' : 'not-installed';
 }
 
 /** A passage text to embed: its content hash, text and tokens (of one of the passages holding it). */
@@ -285,7 +292,7 @@ export interface EmbeddingsFacts {
   models: { model: string; texts: number }[];
 }
 
-/** The embeddings facts of `space`; the table must exist (`embeddingsTableExists`). */
+/** The embeddings facts of `space`; the table must exist (`readEmbeddingsStoreState`). */
 export async function readEmbeddingsFacts(sql: Queryable, space: ModelSpace): Promise<EmbeddingsFacts> {
   const dims = space.dimensions ?? null;
   const [row] = await sql<Omit<EmbeddingsFacts, 'model' | 'models'>[]>`

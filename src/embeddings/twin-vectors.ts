@@ -2,8 +2,8 @@
  * The embeddings twin's vectors: deterministic, and carrying some meaning, so that a test can
  * find a passage by what it says rather than by its words. A text is a bag of word stems; each
  * stem of a small built-in synonym table adds to the dimension of its concept (shared by the
- * group: "car", "automobile" and "vehicle" land on one), every other stem to a hashed dimension
- * of its own; the vector is L2-normalised, so cosine similarity is the share of meaning two
+ * group: "car", "automobile" and "vehicle" land on one, and no other word does), every other
+ * stem to a hashed dimension; the vector is L2-normalised, so cosine similarity is the share of meaning two
  * texts have in common. The model name seeds the hashing: two models are two unrelated spaces,
  * as they are with real providers.
  */
@@ -33,7 +33,7 @@ export const SYNONYM_GROUPS: readonly (readonly string[])[] = [
 ];
 
 const STOP_WORDS = new Set(
-  'a an and are as at be but by for from has have he her his i in is it its of on or our she so that the their them they this to was we were what which who will with you your'.split(
+  'a about an and are as at be but by for from has have he her his i in is it its more of on or our she so that the their them they this to was we were what which who will with you your'.split(
     ' ',
   ),
 );
@@ -73,11 +73,15 @@ function fnv1a(s: string): number {
 /** The twin's vector of `text` under `model`, `dimensions` long, of length 1. */
 export function twinVector(text: string, model: string, dimensions: number): number[] {
   const v = new Array<number>(dimensions).fill(0);
+  // concepts own the first dimensions (when there is room), so no word lands on one by chance
+  const reserved = dimensions >= 2 * SYNONYM_GROUPS.length ? SYNONYM_GROUPS.length : 0;
   for (const s of stems(text)) {
     const concept = CONCEPT_OF.get(s);
     const h = fnv1a(`${model}\u0000${concept === undefined ? `w:${s}` : `c:${concept}`}`);
     // the top bit signs the contribution, so unrelated words sharing a dimension cancel on average
-    v[h % dimensions]! += h & 0x80000000 ? -1 : 1;
+    const sign = h & 0x80000000 ? -1 : 1;
+    if (concept !== undefined && reserved > 0) v[concept]! += sign;
+    else v[reserved + (h % (dimensions - reserved))]! += sign;
   }
   let norm = Math.sqrt(v.reduce((sum, x) => sum + x * x, 0));
   if (norm === 0) {

@@ -20,6 +20,8 @@ import { startEmbeddingsTwin, type EmbeddingsTwin } from '../../src/embeddings/t
 import { drainSearchIndex } from '../../src/pipeline/services/search-index.ts';
 import { searchCorpusIn, type CorpusHit, type SearchMode } from '../../src/pipeline/read/search.ts';
 import { searchModel } from '../../src/pipeline/read/search-model.ts';
+import { readEmbeddingsStatus } from '../../src/pipeline/read/status.ts';
+import { describeEmbeddings } from '../../src/cli/status.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { embedPassages } from '../helpers/embeddings.ts';
 import { runCli } from '../helpers/pipeline.ts';
@@ -198,6 +200,10 @@ describe('search by meaning', () => {
     expect(during.mode).toBe('hybrid');
     expect(during.model).toBe('twin-a');
     expect(videosOf(during.hits).sort()).toEqual(['v03', 'v04']);
+    // what `status` says meanwhile
+    expect(describeEmbeddings(await readEmbeddingsStatus(database.sql, b))).toContain(
+      'search by meaning uses twin-a until twin-b covers every passage',
+    );
 
     await embedPassages(database.sql, client('twin-b'));
     expect(await searchModel(database.sql, b)).toEqual({
@@ -209,6 +215,7 @@ describe('search by meaning', () => {
     });
     const after = await searchCorpusIn(database.sql, { words: 'doctor', limit: 2 }, b);
     expect(after.model).toBe('twin-b');
+    expect(describeEmbeddings(await readEmbeddingsStatus(database.sql, b))).toContain('search by meaning uses twin-b');
     expect(videosOf(after.hits).sort()).toEqual(['v03', 'v04']);
   });
 
@@ -305,7 +312,7 @@ describe('search --mode without what it needs', () => {
     expect((await runCli(['search', 'automobile'], env, 60_000)).code).toBe(0);
   });
 
-  it('exits 2 naming pgvector when the database has no vectors table', async () => {
+  it('exits 2 naming pgvector when the database has no vectors table yet', async () => {
     const bare = await createTestDatabase('semantic_no_pgvector');
     try {
       // what migrate leaves where the server lacks pgvector
@@ -321,7 +328,7 @@ describe('search --mode without what it needs', () => {
       );
       expect(r.code).toBe(2);
       expect(r.stderr).toContain('pgvector');
-      expect(r.stderr).toContain('install-pgvector.sh');
+      expect(r.stderr).toContain('not created in this database');
       // without --mode: text, which needs no pgvector
       expect(
         (

@@ -6,16 +6,17 @@
  * which finds only what it covers so far. `search`, the MCP tool, the admin page and `status`
  * all ask this.
  */
-import type { EmbeddingsConfig } from '../../config.ts';
 import type { Queryable } from '../../db/connection.ts';
-import { embeddingsTableExists } from '../../db/embeddings.ts';
+import { readEmbeddingsStoreState, type ModelSpace } from '../../db/embeddings.ts';
 import { embeddedModels, modelCoversPassages } from '../../db/semantic-search.ts';
 
 export type SearchModel =
   /** EMBEDDINGS_BASE_URL is not set */
   | { state: 'off' }
-  /** no `embeddings` table: the Postgres server lacks pgvector (or migrate could not create it) */
+  /** no `embeddings` table: the Postgres server lacks pgvector */
   | { state: 'no-pgvector' }
+  /** pgvector is there, its table not yet created (an embedder creates it as it starts) */
+  | { state: 'not-created' }
   | {
       state: 'ready';
       model: string;
@@ -27,9 +28,10 @@ export type SearchModel =
       configured: boolean;
     };
 
-export async function searchModel(sql: Queryable, embeddings: EmbeddingsConfig | undefined): Promise<SearchModel> {
+export async function searchModel(sql: Queryable, embeddings: ModelSpace | undefined): Promise<SearchModel> {
   if (embeddings === undefined) return { state: 'off' };
-  if (!(await embeddingsTableExists(sql))) return { state: 'no-pgvector' };
+  const store = await readEmbeddingsStoreState(sql);
+  if (store !== 'ready') return { state: store === 'not-installed' ? 'no-pgvector' : 'not-created' };
   const configured = { model: embeddings.model, dimensions: embeddings.dimensions };
   if (await modelCoversPassages(sql, configured.model, configured.dimensions))
     return { state: 'ready', ...configured, covers: true, configured: true };
@@ -46,6 +48,8 @@ export function searchModelProblem(m: SearchModel): string | null {
   if (m.state === 'off')
     return 'search by meaning needs embeddings: set EMBEDDINGS_BASE_URL to an OpenAI-compatible embeddings API (and EMBEDDINGS_MODEL)';
   if (m.state === 'no-pgvector')
-    return 'search by meaning needs the pgvector extension in Postgres: install it (scripts/install-pgvector.sh, or a Postgres image that ships it, such as pgvector/pgvector), then run `videosite-ingest migrate`';
+    return 'search by meaning needs the pgvector extension in Postgres: install it (scripts/install-pgvector.sh, postgresql-15-pgvector, or the pgvector/pgvector image), then run `videosite-ingest migrate`';
+  if (m.state === 'not-created')
+    return 'search by meaning needs the embeddings table: pgvector is installed but not created in this database (a daemon with EMBEDDINGS_BASE_URL creates it as it starts, as a role that may CREATE EXTENSION vector)';
   return null;
 }

@@ -106,7 +106,7 @@ export async function resolveSearchMode(
   const mode = asked ?? defaultSearchMode(m);
   if (mode === 'text') return { mode };
   if (m.state !== 'ready') {
-    const code = m.state === 'no-pgvector' ? 'no-pgvector' : 'off';
+    const code = m.state === 'off' ? 'off' : 'no-pgvector';
     throw new SearchModeUnavailableError(code, searchModelProblem(m) ?? code);
   }
   return { mode, model: m };
