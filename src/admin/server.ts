@@ -31,7 +31,6 @@ import type { PipelineQueues } from '../queues/queues.ts';
 import { assertSafeExposure, requireToken } from './auth.ts';
 import { createReadinessChecker } from './health.ts';
 import { registerStateMetrics, type AdminMetrics } from './metrics.ts';
-import type { EmbeddingsStatusOptions } from '../pipeline/read/status.ts';
 import { PAGE_CSP } from './layout.ts';
 import { loadOverview, renderOverview } from './overview.ts';
 import { registerPageRoutes } from './page-routes.ts';
