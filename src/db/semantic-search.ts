@@ -56,7 +56,9 @@ export interface NearPassage {
  * The `limit` passages nearest the query among those the filters keep, nearest first. A filter
  * drops candidates after the index scan found them, so the scan goes on past its first
  * `ef_search` candidates until enough are kept (pgvector 0.8's iterative scan, `relaxed_order`:
- * re-sorted here). Runs in a transaction of its own, or in the caller's.
+ * re-sorted here). Over-fetching a fixed multiple and filtering after would return fewer hits
+ * than asked whenever the filter keeps a small share of the corpus (one source, one language).
+ * Runs in a transaction of its own, or in the caller's.
  */
 export async function nearestPassages(sql: Queryable, f: NearestFilter): Promise<NearPassage[]> {
   const n = f.dimensions;
