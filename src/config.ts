@@ -82,6 +82,23 @@ export const TRANSCRIPT_RECHECK_MS = 7 * 24 * 3_600_000;
  */
 export const PASSAGE_TOKENS = 256;
 export const PASSAGE_OVERLAP_TOKENS = 32;
+/**
+ * Embeddings (issue #32): passages per request to the provider. OpenAI takes up to 2048 inputs
+ * and 300 000 tokens a request; 64 passages of at most PASSAGE_TOKENS (256) stay far below both,
+ * and a failed request re-sends little.
+ */
+export const EMBEDDINGS_BATCH_SIZE = 64;
+/** Embeddings: the most inputs one request may carry (OpenAI's limit). */
+export const EMBEDDINGS_BATCH_SIZE_MAX = 2048;
+/** Embeddings: the model asked for unless EMBEDDINGS_MODEL says otherwise. */
+export const EMBEDDINGS_MODEL = 'text-embedding-3-small';
+/**
+ * Embeddings: the most dimensions a vector may have. pgvector's HNSW index takes `vector` up to
+ * 2000 dimensions; a model with more is asked for fewer (`dimensions`).
+ */
+export const EMBEDDINGS_DIMENSIONS_MAX = 2000;
+/** Embeddings: the most one request to the provider may take, connect to whole answer. */
+export const EMBEDDINGS_TIMEOUT_MS = 60_000;
 export const POLL_CONCURRENCY = 4;
 export const SINK_CONCURRENCY = 2;
 export const SCHEDULE_CONCURRENCY = 2;
@@ -277,6 +294,7 @@ export const SETTING_GROUPS = [
   'Webhooks',
   'Admin server',
   'Tracing',
+  'Embeddings',
 ] as const;
 
 /**
@@ -763,6 +781,50 @@ export const SETTINGS = {
     unit: 'tokens',
     schema: nonNegativeInt.default(PASSAGE_OVERLAP_TOKENS),
   },
+  EMBEDDINGS_BASE_URL: {
+    group: 'Embeddings',
+    doc: 'an OpenAI-compatible embeddings API (`https://api.openai.com/v1`; requests go to `{base}/embeddings`); unset, embeddings are off',
+    schema: httpUrl.transform((u) => u.replace(/\/+$/, '')).optional(),
+  },
+  EMBEDDINGS_MODEL: {
+    group: 'Embeddings',
+    doc: "the model's name as the provider spells it; a new name embeds every passage again in the background, the old vectors kept",
+    schema: z
+      .string()
+      .regex(/^[\x21-\x7e]{1,200}$/, 'expected up to 200 printable ASCII characters without blanks')
+      .default(EMBEDDINGS_MODEL),
+  },
+  EMBEDDINGS_DIMENSIONS: {
+    group: 'Embeddings',
+    doc: `sent as \`dimensions\` (models that can shorten their vectors); unset, the model's own; at most ${EMBEDDINGS_DIMENSIONS_MAX} (pgvector's HNSW index)`,
+    unit: 'dimensions',
+    schema: positiveInt(EMBEDDINGS_DIMENSIONS_MAX).optional(),
+  },
+  // sent as a bearer token: header-safe characters only
+  EMBEDDINGS_API_KEY: {
+    group: 'Embeddings',
+    doc: 'sent as `Authorization: Bearer`; never logged, never stored; unset, no header (local servers)',
+    secret: true,
+    schema: printableToken(1, 'must not be empty').optional(),
+  },
+  EMBEDDINGS_TOKENS_PER_DAY: {
+    group: 'Embeddings',
+    doc: 'the most tokens the installation sends to the provider per UTC day (every process); past it embedding stops, recorded, until the next day; unset, no limit',
+    unit: 'tokens',
+    schema: positiveInt().optional(),
+  },
+  EMBEDDINGS_BATCH_SIZE: {
+    group: 'Embeddings',
+    doc: 'passages per request to the provider',
+    unit: 'passages',
+    schema: positiveInt(EMBEDDINGS_BATCH_SIZE_MAX).default(EMBEDDINGS_BATCH_SIZE),
+  },
+  EMBEDDINGS_TIMEOUT_MS: {
+    group: 'Embeddings',
+    doc: 'the most one request to the provider may take; longer is retried',
+    unit: 'ms',
+    schema: positiveInt(600_000).pipe(atLeast(100)).default(EMBEDDINGS_TIMEOUT_MS),
+  },
   // `search` and the overview link each hit to the video at its moment (src/domain/search.ts)
   VIDEO_URL_TEMPLATE: {
     group: 'Admin server',
@@ -919,8 +981,24 @@ function configOf(e: Env) {
       allowedHosts: e.ADMIN_ALLOWED_HOSTS === undefined ? [] : parseAllowedHosts(e.ADMIN_ALLOWED_HOSTS),
     },
     videoUrlTemplate: e.VIDEO_URL_TEMPLATE,
+    /** undefined: embeddings off (EMBEDDINGS_BASE_URL unset) */
+    embeddings:
+      e.EMBEDDINGS_BASE_URL === undefined
+        ? undefined
+        : {
+            baseUrl: e.EMBEDDINGS_BASE_URL,
+            model: e.EMBEDDINGS_MODEL,
+            dimensions: e.EMBEDDINGS_DIMENSIONS,
+            apiKey: e.EMBEDDINGS_API_KEY,
+            tokensPerDay: e.EMBEDDINGS_TOKENS_PER_DAY,
+            batchSize: e.EMBEDDINGS_BATCH_SIZE,
+            timeoutMs: e.EMBEDDINGS_TIMEOUT_MS,
+          },
   };
 }
+
+/** The embeddings settings (EMBEDDINGS_*), when embeddings are on. */
+export type EmbeddingsConfig = NonNullable<Config['embeddings']>;
 
 function checkedPassageOptions(o: PassageOptions): PassageOptions {
   if (o.overlap >= o.size) {

@@ -241,6 +241,36 @@ export const LOG_EVENTS = [
   /** the simulator command got a signal and stops: `signal` */
   'simulator.stopping',
 
+  // the embeddings twin (src/embeddings/twin.ts, src/cli/embeddings-twin.ts)
+  /** the twin stops listening for a while (a scripted outage): `ms` */
+  'embeddings_twin.down',
+  /** the twin failed to answer a request: `err` */
+  'embeddings_twin.error',
+  /** the embeddings-twin command got a signal and stops: `signal` */
+  'embeddings_twin.stopping',
+
+  // the embedder (src/pipeline/services/embedder.ts)
+  /** the embedder runs: `model`, `dimensions`, `batchSize`, `tokensPerDay` */
+  'embedder.started',
+  /** vectors cannot be stored: pgvector is missing or may not be created (warn, once until it changes): `state`, `hint` */
+  'embedder.store_unavailable',
+  /** one request's vectors stored (debug): `model`, `texts`, `tokens`, `ms` */
+  'embedder.embedded',
+  /** the provider answered 429: every embedding of this process waits (info): `pauseMs` */
+  'embedder.rate_limited',
+  /** a request failed and is tried again later (warn, once per outage): `code`, `status`, `retryInMs`, `err` */
+  'embedder.failed',
+  /** requests succeed again after failures: `failures` */
+  'embedder.resumed',
+  /** the daily token budget refused a request; embedding waits (warn, once a day): `model`, `tokensSpent`, `budget` */
+  'embedder.budget_refused',
+  /** the provider refused texts for good (a 4xx): left alone for a day (warn): `model`, `texts`, `code`, `status`, `err` */
+  'embedder.texts_rejected',
+  /** a model's HNSW index was built: `model`, `dimensions`, `index`, `ms` */
+  'embedder.index_built',
+  /** a model's HNSW index could not be built (search by meaning scans instead; warn): `model`, `dimensions`, `err` */
+  'embedder.index_failed',
+
   // export (src/pipeline/commands/export.ts)
   /** an export completed and its output is in place (the cursor moved after): `format`, `out`, `records` (srt/vtt: files, with `cues` and `skipped`), `bytes`, `ms`, `cursor`, `afterEventId`, `lastEventId` */
   'export.done',

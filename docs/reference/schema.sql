@@ -5,6 +5,10 @@
 
 CREATE SCHEMA drizzle;
 
+-- Name: vector; Type: EXTENSION; Schema: -; Owner: -
+
+CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public;
+
 -- Name: batch_counts_add(text[], text[], bigint[], bigint[]); Type: FUNCTION; Schema: public; Owner: -
 
 CREATE FUNCTION public.batch_counts_add(job_ids text[], statuses text[], ns bigint[], credits bigint[]) RETURNS void
@@ -117,6 +121,47 @@ BEGIN
   RETURN NULL;
 END
 $$;
+
+-- Name: embeddings_ensure(); Type: FUNCTION; Schema: public; Owner: -
+
+CREATE FUNCTION public.embeddings_ensure() RETURNS text
+    LANGUAGE plpgsql
+    AS $_$
+BEGIN
+  IF to_regclass('embeddings') IS NOT NULL THEN
+    RETURN 'ready';
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector') THEN
+    IF NOT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') THEN
+      RETURN 'not-installed';
+    END IF;
+    BEGIN
+      CREATE EXTENSION IF NOT EXISTS vector;
+    EXCEPTION
+      WHEN insufficient_privilege THEN RETURN 'not-permitted';
+      -- another process created it at the same moment
+      WHEN unique_violation THEN NULL;
+    END;
+  END IF;
+  BEGIN
+    -- the type is resolved only now: the function itself is created without pgvector
+    EXECUTE $ddl$
+      CREATE TABLE IF NOT EXISTS "embeddings" (
+      	"model" text NOT NULL,
+      	"sha256" text NOT NULL,
+      	"dimensions" integer NOT NULL,
+      	"embedding" vector NOT NULL,
+      	"tokens" integer NOT NULL,
+      	"embedded_at" timestamp with time zone DEFAULT now() NOT NULL,
+      	CONSTRAINT "embeddings_model_sha256_pk" PRIMARY KEY("model","sha256")
+      );
+    $ddl$;
+  EXCEPTION
+    WHEN unique_violation THEN NULL;
+  END;
+  RETURN 'ready';
+END
+$_$;
 
 -- Name: event_flush(); Type: FUNCTION; Schema: public; Owner: -
 
@@ -946,6 +991,50 @@ ALTER TABLE public.credit_snapshots ALTER COLUMN id ADD GENERATED ALWAYS AS IDEN
     CACHE 1
 );
 
+-- Name: embedding_claims; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.embedding_claims (
+    model text NOT NULL,
+    sha256 text NOT NULL,
+    claimed_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    error text
+);
+
+-- Name: embedding_refusals; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.embedding_refusals (
+    day date NOT NULL,
+    model text NOT NULL,
+    first_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_at timestamp with time zone DEFAULT now() NOT NULL,
+    refusals integer DEFAULT 1 NOT NULL,
+    tokens_asked integer NOT NULL,
+    tokens_spent bigint NOT NULL,
+    budget bigint NOT NULL
+);
+
+-- Name: embedding_usage; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.embedding_usage (
+    day date NOT NULL,
+    model text NOT NULL,
+    tokens bigint DEFAULT 0 NOT NULL,
+    requests integer DEFAULT 0 NOT NULL,
+    inputs integer DEFAULT 0 NOT NULL
+);
+
+-- Name: embeddings; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.embeddings (
+    model text NOT NULL,
+    sha256 text NOT NULL,
+    dimensions integer NOT NULL,
+    embedding public.vector NOT NULL,
+    tokens integer NOT NULL,
+    embedded_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
 -- Name: event_flush; Type: TABLE; Schema: public; Owner: -
 
 CREATE TABLE public.event_flush (
@@ -1751,6 +1840,26 @@ ALTER TABLE ONLY public.credit_reservations
 ALTER TABLE ONLY public.credit_snapshots
     ADD CONSTRAINT credit_snapshots_pkey PRIMARY KEY (id);
 
+-- Name: embedding_claims embedding_claims_model_sha256_pk; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.embedding_claims
+    ADD CONSTRAINT embedding_claims_model_sha256_pk PRIMARY KEY (model, sha256);
+
+-- Name: embedding_refusals embedding_refusals_day_model_pk; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.embedding_refusals
+    ADD CONSTRAINT embedding_refusals_day_model_pk PRIMARY KEY (day, model);
+
+-- Name: embedding_usage embedding_usage_day_model_pk; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.embedding_usage
+    ADD CONSTRAINT embedding_usage_day_model_pk PRIMARY KEY (day, model);
+
+-- Name: embeddings embeddings_model_sha256_pk; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.embeddings
+    ADD CONSTRAINT embeddings_model_sha256_pk PRIMARY KEY (model, sha256);
+
 -- Name: event_flush event_flush_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 
 ALTER TABLE ONLY public.event_flush
@@ -2051,6 +2160,10 @@ CREATE INDEX passages_cut_at_idx ON public.passages USING btree (cut_at, id);
 -- Name: passages_doc_idx; Type: INDEX; Schema: public; Owner: -
 
 CREATE INDEX passages_doc_idx ON public.passages USING btree (kind, doc, lang, n);
+
+-- Name: passages_sha256_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX passages_sha256_idx ON public.passages USING btree (sha256);
 
 -- Name: passages_tsv_idx; Type: INDEX; Schema: public; Owner: -
 

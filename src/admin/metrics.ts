@@ -46,6 +46,7 @@ import { MEDIA_PLATFORMS, MEDIA_TRANSCRIPT_STATES } from '../domain/media.ts';
 import { SOURCE_KINDS } from '../domain/sources.ts';
 import type { Logger } from '../log.ts';
 import type { PipelineMetrics } from '../pipeline/deps.ts';
+import { readEmbeddingsStatus, type EmbeddingsStatusOptions } from '../pipeline/read/status.ts';
 import type { PipelineQueues } from '../queues/queues.ts';
 
 /** Every series of ours starts with this. */
@@ -89,6 +90,8 @@ export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 
 export interface AdminMetrics extends PipelineMetrics {
   registry: Registry;
+  /** one embeddings request of the embedder, by outcome, with the texts and tokens it stored */
+  embeddingRequest(outcome: string, texts: number, tokens: number): void;
   /** one API attempt (wire to the client's `onRequest`) */
   apiRequest(e: RequestEvent): void;
 }
@@ -134,8 +137,30 @@ export function createMetrics(opts: CreateMetricsOptions = {}): AdminMetrics {
     registers: [registry],
   });
 
+  const embeddingRequests = new Counter({
+    name: `${METRIC_PREFIX}embedding_requests_total`,
+    help: 'Requests of this process to the embeddings provider, by outcome (embedded, rate-limited: 429, paused; failed: 5xx or connection, retried; rejected: a 4xx for one text; refused: by the daily token budget, never sent).',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const embeddedTexts = new Counter({
+    name: `${METRIC_PREFIX}embedded_texts_total`,
+    help: 'Passage texts this process embedded and stored (one vector per model and content hash).',
+    registers: [registry],
+  });
+  const embeddingTokens = new Counter({
+    name: `${METRIC_PREFIX}embedding_tokens_total`,
+    help: "Tokens the embeddings provider billed this process's stored requests (its usage.total_tokens).",
+    registers: [registry],
+  });
+
   return {
     registry,
+    embeddingRequest(outcome, texts, tokens) {
+      embeddingRequests.inc({ outcome });
+      embeddedTexts.inc(texts);
+      embeddingTokens.inc(tokens);
+    },
     apiRequest(e) {
       const labels = { endpoint: e.endpoint, status: statusLabel(e) };
       requests.inc(labels);
@@ -161,6 +186,8 @@ export interface StateSources {
   timeoutMs?: number;
   /** this process's API key fingerprint: `vsi_upstream_hold` reports the holds that apply to it (unset: no such gauge) */
   keyFingerprint?: string | undefined;
+  /** EMBEDDINGS_* (unset: embeddings off, no embeddings gauges) */
+  embeddings?: EmbeddingsStatusOptions | undefined;
 }
 
 /**
@@ -185,6 +212,71 @@ export function registerStateMetrics(metrics: AdminMetrics, src: StateSources): 
   registerSourceGauges(readers);
   registerBacklogGauges(readers);
   registerQueueGauges(readers, src);
+  if (src.embeddings) registerEmbeddingsGauges(readers, src.embeddings);
+}
+
+/** Embeddings (issue #32): whether vectors can be stored, the configured model's coverage and backlog, the day's tokens. */
+function registerEmbeddingsGauges({ registry, pgFamily }: FamilyReaders, space: EmbeddingsStatusOptions): void {
+  const status = pgFamily('embeddings', (q) => readEmbeddingsStatus(q, space));
+  const ready = async () => {
+    const s = await status();
+    return s?.state === 'ready' ? s : undefined;
+  };
+  new Gauge({
+    name: `${METRIC_PREFIX}embeddings_store_ready`,
+    help: '1 when vectors can be stored (pgvector and the embeddings table are there), 0 when not (status says what to install).',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const s = await status();
+      if (s !== undefined) this.set(s.state === 'ready' ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}embeddings_passages`,
+    help: 'Passages, and those whose text has a vector of the configured model (covered), by model.',
+    labelNames: ['model', 'state'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const s = await ready();
+      if (s === undefined) return;
+      this.set({ model: s.model, state: 'covered' }, s.covered);
+      this.set({ model: s.model, state: 'uncovered' }, s.passages - s.covered);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}embeddings_backlog_texts`,
+    help: 'Distinct passage texts without a vector of the configured model: what the embedders have yet to send.',
+    labelNames: ['model'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const s = await ready();
+      if (s !== undefined) this.set({ model: s.model }, s.backlog);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}embeddings_tokens_today`,
+    help: 'Tokens sent to the embeddings provider this UTC day by every process (embedding_usage), every model.',
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const s = await ready();
+      if (s !== undefined) this.set(s.tokensToday);
+    },
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}embeddings_budget_refusals_today`,
+    help: 'Requests the daily token budget (EMBEDDINGS_TOKENS_PER_DAY) refused this UTC day, by model; above 0 embedding waits for the next day.',
+    labelNames: ['model'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const s = await ready();
+      if (s !== undefined) this.set({ model: s.model }, s.refusedToday);
+    },
+  });
 }
 
 /** The collect-errors counter of a registry and the family readers that feed it. */

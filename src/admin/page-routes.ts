@@ -14,6 +14,7 @@
  * unknown source, batch, item or web page 404 with a page that says so (and still shows the hold
  * banners).
  */
+import type { EmbeddingsConfig } from '../config.ts';
 import type { Context, Hono } from 'hono';
 import type { Pool } from '../db/statement-timeout.ts';
 import type { Logger } from '../log.ts';
@@ -37,6 +38,8 @@ export interface PageRoutesOptions {
   queuesPath: string;
   /** VIDEO_URL_TEMPLATE: search hits link to the video at their moment; undefined: no links */
   videoUrlTemplate?: string | undefined;
+  /** the embeddings settings: the search page searches by meaning with them; undefined: text only */
+  embeddings?: EmbeddingsConfig | undefined;
 }
 
 /** A source ID as the URL gives it: the digits of a Postgres integer, else no source at all. */
@@ -101,7 +104,7 @@ export function registerPageRoutes(app: Hono, o: PageRoutesOptions): void {
   app.get('/search', async (c) => {
     const filter = readSearchParams(c.req.query());
     if ('error' in filter) return c.text(filter.error, 400);
-    const data = await loadSearchPage(o.sql, filter, read);
+    const data = await loadSearchPage(o.sql, filter, read, o.embeddings);
     return answer(c, {
       status: 200,
       html: renderSearchPage(data, { filter, queuesPath: o.queuesPath, videoUrlTemplate: o.videoUrlTemplate }),

@@ -5,6 +5,10 @@
  * second. Page hits (src/db/search.ts `searchPages`) beside them: the page (linked to its admin
  * page), the section's headings and a link to the section on the site; not asked when `lang` or
  * `channel` narrows the search to videos. The box is in every page's header (layout.ts); no script.
+ *
+ * `mode` (text, semantic, hybrid; default as `search`'s: hybrid once the model in use covers every
+ * passage): by meaning, one list of hits of every kind (src/pipeline/read/search.ts) instead,
+ * each with its link and distance; without embeddings or pgvector, what to set or install.
  */
 import { databaseNow } from '../db/connection.ts';
 import { searchPages, searchTranscripts, type PageSearchHit, type SearchFilter, type SearchHit } from '../db/search.ts';
@@ -20,6 +24,16 @@ import {
   snippetParts,
 } from '../domain/search.ts';
 import { readHolds, type HoldsStatus } from '../pipeline/read/status.ts';
+import type { EmbeddingsConfig } from '../config.ts';
+import {
+  hitLink,
+  resolveSearchMode,
+  SEARCH_MODES,
+  searchCorpusIn,
+  SearchModeUnavailableError,
+  type CorpusAnswer,
+  type SearchMode,
+} from '../pipeline/read/search.ts';
 import { html, type SafeHtml } from './html.ts';
 import { renderPage, unavailable } from './layout.ts';
 import { readPageSections, type PageReadOptions } from './page-sections.ts';
@@ -27,9 +41,9 @@ import { externalLink, webPageHref } from './web-page.ts';
 import { LANG_CODE_RE } from '../domain/langs.ts';
 
 /** The search asked for by the query string (`q` absent or blank: the empty page), or the message of a 400 answer. */
-export function readSearchParams(
-  p: Record<string, string | undefined>,
-): (Omit<SearchFilter, 'query'> & { query: string }) | { error: string } {
+export type SearchPageFilter = SearchFilter & { mode?: SearchMode | undefined };
+
+export function readSearchParams(p: Record<string, string | undefined>): SearchPageFilter | { error: string } {
   const query = (p.q ?? '').trim();
   if (query.length > SEARCH_QUERY_MAX_CHARS)
     return { error: `q: expected at most ${SEARCH_QUERY_MAX_CHARS} characters\n` };
@@ -52,7 +66,17 @@ export function readSearchParams(
     };
   }
   const channel = p.channel === undefined || p.channel === '' ? undefined : p.channel;
-  return { query, lang, sourceId: source === undefined ? undefined : Number(source), channelId: channel, limit };
+  const mode = p.mode === undefined || p.mode === '' ? undefined : p.mode;
+  if (mode !== undefined && !(SEARCH_MODES as readonly string[]).includes(mode))
+    return { error: `mode: invalid value ${JSON.stringify(mode)}: expected one of ${SEARCH_MODES.join(', ')}\n` };
+  return {
+    query,
+    lang,
+    sourceId: source === undefined ? undefined : Number(source),
+    channelId: channel,
+    limit,
+    mode: mode as SearchMode | undefined,
+  };
 }
 
 export interface SearchPageData {
@@ -62,21 +86,97 @@ export interface SearchPageData {
   hits?: SearchHit[];
   /** page hits; undefined: not asked (no words, or a video-only filter), or not readable */
   pageHits?: PageSearchHit[];
+  /** by meaning (semantic, hybrid): every kind in one list, or why it cannot run */
+  meaning?: CorpusAnswer | { problem: string } | null;
   unavailable: string[];
 }
 
-export async function loadSearchPage(pool: Pool, filter: SearchFilter, opts: PageReadOptions): Promise<SearchPageData> {
+export async function loadSearchPage(
+  pool: Pool,
+  filter: SearchPageFilter,
+  opts: PageReadOptions,
+  embeddings?: EmbeddingsConfig | undefined,
+): Promise<SearchPageData> {
   let now = new Date();
   const asked = filter.query !== '';
+  // sections run in order: the text sections only when the search is not by meaning
+  let byMeaning = false;
   const { values, unavailable } = await readPageSections<Omit<SearchPageData, 'unavailable'>>(pool, 'search', opts, {
     now: async (q) => (now = await databaseNow(q)),
     holds: (q) => readHolds(q, opts.keyFingerprint),
-    ...(asked ? { hits: (q) => searchTranscripts(q, filter) } : {}),
+    ...(asked && filter.mode !== 'text'
+      ? {
+          meaning: async (q) => {
+            try {
+              if ((await resolveSearchMode(q, filter.mode, embeddings)).mode === 'text') return null;
+              byMeaning = true;
+              const words = { ...filter, words: filter.query };
+              return await searchCorpusIn(q, words, embeddings);
+            } catch (e: unknown) {
+              if (!(e instanceof SearchModeUnavailableError)) throw e;
+              byMeaning = true;
+              return { problem: e.message };
+            }
+          },
+        }
+      : {}),
+    ...(asked ? { hits: async (q) => (byMeaning ? [] : searchTranscripts(q, filter)) } : {}),
     ...(asked && pagesAsked(filter)
-      ? { pageHits: (q) => searchPages(q, { query: filter.query, sourceId: filter.sourceId, limit: filter.limit }) }
+      ? {
+          pageHits: async (q) =>
+            byMeaning ? [] : searchPages(q, { query: filter.query, sourceId: filter.sourceId, limit: filter.limit }),
+        }
       : {}),
   });
   return { ...values, now, unavailable };
+}
+
+function meaningResults(a: CorpusAnswer | { problem: string }, videoUrlTemplate: string | undefined): SafeHtml {
+  if ('problem' in a) return html`<p class="muted" id="mode-problem">${a.problem}</p>`;
+  if (a.hits.length === 0) return html`<p class="muted" id="no-matches">No matches.</p>`;
+  const rows = a.hits.map((h) => {
+    const link = hitLink(h, videoUrlTemplate);
+    const what =
+      h.kind === 'video'
+        ? html`<strong>${h.hit.title ?? h.hit.videoId}</strong><div class="small muted"><code>${h.hit.videoId}</code> · <code>${h.hit.lang}</code></div>`
+        : h.kind === 'page'
+          ? html`<a href="${webPageHref(h.hit.url)}"><strong>${h.hit.name ?? h.hit.url}</strong></a><div class="small muted"><code>${h.hit.url}</code></div>`
+          : html`<strong>${h.hit.title ?? h.hit.url}</strong><div class="small muted"><code>${h.hit.platform}</code> · <code>${h.hit.url}</code></div>`;
+    const where =
+      h.kind === 'page'
+        ? h.hit.headings.length === 0
+          ? 'top'
+          : h.hit.headings.join(' › ')
+        : h.hit.seconds === null
+          ? h.kind === 'media'
+            ? 'title'
+            : 'no timings'
+          : formatMoment(h.hit.seconds);
+    return html`<tr data-kind="${h.kind}">
+      <td>${what}</td>
+      <td class="nowrap">${link === undefined ? where : externalLink(link, where)}</td>
+      <td class="small">${snippetHtml(h.hit.snippet)}</td>
+      <td class="small nowrap">${h.distance === undefined ? '' : h.distance.toFixed(3)}</td>
+    </tr>`;
+  });
+  return html`<p class="small muted" id="search-mode">${a.mode}${a.model === undefined ? '' : html` · model <code>${a.model}</code>`}</p>
+    <table>
+      <thead><tr><th>what</th><th>where</th><th>passage</th><th>distance</th></tr></thead>
+      <tbody>${rows}</tbody>
+    </table>`;
+}
+
+/** Links to the same search in each mode. */
+function modeLinks(filter: SearchPageFilter): SafeHtml {
+  const link = (mode: SearchMode) => {
+    const p = new URLSearchParams({ q: filter.query, mode });
+    if (filter.lang !== undefined) p.set('lang', filter.lang);
+    if (filter.sourceId !== undefined) p.set('source', String(filter.sourceId));
+    if (filter.channelId !== undefined) p.set('channel', filter.channelId);
+    if (filter.limit !== SEARCH_HITS_DEFAULT) p.set('limit', String(filter.limit));
+    return filter.mode === mode ? html`<strong>${mode}</strong>` : html`<a href="?${p.toString()}">${mode}</a>`;
+  };
+  return html`<p class="small" id="search-modes">mode: ${SEARCH_MODES.map((m, i) => html`${i > 0 ? ' · ' : ''}${link(m)}`)}</p>`;
 }
 
 /** Pages are searched unless the filter is one only videos have (a language, a channel). */
@@ -108,9 +208,10 @@ function snippetHtml(snippet: string): SafeHtml {
 
 export function renderSearchPage(
   d: SearchPageData,
-  o: { filter: SearchFilter; queuesPath: string; videoUrlTemplate?: string | undefined },
+  o: { filter: SearchPageFilter; queuesPath: string; videoUrlTemplate?: string | undefined },
 ): string {
   const q = o.filter.query;
+  const meaning = d.meaning;
   const rows = (d.hits ?? []).map((h) => {
     const moment = h.seconds === null ? 'no timings' : formatMoment(h.seconds);
     const url = o.videoUrlTemplate === undefined ? undefined : fillVideoUrl(o.videoUrlTemplate, h.videoId, h.seconds);
@@ -132,7 +233,11 @@ export function renderSearchPage(
       <thead><tr><th>video</th><th>moment</th><th>lang</th><th>where it is said</th></tr></thead>
       <tbody>${rows}</tbody>
     </table>`;
-  const body = html`<h2 class="page">Search${q === '' ? '' : html` <code>${q}</code>`}</h2>
+  const body =
+    meaning !== undefined && meaning !== null
+      ? html`<h2 class="page">Search <code>${q}</code></h2>${modeLinks(o.filter)}
+  <section id="search-results"><h2>By meaning</h2>${meaningResults(meaning, o.videoUrlTemplate)}</section>`
+      : html`<h2 class="page">Search${q === '' ? '' : html` <code>${q}</code>`}</h2>${q === '' ? '' : modeLinks(o.filter)}
   <section id="search-results">${q === '' ? results : html`<h2>Transcripts</h2>${results}`}</section>
   ${q === '' ? '' : html`<section id="page-results"><h2>Web pages</h2>${pageResults(d, o.filter)}</section>`}`;
   return renderPage({

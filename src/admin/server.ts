@@ -20,6 +20,7 @@
  * checked for the secrets it must never carry (the API key) and redacted, as a last line of
  * defence behind errors that already leave the key out.
  */
+import type { EmbeddingsConfig } from '../config.ts';
 import { Hono, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { listenHttp } from '../http-listen.ts';
@@ -87,6 +88,8 @@ export interface AdminAppOptions {
   queryTimeoutMs?: number;
   /** VIDEO_URL_TEMPLATE: search hits link to the video at their moment */
   videoUrlTemplate?: string | undefined;
+  /** EMBEDDINGS_*: /metrics and the overview show the model's coverage, the search page searches by meaning; unset, embeddings are off */
+  embeddings?: EmbeddingsConfig | undefined;
 }
 
 export interface AdminApp {
@@ -136,6 +139,7 @@ export function createAdminApp(opts: AdminAppOptions): AdminApp {
     log,
     timeoutMs: opts.queryTimeoutMs,
     keyFingerprint: opts.keyFingerprint,
+    embeddings: opts.embeddings,
   });
   let stopping = false;
 
@@ -196,6 +200,7 @@ export function createAdminApp(opts: AdminAppOptions): AdminApp {
     timeoutMs: opts.queryTimeoutMs,
     queuesPath: QUEUES_PATH,
     videoUrlTemplate: opts.videoUrlTemplate,
+    embeddings: opts.embeddings,
   });
 
   mountQueueDashboard(app, { path: QUEUES_PATH, queues: opts.queues });

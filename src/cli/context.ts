@@ -112,6 +112,7 @@ export function createContext(opts: ContextOptions = {}): Context {
         settings: config.pipeline,
         metrics: opts.metrics,
         charges: ctx.charges(),
+        embeddings: config.embeddings,
       };
     },
     async close() {

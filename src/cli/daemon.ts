@@ -229,6 +229,7 @@ async function startAdmin(ctx: Context, metrics: AdminMetrics, host: string, por
       metrics,
       secrets: [
         ctx.config.api.apiKey,
+        ctx.config.embeddings?.apiKey,
         token,
         ctx.config.admin.metricsToken,
         urlPassword(ctx.config.databaseUrl),
@@ -236,6 +237,7 @@ async function startAdmin(ctx: Context, metrics: AdminMetrics, host: string, por
         ctx.config.redisPassword,
       ],
       videoUrlTemplate: ctx.config.videoUrlTemplate,
+      embeddings: ctx.config.embeddings,
       keyFingerprint: ctx.api().keyFingerprint,
       log: ctx.log,
     });

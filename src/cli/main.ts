@@ -97,7 +97,8 @@ export const COMMANDS = {
     load: async () => (await import('./export.ts')).registerExportCommand,
   },
   search: {
-    summary: 'find where words are said in the stored transcripts: video, moment and snippet, ranked',
+    summary:
+      'find where words are said (or, by meaning, what is said like them) in the stored transcripts, pages and media: moment and snippet, ranked',
     load: async () => (await import('./search.ts')).registerSearchCommand,
   },
   mcp: {
@@ -112,6 +113,10 @@ export const COMMANDS = {
   simulator: {
     summary: 'run the embedded upstream simulator (every endpoint, synthetic catalog, faults)',
     load: async () => (await import('./simulator.ts')).registerSimulatorCommand,
+  },
+  'embeddings-twin': {
+    summary: 'run the offline OpenAI-compatible embeddings server (deterministic vectors, rate limits, faults)',
+    load: async () => (await import('./embeddings-twin.ts')).registerEmbeddingsTwinCommand,
   },
   demo: {
     summary: 'start the embedded simulator, migrate a demo database, add demo sources, backfill, print the status',

@@ -48,6 +48,7 @@ export function registerMcpCommand(program: Command): void {
       const deps = {
         sql: ctx.db().sql,
         videoUrlTemplate: ctx.config.videoUrlTemplate,
+        embeddings: ctx.config.embeddings,
         drainSearchIndex: () =>
           drainSearchIndexShowingProgress(
             { sql: ctx.db().sql, passages: ctx.config.pipeline.passages },

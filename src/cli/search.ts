@@ -1,12 +1,22 @@
 /**
- * `search "words" [--source ID] [--lang xx] [--channel ID] [--limit N] [--json]`: where the words
- * are said in the stored transcripts (src/db/search.ts), best first. `--json` prints one JSON
+ * `search "words" [--mode text|semantic|hybrid] [--source ID] [--lang xx] [--channel ID] [--limit N] [--json]`:
+ * where the words are said (or, by meaning, what is said like them) in the stored transcripts,
+ * pages and media (src/pipeline/read/search.ts), best first. `--json` prints one JSON
  * object a line, as `events --json` does; otherwise one block per hit. Exits 0 with hits and 1
  * with none (as grep does: a script can test for a match without parsing), 2 on bad input.
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import type { MediaSearchHit, PageSearchHit, SearchHit } from '../db/search.ts';
-import { SEARCH_KINDS, searchCorpus, searchScopeProblem, type SearchKind } from '../pipeline/read/search.ts';
+import {
+  SEARCH_KINDS,
+  SEARCH_MODES,
+  searchCorpusIn,
+  SearchModeUnavailableError,
+  searchScopeProblem,
+  type CorpusHit,
+  type SearchKind,
+  type SearchMode,
+} from '../pipeline/read/search.ts';
 import { sectionLink } from '../domain/pages.ts';
 import {
   fillVideoUrl,
@@ -40,9 +50,27 @@ function wordsArg(value: string): string {
   return value;
 }
 
+/** What a JSON line carries beside the hit: the mode, the model in use, a vector hit's distance, a fused hit's score. */
+export interface HitExtra {
+  mode?: SearchMode;
+  model?: string;
+  distance?: number;
+  score?: number;
+}
+
+function extraOf(h: CorpusHit, mode: SearchMode, model: string | undefined): HitExtra {
+  return {
+    mode,
+    ...(model !== undefined ? { model } : {}),
+    ...(h.distance !== undefined ? { distance: h.distance } : {}),
+    ...(h.score !== undefined ? { score: h.score } : {}),
+  };
+}
+
 /** One hit as a JSON line: the snippet with its marks as « », and without them. */
-export function searchHitJson(h: SearchHit, urlTemplate: string | undefined): string {
+export function searchHitJson(h: SearchHit, urlTemplate: string | undefined, extra: HitExtra = {}): string {
   return terminalJson({
+    ...extra,
     video_id: h.videoId,
     title: h.title,
     channel_id: h.channelId,
@@ -60,8 +88,9 @@ export function searchHitJson(h: SearchHit, urlTemplate: string | undefined): st
 }
 
 /** A page hit as a JSON line: its URL, the section it is in and a link to that section. */
-export function pageHitJson(h: PageSearchHit): string {
+export function pageHitJson(h: PageSearchHit, extra: HitExtra = {}): string {
   return terminalJson({
+    ...extra,
     kind: 'page',
     url: h.url,
     name: h.name,
@@ -75,8 +104,9 @@ export function pageHitJson(h: PageSearchHit): string {
 }
 
 /** A media hit as a JSON line: its URL, platform and the moment the words are said. */
-export function mediaHitJson(h: MediaSearchHit): string {
+export function mediaHitJson(h: MediaSearchHit, extra: HitExtra = {}): string {
   return terminalJson({
+    ...extra,
     kind: 'media',
     url: h.url,
     platform: h.platform,
@@ -141,7 +171,14 @@ function kindArg(value: string): SearchKind {
   return value as SearchKind;
 }
 
+function modeArg(value: string): SearchMode {
+  if (!(SEARCH_MODES as readonly string[]).includes(value))
+    throw new InvalidArgumentError(`"${value}" is not a search mode (expected ${SEARCH_MODES.join(', ')}).`);
+  return value as SearchMode;
+}
+
 interface SearchOptions {
+  mode?: SearchMode;
   kind?: SearchKind;
   source?: number;
   lang?: string;
@@ -153,8 +190,15 @@ interface SearchOptions {
 export function registerSearchCommand(program: Command): void {
   program
     .command('search')
-    .description('find where words are said in the stored transcripts: video, moment and snippet, ranked')
+    .description(
+      'find where words are said (or, by meaning, what is said like them) in the stored transcripts, pages and media: moment and snippet, ranked',
+    )
     .argument('<words>', 'what to find: words (all of them), "a quoted phrase", a or b, -word to exclude', wordsArg)
+    .option(
+      '--mode <mode>',
+      'text: the words; semantic: passages nearest in meaning (embeddings); hybrid: both, fused by reciprocal rank. Default hybrid once the model in use has embedded every passage, else text',
+      modeArg,
+    )
     .option('--source <id>', 'only what this source holds (videos it listed, pages it found)', intArg(1, 2_147_483_647))
     .option('--lang <xx>', 'only transcripts in this language (searched with its own stemming)', langArg)
     .option('--channel <id>', 'only videos of this channel', channelArg)
@@ -166,7 +210,7 @@ export function registerSearchCommand(program: Command): void {
     .option('--limit <n>', 'most hits printed', intArg(1, SEARCH_HITS_MAX), SEARCH_HITS_DEFAULT)
     .option(
       '--json',
-      'one JSON object a line: {"video_id","title","channel_id","channel_name","lang","origin","translated_from","moment","seconds","snippet","snippet_plain","rank"} and "url" when VIDEO_URL_TEMPLATE is set; a page: {"kind":"page","url","name","section","headings","link","snippet","snippet_plain","rank"}; a media item: {"kind":"media","url","platform","type","title","author","moment","seconds","snippet","snippet_plain","rank"}',
+      'one JSON object a line: {"video_id","title","channel_id","channel_name","lang","origin","translated_from","moment","seconds","snippet","snippet_plain","rank"} and "url" when VIDEO_URL_TEMPLATE is set; a page: {"kind":"page","url","name","section","headings","link","snippet","snippet_plain","rank"}; a media item: {"kind":"media","url","platform","type","title","author","moment","seconds","snippet","snippet_plain","rank"}; each also "mode", and by meaning "model", "distance" (cosine, a hit found by meaning) and "score" (hybrid)',
       false,
     )
     .addHelpText(
@@ -174,9 +218,14 @@ export function registerSearchCommand(program: Command): void {
       '\nThe best hits first, one per moment of a video: the moment (h:mm:ss) is where the first chunk holding\n' +
         'the words starts; a page hit names its URL, the section (headings) it is under and a link to it; a media\n' +
         'hit names its URL, its platform and the moment (or "title" for a hit in its title or description).\n' +
-        'Snippets mark the words as «…» (bold on a terminal). VIDEO_URL_TEMPLATE\n' +
-        '(e.g. https://videos.example/watch?v={id}&t={seconds}) adds a link to each hit.\n' +
-        'Exit status: 0 when something was found, 1 when nothing was (as grep), 2 on bad input.\n',
+        'Snippets mark the words as «…» (bold on a terminal).\n' +
+        'By meaning (--mode semantic or hybrid) needs EMBEDDINGS_BASE_URL and pgvector; it uses EMBEDDINGS_MODEL\n' +
+        'once that model has embedded every passage, the previous model meanwhile (`status` names it). A hit found\n' +
+        'by meaning shows its passage (moment or section) unmarked. Without --mode: hybrid once every passage is\n' +
+        'embedded, text until then.\n' +
+        'VIDEO_URL_TEMPLATE (e.g. https://videos.example/watch?v={id}&t={seconds}) adds a link to each hit.\n' +
+        'Exit status: 0 when something was found, 1 when nothing was (as grep), 2 on bad input or when search by\n' +
+        'meaning cannot run (EMBEDDINGS_BASE_URL unset, pgvector missing).\n',
     )
     .action(async (words: string, o: SearchOptions) => {
       const ctx = createContext();
@@ -195,14 +244,28 @@ export function registerSearchCommand(program: Command): void {
           { sql: ctx.db().sql, passages: ctx.config.pipeline.passages },
           process.stderr,
         );
-        const hits = await searchCorpus(ctx.db().sql, {
-          words,
-          kind: o.kind,
-          sourceId: o.source,
-          lang: o.lang,
-          channelId: o.channel,
-          limit: o.limit,
-        });
+        let answer;
+        try {
+          answer = await searchCorpusIn(
+            ctx.db().sql,
+            {
+              words,
+              mode: o.mode,
+              kind: o.kind,
+              sourceId: o.source,
+              lang: o.lang,
+              channelId: o.channel,
+              limit: o.limit,
+            },
+            ctx.config.embeddings,
+          );
+        } catch (e: unknown) {
+          if (!(e instanceof SearchModeUnavailableError)) throw e;
+          process.stderr.write(`error: --mode ${o.mode ?? ''}: ${e.message}\n`);
+          process.exitCode = 2;
+          return;
+        }
+        const { hits, mode, model } = answer;
         if (hits.length === 0) {
           if (!o.json) process.stderr.write('no matches\n');
           // 1, as grep: the contract's "did not land" code, here "nothing found"
@@ -215,14 +278,14 @@ export function registerSearchCommand(program: Command): void {
             .map((h) =>
               h.kind === 'media'
                 ? o.json
-                  ? `${mediaHitJson(h.hit)}\n`
+                  ? `${mediaHitJson(h.hit, extraOf(h, mode, model))}\n`
                   : mediaHitBlock(h.hit, tty)
                 : h.kind === 'page'
                   ? o.json
-                    ? `${pageHitJson(h.hit)}\n`
+                    ? `${pageHitJson(h.hit, extraOf(h, mode, model))}\n`
                     : pageHitBlock(h.hit, tty)
                   : o.json
-                    ? `${searchHitJson(h.hit, template)}\n`
+                    ? `${searchHitJson(h.hit, template, extraOf(h, mode, model))}\n`
                     : hitBlock(h.hit, template, tty),
             )
             .join(''),

@@ -7,7 +7,14 @@ import { compactBytes } from '../admin/chart.ts';
 import type { BatchProgress } from '../db/batch-progress.ts';
 import { PENDING_COUNT_CAP } from '../db/webhooks.ts';
 import { describeCoverage } from '../domain/coverage.ts';
-import { collectStatus, describePrune, STATUS_SOURCES_SHOWN, type StatusReport } from '../pipeline/read/status.ts';
+import {
+  collectStatus,
+  describePrune,
+  STATUS_SOURCES_SHOWN,
+  type EmbeddingsStatus,
+  type StatusReport,
+} from '../pipeline/read/status.ts';
+import { STORE_HINTS } from '../pipeline/services/embedder.ts';
 import { terminalJson, terminalSafe } from '../terminal-text.ts';
 import { createDbContext } from './db-context.ts';
 import { renderTable, shortTime } from './table.ts';
@@ -372,12 +379,46 @@ function pushStorage(r: StatusReport, out: string[], everyTable: boolean): void 
       ? `  search index and passages: up to date; ${index.passages} passage(s)\n`
       : `  search index and passages: ${index.pending} transcript(s) waiting to be indexed and cut${index.oldestQueuedAt ? ` (oldest stored ${shortTime(index.oldestQueuedAt)})` : ''}; ${index.passages} passage(s); daemons with the poller or sink role index them (so does: videosite-ingest search)\n`,
   );
+  out.push(`  ${describeEmbeddings(r.embeddings)}\n`);
   const p = r.lastPrune;
   out.push(
     p === null
       ? '  last prune: never (daemons prune daily; see what it would free: videosite-ingest prune --dry-run)\n'
       : `  last prune: ${shortTime(p.startedAt)}: ${describePrune(p, compactBytes)}\n`,
   );
+}
+
+/** Which model search by meaning uses: the configured one, a previous one while it re-embeds, or none yet (text). */
+function describeSearchModel(e: Extract<EmbeddingsStatus, { state: 'ready' }>): string {
+  if (!e.search.covers) return `search by meaning: partial until ${e.model} covers every passage (default mode text)`;
+  if (e.search.model !== e.model)
+    return `search by meaning uses ${e.search.model} until ${e.model} covers every passage`;
+  return `search by meaning uses ${e.model}`;
+}
+
+/** The embeddings line: off, what to install, or the model's coverage, backlog and the day's tokens. */
+export function describeEmbeddings(e: EmbeddingsStatus): string {
+  switch (e.state) {
+    case 'off':
+      return 'embeddings: off (set EMBEDDINGS_BASE_URL to search by meaning)';
+    case 'not-installed':
+      return `embeddings: unavailable: ${STORE_HINTS['not-installed']}`;
+    case 'not-created':
+      return 'embeddings: pgvector is installed but not created in this database (the first embedder creates it: a daemon with EMBEDDINGS_BASE_URL, as a superuser)';
+    case 'ready': {
+      const budget = e.tokensPerDay === null ? '' : ` / ${e.tokensPerDay} budget`;
+      const refused =
+        e.refusedToday > 0 ? `; REFUSED ${e.refusedToday} request(s) today: the daily token budget is spent` : '';
+      const failed = e.failed > 0 ? `; ${e.failed} text(s) refused by the provider (asked again tomorrow)` : '';
+      const others = e.models.filter((m) => m.model !== e.model);
+      const kept =
+        others.length > 0 ? `; vectors kept of ${others.map((m) => `${m.model} (${m.texts})`).join(', ')}` : '';
+      return (
+        `embeddings: ${e.model}: ${e.covered}/${e.passages} passage(s) covered, ${e.backlog} text(s) waiting; ` +
+        `tokens today ${e.tokensToday}${budget}${refused}${failed}${kept}; ${describeSearchModel(e)}`
+      );
+    }
+  }
 }
 
 export interface RenderStatusOptions {
@@ -423,6 +464,7 @@ export function registerStatusCommand(program: Command): void {
           allSources: o.allSources,
           // without a key this command cannot tell whose holds matter: every hold is shown
           keyFingerprint: apiKey === undefined ? undefined : keyFingerprint(apiKey),
+          embeddings: ctx.config.embeddings,
         });
         process.stdout.write(o.json ? `${terminalJson(report, 2)}\n` : renderStatus(report, { storage: o.storage }));
       } finally {

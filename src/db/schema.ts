@@ -12,6 +12,7 @@ import {
   boolean,
   check,
   customType,
+  date,
   doublePrecision,
   index,
   integer,
@@ -1095,6 +1096,8 @@ export const passages = pgTable(
     index('passages_doc_idx').on(t.kind, t.doc, t.lang, t.n),
     index('passages_cut_at_idx').on(t.cutAt, t.id),
     index('passages_tsv_idx').using('gin', t.tsv),
+    // the embedder's anti-join: which content hashes lack a vector (issue #32)
+    index('passages_sha256_idx').on(t.sha256),
   ],
 );
 
@@ -1119,6 +1122,88 @@ export const passageRemovals = pgTable(
     removedAt: tstzNow('removed_at'),
   },
   (t) => [index('passage_removals_seq_idx').on(t.seq), index('passage_removals_removed_at_idx').on(t.removedAt)],
+);
+
+/** pgvector's `vector`, of no fixed dimension: every model's vectors share the table. */
+const vector = customType<{ data: string }>({ dataType: () => 'vector' });
+
+/**
+ * Embeddings (issue #32): one vector per (model, passage content hash), so a passage is embedded
+ * once per model and content, wherever the text appears, and an unchanged passage never again.
+ * Created only where pgvector is (`embeddings_ensure()`, migrations/*_embeddings.sql: at migrate
+ * and when an embedder starts); without it the table is absent and text search works as before.
+ * Each model has a partial HNSW index on `(embedding::vector(N))`, created when its first
+ * vectors are stored (src/db/embeddings.ts). Written by the embedder
+ * (src/pipeline/services/embedder.ts); rows of a model no longer configured stay.
+ */
+export const embeddings = pgTable(
+  'embeddings',
+  {
+    /** the provider's model name (EMBEDDINGS_MODEL) */
+    model: text('model').notNull(),
+    /** `passages.sha256` of the text embedded */
+    sha256: text('sha256').notNull(),
+    dimensions: integer('dimensions').notNull(),
+    embedding: vector('embedding').notNull(),
+    /** tokens of the text (cl100k_base, as `passages.tokens`) */
+    tokens: integer('tokens').notNull(),
+    embeddedAt: tstzNow('embedded_at'),
+  },
+  (t) => [primaryKey({ columns: [t.model, t.sha256] })],
+);
+
+/**
+ * Content hashes an embedder has taken for a model (so two processes never pay for one text),
+ * until `expires_at` (a crashed embedder's claims lapse); with `error`, a text the provider
+ * refused (a 4xx), not asked again before `expires_at`.
+ */
+export const embeddingClaims = pgTable(
+  'embedding_claims',
+  {
+    model: text('model').notNull(),
+    sha256: text('sha256').notNull(),
+    claimedAt: tstzNow('claimed_at'),
+    expiresAt: tstz('expires_at').notNull(),
+    error: text('error'),
+  },
+  (t) => [primaryKey({ columns: [t.model, t.sha256] })],
+);
+
+/**
+ * Tokens sent to the embeddings provider per UTC day and model (EMBEDDINGS_TOKENS_PER_DAY):
+ * counted before each request (its estimate), corrected by what the provider reported after, and
+ * given back when it answered an error that bills nothing.
+ */
+export const embeddingUsage = pgTable(
+  'embedding_usage',
+  {
+    day: date('day', { mode: 'string' }).notNull(),
+    model: text('model').notNull(),
+    tokens: bigNumber('tokens').notNull().default(0),
+    requests: integer('requests').notNull().default(0),
+    inputs: integer('inputs').notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.day, t.model] })],
+);
+
+/**
+ * Requests the daily token budget refused, one row per UTC day and model (`refusals` counts them),
+ * shown by `status` and the overview: embedding waits for the next day.
+ */
+export const embeddingRefusals = pgTable(
+  'embedding_refusals',
+  {
+    day: date('day', { mode: 'string' }).notNull(),
+    model: text('model').notNull(),
+    firstAt: tstzNow('first_at'),
+    lastAt: tstzNow('last_at'),
+    refusals: integer('refusals').notNull().default(1),
+    /** the request refused last: its estimate, the day's tokens so far, the budget */
+    tokensAsked: integer('tokens_asked').notNull(),
+    tokensSpent: bigNumber('tokens_spent').notNull(),
+    budget: bigNumber('budget').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.day, t.model] })],
 );
 
 /**

@@ -24,7 +24,16 @@ import { mediaMomentUrl } from '../domain/media.ts';
 import { pageSections, sectionLink } from '../domain/pages.ts';
 import { fillVideoUrl, formatMoment, markSnippet, searchQueryProblem } from '../domain/search.ts';
 import type { Logger } from '../log.ts';
-import { hitLink, SEARCH_KINDS, searchCorpus, searchScopeProblem, type CorpusHit } from '../pipeline/read/search.ts';
+import {
+  hitLink,
+  SEARCH_KINDS,
+  SEARCH_MODES,
+  searchCorpusIn,
+  SearchModeUnavailableError,
+  searchScopeProblem,
+  type CorpusHit,
+} from '../pipeline/read/search.ts';
+import type { EmbeddingsConfig } from '../config.ts';
 import { redactUrlsIn, urlWithoutPassword } from '../url-credentials.ts';
 
 /** The server's name in the MCP handshake. */
@@ -53,6 +62,8 @@ export interface McpDeps {
   sql: Pool;
   /** VIDEO_URL_TEMPLATE: without it a video's answers carry no link (the pages' and media's still do) */
   videoUrlTemplate: string | undefined;
+  /** the embeddings settings (search by meaning); undefined: off, text search only */
+  embeddings?: EmbeddingsConfig | undefined;
   /** brings the search index up to date before a search (the CLI's drain) */
   drainSearchIndex(): Promise<unknown>;
   log: Logger;
@@ -99,6 +110,12 @@ const SEARCH_INPUT = {
     .optional()
     .describe('only videos of this channel (its ID)'),
   source: int('source', 1, 2_147_483_647).optional().describe('only what this source holds (its ID, see list_sources)'),
+  mode: z
+    .enum(SEARCH_MODES, { error: `mode: expected one of ${SEARCH_MODES.join(', ')}` })
+    .optional()
+    .describe(
+      'text: the words; semantic: passages nearest in meaning; hybrid: both fused; default hybrid once every passage is embedded, else text',
+    ),
   limit: int('limit', 1, MCP_SEARCH_HITS_MAX)
     .optional()
     .describe(`most hits (default ${MCP_SEARCH_HITS_DEFAULT}, at most ${MCP_SEARCH_HITS_MAX})`),
@@ -164,6 +181,10 @@ const READ_ONLY = { readOnlyHint: true, openWorldHint: false } as const;
 function hitAnswer(h: CorpusHit, template: string | undefined) {
   const link = hitLink(h, template);
   const snippet = markSnippet(h.hit.snippet, '«', '»').replace(/\s+/g, ' ').trim();
+  const found = {
+    ...(h.distance !== undefined ? { distance: h.distance } : {}),
+    ...(h.score !== undefined ? { score: h.score } : {}),
+  };
   if (h.kind === 'video') {
     return {
       kind: 'video' as const,
@@ -175,6 +196,7 @@ function hitAnswer(h: CorpusHit, template: string | undefined) {
       moment: h.hit.seconds === null ? null : formatMoment(h.hit.seconds),
       snippet,
       url: link ?? null,
+      ...found,
     };
   }
   if (h.kind === 'page') {
@@ -186,6 +208,7 @@ function hitAnswer(h: CorpusHit, template: string | undefined) {
       anchor: h.hit.anchor,
       snippet,
       url: link ?? null,
+      ...found,
     };
   }
   return {
@@ -198,6 +221,7 @@ function hitAnswer(h: CorpusHit, template: string | undefined) {
     moment: h.hit.seconds === null ? null : formatMoment(h.hit.seconds),
     snippet,
     url: link ?? null,
+    ...found,
   };
 }
 
@@ -307,7 +331,8 @@ export function createMcpServer(deps: McpDeps): McpServer {
       title: 'Search the corpus',
       description:
         'Find where words are said in the stored video transcripts, web pages and media, best first: each hit with its moment ' +
-        '(seconds from the start), a snippet with the words marked «…» and a link opening the video at that second (or the page at its section).',
+        '(seconds from the start), a snippet with the words marked «…» and a link opening the video at that second (or the page at its section). ' +
+        'With embeddings on, mode semantic finds passages by meaning (each with its cosine distance) and hybrid fuses both.',
       inputSchema: SEARCH_INPUT,
       annotations: READ_ONLY,
     },
@@ -316,19 +341,31 @@ export function createMcpServer(deps: McpDeps): McpServer {
       if (scope !== null) throw new ToolRefusal(scope);
       // stored but not yet indexed (no daemon running, or a second behind): as the CLI does
       await deps.drainSearchIndex();
-      const hits = await read((tx) =>
-        searchCorpus(tx, {
-          words: a.words,
-          kind: a.kind,
-          lang: a.lang,
-          channelId: a.channel,
-          sourceId: a.source,
-          limit: a.limit ?? MCP_SEARCH_HITS_DEFAULT,
-        }),
-      );
-      const answers = hits.map((h) => hitAnswer(h, deps.videoUrlTemplate));
+      const found = await read((tx) =>
+        searchCorpusIn(
+          tx,
+          {
+            words: a.words,
+            mode: a.mode,
+            kind: a.kind,
+            lang: a.lang,
+            channelId: a.channel,
+            sourceId: a.source,
+            limit: a.limit ?? MCP_SEARCH_HITS_DEFAULT,
+          },
+          deps.embeddings,
+        ),
+      ).catch((e: unknown) => {
+        if (e instanceof SearchModeUnavailableError) throw new ToolRefusal(`mode: ${e.message}`);
+        throw e;
+      });
+      const answers = found.hits.map((h) => hitAnswer(h, deps.videoUrlTemplate));
       const text = answers.length === 0 ? 'no matches' : answers.map(hitText).join('\n');
-      return answer(text, { hits: answers });
+      return answer(text, {
+        mode: found.mode,
+        ...(found.model !== undefined ? { model: found.model } : {}),
+        hits: answers,
+      });
     }),
   );
 

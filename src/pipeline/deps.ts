@@ -4,7 +4,7 @@
  */
 import type { ChargeRecorder } from './ingest/charges.ts';
 import type { ApiClient } from '../api/client.ts';
-import type { Config } from '../config.ts';
+import type { Config, EmbeddingsConfig } from '../config.ts';
 import type { Sql } from '../db/connection.ts';
 import type { UpsertCounts } from '../db/videos.ts';
 import type { Logger } from '../log.ts';
@@ -20,6 +20,8 @@ export type PipelineSettings = Config['pipeline'];
 export interface PipelineMetrics {
   /** a sink chunk committed: rows of `table` inserted, updated, or found unchanged */
   rowsUpserted(table: 'videos' | 'transcripts', counts: UpsertCounts): void;
+  /** one request of the embedder, by outcome, with the texts and tokens it stored */
+  embeddingRequest?(outcome: string, texts: number, tokens: number): void;
 }
 
 export interface PipelineDeps {
@@ -32,4 +34,6 @@ export interface PipelineDeps {
   metrics?: PipelineMetrics;
   /** records what each request was billed (`credit_charges`); default none (nothing recorded) */
   charges?: ChargeRecorder;
+  /** EMBEDDINGS_*: undefined, no embedder runs */
+  embeddings?: EmbeddingsConfig | undefined;
 }

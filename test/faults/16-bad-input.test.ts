@@ -90,6 +90,13 @@ const BAD_VALUES: Record<string, string[]> = {
   WEBHOOK_SECRETS_KEY: ['too-short', '0123456789abcdef'.repeat(3)],
   PASSAGE_TOKENS: ['abc', '0'],
   PASSAGE_OVERLAP_TOKENS: ['abc', '256'],
+  EMBEDDINGS_BASE_URL: ['api.openai.com/v1', 'ftp://embeddings.example/v1'],
+  EMBEDDINGS_MODEL: ['two words'],
+  EMBEDDINGS_DIMENSIONS: ['abc', '0', '2001'],
+  EMBEDDINGS_API_KEY: ['sk-with\nnewline'],
+  EMBEDDINGS_TOKENS_PER_DAY: ['0', '1e6'],
+  EMBEDDINGS_BATCH_SIZE: ['0', '2049'],
+  EMBEDDINGS_TIMEOUT_MS: ['50', 'abc'],
 };
 const NUMERIC = /(_MS|_ATTEMPTS|_PER_SECOND|_BURST|_SIZE|_RESERVE|_ITEMS|_CONCURRENCY|_BYTES|_MAX)$/;
 

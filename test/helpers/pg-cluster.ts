@@ -10,7 +10,17 @@
  * current user. Never the shared server of the machine.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -39,6 +49,8 @@ export interface PgClusterOptions {
    * production server does; the Unix socket stays trust. Default: none (trust everywhere).
    */
   password?: string;
+  /** the server binaries to run (an install of their own: see installWithoutPgvector); default pgBinDir() */
+  binDir?: string;
 }
 
 export interface PgCluster {
@@ -59,8 +71,14 @@ export interface PgCluster {
 const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
 
 /** Run a server binary as the postgres user (when root) or as ourselves. */
-async function pgRun(bin: string, args: string[], timeoutMs = 60_000, env?: Record<string, string>): Promise<string> {
-  const file = join(pgBinDir(), bin);
+async function pgRun(
+  binDir: string,
+  bin: string,
+  args: string[],
+  timeoutMs = 60_000,
+  env?: Record<string, string>,
+): Promise<string> {
+  const file = join(binDir, bin);
   const [cmd, argv] = isRoot() ? ['runuser', ['-u', 'postgres', '--', file, ...args]] : [file, args];
   const r = await run(cmd, argv, {
     timeout: timeoutMs,
@@ -96,6 +114,7 @@ function alive(pid: number): boolean {
 }
 
 export async function startPgCluster(opts: PgClusterOptions = {}): Promise<PgCluster> {
+  const binDir = opts.binDir ?? pgBinDir();
   const port = await freePort();
   const base = mkdtempSync(join(tmpdir(), 'vsi-faults-pg-'));
   const owner = isRoot()
@@ -109,7 +128,7 @@ export async function startPgCluster(opts: PgClusterOptions = {}): Promise<PgClu
   // whatever happens to this test process (killed mid-afterAll included), the cluster goes with it
   const asPostgres = isRoot() ? 'runuser -u postgres -- ' : '';
   cleanupWhenGone(
-    `[ -f ${shellQuote(join(dataDir, 'postmaster.pid'))} ] && ${asPostgres}${shellQuote(join(pgBinDir(), 'pg_ctl'))} -D ${shellQuote(dataDir)} -m immediate -w stop >/dev/null 2>&1; rm -rf ${shellQuote(base)}`,
+    `[ -f ${shellQuote(join(dataDir, 'postmaster.pid'))} ] && ${asPostgres}${shellQuote(join(binDir, 'pg_ctl'))} -D ${shellQuote(dataDir)} -m immediate -w stop >/dev/null 2>&1; rm -rf ${shellQuote(base)}`,
   );
   const auth = ['-A', 'trust'];
   if (opts.password !== undefined) {
@@ -118,7 +137,17 @@ export async function startPgCluster(opts: PgClusterOptions = {}): Promise<PgClu
     if (owner) chownSync(pwFile, owner.uid, owner.gid);
     auth.push('--auth-host=scram-sha-256', `--pwfile=${pwFile}`);
   }
-  await pgRun('initdb', ['-D', dataDir, ...auth, '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C.UTF-8']);
+  await pgRun(binDir, 'initdb', [
+    '-D',
+    dataDir,
+    ...auth,
+    '-U',
+    'postgres',
+    '--no-sync',
+    '-E',
+    'UTF8',
+    '--locale=C.UTF-8',
+  ]);
   if (opts.password !== undefined) rmSync(join(base, 'pwfile'));
   const options = [
     `-p ${port}`,
@@ -153,7 +182,18 @@ export async function startPgCluster(opts: PgClusterOptions = {}): Promise<PgClu
   };
 
   const start = async () => {
-    await pgRun('pg_ctl', ['-D', dataDir, '-o', options, '-l', join(base, 'server.log'), '-w', '-t', '60', 'start']);
+    await pgRun(binDir, 'pg_ctl', [
+      '-D',
+      dataDir,
+      '-o',
+      options,
+      '-l',
+      join(base, 'server.log'),
+      '-w',
+      '-t',
+      '60',
+      'start',
+    ]);
     await ready();
   };
 
@@ -192,6 +232,7 @@ export async function startPgCluster(opts: PgClusterOptions = {}): Promise<PgClu
     async dump(database) {
       const env = opts.password === undefined ? undefined : { PGPASSWORD: opts.password };
       return pgRun(
+        binDir,
         'pg_dump',
         ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '--no-owner', database],
         120_000,
@@ -200,11 +241,36 @@ export async function startPgCluster(opts: PgClusterOptions = {}): Promise<PgClu
     },
     async destroy() {
       try {
-        await pgRun('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop'], 30_000);
+        await pgRun(binDir, 'pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop'], 30_000);
       } catch {
         // not running
       }
       rmSync(base, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A Postgres install without pgvector, for the tests of a server that lacks it: the machine's own
+ * server hard-linked into a temporary prefix (`usr/lib/postgresql/N`, `usr/share/postgresql/N`;
+ * Postgres finds its share and library directories relative to its binaries), the extension's
+ * files left out of the copy. Its bin directory, for `startPgCluster({ binDir })`; removed with
+ * the test process.
+ */
+export function installWithoutPgvector(): string {
+  const bin = pgBinDir();
+  const version = bin.split('/').at(-2)!;
+  const root = mkdtempSync(join(tmpdir(), 'vsi-pg-without-vector-'));
+  chmodSync(root, 0o755);
+  cleanupWhenGone(`rm -rf ${shellQuote(root)}`);
+  const lib = join(root, 'usr/lib/postgresql');
+  const share = join(root, 'usr/share/postgresql');
+  mkdirSync(lib, { recursive: true });
+  mkdirSync(share, { recursive: true });
+  execFileSync('cp', ['-al', join(bin, '..'), join(lib, version)]);
+  execFileSync('cp', ['-al', `/usr/share/postgresql/${version}`, join(share, version)]);
+  const extensions = join(share, version, 'extension');
+  for (const f of readdirSync(extensions)) if (/^vector[.-]/.test(f)) rmSync(join(extensions, f));
+  rmSync(join(lib, version, 'lib', 'vector.so'), { force: true });
+  return join(lib, version, 'bin');
 }

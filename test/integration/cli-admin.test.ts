@@ -506,6 +506,7 @@ describe('--help', () => {
     [['status'], ['--json', '--all-sources']],
     [['prune'], ['--dry-run', '--json']],
     [['simulator'], ['--port', '--seed', '--platform']],
+    [['embeddings-twin'], ['--port', '--host', '--dimensions', '--requests-per-minute', '--tokens-per-minute']],
     [['demo'], []],
     [['events'], ['--since', '--type', '--source', '--follow', '--json', '--limit']],
     // issue #27: no --secret (a secret never travels in the arguments)
@@ -533,7 +534,7 @@ describe('--help', () => {
     const r = await cli(['--help']);
     expectExit(r, 0);
     expect(r.stderr).toBe('');
-    const listed = [...r.stdout.matchAll(/^ {2}(\w+)/gm)].map((m) => m[1]);
+    const listed = [...r.stdout.matchAll(/^ {2}([\w-]+)/gm)].map((m) => m[1]);
     const expected = [
       'migrate',
       'sources',
@@ -548,6 +549,7 @@ describe('--help', () => {
       'export',
       'search',
       'simulator',
+      'embeddings-twin',
       'demo',
       'mcp',
     ];

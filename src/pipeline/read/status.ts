@@ -9,6 +9,7 @@
  * in Postgres and only the page shown is read (`readSourcesPage`). The overview
  * (src/admin/overview.ts) reads the same sections, each on its own.
  */
+import { searchModel } from './search-model.ts';
 import { pageTotals, type PageTotals } from '../../db/pages.ts';
 import { mediaTotals, type MediaTotals } from '../../db/media.ts';
 import { CronExpressionParser } from 'cron-parser';
@@ -60,6 +61,12 @@ import { newestBuiltMigration } from '../../db/migrate.ts';
 import { migrationLabel, schemaStopReason, type SchemaVerdict } from '../../domain/schema-compat.ts';
 import { readSchemaVerdict } from '../services/schema-gate.ts';
 import { passageCount } from '../../db/passages.ts';
+import {
+  readEmbeddingsFacts,
+  readEmbeddingsStoreState,
+  type EmbeddingsFacts,
+  type ModelSpace,
+} from '../../db/embeddings.ts';
 import { searchBacklog } from '../../db/search.ts';
 import {
   budgetRefusals,
@@ -270,6 +277,38 @@ export interface StatusReport extends HoldsStatus, ItemsStatus {
   pages: PageTotals;
   /** media items of other platforms stored, and their transcripts by state */
   media: MediaTotals;
+  /** search by meaning (issue #32): off, pgvector missing, or the configured model's coverage */
+  embeddings: EmbeddingsStatus;
+}
+
+/**
+ * The embeddings as `status` shows them: `off` (EMBEDDINGS_BASE_URL unset), the vectors' table
+ * missing (`not-installed`: the server lacks pgvector; `not-created`: an embedder creates it at
+ * start), or the configured model's facts with the daily budget (null: none).
+ */
+export type EmbeddingsStatus =
+  | { state: 'off' | 'not-installed' | 'not-created' }
+  | ({
+      state: 'ready';
+      tokensPerDay: number | null;
+      /** the model search by meaning uses (src/pipeline/read/search-model.ts), and whether it covers every passage */
+      search: { model: string; covers: boolean };
+    } & EmbeddingsFacts);
+
+/** What `status` needs of EMBEDDINGS_*: the model, its dimensions, the budget. */
+export type EmbeddingsStatusOptions = ModelSpace & { tokensPerDay?: number | undefined };
+
+export async function readEmbeddingsStatus(
+  sql: Queryable,
+  opts: EmbeddingsStatusOptions | undefined,
+): Promise<EmbeddingsStatus> {
+  if (opts === undefined) return { state: 'off' };
+  const state = await readEmbeddingsStoreState(sql);
+  if (state !== 'ready') return { state };
+  const facts = await readEmbeddingsFacts(sql, opts);
+  const m = await searchModel(sql, opts);
+  const search = m.state === 'ready' ? { model: m.model, covers: m.covers } : { model: opts.model, covers: false };
+  return { state, tokensPerDay: opts.tokensPerDay ?? null, search, ...facts };
 }
 
 export interface SchemaStatus {
@@ -748,6 +787,8 @@ export interface CollectStatusOptions {
   allSources?: boolean;
   /** the configured API key's fingerprint: its holds are holds, another key's are listed apart */
   keyFingerprint?: string | undefined;
+  /** EMBEDDINGS_* (undefined: embeddings off) */
+  embeddings?: EmbeddingsStatusOptions | undefined;
 }
 
 export async function collectStatus(sql: Queryable, opts: CollectStatusOptions = {}): Promise<StatusReport> {
@@ -769,6 +810,7 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
   const passages = await passageCount(sql);
   const pages = await pageTotals(sql);
   const media = await mediaTotals(sql);
+  const embeddings = await readEmbeddingsStatus(sql, opts.embeddings);
   return {
     generatedAt: new Date().toISOString(),
     ...holds,
@@ -795,5 +837,6 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
     searchIndex: { pending: backlog.pending, oldestQueuedAt: iso(backlog.oldestQueuedAt), passages },
     pages,
     media,
+    embeddings,
   };
 }

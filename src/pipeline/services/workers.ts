@@ -45,6 +45,7 @@ import type { SchemaGate } from './schema-gate.ts';
 import { syncSource } from '../ingest/sync-source.ts';
 import { sinkBatch } from '../ingest/sink.ts';
 import { queueCronTick, queueTickSync } from './cron-ticks.ts';
+import { startEmbedder } from './embedder.ts';
 import { startSearchIndexer } from './search-index.ts';
 import { startWebhookDelivery } from './webhook-delivery.ts';
 import { withSpan, withTraceParent } from '../../tracing.ts';
@@ -116,12 +117,17 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
     opts.roles.includes('poller') || opts.roles.includes('sink')
       ? startSearchIndexer({ ...deps, passages: deps.settings.passages })
       : undefined;
+  // beside it, the embedder keeps the passages' vectors current (EMBEDDINGS_BASE_URL set)
+  const embedder =
+    searchIndexer !== undefined && deps.embeddings !== undefined
+      ? startEmbedder({ ...deps, embeddings: deps.embeddings })
+      : undefined;
   for (const w of workers) logWorkerEvents(deps.log, w);
 
   return {
     workers,
     close: (timeoutMs = settings.shutdownGraceMs) =>
-      closeWorkers(deps.log, { stopping, workers, others: [webhooks, searchIndexer] }, timeoutMs),
+      closeWorkers(deps.log, { stopping, workers, others: [webhooks, searchIndexer, embedder] }, timeoutMs),
   };
 }
 

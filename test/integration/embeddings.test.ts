@@ -1,0 +1,236 @@
+/**
+ * Embeddings kept current (issue #32), with a real pgvector and the embeddings twin over HTTP:
+ * transcripts stored through the sink's own upsert and cut into passages by the search indexer,
+ * then embedded by the embedder (a drain, and the service a daemon runs). Every passage text gets
+ * one vector; storing unchanged transcripts again embeds nothing; a changed transcript re-embeds
+ * only its changed passages; a passage is found by meaning and not by its words; the daily token
+ * budget refuses and records; a provider answering 500, 503, 429 or dropping the connection loses
+ * nothing and is paid for no text twice; a dead embedder's claims lapse and its texts are
+ * embedded; each model keeps its own vectors and HNSW index.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EmbeddingsConfig } from '../../src/config.ts';
+import { claimTexts, hnswIndexName, nearestEmbeddings, readEmbeddingsFacts } from '../../src/db/embeddings.ts';
+import { transcriptRowFromApi, upsertTranscripts } from '../../src/db/transcripts.ts';
+import { createEmbeddingsClient, embedQuery } from '../../src/embeddings/client.ts';
+import { startEmbeddingsTwin, type EmbeddingsTwin } from '../../src/embeddings/twin.ts';
+import { silentLogger } from '../../src/log.ts';
+import { drainEmbeddings, startEmbedder } from '../../src/pipeline/services/embedder.ts';
+import { drainSearchIndex } from '../../src/pipeline/services/search-index.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { runCli, waitFor } from '../helpers/pipeline.ts';
+import { expectExit } from '../helpers/cli.ts';
+import { createMetrics } from '../../src/admin/metrics.ts';
+
+const KEY = 'sk-embeddings-test-0123456789';
+/** small passages, so a transcript of 40 lines has several */
+const PASSAGES = { size: 48, overlap: 8 };
+
+let database: TestDatabase;
+let twin: EmbeddingsTwin;
+
+const settings = (model: string, more: Partial<EmbeddingsConfig> = {}): EmbeddingsConfig => ({
+  baseUrl: twin.baseUrl,
+  model,
+  dimensions: undefined,
+  apiKey: KEY,
+  tokensPerDay: undefined,
+  batchSize: 8,
+  timeoutMs: 10_000,
+  ...more,
+});
+const drain = (model: string, more: Partial<EmbeddingsConfig> = {}) =>
+  drainEmbeddings({ sql: database.sql, log: silentLogger(), embeddings: settings(model, more) });
+
+/** Line i of a transcript: distinct per video and line, so texts repeat nowhere unless said to. */
+const line = (video: string, i: number) => `${video} says line ${i} about topic ${(i * 7) % 13} and more`;
+
+let job = 0;
+async function store(videoId: string, lines: string[]): Promise<void> {
+  const content = lines.map((text, i) => ({ text, offset: i * 2_000, duration: 1_900 }));
+  await upsertTranscripts(database.sql, [
+    transcriptRowFromApi(videoId, { content, lang: 'en', availableLangs: ['en'] }, `job-emb-${++job}`),
+  ]);
+  await drainSearchIndex({ sql: database.sql, passages: PASSAGES });
+}
+
+const VIDEOS = ['vidEmbAAAAA', 'vidEmbBBBBB', 'vidEmbCCCCC', 'vidEmbDDDDD'];
+const linesOf = (v: string) => Array.from({ length: 40 }, (_, i) => line(v, i));
+
+async function texts(): Promise<Set<string>> {
+  const rows = await database.sql<{ sha256: string }[]>`select distinct sha256 from passages`;
+  return new Set(rows.map((r) => r.sha256));
+}
+/** The `n` of a one-row query. */
+async function count(query: string, params: string[] = []): Promise<number> {
+  const [r] = await database.sql.unsafe<{ n: number }[]>(query, params);
+  return r!.n;
+}
+async function vectorCount(model: string): Promise<number> {
+  const [r] = await database.sql<{ n: number }[]>`select count(*)::int as n from embeddings where model = ${model}`;
+  return r!.n;
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase('embeddings');
+  twin = await startEmbeddingsTwin({ apiKey: KEY });
+  for (const v of VIDEOS) {
+    await database.sql`insert into videos (id, title) values (${v}, ${v})`;
+    await store(v, linesOf(v));
+  }
+});
+afterAll(async () => {
+  await twin?.close();
+  await database?.drop();
+});
+
+describe('embeddings kept current', () => {
+  it('embeds each passage text once; unchanged transcripts stored again embed nothing', async () => {
+    const all = await texts();
+    expect(all.size).toBeGreaterThan(4 * 4);
+    const first = await drain('twin-a');
+    expect(first).toEqual({ embedded: all.size, stopped: 'done' });
+    expect(await vectorCount('twin-a')).toBe(all.size);
+    expect(twin.stats()).toMatchObject({ inputsAnswered: all.size, inputsRepeated: 0 });
+    const facts = await readEmbeddingsFacts(database.sql, { model: 'twin-a' });
+    const [p] = await database.sql<{ n: number }[]>`select count(*)::int as n from passages`;
+    expect(facts).toMatchObject({ passages: p!.n, covered: p!.n, backlog: 0 });
+    // the model's index was built with its first vectors
+    const [ix] = await database.sql<{ n: number }[]>`
+      select count(*)::int as n from pg_indexes where indexname = ${hnswIndexName('twin-a', 256)}`;
+    expect(ix!.n).toBe(1);
+
+    for (const v of VIDEOS) await store(v, linesOf(v));
+    expect(await drain('twin-a')).toEqual({ embedded: 0, stopped: 'done' });
+    expect(twin.stats().inputsAnswered).toBe(all.size);
+  });
+
+  it('a changed transcript re-embeds only its changed passages (the daemon service)', async () => {
+    const before = await texts();
+    const answered = twin.stats().inputsAnswered;
+    const changed = linesOf(VIDEOS[1]!);
+    changed[30] = 'my old car broke down on the highway, so I bought a new sedan';
+    await store(VIDEOS[1]!, changed);
+    const after = await texts();
+    const fresh = [...after].filter((s) => !before.has(s));
+    const ofVideo = await count(
+      `
+      select count(*)::int as n from passages where doc = $1`,
+      [VIDEOS[1]!],
+    );
+    expect(fresh.length).toBeGreaterThan(0);
+    expect(fresh.length).toBeLessThan(ofVideo);
+
+    const embedder = startEmbedder(
+      { sql: database.sql, log: silentLogger(), embeddings: settings('twin-a') },
+      { idleMs: 50 },
+    );
+    try {
+      await waitFor(
+        async () => ((await readEmbeddingsFacts(database.sql, { model: 'twin-a' })).backlog === 0 ? true : undefined),
+        30_000,
+        'the changed passages embedded',
+      );
+    } finally {
+      await embedder.stop();
+    }
+    expect(twin.stats().inputsAnswered - answered).toBe(fresh.length);
+    expect(twin.stats().inputsRepeated).toBe(0);
+  });
+
+  it('finds a passage by meaning, not by its words', async () => {
+    const client = createEmbeddingsClient(settings('twin-a'));
+    const q = await embedQuery(client, 'automobile');
+    const [hit] = await nearestEmbeddings(database.sql, 'twin-a', q.length, q, 5);
+    const passages = await database.sql<{ text: string }[]>`select text from passages where sha256 = ${hit!.sha256}`;
+    expect(passages[0]!.text).toContain('car broke down');
+    expect(passages[0]!.text.toLowerCase()).not.toContain('automobile');
+  });
+
+  it('the daily token budget refuses, records the refusal and spends no more than it', async () => {
+    const spent = await count(`
+      select coalesce(sum(tokens), 0)::int as n from embedding_usage where day = (now() at time zone 'utc')::date`);
+    const budget = spent + 200;
+    const r = await drain('twin-budget', { tokensPerDay: budget });
+    expect(r.stopped).toBe('refused');
+    expect(r.embedded).toBeGreaterThan(0);
+    expect(r.embedded).toBeLessThan((await texts()).size);
+    const [refusal] = await database.sql<{ refusals: number; budget: number; tokens_spent: number }[]>`
+      select refusals, budget::int, tokens_spent::int from embedding_refusals
+      where day = (now() at time zone 'utc')::date and model = 'twin-budget'`;
+    expect(refusal).toMatchObject({ budget });
+    expect(refusal!.refusals).toBeGreaterThanOrEqual(1);
+    const today = await count(`
+      select sum(tokens)::int as n from embedding_usage where day = (now() at time zone 'utc')::date`);
+    expect(today).toBeLessThanOrEqual(budget);
+    const facts = await readEmbeddingsFacts(database.sql, { model: 'twin-budget' });
+    expect(facts.refusedToday).toBeGreaterThanOrEqual(1);
+    expect(facts.backlog).toBeGreaterThan(0);
+
+    // what a person sees
+    const status = await runCli(['status'], {
+      DATABASE_URL: database.url,
+      LOG_LEVEL: 'warn',
+      EMBEDDINGS_BASE_URL: twin.baseUrl,
+      EMBEDDINGS_MODEL: 'twin-budget',
+      EMBEDDINGS_TOKENS_PER_DAY: String(budget),
+    });
+    expectExit(status, 0);
+    const passages = await count('select count(*)::int as n from passages');
+    expect(status.stdout).toContain(
+      `embeddings: twin-budget: ${facts.covered}/${passages} passage(s) covered, ${facts.backlog} text(s) waiting; ` +
+        `tokens today ${today} / ${budget} budget; REFUSED ${facts.refusedToday} request(s) today: the daily token budget is spent`,
+    );
+  });
+
+  it('a provider answering 500, 503, 429 or dropping the connection loses nothing and is paid once per text', async () => {
+    twin.resetStats();
+    twin.script([{ status: 500 }, { status: 429, retryAfterMs: 300 }, { status: 503 }, { reset: 'before' }]);
+    const all = await texts();
+    const metrics = createMetrics({ processMetrics: false });
+    const r = await drainEmbeddings({
+      sql: database.sql,
+      log: silentLogger(),
+      embeddings: settings('twin-faults'),
+      metrics,
+    });
+    expect(r).toEqual({ embedded: all.size, stopped: 'done' });
+    expect(await vectorCount('twin-faults')).toBe(all.size);
+    expect(twin.stats()).toMatchObject({ inputsAnswered: all.size, inputsRepeated: 0, rateLimited: 0 });
+    expect(twin.stats().byStatus).toMatchObject({ 500: 1, 429: 1, 503: 1 });
+    // the day's tokens are what the provider billed: the estimates of requests answered 5xx/429
+    // given back
+    const tokens = await count(`
+      select tokens::int as n from embedding_usage where day = (now() at time zone 'utc')::date and model = 'twin-faults'`);
+    // but for the request whose connection dropped: it may have arrived, so its estimate stays
+    // counted (at most a batch of 8 passages of 48 tokens)
+    expect(tokens).toBeGreaterThanOrEqual(twin.stats().tokensAnswered);
+    expect(tokens - twin.stats().tokensAnswered).toBeLessThanOrEqual(8 * PASSAGES.size);
+    // the process's counters: every request by outcome, the texts stored
+    const scraped = await metrics.registry.metrics();
+    expect(scraped).toContain('vsi_embedding_requests_total{outcome="rate-limited"} 1');
+    expect(scraped).toContain('vsi_embedding_requests_total{outcome="failed"} 3');
+    expect(scraped).toContain(`vsi_embedded_texts_total ${all.size}`);
+    // a model change keeps the other models' vectors
+    expect(await vectorCount('twin-a')).toBeGreaterThanOrEqual(all.size);
+  });
+
+  it("a dead embedder's claims lapse and its texts are embedded then", async () => {
+    const claimed = await claimTexts(database.sql, { model: 'twin-crash' }, 5, 1_500);
+    expect(claimed).toHaveLength(5);
+    const first = await drain('twin-crash');
+    const all = await texts();
+    expect(first.embedded).toBe(all.size - 5);
+    await waitFor(
+      async () => {
+        const [r] = await database.sql<{ lapsed: boolean }[]>`
+          select bool_and(expires_at <= now()) as lapsed from embedding_claims where model = 'twin-crash'`;
+        return r!.lapsed ? true : undefined;
+      },
+      30_000,
+      'the claims to lapse',
+    );
+    expect(await drain('twin-crash')).toEqual({ embedded: 5, stopped: 'done' });
+    expect(await vectorCount('twin-crash')).toBe(all.size);
+  });
+});
