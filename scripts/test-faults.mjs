@@ -66,6 +66,8 @@ const LANE_SECONDS = {
   '33-media-jobs': 15,
   // measured alone on the quiet 2-core machine (25 s); a lane's share runs slower
   '34-translation-budget': 30,
+  // measured alone on a busy machine (load 11), 169 s; most of it two waits of a minute
+  '35-embeddings': 170,
 };
 const DEFAULT_SECONDS = 60;
 
