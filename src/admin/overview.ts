@@ -50,6 +50,9 @@ import {
   type RecentBatch,
   type WebhookStatus,
   type SourcesPage,
+  readEmbeddingsStatus,
+  type EmbeddingsStatus,
+  type EmbeddingsStatusOptions,
 } from '../pipeline/read/status.ts';
 import { compactBytes, compactNumber, creditChartSvg, type CreditPoint } from './chart.ts';
 import { html, type SafeHtml } from './html.ts';
@@ -125,6 +128,8 @@ export interface OverviewData {
   media?: MediaCount[];
   /** translations by the state they are shown in (the tile shows only when there is one) */
   translations?: Record<TranslationState, number>;
+  /** search by meaning (the tile shows only when EMBEDDINGS_* is set) */
+  embeddings?: EmbeddingsStatus;
   /** sections left out of this page: their statement was cancelled (statement_timeout) or failed */
   unavailable: string[];
 }
@@ -138,6 +143,8 @@ export interface LoadOverviewOptions {
   log?: Logger;
   /** the fingerprint of the configured API key: its holds are the banner, another key's a dim line */
   keyFingerprint?: string | undefined;
+  /** EMBEDDINGS_* (unset: no embeddings tile) */
+  embeddings?: EmbeddingsStatusOptions | undefined;
 }
 
 async function loadSources(q: Queryable, now: Date, page: number): Promise<OverviewSources> {
@@ -195,6 +202,7 @@ export async function loadOverview(pool: Pool, opts: LoadOverviewOptions = {}): 
     pages: pageCounts,
     media: mediaCounts,
     translations: translationTotals,
+    embeddings: (q) => readEmbeddingsStatus(q, opts.embeddings),
   });
   const log = opts.log ?? silentLogger();
   for (const { section, error } of failed) {
@@ -228,6 +236,7 @@ export async function loadOverview(pool: Pool, opts: LoadOverviewOptions = {}): 
     pages: v.pages,
     media: v.media,
     translations: v.translations,
+    embeddings: v.embeddings,
     unavailable: failed.map((f) => f.section),
   };
 }
@@ -423,6 +432,7 @@ function renderTiles(d: OverviewData): SafeHtml {
     }
     ${mediaTile(d.media)}
     ${translationsTile(d.translations)}
+    ${embeddingsTile(d.embeddings)}
     <div class="tile"><div class="k">Credits used</div><div class="v">${c?.usedCredits == null ? '–' : compactNumber(c.usedCredits)}</div>
       <div class="s">${
         c === undefined
@@ -541,6 +551,22 @@ function mediaTile(media: MediaCount[] | undefined) {
         <span id="media-pending">${sum((c) => c.transcriptState === 'pending')}</span> pending ·
         <span id="media-unstored">${sum((c) => MEDIA_TRANSCRIPT_UNSTORED_STATES.includes(c.transcriptState))}</span> not stored</div>
       <div class="s" id="media-platforms">${[...byPlatform].map(([p, n], i) => html`${i > 0 ? ' · ' : ''}${p} ${n}`)}</div></div>`;
+}
+
+/** Search by meaning: the model's coverage, its backlog and the day's tokens, or what is missing; nothing while off. */
+function embeddingsTile(e: EmbeddingsStatus | undefined) {
+  if (e === undefined || e.state === 'off') return '';
+  if (e.state !== 'ready') {
+    return html`<div class="tile" id="embeddings-tile"><div class="k">Embeddings</div><div class="v">–</div>
+      <div class="s bad-text" id="embeddings-state">${e.state === 'not-installed' ? 'pgvector not installed' : 'pgvector not created yet'} (see status)</div></div>`;
+  }
+  const pct = e.passages === 0 ? 100 : (100 * e.covered) / e.passages;
+  return html`<div class="tile" id="embeddings-tile"><div class="k" title="${e.model}">Embeddings</div><div class="v" id="embeddings-coverage">${pct.toFixed(1)}%</div>
+      <div class="s"><span id="embeddings-covered">${e.covered}</span>/${e.passages} passages ·
+        <span id="embeddings-backlog">${e.backlog}</span> waiting ·
+        <span id="embeddings-tokens">${compactNumber(e.tokensToday)}</span>${e.tokensPerDay === null ? '' : ` of ${compactNumber(e.tokensPerDay)}`} tokens today${
+          e.refusedToday > 0 ? html` · <span class="bad-text" id="embeddings-refused">budget spent</span>` : ''
+        }</div></div>`;
 }
 
 /** Translations stored and those to look at (lost answers, refusals); nothing before the first. */

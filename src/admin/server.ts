@@ -186,6 +186,7 @@ export function createAdminApp(opts: AdminAppOptions): AdminApp {
       log,
       timeoutMs: opts.queryTimeoutMs,
       keyFingerprint: opts.keyFingerprint,
+      embeddings: opts.embeddings,
     });
     const page = renderOverview(data, { queuesPath: QUEUES_PATH });
     // the page has no script; styles and the chart are inline

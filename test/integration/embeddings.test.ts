@@ -21,6 +21,7 @@ import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { runCli, waitFor } from '../helpers/pipeline.ts';
 import { expectExit } from '../helpers/cli.ts';
 import { createMetrics } from '../../src/admin/metrics.ts';
+import { loadOverview, renderOverview } from '../../src/admin/overview.ts';
 
 const KEY = 'sk-embeddings-test-0123456789';
 /** small passages, so a transcript of 40 lines has several */
@@ -181,6 +182,13 @@ describe('embeddings kept current', () => {
       `embeddings: twin-budget: ${facts.covered}/${passages} passage(s) covered, ${facts.backlog} text(s) waiting; ` +
         `tokens today ${today} / ${budget} budget; REFUSED ${facts.refusedToday} request(s) today: the daily token budget is spent`,
     );
+    // and the overview's tile
+    const page = String(
+      renderOverview(await loadOverview(database.sql, { embeddings: { model: 'twin-budget', tokensPerDay: budget } })),
+    );
+    expect(page).toMatch(new RegExp(`<span id="embeddings-covered">${facts.covered}</span>/${passages} passages`));
+    expect(page).toContain('<span id="embeddings-backlog">' + String(facts.backlog) + '</span> waiting');
+    expect(page).toContain('id="embeddings-refused"');
   });
 
   it('a provider answering 500, 503, 429 or dropping the connection loses nothing and is paid once per text', async () => {
