@@ -6,9 +6,13 @@
 import { isPageSourceKind } from '../domain/pages.ts';
 import { InvalidArgumentError, type Command } from 'commander';
 import { batchProgress } from '../db/batch-progress.ts';
+import type { EmbeddingsConfig } from '../config.ts';
+import type { Sql } from '../db/connection.ts';
+import { STORE_HINTS } from '../db/embeddings.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { allSourceIds, existingSourceIds } from '../db/sources.ts';
 import { planBackfill, runBackfill, type BackfillPlan, type BackfillReport } from '../pipeline/commands/backfill.ts';
+import { drainEmbeddings, type EmbedDrainResult } from '../pipeline/services/embedder.ts';
 import { reconcile } from '../pipeline/services/reconcile.ts';
 import { startWorkers } from '../pipeline/services/workers.ts';
 import { intArg, parseDurationMs } from './args.ts';
@@ -20,6 +24,32 @@ import { waitForRedis } from './redis-ready.ts';
 import { renderTable } from './table.ts';
 import { terminalSafe } from '../terminal-text.ts';
 import { shellCommand } from '../shell-quote.ts';
+
+/**
+ * The passages left without a vector embedded before the command returns, and one line on stderr
+ * saying how many, or why it stopped (the budget, pgvector missing, the provider failing): the
+ * rows landed either way, so the exit status does not change; the daemons' embedders go on.
+ */
+async function drainEmbeddingsSaying(
+  sql: Sql,
+  ctx: Context,
+  embeddings: EmbeddingsConfig,
+  signal: AbortSignal,
+): Promise<void> {
+  const r = await drainEmbeddings({ sql, log: ctx.log, embeddings }, { signal });
+  const why: Record<EmbedDrainResult['stopped'], string | undefined> = {
+    done: undefined,
+    refused: 'EMBEDDINGS_TOKENS_PER_DAY is spent for today',
+    failing: 'the embeddings provider keeps failing (a daemon tries again)',
+    'not-installed': STORE_HINTS['not-installed'],
+    'not-permitted': STORE_HINTS['not-permitted'],
+    ready: undefined,
+  };
+  const reason = why[r.stopped];
+  process.stderr.write(
+    `embeddings: ${r.embedded} passage text(s) embedded${reason === undefined ? '' : `; stopped: ${reason}`}\n`,
+  );
+}
 
 /** Quarantined batches the summary names a `replay --quarantined --batch` command for; past these, one command for all. */
 export const QUARANTINE_HINTS_SHOWN = 5;
@@ -280,12 +310,16 @@ export async function backfillWithContext(
         report.syncs.flatMap((s) => s.jobIds),
       );
     // what it stored is searchable when it returns (no daemon need run)
-    else if (!abort.signal.aborted)
+    else if (!abort.signal.aborted) {
       await drainSearchIndexShowingProgress(
         { sql, passages: ctx.config.pipeline.passages },
         process.stderr,
         abort.signal,
       );
+      // and found by meaning: the passages it cut embedded (when EMBEDDINGS_* is set)
+      if (ctx.config.embeddings !== undefined && !abort.signal.aborted)
+        await drainEmbeddingsSaying(sql, ctx, ctx.config.embeddings, abort.signal);
+    }
     return { report, exitCode: report.exitCode };
   } finally {
     if (deadline !== undefined) clearTimeout(deadline);

@@ -14,7 +14,7 @@ import {
   type EmbeddingsStatus,
   type StatusReport,
 } from '../pipeline/read/status.ts';
-import { STORE_HINTS } from '../pipeline/services/embedder.ts';
+import { STORE_HINTS } from '../db/embeddings.ts';
 import { terminalJson, terminalSafe } from '../terminal-text.ts';
 import { createDbContext } from './db-context.ts';
 import { renderTable, shortTime } from './table.ts';

@@ -22,6 +22,14 @@ const EMBEDDING_LOCK_NAMESPACE = 0x454d;
 export const EMBEDDINGS_STORE_STATES = ['ready', 'not-installed', 'not-permitted'] as const;
 export type EmbeddingsStoreState = (typeof EMBEDDINGS_STORE_STATES)[number];
 
+/** What to tell people when vectors cannot be stored. */
+export const STORE_HINTS: Readonly<Record<Exclude<EmbeddingsStoreState, 'ready'>, string>> = {
+  'not-installed':
+    'the Postgres server lacks the pgvector extension: install it (postgresql-15-pgvector, the pgvector/pgvector image, or scripts/install-pgvector.sh); text search works without it',
+  'not-permitted':
+    'pgvector is installed but this role may not create it: run CREATE EXTENSION vector as a superuser in this database; text search works without it',
+};
+
 /** Creates the extension and the table when possible (`embeddings_ensure()`); what is missing. */
 export async function ensureEmbeddingsStore(sql: Queryable): Promise<EmbeddingsStoreState> {
   const [row] = await sql<{ state: EmbeddingsStoreState }[]>`select embeddings_ensure() as state`;

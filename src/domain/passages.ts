@@ -6,9 +6,20 @@
  * common embedding models; a passage never splits a word.
  */
 import { createHash } from 'node:crypto';
-import { countTokens } from 'gpt-tokenizer/encoding/cl100k_base';
+import { createRequire } from 'node:module';
+import type * as Cl100k from 'gpt-tokenizer/encoding/cl100k_base';
 import { mediaMomentUrl } from './media.ts';
 import { fillVideoUrl } from './search.ts';
+
+/**
+ * The encoding, loaded at the first count: its tables take a few hundred ms of CPU to load, which
+ * every command that imports this module (`status`, for the passage count) would pay otherwise.
+ */
+let encoding: typeof Cl100k | undefined;
+function countTokens(text: string): number {
+  encoding ??= createRequire(import.meta.url)('gpt-tokenizer/encoding/cl100k_base') as typeof Cl100k;
+  return encoding.countTokens(text);
+}
 
 /** A transcript chunk as the cutter reads it: its text and its moment in seconds (null: unknown). */
 export interface PassageChunk {

@@ -26,7 +26,7 @@ import { twinVector } from './twin-vectors.ts';
 import { EmbeddingsRequestSchema, type EmbeddingsErrorBody, type EmbeddingsResponse } from './wire.ts';
 
 export const DEFAULT_TWIN_HOST = '127.0.0.1';
-export const DEFAULT_TWIN_PORT = 8788;
+export const DEFAULT_TWIN_PORT = 8789;
 /** Dimensions of a vector when the request names none (small: tests store thousands). */
 export const TWIN_DEFAULT_DIMENSIONS = 256;
 /** Inputs one request may carry (OpenAI's limit). */

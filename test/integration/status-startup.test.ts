@@ -27,6 +27,8 @@ const NOT_FOR_STATUS = [
   'hyparquet',
   'prom-client',
   'hono',
+  // the tokenizer's tables: status counts passages in SQL, it cuts none
+  'gpt-tokenizer',
 ];
 
 let database: TestDatabase;

@@ -25,6 +25,7 @@ import {
   releaseClaims,
   reserveTokens,
   settleTokens,
+  STORE_HINTS,
   storeVectors,
   type EmbeddingsStoreState,
   type ModelSpace,
@@ -197,14 +198,6 @@ async function indexModel(r: Round, dimensions: number): Promise<void> {
     r.deps.log.warn({ event: 'embedder.index_failed', model, dimensions, err }, 'could not build the HNSW index');
   }
 }
-
-/** What to tell people when vectors cannot be stored. */
-export const STORE_HINTS: Readonly<Record<Exclude<EmbeddingsStoreState, 'ready'>, string>> = {
-  'not-installed':
-    'the Postgres server lacks the pgvector extension: install it (postgresql-15-pgvector, the pgvector/pgvector image, or scripts/install-pgvector.sh); text search works without it',
-  'not-permitted':
-    'pgvector is installed but this role may not create it: run CREATE EXTENSION vector as a superuser in this database; text search works without it',
-};
 
 export interface Embedder {
   /** stop after the request in flight */
