@@ -80,6 +80,8 @@ export interface TwinStats {
   inputsRepeated: number;
   /** requests refused by the rate limit */
   rateLimited: number;
+  /** the most requests to /v1/embeddings it held at once, from reading to answering */
+  maxInFlight: number;
 }
 
 export interface EmbeddingsTwin {
@@ -160,7 +162,15 @@ export async function startEmbeddingsTwin(opts: EmbeddingsTwinOptions = {}): Pro
   const paid = new Map<string, number>();
   let stats: TwinStats;
   const resetStats = () => {
-    stats = { requests: 0, byStatus: {}, inputsAnswered: 0, tokensAnswered: 0, inputsRepeated: 0, rateLimited: 0 };
+    stats = {
+      requests: 0,
+      byStatus: {},
+      inputsAnswered: 0,
+      tokensAnswered: 0,
+      inputsRepeated: 0,
+      rateLimited: 0,
+      maxInFlight: 0,
+    };
     paid.clear();
   };
   resetStats();
@@ -170,7 +180,17 @@ export async function startEmbeddingsTwin(opts: EmbeddingsTwinOptions = {}): Pro
     send(res, status, body, headers);
   };
 
+  let inFlight = 0;
   const embeddings = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    inFlight++;
+    stats.maxInFlight = Math.max(stats.maxInFlight, inFlight);
+    try {
+      await embeddingsAnswer(req, res);
+    } finally {
+      inFlight--;
+    }
+  };
+  const embeddingsAnswer = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     stats.requests++;
     const raw = await readBody(req);
     const step = steps.shift();
