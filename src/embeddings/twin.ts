@@ -65,6 +65,8 @@ export interface EmbeddingsTwinOptions {
   rateLimit?: TwinRateLimit;
   /** delay before every answer, ms */
   latencyMs?: number;
+  /** told of every request to /v1/embeddings answered (a test orders them in time) */
+  onAnswer?: (a: TwinAnswer) => void;
   logger?: Logger;
 }
 
@@ -82,6 +84,14 @@ export interface TwinStats {
   rateLimited: number;
   /** the most requests to /v1/embeddings it held at once, from reading to answering */
   maxInFlight: number;
+}
+
+/** One request to /v1/embeddings as the twin saw it. */
+export interface TwinAnswer {
+  status: number;
+  /** epoch ms */
+  receivedAt: number;
+  answeredAt: number;
 }
 
 export interface EmbeddingsTwin {
@@ -192,6 +202,11 @@ export async function startEmbeddingsTwin(opts: EmbeddingsTwinOptions = {}): Pro
   };
   const embeddingsAnswer = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     stats.requests++;
+    const receivedAt = Date.now();
+    const reply = (...a: Parameters<typeof answer>) => {
+      answer(...a);
+      opts.onAnswer?.({ status: a[1], receivedAt, answeredAt: Date.now() });
+    };
     const raw = await readBody(req);
     const step = steps.shift();
     if (opts.latencyMs) await new Promise((r) => setTimeout(r, opts.latencyMs));
@@ -206,11 +221,11 @@ export async function startEmbeddingsTwin(opts: EmbeddingsTwinOptions = {}): Pro
         headers['retry-after-ms'] = String(step.retryAfterMs);
       }
       const type = step.status === 429 ? 'requests' : 'server_error';
-      answer(res, step.status, openAiError(`scripted ${step.status}`, type, null), headers);
+      reply(res, step.status, openAiError(`scripted ${step.status}`, type, null), headers);
       return;
     }
     if (opts.apiKey !== undefined && req.headers.authorization !== `Bearer ${opts.apiKey}`) {
-      answer(res, 401, openAiError('Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key'));
+      reply(res, 401, openAiError('Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key'));
       return;
     }
     let parsed: unknown;
@@ -223,7 +238,7 @@ export async function startEmbeddingsTwin(opts: EmbeddingsTwinOptions = {}): Pro
     if (!r.success) {
       const issue = r.error.issues[0];
       const where = issue ? issue.path.join('.') || 'body' : 'body';
-      answer(
+      reply(
         res,
         400,
         openAiError(`invalid request: ${where}: ${issue?.message ?? 'not JSON'}`, 'invalid_request_error', null),
@@ -234,7 +249,7 @@ export async function startEmbeddingsTwin(opts: EmbeddingsTwinOptions = {}): Pro
     const inputs = typeof body.input === 'string' ? [body.input] : body.input;
     const dimensions = body.dimensions ?? defaultDimensions;
     if (inputs.length > TWIN_MAX_INPUTS || dimensions > 4096 || body.encoding_format === 'base64') {
-      answer(
+      reply(
         res,
         400,
         openAiError(
@@ -249,7 +264,7 @@ export async function startEmbeddingsTwin(opts: EmbeddingsTwinOptions = {}): Pro
     const waitMs = Math.max(requestBucket?.take(1) ?? 0, tokenBucket?.take(tokens) ?? 0);
     if (waitMs > 0) {
       stats.rateLimited++;
-      answer(res, 429, openAiError('Rate limit reached; try again later.', 'requests', 'rate_limit_exceeded'), {
+      reply(res, 429, openAiError('Rate limit reached; try again later.', 'requests', 'rate_limit_exceeded'), {
         'retry-after': String(Math.ceil(waitMs / 1000)),
         'retry-after-ms': String(waitMs),
       });
@@ -277,7 +292,7 @@ export async function startEmbeddingsTwin(opts: EmbeddingsTwinOptions = {}): Pro
       req.socket.destroy();
       return;
     }
-    answer(res, 200, out);
+    reply(res, 200, out);
   };
 
   const admin = async (req: IncomingMessage, res: ServerResponse, path: string): Promise<void> => {
