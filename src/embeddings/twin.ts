@@ -33,13 +33,15 @@ export const TWIN_DEFAULT_DIMENSIONS = 256;
 export const TWIN_MAX_INPUTS = 2048;
 /** Largest request body read, bytes. */
 const TWIN_MAX_BODY_BYTES = 32 * 1024 * 1024;
-/** A bucket holds this share of its per-minute limit: a quiet client may burst ten seconds' worth. */
-const BURST_SHARE = 1 / 6;
+/** A bucket holds this many seconds of its per-minute limit: a quiet client may burst that much. */
+export const TWIN_BURST_S = 10;
 
 export const TwinRateLimitSchema = z
   .object({
     requestsPerMinute: z.number().positive().optional(),
     tokensPerMinute: z.number().positive().optional(),
+    /** seconds' worth a quiet client may burst (default TWIN_BURST_S); a measure of the sustained rate wants few */
+    burstSeconds: z.number().positive().optional(),
   })
   .strict();
 export type TwinRateLimit = z.infer<typeof TwinRateLimitSchema>;
@@ -111,11 +113,14 @@ export interface EmbeddingsTwin {
 class Bucket {
   private level: number;
   private last = Date.now();
-  constructor(private perMinute: number) {
+  constructor(
+    private perMinute: number,
+    private burstS: number,
+  ) {
     this.level = this.capacity();
   }
   capacity(): number {
-    return Math.max(1, this.perMinute * BURST_SHARE);
+    return Math.max(1, (this.perMinute * this.burstS) / 60);
   }
   /** takes `n` and returns 0, or returns the ms until `n` (at most a full bucket) is there */
   take(n: number): number {
@@ -164,8 +169,9 @@ export async function startEmbeddingsTwin(opts: EmbeddingsTwinOptions = {}): Pro
   let requestBucket: Bucket | undefined;
   let tokenBucket: Bucket | undefined;
   const setRateLimit = (l: TwinRateLimit) => {
-    requestBucket = l.requestsPerMinute === undefined ? undefined : new Bucket(l.requestsPerMinute);
-    tokenBucket = l.tokensPerMinute === undefined ? undefined : new Bucket(l.tokensPerMinute);
+    const burstS = l.burstSeconds ?? TWIN_BURST_S;
+    requestBucket = l.requestsPerMinute === undefined ? undefined : new Bucket(l.requestsPerMinute, burstS);
+    tokenBucket = l.tokensPerMinute === undefined ? undefined : new Bucket(l.tokensPerMinute, burstS);
   };
   setRateLimit(opts.rateLimit ?? {});
   const steps: TwinStep[] = [];

@@ -7,8 +7,8 @@
  * crash loses nothing and a restart resumes where the rows say.
  *
  * EMBEDDINGS_CONCURRENCY requests in flight per process (a claim keeps two from carrying the
- * same text). A 429 pauses this process's embedding for its Retry-After
- * and costs no attempt (the claims are let go, the tokens given back); a 5xx or a failed
+ * same text). A 429 pauses all of this process's embedding for its Retry-After and costs no
+ * attempt (the claims are let go, the tokens given back); a 5xx or a failed
  * connection backs off and tries again, the texts claimed again later; a 4xx for a batch halves
  * the batch until the text the provider refuses is alone, which is then left for a day. The
  * daily token budget refuses (recorded in `embedding_refusals`) before a request, never after.
