@@ -7,6 +7,7 @@ import type { NaiveFigures } from './naive.ts';
 import type { ProbeFigures } from './probe.ts';
 import type { WebhookFigures } from './webhooks.ts';
 import type { CrawlFigures } from './crawl.ts';
+import { EMBED_TARGET_SHARE, type EmbeddingsFigures } from './embeddings.ts';
 import type { MediaFigures } from './media.ts';
 import { TARGETS } from './settings.ts';
 import type { WorkloadFigures } from './workload.ts';
@@ -35,6 +36,8 @@ export interface Results {
   crawl: CrawlFigures;
   /** a list of 1 000 media URLs (bench/media.ts) */
   media: MediaFigures;
+  /** W1's passages embedded against the embeddings twin's rate limit (bench/embeddings.ts) */
+  embeddings: EmbeddingsFigures;
   /** webhook delivery throughput (bench/webhooks.ts) */
   webhooks: WebhookFigures;
   ratios: Record<string, number>;
@@ -87,7 +90,10 @@ export function computeRatios(r: Pick<Results, 'naive' | 'w1' | 'ceiling'>): Rec
 const pct = (x: number | undefined) => (x === undefined ? 'n/a' : `${round(x * 100, 1)}%`);
 
 export function judgeTargets(
-  r: Pick<Results, 'naive' | 'w1' | 'ceiling' | 'w2' | 'w3' | 'w3Unchanged' | 'overlap' | 'crawl' | 'media'>,
+  r: Pick<
+    Results,
+    'naive' | 'w1' | 'ceiling' | 'w2' | 'w3' | 'w3Unchanged' | 'overlap' | 'crawl' | 'media' | 'embeddings'
+  >,
   ratios: Record<string, number>,
   w3Bound: { listings: number; batchCredits: number },
 ): Target[] {
@@ -125,6 +131,13 @@ export function judgeTargets(
       `${r.crawl.stored}/${r.crawl.pages} pages stored (${r.crawl.quarantined} kept raw with the reason), ${r.crawl.addedEvents} page.added, ${r.crawl.credits} credits (estimate ${r.crawl.estimate}), ` +
       `${r.crawl.pagesPerS} pages/s, land lag ${r.crawl.landingS} s; ` +
       crawlRss.map(([p, mb]) => `${p} ${fmt(mb, 0)} MB`).join(', '),
+  });
+  t.push({
+    name: `embeddings >= ${pct(EMBED_TARGET_SHARE)} of the twin's rate limit`,
+    met: r.embeddings.share >= EMBED_TARGET_SHARE,
+    detail:
+      `${r.embeddings.textsPerS} texts/s over ${r.embeddings.windowS} s vs ${r.embeddings.limitTextsPerS} texts/s ` +
+      `(${r.embeddings.requestsPerMinute} requests/min x ${r.embeddings.batch}) = ${pct(r.embeddings.share)}`,
   });
   const mediaRss = Object.entries(r.media.workload.peakRssMb);
   t.push({

@@ -13,6 +13,7 @@
  *   overlap   a channel and two of its playlists, cold: what overlapping sources cost
  *   crawl     a website whose crawl finds 5 000 pages: pages/s landed, land lag, RSS (bench/crawl.ts)
  *   media     a list of 1 000 media URLs on 4 platforms: items/s, land lag, RSS (bench/media.ts)
+ *   embeddings  W1's passages against the embeddings twin's rate limit: texts/s, share of the limit, lag (bench/embeddings.ts)
  *   webhooks  a `daemon --role webhooks` delivering events to a local receiver (bench/webhooks.ts)
  *
  * Each workload is the real CLI: a `daemon --role poller,sink` process already running and a
@@ -27,9 +28,11 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, freemem, loadavg, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { loadConfig } from '../src/config.ts';
 import { registerSource } from '../src/pipeline/commands/sources.ts';
 import { loadFinalRows, runCeiling } from './ceiling.ts';
 import { renderCrawl, runCrawlWorkload } from './crawl.ts';
+import { renderEmbeddings, runEmbeddingsWorkload } from './embeddings.ts';
 import { renderMedia, runMediaWorkload } from './media.ts';
 import { runNaive } from './naive.ts';
 import { probeSimulator } from './probe.ts';
@@ -317,6 +320,12 @@ async function main(): Promise<void> {
       `passages: lag from a stored transcript to its passages in W1 (daemon indexer): p50 ${passageLag.p50S} s, p95 ${passageLag.p95S} s, max ${passageLag.maxS} s over ${passageLag.transcripts} transcripts`,
     );
 
+    // W1's passages, before W3 adds to them; a window of a minute at scale 1
+    const embedWindowMs = Math.max(10_000, Math.round(60_000 * factor));
+    say(`embeddings: W1's passages against the embeddings twin's rate limit, for at most ${embedWindowMs / 1000} s...`);
+    const embeddings = await runEmbeddingsWorkload(env, loadConfig(env.cliEnv).pipeline.passages, embedWindowMs);
+    say(renderEmbeddings(embeddings).trim());
+
     let newVideos = 0;
     const newIds: string[] = [];
     for (const c of w1Channels) {
@@ -371,7 +380,11 @@ async function main(): Promise<void> {
       // one metadata and one transcript batch per channel, each 1 + its new videos
       batchCredits: scale.w1Channels * 2 * (1 + scale.w3NewPerChannel),
     };
-    const targets = judgeTargets({ naive, w1, ceiling, w2, w3, w3Unchanged, overlap, crawl, media }, ratios, w3Bound);
+    const targets = judgeTargets(
+      { naive, w1, ceiling, w2, w3, w3Unchanged, overlap, crawl, media, embeddings },
+      ratios,
+      w3Bound,
+    );
     const results: Results = {
       startedAt: new Date(started).toISOString(),
       machine: { ...mach, loadAvgAtEnd: loadavg().map((x) => Math.round(x * 100) / 100) },
@@ -387,6 +400,7 @@ async function main(): Promise<void> {
       overlap,
       crawl,
       media,
+      embeddings,
       webhooks,
       ratios,
       targets,
@@ -412,6 +426,7 @@ async function main(): Promise<void> {
     out.push(renderTargets(targets));
     out.push(`\n${renderCrawl(crawl)}`);
     out.push(renderMedia(media));
+    out.push(renderEmbeddings(embeddings));
     out.push(`${renderWebhookDelivery(webhooks)}`);
     out.push(`\nFigures written to ${outPath} (total ${results.totalS} s)\n`);
     process.stdout.write(out.join(''));

@@ -99,6 +99,14 @@ export const EMBEDDINGS_MODEL = 'text-embedding-3-small';
 export const EMBEDDINGS_DIMENSIONS_MAX = 2000;
 /** Embeddings: the most one request to the provider may take, connect to whole answer. */
 export const EMBEDDINGS_TIMEOUT_MS = 60_000;
+/**
+ * Embeddings: requests in flight at once per process. One request at a time spends most of its
+ * round on the provider's latency and our own Postgres work, far below a provider's rate limit;
+ * a few in flight keep the limit busy, and a 429 pauses them all.
+ */
+export const EMBEDDINGS_CONCURRENCY = 4;
+/** Embeddings: the most requests in flight per process (each holds a Postgres connection while it stores). */
+export const EMBEDDINGS_CONCURRENCY_MAX = 32;
 export const POLL_CONCURRENCY = 4;
 export const SINK_CONCURRENCY = 2;
 export const SCHEDULE_CONCURRENCY = 2;
@@ -825,6 +833,12 @@ export const SETTINGS = {
     unit: 'ms',
     schema: positiveInt(600_000).pipe(atLeast(100)).default(EMBEDDINGS_TIMEOUT_MS),
   },
+  EMBEDDINGS_CONCURRENCY: {
+    group: 'Embeddings',
+    doc: 'requests to the provider in flight at once per process; a 429 pauses them all',
+    unit: 'requests',
+    schema: positiveInt(EMBEDDINGS_CONCURRENCY_MAX).default(EMBEDDINGS_CONCURRENCY),
+  },
   // `search` and the overview link each hit to the video at its moment (src/domain/search.ts)
   VIDEO_URL_TEMPLATE: {
     group: 'Admin server',
@@ -993,6 +1007,7 @@ function configOf(e: Env) {
             tokensPerDay: e.EMBEDDINGS_TOKENS_PER_DAY,
             batchSize: e.EMBEDDINGS_BATCH_SIZE,
             timeoutMs: e.EMBEDDINGS_TIMEOUT_MS,
+            concurrency: e.EMBEDDINGS_CONCURRENCY,
           },
   };
 }

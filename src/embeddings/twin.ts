@@ -33,13 +33,15 @@ export const TWIN_DEFAULT_DIMENSIONS = 256;
 export const TWIN_MAX_INPUTS = 2048;
 /** Largest request body read, bytes. */
 const TWIN_MAX_BODY_BYTES = 32 * 1024 * 1024;
-/** A bucket holds this share of its per-minute limit: a quiet client may burst ten seconds' worth. */
-const BURST_SHARE = 1 / 6;
+/** A bucket holds this many seconds of its per-minute limit: a quiet client may burst that much. */
+export const TWIN_BURST_S = 10;
 
 export const TwinRateLimitSchema = z
   .object({
     requestsPerMinute: z.number().positive().optional(),
     tokensPerMinute: z.number().positive().optional(),
+    /** seconds' worth a quiet client may burst (default TWIN_BURST_S); a measure of the sustained rate wants few */
+    burstSeconds: z.number().positive().optional(),
   })
   .strict();
 export type TwinRateLimit = z.infer<typeof TwinRateLimitSchema>;
@@ -65,6 +67,8 @@ export interface EmbeddingsTwinOptions {
   rateLimit?: TwinRateLimit;
   /** delay before every answer, ms */
   latencyMs?: number;
+  /** told of every request to /v1/embeddings answered (a test orders them in time) */
+  onAnswer?: (a: TwinAnswer) => void;
   logger?: Logger;
 }
 
@@ -80,6 +84,16 @@ export interface TwinStats {
   inputsRepeated: number;
   /** requests refused by the rate limit */
   rateLimited: number;
+  /** the most requests to /v1/embeddings it held at once, from reading to answering */
+  maxInFlight: number;
+}
+
+/** One request to /v1/embeddings as the twin saw it. */
+export interface TwinAnswer {
+  status: number;
+  /** epoch ms */
+  receivedAt: number;
+  answeredAt: number;
 }
 
 export interface EmbeddingsTwin {
@@ -99,11 +113,14 @@ export interface EmbeddingsTwin {
 class Bucket {
   private level: number;
   private last = Date.now();
-  constructor(private perMinute: number) {
+  constructor(
+    private perMinute: number,
+    private burstS: number,
+  ) {
     this.level = this.capacity();
   }
   capacity(): number {
-    return Math.max(1, this.perMinute * BURST_SHARE);
+    return Math.max(1, (this.perMinute * this.burstS) / 60);
   }
   /** takes `n` and returns 0, or returns the ms until `n` (at most a full bucket) is there */
   take(n: number): number {
@@ -152,15 +169,24 @@ export async function startEmbeddingsTwin(opts: EmbeddingsTwinOptions = {}): Pro
   let requestBucket: Bucket | undefined;
   let tokenBucket: Bucket | undefined;
   const setRateLimit = (l: TwinRateLimit) => {
-    requestBucket = l.requestsPerMinute === undefined ? undefined : new Bucket(l.requestsPerMinute);
-    tokenBucket = l.tokensPerMinute === undefined ? undefined : new Bucket(l.tokensPerMinute);
+    const burstS = l.burstSeconds ?? TWIN_BURST_S;
+    requestBucket = l.requestsPerMinute === undefined ? undefined : new Bucket(l.requestsPerMinute, burstS);
+    tokenBucket = l.tokensPerMinute === undefined ? undefined : new Bucket(l.tokensPerMinute, burstS);
   };
   setRateLimit(opts.rateLimit ?? {});
   const steps: TwinStep[] = [];
   const paid = new Map<string, number>();
   let stats: TwinStats;
   const resetStats = () => {
-    stats = { requests: 0, byStatus: {}, inputsAnswered: 0, tokensAnswered: 0, inputsRepeated: 0, rateLimited: 0 };
+    stats = {
+      requests: 0,
+      byStatus: {},
+      inputsAnswered: 0,
+      tokensAnswered: 0,
+      inputsRepeated: 0,
+      rateLimited: 0,
+      maxInFlight: 0,
+    };
     paid.clear();
   };
   resetStats();
@@ -170,8 +196,23 @@ export async function startEmbeddingsTwin(opts: EmbeddingsTwinOptions = {}): Pro
     send(res, status, body, headers);
   };
 
+  let inFlight = 0;
   const embeddings = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    inFlight++;
+    stats.maxInFlight = Math.max(stats.maxInFlight, inFlight);
+    try {
+      await embeddingsAnswer(req, res);
+    } finally {
+      inFlight--;
+    }
+  };
+  const embeddingsAnswer = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     stats.requests++;
+    const receivedAt = Date.now();
+    const reply = (...a: Parameters<typeof answer>) => {
+      answer(...a);
+      opts.onAnswer?.({ status: a[1], receivedAt, answeredAt: Date.now() });
+    };
     const raw = await readBody(req);
     const step = steps.shift();
     if (opts.latencyMs) await new Promise((r) => setTimeout(r, opts.latencyMs));
@@ -186,11 +227,11 @@ export async function startEmbeddingsTwin(opts: EmbeddingsTwinOptions = {}): Pro
         headers['retry-after-ms'] = String(step.retryAfterMs);
       }
       const type = step.status === 429 ? 'requests' : 'server_error';
-      answer(res, step.status, openAiError(`scripted ${step.status}`, type, null), headers);
+      reply(res, step.status, openAiError(`scripted ${step.status}`, type, null), headers);
       return;
     }
     if (opts.apiKey !== undefined && req.headers.authorization !== `Bearer ${opts.apiKey}`) {
-      answer(res, 401, openAiError('Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key'));
+      reply(res, 401, openAiError('Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key'));
       return;
     }
     let parsed: unknown;
@@ -203,7 +244,7 @@ export async function startEmbeddingsTwin(opts: EmbeddingsTwinOptions = {}): Pro
     if (!r.success) {
       const issue = r.error.issues[0];
       const where = issue ? issue.path.join('.') || 'body' : 'body';
-      answer(
+      reply(
         res,
         400,
         openAiError(`invalid request: ${where}: ${issue?.message ?? 'not JSON'}`, 'invalid_request_error', null),
@@ -214,7 +255,7 @@ export async function startEmbeddingsTwin(opts: EmbeddingsTwinOptions = {}): Pro
     const inputs = typeof body.input === 'string' ? [body.input] : body.input;
     const dimensions = body.dimensions ?? defaultDimensions;
     if (inputs.length > TWIN_MAX_INPUTS || dimensions > 4096 || body.encoding_format === 'base64') {
-      answer(
+      reply(
         res,
         400,
         openAiError(
@@ -229,7 +270,7 @@ export async function startEmbeddingsTwin(opts: EmbeddingsTwinOptions = {}): Pro
     const waitMs = Math.max(requestBucket?.take(1) ?? 0, tokenBucket?.take(tokens) ?? 0);
     if (waitMs > 0) {
       stats.rateLimited++;
-      answer(res, 429, openAiError('Rate limit reached; try again later.', 'requests', 'rate_limit_exceeded'), {
+      reply(res, 429, openAiError('Rate limit reached; try again later.', 'requests', 'rate_limit_exceeded'), {
         'retry-after': String(Math.ceil(waitMs / 1000)),
         'retry-after-ms': String(waitMs),
       });
@@ -257,7 +298,7 @@ export async function startEmbeddingsTwin(opts: EmbeddingsTwinOptions = {}): Pro
       req.socket.destroy();
       return;
     }
-    answer(res, 200, out);
+    reply(res, 200, out);
   };
 
   const admin = async (req: IncomingMessage, res: ServerResponse, path: string): Promise<void> => {

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb } from '../../src/db/connection.ts';
+import { EMBEDDINGS_CONCURRENCY } from '../../src/config.ts';
 import { transcriptRowFromApi, upsertTranscripts } from '../../src/db/transcripts.ts';
 import { startEmbeddingsTwin, type EmbeddingsTwin } from '../../src/embeddings/twin.ts';
 import { createLogger } from '../../src/log.ts';
@@ -60,6 +61,7 @@ describe('without pgvector', () => {
         tokensPerDay: undefined,
         batchSize: 8,
         timeoutMs: 5_000,
+        concurrency: EMBEDDINGS_CONCURRENCY,
       };
       const lines: string[] = [];
       const log = createLogger({ level: 'info', destination: { write: (line: string) => void lines.push(line) } });

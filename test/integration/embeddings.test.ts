@@ -9,11 +9,11 @@
  * embedded; each model keeps its own vectors and HNSW index.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EmbeddingsConfig } from '../../src/config.ts';
+import { EMBEDDINGS_CONCURRENCY, type EmbeddingsConfig } from '../../src/config.ts';
 import { claimTexts, hnswIndexName, nearestEmbeddings, readEmbeddingsFacts } from '../../src/db/embeddings.ts';
 import { transcriptRowFromApi, upsertTranscripts } from '../../src/db/transcripts.ts';
 import { createEmbeddingsClient, embedQuery } from '../../src/embeddings/client.ts';
-import { startEmbeddingsTwin, type EmbeddingsTwin } from '../../src/embeddings/twin.ts';
+import { startEmbeddingsTwin, type EmbeddingsTwin, type TwinAnswer } from '../../src/embeddings/twin.ts';
 import { silentLogger } from '../../src/log.ts';
 import { drainEmbeddings, startEmbedder } from '../../src/pipeline/services/embedder.ts';
 import { drainSearchIndex } from '../../src/pipeline/services/search-index.ts';
@@ -38,6 +38,7 @@ const settings = (model: string, more: Partial<EmbeddingsConfig> = {}): Embeddin
   tokensPerDay: undefined,
   batchSize: 8,
   timeoutMs: 10_000,
+  concurrency: EMBEDDINGS_CONCURRENCY,
   ...more,
 });
 const drain = (model: string, more: Partial<EmbeddingsConfig> = {}) =>
@@ -137,6 +138,69 @@ describe('embeddings kept current', () => {
     }
     expect(twin.stats().inputsAnswered - answered).toBe(fresh.length);
     expect(twin.stats().inputsRepeated).toBe(0);
+  });
+
+  it('EMBEDDINGS_CONCURRENCY requests in flight at once, one text per claim, and every loop stopped by stop()', async () => {
+    // answers slow enough that the loops' requests overlap at the twin
+    const slow = await startEmbeddingsTwin({ apiKey: KEY, latencyMs: 300 });
+    const model = 'twin-concurrent';
+    const concurrency = 3;
+    const embedder = startEmbedder(
+      {
+        sql: database.sql,
+        log: silentLogger(),
+        embeddings: { ...settings(model), baseUrl: slow.baseUrl, batchSize: 4, concurrency },
+      },
+      { idleMs: 50 },
+    );
+    try {
+      await waitFor(
+        async () => ((await readEmbeddingsFacts(database.sql, { model })).backlog === 0 ? true : undefined),
+        60_000,
+        'every text embedded by the concurrent loops',
+      );
+      await embedder.stop();
+      expect(slow.stats()).toMatchObject({ maxInFlight: concurrency, inputsRepeated: 0 });
+      expect(await vectorCount(model)).toBe((await texts()).size);
+      expect(await count('select count(*)::int as n from embedding_claims where model = $1', [model])).toBe(0);
+    } finally {
+      await embedder.stop();
+      await slow.close();
+    }
+  });
+
+  it('a 429 holds every loop until its Retry-After, not only the loop that met it', async () => {
+    const answers: TwinAnswer[] = [];
+    const slow = await startEmbeddingsTwin({ apiKey: KEY, latencyMs: 100, onAnswer: (a) => answers.push(a) });
+    const retryAfterMs = 2_000;
+    slow.script([{ status: 429, retryAfterMs }]);
+    const model = 'twin-paused';
+    const concurrency = 4;
+    const embedder = startEmbedder(
+      {
+        sql: database.sql,
+        log: silentLogger(),
+        embeddings: { ...settings(model), baseUrl: slow.baseUrl, batchSize: 4, concurrency },
+      },
+      { idleMs: 50 },
+    );
+    try {
+      await waitFor(
+        async () => ((await readEmbeddingsFacts(database.sql, { model })).backlog === 0 ? true : undefined),
+        60_000,
+        'every text embedded after the pause',
+      );
+    } finally {
+      await embedder.stop();
+      await slow.close();
+    }
+    const limited = answers.filter((a) => a.status === 429);
+    expect(limited).toHaveLength(1);
+    const pausedFrom = limited[0]!.answeredAt;
+    // requests sent before the 429 came back may still land; none is sent during the pause
+    const during = answers.filter((a) => a.receivedAt > pausedFrom && a.receivedAt < pausedFrom + retryAfterMs - 100);
+    expect(during.length).toBeLessThan(concurrency);
+    expect(await vectorCount(model)).toBe((await texts()).size);
   });
 
   it('finds a passage by meaning, not by its words', async () => {

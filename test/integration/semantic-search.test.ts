@@ -13,7 +13,7 @@ import { silentLogger } from '../../src/log.ts';
 import { createMcpServer } from '../../src/mcp/server.ts';
 import { Hono } from 'hono';
 import { registerPageRoutes } from '../../src/admin/page-routes.ts';
-import { loadConfig, type EmbeddingsConfig } from '../../src/config.ts';
+import { EMBEDDINGS_CONCURRENCY, loadConfig, type EmbeddingsConfig } from '../../src/config.ts';
 import { transcriptRowFromApi, upsertTranscripts } from '../../src/db/transcripts.ts';
 import { createEmbeddingsClient } from '../../src/embeddings/client.ts';
 import { startEmbeddingsTwin, type EmbeddingsTwin } from '../../src/embeddings/twin.ts';
@@ -92,6 +92,7 @@ const embeddingsOf = (model: string): EmbeddingsConfig => ({
   tokensPerDay: undefined,
   batchSize: 64,
   timeoutMs: 10_000,
+  concurrency: EMBEDDINGS_CONCURRENCY,
 });
 const client = (model: string) => createEmbeddingsClient(embeddingsOf(model));
 const videosOf = (hits: CorpusHit[]) =>

@@ -6,8 +6,9 @@
  * embedder dies), the day's tokens are counted before each request (`embedding_usage`), so a
  * crash loses nothing and a restart resumes where the rows say.
  *
- * One request in flight per process. A 429 pauses this process's embedding for its Retry-After
- * and costs no attempt (the claims are let go, the tokens given back); a 5xx or a failed
+ * EMBEDDINGS_CONCURRENCY requests in flight per process (a claim keeps two from carrying the
+ * same text). A 429 pauses all of this process's embedding for its Retry-After and costs no
+ * attempt (the claims are let go, the tokens given back); a 5xx or a failed
  * connection backs off and tries again, the texts claimed again later; a 4xx for a batch halves
  * the batch until the text the provider refuses is alone, which is then left for a day. The
  * daily token budget refuses (recorded in `embedding_refusals`) before a request, never after.
@@ -80,6 +81,11 @@ interface Round {
   space: ModelSpace;
   batchSize: number;
   indexed: Set<string>;
+  /**
+   * The last claim of this process's loops: they claim one after another, since two claiming at
+   * once would pick the same texts, the second then finding them taken and idling for nothing.
+   */
+  claiming: Promise<unknown>;
 }
 
 function newRound(deps: EmbedderDeps): Round {
@@ -90,6 +96,7 @@ function newRound(deps: EmbedderDeps): Round {
     space: { model: client.model, dimensions: client.dimensions },
     batchSize: deps.embeddings.batchSize,
     indexed: new Set(),
+    claiming: Promise.resolve(),
   };
 }
 
@@ -101,7 +108,9 @@ async function embedRound(r: Round): Promise<EmbedOutcome> {
   const { sql } = r.deps;
   const { model } = r.space;
   const ttlMs = r.deps.embeddings.timeoutMs + EMBEDDER_CLAIM_MARGIN_MS;
-  const claimed = await claimTexts(sql, r.space, r.batchSize, ttlMs);
+  const claim = r.claiming.then(() => claimTexts(sql, r.space, r.batchSize, ttlMs));
+  r.claiming = claim.catch(() => undefined);
+  const claimed = await claim;
   if (claimed.length === 0) return { kind: 'idle' };
   const grant = await reserveTokens(
     sql,
@@ -200,13 +209,19 @@ async function indexModel(r: Round, dimensions: number): Promise<void> {
 }
 
 export interface Embedder {
-  /** stop after the request in flight */
+  /** stop after the requests in flight */
   stop(): Promise<void>;
 }
 
-/** Embeds until stopped: at full speed while texts wait, looking again every `idleMs` otherwise. */
-export function startEmbedder(deps: EmbedderDeps, opts: { idleMs?: number } = {}): Embedder {
+/**
+ * Embeds until stopped: EMBEDDINGS_CONCURRENCY loops at full speed while texts wait, each looking
+ * again every `idleMs` otherwise. The loops share one Round (batch size, indexes known) and one
+ * pause: a 429, a failing provider or a spent budget holds every loop until the same moment, so
+ * N loops cost one 429, not N.
+ */
+export function startEmbedder(deps: EmbedderDeps, opts: { idleMs?: number; concurrency?: number } = {}): Embedder {
   const idleMs = opts.idleMs ?? EMBEDDER_IDLE_MS;
+  const concurrency = Math.max(1, opts.concurrency ?? deps.embeddings.concurrency);
   const stopping = new AbortController();
   const r = newRound(deps);
   const { log } = deps;
@@ -216,37 +231,57 @@ export function startEmbedder(deps: EmbedderDeps, opts: { idleMs?: number } = {}
       model: r.space.model,
       dimensions: r.space.dimensions,
       batchSize: deps.embeddings.batchSize,
+      concurrency,
       tokensPerDay: deps.embeddings.tokensPerDay,
     },
     'embedder started',
   );
   let store: EmbeddingsStoreState | undefined;
+  let storeCheck: Promise<EmbeddingsStoreState> | undefined;
   let failures = 0;
   let refusedDay: string | undefined;
+  /** every loop waits for this moment before its next request (epoch ms) */
+  let pausedUntil = 0;
+  const holdAll = (ms: number) => {
+    pausedUntil = Math.max(pausedUntil, Date.now() + ms);
+  };
+  // one check of the store for every loop: its warning is logged once
+  const checkStore = async (): Promise<EmbeddingsStoreState> => {
+    storeCheck ??= ensureEmbeddingsStore(deps.sql)
+      .then((state) => {
+        if (state !== 'ready' && state !== store) {
+          log.warn({ event: 'embedder.store_unavailable', state, hint: STORE_HINTS[state] }, STORE_HINTS[state]);
+        }
+        store = state;
+        if (state !== 'ready') holdAll(EMBEDDER_STORE_RECHECK_MS);
+        return state;
+      })
+      .finally(() => {
+        storeCheck = undefined;
+      });
+    return storeCheck;
+  };
   const loop = async (): Promise<void> => {
     while (!stopping.signal.aborted) {
-      let waitMs: number;
+      const heldMs = pausedUntil - Date.now();
+      if (heldMs > 0) {
+        await pause(heldMs, stopping.signal);
+        continue;
+      }
+      let waitMs = 0;
       try {
-        if (store !== 'ready') {
-          const state = await ensureEmbeddingsStore(deps.sql);
-          if (state !== 'ready' && state !== store) {
-            log.warn({ event: 'embedder.store_unavailable', state, hint: STORE_HINTS[state] }, STORE_HINTS[state]);
-          }
-          store = state;
-          if (state !== 'ready') {
-            await pause(EMBEDDER_STORE_RECHECK_MS, stopping.signal);
-            continue;
-          }
-        }
+        if (store !== 'ready' && (await checkStore()) !== 'ready') continue;
         // the request in flight is not aborted by stop(): it may have been paid for, so its
         // vectors are stored (stop waits at most the request's timeout, the daemon its grace)
         const out = await embedRound(r);
         report(deps, out);
-        waitMs = nextWait(out, failures);
+        const next = nextWait(out, failures);
+        if (out.kind === 'idle') waitMs = idleMs;
+        else if (next > 0) holdAll(next);
         if (out.kind === 'failed') {
           if (failures === 0) {
             log.warn(
-              { event: 'embedder.failed', code: out.err.code, status: out.err.status, retryInMs: waitMs, err: out.err },
+              { event: 'embedder.failed', code: out.err.code, status: out.err.status, retryInMs: next, err: out.err },
               'embeddings request failed; it is tried again',
             );
           }
@@ -293,13 +328,12 @@ export function startEmbedder(deps: EmbedderDeps, opts: { idleMs?: number } = {}
           );
         }
         failures++;
-        waitMs = backoff(failures);
+        holdAll(backoff(failures));
       }
-      if (waitMs === -1) waitMs = idleMs;
       if (waitMs > 0) await pause(waitMs, stopping.signal);
     }
   };
-  const running = loop();
+  const running = Promise.all(Array.from({ length: concurrency }, () => loop()));
   return {
     async stop() {
       stopping.abort();
