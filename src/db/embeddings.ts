@@ -85,6 +85,8 @@ export async function claimTexts(
         and not exists (
           select 1 from embedding_claims c
           where c.model = ${space.model} and c.sha256 = p.sha256 and c.expires_at > now())
+      -- one order for every claimer: two inserting overlapping texts in different orders deadlocked
+      order by p.sha256
       limit ${Math.max(1, max)}::int
     ), claimed as (
       insert into embedding_claims (model, sha256, expires_at)
