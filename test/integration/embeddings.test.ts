@@ -169,6 +169,26 @@ describe('embeddings kept current', () => {
     }
   });
 
+  it("a drain (backfill's wait) has EMBEDDINGS_CONCURRENCY requests in flight too, and returns when all are stored", async () => {
+    const slow = await startEmbeddingsTwin({ apiKey: KEY, latencyMs: 300 });
+    const model = 'twin-drain-concurrent';
+    const concurrency = 3;
+    try {
+      const r = await drainEmbeddings({
+        sql: database.sql,
+        log: silentLogger(),
+        embeddings: { ...settings(model), baseUrl: slow.baseUrl, batchSize: 4, concurrency },
+      });
+      const all = await texts();
+      expect(r).toEqual({ embedded: all.size, stopped: 'done' });
+      expect(slow.stats()).toMatchObject({ maxInFlight: concurrency, inputsRepeated: 0, inputsAnswered: all.size });
+      expect(await vectorCount(model)).toBe(all.size);
+      expect(await count('select count(*)::int as n from embedding_claims where model = $1', [model])).toBe(0);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('a 429 holds every loop until its Retry-After, not only the loop that met it', async () => {
     const answers: TwinAnswer[] = [];
     const slow = await startEmbeddingsTwin({ apiKey: KEY, latencyMs: 100, onAnswer: (a) => answers.push(a) });

@@ -388,9 +388,10 @@ export interface EmbedDrainResult {
 export const DRAIN_MAX_FAILURES = 5;
 
 /**
- * Embeds every text that lacks a vector now (beside any running embedder), waiting out 429s and
- * backing off from failures, up to DRAIN_MAX_FAILURES in a row; for commands that want what they
- * stored searchable by meaning when they return.
+ * Embeds every text that lacks a vector now (beside any running embedder), EMBEDDINGS_CONCURRENCY
+ * requests in flight like a daemon's embedder, waiting out 429s (every request of the drain
+ * together) and backing off from failures, up to DRAIN_MAX_FAILURES in a row; for commands that
+ * want what they stored searchable by meaning when they return.
  */
 export async function drainEmbeddings(
   deps: EmbedderDeps,
@@ -401,19 +402,41 @@ export async function drainEmbeddings(
   const r = newRound(deps);
   let embedded = 0;
   let failures = 0;
-  for (;;) {
-    if (opts.signal?.aborted) return { embedded, stopped: 'done' };
-    const out = await embedRound(r);
-    report(deps, out);
-    if (out.kind === 'embedded') embedded += out.texts;
-    if (out.kind === 'idle') return { embedded, stopped: 'done' };
-    if (out.kind === 'refused') return { embedded, stopped: 'refused' };
-    if (out.kind === 'failed') failures++;
-    else if (out.kind !== 'rate-limited') failures = 0;
-    if (failures >= DRAIN_MAX_FAILURES) return { embedded, stopped: 'failing' };
-    const waitMs = nextWait(out, failures - 1);
-    if (waitMs > 0) await pause(waitMs, opts.signal);
-  }
+  let stopped: EmbedDrainResult['stopped'] | undefined;
+  /** every request of the drain waits for this moment (epoch ms) */
+  let pausedUntil = 0;
+  // each loop ends when it finds nothing left to claim; one whose texts failed claims them again
+  const loop = async (): Promise<void> => {
+    while (stopped === undefined && !opts.signal?.aborted) {
+      const heldMs = pausedUntil - Date.now();
+      if (heldMs > 0) {
+        await pause(heldMs, opts.signal);
+        continue;
+      }
+      const out = await embedRound(r);
+      report(deps, out);
+      if (out.kind === 'idle') return;
+      if (out.kind === 'embedded') embedded += out.texts;
+      if (out.kind === 'refused') stopped ??= 'refused';
+      if (out.kind === 'failed') failures++;
+      else if (out.kind !== 'rate-limited') failures = 0;
+      if (failures >= DRAIN_MAX_FAILURES) stopped ??= 'failing';
+      const waitMs = nextWait(out, failures - 1);
+      if (waitMs > 0) pausedUntil = Math.max(pausedUntil, Date.now() + waitMs);
+    }
+  };
+  const loops = await Promise.allSettled(
+    Array.from({ length: Math.max(1, deps.embeddings.concurrency) }, () =>
+      loop().catch((err: unknown) => {
+        // the others stop after their request in flight, whose vectors are stored
+        stopped ??= 'failing';
+        throw err;
+      }),
+    ),
+  );
+  const failed = loops.find((l) => l.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+  return { embedded, stopped: stopped ?? 'done' };
 }
 
 /** Sleeps `ms`, or less when the signal aborts (never throws). */
