@@ -94,6 +94,33 @@ export function retryAfterMsOf(headers: Record<string, string | string[] | undef
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
 }
 
+/**
+ * The most an answer may hold: a vector of 4 096 dimensions written as JSON floats is under 100 KB,
+ * so these leave room for any real provider while a hostile or broken one cannot fill memory.
+ */
+export const ANSWER_MAX_BYTES_BASE = 1024 * 1024;
+export const ANSWER_MAX_BYTES_PER_INPUT = 256 * 1024;
+/** An error answer's body is read up to this much (its message is all that is kept). */
+export const ERROR_BODY_MAX_BYTES = 64 * 1024;
+
+/** The body as text, or null when it is longer than `maxBytes` (the rest is not read). */
+async function readAtMost(
+  body: AsyncIterable<Buffer> & { destroy(): unknown },
+  maxBytes: number,
+): Promise<string | null> {
+  const parts: Buffer[] = [];
+  let bytes = 0;
+  for await (const part of body) {
+    bytes += part.length;
+    if (bytes > maxBytes) {
+      body.destroy();
+      return null;
+    }
+    parts.push(part);
+  }
+  return Buffer.concat(parts).toString('utf8');
+}
+
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT', 'EHOSTUNREACH']);
 
 function errorOfFailure(err: unknown, signal: AbortSignal | undefined): EmbeddingsError {
@@ -138,17 +165,25 @@ export function createEmbeddingsClient(opts: EmbeddingsClientOptions): Embedding
       const deadline = AbortSignal.timeout(opts.timeoutMs);
       const signal = o.signal ? AbortSignal.any([o.signal, deadline]) : deadline;
       let status: number;
-      let text: string;
+      let text: string | null;
       let retryAfterMs: number | undefined;
+      const maxBytes = ANSWER_MAX_BYTES_BASE + inputs.length * ANSWER_MAX_BYTES_PER_INPUT;
       try {
         const res = await request(url, { method: 'POST', headers, body: JSON.stringify(body), signal });
         status = res.statusCode;
         retryAfterMs = retryAfterMsOf(res.headers);
-        text = await res.body.text();
+        const ok = status >= 200 && status < 300;
+        text = await readAtMost(res.body, ok ? maxBytes : ERROR_BODY_MAX_BYTES);
       } catch (err: unknown) {
         throw errorOfFailure(err, o.signal);
       }
-      if (status < 200 || status >= 300) throw errorOfStatus(status, text, retryAfterMs);
+      if (status < 200 || status >= 300) throw errorOfStatus(status, text ?? '', retryAfterMs);
+      if (text === null) {
+        throw new EmbeddingsError(
+          'invalid-answer',
+          `embeddings answer is larger than ${maxBytes} bytes for ${inputs.length} input(s); not read further`,
+        );
+      }
       return resultOf(text, inputs.length, opts.dimensions);
     },
   };

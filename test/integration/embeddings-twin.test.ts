@@ -7,7 +7,7 @@
  * `--help`.
  */
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createEmbeddingsClient, embedQuery, EmbeddingsError } from '../../src/embeddings/client.ts';
 import { startEmbeddingsTwin, type EmbeddingsTwin } from '../../src/embeddings/twin.ts';
 import { EmbeddingsResponseSchema } from '../../src/embeddings/wire.ts';
@@ -117,5 +117,42 @@ describe('the embeddings twin', () => {
     expectExit(r, 0);
     expect(r.stdout).toMatch(/^Usage: videosite-ingest embeddings-twin /);
     expect(r.stdout).toContain('--requests-per-minute');
+  });
+});
+
+describe('the client against a provider that does not stop answering', () => {
+  it('reads an endless answer only up to its bound, then says so and closes the connection', async () => {
+    const { createServer } = await import('node:http');
+    let written = 0;
+    let closed = false;
+    const chunk = Buffer.alloc(64 * 1024, '1');
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"data":[{"index":0,"embedding":[');
+      const more = () => {
+        while (!closed && written < 512 * 1024 * 1024) {
+          written += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', more);
+        }
+        res.end();
+      };
+      res.on('close', () => (closed = true));
+      more();
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    const { port } = server.address() as { port: number };
+    try {
+      const c = createEmbeddingsClient({ baseUrl: `http://127.0.0.1:${port}/v1`, model: 'm', timeoutMs: 30_000 });
+      const err = await c.embed(['one text']).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(EmbeddingsError);
+      expect(err).toMatchObject({ code: 'invalid-answer' });
+      expect((err as Error).message).toMatch(/larger than \d+ bytes for 1 input/);
+      // the connection was dropped near the bound, not after the 512 MB the server had to send
+      await vi.waitFor(() => expect(closed).toBe(true), { timeout: 10_000 });
+      expect(written).toBeLessThan(64 * 1024 * 1024);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((ok) => server.close(ok));
+    }
   });
 });
