@@ -817,7 +817,7 @@ export const SETTINGS = {
   },
   EMBEDDINGS_TOKENS_PER_DAY: {
     group: 'Embeddings',
-    doc: 'the most tokens the installation sends to the provider per UTC day (every process); past it embedding stops, recorded, until the next day; unset, no limit',
+    doc: 'the most tokens the installation sends to the provider per UTC day (every process); past it embedding stops, recorded, until the next day (search queries are counted, never refused); unset, no limit',
     unit: 'tokens',
     schema: positiveInt().optional(),
   },

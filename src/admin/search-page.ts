@@ -29,6 +29,7 @@ import {
   hitLink,
   resolveSearchMode,
   SEARCH_MODES,
+  countQueryTokens,
   searchCorpusIn,
   SearchModeUnavailableError,
   type CorpusAnswer,
@@ -128,6 +129,7 @@ export async function loadSearchPage(
         }
       : {}),
   });
+  if (values.meaning != null && !('problem' in values.meaning)) await countQueryTokens(pool, values.meaning, opts.log);
   return { ...values, now, unavailable };
 }
 

@@ -10,6 +10,7 @@ import type { MediaSearchHit, PageSearchHit, SearchHit } from '../db/search.ts';
 import {
   SEARCH_KINDS,
   SEARCH_MODES,
+  countQueryTokens,
   searchCorpusIn,
   SearchModeUnavailableError,
   searchScopeProblem,
@@ -265,6 +266,7 @@ export function registerSearchCommand(program: Command): void {
           process.exitCode = 2;
           return;
         }
+        await countQueryTokens(ctx.db().sql, answer, ctx.log);
         const { hits, mode, model } = answer;
         if (hits.length === 0) {
           if (!o.json) process.stderr.write('no matches\n');

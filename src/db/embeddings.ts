@@ -283,6 +283,19 @@ export async function settleTokens(
     where day = ${day}::date and model = ${model}`;
 }
 
+/**
+ * A search query's embedding, counted after it was answered: its tokens and one request added to
+ * today's usage of `model`. Queries are never refused by the budget (someone waits for the
+ * answer), but what they cost is in the day's figures.
+ */
+export async function recordQueryTokens(sql: Queryable, model: string, tokens: number): Promise<void> {
+  await sql`
+    insert into embedding_usage (day, model, tokens, requests, inputs)
+    values ((now() at time zone 'utc')::date, ${model}, ${tokens}, 1, 0)
+    on conflict (day, model) do update
+      set tokens = embedding_usage.tokens + excluded.tokens, requests = embedding_usage.requests + 1`;
+}
+
 /** What `status`, `/metrics` and the overview show of one model's embeddings. */
 export interface EmbeddingsFacts {
   model: string;

@@ -224,19 +224,19 @@ export const QUERY_ATTEMPTS = 3;
 export const QUERY_RETRY_MAX_DELAY_MS = 5_000;
 
 /**
- * The vector of a search query, with the configured provider: retried (a 429 after its
- * `Retry-After`, when at most QUERY_RETRY_MAX_DELAY_MS; a 5xx or a lost connection after a short
- * backoff) up to QUERY_ATTEMPTS times.
+ * The vector of a search query, with the tokens the provider billed for it, with the configured
+ * provider: retried (a 429 after its `Retry-After`, when at most QUERY_RETRY_MAX_DELAY_MS; a 5xx
+ * or a lost connection after a short backoff) up to QUERY_ATTEMPTS times.
  */
 export async function embedQuery(
   client: EmbeddingsClient,
   text: string,
   opts: { signal?: AbortSignal } = {},
-): Promise<number[]> {
+): Promise<{ vector: number[]; tokens: number }> {
   for (let attempt = 1; ; attempt++) {
     try {
       const r = await client.embed([text], opts);
-      return r.vectors[0]!;
+      return { vector: r.vectors[0]!, tokens: r.tokens };
     } catch (err: unknown) {
       if (!(err instanceof EmbeddingsError) || !err.retryable || attempt >= QUERY_ATTEMPTS) throw err;
       const wait =

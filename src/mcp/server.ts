@@ -28,6 +28,7 @@ import {
   hitLink,
   SEARCH_KINDS,
   SEARCH_MODES,
+  countQueryTokens,
   searchCorpusIn,
   SearchModeUnavailableError,
   searchScopeProblem,
@@ -359,6 +360,7 @@ export function createMcpServer(deps: McpDeps): McpServer {
         if (e instanceof SearchModeUnavailableError) throw new ToolRefusal(`mode: ${e.message}`);
         throw e;
       });
+      await countQueryTokens(deps.sql, found, deps.log);
       const answers = found.hits.map((h) => hitAnswer(h, deps.videoUrlTemplate));
       const text = answers.length === 0 ? 'no matches' : answers.map(hitText).join('\n');
       return answer(text, {

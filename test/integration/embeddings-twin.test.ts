@@ -71,7 +71,7 @@ describe('the embeddings twin', () => {
     const c = client();
     const [cars, doctors] = (await c.embed(['Cars and trucks on the highway.', 'A physician treats the sick.']))
       .vectors;
-    const q = await embedQuery(c, 'automobile');
+    const { vector: q } = await embedQuery(c, 'automobile');
     expect(cosine(q, cars!)).toBeGreaterThan(0.3);
     expect(cosine(q, cars!)).toBeGreaterThan(cosine(q, doctors!) + 0.3);
   });

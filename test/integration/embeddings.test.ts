@@ -225,7 +225,7 @@ describe('embeddings kept current', () => {
 
   it('finds a passage by meaning, not by its words', async () => {
     const client = createEmbeddingsClient(settings('twin-a'));
-    const q = await embedQuery(client, 'automobile');
+    const { vector: q } = await embedQuery(client, 'automobile');
     const [hit] = await nearestEmbeddings(database.sql, 'twin-a', q.length, q, 5);
     const passages = await database.sql<{ text: string }[]>`select text from passages where sha256 = ${hit!.sha256}`;
     expect(passages[0]!.text).toContain('car broke down');

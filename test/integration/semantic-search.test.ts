@@ -17,6 +17,7 @@ import { EMBEDDINGS_CONCURRENCY, loadConfig, type EmbeddingsConfig } from '../..
 import { transcriptRowFromApi, upsertTranscripts } from '../../src/db/transcripts.ts';
 import { createEmbeddingsClient } from '../../src/embeddings/client.ts';
 import { startEmbeddingsTwin, type EmbeddingsTwin } from '../../src/embeddings/twin.ts';
+import { tokenCount } from '../../src/domain/passages.ts';
 import { drainSearchIndex } from '../../src/pipeline/services/search-index.ts';
 import { searchCorpusIn, type CorpusHit, type SearchMode } from '../../src/pipeline/read/search.ts';
 import { searchModel } from '../../src/pipeline/read/search-model.ts';
@@ -104,6 +105,14 @@ const search = (
   more: { lang?: string; sourceId?: number; channelId?: string } = {},
 ) => searchCorpusIn(database.sql, { words, mode, limit: 10, ...more }, embeddingsOf(model));
 
+/** Today's embeddings usage of a model: what a query by meaning is counted in. */
+const usage = async (model: string) => {
+  const [u] = await database.sql<{ requests: number; tokens: number }[]>`
+    select requests::int as requests, tokens::int as tokens from embedding_usage
+    where day = (now() at time zone 'utc')::date and model = ${model}`;
+  return u ?? { requests: 0, tokens: 0 };
+};
+
 beforeAll(async () => {
   database = await createTestDatabase('semantic_search');
   twin = await startEmbeddingsTwin();
@@ -136,12 +145,18 @@ describe('search by meaning', () => {
     const text = await runCli(['search', 'car', '--mode', 'text', '--json'], env, 60_000);
     expect(text.code).toBe(1);
 
+    const before = await usage('twin-a');
     const r = await runCli(
       ['search', 'car', '--mode', 'semantic', '--json', '--limit', '2'],
       { ...env, EMBEDDINGS_BASE_URL: twin.baseUrl, EMBEDDINGS_MODEL: 'twin-a' },
       60_000,
     );
     expect(r.code).toBe(0);
+    // the query's embedding is in the day's figures: one request, its tokens
+    expect(await usage('twin-a')).toEqual({
+      requests: before.requests + 1,
+      tokens: before.tokens + tokenCount('car'),
+    });
     const lines = r.stdout
       .trim()
       .split('\n')
@@ -251,8 +266,10 @@ describe('the MCP search tool', () => {
 
   it('takes the mode, and refuses search by meaning without embeddings, naming EMBEDDINGS_BASE_URL', async () => {
     await embedPassages(database.sql, client('twin-a'));
+    const before = await usage('twin-a');
     const r = await callSearch(embeddingsOf('twin-a'), { words: 'film', mode: 'semantic', limit: 2 });
     expect(r.isError).toBeFalsy();
+    expect((await usage('twin-a')).requests).toBe(before.requests + 1);
     const s = r.structuredContent as {
       mode: string;
       model: string;
@@ -285,8 +302,10 @@ describe('the admin search page', () => {
 
   it('takes the mode: by meaning, each hit linked at its moment with its distance; without embeddings, what to set', async () => {
     await embedPassages(database.sql, client('twin-a'));
+    const before = await usage('twin-a');
     const semantic = await page(embeddingsOf('twin-a'), 'q=doctor&mode=semantic&limit=2');
     expect(semantic.status).toBe(200);
+    expect((await usage('twin-a')).requests).toBe(before.requests + 1);
     expect(semantic.text).toMatch(/id="search-mode">semantic · model <code>twin-a<\/code>/);
     expect(semantic.text).toContain('href="https://videos.example/watch?v=v03&amp;t=5"');
     expect(semantic.text).toContain('href="https://videos.example/watch?v=v04&amp;t=5"');

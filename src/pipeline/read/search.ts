@@ -11,6 +11,8 @@
  */
 import type { EmbeddingsConfig } from '../../config.ts';
 import type { Queryable } from '../../db/connection.ts';
+import { recordQueryTokens } from '../../db/embeddings.ts';
+import type { Logger } from '../../log.ts';
 import { nearestPassages, passagesOfPlaces, type NearPassage, type TextPlace } from '../../db/semantic-search.ts';
 import { createEmbeddingsClient, embedQuery } from '../../embeddings/client.ts';
 import type { PassageKind } from '../../domain/passages.ts';
@@ -75,6 +77,8 @@ export interface CorpusAnswer {
   mode: SearchMode;
   /** the model whose vectors answered (semantic, hybrid) */
   model?: string | undefined;
+  /** the tokens the provider billed for the query's embedding (semantic, hybrid): the caller records them (`recordQueryTokens`) */
+  queryTokens?: number | undefined;
   hits: CorpusHit[];
 }
 
@@ -126,7 +130,7 @@ export async function searchCorpusIn(
   if (r.mode === 'text' || embeddings === undefined) return { mode: 'text', hits: await searchCorpus(sql, s) };
   const { mode, model: m } = r;
   const client = createEmbeddingsClient({ ...embeddings, model: m.model, dimensions: m.dimensions });
-  const vector = await embedQuery(client, s.words);
+  const { vector, tokens: queryTokens } = await embedQuery(client, s.words);
   const near = await nearestPassages(sql, {
     model: m.model,
     dimensions: vector.length,
@@ -138,9 +142,24 @@ export async function searchCorpusIn(
     limit: s.limit,
   });
   const byMeaning = near.map(hitOfPassage);
-  if (mode === 'semantic') return { mode, model: m.model, hits: byMeaning };
+  if (mode === 'semantic') return { mode, model: m.model, queryTokens, hits: byMeaning };
   const byWords = await searchCorpus(sql, s);
-  return { mode, model: m.model, hits: await fuse(sql, byWords, near, byMeaning, s.limit) };
+  return { mode, model: m.model, queryTokens, hits: await fuse(sql, byWords, near, byMeaning, s.limit) };
+}
+
+/**
+ * Counts the query's embedding (semantic, hybrid) in today's usage, outside the search's own
+ * read-only transaction. A database that takes no writes (a standby) loses only the count, which
+ * the log says.
+ */
+export async function countQueryTokens(sql: Queryable, a: CorpusAnswer, log: Logger | undefined): Promise<void> {
+  if (a.queryTokens === undefined || a.model === undefined) return;
+  await recordQueryTokens(sql, a.model, a.queryTokens).catch((err: unknown) => {
+    log?.warn(
+      { event: 'search.query_tokens_not_counted', model: a.model, tokens: a.queryTokens, err },
+      "could not count the search query's embedding tokens",
+    );
+  });
 }
 
 /** How many words of a passage a hit found by meaning shows (a text hit's snippet shows 20 to 40). */
