@@ -377,7 +377,7 @@ function pushStorage(r: StatusReport, out: string[], everyTable: boolean): void 
   out.push(
     index.pending === 0
       ? `  search index and passages: up to date; ${index.passages} passage(s)\n`
-      : `  search index and passages: ${index.pending} transcript(s) waiting to be indexed and cut${index.oldestQueuedAt ? ` (oldest stored ${shortTime(index.oldestQueuedAt)})` : ''}; ${index.passages} passage(s); daemons with the poller or sink role index them (so does: videosite-ingest search)\n`,
+      : `  search index and passages: ${waitingToBeCut(index.pendingByKind)} waiting to be indexed and cut${index.oldestQueuedAt ? ` (oldest stored ${shortTime(index.oldestQueuedAt)})` : ''}; ${index.passages} passage(s); daemons with the poller or sink role index them (so does: videosite-ingest search)\n`,
   );
   out.push(`  ${describeEmbeddings(r.embeddings)}\n`);
   const p = r.lastPrune;
@@ -397,6 +397,14 @@ function describeSearchModel(e: Extract<EmbeddingsStatus, { state: 'ready' }>): 
 }
 
 /** The embeddings line: off, what to install, or the model's coverage, backlog and the day's tokens. */
+/** "3 transcript(s), 1 page(s)": what waits for its passages, by kind. */
+function waitingToBeCut(byKind: Record<string, number>): string {
+  const noun: Record<string, string> = { transcript: 'transcript(s)', media: 'media item(s)', page: 'page(s)' };
+  return Object.entries(byKind)
+    .map(([kind, n]) => `${n} ${noun[kind] ?? `${kind}(s)`}`)
+    .join(', ');
+}
+
 export function describeEmbeddings(e: EmbeddingsStatus): string {
   switch (e.state) {
     case 'off':

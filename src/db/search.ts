@@ -164,8 +164,10 @@ export async function searchIndexDueInMs(sql: Queryable, deferWhileLandingMs: nu
 }
 
 export interface SearchBacklog {
-  /** transcripts waiting to be cut into passages */
+  /** documents (transcripts, media items, pages) waiting to be cut into passages */
   pending: number;
+  /** of them, by kind (`transcript`, `media`, `page`); kinds with none are left out */
+  pendingByKind: Record<string, number>;
   /** when the oldest of them was queued; null when none is */
   oldestQueuedAt: Date | null;
 }
@@ -175,10 +177,19 @@ export interface SearchBacklog {
  * instant (what a drain started then owes), including keys an indexer is building right now.
  */
 export async function searchBacklog(sql: Queryable, queuedBefore?: Date): Promise<SearchBacklog> {
-  const [r] = await sql<{ pending: number; oldest: Date | null }[]>`
-    select count(*)::int as pending, min(queued_at) as oldest from search_index_queue
-    where ${queuedBefore ?? null}::timestamptz is null or queued_at <= ${queuedBefore ?? null}::timestamptz`;
-  return { pending: r!.pending, oldestQueuedAt: r!.oldest };
+  const rows = await sql<{ kind: string; pending: number; oldest: Date | null }[]>`
+    select kind, count(*)::int as pending, min(queued_at) as oldest from search_index_queue
+    where ${queuedBefore ?? null}::timestamptz is null or queued_at <= ${queuedBefore ?? null}::timestamptz
+    group by kind order by kind`;
+  const oldest = rows.reduce<Date | null>(
+    (o, r) => (r.oldest !== null && (o === null || r.oldest < o) ? r.oldest : o),
+    null,
+  );
+  return {
+    pending: rows.reduce((n, r) => n + r.pending, 0),
+    pendingByKind: Object.fromEntries(rows.map((r) => [r.kind, r.pending])),
+    oldestQueuedAt: oldest,
+  };
 }
 
 /** Only the pages `sourceId` found, when given. */

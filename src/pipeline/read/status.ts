@@ -271,8 +271,13 @@ export interface StatusReport extends HoldsStatus, ItemsStatus {
   webhooks: WebhookStatus[];
   /** rolling upgrades: this build's newest migration and the applied ones newer than it */
   schema: SchemaStatus;
-  /** transcripts waiting for their passages, the search index (src/pipeline/services/search-index.ts); passages stored */
-  searchIndex: { pending: number; oldestQueuedAt: string | null; passages: number };
+  /** documents waiting for their passages, the search index (src/pipeline/services/search-index.ts), in all and by kind; passages stored */
+  searchIndex: {
+    pending: number;
+    pendingByKind: Record<string, number>;
+    oldestQueuedAt: string | null;
+    passages: number;
+  };
   /** web pages stored, of them gone (no source finds them any more), and their distinct versions */
   pages: PageTotals;
   /** media items of other platforms stored, and their transcripts by state */
@@ -834,7 +839,12 @@ export async function collectStatus(sql: Queryable, opts: CollectStatusOptions =
     lastPrune,
     webhooks,
     schema,
-    searchIndex: { pending: backlog.pending, oldestQueuedAt: iso(backlog.oldestQueuedAt), passages },
+    searchIndex: {
+      pending: backlog.pending,
+      pendingByKind: backlog.pendingByKind,
+      oldestQueuedAt: iso(backlog.oldestQueuedAt),
+      passages,
+    },
     pages,
     media,
     embeddings,
