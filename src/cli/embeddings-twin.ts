@@ -14,6 +14,7 @@ import {
   type EmbeddingsTwinOptions,
 } from '../embeddings/twin.ts';
 import { intArg, numberArg } from './args.ts';
+import { serveUntilSignal } from './serve-until-signal.ts';
 
 interface TwinFlags {
   port: number;
@@ -48,36 +49,22 @@ export function registerEmbeddingsTwinCommand(program: Command): void {
     .action(async (flags: TwinFlags) => {
       const config = loadConfig();
       const log = createLogger({ ...loggingFor(config, { longRunning: true }), name: 'embeddings-twin' });
-      let signal: NodeJS.Signals | undefined;
-      let wake: (() => void) | undefined;
-      const onSignal = (s: NodeJS.Signals) => {
-        signal = s;
-        wake?.();
-      };
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
-      try {
-        const opts: EmbeddingsTwinOptions = {
-          port: flags.port,
-          host: flags.host,
-          apiKey: config.embeddings?.apiKey,
-          rateLimit: { requestsPerMinute: flags.requestsPerMinute, tokensPerMinute: flags.tokensPerMinute },
-          logger: log,
-        };
-        if (flags.dimensions !== undefined) opts.defaultDimensions = flags.dimensions;
-        if (flags.latencyMs !== undefined) opts.latencyMs = flags.latencyMs;
-        const twin = await startEmbeddingsTwin(opts);
-        process.stdout.write(`embeddings twin listening on ${twin.baseUrl}\n`);
-        if (signal === undefined) {
-          await new Promise<void>((resolve) => {
-            wake = resolve;
-          });
-        }
-        log.info({ event: 'embeddings_twin.stopping', signal }, 'embeddings twin stopping');
-        await twin.close();
-      } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-      }
+      await serveUntilSignal(
+        async () => {
+          const opts: EmbeddingsTwinOptions = {
+            port: flags.port,
+            host: flags.host,
+            apiKey: config.embeddings?.apiKey,
+            rateLimit: { requestsPerMinute: flags.requestsPerMinute, tokensPerMinute: flags.tokensPerMinute },
+            logger: log,
+          };
+          if (flags.dimensions !== undefined) opts.defaultDimensions = flags.dimensions;
+          if (flags.latencyMs !== undefined) opts.latencyMs = flags.latencyMs;
+          const twin = await startEmbeddingsTwin(opts);
+          process.stdout.write(`embeddings twin listening on ${twin.baseUrl}\n`);
+          return twin;
+        },
+        (signal) => log.info({ event: 'embeddings_twin.stopping', signal }, 'embeddings twin stopping'),
+      );
     });
 }

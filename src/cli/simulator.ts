@@ -8,6 +8,7 @@ import { createLogger, loggingFor } from '../log.ts';
 import { DEFAULT_SIMULATOR_HOST, DEFAULT_SIMULATOR_PORT, type SimulatorSettingsInput } from '../simulator/options.ts';
 import { startSimulator } from '../simulator/server.ts';
 import { intArg, numberArg, parseDurationMs } from './args.ts';
+import { serveUntilSignal } from './serve-until-signal.ts';
 
 export interface SimulatorFlags {
   port: number;
@@ -127,30 +128,20 @@ export function registerSimulatorCommand(program: Command): void {
     .action(async (flags: SimulatorFlags) => {
       const config = loadConfig();
       const log = createLogger({ ...loggingFor(config, { longRunning: true }), name: 'simulator' });
-      // listen for signals before anything is printed: whoever reads the line may signal at once
-      let signal: NodeJS.Signals | undefined;
-      let wake: (() => void) | undefined;
-      const onSignal = (s: NodeJS.Signals) => {
-        signal = s;
-        wake?.();
-      };
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
-      try {
-        const sim = await startSimulator({ ...simulatorOptionsFromFlags(flags, config.simulatorApiKey), logger: log });
-        // the development key is public and documented; any other key is the user's secret
-        const shownKey = sim.apiKey === SIMULATOR_DEV_API_KEY ? sim.apiKey : '(as configured, not shown)';
-        process.stdout.write(`simulator listening on ${sim.baseUrl} (platform ${sim.platform}, api key ${shownKey})\n`);
-        if (signal === undefined) {
-          await new Promise<void>((resolve) => {
-            wake = resolve;
+      await serveUntilSignal(
+        async () => {
+          const sim = await startSimulator({
+            ...simulatorOptionsFromFlags(flags, config.simulatorApiKey),
+            logger: log,
           });
-        }
-        log.info({ event: 'simulator.stopping', signal }, 'simulator stopping');
-        await sim.close();
-      } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-      }
+          // the development key is public and documented; any other key is the user's secret
+          const shownKey = sim.apiKey === SIMULATOR_DEV_API_KEY ? sim.apiKey : '(as configured, not shown)';
+          process.stdout.write(
+            `simulator listening on ${sim.baseUrl} (platform ${sim.platform}, api key ${shownKey})\n`,
+          );
+          return sim;
+        },
+        (signal) => log.info({ event: 'simulator.stopping', signal }, 'simulator stopping'),
+      );
     });
 }
