@@ -4,11 +4,13 @@
  * Grafana dashboard (deploy/grafana/videosite-ingest.json) and of the alert rules
  * (deploy/prometheus/alerts.yml) must be a family of that scrape, with samples. A histogram's
  * `_bucket`, `_sum` and `_count` series count as its family; functions, keywords, label names,
- * strings, durations and Grafana variables are not metric names.
+ * strings, durations and Grafana variables are not metric names. The daemon has embeddings on
+ * (the embeddings twin), so the embedder's series are there too.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startEmbeddingsTwin, type EmbeddingsTwin } from '../../src/embeddings/twin.ts';
 import { registerSource } from '../../src/pipeline/commands/sources.ts';
 import { parseMetrics } from '../helpers/admin.ts';
 import { createPipelineHarness, type PipelineHarness } from '../helpers/pipeline.ts';
@@ -139,6 +141,7 @@ describe('metricNamesOf', () => {
 describe('the metrics deploy/ reads', () => {
   let h: PipelineHarness;
   let daemon: CliProcess | undefined;
+  let twin: EmbeddingsTwin | undefined;
 
   beforeEach(async () => {
     h = await createPipelineHarness('deploy-metrics', {
@@ -150,6 +153,8 @@ describe('the metrics deploy/ reads', () => {
     daemon?.kill('SIGKILL');
     await daemon?.exited;
     daemon = undefined;
+    await twin?.close();
+    twin = undefined;
     await h?.close();
   });
 
@@ -172,9 +177,11 @@ describe('the metrics deploy/ reads', () => {
       .sql`insert into webhook_endpoints (url, enabled, disabled_at) values ('http://127.0.0.1:9/hook', false, now())`;
 
     const port = await freePort();
+    // embeddings on, so that the embedder's counters and the embeddings gauges have samples
+    twin = await startEmbeddingsTwin();
     daemon = startCli(
       ['daemon', '--role', 'scheduler,poller,sink', '--admin-port', String(port)],
-      { ...h.env, LOG_LEVEL: 'info' },
+      { ...h.env, LOG_LEVEL: 'info', EMBEDDINGS_BASE_URL: twin.baseUrl, EMBEDDINGS_MODEL: 'twin-deploy' },
       'daemon',
     );
     // synced, billed and stored: the per-source and per-process series are there
@@ -188,6 +195,7 @@ describe('the metrics deploy/ reads', () => {
           `vsi_source_credits_billed_today{source_id="${source.id}"}`,
           'vsi_rows_upserted_total{table="videos",outcome="inserted"}',
           'vsi_api_request_duration_seconds_bucket',
+          'vsi_embedding_requests_total{outcome="embedded"}',
         ];
         return ready.every((s) => body.includes(s)) ? body : undefined;
       },
