@@ -101,6 +101,21 @@ export async function claimTexts(
     order by p.sha256`;
 }
 
+/**
+ * What decides whether a claim can find anything new for `model`: the newest passage, and the
+ * model's live claims (a claim let go or lapsed changes them). Equal marks a moment apart, with
+ * nothing found at the first, mean nothing to find at the second, without reading `passages`
+ * against `embeddings`.
+ */
+export async function claimMark(sql: Queryable, model: string): Promise<string> {
+  const [r] = await sql<{ mark: string }[]>`
+    select concat_ws('/',
+      (select max(id) from passages),
+      (select count(*) from embedding_claims where model = ${model} and expires_at > now()),
+      (select min(expires_at) from embedding_claims where model = ${model} and expires_at > now())) as mark`;
+  return r!.mark;
+}
+
 /** Claims let go without a vector (the provider failed, or the budget refused): taken again next time. */
 export async function releaseClaims(sql: Queryable, model: string, sha256s: readonly string[]): Promise<void> {
   if (sha256s.length === 0) return;

@@ -17,6 +17,7 @@ import { startEmbeddingsTwin, type EmbeddingsTwin, type TwinAnswer } from '../..
 import { silentLogger } from '../../src/log.ts';
 import { drainEmbeddings, startEmbedder } from '../../src/pipeline/services/embedder.ts';
 import { drainSearchIndex } from '../../src/pipeline/services/search-index.ts';
+import { createDb } from '../../src/db/connection.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { runCli, waitFor } from '../helpers/pipeline.ts';
 import { expectExit } from '../helpers/cli.ts';
@@ -324,5 +325,74 @@ describe('embeddings kept current', () => {
     );
     expect(await drain('twin-crash')).toEqual({ embedded: 5, stopped: 'done' });
     expect(await vectorCount('twin-crash')).toBe(all.size);
+  });
+});
+
+describe('an idle embedder', () => {
+  it('does not read every passage on each look: it claims again only when a passage or a claim changed', async () => {
+    const own = await createTestDatabase('embeddings_idle');
+    // each client its own backend, ended before its figures are read (a backend flushes its
+    // statistics as it exits); the database's own pool is never used
+    const setupDb = createDb(own.url, { max: 1 });
+    const setup = setupDb.sql;
+    const model = 'twin-idle';
+    try {
+      for (const v of VIDEOS) {
+        const content = linesOf(v).map((text, i) => ({ text, offset: i * 2_000, duration: 1_900 }));
+        await upsertTranscripts(setup, [
+          transcriptRowFromApi(v, { content, lang: 'en', availableLangs: ['en'] }, `job-idle-${v}`),
+        ]);
+      }
+      await drainSearchIndex({ sql: setup, passages: PASSAGES });
+      const all = await drainEmbeddings({ sql: setup, log: silentLogger(), embeddings: settings(model) });
+      expect(all.stopped).toBe('done');
+      const [{ n: passages } = { n: 0 }] = await setup<{ n: number }[]>`select count(*)::int as n from passages`;
+      expect(passages).toBeGreaterThan(20);
+      await setupDb.close();
+
+      const readerDb = createDb(own.url, { max: 1 });
+      const reader = readerDb.sql;
+      /** tuples read from passages so far, once two reads a moment apart agree */
+      const passageReads = () =>
+        waitFor(
+          async () => {
+            const read = async () => {
+              const [r] = await reader<{ n: number }[]>`
+                select (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::float8 as n
+                from pg_stat_user_tables where relname = 'passages'`;
+              return r!.n;
+            };
+            const a = await read();
+            await new Promise((ok) => setTimeout(ok, 300));
+            return (await read()) === a ? a : undefined;
+          },
+          20_000,
+          'the statistics of passages to settle',
+        );
+      try {
+        const before = await passageReads();
+        const idleDb = createDb(own.url, { max: 2 });
+        const idle = idleDb.sql;
+        const looks = { n: 0 };
+        const embedder = startEmbedder(
+          { sql: idle, log: silentLogger(), embeddings: settings(model) },
+          { idleMs: 20, concurrency: 1 },
+        );
+        const started = Date.now();
+        await new Promise((ok) => setTimeout(ok, 2_000));
+        await embedder.stop();
+        looks.n = Math.round((Date.now() - started) / 20);
+        await idleDb.close();
+        const read = (await passageReads()) - before;
+        // one claim reads every passage; ~100 looks at the table's newest id read a tuple each
+        expect(looks.n).toBeGreaterThan(20);
+        expect(read).toBeLessThan(5 * passages);
+      } finally {
+        await readerDb.close();
+      }
+    } finally {
+      await setupDb.close().catch(() => undefined);
+      await own.drop();
+    }
   });
 });

@@ -19,6 +19,7 @@ import { backoffDelayMs, sleepMs } from '../../api/retry.ts';
 import type { EmbeddingsConfig } from '../../config.ts';
 import type { Sql } from '../../db/connection.ts';
 import {
+  claimMark,
   claimTexts,
   ensureEmbeddingsStore,
   ensureModelIndex,
@@ -54,6 +55,12 @@ export const EMBEDDER_REJECTED_RETRY_MS = 24 * 3_600_000;
  * of its texts by then, so only a dead one's claims lapse.
  */
 export const EMBEDDER_CLAIM_MARGIN_MS = 60_000;
+/**
+ * An idle embedder claims again only when `claimMark` moved (a new passage, a claim let go or
+ * lapsed), and at least this often whatever it says: a passage whose id was taken before the
+ * newest one's but committed after it leaves the mark as it was.
+ */
+export const EMBEDDER_IDLE_FULL_CLAIM_MS = 30_000;
 
 export interface EmbedderDeps {
   sql: Sql;
@@ -81,6 +88,8 @@ interface Round {
   space: ModelSpace;
   batchSize: number;
   indexed: Set<string>;
+  /** after a claim found nothing: the mark then, and when that claim ran (epoch ms) */
+  idle: { mark: string; at: number } | undefined;
   /**
    * The last claim of this process's loops: they claim one after another, since two claiming at
    * once would pick the same texts, the second then finding them taken and idling for nothing.
@@ -96,6 +105,7 @@ function newRound(deps: EmbedderDeps): Round {
     space: { model: client.model, dimensions: client.dimensions },
     batchSize: deps.embeddings.batchSize,
     indexed: new Set(),
+    idle: undefined,
     claiming: Promise.resolve(),
   };
 }
@@ -108,7 +118,7 @@ async function embedRound(r: Round): Promise<EmbedOutcome> {
   const { sql } = r.deps;
   const { model } = r.space;
   const ttlMs = r.deps.embeddings.timeoutMs + EMBEDDER_CLAIM_MARGIN_MS;
-  const claim = r.claiming.then(() => claimTexts(sql, r.space, r.batchSize, ttlMs));
+  const claim = r.claiming.then(() => claimIfAny(r, ttlMs));
   r.claiming = claim.catch(() => undefined);
   const claimed = await claim;
   if (claimed.length === 0) return { kind: 'idle' };
@@ -153,6 +163,21 @@ async function embedRound(r: Round): Promise<EmbedOutcome> {
     }
     return afterError(r, texts, err, { day: grant.day, estimate });
   }
+}
+
+/**
+ * The texts of one request, claimed; none without reading passages against embeddings when the
+ * last claim found nothing and `claimMark` has not moved since (an idle daemon's every look would
+ * otherwise read the whole of `passages`).
+ */
+async function claimIfAny(r: Round, ttlMs: number): Promise<TextToEmbed[]> {
+  const { sql } = r.deps;
+  const mark = await claimMark(sql, r.space.model);
+  if (r.idle?.mark === mark && Date.now() - r.idle.at < EMBEDDER_IDLE_FULL_CLAIM_MS) return [];
+  const at = Date.now();
+  const claimed = await claimTexts(sql, r.space, r.batchSize, ttlMs);
+  r.idle = claimed.length === 0 ? { mark, at } : undefined;
+  return claimed;
 }
 
 function rowsOf(texts: readonly TextToEmbed[], vectors: readonly number[][]) {
