@@ -334,14 +334,17 @@ export interface EmbeddingsFacts {
 export async function readEmbeddingsFacts(sql: Queryable, space: ModelSpace): Promise<EmbeddingsFacts> {
   const dims = space.dimensions ?? null;
   const [row] = await sql<Omit<EmbeddingsFacts, 'model' | 'models'>[]>`
-    with have as (
-      select sha256 from embeddings
-      where model = ${space.model} and (${dims}::int is null or dimensions = ${dims}::int)
+    with texts as (
+      select count(*) as passages, count(e.sha256) as covered,
+        count(distinct p.sha256) filter (where e.sha256 is null) as backlog
+      from passages p left join embeddings e
+        on e.model = ${space.model} and e.sha256 = p.sha256
+          and (${dims}::int is null or e.dimensions = ${dims}::int)
     )
     select
-      (select count(*) from passages)::int as passages,
-      (select count(*) from passages p where p.sha256 in (select sha256 from have))::int as covered,
-      (select count(distinct p.sha256) from passages p where p.sha256 not in (select sha256 from have))::int as backlog,
+      (select passages from texts)::int as passages,
+      (select covered from texts)::int as covered,
+      (select backlog from texts)::int as backlog,
       (select count(*) from embedding_claims where model = ${space.model} and error is not null and expires_at > now())::int as failed,
       (select coalesce(sum(tokens), 0) from embedding_usage where day = (now() at time zone 'utc')::date)::float8 as "tokensToday",
       (select coalesce(sum(requests), 0) from embedding_usage
