@@ -113,6 +113,9 @@ export function embeddingBytes(dimensions: number): { row: number; index: number
   return { row: vector + EMBEDDING_ROW_OVERHEAD_BYTES, index: (vector + 2 * HNSW_M * 6 + 8) / HNSW_FILL };
 }
 
+/** Triggers that fill a row's columns as it is written, copied to the sample tables. */
+const FIELD_TRIGGERS = ['passages_search_fields'];
+
 /** Bytes per row of `table` once `fill` stored rows in a temporary table like it (its compression and indexes). */
 async function storedBytesPerRow(
   tx: postgres.TransactionSql,
@@ -122,6 +125,11 @@ async function storedBytesPerRow(
 ): Promise<number> {
   const temp = `sample_${sample}`;
   await tx.unsafe(`create temp table ${temp} (like ${table} including all) on commit drop`);
+  // the columns a trigger fills on every write (passages' configuration and tsvector, 0025)
+  const fillers = await tx<{ def: string }[]>`
+    select pg_get_triggerdef(t.oid) as def from pg_trigger t
+    where t.tgrelid = ${table}::regclass and not t.tgisinternal and t.tgname = any(${FIELD_TRIGGERS}::text[])`;
+  for (const f of fillers) await tx.unsafe(f.def.replace(/ ON \S+ /, ` ON ${temp} `));
   await fill(temp);
   const [r] = await tx.unsafe<{ bytes: number }[]>(
     `select pg_total_relation_size('${temp}')::float8 / greatest(1, count(*)) as bytes from ${temp}`,
