@@ -93,10 +93,29 @@ export const EMBEDDINGS_BATCH_SIZE_MAX = 2048;
 /** Embeddings: the model asked for unless EMBEDDINGS_MODEL says otherwise. */
 export const EMBEDDINGS_MODEL = 'text-embedding-3-small';
 /**
- * Embeddings: the most dimensions a vector may have. pgvector's HNSW index takes `vector` up to
- * 2000 dimensions; a model with more is asked for fewer (`dimensions`).
+ * Embeddings: the most dimensions a vector may have. Vectors are stored as pgvector's `halfvec`
+ * (2 bytes a dimension), whose HNSW index takes up to 4000; a model with more is asked for fewer
+ * (`dimensions`).
  */
-export const EMBEDDINGS_DIMENSIONS_MAX = 2000;
+export const EMBEDDINGS_DIMENSIONS_MAX = 4000;
+/**
+ * Embeddings: the dimensions asked of OpenAI's text-embedding-3 models when EMBEDDINGS_DIMENSIONS
+ * is unset. They are trained to be shortened (Matryoshka): text-embedding-3-small at 512 keeps
+ * nearly all of its retrieval quality at a third of its own 1536, and so a third of the room.
+ */
+export const EMBEDDINGS_DIMENSIONS_DEFAULT = 512;
+/** The models EMBEDDINGS_DIMENSIONS_DEFAULT applies to: those known to accept `dimensions`. */
+const SHORTENABLE_MODEL = /^text-embedding-3-/;
+
+/**
+ * The dimensions to ask of `model`: EMBEDDINGS_DIMENSIONS when set; else
+ * EMBEDDINGS_DIMENSIONS_DEFAULT for a model known to accept `dimensions` (OpenAI's
+ * text-embedding-3-*); else none (the model's own: other providers may refuse the field).
+ */
+export function embeddingsDimensions(model: string, configured: number | undefined): number | undefined {
+  if (configured !== undefined) return configured;
+  return SHORTENABLE_MODEL.test(model) ? EMBEDDINGS_DIMENSIONS_DEFAULT : undefined;
+}
 /** Embeddings: the most one request to the provider may take, connect to whole answer. */
 export const EMBEDDINGS_TIMEOUT_MS = 60_000;
 /**
@@ -804,7 +823,7 @@ export const SETTINGS = {
   },
   EMBEDDINGS_DIMENSIONS: {
     group: 'Embeddings',
-    doc: `sent as \`dimensions\` (models that can shorten their vectors); unset, the model's own; at most ${EMBEDDINGS_DIMENSIONS_MAX} (pgvector's HNSW index)`,
+    doc: `sent as \`dimensions\` (models that can shorten their vectors); unset, ${EMBEDDINGS_DIMENSIONS_DEFAULT} for OpenAI's text-embedding-3 models and the model's own for any other; at most ${EMBEDDINGS_DIMENSIONS_MAX} (pgvector's HNSW index on halfvec)`,
     unit: 'dimensions',
     schema: positiveInt(EMBEDDINGS_DIMENSIONS_MAX).optional(),
   },
@@ -1002,7 +1021,7 @@ function configOf(e: Env) {
         : {
             baseUrl: e.EMBEDDINGS_BASE_URL,
             model: e.EMBEDDINGS_MODEL,
-            dimensions: e.EMBEDDINGS_DIMENSIONS,
+            dimensions: embeddingsDimensions(e.EMBEDDINGS_MODEL, e.EMBEDDINGS_DIMENSIONS),
             apiKey: e.EMBEDDINGS_API_KEY,
             tokensPerDay: e.EMBEDDINGS_TOKENS_PER_DAY,
             batchSize: e.EMBEDDINGS_BATCH_SIZE,

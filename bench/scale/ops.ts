@@ -14,10 +14,13 @@ import type { PipelineDeps } from '../../src/pipeline/deps.ts';
 import type { Simulator } from '../../src/simulator/server.ts';
 import type { SearchHit, SearchFilter } from '../../src/db/search.ts';
 import type { Queryable } from '../../src/db/connection.ts';
+import type { EmbeddingsConfig } from '../../src/config.ts';
 import type { PruneRun, RootApi } from './root.ts';
 import { corpus, firstBackfillJobIds } from './seed.ts';
 import {
   DIFF_NEW_VIDEOS_PER_RUN,
+  EMBEDDING_DIMENSIONS,
+  EMBEDDING_MODEL,
   FAST_OP_CALLS,
   FAST_OP_MS,
   FAST_OP_RUNS,
@@ -164,6 +167,105 @@ async function measurePageSearch(o: OpContext, record: Record_, figures: OpFigur
   await record('search-pages', label, { run: () => search(o.deps.sql, { query, limit: 20 }) }, (hits) =>
     hits.length === 20 ? { note: `${query}` } : { note: query, failure: `${hits.length} hits, expected 20` },
   );
+}
+
+type Imported = Record<string, unknown> | undefined;
+
+async function importOf(o: OpContext, file: string): Promise<Imported> {
+  const path = join(o.root.dir, file);
+  return existsSync(path) ? ((await import(pathToFileURL(path).href)) as Record<string, unknown>) : undefined;
+}
+
+/**
+ * Search by meaning (issue #32) as the CLI runs it, where the tree has it: `search --mode
+ * semantic` and `--mode hybrid` (searchCorpusIn: the model in use, the query embedded by the
+ * embeddings twin over HTTP, the nearest passages through the HNSW index, and for hybrid the text
+ * hits fused), the same phrase and 20 hits as the text search; and its two database parts alone:
+ * the choice of the model (whether it covers every passage) and the nearest passages.
+ */
+async function measureSemanticSearch(o: OpContext, record: Record_, figures: OpFigure[]): Promise<void> {
+  const rows = [
+    ['semantic', 'search --mode semantic (a phrase, 20 hits)'],
+    ['hybrid', 'search --mode hybrid (a phrase, 20 hits)'],
+    ['searchModel', 'the model in use (searchModel: covers every passage?)'],
+    ['nearest', `nearest passages alone (nearestPassages, ${EMBEDDING_DIMENSIONS} dimensions, 20)`],
+  ] as const;
+  const read = (await importOf(o, 'src/pipeline/read/search.ts'))?.searchCorpusIn as
+    | ((
+        sql: Queryable,
+        s: { words: string; limit: number; mode: 'semantic' | 'hybrid' },
+        e: EmbeddingsConfig,
+      ) => Promise<{ mode: string; model?: string; hits: unknown[] }>)
+    | undefined;
+  const startTwin = (await importOf(o, 'src/embeddings/twin.ts'))?.startEmbeddingsTwin as
+    ((opts: { port: number }) => Promise<{ baseUrl: string; close(): Promise<void> }>) | undefined;
+  const nearest = (await importOf(o, 'src/db/semantic-search.ts'))?.nearestPassages as
+    ((sql: Queryable, f: Record<string, unknown>) => Promise<unknown[]>) | undefined;
+  const model = (await importOf(o, 'src/pipeline/read/search-model.ts'))?.searchModel as
+    | ((sql: Queryable, e: { model: string; dimensions: number }) => Promise<{ state: string; covers?: boolean }>)
+    | undefined;
+  const [table] = await o.deps.sql<{ ready: boolean }[]>`select to_regclass('embeddings') is not null as ready`;
+  if (!read || !startTwin || !nearest || !model || !table!.ready) {
+    const note = table!.ready ? 'not available' : 'not available (no embeddings table: pgvector missing?)';
+    for (const [key, label] of rows) {
+      figures.push({ key, label, ms: undefined, runsMs: [], judged: true, note });
+      o.say(`${label}: ${note}`);
+    }
+    return;
+  }
+  const twin = await startTwin({ port: 0 });
+  try {
+    const embeddings: EmbeddingsConfig = {
+      baseUrl: twin.baseUrl,
+      model: EMBEDDING_MODEL,
+      dimensions: EMBEDDING_DIMENSIONS,
+      apiKey: undefined,
+      tokensPerDay: undefined,
+      batchSize: 64,
+      timeoutMs: 60_000,
+      concurrency: 1,
+    };
+    const words = searchPhrase();
+    const twenty = (r: { mode: string; hits: unknown[] }) =>
+      r.hits.length === 20
+        ? { note: `${words}, ${r.mode}` }
+        : { note: words, failure: `${r.hits.length} hits, expected 20` };
+    for (const mode of ['semantic', 'hybrid'] as const) {
+      await record(
+        mode,
+        rows.find(([k]) => k === mode)![1],
+        { run: () => read(o.deps.sql, { words, limit: 20, mode }, embeddings) },
+        twenty,
+      );
+    }
+    await record(
+      'searchModel',
+      rows[2][1],
+      { run: () => model(o.deps.sql, { model: EMBEDDING_MODEL, dimensions: EMBEDDING_DIMENSIONS }) },
+      (m) => ({ note: `${m.state}, covers: ${String(m.covers)}` }),
+    );
+    const vector = Array.from(
+      { length: EMBEDDING_DIMENSIONS },
+      (_, i) => Math.sin(i * 0.37) / Math.sqrt(EMBEDDING_DIMENSIONS / 2),
+    );
+    await record(
+      'nearest',
+      rows[3][1],
+      {
+        run: () =>
+          nearest(o.deps.sql, {
+            model: EMBEDDING_MODEL,
+            dimensions: EMBEDDING_DIMENSIONS,
+            vector,
+            kinds: ['transcript', 'page', 'media'],
+            limit: 20,
+          }),
+      },
+      (hits) => (hits.length === 20 ? {} : { failure: `${hits.length} hits, expected 20` }),
+    );
+  } finally {
+    await twin.close();
+  }
 }
 
 export async function measureOperations(o: OpContext): Promise<OpFigure[]> {
@@ -322,6 +424,7 @@ export async function measureOperations(o: OpContext): Promise<OpFigure[]> {
 
   await measureSearch(o, record, figures);
   await measurePageSearch(o, record, figures);
+  await measureSemanticSearch(o, record, figures);
 
   const prune = root.prune;
   const pruneRows = [

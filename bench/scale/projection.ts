@@ -8,9 +8,10 @@
  * What the seed leaves out is projected from the same real transcripts, stored in tables like the
  * real ones (compression and indexes included): one `transcript_versions` row per transcript (the
  * current version), the passages of every transcript and page as the indexer cuts them, and an
- * embedding per passage at EMBEDDING_DIMENSIONS (no table holds them yet: vector, row overhead and
- * an HNSW index estimated). The seed has no media sources: `media` and `media_segments` count as
- * measured (empty).
+ * embedding per passage at EMBEDDING_DIMENSIONS: bytes per vector with its row and HNSW index
+ * measured on the seeded `embeddings` (or, where the seed stored none, on a sample stored and
+ * indexed like it; estimated only without pgvector). The seed has no media sources: `media` and
+ * `media_segments` count as measured (empty).
  */
 import type postgres from 'postgres';
 import { tableStorage, type TableStorage } from '../../src/db/storage.ts';
@@ -53,6 +54,57 @@ export interface Projection {
   /** passages projected: of transcripts and of pages; embeddings at `embeddingDimensions` */
   passages: { perTranscript: number; perPage: number; total: number };
   embeddingDimensions: number;
+  /** bytes per vector with its row and HNSW index entry, and how they were had */
+  embedding: { bytes: number; type: string; how: string };
+}
+
+/** Vectors stored and indexed in a sample table when the seed stored none. */
+const EMBEDDING_SAMPLE_ROWS = 5_000;
+
+/**
+ * Bytes one embedding at EMBEDDING_DIMENSIONS takes with its row and HNSW index: measured on the
+ * seeded `embeddings` table (rows, TOAST and indexes over its rows), else on EMBEDDING_SAMPLE_ROWS
+ * vectors stored and indexed in a table like it, else (no pgvector) estimated.
+ */
+async function embeddingRowBytes(
+  sql: postgres.Sql,
+  tables: TableStorage[],
+): Promise<{ bytes: number; type: string; how: string }> {
+  const [col] = await sql<{ type: string | null }[]>`
+    select (select format_type(a.atttypid, a.atttypmod) from pg_attribute a
+      where a.attrelid = to_regclass('embeddings') and a.attname = 'embedding') as type`;
+  const type = col!.type;
+  if (type === null) {
+    const e = embeddingBytes(EMBEDDING_DIMENSIONS);
+    return { bytes: e.row + e.index, type: 'vector', how: 'estimated (no pgvector: no table to measure)' };
+  }
+  const seeded = tables.find((t) => t.table === 'embeddings');
+  if (seeded?.rowsEstimate && seeded.rowsEstimate > 0) {
+    return {
+      bytes: seeded.totalBytes / seeded.rowsEstimate,
+      type,
+      how: `measured on the ${Math.round(seeded.rowsEstimate)} seeded rows with their HNSW index`,
+    };
+  }
+  const bytes = await sql.begin(async (tx) => {
+    await tx`create temp table sample_embeddings (like embeddings including all) on commit drop`;
+    await tx.unsafe(`insert into sample_embeddings (model, sha256, dimensions, embedding, tokens)
+      select 'sample', md5(i::text) || md5((-i)::text), ${EMBEDDING_DIMENSIONS},
+        l2_normalize((select array_agg(random()::real - 0.5) from generate_series(1, ${EMBEDDING_DIMENSIONS}) where i > 0)::vector)::${type}, 200
+      from generate_series(1, ${EMBEDDING_SAMPLE_ROWS}) i`);
+    await tx.unsafe(
+      `create index on sample_embeddings using hnsw ((embedding::${type}(${EMBEDDING_DIMENSIONS})) ${type}_cosine_ops)`,
+    );
+    const [r] = await tx<
+      { bytes: number }[]
+    >`select pg_total_relation_size('sample_embeddings')::float8 / ${EMBEDDING_SAMPLE_ROWS} as bytes`;
+    return r!.bytes;
+  });
+  return {
+    bytes,
+    type,
+    how: `measured on ${EMBEDDING_SAMPLE_ROWS} sample vectors stored and indexed like the real ones`,
+  };
 }
 
 /** Bytes one embedding takes with its row and its HNSW index entry (see EMBEDDING_ROW_OVERHEAD_BYTES, HNSW_M). */
@@ -60,6 +112,9 @@ export function embeddingBytes(dimensions: number): { row: number; index: number
   const vector = 4 * dimensions + 8;
   return { row: vector + EMBEDDING_ROW_OVERHEAD_BYTES, index: (vector + 2 * HNSW_M * 6 + 8) / HNSW_FILL };
 }
+
+/** Triggers that fill a row's columns as it is written, copied to the sample tables. */
+const FIELD_TRIGGERS = ['passages_search_fields'];
 
 /** Bytes per row of `table` once `fill` stored rows in a temporary table like it (its compression and indexes). */
 async function storedBytesPerRow(
@@ -70,6 +125,11 @@ async function storedBytesPerRow(
 ): Promise<number> {
   const temp = `sample_${sample}`;
   await tx.unsafe(`create temp table ${temp} (like ${table} including all) on commit drop`);
+  // the columns a trigger fills on every write (passages' configuration and tsvector, 0025)
+  const fillers = await tx<{ def: string }[]>`
+    select pg_get_triggerdef(t.oid) as def from pg_trigger t
+    where t.tgrelid = ${table}::regclass and not t.tgisinternal and t.tgname = any(${FIELD_TRIGGERS}::text[])`;
+  for (const f of fillers) await tx.unsafe(f.def.replace(/ ON \S+ /, ` ON ${temp} `));
   await fill(temp);
   const [r] = await tx.unsafe<{ bytes: number }[]>(
     `select pg_total_relation_size('${temp}')::float8 / greatest(1, count(*)) as bytes from ${temp}`,
@@ -258,7 +318,8 @@ export async function project(
   const passagesTotal = s.rows * real.passagesPerTranscript + pageRows * real.passagesPerPage;
   const passageBytes =
     s.rows * real.passagesPerTranscript * real.passageRow + pageRows * real.passagesPerPage * real.pagePassageRow;
-  const embedding = embeddingBytes(EMBEDDING_DIMENSIONS);
+  const embedding = await embeddingRowBytes(sql, tables);
+  const embeddingsLabel = `embeddings (${EMBEDDING_DIMENSIONS} dimensions, ${embedding.type}, with HNSW)`;
   const versionsBytes = s.rows * real.versionRow;
   const perTable = tables.map((t) => {
     let without = t.totalBytes;
@@ -285,6 +346,11 @@ export async function project(
       // the seed writes none (its history triggers are off)
       without = Math.max(without, versionsBytes);
       withRetention = without;
+    } else if (t.table === 'embeddings') {
+      // one per passage text: the seed's passages are cut from short transcripts
+      without = Math.max(without, passagesTotal * embedding.bytes);
+      withRetention = without;
+      return { table: embeddingsLabel, without, with: withRetention };
     } else if (t.table === 'sync_runs') {
       withRetention = without * historyKept;
     } else if (t.table === 'credit_snapshots') {
@@ -292,12 +358,10 @@ export async function project(
     }
     return { table: t.table, without, with: withRetention };
   });
-  const embeddingsTotal = passagesTotal * (embedding.row + embedding.index);
-  perTable.push({
-    table: `embeddings (projected, ${EMBEDDING_DIMENSIONS} dimensions)`,
-    without: embeddingsTotal,
-    with: embeddingsTotal,
-  });
+  if (!perTable.some((t) => t.table === embeddingsLabel)) {
+    const embeddingsTotal = passagesTotal * embedding.bytes;
+    perTable.push({ table: embeddingsLabel, without: embeddingsTotal, with: embeddingsTotal });
+  }
   perTable.sort((a, b) => b.without - a.without);
   const yearWithout = perTable.reduce((n, t) => n + t.without, 0);
   const yearWith = perTable.reduce((n, t) => n + t.with, 0);
@@ -312,10 +376,7 @@ export async function project(
     { table: 'transcript_windows (search index)', bytes: perRow(windowsTable) },
     { table: `raw item (batch_items payload, until ${RAW_RETENTION_DAYS} days)`, bytes: real.item },
     { table: 'passages', bytes: real.passagesPerTranscript * real.passageRow },
-    {
-      table: `embeddings (${EMBEDDING_DIMENSIONS} dimensions, projected)`,
-      bytes: real.passagesPerTranscript * (embedding.row + embedding.index),
-    },
+    { table: embeddingsLabel, bytes: real.passagesPerTranscript * embedding.bytes },
   ];
   return {
     tables,
@@ -332,6 +393,7 @@ export async function project(
     perTranscript,
     passages: { perTranscript: real.passagesPerTranscript, perPage: real.passagesPerPage, total: passagesTotal },
     embeddingDimensions: EMBEDDING_DIMENSIONS,
+    embedding,
     assumptions: [
       `the ${spec.label} database is the year: ${spec.sources} sources, ${spec.historyDays} days of hourly syncs, first backfills at its start, small batches spread evenly after`,
       `real transcripts: ${Math.round(real.rawJson / 1024)} KB of JSON per item (~150 chunks, measured on the simulator's), stored ${(real.item / 1024).toFixed(1)} KB as a payload and ${(real.row / 1024).toFixed(1)} KB as a transcripts row (lz4 where the schema sets it); ` +
@@ -339,8 +401,8 @@ export async function project(
       `transcript_versions: one row per transcript, the current version (${(real.versionRow / 1024).toFixed(1)} KB with its TOAST and index entries, real transcripts stored ${SAMPLE_COPIES}x in a table like it); a transcript that changed adds one more`,
       `passages as the indexer cuts them (PASSAGE_TOKENS=${PASSAGE_TOKENS}, PASSAGE_OVERLAP_TOKENS=${PASSAGE_OVERLAP_TOKENS}): ${real.passagesPerTranscript.toFixed(1)} per real transcript at ${Math.round(real.passageRow)} bytes, ` +
         `${real.passagesPerPage.toFixed(1)} per seeded page at ${Math.round(real.pagePassageRow)} bytes (rows and index entries, freshly stored); ${Math.round(passagesTotal)} in all`,
-      `embeddings: one per passage, ${EMBEDDING_DIMENSIONS} dimensions (the default model's, text-embedding-3-small): a ${4 * EMBEDDING_DIMENSIONS + 8}-byte vector + ${EMBEDDING_ROW_OVERHEAD_BYTES} bytes of row = ${Math.round(embedding.row)} bytes, ` +
-        `and ${Math.round(embedding.index)} bytes of HNSW index (the vector again, 2 x m=${HNSW_M} neighbours, ${Math.round(HNSW_FILL * 100)}% full); no table holds them yet`,
+      `embeddings: one per passage text, ${EMBEDDING_DIMENSIONS} dimensions as ${embedding.type} (the default: text-embedding-3-small at EMBEDDINGS_DIMENSIONS_DEFAULT): ` +
+        `${Math.round(embedding.bytes)} bytes per vector with its row and HNSW index entry, ${embedding.how}`,
       'media: the seeded year has no media sources; media and media_segments count as measured (empty)',
       `RAW_RETENTION_DAYS=${RAW_RETENTION_DAYS}: payloads of items settled earlier are dropped (${Math.round((100 * oldPayloadReal) / Math.max(1, payloadReal))}% of payload bytes), the rows and indexes stay; ` +
         `HISTORY_RETENTION_DAYS=${HISTORY_RETENTION_DAYS}: sync_runs keep ${Math.round(historyKept * 100)}%; credit_snapshots past ${SNAPSHOT_THIN_AFTER_DAYS} days one an hour (${Math.round(snapshotsKept * 100)}% kept)`,

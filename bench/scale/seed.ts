@@ -27,6 +27,11 @@ import type postgres from 'postgres';
 import {
   CREDIT_SNAPSHOT_EVERY_MIN,
   DIFF_SOURCE_VIDEOS,
+  EMBEDDED_PER_MILLE,
+  EMBEDDING_DIMENSIONS,
+  EMBEDDING_MODEL,
+  EMBEDDING_POOL,
+  HNSW_BUILD_MEMORY,
   IN_FLIGHT_BATCHES,
   INCREMENTAL_BATCH_ITEMS,
   LANG,
@@ -749,9 +754,56 @@ export async function seedHistory(
   if (web!.exists) {
     for (const step of pageSteps(spec)) await runStep(sql, step, text, skipKeyChecks, figures, say);
   }
+  // Since migrations/0027 passages have vectors where pgvector is: a year's corpus has long been
+  // embedded, so the seed stores a vector for every passage text of the model searched, then
+  // builds its HNSW index (as the embedder does once the first vectors are stored).
+  const [vectors] = await sql<{ type: string | null }[]>`
+    select (select format_type(a.atttypid, a.atttypmod) from pg_attribute a
+      where a.attrelid = to_regclass('embeddings') and a.attname = 'embedding') as type`;
+  if (vectors!.type !== null) {
+    for (const step of embeddingSteps(vectors!.type)) await runStep(sql, step, text, skipKeyChecks, figures, say);
+  }
   await sql.unsafe(`drop schema ${STAGE} cascade`);
   figures.totalMs = Date.now() - started;
   return figures;
+}
+
+/**
+ * A vector of EMBEDDING_DIMENSIONS for each passage text (EMBEDDED_PER_MILLE of them), in SQL:
+ * a pool of EMBEDDING_POOL pseudo-random vectors (fixed seed), each text's vector the normalised
+ * sum of the two its hash picks (16 million distinct ones, clustered around the pool's, as real
+ * embeddings cluster by topic); then the model's partial HNSW index as src/db/embeddings.ts
+ * builds it, on the column's type (`halfvec` since migrations/0028, `vector` before).
+ */
+export function embeddingSteps(columnType: string): Step[] {
+  const type = columnType === 'vector' ? 'vector' : 'halfvec';
+  const d = EMBEDDING_DIMENSIONS;
+  const model = EMBEDDING_MODEL.replaceAll("'", "''");
+  const pick = (from: number) => `('x' || substr(t.sha256, ${from}, 3))::bit(12)::int % ${EMBEDDING_POOL}`;
+  return [
+    {
+      name: `embeddings (${d} dimensions, ${type})`,
+      table: 'embeddings',
+      sql: `select setseed(0.42);
+        create unlogged table ${STAGE}.vec_pool as
+          select i, (select array_agg(random()::real - 0.5) from generate_series(1, ${d}) where i >= 0)::vector(${d}) as v
+          from generate_series(0, ${EMBEDDING_POOL - 1}) i;
+        alter table ${STAGE}.vec_pool add primary key (i);
+        insert into embeddings (model, sha256, dimensions, embedding, tokens)
+        select '${model}', t.sha256, ${d}, l2_normalize(a.v + b.v)::${type}, t.tokens
+        from (select sha256, min(tokens) as tokens from passages group by sha256) t
+          join ${STAGE}.vec_pool a on a.i = ${pick(1)}
+          join ${STAGE}.vec_pool b on b.i = ${pick(4)}
+        where ('x' || substr(t.sha256, 7, 3))::bit(12)::int < ${EMBEDDED_PER_MILLE} * 4096 / 1000`,
+    },
+    {
+      name: `embeddings HNSW index (${d} dimensions, ${type})`,
+      sql: `set local maintenance_work_mem = '${HNSW_BUILD_MEMORY}';
+        create index "embeddings_hnsw_${createHash('sha256').update(EMBEDDING_MODEL, 'utf8').digest('hex').slice(0, 16)}_${d}" on embeddings
+          using hnsw ((embedding::${type}(${d})) ${type}_cosine_ops)
+          where model = '${model}' and dimensions = ${d}`,
+    },
+  ];
 }
 
 /** The search windows of every queued transcript, as search_index_pending() of migrations/0015 builds them. */

@@ -76,10 +76,17 @@ export const REAL_TRANSCRIPT_SAMPLE = 200;
  */
 export const SAMPLE_COPIES = 10;
 /**
- * Embeddings are not stored yet: they are projected per passage at this dimension, that of the
- * default model (text-embedding-3-small; src/config.ts sets no dimension of its own).
+ * The vectors seeded and projected: the default model's, at the dimension asked of it when
+ * EMBEDDINGS_DIMENSIONS is unset (src/config.ts EMBEDDINGS_MODEL, EMBEDDINGS_DIMENSIONS_DEFAULT).
  */
-export const EMBEDDING_DIMENSIONS = 1536;
+export const EMBEDDING_MODEL = 'text-embedding-3-small';
+export const EMBEDDING_DIMENSIONS = 512;
+/** Pseudo-random vectors the seeded ones are made of (two each): at most 4096. */
+export const EMBEDDING_POOL = 4096;
+/** Passage texts (per mille) given a vector: all of them, as a corpus the embedder has caught up with. */
+export const EMBEDDED_PER_MILLE = 1000;
+/** maintenance_work_mem of the HNSW build: the graph built in memory is several times faster than on disk. */
+export const HNSW_BUILD_MEMORY = '2GB';
 /**
  * Bytes of an embedding row besides its vector: the heap tuple's header and keys (~40), and the
  * TOAST chunks' headers and index entries of a vector stored out of line (~60).

@@ -150,7 +150,7 @@ BEGIN
       	"model" text NOT NULL,
       	"sha256" text NOT NULL,
       	"dimensions" integer NOT NULL,
-      	"embedding" vector NOT NULL,
+      	"embedding" halfvec NOT NULL,
       	"tokens" integer NOT NULL,
       	"embedded_at" timestamp with time zone DEFAULT now() NOT NULL,
       	CONSTRAINT "embeddings_model_sha256_pk" PRIMARY KEY("model","sha256")
@@ -1030,7 +1030,7 @@ CREATE TABLE public.embeddings (
     model text NOT NULL,
     sha256 text NOT NULL,
     dimensions integer NOT NULL,
-    embedding public.vector NOT NULL,
+    embedding public.halfvec NOT NULL,
     tokens integer NOT NULL,
     embedded_at timestamp with time zone DEFAULT now() NOT NULL
 );

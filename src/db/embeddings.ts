@@ -1,6 +1,6 @@
 /**
  * Embeddings (issue #32, migrations/*_embeddings.sql): vectors per (model, passage content hash)
- * in `embeddings` (pgvector), the claims that keep two embedders from paying for one text, the
+ * in `embeddings` (pgvector's `halfvec`: 2 bytes a dimension), the claims that keep two embedders from paying for one text, the
  * tokens spent per UTC day and the budget's refusals. Every statement of the embedder, `status`
  * and search by meaning on these tables is here.
  *
@@ -136,7 +136,7 @@ export async function failClaims(
     where model = ${model} and sha256 = any(${sha256s as string[]}::text[])`;
 }
 
-/** pgvector's text form of a vector. */
+/** pgvector's text form of a vector (of `vector` and `halfvec` alike). */
 export function vectorLiteral(v: readonly number[]): string {
   return `[${v.join(',')}]`;
 }
@@ -156,7 +156,7 @@ export async function storeVectors(
   await sql.begin(async (tx) => {
     await tx`
       insert into embeddings (model, sha256, dimensions, embedding, tokens)
-      select ${model}, r.sha256, r.dims, r.v::vector, r.tokens
+      select ${model}, r.sha256, r.dims, r.v::halfvec, r.tokens
       from unnest(${shas}::text[], ${rows.map((r) => r.vector.length)}::int[],
                   ${rows.map((r) => vectorLiteral(r.vector))}::text[], ${rows.map((r) => r.tokens)}::int[])
         as r(sha256, dims, v, tokens)
@@ -172,8 +172,11 @@ export function hnswIndexName(model: string, dimensions: number): string {
   return `embeddings_hnsw_${sha256Hex(model).slice(0, 16)}_${dimensions}`;
 }
 
+/** The most dimensions pgvector's HNSW index takes on `halfvec`. */
+export const HALFVEC_HNSW_DIMENSIONS_MAX = 4_000;
+
 function checkedDimensions(dimensions: number): number {
-  if (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > 16_000) {
+  if (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > HALFVEC_HNSW_DIMENSIONS_MAX) {
     throw new RangeError(`not a vector dimension: ${dimensions}`);
   }
   return dimensions;
@@ -186,7 +189,7 @@ function literal(s: string): string {
 
 /**
  * The partial HNSW index of one model at `dimensions` (pgvector's way to index vectors of mixed
- * dimensions: an expression index on `embedding::vector(N)`, per model), built CONCURRENTLY when
+ * dimensions: an expression index on `embedding::halfvec(N)`, per model), built CONCURRENTLY when
  * missing (writes go on meanwhile); an invalid one (a build that was interrupted) is rebuilt.
  * Answers whether it built one.
  */
@@ -200,7 +203,7 @@ export async function ensureModelIndex(sql: postgres.Sql, model: string, dimensi
   if (found) await sql.unsafe(`drop index concurrently if exists "${name}"`);
   await sql.unsafe(
     `create index concurrently if not exists "${name}" on embeddings ` +
-      `using hnsw ((embedding::vector(${n})) vector_cosine_ops) ` +
+      `using hnsw ((embedding::halfvec(${n})) halfvec_cosine_ops) ` +
       `where model = ${literal(model)} and dimensions = ${n}`,
   );
   return true;
@@ -219,7 +222,7 @@ export async function nearestEmbeddings(
   limit: number,
 ): Promise<{ sha256: string; distance: number }[]> {
   const n = checkedDimensions(dimensions);
-  const cast = sql.unsafe(`::vector(${n})`);
+  const cast = sql.unsafe(`::halfvec(${n})`);
   return sql<{ sha256: string; distance: number }[]>`
     select sha256, (embedding${cast} <=> ${vectorLiteral(query)}${cast}) as distance
     from embeddings

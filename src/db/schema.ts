@@ -1124,15 +1124,15 @@ export const passageRemovals = pgTable(
   (t) => [index('passage_removals_seq_idx').on(t.seq), index('passage_removals_removed_at_idx').on(t.removedAt)],
 );
 
-/** pgvector's `vector`, of no fixed dimension: every model's vectors share the table. */
-const vector = customType<{ data: string }>({ dataType: () => 'vector' });
+/** pgvector's `halfvec` (2 bytes a dimension), of no fixed dimension: every model's vectors share the table. */
+const halfvec = customType<{ data: string }>({ dataType: () => 'halfvec' });
 
 /**
  * Embeddings (issue #32): one vector per (model, passage content hash), so a passage is embedded
  * once per model and content, wherever the text appears, and an unchanged passage never again.
  * Created only where pgvector is (`embeddings_ensure()`, migrations/*_embeddings.sql: at migrate
  * and when an embedder starts); without it the table is absent and text search works as before.
- * Each model has a partial HNSW index on `(embedding::vector(N))`, created when its first
+ * Each model has a partial HNSW index on `(embedding::halfvec(N))`, created when its first
  * vectors are stored (src/db/embeddings.ts). Written by the embedder
  * (src/pipeline/services/embedder.ts); rows of a model no longer configured stay.
  */
@@ -1144,7 +1144,7 @@ export const embeddings = pgTable(
     /** `passages.sha256` of the text embedded */
     sha256: text('sha256').notNull(),
     dimensions: integer('dimensions').notNull(),
-    embedding: vector('embedding').notNull(),
+    embedding: halfvec('embedding').notNull(),
     /** tokens of the text (cl100k_base, as `passages.tokens`) */
     tokens: integer('tokens').notNull(),
     embeddedAt: tstzNow('embedded_at'),

@@ -6,7 +6,7 @@
  * counts a place found both ways once.
  */
 import type { Queryable } from './connection.ts';
-import { vectorLiteral } from './embeddings.ts';
+import { HALFVEC_HNSW_DIMENSIONS_MAX, vectorLiteral } from './embeddings.ts';
 import type { PassageKind } from '../domain/passages.ts';
 
 /** `hnsw.ef_search`'s default and most (pgvector): a scan cannot return more candidates than it. */
@@ -62,8 +62,9 @@ export interface NearPassage {
  */
 export async function nearestPassages(sql: Queryable, f: NearestFilter): Promise<NearPassage[]> {
   const n = f.dimensions;
-  if (!Number.isInteger(n) || n < 1 || n > 16_000) throw new RangeError(`not a vector dimension: ${n}`);
-  const cast = sql.unsafe(`::vector(${n})`);
+  if (!Number.isInteger(n) || n < 1 || n > HALFVEC_HNSW_DIMENSIONS_MAX)
+    throw new RangeError(`not a vector dimension: ${n}`);
+  const cast = sql.unsafe(`::halfvec(${n})`);
   const q = vectorLiteral(f.vector);
   const efSearch = Math.min(EF_SEARCH_MAX, Math.max(EF_SEARCH_DEFAULT, f.limit));
   const kept = (p: string) => {

@@ -92,7 +92,7 @@ const BAD_VALUES: Record<string, string[]> = {
   PASSAGE_OVERLAP_TOKENS: ['abc', '256'],
   EMBEDDINGS_BASE_URL: ['api.openai.com/v1', 'ftp://embeddings.example/v1'],
   EMBEDDINGS_MODEL: ['two words'],
-  EMBEDDINGS_DIMENSIONS: ['abc', '0', '2001'],
+  EMBEDDINGS_DIMENSIONS: ['abc', '0', '4001'],
   EMBEDDINGS_API_KEY: ['sk-with\nnewline'],
   EMBEDDINGS_TOKENS_PER_DAY: ['0', '1e6'],
   EMBEDDINGS_BATCH_SIZE: ['0', '2049'],
