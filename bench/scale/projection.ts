@@ -100,6 +100,10 @@ async function insertPassages(
       anchor: p.anchor ?? null,
     })),
   );
+  // the search fields (migrations/0025) as the trigger on passages sets them
+  await tx.unsafe(
+    `create trigger search_fields before insert on ${temp} for each row execute function passages_search_fields()`,
+  );
   await tx.unsafe(
     `insert into ${temp} (kind, doc, lang, n, text, tokens, sha256, start_s, end_s, first_chunk, last_chunk, headings, anchor)
      select $1, x.doc || '#' || k, x.lang, x.n, x.text, x.tokens, x.sha256, x.start_s, x.end_s, x.first_chunk, x.last_chunk,
