@@ -178,9 +178,13 @@ async function realSizes(sql: postgres.Sql, api: ApiClient, videoIds: string[]):
         (select avg(pg_column_size(text)) from real_transcripts)::float8 as text,
         (select avg(pg_column_size(chunks)) from real_transcripts)::float8 as chunks,
         ${items.reduce((n, s) => n + Buffer.byteLength(s), 0) / items.length}::float8 as raw`;
-    const versionRow = await storedBytesPerRow(tx, 'transcript_versions', 'versions', (temp) =>
+    // since migrations/0028 the current version's row holds no copy of the text and chunks
+    const [once] = await tx<{ rows: boolean }[]>`select to_regclass('transcript_version_rows') is not null as rows`;
+    const versions = once!.rows ? 'transcript_version_rows' : 'transcript_versions';
+    const copied = once!.rows ? 'null, null' : 'text, chunks';
+    const versionRow = await storedBytesPerRow(tx, versions, 'versions', (temp) =>
       tx.unsafe(`insert into ${temp} (video_id, lang, content_sha256, text, chunks, job_id, last_job_id)
-        select video_id || '#' || k, lang, md5(text) || md5(chunks::text), text, chunks, 'job-' || video_id, 'job-' || video_id
+        select video_id || '#' || k, lang, md5(text) || md5(chunks::text), ${copied}, 'job-' || video_id, 'job-' || video_id
         from real_transcripts cross join generate_series(1, ${SAMPLE_COPIES}) k`),
     );
     const passageRow = await storedBytesPerRow(tx, 'passages', 'transcript_passages', (temp) =>
@@ -285,7 +289,7 @@ export async function project(
       // transcripts, whichever is larger
       without = Math.max(without * windowScale, passageBytes);
       withRetention = without;
-    } else if (t.table === 'transcript_versions') {
+    } else if (t.table === 'transcript_versions' || t.table === 'transcript_version_rows') {
       // the seed writes none (its history triggers are off)
       without = Math.max(without, versionsBytes);
       withRetention = without;
