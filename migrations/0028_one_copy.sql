@@ -10,6 +10,12 @@
 -- triggers do, with these functions), so it keeps working on this schema.
 ALTER TABLE "transcript_versions" RENAME TO "transcript_version_rows";--> statement-breakpoint
 ALTER TABLE "transcript_version_rows" ALTER COLUMN "text" DROP NOT NULL;--> statement-breakpoint
+-- What it stores now is past versions only, written once when replaced and seldom read: pglz
+-- (smaller than lz4, slower to write) pays there; `transcripts` and the raw items, written on
+-- every landing, keep lz4 (migrations/0001). A value copied as it is keeps the compression it
+-- has, so the triggers copy a new one (`|| ''`, `::text::jsonb`), which this column's method compresses.
+ALTER TABLE "transcript_version_rows" ALTER COLUMN "text" SET COMPRESSION pglz;--> statement-breakpoint
+ALTER TABLE "transcript_version_rows" ALTER COLUMN "chunks" SET COMPRESSION pglz;--> statement-breakpoint
 CREATE VIEW "transcript_versions" AS
   SELECT v.id, v.video_id, v.lang, v.content_sha256,
     coalesce(v.text, (SELECT t.text FROM transcripts t WHERE t.video_id = v.video_id AND t.lang = v.lang)) AS text,
@@ -56,7 +62,7 @@ BEGIN
     WHERE n.content_sha256 IS DISTINCT FROM o.content_sha256
   ), replaced AS (
     INSERT INTO transcript_version_rows AS v (video_id, lang, content_sha256, text, chunks, available_langs, job_id, first_seen_at, last_seen_at, last_job_id)
-    SELECT video_id, lang, old_sha, old_text, old_chunks, old_langs, old_job_id, old_updated_at, now(), old_job_id FROM d
+    SELECT video_id, lang, old_sha, old_text || '', old_chunks::text::jsonb, old_langs, old_job_id, old_updated_at, now(), old_job_id FROM d
     ON CONFLICT (video_id, lang, content_sha256) DO UPDATE SET text = excluded.text, chunks = excluded.chunks
       WHERE v.text IS NULL
   ), latest AS (
@@ -91,7 +97,7 @@ $$;
 -- with it: its current version gets them back first.
 CREATE FUNCTION "transcripts_removed"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  UPDATE transcript_version_rows v SET text = o.text, chunks = o.chunks
+  UPDATE transcript_version_rows v SET text = o.text || '', chunks = o.chunks::text::jsonb
   FROM old_rows o
   WHERE v.text IS NULL AND v.video_id = o.video_id AND v.lang = o.lang AND v.content_sha256 = o.content_sha256;
   RETURN NULL;
@@ -100,7 +106,7 @@ $$;
 --> statement-breakpoint
 CREATE FUNCTION "transcripts_truncated"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  UPDATE transcript_version_rows v SET text = t.text, chunks = t.chunks
+  UPDATE transcript_version_rows v SET text = t.text || '', chunks = t.chunks::text::jsonb
   FROM transcripts t
   WHERE v.text IS NULL AND v.video_id = t.video_id AND v.lang = t.lang AND v.content_sha256 = t.content_sha256;
   RETURN NULL;

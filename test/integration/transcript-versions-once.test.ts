@@ -4,8 +4,8 @@
  * view `transcript_versions` reads exactly as the table did. Checked on a database migrated by
  * the build before 0028 and filled through its triggers, then migrated (the copies cleared, the
  * view equal to the table it replaces), and through every way a transcript's current version is
- * replaced (a change, a return to earlier content, a delete, a truncate), and with the statement
- * an older build moves `last_seen_at` with.
+ * replaced (a change, a return to earlier content, a delete, a truncate), the compression of what
+ * each table keeps, and the statement an older build moves `last_seen_at` with.
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -143,6 +143,17 @@ describe('the current version of a transcript stored once', () => {
     await sql`truncate transcripts`;
     expect(await versions()).toEqual(all);
     expect(await copiesStored()).toEqual({ current: 0, past: 8, currentWithCopy: 0, pastWithout: 0 });
+  });
+
+  it('a past version is stored with pglz, the current transcript with lz4', async () => {
+    const long = (word: string) => Array.from({ length: 3000 }, (_, i) => `${word}${i % 97}`).join(' ');
+    await store('c1', long('before'));
+    await store('c1', long('after'));
+    const [r] = await sql<{ text: string | null; chunks: string | null; current: string | null }[]>`
+      select pg_column_compression(v.text) as text, pg_column_compression(v.chunks) as chunks,
+        (select pg_column_compression(t.text) from transcripts t where t.video_id = 'c1') as current
+      from transcript_version_rows v where v.video_id = 'c1' and v.text is not null`;
+    expect(r).toEqual({ text: 'pglz', chunks: 'pglz', current: 'lz4' });
   });
 
   it("an older build's statement moves last_seen_at through the view", async () => {
