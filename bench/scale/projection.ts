@@ -160,6 +160,10 @@ async function insertPassages(
       anchor: p.anchor ?? null,
     })),
   );
+  // the search fields (migrations/0025) as the trigger on passages sets them
+  await tx.unsafe(
+    `create trigger search_fields before insert on ${temp} for each row execute function passages_search_fields()`,
+  );
   await tx.unsafe(
     `insert into ${temp} (kind, doc, lang, n, text, tokens, sha256, start_s, end_s, first_chunk, last_chunk, headings, anchor)
      select $1, x.doc || '#' || k, x.lang, x.n, x.text, x.tokens, x.sha256, x.start_s, x.end_s, x.first_chunk, x.last_chunk,
@@ -234,9 +238,13 @@ async function realSizes(sql: postgres.Sql, api: ApiClient, videoIds: string[]):
         (select avg(pg_column_size(text)) from real_transcripts)::float8 as text,
         (select avg(pg_column_size(chunks)) from real_transcripts)::float8 as chunks,
         ${items.reduce((n, s) => n + Buffer.byteLength(s), 0) / items.length}::float8 as raw`;
-    const versionRow = await storedBytesPerRow(tx, 'transcript_versions', 'versions', (temp) =>
+    // since migrations/0028 the current version's row holds no copy of the text and chunks
+    const [once] = await tx<{ rows: boolean }[]>`select to_regclass('transcript_version_rows') is not null as rows`;
+    const versions = once!.rows ? 'transcript_version_rows' : 'transcript_versions';
+    const copied = once!.rows ? 'null, null' : 'text, chunks';
+    const versionRow = await storedBytesPerRow(tx, versions, 'versions', (temp) =>
       tx.unsafe(`insert into ${temp} (video_id, lang, content_sha256, text, chunks, job_id, last_job_id)
-        select video_id || '#' || k, lang, md5(text) || md5(chunks::text), text, chunks, 'job-' || video_id, 'job-' || video_id
+        select video_id || '#' || k, lang, md5(text) || md5(chunks::text), ${copied}, 'job-' || video_id, 'job-' || video_id
         from real_transcripts cross join generate_series(1, ${SAMPLE_COPIES}) k`),
     );
     const passageRow = await storedBytesPerRow(tx, 'passages', 'transcript_passages', (temp) =>
@@ -342,7 +350,7 @@ export async function project(
       // transcripts, whichever is larger
       without = Math.max(without * windowScale, passageBytes);
       withRetention = without;
-    } else if (t.table === 'transcript_versions') {
+    } else if (t.table === 'transcript_versions' || t.table === 'transcript_version_rows') {
       // the seed writes none (its history triggers are off)
       without = Math.max(without, versionsBytes);
       withRetention = without;

@@ -545,9 +545,10 @@ CREATE FUNCTION public.transcripts_added() RETURNS trigger
     AS $$
 BEGIN
   WITH versions AS (
-    INSERT INTO transcript_versions (video_id, lang, content_sha256, text, chunks, available_langs, job_id, last_job_id)
-    SELECT video_id, lang, content_sha256, text, chunks, available_langs, last_job_id, last_job_id FROM new_rows
-    ON CONFLICT (video_id, lang, content_sha256) DO UPDATE SET last_seen_at = now(), last_job_id = excluded.last_job_id
+    INSERT INTO transcript_version_rows (video_id, lang, content_sha256, available_langs, job_id, last_job_id)
+    SELECT video_id, lang, content_sha256, available_langs, last_job_id, last_job_id FROM new_rows
+    ON CONFLICT (video_id, lang, content_sha256) DO UPDATE
+      SET last_seen_at = now(), last_job_id = excluded.last_job_id, text = NULL, chunks = NULL
   )
   INSERT INTO event_queue (type, data, source_id, video_id)
   SELECT 'transcript.added',
@@ -578,13 +579,15 @@ BEGIN
     FROM new_rows n JOIN old_rows o USING (video_id, lang)
     WHERE n.content_sha256 IS DISTINCT FROM o.content_sha256
   ), replaced AS (
-    INSERT INTO transcript_versions (video_id, lang, content_sha256, text, chunks, available_langs, job_id, first_seen_at, last_seen_at, last_job_id)
-    SELECT video_id, lang, old_sha, old_text, old_chunks, old_langs, old_job_id, old_updated_at, now(), old_job_id FROM d
-    ON CONFLICT (video_id, lang, content_sha256) DO NOTHING
+    INSERT INTO transcript_version_rows AS v (video_id, lang, content_sha256, text, chunks, available_langs, job_id, first_seen_at, last_seen_at, last_job_id)
+    SELECT video_id, lang, old_sha, old_text || '', old_chunks::text::jsonb, old_langs, old_job_id, old_updated_at, now(), old_job_id FROM d
+    ON CONFLICT (video_id, lang, content_sha256) DO UPDATE SET text = excluded.text, chunks = excluded.chunks
+      WHERE v.text IS NULL
   ), latest AS (
-    INSERT INTO transcript_versions (video_id, lang, content_sha256, text, chunks, available_langs, job_id, last_job_id)
-    SELECT video_id, lang, content_sha256, text, chunks, available_langs, last_job_id, last_job_id FROM d
-    ON CONFLICT (video_id, lang, content_sha256) DO UPDATE SET last_seen_at = now(), last_job_id = excluded.last_job_id
+    INSERT INTO transcript_version_rows (video_id, lang, content_sha256, available_langs, job_id, last_job_id)
+    SELECT video_id, lang, content_sha256, available_langs, last_job_id, last_job_id FROM d
+    ON CONFLICT (video_id, lang, content_sha256) DO UPDATE
+      SET last_seen_at = now(), last_job_id = excluded.last_job_id, text = NULL, chunks = NULL
   )
   INSERT INTO event_queue (type, data, source_id, video_id)
   SELECT 'transcript.changed',
@@ -604,6 +607,19 @@ BEGIN
     LEFT JOIN translations tr ON d.last_job_id LIKE 'translation:%' AND tr.id::text = substr(d.last_job_id, 13)
   ORDER BY d.video_id, d.lang;
   IF FOUND THEN PERFORM event_flush_at_commit(); END IF;
+  RETURN NULL;
+END
+$$;
+
+-- Name: transcripts_removed(); Type: FUNCTION; Schema: public; Owner: -
+
+CREATE FUNCTION public.transcripts_removed() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  UPDATE transcript_version_rows v SET text = o.text || '', chunks = o.chunks::text::jsonb
+  FROM old_rows o
+  WHERE v.text IS NULL AND v.video_id = o.video_id AND v.lang = o.lang AND v.content_sha256 = o.content_sha256;
   RETURN NULL;
 END
 $$;
@@ -630,6 +646,19 @@ BEGIN
   IF ids IS NOT NULL THEN
     PERFORM source_stats_add(ids, array_fill(0, array[cardinality(ids)]), n);
   END IF;
+  RETURN NULL;
+END
+$$;
+
+-- Name: transcripts_truncated(); Type: FUNCTION; Schema: public; Owner: -
+
+CREATE FUNCTION public.transcripts_truncated() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  UPDATE transcript_version_rows v SET text = t.text || '', chunks = t.chunks::text::jsonb
+  FROM transcripts t
+  WHERE v.text IS NULL AND v.video_id = t.video_id AND v.lang = t.lang AND v.content_sha256 = t.content_sha256;
   RETURN NULL;
 END
 $$;
@@ -1446,14 +1475,14 @@ ALTER TABLE public.sync_runs ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     CACHE 1
 );
 
--- Name: transcript_versions; Type: TABLE; Schema: public; Owner: -
+-- Name: transcript_version_rows; Type: TABLE; Schema: public; Owner: -
 
-CREATE TABLE public.transcript_versions (
+CREATE TABLE public.transcript_version_rows (
     id bigint NOT NULL,
     video_id text NOT NULL,
     lang text NOT NULL,
     content_sha256 text NOT NULL,
-    text text NOT NULL,
+    text text,
     chunks jsonb,
     available_langs text[],
     job_id text,
@@ -1461,19 +1490,8 @@ CREATE TABLE public.transcript_versions (
     last_seen_at timestamp with time zone DEFAULT now() NOT NULL,
     last_job_id text
 );
-ALTER TABLE ONLY public.transcript_versions ALTER COLUMN text SET COMPRESSION lz4;
-ALTER TABLE ONLY public.transcript_versions ALTER COLUMN chunks SET COMPRESSION lz4;
-
--- Name: transcript_versions_id_seq; Type: SEQUENCE; Schema: public; Owner: -
-
-ALTER TABLE public.transcript_versions ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
-    SEQUENCE NAME public.transcript_versions_id_seq
-    START WITH 1
-    INCREMENT BY 1
-    NO MINVALUE
-    NO MAXVALUE
-    CACHE 1
-);
+ALTER TABLE ONLY public.transcript_version_rows ALTER COLUMN text SET COMPRESSION pglz;
+ALTER TABLE ONLY public.transcript_version_rows ALTER COLUMN chunks SET COMPRESSION pglz;
 
 -- Name: transcripts; Type: TABLE; Schema: public; Owner: -
 
@@ -1495,6 +1513,40 @@ CREATE TABLE public.transcripts (
 );
 ALTER TABLE ONLY public.transcripts ALTER COLUMN text SET COMPRESSION lz4;
 ALTER TABLE ONLY public.transcripts ALTER COLUMN chunks SET COMPRESSION lz4;
+
+-- Name: transcript_versions; Type: VIEW; Schema: public; Owner: -
+
+CREATE VIEW public.transcript_versions AS
+ SELECT v.id,
+    v.video_id,
+    v.lang,
+    v.content_sha256,
+    COALESCE(v.text, ( SELECT t.text
+           FROM public.transcripts t
+          WHERE ((t.video_id = v.video_id) AND (t.lang = v.lang)))) AS text,
+        CASE
+            WHEN (v.text IS NULL) THEN ( SELECT t.chunks
+               FROM public.transcripts t
+              WHERE ((t.video_id = v.video_id) AND (t.lang = v.lang)))
+            ELSE v.chunks
+        END AS chunks,
+    v.available_langs,
+    v.job_id,
+    v.first_seen_at,
+    v.last_seen_at,
+    v.last_job_id
+   FROM public.transcript_version_rows v;
+
+-- Name: transcript_versions_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+
+ALTER TABLE public.transcript_version_rows ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.transcript_versions_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 -- Name: transcript_window_rows; Type: VIEW; Schema: public; Owner: -
 
@@ -1985,9 +2037,9 @@ ALTER TABLE ONLY public.sources
 ALTER TABLE ONLY public.sync_runs
     ADD CONSTRAINT sync_runs_pkey PRIMARY KEY (id);
 
--- Name: transcript_versions transcript_versions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+-- Name: transcript_version_rows transcript_versions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 
-ALTER TABLE ONLY public.transcript_versions
+ALTER TABLE ONLY public.transcript_version_rows
     ADD CONSTRAINT transcript_versions_pkey PRIMARY KEY (id);
 
 -- Name: transcript_windows transcript_windows_video_id_lang_n_pk; Type: CONSTRAINT; Schema: public; Owner: -
@@ -2211,7 +2263,7 @@ CREATE INDEX sync_runs_started_idx ON public.sync_runs USING btree (started_at);
 
 -- Name: transcript_versions_content_uq; Type: INDEX; Schema: public; Owner: -
 
-CREATE UNIQUE INDEX transcript_versions_content_uq ON public.transcript_versions USING btree (video_id, lang, content_sha256);
+CREATE UNIQUE INDEX transcript_versions_content_uq ON public.transcript_version_rows USING btree (video_id, lang, content_sha256);
 
 -- Name: transcript_windows_tsv_idx; Type: INDEX; Schema: public; Owner: -
 
@@ -2417,6 +2469,10 @@ CREATE TRIGGER transcripts_added AFTER INSERT ON public.transcripts REFERENCING 
 
 CREATE TRIGGER transcripts_changed AFTER UPDATE ON public.transcripts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.transcripts_changed();
 
+-- Name: transcripts transcripts_removed; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER transcripts_removed AFTER DELETE ON public.transcripts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.transcripts_removed();
+
 -- Name: transcripts transcripts_source_stats_delete; Type: TRIGGER; Schema: public; Owner: -
 
 CREATE TRIGGER transcripts_source_stats_delete AFTER DELETE ON public.transcripts REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.transcripts_source_stats();
@@ -2428,6 +2484,10 @@ CREATE TRIGGER transcripts_source_stats_insert AFTER INSERT ON public.transcript
 -- Name: transcripts transcripts_source_stats_truncate; Type: TRIGGER; Schema: public; Owner: -
 
 CREATE TRIGGER transcripts_source_stats_truncate AFTER TRUNCATE ON public.transcripts FOR EACH STATEMENT EXECUTE FUNCTION public.transcripts_source_stats();
+
+-- Name: transcripts transcripts_truncated; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER transcripts_truncated BEFORE TRUNCATE ON public.transcripts FOR EACH STATEMENT EXECUTE FUNCTION public.transcripts_truncated();
 
 -- Name: video_sync video_sync_outcome_counts_delete; Type: TRIGGER; Schema: public; Owner: -
 

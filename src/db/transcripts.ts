@@ -298,7 +298,7 @@ export async function upsertTranscripts(sql: Queryable, rows: readonly Transcrip
 async function touchVersions(sql: Queryable, rows: readonly TranscriptRow[]): Promise<void> {
   if (rows.length === 0) return;
   await sql`
-    update transcript_versions v set last_seen_at = now(), last_job_id = r.job_id
+    update transcript_version_rows v set last_seen_at = now(), last_job_id = r.job_id
     from unnest(${rows.map((r) => r.videoId)}::text[], ${rows.map((r) => r.lang)}::text[],
       ${rows.map((r) => r.contentSha256)}::text[], ${rows.map((r) => r.lastJobId)}::text[]) as r(video_id, lang, sha, job_id)
     where v.video_id = r.video_id and v.lang = r.lang and v.content_sha256 = r.sha`;
