@@ -773,7 +773,8 @@ export async function seedHistory(
  * a pool of EMBEDDING_POOL pseudo-random vectors (fixed seed), each text's vector the normalised
  * sum of the two its hash picks (16 million distinct ones, clustered around the pool's, as real
  * embeddings cluster by topic); then the model's partial HNSW index as src/db/embeddings.ts
- * builds it, on the column's type (`halfvec` since migrations/0028, `vector` before).
+ * builds it, on the column's type (`halfvec` since migrations/0028, `vector` before); with every
+ * text embedded, the coverage an idle embedder records (migrations/0030).
  */
 export function embeddingSteps(columnType: string): Step[] {
   const type = columnType === 'vector' ? 'vector' : 'halfvec';
@@ -802,6 +803,16 @@ export function embeddingSteps(columnType: string): Step[] {
         create index "embeddings_hnsw_${createHash('sha256').update(EMBEDDING_MODEL, 'utf8').digest('hex').slice(0, 16)}_${d}" on embeddings
           using hnsw ((embedding::${type}(${d})) ${type}_cosine_ops)
           where model = '${model}' and dimensions = ${d}`,
+    },
+    {
+      // what an idle embedder records once every passage has a vector (an older tree lacks the table)
+      name: 'embedding_coverage (the model covers the corpus)',
+      sql: `do $$ begin
+          if to_regclass('embedding_coverage') is not null and ${EMBEDDED_PER_MILLE} >= 1000 then
+            insert into embedding_coverage (model, dimensions, through_passage_id)
+            select '${model}', ${d}, coalesce(max(id), 0) from passages on conflict do nothing;
+          end if;
+        end $$`,
     },
   ];
 }

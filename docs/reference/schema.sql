@@ -1030,6 +1030,15 @@ CREATE TABLE public.embedding_claims (
     error text
 );
 
+-- Name: embedding_coverage; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.embedding_coverage (
+    model text NOT NULL,
+    dimensions integer NOT NULL,
+    through_passage_id bigint NOT NULL,
+    checked_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
 -- Name: embedding_refusals; Type: TABLE; Schema: public; Owner: -
 
 CREATE TABLE public.embedding_refusals (
@@ -1896,6 +1905,11 @@ ALTER TABLE ONLY public.credit_snapshots
 
 ALTER TABLE ONLY public.embedding_claims
     ADD CONSTRAINT embedding_claims_model_sha256_pk PRIMARY KEY (model, sha256);
+
+-- Name: embedding_coverage embedding_coverage_model_dimensions_pk; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.embedding_coverage
+    ADD CONSTRAINT embedding_coverage_model_dimensions_pk PRIMARY KEY (model, dimensions);
 
 -- Name: embedding_refusals embedding_refusals_day_model_pk; Type: CONSTRAINT; Schema: public; Owner: -
 

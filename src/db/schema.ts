@@ -1178,6 +1178,23 @@ export const embeddingClaims = pgTable(
 );
 
 /**
+ * A model that has covered the corpus: an embedder found, once idle, every passage up to
+ * `through_passage_id` with a vector of (model, dimensions; 0: whatever the model answers). Search
+ * by meaning then counts the model as in use without reading every passage again; passages
+ * added since are embedded as they come.
+ */
+export const embeddingCoverage = pgTable(
+  'embedding_coverage',
+  {
+    model: text('model').notNull(),
+    dimensions: integer('dimensions').notNull(),
+    throughPassageId: bigNumber('through_passage_id').notNull(),
+    checkedAt: tstzNow('checked_at'),
+  },
+  (t) => [primaryKey({ columns: [t.model, t.dimensions] })],
+);
+
+/**
  * Tokens sent to the embeddings provider per UTC day and model (EMBEDDINGS_TOKENS_PER_DAY):
  * counted before each request (its estimate), corrected by what the provider reported after, and
  * given back when it answered an error that bills nothing.

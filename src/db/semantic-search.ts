@@ -142,17 +142,47 @@ export async function passagesOfPlaces(sql: Queryable, places: readonly TextPlac
   return out;
 }
 
-/** Whether every passage's text has a vector of `model` (at `dimensions` when given); true for no passages. */
+/**
+ * Whether `model` (at `dimensions`, or any) covers the corpus: it has once had a vector of every
+ * passage (`embedding_coverage`, written by an embedder), or, never recorded, it has one now
+ * (read against every passage until one lacks it).
+ */
 export async function modelCoversPassages(sql: Queryable, model: string, dimensions?: number): Promise<boolean> {
   const dims = dimensions ?? null;
   const [r] = await sql<{ covers: boolean }[]>`
-    select not exists (
+    select exists (
+      select 1 from embedding_coverage where model = ${model} and dimensions = coalesce(${dims}::int, 0)
+    ) or not exists (
       select 1 from passages p
       where not exists (
         select 1 from embeddings e
         where e.model = ${model} and e.sha256 = p.sha256 and (${dims}::int is null or e.dimensions = ${dims}::int))
     ) as covers`;
   return r!.covers;
+}
+
+/**
+ * Records that `model` covers the corpus when every passage now has a vector of it (one read of
+ * every passage, made by an idle embedder until it is true once); returns whether it does.
+ */
+export async function recordCoverage(sql: Queryable, model: string, dimensions?: number): Promise<boolean> {
+  const dims = dimensions ?? null;
+  const rows = await sql<{ through: number }[]>`
+    with look as (
+      select coalesce((select max(id) from passages), 0) as through, not exists (
+        select 1 from passages p
+        where not exists (
+          select 1 from embeddings e
+          where e.model = ${model} and e.sha256 = p.sha256 and (${dims}::int is null or e.dimensions = ${dims}::int))
+      ) as covers
+    )
+    insert into embedding_coverage (model, dimensions, through_passage_id)
+    select ${model}, coalesce(${dims}::int, 0), through from look where covers
+    on conflict (model, dimensions) do update
+      set through_passage_id = greatest(embedding_coverage.through_passage_id, excluded.through_passage_id),
+          checked_at = now()
+    returning through_passage_id::float8 as through`;
+  return rows.length > 0;
 }
 
 /** Every (model, dimensions) with vectors, the most recently embedded first. */

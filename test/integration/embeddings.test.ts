@@ -17,6 +17,7 @@ import { startEmbeddingsTwin, type EmbeddingsTwin, type TwinAnswer } from '../..
 import { silentLogger } from '../../src/log.ts';
 import { drainEmbeddings, startEmbedder } from '../../src/pipeline/services/embedder.ts';
 import { drainSearchIndex } from '../../src/pipeline/services/search-index.ts';
+import { modelCoversPassages } from '../../src/db/semantic-search.ts';
 import { createDb } from '../../src/db/connection.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { runCli, waitFor } from '../helpers/pipeline.ts';
@@ -306,6 +307,26 @@ describe('embeddings kept current', () => {
     expect(scraped).toContain(`vsi_embedded_texts_total ${all.size}`);
     // a model change keeps the other models' vectors
     expect(await vectorCount('twin-a')).toBeGreaterThanOrEqual(all.size);
+  });
+
+  it('records that a model covered the corpus once a drain left nothing, so search keeps it while new passages wait', async () => {
+    const model = 'twin-cover';
+    const r = await drain(model);
+    expect(r.stopped).toBe('done');
+    const [rec] = await database.sql<{ through: number; newest: number }[]>`
+      select through_passage_id::float8 as through, (select max(id) from passages)::float8 as newest
+      from embedding_coverage where model = ${model} and dimensions = 0`;
+    expect(rec).toBeDefined();
+    expect(rec!.through).toBe(rec!.newest);
+    // a new transcript's passages wait for their vectors: the model stays in use, as recorded ...
+    await store('vidEmbCover', linesOf('vidEmbCover'));
+    expect(await modelCoversPassages(database.sql, model)).toBe(true);
+    // ... where, unrecorded, every passage is read and one lacks a vector
+    await database.sql`delete from embedding_coverage where model = ${model}`;
+    expect(await modelCoversPassages(database.sql, model)).toBe(false);
+    expect(await drain(model)).toMatchObject({ stopped: 'done' });
+    expect(await modelCoversPassages(database.sql, model)).toBe(true);
+    expect(await count('select count(*)::int as n from embedding_coverage where model = $1', [model])).toBe(1);
   });
 
   it("a dead embedder's claims lapse and its texts are embedded then", async () => {

@@ -1,6 +1,7 @@
 /**
  * Which model's vectors search by meaning uses (issue #32), decided here only: the configured
- * EMBEDDINGS_MODEL once its vectors cover every passage; while a change of model re-embeds in
+ * EMBEDDINGS_MODEL once its vectors cover every passage (once: an idle embedder records it, and
+ * passages added later are embedded as they come, without taking the model out of use); while a change of model re-embeds in
  * the background, the model embedded most recently that still covers them all (its queries are
  * embedded under its own name: the provider serves both); with neither, the configured one,
  * which finds only what it covers so far. `search`, the MCP tool, the admin page and `status`

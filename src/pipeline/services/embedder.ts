@@ -33,6 +33,7 @@ import {
   type ModelSpace,
   type TextToEmbed,
 } from '../../db/embeddings.ts';
+import { recordCoverage } from '../../db/semantic-search.ts';
 import { createEmbeddingsClient, EmbeddingsError, type EmbeddingsClient } from '../../embeddings/client.ts';
 import type { Logger } from '../../log.ts';
 import type { PipelineMetrics } from '../deps.ts';
@@ -90,6 +91,8 @@ interface Round {
   indexed: Set<string>;
   /** after a claim found nothing: the mark then, and when that claim ran (epoch ms) */
   idle: { mark: string; at: number } | undefined;
+  /** the model's coverage of the corpus is recorded (`recordCoverage`): no need to look again */
+  covered: boolean;
   /**
    * The last claim of this process's loops: they claim one after another, since two claiming at
    * once would pick the same texts, the second then finding them taken and idling for nothing.
@@ -106,6 +109,7 @@ function newRound(deps: EmbedderDeps): Round {
     batchSize: deps.embeddings.batchSize,
     indexed: new Set(),
     idle: undefined,
+    covered: false,
     claiming: Promise.resolve(),
   };
 }
@@ -177,6 +181,7 @@ async function claimIfAny(r: Round, ttlMs: number): Promise<TextToEmbed[]> {
   const at = Date.now();
   const claimed = await claimTexts(sql, r.space, r.batchSize, ttlMs);
   r.idle = claimed.length === 0 ? { mark, at } : undefined;
+  if (claimed.length === 0 && !r.covered) r.covered = await recordCoverage(sql, r.space.model, r.space.dimensions);
   return claimed;
 }
 
