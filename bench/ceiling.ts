@@ -53,6 +53,8 @@ export interface CeilingMethod {
   wallS: number;
   rowsPerS: number;
   transcriptMbPerS: number;
+  /** of `wallS`, building the search index of what it wrote (cutting the passages) */
+  indexS: number;
 }
 
 export interface CeilingFigures {
@@ -338,8 +340,10 @@ export async function runCeiling(dbUrl: string, rows: FinalRows): Promise<Ceilin
       await sql`truncate videos, transcripts`;
       const t0 = performance.now();
       await sql.begin((tx) => write(tx, rows));
+      const i0 = performance.now();
       await buildSearchIndex(sql);
       const wallS = (performance.now() - t0) / 1000;
+      const indexS = (performance.now() - i0) / 1000;
       const [check] = await sql<{ v: number; t: number }[]>`
         select (select count(*)::int from videos) as v, (select count(*)::int from transcripts) as t`;
       if (check!.v !== rows.videos.length || check!.t !== rows.transcripts.length) {
@@ -352,6 +356,7 @@ export async function runCeiling(dbUrl: string, rows: FinalRows): Promise<Ceilin
         wallS: round(wallS),
         rowsPerS: round(total / wallS),
         transcriptMbPerS: round(transcriptMb / wallS),
+        indexS: round(indexS),
       });
     }
     const copy = methods.find((m) => m.method === COPY_METHOD)!;
@@ -372,8 +377,10 @@ export async function runCeiling(dbUrl: string, rows: FinalRows): Promise<Ceilin
     await sql`truncate videos, transcripts, batch_items, batches cascade`;
     const t0 = performance.now();
     await sql.begin((tx) => designFloor(tx, rows));
+    const i0 = performance.now();
     await buildSearchIndex(sql);
     const floorS = (performance.now() - t0) / 1000;
+    const floorIndexS = (performance.now() - i0) / 1000;
     return {
       rows: { videos: rows.videos.length, transcripts: rows.transcripts.length, total },
       transcriptMb: round(transcriptMb),
@@ -385,6 +392,7 @@ export async function runCeiling(dbUrl: string, rows: FinalRows): Promise<Ceilin
         wallS: round(floorS),
         rowsPerS: round(total / floorS),
         transcriptMbPerS: round(transcriptMb / floorS),
+        indexS: round(floorIndexS),
       },
       passages: { transcripts: indexed, cut, wallS: round(passagesS), passagesPerS: round(cut / passagesS) },
     };
