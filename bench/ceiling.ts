@@ -330,13 +330,22 @@ async function buildSearchIndex(sql: postgres.Sql): Promise<void> {
   while ((await indexQueuedTranscripts(sql, SEARCH_INDEX_CHUNK, loadConfig().pipeline.passages)).transcripts > 0);
 }
 
-export async function runCeiling(dbUrl: string, rows: FinalRows): Promise<CeilingFigures> {
+/**
+ * @param opts.copyOnly only the COPY ceiling and the design floor (no other statement form, no
+ *   passages cut again): `bench --only w1`, whose ratios need no more
+ */
+export async function runCeiling(
+  dbUrl: string,
+  rows: FinalRows,
+  opts: { copyOnly?: boolean } = {},
+): Promise<CeilingFigures> {
   const sql = postgres(dbUrl, { max: 1, onnotice: () => {} });
   try {
     const total = rows.videos.length + rows.transcripts.length;
     const transcriptMb = rows.transcripts.reduce((n, t) => n + Buffer.byteLength(t.chunks ?? t.text), 0) / 1e6;
     const methods: CeilingMethod[] = [];
     for (const [method, write] of Object.entries(METHODS)) {
+      if (opts.copyOnly === true && method !== COPY_METHOD) continue;
       await sql`truncate videos, transcripts`;
       const t0 = performance.now();
       await sql.begin((tx) => write(tx, rows));
@@ -361,12 +370,14 @@ export async function runCeiling(dbUrl: string, rows: FinalRows): Promise<Ceilin
     }
     const copy = methods.find((m) => m.method === COPY_METHOD)!;
     // what is stored is the last method's: cut every transcript's passages again from nothing
-    await sql`delete from passages`;
-    await sql`insert into search_index_queue (video_id, lang) select video_id, lang from transcripts on conflict do nothing`;
+    if (opts.copyOnly !== true) {
+      await sql`delete from passages`;
+      await sql`insert into search_index_queue (video_id, lang) select video_id, lang from transcripts on conflict do nothing`;
+    }
     const p0 = performance.now();
     let cut = 0;
     let indexed = 0;
-    for (;;) {
+    while (opts.copyOnly !== true) {
       const r = await indexQueuedTranscripts(sql, SEARCH_INDEX_CHUNK, loadConfig().pipeline.passages);
       if (r.transcripts === 0) break;
       cut += r.passagesCut;
