@@ -266,10 +266,7 @@ export async function backfillWithContext(
   await waitForRedis(ctx.redis());
   const deps = ctx.deps();
   await reconcile(deps);
-  // it returns once what it stored is indexed: its indexer builds while the batches land
-  const workers = o.wait
-    ? startWorkers(deps, { roles: ['poller', 'sink'], connection: ctx.redis(), indexWhileLanding: true })
-    : undefined;
+  const workers = o.wait ? startWorkers(deps, { roles: ['poller', 'sink'], connection: ctx.redis() }) : undefined;
   // one bar per batch on a terminal, a line per change elsewhere (stderr: stdout is the report)
   const progress = createProgressView(process.stderr);
   const abort = new AbortController();

@@ -35,8 +35,7 @@ export const SEARCH_INDEX_CHUNK = 25;
  * while a batch was in flight, 7.8-8.2 s with neither building then. A daemon that always has a
  * batch in flight still makes what it stores searchable within about this long (plus the
  * building). Otherwise they build at full speed. Drains (backfill, replay, search) always run at
- * full speed: someone waits for them; so does a backfill's own indexer (`indexWhileLanding`,
- * src/pipeline/services/workers.ts), whose user waits until what it stored is indexed.
+ * full speed: someone waits for them.
  */
 export const SEARCH_INDEX_DEFER_WHILE_LANDING_MS = 30_000;
 /** An indexer that found the queue empty (or failed) looks again after this long. */

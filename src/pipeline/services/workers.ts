@@ -79,12 +79,6 @@ export interface StartWorkersOptions {
   connection: RedisClient;
   /** when given, cron ticks and syncs run only while it allows scheduling (rolling upgrades) */
   schemaGate?: SchemaGate;
-  /**
-   * The search indexer builds while batches are in flight too, instead of leaving the CPU to the
-   * landings (SEARCH_INDEX_DEFER_WHILE_LANDING_MS): for a process whose user waits until what it
-   * stored is indexed (backfill), the indexing then overlaps the waits on the API.
-   */
-  indexWhileLanding?: boolean;
 }
 
 export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): WorkerSet {
@@ -121,10 +115,7 @@ export function startWorkers(deps: PipelineDeps, opts: StartWorkersOptions): Wor
   // every process that stores transcripts, so no deployment of roles is left without one)
   const searchIndexer =
     opts.roles.includes('poller') || opts.roles.includes('sink')
-      ? startSearchIndexer(
-          { ...deps, passages: deps.settings.passages },
-          opts.indexWhileLanding === true ? { deferWhileLandingMs: 0 } : {},
-        )
+      ? startSearchIndexer({ ...deps, passages: deps.settings.passages })
       : undefined;
   // beside it, the embedder keeps the passages' vectors current (EMBEDDINGS_BASE_URL set)
   const embedder =
