@@ -53,6 +53,8 @@ export interface CeilingMethod {
   wallS: number;
   rowsPerS: number;
   transcriptMbPerS: number;
+  /** of `wallS`, building the search index of what it wrote (cutting the passages) */
+  indexS: number;
 }
 
 export interface CeilingFigures {
@@ -328,18 +330,29 @@ async function buildSearchIndex(sql: postgres.Sql): Promise<void> {
   while ((await indexQueuedTranscripts(sql, SEARCH_INDEX_CHUNK, loadConfig().pipeline.passages)).transcripts > 0);
 }
 
-export async function runCeiling(dbUrl: string, rows: FinalRows): Promise<CeilingFigures> {
+/**
+ * @param opts.copyOnly only the COPY ceiling and the design floor (no other statement form, no
+ *   passages cut again): `bench --only w1`, whose ratios need no more
+ */
+export async function runCeiling(
+  dbUrl: string,
+  rows: FinalRows,
+  opts: { copyOnly?: boolean } = {},
+): Promise<CeilingFigures> {
   const sql = postgres(dbUrl, { max: 1, onnotice: () => {} });
   try {
     const total = rows.videos.length + rows.transcripts.length;
     const transcriptMb = rows.transcripts.reduce((n, t) => n + Buffer.byteLength(t.chunks ?? t.text), 0) / 1e6;
     const methods: CeilingMethod[] = [];
     for (const [method, write] of Object.entries(METHODS)) {
+      if (opts.copyOnly === true && method !== COPY_METHOD) continue;
       await sql`truncate videos, transcripts`;
       const t0 = performance.now();
       await sql.begin((tx) => write(tx, rows));
+      const i0 = performance.now();
       await buildSearchIndex(sql);
       const wallS = (performance.now() - t0) / 1000;
+      const indexS = (performance.now() - i0) / 1000;
       const [check] = await sql<{ v: number; t: number }[]>`
         select (select count(*)::int from videos) as v, (select count(*)::int from transcripts) as t`;
       if (check!.v !== rows.videos.length || check!.t !== rows.transcripts.length) {
@@ -352,16 +365,19 @@ export async function runCeiling(dbUrl: string, rows: FinalRows): Promise<Ceilin
         wallS: round(wallS),
         rowsPerS: round(total / wallS),
         transcriptMbPerS: round(transcriptMb / wallS),
+        indexS: round(indexS),
       });
     }
     const copy = methods.find((m) => m.method === COPY_METHOD)!;
     // what is stored is the last method's: cut every transcript's passages again from nothing
-    await sql`delete from passages`;
-    await sql`insert into search_index_queue (video_id, lang) select video_id, lang from transcripts on conflict do nothing`;
+    if (opts.copyOnly !== true) {
+      await sql`delete from passages`;
+      await sql`insert into search_index_queue (video_id, lang) select video_id, lang from transcripts on conflict do nothing`;
+    }
     const p0 = performance.now();
     let cut = 0;
     let indexed = 0;
-    for (;;) {
+    while (opts.copyOnly !== true) {
       const r = await indexQueuedTranscripts(sql, SEARCH_INDEX_CHUNK, loadConfig().pipeline.passages);
       if (r.transcripts === 0) break;
       cut += r.passagesCut;
@@ -372,8 +388,10 @@ export async function runCeiling(dbUrl: string, rows: FinalRows): Promise<Ceilin
     await sql`truncate videos, transcripts, batch_items, batches cascade`;
     const t0 = performance.now();
     await sql.begin((tx) => designFloor(tx, rows));
+    const i0 = performance.now();
     await buildSearchIndex(sql);
     const floorS = (performance.now() - t0) / 1000;
+    const floorIndexS = (performance.now() - i0) / 1000;
     return {
       rows: { videos: rows.videos.length, transcripts: rows.transcripts.length, total },
       transcriptMb: round(transcriptMb),
@@ -385,6 +403,7 @@ export async function runCeiling(dbUrl: string, rows: FinalRows): Promise<Ceilin
         wallS: round(floorS),
         rowsPerS: round(total / floorS),
         transcriptMbPerS: round(transcriptMb / floorS),
+        indexS: round(floorIndexS),
       },
       passages: { transcripts: indexed, cut, wallS: round(passagesS), passagesPerS: round(cut / passagesS) },
     };

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- OUT.json] [--scale F] [--keep-db] [--seed N] [--profile]`
+ * `npm run bench [-- OUT.json] [--scale F] [--keep-db] [--seed N] [--profile] [--only w1]`
  *
  * Starts the simulator with realistic settings (100 ms per request, ~20 KB transcripts, a steady
  * item rate), a fresh database and queue prefix, and runs in one go:
@@ -20,8 +20,9 @@
  * `backfill --source ...` process timed from spawn to exit. Prints the figures, the ratios and
  * every target as met / not met, and writes them as JSON (default bench/results/latest.json).
  * `--scale 0.2` shrinks every workload for a quick check (the targets are only meaningful at 1);
- * `--profile` writes a CPU profile of every pipeline process to bench/results/profiles/. The
- * processes' logs are kept in bench/results/logs/.
+ * `--profile` writes a CPU profile of every pipeline process to bench/results/profiles/;
+ * `--only w1` runs W1, the COPY ceiling and the design floor alone (no start-up, probe, naive,
+ * other statement forms or later workloads) and prints their ratios. The processes' logs are kept in bench/results/logs/.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -214,8 +215,11 @@ async function main(): Promise<void> {
       seed: { type: 'string', default: '1' },
       'keep-db': { type: 'boolean', default: false },
       profile: { type: 'boolean', default: false },
+      only: { type: 'string' },
     },
   });
+  if (values.only !== undefined && values.only !== 'w1') throw new Error('--only: expected w1');
+  const onlyW1 = values.only === 'w1';
   const factor = Number(values.scale);
   if (!(factor > 0 && factor <= 1)) throw new Error('--scale: expected a number in (0, 1]');
   const outPath = resolve(positionals[0] ?? DEFAULT_OUT);
@@ -225,7 +229,7 @@ async function main(): Promise<void> {
   say(
     `machine: ${mach.nproc} cores, ${mach.memTotalGb} GB, load ${String(mach.loadAvgAtStart)} (figures are noisy on a busy machine)`,
   );
-  await (await import('./startup.ts')).reportStartup();
+  if (!onlyW1) await (await import('./startup.ts')).reportStartup();
 
   const env = await createBenchEnv({
     scale,
@@ -272,6 +276,11 @@ async function main(): Promise<void> {
         `${SIM_ITEMS_PER_SECOND} items/s each (W1: ${2 * scale.w1Channels} batches in parallel = ` +
         `${2 * scale.w1Channels * SIM_ITEMS_PER_SECOND} items/s upstream), transcripts ${SIM_TRANSCRIPT_CHUNKS.min}-${SIM_TRANSCRIPT_CHUNKS.max} chunks`,
     );
+
+    if (onlyW1) {
+      await runW1AndCeiling(env, w1Channels, outPath, started, mach);
+      return;
+    }
 
     const probe = await probeSimulator(env.sim, w2Channel, Math.min(1000, scale.w2Videos), LANG);
     say(
@@ -447,6 +456,51 @@ main().catch((e: unknown) => {
   process.stderr.write(`bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
   process.exitCode = 1;
 });
+
+/**
+ * `--only w1`: W1 and the ceiling of its rows, the ratios between them, nothing else; the figures
+ * as JSON to `outPath`.
+ */
+async function runW1AndCeiling(
+  env: BenchEnv,
+  w1Channels: string[],
+  outPath: string,
+  started: number,
+  mach: Record<string, unknown>,
+): Promise<void> {
+  const w1Sources = await registerSources(env, w1Channels, env.scale.w1VideosPerChannel);
+  say('W1: cold backfill...');
+  const w1 = await runWorkload(env, 'w1', w1Sources);
+  say(summarise(w1));
+  say("ceiling: writing W1's final rows straight from memory...");
+  const ceiling = await runCeiling(env.ceilingDbUrl, await loadFinalRows(env.db.sql, w1.jobIds), {
+    copyOnly: true,
+  });
+  for (const m of [...ceiling.methods, ceiling.designFloor])
+    say(`ceiling: ${m.method}: ${m.wallS} s = ${m.rowsPerS} rows/s (${m.indexS} s of it the search index)`);
+  const pct = (x: number) => `${Math.round(x * 1000) / 10}%`;
+  const ratios = {
+    w1VsCopyRowsPerS: w1.rowsPerS / ceiling.copy.rowsPerS,
+    designFloorVsCopyRowsPerS: ceiling.designFloor.rowsPerS / ceiling.copy.rowsPerS,
+    w1VsDesignFloorRowsPerS: w1.rowsPerS / ceiling.designFloor.rowsPerS,
+  };
+  const loadAvgAtEnd = loadavg().map((x) => Math.round(x * 100) / 100);
+  mkdirSync(dirname(outPath), { recursive: true });
+  writeFileSync(
+    outPath,
+    `${JSON.stringify({ startedAt: new Date(started).toISOString(), machine: { ...mach, loadAvgAtEnd }, w1, ceiling, ratios }, null, 2)}\n`,
+  );
+  process.stdout.write(
+    `W1 ${w1.wallS} s, ${w1.rowsPerS} rows/s (cpu daemon ${w1.cpuS.daemon} s / backfill ${w1.cpuS.backfill} s); ` +
+      `COPY ceiling ${ceiling.copy.wallS} s, ${ceiling.copy.rowsPerS} rows/s; design floor ${ceiling.designFloor.wallS} s, ${ceiling.designFloor.rowsPerS} rows/s\n` +
+      `W1/COPY ceiling ${pct(ratios.w1VsCopyRowsPerS)}, design floor/COPY ceiling ${pct(ratios.designFloorVsCopyRowsPerS)}, ` +
+      `W1/design floor ${pct(ratios.w1VsDesignFloorRowsPerS)}; load ${String(mach.loadAvgAtStart)} at start, ${String(loadAvgAtEnd)} at end\n`,
+  );
+  if (!w1.ok) {
+    say(`w1 did not finish cleanly:\n${w1.problems ?? ''}`);
+    process.exitCode = 1;
+  }
+}
 
 /**
  * How long W1's transcripts waited for their passages: from the landing transaction that stored
