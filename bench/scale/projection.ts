@@ -238,7 +238,7 @@ async function realSizes(sql: postgres.Sql, api: ApiClient, videoIds: string[]):
         (select avg(pg_column_size(text)) from real_transcripts)::float8 as text,
         (select avg(pg_column_size(chunks)) from real_transcripts)::float8 as chunks,
         ${items.reduce((n, s) => n + Buffer.byteLength(s), 0) / items.length}::float8 as raw`;
-    // since migrations/0028 the current version's row holds no copy of the text and chunks
+    // since migrations/0029 the current version's row holds no copy of the text and chunks
     const [once] = await tx<{ rows: boolean }[]>`select to_regclass('transcript_version_rows') is not null as rows`;
     const versions = once!.rows ? 'transcript_version_rows' : 'transcript_versions';
     const copied = once!.rows ? 'null, null' : 'text, chunks';

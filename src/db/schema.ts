@@ -367,12 +367,12 @@ export const videoChanges = pgTable(
  * Every distinct content of a (video, lang) transcript (issue #14), by `content_sha256`: a new row
  * only when the content changes (a return to an earlier content moves that row's `last_seen_at`).
  * Written by the triggers `transcripts_added`, `transcripts_changed` and `transcripts_removed`
- * (migrations/0010, 0028); `last_seen_at` also moves when identical content is delivered again.
+ * (migrations/0010, 0029); `last_seen_at` also moves when identical content is delivered again.
  *
  * The current version's text and chunks are stored once, in `transcripts`: its row here holds
  * null in both, and the trigger that replaces it (a change, a delete, a truncate) fills them from
  * the row replaced, in the same statement. Read it through the view `transcript_versions`
- * (migrations/0028), which has every column of this table with the current text and chunks
+ * (migrations/0029), which has every column of this table with the current text and chunks
  * filled in; the view is updatable for every column but those two.
  */
 export const transcriptVersions = pgTable(

@@ -1,8 +1,8 @@
 /**
- * The current version of a transcript stored once (issue #34, migrations/0028): its history row
+ * The current version of a transcript stored once (issue #34, migrations/0029): its history row
  * (`transcript_version_rows`) holds no copy of the text and chunks `transcripts` holds, and the
  * view `transcript_versions` reads exactly as the table did. Checked on a database migrated by
- * the build before 0028 and filled through its triggers, then migrated (the copies cleared, the
+ * the build before 0029 and filled through its triggers, then migrated (the copies cleared, the
  * view equal to the table it replaces), and through every way a transcript's current version is
  * replaced (a change, a return to earlier content, a delete, a truncate), the compression of what
  * each table keeps, and the statement an older build moves `last_seen_at` with.
@@ -23,7 +23,7 @@ let url: string;
 let handle: ReturnType<typeof createDb>;
 let sql: Sql;
 
-/** This build's migrations without 0028 and after: the schema an older build made. */
+/** This build's migrations without 0029 and after: the schema an older build made. */
 function olderBuildMigrations(): string {
   const dir = mkdtempSync(join(tmpdir(), 'vsi-older-build-'));
   cpSync(MIGRATIONS_FOLDER, dir, { recursive: true });
