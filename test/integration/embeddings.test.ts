@@ -142,53 +142,46 @@ describe('embeddings kept current', () => {
     expect(twin.stats().inputsRepeated).toBe(0);
   });
 
-  it('EMBEDDINGS_CONCURRENCY requests in flight at once, one text per claim, and every loop stopped by stop()', async () => {
-    // answers slow enough that the loops' requests overlap at the twin
+  /**
+   * `run` embeds every text of `model` with CONCURRENT loops against a twin answering slowly
+   * enough that their requests overlap; then each text has one vector, no claim is left, and the
+   * twin saw CONCURRENT requests at once and no text twice.
+   */
+  const CONCURRENT = 3;
+  async function embedConcurrently(model: string, run: (embeddings: EmbeddingsConfig) => Promise<void>): Promise<void> {
     const slow = await startEmbeddingsTwin({ apiKey: KEY, latencyMs: 300 });
-    const model = 'twin-concurrent';
-    const concurrency = 3;
-    const embedder = startEmbedder(
-      {
-        sql: database.sql,
-        log: silentLogger(),
-        embeddings: { ...settings(model), baseUrl: slow.baseUrl, batchSize: 4, concurrency },
-      },
-      { idleMs: 50 },
-    );
     try {
-      await waitFor(
-        async () => ((await readEmbeddingsFacts(database.sql, { model })).backlog === 0 ? true : undefined),
-        60_000,
-        'every text embedded by the concurrent loops',
-      );
-      await embedder.stop();
-      expect(slow.stats()).toMatchObject({ maxInFlight: concurrency, inputsRepeated: 0 });
-      expect(await vectorCount(model)).toBe((await texts()).size);
-      expect(await count('select count(*)::int as n from embedding_claims where model = $1', [model])).toBe(0);
-    } finally {
-      await embedder.stop();
-      await slow.close();
-    }
-  });
-
-  it("a drain (backfill's wait) has EMBEDDINGS_CONCURRENCY requests in flight too, and returns when all are stored", async () => {
-    const slow = await startEmbeddingsTwin({ apiKey: KEY, latencyMs: 300 });
-    const model = 'twin-drain-concurrent';
-    const concurrency = 3;
-    try {
-      const r = await drainEmbeddings({
-        sql: database.sql,
-        log: silentLogger(),
-        embeddings: { ...settings(model), baseUrl: slow.baseUrl, batchSize: 4, concurrency },
-      });
+      await run({ ...settings(model), baseUrl: slow.baseUrl, batchSize: 4, concurrency: CONCURRENT });
       const all = await texts();
-      expect(r).toEqual({ embedded: all.size, stopped: 'done' });
-      expect(slow.stats()).toMatchObject({ maxInFlight: concurrency, inputsRepeated: 0, inputsAnswered: all.size });
+      expect(slow.stats()).toMatchObject({ maxInFlight: CONCURRENT, inputsRepeated: 0, inputsAnswered: all.size });
       expect(await vectorCount(model)).toBe(all.size);
       expect(await count('select count(*)::int as n from embedding_claims where model = $1', [model])).toBe(0);
     } finally {
       await slow.close();
     }
+  }
+
+  it('EMBEDDINGS_CONCURRENCY requests in flight at once, one text per claim, and every loop stopped by stop()', async () => {
+    const model = 'twin-concurrent';
+    await embedConcurrently(model, async (embeddings) => {
+      const embedder = startEmbedder({ sql: database.sql, log: silentLogger(), embeddings }, { idleMs: 50 });
+      try {
+        await waitFor(
+          async () => ((await readEmbeddingsFacts(database.sql, { model })).backlog === 0 ? true : undefined),
+          60_000,
+          'every text embedded by the concurrent loops',
+        );
+      } finally {
+        await embedder.stop();
+      }
+    });
+  });
+
+  it("a drain (backfill's wait) has EMBEDDINGS_CONCURRENCY requests in flight too, and returns when all are stored", async () => {
+    await embedConcurrently('twin-drain-concurrent', async (embeddings) => {
+      const r = await drainEmbeddings({ sql: database.sql, log: silentLogger(), embeddings });
+      expect(r).toEqual({ embedded: (await texts()).size, stopped: 'done' });
+    });
   });
 
   it('a 429 holds every loop until its Retry-After, not only the loop that met it', async () => {
