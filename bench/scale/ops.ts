@@ -189,6 +189,7 @@ async function measureSemanticSearch(o: OpContext, record: Record_, figures: OpF
     ['hybrid', 'search --mode hybrid (a phrase, 20 hits)'],
     ['searchModel', 'the model in use (searchModel: covers every passage?)'],
     ['nearest', `nearest passages alone (nearestPassages, ${EMBEDDING_DIMENSIONS} dimensions, 20)`],
+    ['embeddingsStatus', 'the embeddings line of `status`, `/metrics` and the overview (readEmbeddingsStatus)'],
   ] as const;
   const read = (await importOf(o, 'src/pipeline/read/search.ts'))?.searchCorpusIn as
     | ((
@@ -204,8 +205,14 @@ async function measureSemanticSearch(o: OpContext, record: Record_, figures: OpF
   const model = (await importOf(o, 'src/pipeline/read/search-model.ts'))?.searchModel as
     | ((sql: Queryable, e: { model: string; dimensions: number }) => Promise<{ state: string; covers?: boolean }>)
     | undefined;
+  const facts = (await importOf(o, 'src/pipeline/read/status.ts'))?.readEmbeddingsStatus as
+    | ((
+        sql: Queryable,
+        e: { model: string; dimensions: number },
+      ) => Promise<{ state: string; passages?: number; covered?: number; backlog?: number }>)
+    | undefined;
   const [table] = await o.deps.sql<{ ready: boolean }[]>`select to_regclass('embeddings') is not null as ready`;
-  if (!read || !startTwin || !nearest || !model || !table!.ready) {
+  if (!read || !startTwin || !nearest || !model || !facts || !table!.ready) {
     const note = table!.ready ? 'not available' : 'not available (no embeddings table: pgvector missing?)';
     for (const [key, label] of rows) {
       figures.push({ key, label, ms: undefined, runsMs: [], judged: true, note });
@@ -262,6 +269,12 @@ async function measureSemanticSearch(o: OpContext, record: Record_, figures: OpF
           }),
       },
       (hits) => (hits.length === 20 ? {} : { failure: `${hits.length} hits, expected 20` }),
+    );
+    await record(
+      'embeddingsStatus',
+      rows[4][1],
+      { run: () => facts(o.deps.sql, { model: EMBEDDING_MODEL, dimensions: EMBEDDING_DIMENSIONS }) },
+      (e) => ({ note: `${e.state}: ${e.covered}/${e.passages} passages covered, ${e.backlog} texts waiting` }),
     );
   } finally {
     await twin.close();

@@ -122,6 +122,74 @@ BEGIN
 END
 $$;
 
+-- Name: embedding_counts_attach(); Type: FUNCTION; Schema: public; Owner: -
+
+CREATE FUNCTION public.embedding_counts_attach() RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF to_regclass('embeddings') IS NULL OR EXISTS (
+    SELECT 1 FROM pg_trigger WHERE tgrelid = to_regclass('embeddings') AND tgname = 'embeddings_count_insert'
+  ) THEN
+    RETURN;
+  END IF;
+  LOCK TABLE embeddings IN SHARE ROW EXCLUSIVE MODE;
+  -- another process attached them while this one waited for the lock
+  IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = 'embeddings'::regclass AND tgname = 'embeddings_count_insert') THEN
+    RETURN;
+  END IF;
+  CREATE TRIGGER "embeddings_count_insert" AFTER INSERT ON "embeddings"
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION embeddings_count_changes();
+  CREATE TRIGGER "embeddings_count_update" AFTER UPDATE ON "embeddings"
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION embeddings_count_changes();
+  CREATE TRIGGER "embeddings_count_delete" AFTER DELETE ON "embeddings"
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION embeddings_count_changes();
+  CREATE TRIGGER "embeddings_count_truncate" AFTER TRUNCATE ON "embeddings"
+    FOR EACH STATEMENT EXECUTE FUNCTION embeddings_count_changes();
+  DELETE FROM embedding_counts;
+  -- a table created again (its vectors gone with the one dropped) covers nothing yet
+  DELETE FROM embedding_coverage c WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.model = c.model);
+  INSERT INTO embedding_counts (model, dimensions, shard, texts, last_embedded_at)
+  SELECT model, dimensions, 0, count(*), max(embedded_at) FROM embeddings GROUP BY model, dimensions;
+END
+$$;
+
+-- Name: embeddings_count_changes(); Type: FUNCTION; Schema: public; Owner: -
+
+CREATE FUNCTION public.embeddings_count_changes() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF TG_OP = 'TRUNCATE' THEN
+    UPDATE embedding_counts SET texts = 0 WHERE texts <> 0;
+    DELETE FROM embedding_coverage;
+    RETURN NULL;
+  ELSIF TG_OP = 'INSERT' THEN
+    INSERT INTO embedding_counts AS c (model, dimensions, shard, texts, last_embedded_at)
+    SELECT model, dimensions, pg_backend_pid() % 16, count(*), max(embedded_at) FROM new_rows GROUP BY model, dimensions
+    ON CONFLICT (model, dimensions, shard) DO UPDATE
+      SET texts = c.texts + excluded.texts, last_embedded_at = greatest(c.last_embedded_at, excluded.last_embedded_at);
+  ELSIF TG_OP = 'UPDATE' THEN
+    INSERT INTO embedding_counts AS c (model, dimensions, shard, texts, last_embedded_at)
+    SELECT model, dimensions, pg_backend_pid() % 16, sum(d), max(at) FROM (
+      SELECT model, dimensions, 1 AS d, embedded_at AS at FROM new_rows
+      UNION ALL
+      SELECT model, dimensions, -1, NULL FROM old_rows
+    ) AS moved GROUP BY model, dimensions
+    ON CONFLICT (model, dimensions, shard) DO UPDATE
+      SET texts = c.texts + excluded.texts,
+        last_embedded_at = greatest(c.last_embedded_at, excluded.last_embedded_at);
+    DELETE FROM embedding_coverage c USING old_rows o WHERE c.model = o.model AND c.dimensions = o.dimensions;
+  ELSE
+    INSERT INTO embedding_counts AS c (model, dimensions, shard, texts)
+    SELECT model, dimensions, pg_backend_pid() % 16, -count(*) FROM old_rows GROUP BY model, dimensions
+    ON CONFLICT (model, dimensions, shard) DO UPDATE SET texts = c.texts + excluded.texts;
+    DELETE FROM embedding_coverage c WHERE c.model IN (SELECT model FROM old_rows);
+  END IF;
+  RETURN NULL;
+END
+$$;
+
 -- Name: embeddings_ensure(); Type: FUNCTION; Schema: public; Owner: -
 
 CREATE FUNCTION public.embeddings_ensure() RETURNS text
@@ -129,6 +197,11 @@ CREATE FUNCTION public.embeddings_ensure() RETURNS text
     AS $_$
 BEGIN
   IF to_regclass('embeddings') IS NOT NULL THEN
+    BEGIN
+      PERFORM embedding_counts_attach();
+    EXCEPTION
+      WHEN insufficient_privilege THEN NULL;
+    END;
     RETURN 'ready';
   END IF;
   IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector') THEN
@@ -158,6 +231,11 @@ BEGIN
     $ddl$;
   EXCEPTION
     WHEN unique_violation THEN NULL;
+  END;
+  BEGIN
+    PERFORM embedding_counts_attach();
+  EXCEPTION
+    WHEN insufficient_privilege THEN NULL;
   END;
   RETURN 'ready';
 END
@@ -336,6 +414,30 @@ BEGIN
   INSERT INTO passage_removals (id, kind, doc, lang)
   SELECT o.id, o.kind, o.doc, o.lang FROM old_rows o
   ON CONFLICT DO NOTHING;
+  RETURN NULL;
+END
+$$;
+
+-- Name: passages_count_changes(); Type: FUNCTION; Schema: public; Owner: -
+
+CREATE FUNCTION public.passages_count_changes() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+  d bigint;
+BEGIN
+  IF TG_OP = 'TRUNCATE' THEN
+    UPDATE passage_counts SET passages = 0 WHERE passages <> 0;
+    RETURN NULL;
+  ELSIF TG_OP = 'INSERT' THEN
+    SELECT count(*) INTO d FROM new_rows;
+  ELSE
+    SELECT -count(*) INTO d FROM old_rows;
+  END IF;
+  IF d <> 0 THEN
+    INSERT INTO passage_counts AS c (shard, passages) VALUES (pg_backend_pid() % 16, d)
+    ON CONFLICT (shard) DO UPDATE SET passages = c.passages + excluded.passages;
+  END IF;
   RETURN NULL;
 END
 $$;
@@ -1030,6 +1132,16 @@ CREATE TABLE public.embedding_claims (
     error text
 );
 
+-- Name: embedding_counts; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.embedding_counts (
+    model text NOT NULL,
+    dimensions integer NOT NULL,
+    shard smallint NOT NULL,
+    texts bigint DEFAULT 0 NOT NULL,
+    last_embedded_at timestamp with time zone
+);
+
 -- Name: embedding_coverage; Type: TABLE; Schema: public; Owner: -
 
 CREATE TABLE public.embedding_coverage (
@@ -1256,6 +1368,13 @@ CREATE TABLE public.pages (
     gone_at timestamp with time zone,
     job_id text,
     source_id integer
+);
+
+-- Name: passage_counts; Type: TABLE; Schema: public; Owner: -
+
+CREATE TABLE public.passage_counts (
+    shard smallint NOT NULL,
+    passages bigint DEFAULT 0 NOT NULL
 );
 
 -- Name: passages; Type: TABLE; Schema: public; Owner: -
@@ -1906,6 +2025,11 @@ ALTER TABLE ONLY public.credit_snapshots
 ALTER TABLE ONLY public.embedding_claims
     ADD CONSTRAINT embedding_claims_model_sha256_pk PRIMARY KEY (model, sha256);
 
+-- Name: embedding_counts embedding_counts_model_dimensions_shard_pk; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.embedding_counts
+    ADD CONSTRAINT embedding_counts_model_dimensions_shard_pk PRIMARY KEY (model, dimensions, shard);
+
 -- Name: embedding_coverage embedding_coverage_model_dimensions_pk; Type: CONSTRAINT; Schema: public; Owner: -
 
 ALTER TABLE ONLY public.embedding_coverage
@@ -1985,6 +2109,11 @@ ALTER TABLE ONLY public.page_versions
 
 ALTER TABLE ONLY public.pages
     ADD CONSTRAINT pages_pkey PRIMARY KEY (url);
+
+-- Name: passage_counts passage_counts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.passage_counts
+    ADD CONSTRAINT passage_counts_pkey PRIMARY KEY (shard);
 
 -- Name: passage_removals passage_removals_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 
@@ -2367,6 +2496,22 @@ CREATE TRIGGER batches_count_truncate AFTER TRUNCATE ON public.batches FOR EACH 
 
 CREATE TRIGGER batches_count_update AFTER UPDATE ON public.batches REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.batches_count_changes();
 
+-- Name: embeddings embeddings_count_delete; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER embeddings_count_delete AFTER DELETE ON public.embeddings REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.embeddings_count_changes();
+
+-- Name: embeddings embeddings_count_insert; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER embeddings_count_insert AFTER INSERT ON public.embeddings REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.embeddings_count_changes();
+
+-- Name: embeddings embeddings_count_truncate; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER embeddings_count_truncate AFTER TRUNCATE ON public.embeddings FOR EACH STATEMENT EXECUTE FUNCTION public.embeddings_count_changes();
+
+-- Name: embeddings embeddings_count_update; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER embeddings_count_update AFTER UPDATE ON public.embeddings REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.embeddings_count_changes();
+
 -- Name: event_flush event_flush; Type: TRIGGER; Schema: public; Owner: -
 
 CREATE CONSTRAINT TRIGGER event_flush AFTER INSERT ON public.event_flush DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.event_flush();
@@ -2434,6 +2579,18 @@ CREATE TRIGGER pages_count_update AFTER UPDATE ON public.pages REFERENCING OLD T
 -- Name: passages passage_removals_recorded; Type: TRIGGER; Schema: public; Owner: -
 
 CREATE TRIGGER passage_removals_recorded AFTER DELETE ON public.passages REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.passage_removals_record();
+
+-- Name: passages passages_count_delete; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER passages_count_delete AFTER DELETE ON public.passages REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.passages_count_changes();
+
+-- Name: passages passages_count_insert; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER passages_count_insert AFTER INSERT ON public.passages REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.passages_count_changes();
+
+-- Name: passages passages_count_truncate; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER passages_count_truncate AFTER TRUNCATE ON public.passages FOR EACH STATEMENT EXECUTE FUNCTION public.passages_count_changes();
 
 -- Name: passages passages_search_fields; Type: TRIGGER; Schema: public; Owner: -
 

@@ -333,28 +333,49 @@ export interface EmbeddingsFacts {
   models: { model: string; texts: number }[];
 }
 
-/** The embeddings facts of `space`; the table must exist (`readEmbeddingsStoreState`). */
+/**
+ * The embeddings facts of `space`; the table must exist (`readEmbeddingsStoreState`). Passages
+ * and vectors per model come from the counters of migrations/0031; the backlog is read from the
+ * passages after the model's recorded coverage (`embedding_coverage`: every passage up to it had
+ * a vector, and vectors are never taken back), so a model that once covered the corpus costs a
+ * read of what was cut since, not of the corpus. A model never recorded is read against every
+ * passage. Without the counters' triggers on `embeddings` (a role that could not attach them),
+ * the vectors are counted here.
+ */
 export async function readEmbeddingsFacts(sql: Queryable, space: ModelSpace): Promise<EmbeddingsFacts> {
   const dims = space.dimensions ?? null;
-  const [row] = await sql<Omit<EmbeddingsFacts, 'model' | 'models'>[]>`
-    with texts as (
-      select count(*) as passages, count(e.sha256) as covered,
-        count(distinct p.sha256) filter (where e.sha256 is null) as backlog
-      from passages p left join embeddings e
-        on e.model = ${space.model} and e.sha256 = p.sha256
-          and (${dims}::int is null or e.dimensions = ${dims}::int)
-    )
+  // read first, so that the planner sees the id (an index scan of the newest passages, each
+  // probed against the model's vectors) rather than a third of the table (a scan of both)
+  const [since] = await sql<{ through: number }[]>`
+    select coalesce((
+      select through_passage_id from embedding_coverage
+      where model = ${space.model} and dimensions = coalesce(${dims}::int, 0)), 0)::float8 as through`;
+  const [row] = await sql<(Omit<EmbeddingsFacts, 'model' | 'models'> & { counted: boolean })[]>`
+    with waiting as (
+      select count(*) as passages, count(distinct p.sha256) as texts
+      from passages p
+      where p.id > ${since!.through}::bigint and not exists (
+        select 1 from embeddings e
+        where e.model = ${space.model} and e.sha256 = p.sha256 and (${dims}::int is null or e.dimensions = ${dims}::int))
+    ),
+    stored as (select coalesce(sum(passages), 0) as passages from passage_counts)
     select
-      (select passages from texts)::int as passages,
-      (select covered from texts)::int as covered,
-      (select backlog from texts)::int as backlog,
+      (select passages from stored)::int as passages,
+      ((select passages from stored) - (select passages from waiting))::int as covered,
+      (select texts from waiting)::int as backlog,
       (select count(*) from embedding_claims where model = ${space.model} and error is not null and expires_at > now())::int as failed,
       (select coalesce(sum(tokens), 0) from embedding_usage where day = (now() at time zone 'utc')::date)::float8 as "tokensToday",
       (select coalesce(sum(requests), 0) from embedding_usage
         where day = (now() at time zone 'utc')::date and model = ${space.model})::int as "requestsToday",
       (select coalesce(sum(refusals), 0) from embedding_refusals
-        where day = (now() at time zone 'utc')::date and model = ${space.model})::int as "refusedToday"`;
-  const models = await sql<{ model: string; texts: number }[]>`
-    select model, count(*)::int as texts from embeddings group by model order by model`;
-  return { model: space.model, ...row!, models: [...models] };
+        where day = (now() at time zone 'utc')::date and model = ${space.model})::int as "refusedToday",
+      exists (select 1 from pg_trigger
+        where tgrelid = to_regclass('embeddings') and tgname = 'embeddings_count_insert') as counted`;
+  const { counted, ...facts } = row!;
+  const models = counted
+    ? await sql<{ model: string; texts: number }[]>`
+        select model, sum(texts)::int as texts from embedding_counts group by model having sum(texts) > 0 order by model`
+    : await sql<{ model: string; texts: number }[]>`
+        select model, count(*)::int as texts from embeddings group by model order by model`;
+  return { model: space.model, ...facts, models: [...models] };
 }

@@ -1181,7 +1181,9 @@ export const embeddingClaims = pgTable(
  * A model that has covered the corpus: an embedder found, once idle, every passage up to
  * `through_passage_id` with a vector of (model, dimensions; 0: whatever the model answers). Search
  * by meaning then counts the model as in use without reading every passage again; passages
- * added since are embedded as they come.
+ * added since are embedded as they come, and `status` reads only them for the backlog. Vectors of
+ * the model taken away (a delete or truncate of `embeddings`) take its record with them
+ * (migrations/0031).
  */
 export const embeddingCoverage = pgTable(
   'embedding_coverage',
@@ -1192,6 +1194,34 @@ export const embeddingCoverage = pgTable(
     checkedAt: tstzNow('checked_at'),
   },
   (t) => [primaryKey({ columns: [t.model, t.dimensions] })],
+);
+
+/**
+ * Passages stored, kept by triggers on `passages` (migrations/0031; every writer, older builds
+ * included): `status`, `/metrics` and the overview read at most 16 rows, not the
+ * passages. A writer adds to the shard of its connection, as for `page_counts`; readers sum them.
+ */
+export const passageCounts = pgTable('passage_counts', {
+  shard: smallint('shard').primaryKey(),
+  passages: bigNumber('passages').notNull().default(0),
+});
+
+/**
+ * Vectors stored per (model, dimensions), and when the newest was, kept by triggers on
+ * `embeddings` (migrations/0031; attached by `embeddings_ensure()` when the table is created
+ * later): the models `status` lists and search by meaning falls back to are read here, not by
+ * grouping every vector. Sharded by the writer's connection, as `page_counts`.
+ */
+export const embeddingCounts = pgTable(
+  'embedding_counts',
+  {
+    model: text('model').notNull(),
+    dimensions: integer('dimensions').notNull(),
+    shard: smallint('shard').notNull(),
+    texts: bigNumber('texts').notNull().default(0),
+    lastEmbeddedAt: tstz('last_embedded_at'),
+  },
+  (t) => [primaryKey({ columns: [t.model, t.dimensions, t.shard] })],
 );
 
 /**

@@ -185,8 +185,22 @@ export async function recordCoverage(sql: Queryable, model: string, dimensions?:
   return rows.length > 0;
 }
 
-/** Every (model, dimensions) with vectors, the most recently embedded first. */
+/**
+ * Every (model, dimensions) with vectors, the most recently embedded first: from the counters of
+ * migrations/0031, or, where their triggers are not attached, from the vectors themselves.
+ */
 export async function embeddedModels(sql: Queryable): Promise<{ model: string; dimensions: number }[]> {
   return sql<{ model: string; dimensions: number }[]>`
-    select model, dimensions from embeddings group by model, dimensions order by max(embedded_at) desc, model`;
+    with counted as (
+      select exists (select 1 from pg_trigger
+        where tgrelid = to_regclass('embeddings') and tgname = 'embeddings_count_insert') as yes
+    )
+    select model, dimensions from (
+      select model, dimensions, max(last_embedded_at) as last from embedding_counts
+      where (select yes from counted) group by model, dimensions having sum(texts) > 0
+      union all
+      select model, dimensions, max(embedded_at) from embeddings
+      where not (select yes from counted) group by model, dimensions
+    ) as m
+    order by last desc nulls last, model`;
 }
