@@ -47,6 +47,18 @@ export function adminClient(serverUrl: string): postgres.Sql {
   return postgres(withDatabase(serverUrl, 'postgres'), { max: 1, onnotice: () => {} });
 }
 
+export async function databaseExists(serverUrl: string, name: string): Promise<boolean> {
+  const admin = adminClient(serverUrl);
+  try {
+    const [r] = await admin<
+      { yes: boolean }[]
+    >`select exists (select 1 from pg_database where datname = ${name}) as yes`;
+    return r!.yes;
+  } finally {
+    await admin.end({ timeout: 5 });
+  }
+}
+
 export async function dropDatabase(serverUrl: string, name: string): Promise<void> {
   const admin = adminClient(serverUrl);
   try {

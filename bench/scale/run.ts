@@ -1,5 +1,5 @@
 /**
- * `npm run bench:scale [-- --root DIR] [--keep-db] [--shrink F] [--projection-only] [--out FILE]`
+ * `npm run bench:scale [-- --root DIR] [--keep-db] [--reuse-db TAG] [--shrink F] [--projection-only] [--out FILE]`
  *
  * Issue #12's scale benchmark. For each history size (1x: 100 000 videos, 300 000 batch items,
  * 200 sources, a month of hourly syncs; 10x: ten times that over a year) it creates a fresh
@@ -11,7 +11,11 @@
  *
  * `--root DIR` (or BENCH_ROOT): the code measured, imported from that tree (default: this one),
  * so an older checkout gives the "before" figures; what it lacks prints "-". `--keep-db` keeps
- * the databases; `--shrink 0.05` shrinks both sizes for a quick check of the harness (the ratios
+ * the databases; `--reuse-db TAG` times again the databases an earlier run kept (their names end
+ * in `_TAG_1x` and `_TAG_10x`: migrated to this tree, vacuumed, not seeded again; a size without
+ * one is seeded as usual), for a 10x seeding takes most of an hour with vectors. A kept database
+ * that was timed has had its `prune` run, so `prune` finds less there; the other timings hold.
+ * `--shrink 0.05` shrinks both sizes for a quick check of the harness (the ratios
  * mean something only at 1); `--projection-only` seeds the 10x history alone and prints its table
  * sizes and the year's projection (no 1x, no timings, no storm: ~10 minutes instead of ~25). The whole run took 12-13 minutes on 2 cores shared with other work
  * (load 5-8), two thirds of it seeding 10x (6-7 minutes there, 12 GB written).
@@ -25,7 +29,7 @@ import postgres from 'postgres';
 import { loadConfig } from '../../src/config.ts';
 import { withDatabase } from '../../src/db/migrate.ts';
 import { closeRedis, createRedis } from '../../src/queues/connection.ts';
-import { checkCounters, dropDatabase, vacuumAnalyze } from './database.ts';
+import { checkCounters, databaseExists, dropDatabase, vacuumAnalyze } from './database.ts';
 import { measureOperations } from './ops.ts';
 import { project } from './projection.ts';
 import { renderOps, renderProjection, renderSeeding, renderStorm, type ScaleResults, type ScaleRun } from './report.ts';
@@ -69,7 +73,14 @@ interface ScaleOutcome {
 async function runScale(
   root: RootApi,
   spec: ScaleSpec,
-  opts: { tag: string; catalogChannels: number; keepDb: boolean; large: boolean; projectionOnly?: boolean },
+  opts: {
+    tag: string;
+    catalogChannels: number;
+    keepDb: boolean;
+    large: boolean;
+    projectionOnly?: boolean;
+    reuseDb?: boolean;
+  },
 ): Promise<ScaleOutcome> {
   const config = loadConfig({});
   const database = `vsi_bench_scale_${opts.tag}_${spec.label.replace(/[^A-Za-z0-9]/g, '_')}`;
@@ -100,7 +111,10 @@ async function runScale(
   // the pipeline's own prefix: the timed syncs queue poll jobs there
   const pipelinePrefix = newPrefix();
   try {
-    say(`${spec.label}: database ${database}: migrating with ${root.dir}/migrations`);
+    const reused = opts.reuseDb === true && (await databaseExists(config.databaseUrl, database));
+    say(
+      `${spec.label}: database ${database}${reused ? ' (kept by an earlier run)' : ''}: migrating with ${root.dir}/migrations`,
+    );
     await root.migrateDatabase(url);
     const seedSql = postgres(url, { max: 2, onnotice: () => {} });
     let seedS: number;
@@ -108,7 +122,9 @@ async function runScale(
     let counterProblems: string[];
     let stepsMs: Record<string, number>;
     try {
-      const seeded = await seedHistory(seedSql, spec, catalog, (l) => say(`${spec.label}: ${l}`));
+      const seeded = reused
+        ? { totalMs: 0, stepsMs: {} }
+        : await seedHistory(seedSql, spec, catalog, (l) => say(`${spec.label}: ${l}`));
       counterProblems = await checkCounters(seedSql, (l) => say(`${spec.label}: ${l}`));
       seedS = seeded.totalMs / 1000;
       stepsMs = seeded.stepsMs;
@@ -190,6 +206,7 @@ async function main(): Promise<void> {
     options: {
       root: { type: 'string' },
       'keep-db': { type: 'boolean', default: false },
+      'reuse-db': { type: 'string' },
       shrink: { type: 'string', default: '1' },
       out: { type: 'string' },
       'projection-only': { type: 'boolean', default: false },
@@ -208,10 +225,20 @@ async function main(): Promise<void> {
     node: process.version,
   };
   say(`root ${root.dir}; ${machine.cores} cores, ${machine.memGb} GB, load ${machine.loadAvgAtStart.join(' ')}`);
-  const tag = randomBytes(3).toString('hex');
+  const reuse = values['reuse-db'];
+  if (reuse !== undefined && !/^[0-9a-z]+$/.test(reuse))
+    throw new Error(
+      `--reuse-db: expected the tag of kept databases (vsi_bench_scale_<tag>_1x), got ${JSON.stringify(reuse)}`,
+    );
+  const tag = reuse ?? randomBytes(3).toString('hex');
   const small = shrunk(SMALL, factor);
   const large = shrunk(LARGE, factor);
-  const common = { tag, catalogChannels: large.sources, keepDb: values['keep-db'] === true };
+  const common = {
+    tag,
+    catalogChannels: large.sources,
+    keepDb: values['keep-db'] === true,
+    reuseDb: reuse !== undefined,
+  };
   if (values['projection-only']) {
     const p = await runScale(root, large, { ...common, large: true, projectionOnly: true });
     const outPath = resolve(values.out ?? join(RESULTS_DIR, 'scale-projection.json'));
