@@ -223,7 +223,8 @@ const PAGE: PassageKind = 'page';
  * language: `search_config('')`), at most SEARCH_CANDIDATES_MAX of them, ranked with ts_rank_cd,
  * a snippet for the best ones. A hit is the place its link opens, the section: passages overlap,
  * and a long section is several, so only the best passage of each section is shown. A page no
- * source finds any more (gone) is not a hit.
+ * source finds any more (gone) is not a hit (checked for the hits only, as before: checked for
+ * every candidate it took a third of the statement's time at 10x*0.05).
  */
 export async function searchPages(sql: Queryable, f: PageSearchFilter): Promise<PageSearchHit[]> {
   const text = prepareSearchQuery(f.query);
@@ -236,7 +237,6 @@ export async function searchPages(sql: Queryable, f: PageSearchFilter): Promise<
     matched as materialized (
       select p.doc as url, p.n, p.headings, p.anchor, p.text, p.tsv from passages p
       where p.tsv @@ (select query from q) and p.kind = ${PAGE}::text ${source}
-        and exists (select 1 from pages pg where pg.url = p.doc and pg.gone_at is null)
       limit ${SEARCH_CANDIDATES_MAX}
     ),
     -- the best passage of each section (its link), then the best sections
@@ -250,6 +250,7 @@ export async function searchPages(sql: Queryable, f: PageSearchFilter): Promise<
       replace(replace(ts_headline('simple', search_document(b.text), b.query, ${HEADLINE_OPTIONS}::text), chr(8203), ''),
         ${SNIPPET_STOP + SNIPPET_START}::text, '') as snippet
     from best b join pages p on p.url = b.url
+    where p.gone_at is null
     order by b.rank desc, b.url, b.n`;
 }
 
