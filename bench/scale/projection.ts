@@ -18,6 +18,7 @@ import { tableStorage, type TableStorage } from '../../src/db/storage.ts';
 import type { ApiClient } from '../../src/api/client.ts';
 import { PASSAGE_OVERLAP_TOKENS, PASSAGE_TOKENS } from '../../src/config.ts';
 import { pagePassages, transcriptPassages } from '../../src/db/passages.ts';
+import { pageSections } from '../../src/domain/pages.ts';
 import type { Passage } from '../../src/domain/passages.ts';
 import {
   EMBEDDING_DIMENSIONS,
@@ -220,12 +221,13 @@ async function realSizes(sql: postgres.Sql, api: ApiClient, videoIds: string[]):
   }
   if (items.length === 0) throw new Error('the simulator returned no transcript to measure');
   // the seeded pages' sections, cut as the indexer cuts a page (a sample: the pages are alike)
-  const sections = await sql<{ url: string; headings: string[]; anchor: string | null; text: string }[]>`
-    select url, headings, anchor, text from page_sections
-    where url in (select url from pages order by md5(url) limit ${REAL_TRANSCRIPT_SAMPLE}) order by url, n`;
-  const pages = new Map<string, { headings: string[]; anchor: string | null; text: string }[]>();
-  for (const s of sections) pages.set(s.url, [...(pages.get(s.url) ?? []), s]);
-  const pageCut = [...pages].map(([url, s]) => ({ doc: url, lang: '', passages: pagePassages(s, passageOptions) }));
+  const sampled = await sql<{ url: string; content: string }[]>`
+    select url, content from pages order by md5(url) limit ${REAL_TRANSCRIPT_SAMPLE}`;
+  const pageCut = sampled.map((p) => ({
+    doc: p.url,
+    lang: '',
+    passages: pagePassages(pageSections(p.content), passageOptions),
+  }));
   return sql.begin(async (tx) => {
     await tx`create temp table real_items (like batch_items including compression including defaults) on commit drop`;
     await tx`create temp table real_transcripts (like transcripts including compression including defaults) on commit drop`;
@@ -323,6 +325,11 @@ export async function project(
       )
     : 1;
   const pageRows = tables.find((t) => t.table === 'pages')?.rowsEstimate ?? 0;
+  // the seed cuts pages' passages too where they are the pages' search index (migrations/0032):
+  // their share of the passages is not scaled as transcripts are
+  const [pageShare] = await sql<{ share: number }[]>`
+    select coalesce((select count(*) from passages where kind = 'page')::float8
+      / nullif((select count(*) from passages), 0), 0)::float8 as share`;
   const passagesTotal = s.rows * real.passagesPerTranscript + pageRows * real.passagesPerPage;
   const passageBytes =
     s.rows * real.passagesPerTranscript * real.passageRow + pageRows * real.passagesPerPage * real.pagePassageRow;
@@ -348,7 +355,7 @@ export async function project(
       // the search index since 0025, and what embeddings are made of: the seed cuts its short
       // transcripts' passages in SQL; scaled as the transcripts rows are, or as cut from real
       // transcripts, whichever is larger
-      without = Math.max(without * windowScale, passageBytes);
+      without = Math.max(without * (1 - pageShare!.share) * windowScale + without * pageShare!.share, passageBytes);
       withRetention = without;
     } else if (t.table === 'transcript_versions' || t.table === 'transcript_version_rows') {
       // the seed writes none (its history triggers are off)

@@ -228,10 +228,11 @@ const CHANGED_PAGES_PER_MILLE = 100;
  * The web pages of the history (issue #29), for a tree that has them: `spec.sources / 20`
  * website sources of 1 000 pages each (10 000 pages at 1x, 100 000 at 10x), each crawled once
  * (its crawl a `batches` row, its pages `batch_items` keyed by URL), with ~4 KB Markdown pages of
- * four sections, their `page_sections` (the search index), one version each (a tenth two),
+ * four sections, their search index (their passages since migrations/0032, `page_sections`
+ * before), one version each (a tenth two),
  * `source_pages`, and one `page.added` event per page.
  */
-function pageSteps(spec: ScaleSpec): Step[] {
+function pageSteps(spec: ScaleSpec, sectionsKept: boolean): Step[] {
   const sites = Math.max(1, Math.floor(spec.sources / WEBSITE_EVERY));
   const site = (k: string) => `'https://site' || ${k} || '.example'`;
   const job = (k: string) => `'crawl_' || md5('crawl' || ${k})::uuid::text`;
@@ -303,19 +304,49 @@ function pageSteps(spec: ScaleSpec): Step[] {
         select 'page.added', source_id, jsonb_build_object('url', url, 'sourceId', source_id, 'jobId', ${job('k')})
         from ${STAGE}.pg order by k, i`,
     },
-    {
-      name: 'web: page_sections (the search index of pages)',
-      table: 'page_sections',
-      sql: `insert into page_sections (url, n, headings, anchor, text, tsv)
-        select p.url, s.n, s.headings, s.anchor, s.text, to_tsvector('simple', s.text)
-        from ${STAGE}.pg p cross join lateral (
-          select (o - 1)::int as n, case when o = 1 then array['Page ' || p.i] else array['Page ' || p.i, h] end as headings,
-            case when o = 1 then 'page-' || p.i else lower(h) end as anchor, part as text
-          from unnest(regexp_split_to_array(p.content, E'\\n\\n## ')) with ordinality as x(part, o)
-          left join lateral (select split_part(part, E'\\n', 1) as h) hh on true
-        ) s`,
-    },
+    sectionsKept ? pageSectionsStep() : pagePassagesStep(),
   ];
+}
+
+/** The seeded pages' sections: each cut at its `## ` headings, with its headings and anchor. */
+const SEEDED_SECTIONS = `select (o - 1)::int as n, case when o = 1 then array['Page ' || p.i] else array['Page ' || p.i, h] end as headings,
+    case when o = 1 then 'page-' || p.i else lower(h) end as anchor, part as text
+  from unnest(regexp_split_to_array(p.content, E'\\n\\n## ')) with ordinality as x(part, o)
+  left join lateral (select split_part(part, E'\\n', 1) as h) hh on true`;
+
+/** The search index of pages before migrations/0032: `page_sections`. */
+function pageSectionsStep(): Step {
+  return {
+    name: 'web: page_sections (the search index of pages)',
+    table: 'page_sections',
+    sql: `insert into page_sections (url, n, headings, anchor, text, tsv)
+      select p.url, s.n, s.headings, s.anchor, s.text, to_tsvector('simple', s.text)
+      from ${STAGE}.pg p cross join lateral (${SEEDED_SECTIONS}) s`,
+  };
+}
+
+/**
+ * The search index of pages since migrations/0032: their passages, in SQL as passagesStep cuts
+ * transcripts' (the cutter in Node would take minutes at 10x): each section in pieces of at most
+ * 400 characters every 350 (~256 tokens of the seed's text, the next repeating the last ~50
+ * characters), at word boundaries, numbered through the page; the configuration and tsvector
+ * come from the passages' trigger.
+ */
+function pagePassagesStep(): Step {
+  return {
+    name: 'web: page passages (the search index of pages)',
+    sql: `insert into passages (kind, doc, lang, n, text, tokens, sha256, headings, anchor)
+      select 'page', x.url, '', (row_number() over (partition by x.url order by x.section, x.k) - 1)::int, x.text,
+        length(x.text) * 10 / 16, encode(sha256(convert_to(x.text, 'UTF8')), 'hex'), x.headings, x.anchor
+      from (
+        select p.url, s.n as section, k.k, s.headings, s.anchor,
+          regexp_replace(regexp_replace(substring(s.text from k.k * 350 + 1 for 400),
+            case when k.k > 0 then '^\\S*\\s+' else '^$' end, ''),
+            case when k.k * 350 + 400 < length(s.text) then '\\s+\\S*$' else '^$' end, '') as text
+        from ${STAGE}.pg p cross join lateral (${SEEDED_SECTIONS}) s
+        cross join lateral generate_series(0, greatest(0, ceil((length(s.text) - 400) / 350.0)::int)) as k(k)
+      ) x`,
+  };
 }
 
 /** The staging tables (schema scale_seed, dropped at the end) every insert reads from. */
@@ -752,7 +783,10 @@ export async function seedHistory(
   }
   const [web] = await sql<{ exists: boolean }[]>`select to_regclass('pages') is not null as exists`;
   if (web!.exists) {
-    for (const step of pageSteps(spec)) await runStep(sql, step, text, skipKeyChecks, figures, say);
+    // since migrations/0032 a page's passages are its search index, and page_sections keeps no row
+    const [sections] = await sql<{ kept: boolean }[]>`
+      select not exists (select 1 from pg_trigger where tgname = 'page_sections_not_kept') as kept`;
+    for (const step of pageSteps(spec, sections!.kept)) await runStep(sql, step, text, skipKeyChecks, figures, say);
   }
   // Since migrations/0027 passages have vectors where pgvector is: a year's corpus has long been
   // embedded, so the seed stores a vector for every passage text of the model searched, then

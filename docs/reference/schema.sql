@@ -359,6 +359,16 @@ BEGIN
 END
 $$;
 
+-- Name: page_sections_not_kept(); Type: FUNCTION; Schema: public; Owner: -
+
+CREATE FUNCTION public.page_sections_not_kept() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  RETURN NULL;
+END
+$$;
+
 -- Name: page_versions_count_changes(); Type: FUNCTION; Schema: public; Owner: -
 
 CREATE FUNCTION public.page_versions_count_changes() RETURNS trigger
@@ -2547,6 +2557,10 @@ CREATE TRIGGER media_passages_deleted AFTER DELETE ON public.media REFERENCING O
 -- Name: media media_passages_truncated; Type: TRIGGER; Schema: public; Owner: -
 
 CREATE TRIGGER media_passages_truncated AFTER TRUNCATE ON public.media FOR EACH STATEMENT EXECUTE FUNCTION public.media_passages_delete();
+
+-- Name: page_sections page_sections_not_kept; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER page_sections_not_kept BEFORE INSERT ON public.page_sections FOR EACH ROW EXECUTE FUNCTION public.page_sections_not_kept();
 
 -- Name: page_versions page_versions_count_delete; Type: TRIGGER; Schema: public; Owner: -
 

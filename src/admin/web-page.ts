@@ -7,7 +7,6 @@
  * http(s) URL.
  */
 import {
-  countPageSections,
   countPageVersions,
   pageDetail,
   pageEvents,
@@ -92,14 +91,7 @@ export async function loadWebPage(pool: Pool, url: string, opts: PageReadOptions
         : undefined,
     sections: async (q) =>
       found
-        ? {
-            total: await countPageSections(q, url),
-            rows: await pageSectionsPage(q, url, {
-              limit: PAGE_SECTIONS_SHOWN,
-              offset: 0,
-              chars: PAGE_SECTION_CHARS_SHOWN,
-            }),
-          }
+        ? pageSectionsPage(q, url, { limit: PAGE_SECTIONS_SHOWN, offset: 0, chars: PAGE_SECTION_CHARS_SHOWN })
         : undefined,
     events: async (q) => (found ? pageEvents(q, url, PAGE_EVENTS_SHOWN) : undefined),
   });

@@ -14,6 +14,7 @@
 import type { BatchKind, BatchStatus } from '../domain/batches.ts';
 import type { ItemState, QuarantineReason } from '../domain/items.ts';
 import type { SyncRunOutcome } from '../domain/syncs.ts';
+import { pageSections } from '../domain/pages.ts';
 import type { Queryable } from './connection.ts';
 import { pageTotals } from './pages.ts';
 import type { Batch, Source } from './schema.ts';
@@ -377,7 +378,7 @@ export async function pageVersionsPage(sql: Queryable, url: string, w: PageWindo
     order by stored_at desc, content_sha256 limit ${w.limit} offset ${w.offset}`;
 }
 
-/** A search section of a page, its text cut to its start. */
+/** A section of a page (src/domain/pages.ts `pageSections`), its text cut to its start. */
 export interface PageSectionRow {
   n: number;
   headings: string[];
@@ -388,22 +389,28 @@ export interface PageSectionRow {
   chars: number;
 }
 
-/** How many sections a page has (the primary key's range of the URL). */
-export async function countPageSections(sql: Queryable, url: string): Promise<number> {
-  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from page_sections where url = ${url}`;
-  return row?.n ?? 0;
-}
-
-/** A page of a page's sections in their order (the primary key (url, n)), each text cut to `chars`. */
+/**
+ * A page of a page's sections in their order, each text cut to `chars`, and how many it has: cut
+ * from its stored content as the search indexer cuts it (its passages hold the text again, in
+ * parts; the sections are no longer stored apart). One read of the page's content.
+ */
 export async function pageSectionsPage(
   sql: Queryable,
   url: string,
   o: PageWindow & { chars: number },
-): Promise<PageSectionRow[]> {
-  return sql<PageSectionRow[]>`
-    select n, headings, anchor, left(text, ${o.chars}) as text, char_length(text) as chars
-    from page_sections where url = ${url}
-    order by n limit ${o.limit} offset ${o.offset}`;
+): Promise<{ total: number; rows: PageSectionRow[] }> {
+  const [page] = await sql<{ content: string }[]>`select content from pages where url = ${url}`;
+  const sections = page === undefined ? [] : pageSections(page.content);
+  return {
+    total: sections.length,
+    rows: sections.slice(o.offset, o.offset + o.limit).map((s) => ({
+      n: s.n,
+      headings: s.headings,
+      anchor: s.anchor,
+      text: [...s.text].slice(0, o.chars).join(''),
+      chars: [...s.text].length,
+    })),
+  };
 }
 
 /** An event about a page. */

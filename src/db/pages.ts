@@ -1,15 +1,15 @@
 /**
- * Web pages: rows from delivered pages, their versions, their search sections, which source found
- * them, and their events, written in the caller's transaction (the one that lands their raw copy).
- * A page whose content hash did not change gets only its last-seen time; one that changed gets a
- * version, new sections and `page.changed`; a page no source finds any more is marked gone
- * (`page.gone`) and kept.
+ * Web pages: rows from delivered pages, their versions, which source found them, and their events,
+ * written in the caller's transaction (the one that lands their raw copy). A page whose content
+ * hash did not change gets only its last-seen time; one that changed gets a version, is queued for
+ * the search indexer (its passages) and gets `page.changed`; a page no source finds any more is
+ * marked gone (`page.gone`) and kept.
  */
 import { z } from 'zod';
 import type { QuarantineReason } from '../domain/items.ts';
 import { isStorableText } from './storable.ts';
 import type { EventType } from '../domain/events.ts';
-import { pageSections, pageSha256 } from '../domain/pages.ts';
+import { pageSha256 } from '../domain/pages.ts';
 import { queuePassages } from './passages.ts';
 import type { Queryable } from './connection.ts';
 import { recordEvents, type NewEvent } from './events.ts';
@@ -132,7 +132,7 @@ export async function storePages(
     } else if (!old.gone) counts.unchanged++;
   }
   await upsertPageRows(tx, origin, rows);
-  await writeVersionsAndSections(tx, origin, rewritten);
+  await writeVersionsAndQueue(tx, origin, rewritten);
   await tx`
     insert into source_pages (source_id, url)
     select ${origin.sourceId}::int, u from unnest(${urls}::text[]) as u
@@ -162,10 +162,11 @@ async function upsertPageRows(tx: Queryable, origin: PageOrigin, rows: readonly 
 }
 
 /**
- * A new or changed page's version (kept once per content hash) and its search sections, rebuilt;
- * its passages are the search indexer's (the tokenizer's work stays out of the landing transaction).
+ * A new or changed page's version (kept once per content hash), and the page queued for the search
+ * indexer: its passages are its search index (src/db/search.ts searchPages), cut after the
+ * landing transaction (the tokenizer's work stays out of it).
  */
-async function writeVersionsAndSections(tx: Queryable, origin: PageOrigin, rows: readonly PageRow[]): Promise<void> {
+async function writeVersionsAndQueue(tx: Queryable, origin: PageOrigin, rows: readonly PageRow[]): Promise<void> {
   if (rows.length === 0) return;
   const urls = rows.map((r) => r.url);
   await tx`
@@ -173,16 +174,7 @@ async function writeVersionsAndSections(tx: Queryable, origin: PageOrigin, rows:
     select url, content_sha256, name, description, og_url, content, count_characters, ${origin.jobId}::text
     from pages where url = any(${urls}::text[])
     on conflict (url, content_sha256) do nothing`;
-  await tx`delete from page_sections where url = any(${urls}::text[])`;
   await queuePassages(tx, 'page', urls);
-  const perPage = rows.map((r) => ({ url: r.url, sections: pageSections(r.content) }));
-  const sections = perPage.flatMap((p) => p.sections.map((s) => ({ url: p.url, ...s })));
-  if (sections.length === 0) return;
-  await tx`
-    insert into page_sections (url, n, headings, anchor, text, tsv)
-    select s->>'url', (s->>'n')::int, array(select jsonb_array_elements_text(s->'headings')), s->>'anchor', s->>'text',
-      to_tsvector('simple', search_document(s->>'text'))
-    from jsonb_array_elements(${JSON.stringify(sections)}::text::jsonb) as s`;
 }
 
 /**

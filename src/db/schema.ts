@@ -1064,7 +1064,7 @@ export const searchIndexQueue = pgTable(
 /**
  * Passages (issue #31): every transcript cut into token-aware windows for embedding models
  * (src/domain/passages.ts), each with its moment, chunk range, token count and content hash; also
- * the transcript search index (`config`, `tsv`, migrations/0025).
+ * the search index of transcripts (`config`, `tsv`, migrations/0025) and of pages (0032).
  * `id` is the passage's identity: a re-cut of a changed document keeps the row (and id) of
  * every passage whose text and first chunk did not change, and only deletes and inserts the
  * others. Cut by the search indexer from `search_index_queue` (src/db/passages.ts); removed with
@@ -1340,8 +1340,11 @@ export const pageVersions = pgTable(
 );
 
 /**
- * The search index of pages: each page cut at its headings (src/domain/pages.ts `pageSections`),
- * rebuilt in the transaction that stores a changed page.
+ * The search index of pages before page search read passages: each page cut at its headings
+ * (src/domain/pages.ts `pageSections`), rebuilt in the transaction that stored a changed page. No
+ * longer written or read (migrations/0032 emptied it, and a trigger keeps no row an older build
+ * inserts; a page's passages are its search index); kept for such a build, whose statements
+ * still succeed.
  */
 export const pageSections = pgTable(
   'page_sections',

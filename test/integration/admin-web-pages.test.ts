@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics } from '../../src/admin/metrics.ts';
 import { startAdminServer, type AdminServer } from '../../src/admin/server.ts';
 import { webPageHref } from '../../src/admin/web-page.ts';
+import { pageSections } from '../../src/domain/pages.ts';
 import { silentLogger } from '../../src/log.ts';
 import { bearer } from '../helpers/admin.ts';
 import { expectExit } from '../helpers/cli.ts';
@@ -100,9 +101,9 @@ describe('web pages on the admin pages', () => {
     const versions = await sql<{ sha: string }[]>`
       select content_sha256 as sha from page_versions where url = ${changed} order by stored_at desc`;
     expect(versions).toHaveLength(2);
-    const [counted] = await sql<{ n: number }[]>`
-      select count(*)::int as n from page_sections where url = ${changed}`;
-    const sections = counted!.n;
+    const [stored] = await sql<{ content: string }[]>`select content from pages where url = ${changed}`;
+    const sections = pageSections(stored!.content).length;
+    expect(sections).toBeGreaterThan(0);
 
     const page = await get(webPageHref(changed));
     expect(page.status).toBe(200);
@@ -131,9 +132,10 @@ describe('web pages on the admin pages', () => {
   });
 
   it("search shows a page's section as a hit, linked to the page and to the section", async () => {
+    // a passage of a section under a heading: page search reads the passages
     const [s] = await h.database.sql<{ url: string; anchor: string; text: string }[]>`
-      select s.url, s.anchor, s.text from page_sections s join pages p using (url)
-      where s.anchor is not null and p.gone_at is null order by s.url, s.n limit 1`;
+      select s.doc as url, s.anchor, s.text from passages s join pages p on p.url = s.doc
+      where s.kind = 'page' and s.anchor is not null and p.gone_at is null order by s.doc, s.n limit 1`;
     const words = s!.text
       .split(/\s+/)
       .filter((w) => /^[a-z]{4,}$/i.test(w))
@@ -152,7 +154,8 @@ describe('web pages on the admin pages', () => {
     const { sql } = h.database;
     await sql`update pages set name = ${`Name ${HOSTILE}`}, description = ${`<img src=x onerror=alert(1)>`},
       og_url = 'javascript:alert(1)' where url = ${url}`;
-    await sql`update page_sections set text = ${`Text ${HOSTILE}`} where url = ${url} and n = 0`;
+    // the sections shown are cut from the stored content
+    await sql`update pages set content = ${`Text ${HOSTILE}`} where url = ${url}`;
     for (const path of [webPageHref(url), `/sources/${sourceId}`]) {
       const page = await get(path);
       expect(page.status).toBe(200);

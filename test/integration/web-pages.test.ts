@@ -3,7 +3,8 @@
  * (no events) and after the site changed (3 pages revised, 1 removed, 1 added: exactly 3
  * `page.changed`, 1 `page.gone`, 1 `page.added`), each crawl billed exactly its estimate
  * corrected to 1 + pages; a `pages` source scraped; search finding a phrase of a page with its
- * section; `export --kind page` equal to the table.
+ * section through the page's passages (page_sections keeps no row); `export --kind page` equal to
+ * the table.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics, registerStateMetrics } from '../../src/admin/metrics.ts';
+import { pageSections } from '../../src/domain/pages.ts';
 import { silentLogger } from '../../src/log.ts';
 import { parseMetrics, value } from '../helpers/admin.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
@@ -219,27 +221,74 @@ describe('search and export of pages', () => {
     if (id !== undefined) expectExit(await cli(['backfill', '--source', id]), 0);
   });
 
-  it('search finds a phrase of a page with its section and a link to it', async () => {
-    await crawled();
-    const [s] = await h.database.sql<{ url: string; headings: string[]; anchor: string; text: string }[]>`
-      select s.url, s.headings, s.anchor, s.text from page_sections s join pages p using (url)
-      where cardinality(s.headings) >= 2 and p.gone_at is null order by s.url, s.n limit 1`;
+  /** A section under two headings of a stored page (cut from its content as the indexer cuts it), and a phrase of it. */
+  async function sectionPhrase() {
+    const stored = await h.database.sql<{ url: string; content: string }[]>`
+      select url, content from pages where gone_at is null order by url`;
+    const [s] = stored.flatMap((p) =>
+      pageSections(p.content)
+        .filter((x) => x.headings.length >= 2)
+        .map((x) => ({ url: p.url, ...x })),
+    );
     const body = s!.text.split('\n').slice(1).join(' ');
     const phrase = body
       .split(/\s+/)
       .filter((w) => /^[a-z]+$/i.test(w))
       .slice(0, 4)
       .join(' ');
+    return { ...s!, phrase };
+  }
+
+  async function searchPagesCli(phrase: string) {
     const r = await cli(['search', `"${phrase}"`, '--kind', 'page', '--json', '--limit', '50']);
+    const hits =
+      r.code === 0
+        ? r.stdout
+            .trim()
+            .split('\n')
+            .map((l) => JSON.parse(l) as { kind: string; url: string; section: string; link: string; snippet: string })
+        : [];
+    return { r, hits };
+  }
+
+  it('search finds a phrase of a page with its section and a link to it', async () => {
+    await crawled();
+    const s = await sectionPhrase();
+    const { r, hits } = await searchPagesCli(s.phrase);
     expectExit(r, 0);
-    const hits = r.stdout
-      .trim()
-      .split('\n')
-      .map((l) => JSON.parse(l) as { kind: string; url: string; section: string; link: string; snippet: string });
-    const hit = hits.find((x) => x.url === s!.url && x.section === s!.headings.join(' › '));
+    const hit = hits.find((x) => x.url === s.url && x.section === s.headings.join(' › '));
     expect(hit, `hits: ${r.stdout}`).toBeDefined();
-    expect(hit!.link).toBe(`${s!.url}#${s!.anchor}`);
+    expect(hit!.link).toBe(`${s.url}#${s.anchor}`);
     expect(hit!.snippet).toContain('«');
+  });
+
+  it("search reads a page's passages (issue #34); page_sections keeps no row, not even an older build's", async () => {
+    await crawled();
+    const { sql } = h.database;
+    const s = await sectionPhrase();
+    const count = async (table: string) =>
+      (await sql<{ n: number }[]>`select count(*)::int as n from ${sql(table)}`)[0]!.n;
+    const pagePassages = async () =>
+      (await sql<{ n: number }[]>`select count(*)::int as n from passages where kind = 'page' and doc = ${s.url}`)[0]!
+        .n;
+    // the crawl landed, its pages are cut into passages, and the sections are not stored again
+    expect(await pagePassages()).toBeGreaterThan(0);
+    expect(await count('page_sections')).toBe(0);
+    const found = async () => (await searchPagesCli(s.phrase)).hits.some((x) => x.url === s.url);
+    expect(await found()).toBe(true);
+
+    // without its passages the page is not found; queued again, search cuts them and finds it
+    await sql`delete from passages where kind = 'page' and doc = ${s.url}`;
+    expect(await found()).toBe(false);
+    await sql`insert into search_index_queue (kind, video_id, lang) values ('page', ${s.url}, '')`;
+    expect(await found()).toBe(true);
+    expect(await pagePassages()).toBeGreaterThan(0);
+
+    // an older build's landing still writes its sections: the statement succeeds, no row is kept
+    await sql`
+      insert into page_sections (url, n, headings, anchor, text, tsv)
+      values (${s.url}, 0, ${s.headings}::text[], ${s.anchor}, ${s.text}, to_tsvector('simple', ${s.text}))`;
+    expect(await count('page_sections')).toBe(0);
   });
 });
 
