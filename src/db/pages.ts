@@ -164,13 +164,16 @@ async function upsertPageRows(tx: Queryable, origin: PageOrigin, rows: readonly 
 /**
  * A new or changed page's version (kept once per content hash) and its search sections, rebuilt;
  * its passages are the search indexer's (the tokenizer's work stays out of the landing transaction).
+ * The version is stored without its content, which is the page's current one (`pages.content`,
+ * read through the view `page_versions`): the triggers on `pages` (migrations/0031) gave the
+ * version it replaced its content back, and took the copy of an earlier version that came back.
  */
 async function writeVersionsAndSections(tx: Queryable, origin: PageOrigin, rows: readonly PageRow[]): Promise<void> {
   if (rows.length === 0) return;
   const urls = rows.map((r) => r.url);
   await tx`
-    insert into page_versions (url, content_sha256, name, description, og_url, content, count_characters, job_id)
-    select url, content_sha256, name, description, og_url, content, count_characters, ${origin.jobId}::text
+    insert into page_version_rows (url, content_sha256, name, description, og_url, count_characters, job_id)
+    select url, content_sha256, name, description, og_url, count_characters, ${origin.jobId}::text
     from pages where url = any(${urls}::text[])
     on conflict (url, content_sha256) do nothing`;
   await tx`delete from page_sections where url = any(${urls}::text[])`;
