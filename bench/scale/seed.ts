@@ -275,6 +275,8 @@ function pageSteps(spec: ScaleSpec, sectionsKept: boolean): Step[] {
         from ${STAGE}.pg`,
     },
     {
+      // since migrations/0033 page_versions is a view: its INSERT trigger stores the current
+      // version without a copy of the page's content, as the landing does
       name: 'web: page_versions, source_pages',
       table: 'page_versions',
       sql: `insert into page_versions (url, content_sha256, name, description, og_url, content, count_characters, stored_at, job_id)

@@ -390,6 +390,26 @@ BEGIN
 END
 $$;
 
+-- Name: page_versions_insert(); Type: FUNCTION; Schema: public; Owner: -
+
+CREATE FUNCTION public.page_versions_insert() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF NEW.content IS NULL THEN
+    RAISE EXCEPTION 'null value in column "content" of relation "page_versions" violates not-null constraint'
+      USING ERRCODE = 'not_null_violation', COLUMN = 'content', TABLE = 'page_versions';
+  END IF;
+  INSERT INTO page_version_rows (url, content_sha256, name, description, og_url, content, count_characters, stored_at, job_id)
+  VALUES (NEW.url, NEW.content_sha256, NEW.name, NEW.description, NEW.og_url,
+    CASE WHEN EXISTS (
+      SELECT 1 FROM pages p WHERE p.url = NEW.url AND p.content_sha256 = NEW.content_sha256 AND p.content = NEW.content)
+    THEN NULL ELSE NEW.content || '' END,
+    NEW.count_characters, NEW.stored_at, NEW.job_id);
+  RETURN NEW;
+END
+$$;
+
 -- Name: pages_count_changes(); Type: FUNCTION; Schema: public; Owner: -
 
 CREATE FUNCTION public.pages_count_changes() RETURNS trigger
@@ -411,6 +431,38 @@ BEGIN
     INTO ds, dg FROM old_rows;
   END IF;
   PERFORM page_counts_add(ds, dg, 0);
+  RETURN NULL;
+END
+$$;
+
+-- Name: pages_current_version(); Type: FUNCTION; Schema: public; Owner: -
+
+CREATE FUNCTION public.pages_current_version() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF TG_OP = 'TRUNCATE' THEN
+    UPDATE page_version_rows v SET content = p.content || ''
+    FROM pages p
+    WHERE v.content IS NULL AND v.url = p.url AND v.content_sha256 = p.content_sha256;
+  ELSIF TG_OP = 'DELETE' THEN
+    UPDATE page_version_rows v SET content = o.content || ''
+    FROM old_rows o
+    WHERE v.content IS NULL AND v.url = o.url AND v.content_sha256 = o.content_sha256;
+  ELSIF TG_OP = 'UPDATE' THEN
+    UPDATE page_version_rows v SET content = o.content || ''
+    FROM old_rows o LEFT JOIN new_rows n ON n.url = o.url
+    WHERE n.content_sha256 IS DISTINCT FROM o.content_sha256
+      AND v.content IS NULL AND v.url = o.url AND v.content_sha256 = o.content_sha256;
+    UPDATE page_version_rows v SET content = NULL
+    FROM new_rows n LEFT JOIN old_rows o ON o.url = n.url
+    WHERE o.content_sha256 IS DISTINCT FROM n.content_sha256
+      AND v.content IS NOT NULL AND v.url = n.url AND v.content_sha256 = n.content_sha256 AND v.content = n.content;
+  ELSE
+    UPDATE page_version_rows v SET content = NULL
+    FROM new_rows n
+    WHERE v.content IS NOT NULL AND v.url = n.url AND v.content_sha256 = n.content_sha256 AND v.content = n.content;
+  END IF;
   RETURN NULL;
 END
 $$;
@@ -1348,19 +1400,20 @@ CREATE TABLE public.page_sections (
     tsv tsvector NOT NULL
 );
 
--- Name: page_versions; Type: TABLE; Schema: public; Owner: -
+-- Name: page_version_rows; Type: TABLE; Schema: public; Owner: -
 
-CREATE TABLE public.page_versions (
+CREATE TABLE public.page_version_rows (
     url text NOT NULL,
     content_sha256 text NOT NULL,
     name text,
     description text,
     og_url text,
-    content text NOT NULL,
+    content text,
     count_characters bigint,
     stored_at timestamp with time zone DEFAULT now() NOT NULL,
     job_id text
 );
+ALTER TABLE ONLY public.page_version_rows ALTER COLUMN content SET COMPRESSION pglz;
 
 -- Name: pages; Type: TABLE; Schema: public; Owner: -
 
@@ -1379,6 +1432,22 @@ CREATE TABLE public.pages (
     job_id text,
     source_id integer
 );
+
+-- Name: page_versions; Type: VIEW; Schema: public; Owner: -
+
+CREATE VIEW public.page_versions AS
+ SELECT v.url,
+    v.content_sha256,
+    v.name,
+    v.description,
+    v.og_url,
+    COALESCE(v.content, ( SELECT p.content
+           FROM public.pages p
+          WHERE ((p.url = v.url) AND (p.content_sha256 = v.content_sha256)))) AS content,
+    v.count_characters,
+    v.stored_at,
+    v.job_id
+   FROM public.page_version_rows v;
 
 -- Name: passage_counts; Type: TABLE; Schema: public; Owner: -
 
@@ -1980,6 +2049,10 @@ ALTER TABLE public.webhook_secrets ALTER COLUMN id ADD GENERATED ALWAYS AS IDENT
 
 ALTER TABLE ONLY drizzle.__drizzle_migrations ALTER COLUMN id SET DEFAULT nextval('drizzle.__drizzle_migrations_id_seq'::regclass);
 
+-- Name: page_versions stored_at; Type: DEFAULT; Schema: public; Owner: -
+
+ALTER TABLE ONLY public.page_versions ALTER COLUMN stored_at SET DEFAULT now();
+
 -- Name: __drizzle_migrations __drizzle_migrations_pkey; Type: CONSTRAINT; Schema: drizzle; Owner: -
 
 ALTER TABLE ONLY drizzle.__drizzle_migrations
@@ -2110,10 +2183,10 @@ ALTER TABLE ONLY public.page_counts
 ALTER TABLE ONLY public.page_sections
     ADD CONSTRAINT page_sections_url_n_pk PRIMARY KEY (url, n);
 
--- Name: page_versions page_versions_url_content_sha256_pk; Type: CONSTRAINT; Schema: public; Owner: -
+-- Name: page_version_rows page_version_rows_url_content_sha256_pk; Type: CONSTRAINT; Schema: public; Owner: -
 
-ALTER TABLE ONLY public.page_versions
-    ADD CONSTRAINT page_versions_url_content_sha256_pk PRIMARY KEY (url, content_sha256);
+ALTER TABLE ONLY public.page_version_rows
+    ADD CONSTRAINT page_version_rows_url_content_sha256_pk PRIMARY KEY (url, content_sha256);
 
 -- Name: pages pages_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 
@@ -2562,17 +2635,21 @@ CREATE TRIGGER media_passages_truncated AFTER TRUNCATE ON public.media FOR EACH 
 
 CREATE TRIGGER page_sections_not_kept BEFORE INSERT ON public.page_sections FOR EACH ROW EXECUTE FUNCTION public.page_sections_not_kept();
 
--- Name: page_versions page_versions_count_delete; Type: TRIGGER; Schema: public; Owner: -
+-- Name: page_version_rows page_versions_count_delete; Type: TRIGGER; Schema: public; Owner: -
 
-CREATE TRIGGER page_versions_count_delete AFTER DELETE ON public.page_versions REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.page_versions_count_changes();
+CREATE TRIGGER page_versions_count_delete AFTER DELETE ON public.page_version_rows REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.page_versions_count_changes();
 
--- Name: page_versions page_versions_count_insert; Type: TRIGGER; Schema: public; Owner: -
+-- Name: page_version_rows page_versions_count_insert; Type: TRIGGER; Schema: public; Owner: -
 
-CREATE TRIGGER page_versions_count_insert AFTER INSERT ON public.page_versions REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.page_versions_count_changes();
+CREATE TRIGGER page_versions_count_insert AFTER INSERT ON public.page_version_rows REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.page_versions_count_changes();
 
--- Name: page_versions page_versions_count_truncate; Type: TRIGGER; Schema: public; Owner: -
+-- Name: page_version_rows page_versions_count_truncate; Type: TRIGGER; Schema: public; Owner: -
 
-CREATE TRIGGER page_versions_count_truncate AFTER TRUNCATE ON public.page_versions FOR EACH STATEMENT EXECUTE FUNCTION public.page_versions_count_changes();
+CREATE TRIGGER page_versions_count_truncate AFTER TRUNCATE ON public.page_version_rows FOR EACH STATEMENT EXECUTE FUNCTION public.page_versions_count_changes();
+
+-- Name: page_versions page_versions_insert; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER page_versions_insert INSTEAD OF INSERT ON public.page_versions FOR EACH ROW EXECUTE FUNCTION public.page_versions_insert();
 
 -- Name: pages pages_count_delete; Type: TRIGGER; Schema: public; Owner: -
 
@@ -2589,6 +2666,22 @@ CREATE TRIGGER pages_count_truncate AFTER TRUNCATE ON public.pages FOR EACH STAT
 -- Name: pages pages_count_update; Type: TRIGGER; Schema: public; Owner: -
 
 CREATE TRIGGER pages_count_update AFTER UPDATE ON public.pages REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.pages_count_changes();
+
+-- Name: pages pages_current_version_delete; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER pages_current_version_delete AFTER DELETE ON public.pages REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION public.pages_current_version();
+
+-- Name: pages pages_current_version_insert; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER pages_current_version_insert AFTER INSERT ON public.pages REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.pages_current_version();
+
+-- Name: pages pages_current_version_truncate; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER pages_current_version_truncate BEFORE TRUNCATE ON public.pages FOR EACH STATEMENT EXECUTE FUNCTION public.pages_current_version();
+
+-- Name: pages pages_current_version_update; Type: TRIGGER; Schema: public; Owner: -
+
+CREATE TRIGGER pages_current_version_update AFTER UPDATE ON public.pages REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION public.pages_current_version();
 
 -- Name: passages passage_removals_recorded; Type: TRIGGER; Schema: public; Owner: -
 

@@ -164,14 +164,17 @@ async function upsertPageRows(tx: Queryable, origin: PageOrigin, rows: readonly 
 /**
  * A new or changed page's version (kept once per content hash), and the page queued for the search
  * indexer: its passages are its search index (src/db/search.ts searchPages), cut after the
- * landing transaction (the tokenizer's work stays out of it).
+ * landing transaction (the tokenizer's work stays out of it). The version is stored without its
+ * content, which is the page's current one (`pages.content`, read through the view
+ * `page_versions`): the triggers on `pages` (migrations/0033) gave the version it replaced its
+ * content back, and took the copy of an earlier version that came back.
  */
 async function writeVersionsAndQueue(tx: Queryable, origin: PageOrigin, rows: readonly PageRow[]): Promise<void> {
   if (rows.length === 0) return;
   const urls = rows.map((r) => r.url);
   await tx`
-    insert into page_versions (url, content_sha256, name, description, og_url, content, count_characters, job_id)
-    select url, content_sha256, name, description, og_url, content, count_characters, ${origin.jobId}::text
+    insert into page_version_rows (url, content_sha256, name, description, og_url, count_characters, job_id)
+    select url, content_sha256, name, description, og_url, count_characters, ${origin.jobId}::text
     from pages where url = any(${urls}::text[])
     on conflict (url, content_sha256) do nothing`;
   await queuePassages(tx, 'page', urls);

@@ -1293,7 +1293,7 @@ export const pages = pgTable(
 
 /**
  * Web pages stored, of them gone, and their versions, kept by triggers on `pages` and
- * `page_versions` (migrations/0019; every writer, the bench's COPY included): `status`, `/metrics`
+ * `page_version_rows` (migrations/0019; every writer, the bench's COPY included): `status`, `/metrics`
  * and the overview read PAGE_COUNT_SHARDS rows, not the pages. A writer adds to the shard of its
  * connection (`pg_backend_pid()`), so crawls landing side by side do not queue on one row; readers
  * sum the shards.
@@ -1321,16 +1321,27 @@ export const sourcePages = pgTable(
   (t) => [primaryKey({ columns: [t.sourceId, t.url] }), index('source_pages_url_idx').on(t.url)],
 );
 
-/** Every distinct version of a page's content, the current one included. */
+/**
+ * Every distinct version of a page's content, the current one included, once per content hash
+ * (written by src/db/pages.ts with the page).
+ *
+ * The current version's content is stored once, in `pages`: its row here holds null, and the
+ * triggers on `pages` (`pages_current_version`, migrations/0033) fill it from the row a change, a
+ * delete or a truncate replaces, in the same statement, and clear it when that content comes back.
+ * Read it through the view `page_versions` (migrations/0033), which has every column of this table
+ * with the current content filled in; the view is updatable for every column but `content`, and an
+ * INSERT into it stores no copy of a page's current content.
+ */
 export const pageVersions = pgTable(
-  'page_versions',
+  'page_version_rows',
   {
     url: text('url').notNull(),
     contentSha256: text('content_sha256').notNull(),
     name: text('name'),
     description: text('description'),
     ogUrl: text('og_url'),
-    content: text('content').notNull(),
+    /** null while this is the page's current version (its content is `pages.content`) */
+    content: text('content'),
     countCharacters: bigNumber('count_characters'),
     /** when this version was first stored */
     storedAt: tstzNow('stored_at'),
