@@ -149,10 +149,16 @@ export async function passagesOfPlaces(sql: Queryable, places: readonly TextPlac
  */
 export async function modelCoversPassages(sql: Queryable, model: string, dimensions?: number): Promise<boolean> {
   const dims = dimensions ?? null;
-  const [r] = await sql<{ covers: boolean }[]>`
+  // the record first, on its own: planned in one statement with it, the read of every passage
+  // (never run when the record is there) is costly enough at scale that the planner compiles the
+  // statement with JIT, which takes longer than any answer
+  const [recorded] = await sql<{ yes: boolean }[]>`
     select exists (
       select 1 from embedding_coverage where model = ${model} and dimensions = coalesce(${dims}::int, 0)
-    ) or not exists (
+    ) as yes`;
+  if (recorded!.yes) return true;
+  const [r] = await sql<{ covers: boolean }[]>`
+    select not exists (
       select 1 from passages p
       where not exists (
         select 1 from embeddings e
