@@ -188,7 +188,9 @@ describe('the current version of a web page stored once', () => {
 
     // gone: still the current version, read from the page it stays in
     await sql.begin((tx) => markPagesGoneFor(tx, { jobId: 'scrape-1', sourceId }, ['https://a.test/4']));
-    expect(await sql`select gone_at is not null as gone from pages where url = 'https://a.test/4'`).toEqual([{ gone: true }]);
+    expect(await sql`select gone_at is not null as gone from pages where url = 'https://a.test/4'`).toEqual([
+      { gone: true },
+    ]);
     expect(await sql`select content from page_versions where url = 'https://a.test/4'`).toEqual([
       { content: '# Four\n\nnew here' },
     ]);
@@ -258,11 +260,13 @@ describe('the current version of a web page stored once', () => {
 
   it("the older build's version statement is refused on this schema: 0033 is not marked backward-compatible", async () => {
     await store(sourceId, page('https://a.test/older', '# Older\n\nstored by this build'));
-    await expect(sql.unsafe(OLDER_BUILD_VERSION_INSERT, [['https://a.test/older'], 'job:older'])).rejects.toMatchObject({
-      code: '42P10',
-    });
-    expect(isMarkedBackwardCompatible(readFileSync(join(MIGRATIONS_FOLDER, `${FIRST_MIGRATION_AFTER}.sql`), 'utf8'))).toBe(
-      false,
+    await expect(sql.unsafe(OLDER_BUILD_VERSION_INSERT, [['https://a.test/older'], 'job:older'])).rejects.toMatchObject(
+      {
+        code: '42P10',
+      },
     );
+    expect(
+      isMarkedBackwardCompatible(readFileSync(join(MIGRATIONS_FOLDER, `${FIRST_MIGRATION_AFTER}.sql`), 'utf8')),
+    ).toBe(false);
   });
 });
