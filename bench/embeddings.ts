@@ -28,6 +28,12 @@ const EMBED_BURST_S = 1;
 /** The measure starts once the twin's bucket is spent (its first 429) or after this. */
 const WARMUP_MS = 5_000;
 const MODEL = 'bench-embed';
+/**
+ * The backlog is read this often: until the model's coverage is recorded each read is a pass over
+ * the passages against the vectors, a load on the database the measured embedder shares, which a
+ * daemon's scrapes (every 15 s or so) do not add.
+ */
+const BACKLOG_READ_MS = 1_000;
 /** Transcripts timed to their vectors; the figure is the slowest. */
 const LAG_SAMPLES = 3;
 
@@ -82,9 +88,10 @@ export async function runEmbeddingsWorkload(
   const limitTextsPerS = (EMBED_REQUESTS_PER_MINUTE * EMBED_BATCH) / 60;
   try {
     const t0 = Date.now();
-    while (Date.now() - t0 < WARMUP_MS && twin.stats().rateLimited === 0 && (await backlog()) > 0) await sleep(200);
+    while (Date.now() - t0 < WARMUP_MS && twin.stats().rateLimited === 0 && (await backlog()) > 0)
+      await sleep(BACKLOG_READ_MS / 2);
     const from = { at: Date.now(), texts: twin.stats().inputsAnswered };
-    while (Date.now() - from.at < windowMs && (await backlog()) > 0) await sleep(200);
+    while (Date.now() - from.at < windowMs && (await backlog()) > 0) await sleep(BACKLOG_READ_MS);
     const windowS = (Date.now() - from.at) / 1000;
     const textsInWindow = twin.stats().inputsAnswered - from.texts;
     const textsPerS = textsInWindow / Math.max(0.001, windowS);

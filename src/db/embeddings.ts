@@ -67,18 +67,24 @@ export interface ModelSpace {
  * embedder meanwhile; a claim whose time is up, its embedder dead, is taken again). Two
  * embedders claiming at once never get the same text: the second's insert waits for the first's
  * and then finds its claim standing.
+ *
+ * The texts come in content-hash order, from the first after `after` (the last one this embedder
+ * claimed; '' for the start): a walk from the start would step over every text already embedded,
+ * each claim costing more as the corpus fills.
  */
 export async function claimTexts(
   sql: Queryable,
   space: ModelSpace,
   max: number,
   ttlMs: number,
+  after = '',
 ): Promise<TextToEmbed[]> {
   const dims = space.dimensions ?? null;
   return sql<TextToEmbed[]>`
     with cand as (
       select distinct p.sha256 from passages p
-      where not exists (
+      where p.sha256 > ${after}
+        and not exists (
           select 1 from embeddings e
           where e.model = ${space.model} and e.sha256 = p.sha256
             and (${dims}::int is null or e.dimensions = ${dims}::int))
@@ -96,9 +102,11 @@ export async function claimTexts(
         where embedding_claims.expires_at <= now()
       returning sha256
     )
-    select distinct on (p.sha256) p.sha256, p.text, p.tokens
-    from passages p join claimed c on c.sha256 = p.sha256
-    order by p.sha256`;
+    -- one passage of each text, through the content-hash index whatever the table's size
+    select c.sha256, p.text, p.tokens
+    from claimed c cross join lateral (
+      select p.text, p.tokens from passages p where p.sha256 = c.sha256 limit 1) p
+    order by c.sha256`;
 }
 
 /**

@@ -342,6 +342,32 @@ describe('embeddings kept current', () => {
   });
 });
 
+/**
+ * The reads of `passages` so far, once two readings a moment apart agree (a backend flushes its
+ * statistics as it exits, or about once a second): tuples read from the table and fetched through
+ * its indexes, index entries read, index scans.
+ */
+function settledReads(reader: TestDatabase['sql']) {
+  return waitFor(
+    async () => {
+      const read = async () => {
+        const [r] = await reader<{ tuples: number; entries: number; scans: number }[]>`
+          select (coalesce(t.seq_tup_read, 0) + coalesce(t.idx_tup_fetch, 0))::float8 as tuples,
+            (select coalesce(sum(i.idx_tup_read), 0) from pg_stat_user_indexes i where i.relid = t.relid)::float8 as entries,
+            coalesce(t.idx_scan, 0)::float8 as scans
+          from pg_stat_user_tables t where t.relname = 'passages'`;
+        return r!;
+      };
+      const a = await read();
+      await new Promise((ok) => setTimeout(ok, 300));
+      const b = await read();
+      return b.tuples === a.tuples && b.entries === a.entries && b.scans === a.scans ? a : undefined;
+    },
+    20_000,
+    'the statistics of passages to settle',
+  );
+}
+
 describe('an idle embedder', () => {
   it('does not read every passage on each look: it claims again only when a passage or a claim changed', async () => {
     const own = await createTestDatabase('embeddings_idle');
@@ -366,25 +392,7 @@ describe('an idle embedder', () => {
 
       const readerDb = createDb(own.url, { max: 1 });
       const reader = readerDb.sql;
-      /** tuples read from passages and index scans of it so far, once two reads a moment apart agree */
-      const passageReads = () =>
-        waitFor(
-          async () => {
-            const read = async () => {
-              const [r] = await reader<{ tuples: number; scans: number }[]>`
-                select (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::float8 as tuples,
-                  coalesce(idx_scan, 0)::float8 as scans
-                from pg_stat_user_tables where relname = 'passages'`;
-              return r!;
-            };
-            const a = await read();
-            await new Promise((ok) => setTimeout(ok, 300));
-            const b = await read();
-            return b.tuples === a.tuples && b.scans === a.scans ? a : undefined;
-          },
-          20_000,
-          'the statistics of passages to settle',
-        );
+      const passageReads = () => settledReads(reader);
       try {
         const before = await passageReads();
         const idleDb = createDb(own.url, { max: 2 });
@@ -402,6 +410,54 @@ describe('an idle embedder', () => {
         expect(after.scans - before.scans).toBeGreaterThan(10);
         // ... and read no more tuples than about one claim reads (every passage), not one per look
         expect(after.tuples - before.tuples).toBeLessThan(5 * passages);
+      } finally {
+        await readerDb.close();
+      }
+    } finally {
+      await setupDb.close().catch(() => undefined);
+      await own.drop();
+    }
+  });
+});
+
+describe('a busy embedder', () => {
+  it('walks on from the last text it claimed: embedding a corpus reads each passage a few times, not once per claim', async () => {
+    const own = await createTestDatabase('embeddings_walk');
+    const setupDb = createDb(own.url, { max: 1 });
+    const setup = setupDb.sql;
+    const model = 'twin-walk';
+    try {
+      const videos = Array.from({ length: 60 }, (_, i) => `vidWalk${String(i).padStart(4, '0')}`);
+      for (const v of videos) {
+        const content = linesOf(v).map((text, i) => ({ text, offset: i * 2_000, duration: 1_900 }));
+        await upsertTranscripts(setup, [
+          transcriptRowFromApi(v, { content, lang: 'en', availableLangs: ['en'] }, `job-walk-${v}`),
+        ]);
+      }
+      await drainSearchIndex({ sql: setup, passages: PASSAGES });
+      const [{ n: passages } = { n: 0 }] = await setup<{ n: number }[]>`select count(*)::int as n from passages`;
+      const [{ n: distinct } = { n: 0 }] = await setup<{ n: number }[]>`
+        select count(distinct sha256)::int as n from passages`;
+      expect(passages).toBeGreaterThan(500);
+      await setupDb.close();
+
+      const readerDb = createDb(own.url, { max: 1 });
+      try {
+        const before = await settledReads(readerDb.sql);
+        const embedderDb = createDb(own.url, { max: 2 });
+        const drained = await drainEmbeddings({
+          sql: embedderDb.sql,
+          log: silentLogger(),
+          embeddings: settings(model, { concurrency: 1 }),
+        });
+        await embedderDb.close();
+        expect(drained).toEqual({ embedded: distinct, stopped: 'done' });
+        const after = await settledReads(readerDb.sql);
+        // a claim that walked from the first text would step over every one embedded before it:
+        // about passages^2 / (2 x batch) reads over the drain (150 a passage here); walking on, a
+        // few a passage (each claim's walk, its texts, the closing look from the start)
+        const reads = after.tuples + after.entries - (before.tuples + before.entries);
+        expect(reads).toBeLessThan(20 * passages);
       } finally {
         await readerDb.close();
       }

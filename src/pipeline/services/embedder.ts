@@ -93,6 +93,8 @@ interface Round {
   idle: { mark: string; at: number } | undefined;
   /** the model's coverage of the corpus is recorded (`recordCoverage`): no need to look again */
   covered: boolean;
+  /** the last text claimed (content-hash order): the next claim walks on from it ('' from the start) */
+  after: string;
   /**
    * The last claim of this process's loops: they claim one after another, since two claiming at
    * once would pick the same texts, the second then finding them taken and idling for nothing.
@@ -110,6 +112,7 @@ function newRound(deps: EmbedderDeps): Round {
     indexed: new Set(),
     idle: undefined,
     covered: false,
+    after: '',
     claiming: Promise.resolve(),
   };
 }
@@ -132,17 +135,15 @@ async function embedRound(r: Round): Promise<EmbedOutcome> {
     claimed.map((t) => t.tokens),
     r.deps.embeddings.tokensPerDay,
   ).catch(async (err: unknown) => {
-    await releaseClaims(
-      sql,
-      model,
+    await letGo(
+      r,
       claimed.map((t) => t.sha256),
     ).catch(() => undefined);
     throw err;
   });
   const texts = claimed.slice(0, grant.granted);
-  await releaseClaims(
-    sql,
-    model,
+  await letGo(
+    r,
     claimed.slice(grant.granted).map((t) => t.sha256),
   );
   if (texts.length === 0) return { kind: 'refused', spent: grant.spentBefore };
@@ -162,7 +163,7 @@ async function embedRound(r: Round): Promise<EmbedOutcome> {
   } catch (err: unknown) {
     const shas = texts.map((t) => t.sha256);
     if (!(err instanceof EmbeddingsError)) {
-      await releaseClaims(sql, model, shas).catch(() => undefined);
+      await letGo(r, shas).catch(() => undefined);
       throw err;
     }
     return afterError(r, texts, err, { day: grant.day, estimate });
@@ -179,10 +180,24 @@ async function claimIfAny(r: Round, ttlMs: number): Promise<TextToEmbed[]> {
   const mark = await claimMark(sql, r.space.model);
   if (r.idle?.mark === mark && Date.now() - r.idle.at < EMBEDDER_IDLE_FULL_CLAIM_MS) return [];
   const at = Date.now();
-  const claimed = await claimTexts(sql, r.space, r.batchSize, ttlMs);
+  let claimed = await claimTexts(sql, r.space, r.batchSize, ttlMs, r.after);
+  if (claimed.length === 0 && r.after !== '') {
+    // the walk reached the last text: from the start again, for texts cut or let go behind it
+    claimed = await claimTexts(sql, r.space, r.batchSize, ttlMs, '');
+  }
+  r.after = claimed.at(-1)?.sha256 ?? '';
   r.idle = claimed.length === 0 ? { mark, at } : undefined;
   if (claimed.length === 0 && !r.covered) r.covered = await recordCoverage(sql, r.space.model, r.space.dimensions);
   return claimed;
+}
+
+/** Claims let go without a vector: the next claim walks from the start, so that these come first again. */
+async function letGo(r: Round, sha256s: readonly string[]): Promise<void> {
+  try {
+    await releaseClaims(r.deps.sql, r.space.model, sha256s);
+  } finally {
+    if (sha256s.length > 0) r.after = '';
+  }
 }
 
 function rowsOf(texts: readonly TextToEmbed[], vectors: readonly number[][]) {
@@ -204,7 +219,7 @@ async function afterError(
   if (err.code === 'rejected' || err.code === 'invalid-answer') {
     if (texts.length > 1) {
       // one of them is refused: halve until it is alone (the claim order puts it first again)
-      await releaseClaims(sql, model, shas);
+      await letGo(r, shas);
       r.batchSize = Math.max(1, Math.ceil(texts.length / 2));
       return { kind: 'failed', err };
     }
@@ -212,7 +227,7 @@ async function afterError(
     r.batchSize = r.deps.embeddings.batchSize;
     return { kind: 'rejected', texts: texts.length, err };
   }
-  await releaseClaims(sql, model, shas);
+  await letGo(r, shas);
   if (err.code === 'rate-limited') {
     return { kind: 'rate-limited', pauseMs: err.retryAfterMs ?? EMBEDDER_RATE_LIMIT_DEFAULT_MS };
   }
