@@ -139,7 +139,7 @@ export function createMetrics(opts: CreateMetricsOptions = {}): AdminMetrics {
 
   const embeddingRequests = new Counter({
     name: `${METRIC_PREFIX}embedding_requests_total`,
-    help: 'Requests of this process to the embeddings provider, by outcome (embedded, rate-limited: 429, paused; failed: 5xx or connection, retried; rejected: a 4xx for one text; refused: by the daily token budget, never sent).',
+    help: 'Requests of this process to the embeddings provider, by outcome (embedded, rate-limited: 429, paused; failed: 5xx or connection, retried; halved: a 4xx for a batch, asked again with half as many texts; rejected: a 4xx for one text, left for a day; refused: by the daily token budget, never sent).',
     labelNames: ['outcome'] as const,
     registers: [registry],
   });

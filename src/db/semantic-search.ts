@@ -145,7 +145,8 @@ export async function passagesOfPlaces(sql: Queryable, places: readonly TextPlac
 /**
  * Whether `model` (at `dimensions`, or any) covers the corpus: it has once had a vector of every
  * passage (`embedding_coverage`, written by an embedder), or, never recorded, it has one now
- * (read against every passage until one lacks it).
+ * (read against every passage until one lacks it). A text the provider refused (its claim holds
+ * the error) counts as covered: asking again the next day cannot keep the model from search.
  */
 export async function modelCoversPassages(sql: Queryable, model: string, dimensions?: number): Promise<boolean> {
   const dims = dimensions ?? null;
@@ -161,15 +162,18 @@ export async function modelCoversPassages(sql: Queryable, model: string, dimensi
     select not exists (
       select 1 from passages p
       where not exists (
-        select 1 from embeddings e
-        where e.model = ${model} and e.sha256 = p.sha256 and (${dims}::int is null or e.dimensions = ${dims}::int))
+          select 1 from embeddings e
+          where e.model = ${model} and e.sha256 = p.sha256 and (${dims}::int is null or e.dimensions = ${dims}::int))
+        and not exists (
+          select 1 from embedding_claims c where c.model = ${model} and c.sha256 = p.sha256 and c.error is not null)
     ) as covers`;
   return r!.covers;
 }
 
 /**
- * Records that `model` covers the corpus when every passage now has a vector of it (one read of
- * every passage, made by an idle embedder until it is true once); returns whether it does.
+ * Records that `model` covers the corpus when every passage now has a vector of it or was refused
+ * by the provider (one read of every passage, made by an idle embedder until it is true once);
+ * returns whether it does.
  */
 export async function recordCoverage(sql: Queryable, model: string, dimensions?: number): Promise<boolean> {
   const dims = dimensions ?? null;
@@ -178,8 +182,10 @@ export async function recordCoverage(sql: Queryable, model: string, dimensions?:
       select coalesce((select max(id) from passages), 0) as through, not exists (
         select 1 from passages p
         where not exists (
-          select 1 from embeddings e
-          where e.model = ${model} and e.sha256 = p.sha256 and (${dims}::int is null or e.dimensions = ${dims}::int))
+            select 1 from embeddings e
+            where e.model = ${model} and e.sha256 = p.sha256 and (${dims}::int is null or e.dimensions = ${dims}::int))
+          and not exists (
+            select 1 from embedding_claims c where c.model = ${model} and c.sha256 = p.sha256 and c.error is not null)
       ) as covers
     )
     insert into embedding_coverage (model, dimensions, through_passage_id)
@@ -196,17 +202,18 @@ export async function recordCoverage(sql: Queryable, model: string, dimensions?:
  * migrations/0031, or, where their triggers are not attached, from the vectors themselves.
  */
 export async function embeddedModels(sql: Queryable): Promise<{ model: string; dimensions: number }[]> {
-  return sql<{ model: string; dimensions: number }[]>`
-    with counted as (
-      select exists (select 1 from pg_trigger
-        where tgrelid = to_regclass('embeddings') and tgname = 'embeddings_count_insert') as yes
-    )
-    select model, dimensions from (
-      select model, dimensions, max(last_embedded_at) as last from embedding_counts
-      where (select yes from counted) group by model, dimensions having sum(texts) > 0
-      union all
-      select model, dimensions, max(embedded_at) from embeddings
-      where not (select yes from counted) group by model, dimensions
-    ) as m
-    order by last desc nulls last, model`;
+  // two statements: one plan holding both branches is costed with the pass over every vector,
+  // which may cross jit_above_cost even when the counters answer
+  const [counted] = await sql<{ yes: boolean }[]>`
+    select exists (select 1 from pg_trigger
+      where tgrelid = to_regclass('embeddings') and tgname = 'embeddings_count_insert') as yes`;
+  return counted!.yes
+    ? sql<{ model: string; dimensions: number }[]>`
+        select model, dimensions from embedding_counts
+        group by model, dimensions having sum(texts) > 0
+        order by max(last_embedded_at) desc nulls last, model`
+    : sql<{ model: string; dimensions: number }[]>`
+        select model, dimensions from embeddings
+        group by model, dimensions
+        order by max(embedded_at) desc nulls last, model`;
 }

@@ -64,6 +64,8 @@ export interface EmbeddingsTwinOptions {
   /** the bearer token it requires; undefined: none */
   apiKey?: string | undefined;
   defaultDimensions?: number;
+  /** the model's context: a request with an input of more tokens is refused (400), as a provider refuses it */
+  maxInputTokens?: number;
   rateLimit?: TwinRateLimit;
   /** delay before every answer, ms */
   latencyMs?: number;
@@ -266,7 +268,22 @@ export async function startEmbeddingsTwin(opts: EmbeddingsTwinOptions = {}): Pro
       );
       return;
     }
-    const tokens = inputs.reduce((n, t) => n + tokenCount(t), 0);
+    const counts = inputs.map((t) => tokenCount(t));
+    const tokens = counts.reduce((n, c) => n + c, 0);
+    const longest = Math.max(0, ...counts);
+    if (opts.maxInputTokens !== undefined && longest > opts.maxInputTokens) {
+      reply(
+        res,
+        400,
+        openAiError(
+          `This model's maximum context length is ${opts.maxInputTokens} tokens, however you requested ${longest} tokens ` +
+            `(${longest} in your prompt; 0 for the completion). Please reduce your prompt; or completion length.`,
+          'invalid_request_error',
+          null,
+        ),
+      );
+      return;
+    }
     const waitMs = Math.max(requestBucket?.take(1) ?? 0, tokenBucket?.take(tokens) ?? 0);
     if (waitMs > 0) {
       stats.rateLimited++;

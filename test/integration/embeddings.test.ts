@@ -322,6 +322,43 @@ describe('embeddings kept current', () => {
     expect(await count('select count(*)::int as n from embedding_coverage where model = $1', [model])).toBe(1);
   });
 
+  it('a text the provider refuses is left alone with its error, every other embedded once, and the model covers the corpus', async () => {
+    const model = 'twin-refusing';
+    const [{ longest } = { longest: 0 }] = await database.sql<{ longest: number }[]>`
+      select max(tokens)::int as longest from passages`;
+    // a model whose context is one token short of the longest passages: the provider refuses those
+    const refusing = await startEmbeddingsTwin({ apiKey: KEY, maxInputTokens: longest - 1 });
+    try {
+      const all = await texts();
+      const refused = (
+        await database.sql<{ sha256: string }[]>`
+          select distinct sha256 from passages where tokens = ${longest} order by sha256`
+      ).map((r) => r.sha256);
+      expect(refused.length).toBeGreaterThan(0);
+      expect(refused.length).toBeLessThan(all.size);
+
+      const first = await drain(model, { baseUrl: refusing.baseUrl });
+      expect(first).toEqual({ embedded: all.size - refused.length, stopped: 'done' });
+      expect(refusing.stats()).toMatchObject({ inputsAnswered: all.size - refused.length, inputsRepeated: 0 });
+      expect(refusing.stats().byStatus['400']).toBeGreaterThanOrEqual(refused.length);
+      const claims = await database.sql<{ sha256: string; error: string }[]>`
+        select sha256, error from embedding_claims where model = ${model} order by sha256`;
+      expect(claims).toEqual(refused.map((sha256) => ({ sha256, error: 'rejected' })));
+      expect(await readEmbeddingsFacts(database.sql, { model })).toMatchObject({ failed: refused.length });
+      // what the provider refuses keeps no model from search: the coverage is recorded
+      expect(await count('select count(*)::int as n from embedding_coverage where model = $1', [model])).toBe(1);
+      await database.sql`delete from embedding_coverage where model = ${model}`;
+      expect(await modelCoversPassages(database.sql, model)).toBe(true);
+
+      // asked again only the next day: another drain asks nothing
+      const requests = refusing.stats().requests;
+      expect(await drain(model, { baseUrl: refusing.baseUrl })).toEqual({ embedded: 0, stopped: 'done' });
+      expect(refusing.stats().requests).toBe(requests);
+    } finally {
+      await refusing.close();
+    }
+  });
+
   it("a dead embedder's claims lapse and its texts are embedded then", async () => {
     const claimed = await claimTexts(database.sql, { model: 'twin-crash' }, 5, 1_500);
     expect(claimed).toHaveLength(5);

@@ -9,8 +9,7 @@
  * INSERT into the view (the bench's seed writes versions so), and the older build's own version
  * statement, which the view refuses: why 0033 is not marked backward-compatible.
  */
-import { cpSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Sql } from '../../src/db/connection.ts';
@@ -19,6 +18,7 @@ import { markPagesGoneFor, storePages, type PageRow } from '../../src/db/pages.t
 import { pageSha256 } from '../../src/domain/pages.ts';
 import { isMarkedBackwardCompatible } from '../../src/domain/schema-compat.ts';
 import { dropDatabase, testDatabaseName, testServerUrl } from '../helpers/db.ts';
+import { olderBuildMigrations } from '../helpers/older-build.ts';
 
 const FIRST_MIGRATION_AFTER = '0033_page_versions_once';
 
@@ -28,22 +28,8 @@ let url: string;
 let handle: ReturnType<typeof createDb>;
 let sql: Sql;
 
-/** This build's migrations without 0033 and after: the schema an older build made. */
-function olderBuildMigrations(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'vsi-older-build-'));
-  cpSync(MIGRATIONS_FOLDER, dir, { recursive: true });
-  const journalPath = join(dir, 'meta', '_journal.json');
-  const journal = JSON.parse(readFileSync(journalPath, 'utf8')) as { entries: { tag: string }[] };
-  const cut = journal.entries.findIndex((e) => e.tag === FIRST_MIGRATION_AFTER);
-  if (cut < 0) throw new Error(`${FIRST_MIGRATION_AFTER} not in the journal`);
-  for (const e of journal.entries.slice(cut)) unlinkSync(join(dir, `${e.tag}.sql`));
-  journal.entries = journal.entries.slice(0, cut);
-  writeFileSync(journalPath, JSON.stringify(journal, null, 2));
-  return dir;
-}
-
 beforeAll(async () => {
-  folder = olderBuildMigrations();
+  folder = olderBuildMigrations(FIRST_MIGRATION_AFTER);
   name = testDatabaseName('page_versions_once');
   url = testServerUrl(name);
   await migrateDatabase(url, undefined, { migrationsFolder: folder });

@@ -7,13 +7,12 @@
  * replaced (a change, a return to earlier content, a delete, a truncate), the compression of what
  * each table keeps, and the statement an older build moves `last_seen_at` with.
  */
-import { cpSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Sql } from '../../src/db/connection.ts';
-import { MIGRATIONS_FOLDER, migrateDatabase } from '../../src/db/migrate.ts';
+import { migrateDatabase } from '../../src/db/migrate.ts';
 import { dropDatabase, testDatabaseName, testServerUrl } from '../helpers/db.ts';
+import { olderBuildMigrations } from '../helpers/older-build.ts';
 
 const FIRST_MIGRATION_AFTER = '0029_one_copy';
 
@@ -23,22 +22,8 @@ let url: string;
 let handle: ReturnType<typeof createDb>;
 let sql: Sql;
 
-/** This build's migrations without 0029 and after: the schema an older build made. */
-function olderBuildMigrations(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'vsi-older-build-'));
-  cpSync(MIGRATIONS_FOLDER, dir, { recursive: true });
-  const journalPath = join(dir, 'meta', '_journal.json');
-  const journal = JSON.parse(readFileSync(journalPath, 'utf8')) as { entries: { tag: string }[] };
-  const cut = journal.entries.findIndex((e) => e.tag === FIRST_MIGRATION_AFTER);
-  if (cut < 0) throw new Error(`${FIRST_MIGRATION_AFTER} not in the journal`);
-  for (const e of journal.entries.slice(cut)) unlinkSync(join(dir, `${e.tag}.sql`));
-  journal.entries = journal.entries.slice(0, cut);
-  writeFileSync(journalPath, JSON.stringify(journal, null, 2));
-  return dir;
-}
-
 beforeAll(async () => {
-  folder = olderBuildMigrations();
+  folder = olderBuildMigrations(FIRST_MIGRATION_AFTER);
   name = testDatabaseName('versions_once');
   url = testServerUrl(name);
   await migrateDatabase(url, undefined, { migrationsFolder: folder });

@@ -80,6 +80,8 @@ export type EmbedOutcome =
   | { kind: 'refused'; spent: number }
   | { kind: 'rate-limited'; pauseMs: number }
   | { kind: 'failed'; err: EmbeddingsError }
+  /** the provider refused the batch: one of its texts, found by asking again with half as many */
+  | { kind: 'halved'; texts: number; err: EmbeddingsError }
   | { kind: 'rejected'; texts: number; err: EmbeddingsError };
 
 /** One process's embedding state: the batch size (halved while a batch is refused), the indexes known. */
@@ -221,7 +223,7 @@ async function afterError(
       // one of them is refused: halve until it is alone (the claim order puts it first again)
       await letGo(r, shas);
       r.batchSize = Math.max(1, Math.ceil(texts.length / 2));
-      return { kind: 'failed', err };
+      return { kind: 'halved', texts: texts.length, err };
     }
     await failClaims(sql, model, shas, err.code, EMBEDDER_REJECTED_RETRY_MS);
     r.batchSize = r.deps.embeddings.batchSize;
@@ -331,7 +333,7 @@ export function startEmbedder(deps: EmbedderDeps, opts: { idleMs?: number; concu
             );
           }
           failures++;
-        } else if (out.kind !== 'rate-limited') {
+        } else if (out.kind !== 'rate-limited' && out.kind !== 'halved') {
           if (failures > 0) log.info({ event: 'embedder.resumed', failures }, 'embeddings requests succeed again');
           failures = 0;
         }
@@ -409,6 +411,7 @@ function nextWait(out: EmbedOutcome, failuresBefore: number): number {
   switch (out.kind) {
     case 'embedded':
     case 'rejected':
+    case 'halved':
       return 0;
     case 'idle':
       return -1;
@@ -417,8 +420,7 @@ function nextWait(out: EmbedOutcome, failuresBefore: number): number {
     case 'rate-limited':
       return out.pauseMs;
     case 'failed':
-      // a halved batch goes again at once; a failing provider is given time
-      return out.err.code === 'rejected' || out.err.code === 'invalid-answer' ? 0 : backoff(failuresBefore + 1);
+      return backoff(failuresBefore + 1);
   }
 }
 
@@ -464,7 +466,7 @@ export async function drainEmbeddings(
       if (out.kind === 'embedded') embedded += out.texts;
       if (out.kind === 'refused') stopped ??= 'refused';
       if (out.kind === 'failed') failures++;
-      else if (out.kind !== 'rate-limited') failures = 0;
+      else if (out.kind !== 'rate-limited' && out.kind !== 'halved') failures = 0;
       if (failures >= DRAIN_MAX_FAILURES) stopped ??= 'failing';
       const waitMs = nextWait(out, failures - 1);
       if (waitMs > 0) pausedUntil = Math.max(pausedUntil, Date.now() + waitMs);
