@@ -220,10 +220,11 @@ async function afterError(
   if (err.code !== 'lost') await settleTokens(sql, model, reserved.day, -reserved.estimate, -texts.length);
   if (err.code === 'rejected' || err.code === 'invalid-answer') {
     if (texts.length > 1) {
-      // one of them is refused: halve until it is alone (the claim order puts it first again)
+      // one of them is refused: halve until it is alone (the claim order puts it first again);
+      // an answer that does not parse says more of the provider than of a text: a failure
       await letGo(r, shas);
       r.batchSize = Math.max(1, Math.ceil(texts.length / 2));
-      return { kind: 'halved', texts: texts.length, err };
+      return err.code === 'rejected' ? { kind: 'halved', texts: texts.length, err } : { kind: 'failed', err };
     }
     await failClaims(sql, model, shas, err.code, EMBEDDER_REJECTED_RETRY_MS);
     r.batchSize = r.deps.embeddings.batchSize;
@@ -420,7 +421,8 @@ function nextWait(out: EmbedOutcome, failuresBefore: number): number {
     case 'rate-limited':
       return out.pauseMs;
     case 'failed':
-      return backoff(failuresBefore + 1);
+      // a batch halved after an answer that did not parse goes again at once; a failing provider is given time
+      return out.err.code === 'invalid-answer' ? 0 : backoff(failuresBefore + 1);
   }
 }
 
