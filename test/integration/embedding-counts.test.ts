@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEmbeddingsFacts } from '../../src/db/embeddings.ts';
 import { embeddedModels, recordCoverage } from '../../src/db/semantic-search.ts';
 import { createDb } from '../../src/db/connection.ts';
+import { collectStatus } from '../../src/pipeline/read/status.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 let database: TestDatabase;
@@ -57,7 +58,7 @@ afterAll(async () => {
 });
 
 describe('the embeddings figures of status', () => {
-  it('equal a count of the tables, and read only the passages cut since the model covered the corpus', async () => {
+  it('equal a count of the tables, and status reads only the passages cut since the model covered the corpus', async () => {
     const { sql } = database;
     const model = 'counted-model';
     await cut('c', CORPUS);
@@ -66,14 +67,16 @@ describe('the embeddings figures of status', () => {
     await cut('later', LATER, LATER - WAITING_TEXTS + 1);
     await sql`analyze passages`;
 
-    // on a connection of its own, whose statistics count only the tuples the facts read
+    // on a connection of its own, whose statistics count only the tuples the facts and the whole
+    // of `status` read
     const reader = createDb(database.url, { max: 1 });
-    const { facts, read } = await reader.sql
+    const { facts, status, read } = await reader.sql
       .begin(async (tx) => {
         const facts = await readEmbeddingsFacts(tx, { model });
+        const status = await collectStatus(tx, { embeddings: { model } });
         const [r] = await tx<{ n: number }[]>`
           select (seq_tup_read + coalesce(idx_tup_fetch, 0))::int as n from pg_stat_xact_user_tables where relname = 'passages'`;
-        return { facts, read: r!.n };
+        return { facts, status, read: r!.n };
       })
       .finally(() => reader.close());
     const truth = await counted(model);
@@ -84,7 +87,13 @@ describe('the embeddings figures of status', () => {
       backlog: truth.backlog,
       models: truth.models,
     });
-    // the passages after the recorded coverage, not the corpus
+    expect(status.searchIndex.passages).toBe(truth.passages);
+    expect(status.embeddings).toMatchObject({
+      passages: truth.passages,
+      covered: truth.covered,
+      backlog: truth.backlog,
+    });
+    // the passages after the recorded coverage (twice: the facts, then status's), not the corpus
     expect(read).toBeLessThan(10 * LATER);
 
     // the waiting texts embedded: nothing waits, every passage covered
