@@ -405,102 +405,111 @@ function settledReads(reader: TestDatabase['sql']) {
   );
 }
 
+/**
+ * A database of its own for a test that reads its statistics: `videos`' transcripts stored and cut
+ * into passages, then `prepare` run, by a setup client ended before `fn` runs (a backend flushes
+ * its statistics as it exits; the database's own pool is never used). Dropped after.
+ */
+async function withOwnCorpus<T>(
+  name: string,
+  videos: readonly string[],
+  prepare: (setup: TestDatabase['sql']) => Promise<T>,
+  fn: (url: string, prepared: T) => Promise<void>,
+): Promise<void> {
+  const own = await createTestDatabase(name);
+  const setupDb = createDb(own.url, { max: 1 });
+  try {
+    for (const v of videos) {
+      const content = linesOf(v).map((text, i) => ({ text, offset: i * 2_000, duration: 1_900 }));
+      await upsertTranscripts(setupDb.sql, [
+        transcriptRowFromApi(v, { content, lang: 'en', availableLangs: ['en'] }, `job-${name}-${v}`),
+      ]);
+    }
+    await drainSearchIndex({ sql: setupDb.sql, passages: PASSAGES });
+    const prepared = await prepare(setupDb.sql);
+    await setupDb.close();
+    await fn(own.url, prepared);
+  } finally {
+    await setupDb.close().catch(() => undefined);
+    await own.drop();
+  }
+}
+
+/** A client of its own for `fn` (its own backend), ended after. */
+async function withClient(url: string, max: number, fn: (sql: TestDatabase['sql']) => Promise<void>): Promise<void> {
+  const db = createDb(url, { max });
+  try {
+    await fn(db.sql);
+  } finally {
+    await db.close();
+  }
+}
+
+const passageCount = async (sql: TestDatabase['sql']) => {
+  const [{ n } = { n: 0 }] = await sql<{ n: number }[]>`select count(*)::int as n from passages`;
+  return n;
+};
+
 describe('an idle embedder', () => {
   it('does not read every passage on each look: it claims again only when a passage or a claim changed', async () => {
-    const own = await createTestDatabase('embeddings_idle');
-    // each client its own backend, ended before its figures are read (a backend flushes its
-    // statistics as it exits); the database's own pool is never used
-    const setupDb = createDb(own.url, { max: 1 });
-    const setup = setupDb.sql;
     const model = 'twin-idle';
-    try {
-      for (const v of VIDEOS) {
-        const content = linesOf(v).map((text, i) => ({ text, offset: i * 2_000, duration: 1_900 }));
-        await upsertTranscripts(setup, [
-          transcriptRowFromApi(v, { content, lang: 'en', availableLangs: ['en'] }, `job-idle-${v}`),
-        ]);
-      }
-      await drainSearchIndex({ sql: setup, passages: PASSAGES });
+    const prepare = async (setup: TestDatabase['sql']) => {
       const all = await drainEmbeddings({ sql: setup, log: silentLogger(), embeddings: settings(model) });
       expect(all.stopped).toBe('done');
-      const [{ n: passages } = { n: 0 }] = await setup<{ n: number }[]>`select count(*)::int as n from passages`;
+      return passageCount(setup);
+    };
+    await withOwnCorpus('embeddings_idle', VIDEOS, prepare, async (url, passages) => {
       expect(passages).toBeGreaterThan(20);
-      await setupDb.close();
-
-      const readerDb = createDb(own.url, { max: 1 });
-      const reader = readerDb.sql;
-      const passageReads = () => settledReads(reader);
-      try {
-        const before = await passageReads();
-        const idleDb = createDb(own.url, { max: 2 });
-        const idle = idleDb.sql;
-        const embedder = startEmbedder(
-          { sql: idle, log: silentLogger(), embeddings: settings(model) },
-          { idleMs: 20, concurrency: 1 },
-        );
-        await new Promise((ok) => setTimeout(ok, 2_000));
-        await embedder.stop();
-        await idleDb.close();
-        const after = await passageReads();
+      await withClient(url, 1, async (reader) => {
+        const before = await settledReads(reader);
+        await withClient(url, 2, async (idle) => {
+          const embedder = startEmbedder(
+            { sql: idle, log: silentLogger(), embeddings: settings(model) },
+            { idleMs: 20, concurrency: 1 },
+          );
+          await new Promise((ok) => setTimeout(ok, 2_000));
+          await embedder.stop();
+        });
+        const after = await settledReads(reader);
         // each look reads the newest passage id through the primary key (an index scan): it looked
         // every 20 ms or so ...
         expect(after.scans - before.scans).toBeGreaterThan(10);
         // ... and read no more tuples than about one claim reads (every passage), not one per look
         expect(after.tuples - before.tuples).toBeLessThan(5 * passages);
-      } finally {
-        await readerDb.close();
-      }
-    } finally {
-      await setupDb.close().catch(() => undefined);
-      await own.drop();
-    }
+      });
+    });
   });
 });
 
 describe('a busy embedder', () => {
   it('walks on from the last text it claimed: embedding a corpus reads each passage a few times, not once per claim', async () => {
-    const own = await createTestDatabase('embeddings_walk');
-    const setupDb = createDb(own.url, { max: 1 });
-    const setup = setupDb.sql;
     const model = 'twin-walk';
-    try {
-      const videos = Array.from({ length: 60 }, (_, i) => `vidWalk${String(i).padStart(4, '0')}`);
-      for (const v of videos) {
-        const content = linesOf(v).map((text, i) => ({ text, offset: i * 2_000, duration: 1_900 }));
-        await upsertTranscripts(setup, [
-          transcriptRowFromApi(v, { content, lang: 'en', availableLangs: ['en'] }, `job-walk-${v}`),
-        ]);
-      }
-      await drainSearchIndex({ sql: setup, passages: PASSAGES });
-      const [{ n: passages } = { n: 0 }] = await setup<{ n: number }[]>`select count(*)::int as n from passages`;
+    const videos = Array.from({ length: 60 }, (_, i) => `vidWalk${String(i).padStart(4, '0')}`);
+    const prepare = async (setup: TestDatabase['sql']) => {
       const [{ n: distinct } = { n: 0 }] = await setup<{ n: number }[]>`
         select count(distinct sha256)::int as n from passages`;
+      return { passages: await passageCount(setup), distinct };
+    };
+    await withOwnCorpus('embeddings_walk', videos, prepare, async (url, { passages, distinct }) => {
       expect(passages).toBeGreaterThan(500);
-      await setupDb.close();
-
-      const readerDb = createDb(own.url, { max: 1 });
-      try {
-        const before = await settledReads(readerDb.sql);
-        const embedderDb = createDb(own.url, { max: 2 });
-        const drained = await drainEmbeddings({
-          sql: embedderDb.sql,
-          log: silentLogger(),
-          embeddings: settings(model, { concurrency: 1 }),
+      await withClient(url, 1, async (reader) => {
+        const before = await settledReads(reader);
+        let drained: Awaited<ReturnType<typeof drainEmbeddings>> | undefined;
+        await withClient(url, 2, async (sql) => {
+          drained = await drainEmbeddings({
+            sql,
+            log: silentLogger(),
+            embeddings: settings(model, { concurrency: 1 }),
+          });
         });
-        await embedderDb.close();
         expect(drained).toEqual({ embedded: distinct, stopped: 'done' });
-        const after = await settledReads(readerDb.sql);
+        const after = await settledReads(reader);
         // a claim that walked from the first text would step over every one embedded before it:
         // about passages^2 / (2 x batch) reads over the drain (150 a passage here); walking on, a
         // few a passage (each claim's walk, its texts, the closing look from the start)
         const reads = after.tuples + after.entries - (before.tuples + before.entries);
         expect(reads).toBeLessThan(20 * passages);
-      } finally {
-        await readerDb.close();
-      }
-    } finally {
-      await setupDb.close().catch(() => undefined);
-      await own.drop();
-    }
+      });
+    });
   });
 });
