@@ -10,8 +10,7 @@ export default defineConfig({
     // parallel in separate processes; tests inside a file run in order, but none relies on it
     // (each sets up what it needs: checked with --sequence.shuffle). The files wait on Postgres,
     // Redis, the simulator and the processes they start more than they compute, so two run at
-    // once even on two cores (vitest's default there is one): 1 370 s with two bench:scale runs
-    // beside them (load 5-7), against 1 203 s one at a time on a quiet machine.
+    // once even on two cores (vitest's default there is one).
     pool: 'forks',
     maxWorkers: Math.max(2, availableParallelism() - 1),
     testTimeout: 60_000,
