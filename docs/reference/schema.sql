@@ -2439,6 +2439,10 @@ CREATE INDEX passages_cut_at_idx ON public.passages USING btree (cut_at, id);
 
 CREATE INDEX passages_doc_idx ON public.passages USING btree (kind, doc, lang, n);
 
+-- Name: passages_page_tsv_idx; Type: INDEX; Schema: public; Owner: -
+
+CREATE INDEX passages_page_tsv_idx ON public.passages USING gin (tsv) WHERE (kind = 'page'::text);
+
 -- Name: passages_sha256_idx; Type: INDEX; Schema: public; Owner: -
 
 CREATE INDEX passages_sha256_idx ON public.passages USING btree (sha256);

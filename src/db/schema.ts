@@ -1104,6 +1104,11 @@ export const passages = pgTable(
     index('passages_doc_idx').on(t.kind, t.doc, t.lang, t.n),
     index('passages_cut_at_idx').on(t.cutAt, t.id),
     index('passages_tsv_idx').using('gin', t.tsv),
+    // page search's own (issue #34): through the shared index it read every matching transcript
+    // passage's row to drop it by kind
+    index('passages_page_tsv_idx')
+      .using('gin', t.tsv)
+      .where(sql`${t.kind} = 'page'`),
     // the embedder's anti-join: which content hashes lack a vector (issue #32)
     index('passages_sha256_idx').on(t.sha256),
   ],

@@ -212,14 +212,12 @@ export interface PageSearchHit {
   rank: number;
 }
 
-/** The passages page search reads. */
-const PAGE: PassageKind = 'page';
-
 /**
  * Page search over the page's passages (issue #34: the one copy of a page's text that serves
  * search and embeddings; cut by the indexer after the page lands, src/db/passages.ts, each within
- * one heading section and keeping its headings and anchor), as transcript search reads them: one
- * index scan with the query in the `simple` configuration a page's passages carry (a page has no
+ * one heading section and keeping its headings and anchor): one scan of their own index
+ * (`passages_page_tsv_idx`, partial, so the kind is written as a literal: a generic plan can use
+ * it) with the query in the `simple` configuration a page's passages carry (a page has no
  * language: `search_config('')`), at most SEARCH_CANDIDATES_MAX of them, ranked with ts_rank_cd,
  * a snippet for the best ones. A hit is the place its link opens, the section: passages overlap,
  * and a long section is several, so only the best passage of each section is shown. A page no
@@ -236,7 +234,7 @@ export async function searchPages(sql: Queryable, f: PageSearchFilter): Promise<
     with q as materialized (select websearch_to_tsquery('simple', ${text}::text) as query),
     matched as materialized (
       select p.doc as url, p.n, p.headings, p.anchor, p.text, p.tsv from passages p
-      where p.tsv @@ (select query from q) and p.kind = ${PAGE}::text ${source}
+      where p.tsv @@ (select query from q) and p.kind = 'page' ${source}
       limit ${SEARCH_CANDIDATES_MAX}
     ),
     -- the best passage of each section (its link), then the best sections

@@ -13,6 +13,8 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics, registerStateMetrics } from '../../src/admin/metrics.ts';
+import postgres from 'postgres';
+import { searchPages } from '../../src/db/search.ts';
 import { pageSections } from '../../src/domain/pages.ts';
 import { silentLogger } from '../../src/log.ts';
 import { parseMetrics, value } from '../helpers/admin.ts';
@@ -289,6 +291,50 @@ describe('search and export of pages', () => {
       insert into page_sections (url, n, headings, anchor, text, tsv)
       values (${s.url}, 0, ${s.headings}::text[], ${s.anchor}, ${s.text}, to_tsvector('simple', ${s.text}))`;
     expect(await count('page_sections')).toBe(0);
+  });
+
+  it("reads the pages' passages only, not the transcripts' that hold the same words (issue #34)", async () => {
+    await crawled();
+    const { sql } = h.database;
+    const s = await sectionPhrase();
+    // transcript passages holding the phrase (in the `simple` configuration, as a page's), among
+    // many that do not: an index shared with transcripts returns them all, and their rows were
+    // read only to be dropped by their kind
+    const noisy = 3_000;
+    await sql`
+      insert into passages (kind, doc, lang, n, text, tokens, sha256)
+      select 'transcript', 'vidPageNoise' || (i / 10), '', i % 10,
+        case when i < ${noisy} then ${s.phrase} || ' ' || i else 'unrelated words ' || i end, 8, 'page-noise-' || i
+      from generate_series(0, ${10 * noisy - 1}) as i`;
+    // and pages enough that reading every page passage is not the cheaper plan
+    await sql`
+      insert into passages (kind, doc, lang, n, text, tokens, sha256)
+      select 'page', 'https://page-noise.example/' || (i / 10), '', i % 10, 'other words ' || i, 3, 'page-noise-page-' || i
+      from generate_series(0, ${10 * noisy - 1}) as i`;
+    try {
+      await sql`analyze passages`;
+      // its plan, as Postgres ran it (auto_explain, sent back as notices): the rows it read and dropped
+      const plans: string[] = [];
+      const reader = postgres(h.database.url, { max: 1, onnotice: (n) => plans.push(String(n.message)) });
+      const hits = await reader
+        .begin(async (tx) => {
+          await tx`load 'auto_explain'`;
+          await tx`select set_config('auto_explain.log_min_duration', '0', true), set_config('auto_explain.log_analyze', 'on', true),
+            set_config('auto_explain.log_level', 'notice', true)`;
+          return searchPages(tx, { query: s.phrase, limit: 20 });
+        })
+        .finally(() => reader.end());
+      expect(hits.some((x) => x.url === s.url)).toBe(true);
+      const plan = plans.find((m) => m.includes('from passages p'));
+      expect(plan, plans.join('\n')).toBeDefined();
+      const dropped = [...plan!.matchAll(/Rows Removed by (?:Filter|Index Recheck): (\d+)/g)].reduce(
+        (n, m) => n + Number(m[1]),
+        0,
+      );
+      expect(dropped, plan).toBeLessThan(noisy / 10);
+    } finally {
+      await sql`delete from passages where doc like 'vidPageNoise%' or doc like 'https://page-noise.example/%'`;
+    }
   });
 });
 
