@@ -13,7 +13,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics, registerStateMetrics } from '../../src/admin/metrics.ts';
-import postgres from 'postgres';
+import { createDb } from '../../src/db/connection.ts';
 import { searchPages } from '../../src/db/search.ts';
 import { pageSections } from '../../src/domain/pages.ts';
 import { silentLogger } from '../../src/log.ts';
@@ -315,15 +315,15 @@ describe('search and export of pages', () => {
       await sql`analyze passages`;
       // its plan, as Postgres ran it (auto_explain, sent back as notices): the rows it read and dropped
       const plans: string[] = [];
-      const reader = postgres(h.database.url, { max: 1, onnotice: (n) => plans.push(String(n.message)) });
-      const hits = await reader
+      const reader = createDb(h.database.url, { max: 1, onnotice: (n) => plans.push(String(n.message)) });
+      const hits = await reader.sql
         .begin(async (tx) => {
           await tx`load 'auto_explain'`;
           await tx`select set_config('auto_explain.log_min_duration', '0', true), set_config('auto_explain.log_analyze', 'on', true),
             set_config('auto_explain.log_level', 'notice', true)`;
           return searchPages(tx, { query: s.phrase, limit: 20 });
         })
-        .finally(() => reader.end());
+        .finally(() => reader.close());
       expect(hits.some((x) => x.url === s.url)).toBe(true);
       const plan = plans.find((m) => m.includes('from passages p'));
       expect(plan, plans.join('\n')).toBeDefined();
