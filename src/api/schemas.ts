@@ -13,69 +13,39 @@
  * items) keep the raw JSON beside the parsed value.
  */
 import { z } from 'zod';
+import {
+  API_ERROR_CODES,
+  BATCH_ERROR_CODES,
+  CHANNEL_VIDEO_TYPES,
+  CRAWL_STATUSES,
+  ITEM_ERROR_CODES,
+  JOB_STATUSES,
+  MEDIA_TYPES,
+  METADATA_PLATFORMS,
+  SEARCH_DURATIONS,
+  SEARCH_FEATURES,
+  SEARCH_ITEM_TYPES,
+  SEARCH_SORTS,
+  SEARCH_TYPES,
+  SEARCH_UPLOAD_DATES,
+  TRANSCRIPT_MODES,
+} from './enums.ts';
+
+export * from './enums.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Codes and enums
 
-/** The `error` values of the Error object. */
-export const API_ERROR_CODES = [
-  'invalid-request',
-  'internal-error',
-  'forbidden',
-  'unauthorized',
-  'upgrade-required',
-  'transcript-unavailable',
-  'not-found',
-  'limit-exceeded',
-] as const;
+/** Every value list is in src/api/enums.ts; the schemas of the lists that are checked as enums: */
 export const ApiErrorCodeSchema = z.enum(API_ERROR_CODES);
 export type ApiErrorCode = z.infer<typeof ApiErrorCodeSchema>;
-
-/** `BatchItem.errorCode`: the error codes plus the two item-only states. */
-export const ITEM_ERROR_CODES = [...API_ERROR_CODES, 'processing', 'result-unavailable'] as const;
 export const ItemErrorCodeSchema = z.enum(ITEM_ERROR_CODES);
 export type ItemErrorCode = z.infer<typeof ItemErrorCodeSchema>;
-
-/** `BatchResults.errorCode`: its only value. */
-export const BATCH_ERROR_CODES = ['job-expired'] as const;
 export const BatchErrorCodeSchema = z.enum(BATCH_ERROR_CODES);
-
-/** Status of a video batch job and of a transcript job. */
-export const JOB_STATUSES = ['queued', 'active', 'completed', 'failed'] as const;
 export const JobStatusSchema = z.enum(JOB_STATUSES);
 export type JobStatus = z.infer<typeof JobStatusSchema>;
-
-export const CRAWL_STATUSES = ['scraping', 'completed', 'failed', 'cancelled'] as const;
 export const CrawlStatusSchema = z.enum(CRAWL_STATUSES);
 export type CrawlStatus = z.infer<typeof CrawlStatusSchema>;
-
-export const SEARCH_ITEM_TYPES = ['video', 'channel', 'playlist'] as const;
-/** `Metadata.platform`: the video platform's production identifier and the four social platforms. */
-export const METADATA_PLATFORMS = ['youtube', 'tiktok', 'instagram', 'twitter', 'facebook'] as const;
-/** `MediaType`: what a `Metadata` describes, and the discriminator of its `media`. */
-export const MEDIA_TYPES = ['video', 'image', 'carousel', 'post'] as const;
-export const CHANNEL_VIDEO_TYPES = ['all', 'video', 'short', 'live'] as const;
-export const TRANSCRIPT_MODES = ['native', 'auto', 'generate'] as const;
-
-/** Search filters (`GET /videosite/search`), each the interface's enum. */
-export const SEARCH_UPLOAD_DATES = ['all', 'hour', 'today', 'week', 'month', 'year'] as const;
-export const SEARCH_TYPES = ['all', 'video', 'channel', 'playlist', 'movie'] as const;
-export const SEARCH_DURATIONS = ['all', 'short', 'medium', 'long'] as const;
-export const SEARCH_SORTS = ['relevance', 'rating', 'date', 'views'] as const;
-/** `features` is an array, sent as repeated `features=` keys. */
-export const SEARCH_FEATURES = [
-  'hd',
-  'subtitles',
-  'creative-commons',
-  '3d',
-  'live',
-  '4k',
-  '360',
-  'location',
-  'hdr',
-  'vr180',
-] as const;
-export type SearchFeature = (typeof SEARCH_FEATURES)[number];
 
 // ---------------------------------------------------------------------------------------------
 // Scalars

@@ -1,7 +1,7 @@
 /** `status [--json] [--all-sources]`: sources (those needing attention first), batches in flight with progress, error counts, credits, storage. */
 import { isPageSourceKind } from '../domain/pages.ts';
 import { keyFingerprint } from '../api/key-fingerprint.ts';
-import { JOB_STATUSES } from '../api/schemas.ts';
+import { JOB_STATUSES } from '../api/enums.ts';
 import type { Command } from 'commander';
 import { compactBytes } from '../admin/chart.ts';
 import type { BatchProgress } from '../db/batch-progress.ts';

@@ -1,13 +1,12 @@
 /**
- * Media items of `media` sources: rows from delivered metadata, their transcripts (or why there
- * is none), their search segments, which source lists which URL, and their events, written in the
- * caller's transaction (the one that lands their raw copy). A metadata read whose content did not
- * change gets only its last-seen time; a change makes `media.changed`.
+ * Media items of `media` sources: their rows (built from delivered metadata by
+ * src/pipeline/ingest/media-rows.ts), their transcripts (or why there is none), their search
+ * segments, which source lists which URL, and their events, written in the caller's transaction
+ * (the one that lands their raw copy). A metadata read whose content did not change gets only its
+ * last-seen time; a change makes `media.changed`.
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { MetadataSchema } from '../api/schemas.ts';
-import type { QuarantineReason } from '../domain/items.ts';
 import {
   hasTranscript,
   MEDIA_TRANSCRIPT_RETRY_STATES,
@@ -19,7 +18,6 @@ import {
 import type { Queryable } from './connection.ts';
 import { recordEvents } from './events.ts';
 import { queuePassages } from './passages.ts';
-import { isStorableText } from './storable.ts';
 
 /** The metadata columns of one `media` row. */
 export interface MediaRow {
@@ -42,80 +40,6 @@ export interface MediaRow {
   postedAt: Date | null;
   additionalData: unknown;
   metadataSha256: string;
-}
-
-const count = (n: number | null | undefined): number | null =>
-  n === null || n === undefined || !Number.isFinite(n) ? null : Math.round(n);
-
-/** A media item's row from its delivered metadata (or why it cannot be one: kept raw, quarantined). */
-export function mediaRowFromApi(
-  url: string,
-  raw: unknown,
-): { row: MediaRow } | { reason: string; reasonCode: QuarantineReason } {
-  const parsed = MetadataSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    return {
-      reason: `metadata does not match the interface at ${issue?.path.join('.') || '(root)'}: ${issue?.message}`,
-      reasonCode: 'schema',
-    };
-  }
-  const m = parsed.data;
-  const text = JSON.stringify(raw);
-  if (!isStorableText(text) || text.includes('\\u0000')) {
-    return { reason: 'metadata holds a character Postgres text cannot store', reasonCode: 'unstorable' };
-  }
-  const media = m.media as { type?: string; duration?: number } | undefined;
-  const posted = m.createdAt ? new Date(m.createdAt) : null;
-  const platform = m.platform as MediaPlatform;
-  return {
-    row: {
-      url,
-      platform,
-      type: m.type,
-      mediaId: m.id ?? null,
-      title: m.title ?? null,
-      description: m.description ?? null,
-      authorUsername: m.author?.username ?? null,
-      authorDisplayName: m.author?.displayName ?? null,
-      author: m.author ?? null,
-      views: count(m.stats?.views),
-      likes: count(m.stats?.likes),
-      comments: count(m.stats?.comments),
-      shares: count(m.stats?.shares),
-      mediaInfo: m.media ?? null,
-      durationS: media?.type === 'video' && typeof media.duration === 'number' ? media.duration : null,
-      tags: [...(m.tags ?? [])],
-      postedAt: posted !== null && Number.isFinite(posted.getTime()) ? posted : null,
-      additionalData: m.additionalData ?? null,
-      metadataSha256: createHash('sha256').update(text).digest('hex'),
-    },
-  };
-}
-
-/** The row of a public media file URL: no metadata is bought for it (`/metadata` describes platform items). */
-export function mediaFileRow(url: string): MediaRow {
-  return {
-    url,
-    platform: 'file',
-    type: 'video',
-    mediaId: null,
-    title: null,
-    description: null,
-    authorUsername: null,
-    authorDisplayName: null,
-    author: null,
-    views: null,
-    likes: null,
-    comments: null,
-    shares: null,
-    mediaInfo: null,
-    durationS: null,
-    tags: [],
-    postedAt: null,
-    additionalData: null,
-    metadataSha256: createHash('sha256').update(url).digest('hex'),
-  };
 }
 
 /** Where media came from: their job and source. */

@@ -13,7 +13,7 @@
  * | a code the interface does not list | retryable | recorded exactly as received |
  * | fails the interface's schema, too large, or Postgres cannot store it | quarantined | never re-submitted automatically |
  */
-import { BatchItemSchema, formatIssuePath, type BatchItem } from '../api/schemas.ts';
+import type { BatchItem } from '../api/schemas.ts';
 import type { BatchKind } from './batches.ts';
 
 export const ITEM_STATES = ['processing', 'landed', 'sunk', 'failed', 'retryable', 'quarantined'] as const;
@@ -115,27 +115,6 @@ export function classifyItem(item: BatchItem, kind: BatchKind): ItemOutcome {
   if ((PERMANENT_ITEM_CODES as readonly string[]).includes(code)) return { state: 'failed', errorCode: code };
   // the listed retryable codes, and any code this interface version does not know
   return { state: 'retryable', errorCode: code };
-}
-
-/** Validate a raw item and classify it; one that fails the schema is quarantined with the path. */
-export function classifyRawItem(raw: unknown, kind: BatchKind): ItemOutcome & { item?: BatchItem } {
-  const parsed = BatchItemSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    return {
-      state: 'quarantined',
-      errorCode: rawErrorCode(raw),
-      reason: `item does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`,
-      reasonCode: 'schema',
-    };
-  }
-  return { ...classifyItem(parsed.data, kind), item: parsed.data };
-}
-
-/** The errorCode of an item that failed validation, when it is a string (kept for status). */
-function rawErrorCode(raw: unknown): string | null {
-  const code = (raw as { errorCode?: unknown } | null)?.errorCode;
-  return typeof code === 'string' ? code : null;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@
  * four social platforms, or a public media file URL, is a media item (`media`): `/metadata`
  * (1 credit), then, for a video, the universal `/transcript` with the source's mode.
  */
-import { TRANSCRIPT_MODES } from '../api/schemas.ts';
+import { TRANSCRIPT_MODES } from '../api/enums.ts';
 import { generateCredits, PRICES, startedMinutes } from './prices.ts';
 
 /** The four social platforms by their published identifiers, and the neutral hosts the tests use for them. */

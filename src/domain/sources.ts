@@ -11,7 +11,7 @@ import {
   SEARCH_TYPES,
   SEARCH_UPLOAD_DATES,
   type SearchFeature,
-} from '../api/schemas.ts';
+} from '../api/enums.ts';
 
 /**
  * `playlist`, `channel`: listed through the API; `videos`: IDs a person gave; `search`: a saved

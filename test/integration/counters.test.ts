@@ -36,7 +36,6 @@ import { pageCounts } from '../../src/db/admin-pages.ts';
 import {
   MEDIA_COUNT_SHARDS,
   mediaCounts,
-  mediaRowFromApi,
   mediaTotals,
   setMediaTranscriptState,
   storeMediaMetadata,
@@ -44,6 +43,7 @@ import {
   storeUnavailableMedia,
   type MediaTotals,
 } from '../../src/db/media.ts';
+import { mediaRowFromApi } from '../../src/pipeline/ingest/media-rows.ts';
 import { addSourceVideos, rememberVideos } from '../../src/db/source-videos.ts';
 import { sourcesWithStats } from '../../src/db/source-stats.ts';
 import {

@@ -1,7 +1,7 @@
 /**
  * `status` loads only what it uses (issue #34): it reads Postgres, so it starts without the
- * clients of Redis, the queues and the API, without the tracing API and without the query builder,
- * and a one-shot command on a terminal loads pino-pretty only when it writes a line. A resolve hook
+ * clients of Redis, the queues and the API, without the tracing API, the query builder and the
+ * interface's schemas (it validates no answer of the upstream), and a one-shot command on a terminal loads pino-pretty only when it writes a line. A resolve hook
  * (module.register, as test/integration/tracing.test.ts does) writes down every ES module the real
  * process resolves, and a preloaded script the CommonJS ones it required (`require.cache` at exit:
  * the resolve hook does not see `require`).
@@ -83,7 +83,7 @@ async function runRecorded(
 }
 
 describe('status starts with what it uses', () => {
-  it('prints the report without loading the clients of Redis, the queues, the API, tracing or the query builder', async () => {
+  it("prints the report without loading the clients of Redis, the queues, the API, tracing, the query builder or the interface's schemas", async () => {
     // human log lines asked for, as on a terminal: status logs none, so pino-pretty stays unloaded
     const r = await runRecorded('status', ['status'], { LOG_FORMAT: 'pretty' });
     expectExit(r, 0);
@@ -93,6 +93,9 @@ describe('status starts with what it uses', () => {
     expect(r.resolved.some((u) => /\/(src|dist)\/cli\/status\.(ts|js)$/.test(u))).toBe(true);
     const unused = NOT_FOR_STATUS.filter((p) => r.resolved.some((u) => u.includes(`/node_modules/${p}`)));
     expect(unused).toEqual([]);
+    // the zod schemas of every answer of the interface (src/api/schemas.ts): building them took
+    // ~15 ms of each start; status needs only the values of a few enums (src/api/enums.ts)
+    expect(r.resolved.filter((u) => /\/(src|dist)\/api\/schemas\.(ts|js)$/.test(u))).toEqual([]);
   }, 120_000);
 
   it('a command that logs on a terminal still writes human lines (pino-pretty loaded at the first line)', async () => {

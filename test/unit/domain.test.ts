@@ -12,7 +12,8 @@ import {
 } from '../../src/domain/attempts.ts';
 import { readHead, storableDate } from '../../src/domain/batches.ts';
 import { findUnstorableNumber } from '../../src/db/storable.ts';
-import { classifyItem, classifyRawItem } from '../../src/domain/items.ts';
+import { classifyItem } from '../../src/domain/items.ts';
+import { classifyRawItem } from '../../src/domain/raw-items.ts';
 
 const NOW = new Date('2026-06-01T12:00:00Z');
 const policy: DuePolicy = {

@@ -51,7 +51,8 @@ import {
 } from '../../domain/batches.ts';
 import type { BatchStream } from '../../api/client.ts';
 import type { BatchItem } from '../../api/schemas.ts';
-import { classifyRawItem, isFinalItemState, UNFINISHED_AT_END_CODE, type ItemState } from '../../domain/items.ts';
+import { isFinalItemState, UNFINISHED_AT_END_CODE, type ItemState } from '../../domain/items.ts';
+import { classifyRawItem } from '../../domain/raw-items.ts';
 import { readBatchItems, type RawBatchHead, type RawBatchItem } from './batch-stream.ts';
 import type { RowBatch } from './item-rows.ts';
 import { prepareItem, storeChunk, type PreparedItem } from './store-items.ts';

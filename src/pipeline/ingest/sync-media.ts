@@ -29,9 +29,7 @@ import { landItems, landRecords, markQuarantined, markSunk, nextLandedChunk, toL
 import type { QuarantineReason } from '../../domain/items.ts';
 import {
   addBatchEstimate,
-  mediaFileRow,
   mediaGeneratedMinutes,
-  mediaRowFromApi,
   mediaTranscriptMode,
   returnMediaAttempt,
   setMediaTranscriptState,
@@ -43,6 +41,7 @@ import {
   transcriptDue,
   type MediaFacts,
 } from '../../db/media.ts';
+import { mediaFileRow, mediaRowFromApi } from './media-rows.ts';
 import { generatedDurations } from '../../db/generations.ts';
 import type { Source } from '../../db/schema.ts';
 import {
