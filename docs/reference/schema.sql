@@ -2447,9 +2447,9 @@ CREATE INDEX passages_page_tsv_idx ON public.passages USING gin (tsv) WHERE (kin
 
 CREATE INDEX passages_sha256_idx ON public.passages USING btree (sha256);
 
--- Name: passages_tsv_idx; Type: INDEX; Schema: public; Owner: -
+-- Name: passages_transcript_tsv_idx; Type: INDEX; Schema: public; Owner: -
 
-CREATE INDEX passages_tsv_idx ON public.passages USING gin (tsv);
+CREATE INDEX passages_transcript_tsv_idx ON public.passages USING gin (tsv) WHERE (kind = 'transcript'::text);
 
 -- Name: prune_runs_started_idx; Type: INDEX; Schema: public; Owner: -
 

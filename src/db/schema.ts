@@ -1103,9 +1103,12 @@ export const passages = pgTable(
   (t) => [
     index('passages_doc_idx').on(t.kind, t.doc, t.lang, t.n),
     index('passages_cut_at_idx').on(t.cutAt, t.id),
-    index('passages_tsv_idx').using('gin', t.tsv),
-    // page search's own (issue #34): through the shared index it read every matching transcript
-    // passage's row to drop it by kind
+    // one full-text index per kind searched, so a search reads no other kind's passages (issue
+    // #34; migrations/0034, 0035): transcript search and page search (media search reads
+    // `media_segments`; media passages are cut for search by meaning only)
+    index('passages_transcript_tsv_idx')
+      .using('gin', t.tsv)
+      .where(sql`${t.kind} = 'transcript'`),
     index('passages_page_tsv_idx')
       .using('gin', t.tsv)
       .where(sql`${t.kind} = 'page'`),

@@ -9,15 +9,13 @@
  *
  * The GIN index is used through one tsquery, the `or` of the query in every configuration: a
  * passage matching its own configuration's query matches that one too, so it narrows the rows
- * to check without losing any (EXPLAIN: a Bitmap Index Scan on passages_tsv_idx).
+ * to check without losing any (EXPLAIN: a Bitmap Index Scan on passages_transcript_tsv_idx). That
+ * index holds the transcripts' passages alone (partial, migrations/0035), so the kind is written
+ * as a literal: a generic plan can use it.
  */
 import { BATCH_IN_FLIGHT_STATUSES } from '../domain/batches.ts';
-import type { PassageKind } from '../domain/passages.ts';
 import { prepareSearchQuery, SNIPPET_START, SNIPPET_STOP } from '../domain/search.ts';
 import type { Queryable } from './connection.ts';
-
-/** The passages transcript search reads. */
-const TRANSCRIPT: PassageKind = 'transcript';
 
 /**
  * Passages (and media segments) matching the query ranked at most, taken in index
@@ -103,7 +101,7 @@ export async function searchTranscripts(sql: Queryable, f: SearchFilter): Promis
     matched as materialized (
       select p.doc as video_id, p.lang, p.n, p.start_s, p.first_chunk, p.last_chunk, p.text, p.config, p.tsv
       from passages p
-      where p.tsv @@ (select query from any_config) and p.kind = ${TRANSCRIPT}::text ${lang} ${source} ${channel}
+      where p.tsv @@ (select query from any_config) and p.kind = 'transcript' ${lang} ${source} ${channel}
       limit ${SEARCH_CANDIDATES_MAX}
     ),
     candidates as (

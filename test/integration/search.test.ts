@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics } from '../../src/admin/metrics.ts';
 import { registerPageRoutes } from '../../src/admin/page-routes.ts';
 import { startAdminServer, type AdminServer } from '../../src/admin/server.ts';
+import { createDb } from '../../src/db/connection.ts';
 import { searchTranscripts, type SearchHit } from '../../src/db/search.ts';
 import { drainSearchIndex, startSearchIndexer } from '../../src/pipeline/services/search-index.ts';
 import { transcriptPassages } from '../../src/db/passages.ts';
@@ -318,6 +319,46 @@ describe('the index and the query', () => {
     await store('vidDel2', 'en', chunks(3, { 1: 'fleeting rambutans' }));
     await database.sql`delete from transcripts where video_id = 'vidDel2'`;
     expect(await database.sql`select 1 from search_index_queue where video_id = 'vidDel2'`).toHaveLength(0);
+  });
+  it("reads the transcripts' passages only, not the pages' and media's that hold the same words (issue #34)", async () => {
+    const { sql } = database;
+    // page and media passages holding the phrase, among many that do not: through an index of
+    // every passage, their rows were read only to be dropped by their kind
+    const noisy = 3_000;
+    await sql`
+      insert into passages (kind, doc, lang, n, text, tokens, sha256)
+      select case when i % 2 = 0 then 'page' else 'media' end, 'https://kind-noise.example/' || (i / 10), '', i % 10,
+        case when i < ${noisy} then 'the saffron emulsion ' || i else 'unrelated words ' || i end, 8, 'kind-noise-' || i
+      from generate_series(0, ${10 * noisy - 1}) as i`;
+    // and transcripts enough that reading every transcript passage is not the cheaper plan
+    await sql`
+      insert into passages (kind, doc, lang, n, text, tokens, sha256)
+      select 'transcript', 'vidKindNoise' || (i / 10), 'en', i % 10, 'other words ' || i, 3, 'kind-noise-transcript-' || i
+      from generate_series(0, ${10 * noisy - 1}) as i`;
+    try {
+      await sql`analyze passages`;
+      // its plan, as Postgres ran it (auto_explain, sent back as notices): the rows it read and dropped
+      const plans: string[] = [];
+      const reader = createDb(database.url, { max: 1, onnotice: (n) => plans.push(String(n.message)) });
+      const hits = await reader.sql
+        .begin(async (tx) => {
+          await tx`load 'auto_explain'`;
+          await tx`select set_config('auto_explain.log_min_duration', '0', true), set_config('auto_explain.log_analyze', 'on', true),
+            set_config('auto_explain.log_level', 'notice', true)`;
+          return searchTranscripts(tx, { query: 'saffron emulsion', limit: 20 });
+        })
+        .finally(() => reader.close());
+      expect(ids(hits)).toEqual(['vidCook']);
+      const plan = plans.find((m) => m.includes('from passages p'));
+      expect(plan, plans.join('\n')).toBeDefined();
+      const dropped = [...plan!.matchAll(/Rows Removed by (?:Filter|Index Recheck): (\d+)/g)].reduce(
+        (n, m) => n + Number(m[1]),
+        0,
+      );
+      expect(dropped, plan).toBeLessThan(noisy / 10);
+    } finally {
+      await sql`delete from passages where doc like 'https://kind-noise.example/%' or doc like 'vidKindNoise%'`;
+    }
   });
 });
 
