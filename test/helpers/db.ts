@@ -59,3 +59,33 @@ export async function createTestDatabase(label?: string): Promise<TestDatabase> 
     },
   };
 }
+
+/**
+ * `read` run on a connection of its own with Postgres's plan of each statement, as Postgres ran
+ * it (auto_explain with ANALYZE, sent back as notices): what it returned, and the plan of the
+ * statement whose text holds `statement`, with the rows its scans read and dropped (by a filter or
+ * an index recheck).
+ */
+export async function withPlan<T>(
+  url: string,
+  statement: string,
+  read: (tx: postgres.TransactionSql) => Promise<T>,
+): Promise<{ result: T; plan: string; rowsDropped: number }> {
+  const notices: string[] = [];
+  const reader = createDb(url, { max: 1, onnotice: (n) => notices.push(String(n.message)) });
+  const result = await reader.sql
+    .begin(async (tx) => {
+      await tx`load 'auto_explain'`;
+      await tx`select set_config('auto_explain.log_min_duration', '0', true), set_config('auto_explain.log_analyze', 'on', true),
+        set_config('auto_explain.log_level', 'notice', true)`;
+      return read(tx);
+    })
+    .finally(() => reader.close());
+  const plan = notices.find((m) => m.includes(statement));
+  if (plan === undefined) throw new Error(`no plan holds ${JSON.stringify(statement)}; plans:\n${notices.join('\n')}`);
+  const rowsDropped = [...plan.matchAll(/Rows Removed by (?:Filter|Index Recheck): (\d+)/g)].reduce(
+    (n, m) => n + Number(m[1]),
+    0,
+  );
+  return { result: result as T, plan, rowsDropped };
+}

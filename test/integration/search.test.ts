@@ -15,7 +15,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics } from '../../src/admin/metrics.ts';
 import { registerPageRoutes } from '../../src/admin/page-routes.ts';
 import { startAdminServer, type AdminServer } from '../../src/admin/server.ts';
-import { createDb } from '../../src/db/connection.ts';
 import { searchTranscripts, type SearchHit } from '../../src/db/search.ts';
 import { drainSearchIndex, startSearchIndexer } from '../../src/pipeline/services/search-index.ts';
 import { transcriptPassages } from '../../src/db/passages.ts';
@@ -26,7 +25,7 @@ import { closeRedis, createRedis } from '../../src/queues/connection.ts';
 import { createQueues, type PipelineQueues } from '../../src/queues/queues.ts';
 import { bearer } from '../helpers/admin.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createTestDatabase, withPlan, type TestDatabase } from '../helpers/db.ts';
 import { runCli, type CliResult } from '../helpers/pipeline.ts';
 
 /** The search indexer cuts passages with the default settings here. */
@@ -337,25 +336,16 @@ describe('the index and the query', () => {
       from generate_series(0, ${10 * noisy - 1}) as i`;
     try {
       await sql`analyze passages`;
-      // its plan, as Postgres ran it (auto_explain, sent back as notices): the rows it read and dropped
-      const plans: string[] = [];
-      const reader = createDb(database.url, { max: 1, onnotice: (n) => plans.push(String(n.message)) });
-      const hits = await reader.sql
-        .begin(async (tx) => {
-          await tx`load 'auto_explain'`;
-          await tx`select set_config('auto_explain.log_min_duration', '0', true), set_config('auto_explain.log_analyze', 'on', true),
-            set_config('auto_explain.log_level', 'notice', true)`;
-          return searchTranscripts(tx, { query: 'saffron emulsion', limit: 20 });
-        })
-        .finally(() => reader.close());
-      expect(ids(hits)).toEqual(['vidCook']);
-      const plan = plans.find((m) => m.includes('from passages p'));
-      expect(plan, plans.join('\n')).toBeDefined();
-      const dropped = [...plan!.matchAll(/Rows Removed by (?:Filter|Index Recheck): (\d+)/g)].reduce(
-        (n, m) => n + Number(m[1]),
-        0,
+      // its plan, as Postgres ran it: the rows it read and dropped
+      const {
+        result: hits,
+        plan,
+        rowsDropped,
+      } = await withPlan(database.url, 'from passages p', (tx) =>
+        searchTranscripts(tx, { query: 'saffron emulsion', limit: 20 }),
       );
-      expect(dropped, plan).toBeLessThan(noisy / 10);
+      expect(ids(hits)).toEqual(['vidCook']);
+      expect(rowsDropped, plan).toBeLessThan(noisy / 10);
     } finally {
       await sql`delete from passages where doc like 'https://kind-noise.example/%' or doc like 'vidKindNoise%'`;
     }

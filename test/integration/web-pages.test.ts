@@ -13,12 +13,12 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics, registerStateMetrics } from '../../src/admin/metrics.ts';
-import { createDb } from '../../src/db/connection.ts';
 import { searchPages } from '../../src/db/search.ts';
 import { pageSections } from '../../src/domain/pages.ts';
 import { silentLogger } from '../../src/log.ts';
 import { parseMetrics, value } from '../helpers/admin.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
+import { withPlan } from '../helpers/db.ts';
 import { createPipelineHarness, runCli, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
 import { once } from '../helpers/once.ts';
 
@@ -313,25 +313,14 @@ describe('search and export of pages', () => {
       from generate_series(0, ${10 * noisy - 1}) as i`;
     try {
       await sql`analyze passages`;
-      // its plan, as Postgres ran it (auto_explain, sent back as notices): the rows it read and dropped
-      const plans: string[] = [];
-      const reader = createDb(h.database.url, { max: 1, onnotice: (n) => plans.push(String(n.message)) });
-      const hits = await reader.sql
-        .begin(async (tx) => {
-          await tx`load 'auto_explain'`;
-          await tx`select set_config('auto_explain.log_min_duration', '0', true), set_config('auto_explain.log_analyze', 'on', true),
-            set_config('auto_explain.log_level', 'notice', true)`;
-          return searchPages(tx, { query: s.phrase, limit: 20 });
-        })
-        .finally(() => reader.close());
+      // its plan, as Postgres ran it: the rows it read and dropped
+      const {
+        result: hits,
+        plan,
+        rowsDropped,
+      } = await withPlan(h.database.url, 'from passages p', (tx) => searchPages(tx, { query: s.phrase, limit: 20 }));
       expect(hits.some((x) => x.url === s.url)).toBe(true);
-      const plan = plans.find((m) => m.includes('from passages p'));
-      expect(plan, plans.join('\n')).toBeDefined();
-      const dropped = [...plan!.matchAll(/Rows Removed by (?:Filter|Index Recheck): (\d+)/g)].reduce(
-        (n, m) => n + Number(m[1]),
-        0,
-      );
-      expect(dropped, plan).toBeLessThan(noisy / 10);
+      expect(rowsDropped, plan).toBeLessThan(noisy / 10);
     } finally {
       await sql`delete from passages where doc like 'vidPageNoise%' or doc like 'https://page-noise.example/%'`;
     }
