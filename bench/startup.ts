@@ -8,9 +8,11 @@
  * STARTUP_RUNS times, interleaved with the others after one unmeasured run each (which warms the
  * file cache); its figures are the medians of wall time (spawn to exit) and peak RSS (VmHWM,
  * written by the process as it exits: bench/peak-rss.cjs). `status --help` shows what loading
- * one command costs. Then a daemon (all roles, no admin server) starts against a fresh database,
- * queue prefix and an in-process simulator, and its resident memory is read once it has been
- * idle for DAEMON_IDLE_MS.
+ * one command costs. `node + postgres.js, 1 statement` (bench/postgres-floor.mjs) is the least
+ * a command that reads Postgres can take, beside `status`'s target: node loads the driver, opens
+ * one connection, runs `select 1` and exits, loading nothing of ours. Then a daemon (all roles, no
+ * admin server) starts against a fresh database, queue prefix and an in-process simulator, and its
+ * resident memory is read once it has been idle for DAEMON_IDLE_MS.
  *
  * The commands run as bin/videosite-ingest.js runs them: from dist/ when the build is current,
  * else from the sources through tsx, so `npm run bench:startup` (and `npm run bench`) build first.
@@ -42,6 +44,7 @@ export const STATUS_SOURCES = 3;
 
 const BIN = join(REPO_ROOT, 'bin', 'videosite-ingest.js');
 const PEAK_RSS_HOOK = join(REPO_ROOT, 'bench', 'peak-rss.cjs');
+const POSTGRES_FLOOR = join(REPO_ROOT, 'bench', 'postgres-floor.mjs');
 const DAEMON_START_TIMEOUT_MS = 60_000;
 
 interface Probe {
@@ -68,10 +71,13 @@ export interface StartupFigures {
   bareNode: StartupFigure;
   help: StartupFigure;
   statusHelp: StartupFigure;
+  postgresFloor: StartupFigure;
   status: StartupFigure;
   helpTimeX: number;
   helpMemoryX: number;
   statusTimeX: number;
+  /** the floor's wall time against bare node's: what no command that reads Postgres can beat */
+  floorTimeX: number;
   daemon: { idleRssMb: number; peakRssMb: number; startMs: number };
 }
 
@@ -174,6 +180,7 @@ export async function measureStartup(): Promise<StartupFigures> {
       { label: 'node -e 1', args: ['-e', '1'] },
       { label: 'videosite-ingest --help', args: [...nodeArgs, BIN, '--help'] },
       { label: 'videosite-ingest status --help', args: [...nodeArgs, BIN, 'status', '--help'] },
+      { label: 'node + postgres.js, 1 statement', args: [POSTGRES_FLOOR], env },
       { label: 'videosite-ingest status', args: [...nodeArgs, BIN, 'status'], env },
     ];
     for (const p of probes) runOnce(p);
@@ -184,18 +191,20 @@ export async function measureStartup(): Promise<StartupFigures> {
       wallMs: round1(median(runs[j]!.map((r) => r.wallMs))),
       cpuMs: round1(median(runs[j]!.map((r) => r.cpuMs))),
       peakRssMb: round1(median(runs[j]!.map((r) => r.peakRssMb))),
-    })) as [StartupFigure, StartupFigure, StartupFigure, StartupFigure];
+    })) as [StartupFigure, StartupFigure, StartupFigure, StartupFigure, StartupFigure];
   });
-  const [bareNode, help, statusHelp, status] = figures;
+  const [bareNode, help, statusHelp, postgresFloor, status] = figures;
   const x = (a: number, b: number) => Math.round((a / b) * 100) / 100;
   return {
     bareNode,
     help,
     statusHelp,
+    postgresFloor,
     status,
     helpTimeX: x(help.wallMs, bareNode.wallMs),
     helpMemoryX: x(help.peakRssMb, bareNode.peakRssMb),
     statusTimeX: x(status.wallMs, bareNode.wallMs),
+    floorTimeX: x(postgresFloor.wallMs, bareNode.wallMs),
     daemon: await measureDaemon(),
   };
 }
@@ -210,9 +219,11 @@ export function renderStartup(f: StartupFigures): string {
     row(f.bareNode),
     row(f.help),
     row(f.statusHelp),
+    row(f.postgresFloor),
     row(f.status),
     `  --help vs bare node: time ${met(f.helpTimeX, HELP_TIME_TARGET_X)}, memory ${met(f.helpMemoryX, HELP_MEMORY_TARGET_X)}`,
     `  status vs bare node: time ${met(f.statusTimeX, STATUS_TIME_TARGET_X)} (a fresh database, ${STATUS_SOURCES} scheduled sources)`,
+    `  node + postgres.js, 1 statement vs bare node: time ${f.floorTimeX}x (the least a command reading Postgres can take)`,
     `  daemon: RSS ${f.daemon.idleRssMb} MB idle ${DAEMON_IDLE_MS / 1000} s after "daemon started" ` +
       `(peak ${f.daemon.peakRssMb} MB; started in ${f.daemon.startMs} ms)`,
     '',
