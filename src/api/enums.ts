@@ -1,8 +1,9 @@
 /**
- * The values of the upstream interface's enums and codes (v1.3.0, `shared/seed/000_84d3d256e7e95224.txt`,
- * and `upstream/openapi-v1.json`), as plain constants: src/api/schemas.ts builds its schemas on
- * them and re-exports them. What needs only the values (`status` comparing a batch's upstream
- * status) imports them from here without loading zod's schemas of the whole interface.
+ * The values of the upstream interface's enums and codes (v1.3.0:
+ * `shared/seed/000_84d3d256e7e95224.txt` and `upstream/openapi-v1.json`), as plain constants:
+ * src/api/schemas.ts builds its schemas on them and re-exports them. What needs only the values
+ * (`status` comparing a batch's upstream status) imports them from here without loading zod's
+ * schemas of the whole interface.
  */
 
 /** The `error` values of the Error object. */
