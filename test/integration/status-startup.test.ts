@@ -93,8 +93,8 @@ describe('status starts with what it uses', () => {
     expect(r.resolved.some((u) => /\/(src|dist)\/cli\/status\.(ts|js)$/.test(u))).toBe(true);
     const unused = NOT_FOR_STATUS.filter((p) => r.resolved.some((u) => u.includes(`/node_modules/${p}`)));
     expect(unused).toEqual([]);
-    // the zod schemas of every answer of the interface (src/api/schemas.ts): building them took
-    // ~15 ms of each start; status needs only the values of a few enums (src/api/enums.ts)
+    // the zod schemas of every answer of the interface (src/api/schemas.ts): status validates no
+    // answer and needs only the values of a few enums (src/api/enums.ts)
     expect(r.resolved.filter((u) => /\/(src|dist)\/api\/schemas\.(ts|js)$/.test(u))).toEqual([]);
   }, 120_000);
 
