@@ -14,11 +14,14 @@
  * the databases; `--reuse-db TAG` times again the databases an earlier run kept (their names end
  * in `_TAG_1x` and `_TAG_10x`: migrated to this tree, vacuumed, not seeded again; a size without
  * one is seeded as usual), for a 10x seeding takes most of an hour with vectors. A kept database
- * that was timed has had its `prune` run, so `prune` finds less there; the other timings hold.
- * `--shrink 0.05` shrinks both sizes for a quick check of the harness (the ratios
+ * that was timed has had its `prune` run, its source synced and, at 10x, its storm fired: so
+ * `prune` finds less there, the incremental sync finds its 10 new videos already submitted (it
+ * reports "expected 20 videos submitted"), and at 10x "reconcile at start, Redis empty" has the
+ * storm's 100 batches more to enqueue; the first run's figures of those hold, the other timings
+ * hold again. `--shrink 0.05` shrinks both sizes for a quick check of the harness (the ratios
  * mean something only at 1); `--projection-only` seeds the 10x history alone and prints its table
- * sizes and the year's projection (no 1x, no timings, no storm: ~10 minutes instead of ~25). The whole run took 12-13 minutes on 2 cores shared with other work
- * (load 5-8), two thirds of it seeding 10x (6-7 minutes there, 12 GB written).
+ * sizes and the year's projection (no 1x, no timings, no storm). Most of a run is seeding 10x,
+ * its HNSW index above all; docs/performance.md has how long runs took.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
