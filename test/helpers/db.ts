@@ -89,3 +89,19 @@ export async function withPlan<T>(
   );
   return { result: result as T, plan, rowsDropped };
 }
+
+/**
+ * `count` passages for a plan test, of `kinds` in turn, each document (`doc` and a number) ten of
+ * them; the first `holding` say `words` (and their number), the others words no query asks for.
+ */
+export async function insertNoisePassages(
+  sql: Sql,
+  o: { kinds: readonly string[]; doc: string; lang: string; count: number; holding?: number; words?: string },
+): Promise<void> {
+  await sql`
+    insert into passages (kind, doc, lang, n, text, tokens, sha256)
+    select (${o.kinds as string[]}::text[])[1 + i % ${o.kinds.length}], ${o.doc} || (i / 10), ${o.lang}, i % 10,
+      case when i < ${o.holding ?? 0} then ${o.words ?? ''} || ' ' || i else 'unrelated words ' || i end, 8,
+      ${o.doc} || '-' || i
+    from generate_series(0, ${o.count - 1}) as i`;
+}

@@ -25,7 +25,7 @@ import { closeRedis, createRedis } from '../../src/queues/connection.ts';
 import { createQueues, type PipelineQueues } from '../../src/queues/queues.ts';
 import { bearer } from '../helpers/admin.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
-import { createTestDatabase, withPlan, type TestDatabase } from '../helpers/db.ts';
+import { createTestDatabase, insertNoisePassages, withPlan, type TestDatabase } from '../helpers/db.ts';
 import { runCli, type CliResult } from '../helpers/pipeline.ts';
 
 /** The search indexer cuts passages with the default settings here. */
@@ -319,21 +319,21 @@ describe('the index and the query', () => {
     await database.sql`delete from transcripts where video_id = 'vidDel2'`;
     expect(await database.sql`select 1 from search_index_queue where video_id = 'vidDel2'`).toHaveLength(0);
   });
+
   it("reads the transcripts' passages only, not the pages' and media's that hold the same words (issue #34)", async () => {
     const { sql } = database;
     // page and media passages holding the phrase, among many that do not: through an index of
     // every passage, their rows were read only to be dropped by their kind
     const noisy = 3_000;
-    await sql`
-      insert into passages (kind, doc, lang, n, text, tokens, sha256)
-      select case when i % 2 = 0 then 'page' else 'media' end, 'https://kind-noise.example/' || (i / 10), '', i % 10,
-        case when i < ${noisy} then 'the saffron emulsion ' || i else 'unrelated words ' || i end, 8, 'kind-noise-' || i
-      from generate_series(0, ${10 * noisy - 1}) as i`;
+    const noise = { count: 10 * noisy, lang: '', doc: 'https://kind-noise.example/' };
+    await insertNoisePassages(sql, {
+      ...noise,
+      kinds: ['page', 'media'],
+      holding: noisy,
+      words: 'the saffron emulsion',
+    });
     // and transcripts enough that reading every transcript passage is not the cheaper plan
-    await sql`
-      insert into passages (kind, doc, lang, n, text, tokens, sha256)
-      select 'transcript', 'vidKindNoise' || (i / 10), 'en', i % 10, 'other words ' || i, 3, 'kind-noise-transcript-' || i
-      from generate_series(0, ${10 * noisy - 1}) as i`;
+    await insertNoisePassages(sql, { ...noise, kinds: ['transcript'], lang: 'en', doc: 'vidKindNoise' });
     try {
       await sql`analyze passages`;
       // its plan, as Postgres ran it: the rows it read and dropped

@@ -18,7 +18,7 @@ import { pageSections } from '../../src/domain/pages.ts';
 import { silentLogger } from '../../src/log.ts';
 import { parseMetrics, value } from '../helpers/admin.ts';
 import { expectCleanError, expectExit } from '../helpers/cli.ts';
-import { withPlan } from '../helpers/db.ts';
+import { insertNoisePassages, withPlan } from '../helpers/db.ts';
 import { createPipelineHarness, runCli, type CliResult, type PipelineHarness } from '../helpers/pipeline.ts';
 import { once } from '../helpers/once.ts';
 
@@ -301,16 +301,16 @@ describe('search and export of pages', () => {
     // many that do not: an index shared with transcripts returns them all, and their rows were
     // read only to be dropped by their kind
     const noisy = 3_000;
-    await sql`
-      insert into passages (kind, doc, lang, n, text, tokens, sha256)
-      select 'transcript', 'vidPageNoise' || (i / 10), '', i % 10,
-        case when i < ${noisy} then ${s.phrase} || ' ' || i else 'unrelated words ' || i end, 8, 'page-noise-' || i
-      from generate_series(0, ${10 * noisy - 1}) as i`;
+    const noise = { count: 10 * noisy, lang: '' };
+    await insertNoisePassages(sql, {
+      ...noise,
+      kinds: ['transcript'],
+      doc: 'vidPageNoise',
+      holding: noisy,
+      words: s.phrase,
+    });
     // and pages enough that reading every page passage is not the cheaper plan
-    await sql`
-      insert into passages (kind, doc, lang, n, text, tokens, sha256)
-      select 'page', 'https://page-noise.example/' || (i / 10), '', i % 10, 'other words ' || i, 3, 'page-noise-page-' || i
-      from generate_series(0, ${10 * noisy - 1}) as i`;
+    await insertNoisePassages(sql, { ...noise, kinds: ['page'], doc: 'https://page-noise.example/' });
     try {
       await sql`analyze passages`;
       // its plan, as Postgres ran it: the rows it read and dropped
