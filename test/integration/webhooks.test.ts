@@ -206,6 +206,21 @@ const allReceived = (r: Receiver, ids: number[], timeoutMs = 20_000) =>
     `events ${ids[0]}..${ids.at(-1)} received`,
   );
 
+/**
+ * The endpoint's deliveries recorded through event `id`: a 2xx is recorded, with the cursor's
+ * move, after the receiver has answered, so a receiver holding every event can be a moment ahead
+ * of `webhook_deliveries`.
+ */
+const recordedThrough = (ep: number, id: number) =>
+  waitFor(
+    async () => {
+      const [x] = await database.sql`select 1 from webhook_endpoints where id = ${ep} and cursor >= ${id}`;
+      return x ? true : undefined;
+    },
+    10_000,
+    `endpoint ${ep}'s deliveries through event ${id} recorded`,
+  );
+
 beforeAll(async () => {
   database = await createTestDatabase('webhooks');
   env = {
@@ -399,8 +414,8 @@ describe('delivery', () => {
   it('a receiver verifying every signature gets every event exactly once, in id order; a filter is honoured', async () => {
     const all = await startReceiver(SECRET);
     const filtered = await startReceiver(SECRET);
-    await addHook(all.url);
-    await addHook(filtered.url, ['batch.completed']);
+    const allEp = await addHook(all.url);
+    const filteredEp = await addHook(filtered.url, ['batch.completed']);
     startWorker();
     const ids: number[] = [];
     for (let i = 0; i < 10; i++) {
@@ -416,6 +431,8 @@ describe('delivery', () => {
     const first = JSON.parse(all.received[0]!.body) as Record<string, unknown>;
     expect(Object.keys(first)).toEqual(['id', 'type', 'occurred_at', 'data']);
     expect(first).toMatchObject({ id: ids[0], type: 'source.synced', data: { n: 0 } });
+    await recordedThrough(allEp, ids.at(-1)!);
+    await recordedThrough(filteredEp, completed.at(-1)!);
     const [rows] = await database.sql<{ delivered: number; failed: number }[]>`
       select count(*) filter (where status = 'delivered')::int as delivered, count(*) filter (where status = 'failed')::int as failed from webhook_deliveries`;
     expect(rows).toEqual({ delivered: ids.length + completed.length, failed: 0 });
@@ -457,6 +474,7 @@ describe('delivery', () => {
     await r.reopen();
     ids.push(...(await writeEvents(5)));
     await allReceived(r, ids);
+    await recordedThrough(ep, ids.at(-1)!);
 
     const delivered = r.received.filter((x) => x.verified);
     expect(uniqueIds(r).sort((a, b) => a - b)).toEqual(ids);
