@@ -10,7 +10,10 @@
  * written by the process as it exits: bench/peak-rss.cjs). `status --help` shows what loading
  * one command costs. `node + postgres.js, 1 statement` (bench/postgres-floor.mjs) is the least
  * a command that reads Postgres can take, beside `status`'s target: node loads the driver, opens
- * one connection, runs `select 1` and exits, loading nothing of ours. Then a daemon (all roles, no
+ * one connection, runs `select 1` and exits, loading nothing of ours. `node + postgres.js, status's
+ * statements` (bench/status-floor.mjs) is the least `status` itself can take: the same, sending the
+ * statements `status` sends to the same database (recorded here from `collectStatus`, in order,
+ * with their parameters) instead of `select 1`. Then a daemon (all roles, no
  * admin server) starts against a fresh database, queue prefix and an in-process simulator, and its
  * resident memory is read once it has been idle for DAEMON_IDLE_MS.
  *
@@ -19,12 +22,14 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import postgres from 'postgres';
 import { loadConfig } from '../src/config.ts';
 import { migrateDatabase, quoteIdentifier, withDatabase } from '../src/db/migrate.ts';
+import { collectStatus } from '../src/pipeline/read/status.ts';
 import { closeRedis, createRedis, deletePrefixKeys } from '../src/queues/connection.ts';
 import { startSimulator } from '../src/simulator/server.ts';
 import { CliProcess, REPO_ROOT, shebangNodeArgs } from './procs.ts';
@@ -45,6 +50,7 @@ export const STATUS_SOURCES = 3;
 const BIN = join(REPO_ROOT, 'bin', 'videosite-ingest.js');
 const PEAK_RSS_HOOK = join(REPO_ROOT, 'bench', 'peak-rss.cjs');
 const POSTGRES_FLOOR = join(REPO_ROOT, 'bench', 'postgres-floor.mjs');
+const STATUS_FLOOR = join(REPO_ROOT, 'bench', 'status-floor.mjs');
 const DAEMON_START_TIMEOUT_MS = 60_000;
 
 interface Probe {
@@ -72,12 +78,17 @@ export interface StartupFigures {
   help: StartupFigure;
   statusHelp: StartupFigure;
   postgresFloor: StartupFigure;
+  statusFloor: StartupFigure;
   status: StartupFigure;
   helpTimeX: number;
   helpMemoryX: number;
   statusTimeX: number;
   /** the floor's wall time against bare node's: what no command that reads Postgres can beat */
   floorTimeX: number;
+  /** how many statements `status` sent (and bench/status-floor.mjs sends) */
+  statusStatements: number;
+  /** status-floor's wall time against bare node's: what no `status` asking the same questions can beat */
+  statusFloorTimeX: number;
   daemon: { idleRssMb: number; peakRssMb: number; startMs: number };
 }
 
@@ -144,24 +155,53 @@ async function measureDaemon(): Promise<StartupFigures['daemon']> {
   }
 }
 
-/** A fresh database, migrated, with STATUS_SOURCES sources, and a queue prefix of its own, for `status`; dropped after `fn`. */
-async function withStatusDatabase<T>(fn: (env: Record<string, string>) => Promise<T>): Promise<T> {
+/** What `withStatusDatabase` hands its callback. */
+interface StatusDatabase {
+  /** the environment `status` runs with (PATH and HOME are added) */
+  env: Record<string, string>;
+  /** a JSON file of the statements `status` sends to this database, in order: `{ query, parameters }[]` */
+  statementsFile: string;
+  statements: number;
+}
+
+/**
+ * A fresh database, migrated, with STATUS_SOURCES sources, and a queue prefix of its own, for
+ * `status`; dropped after `fn`. The statements `status` sends to it are recorded from
+ * `collectStatus`, with the options `status` passes in that environment (no API key, embeddings
+ * off), through postgres.js's `debug` hook.
+ */
+async function withStatusDatabase<T>(fn: (db: StatusDatabase) => Promise<T>): Promise<T> {
   const config = loadConfig();
   const tag = randomBytes(4).toString('hex');
   const url = withDatabase(config.databaseUrl, `vsi_bench_status_${tag}`);
   await migrateDatabase(url);
-  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  const recorded: { query: string; parameters: unknown[] }[] = [];
+  const sql = postgres(url, {
+    max: 1,
+    onnotice: () => {},
+    debug: (_connection, query, parameters) => recorded.push({ query, parameters }),
+  });
   try {
     await sql`
       insert into sources (kind, ref, external_id, max_videos, title, cron)
       select 'channel', '@startup' || i, 'UC_startup_' || i, 100, 'Start-up channel ' || i, '0 * * * *'
       from generate_series(1, ${STATUS_SOURCES}) i`;
+    recorded.length = 0;
+    await collectStatus(sql);
   } finally {
     await sql.end({ timeout: 5 });
   }
+  const dir = mkdtempSync(join(tmpdir(), 'vsi-bench-status-'));
+  const statementsFile = join(dir, 'statements.json');
+  writeFileSync(statementsFile, JSON.stringify(recorded));
   try {
-    return await fn({ DATABASE_URL: url, REDIS_URL: config.redisUrl, QUEUE_PREFIX: `{vsi-bench-status-${tag}}` });
+    return await fn({
+      env: { DATABASE_URL: url, REDIS_URL: config.redisUrl, QUEUE_PREFIX: `{vsi-bench-status-${tag}}` },
+      statementsFile,
+      statements: recorded.length,
+    });
   } finally {
+    rmSync(dir, { recursive: true, force: true });
     await dropDatabase(config.databaseUrl, `vsi_bench_status_${tag}`);
   }
 }
@@ -175,12 +215,15 @@ async function dropDatabase(databaseUrl: string, database: string): Promise<void
 
 export async function measureStartup(): Promise<StartupFigures> {
   const nodeArgs = shebangNodeArgs();
-  const figures = await withStatusDatabase(async (env) => {
+  let statusStatements = 0;
+  const figures = await withStatusDatabase(async ({ env, statementsFile, statements }) => {
+    statusStatements = statements;
     const probes: Probe[] = [
       { label: 'node -e 1', args: ['-e', '1'] },
       { label: 'videosite-ingest --help', args: [...nodeArgs, BIN, '--help'] },
       { label: 'videosite-ingest status --help', args: [...nodeArgs, BIN, 'status', '--help'] },
       { label: 'node + postgres.js, 1 statement', args: [POSTGRES_FLOOR], env },
+      { label: "node + postgres.js, status's statements", args: [STATUS_FLOOR, statementsFile], env },
       { label: 'videosite-ingest status', args: [...nodeArgs, BIN, 'status'], env },
     ];
     for (const p of probes) runOnce(p);
@@ -191,20 +234,23 @@ export async function measureStartup(): Promise<StartupFigures> {
       wallMs: round1(median(runs[j]!.map((r) => r.wallMs))),
       cpuMs: round1(median(runs[j]!.map((r) => r.cpuMs))),
       peakRssMb: round1(median(runs[j]!.map((r) => r.peakRssMb))),
-    })) as [StartupFigure, StartupFigure, StartupFigure, StartupFigure, StartupFigure];
+    })) as [StartupFigure, StartupFigure, StartupFigure, StartupFigure, StartupFigure, StartupFigure];
   });
-  const [bareNode, help, statusHelp, postgresFloor, status] = figures;
+  const [bareNode, help, statusHelp, postgresFloor, statusFloor, status] = figures;
   const x = (a: number, b: number) => Math.round((a / b) * 100) / 100;
   return {
     bareNode,
     help,
     statusHelp,
     postgresFloor,
+    statusFloor,
     status,
     helpTimeX: x(help.wallMs, bareNode.wallMs),
     helpMemoryX: x(help.peakRssMb, bareNode.peakRssMb),
     statusTimeX: x(status.wallMs, bareNode.wallMs),
     floorTimeX: x(postgresFloor.wallMs, bareNode.wallMs),
+    statusStatements,
+    statusFloorTimeX: x(statusFloor.wallMs, bareNode.wallMs),
     daemon: await measureDaemon(),
   };
 }
@@ -212,18 +258,21 @@ export async function measureStartup(): Promise<StartupFigures> {
 export function renderStartup(f: StartupFigures): string {
   const met = (x: number, target: number) => `${x}x (target <= ${target}x: ${x <= target ? 'met' : 'NOT met'})`;
   const row = (s: StartupFigure) =>
-    `  ${s.label.padEnd(32)}${String(s.wallMs).padStart(8)} ms${String(s.cpuMs).padStart(8)} ms${String(s.peakRssMb).padStart(8)} MB`;
+    `  ${s.label.padEnd(40)}${String(s.wallMs).padStart(8)} ms${String(s.cpuMs).padStart(8)} ms${String(s.peakRssMb).padStart(8)} MB`;
   return [
     `Startup (median of ${STARTUP_RUNS}):`,
-    `  ${''.padEnd(32)}${'wall'.padStart(11)}${'CPU'.padStart(11)}${'peak RSS'.padStart(11)}`,
+    `  ${''.padEnd(40)}${'wall'.padStart(11)}${'CPU'.padStart(11)}${'peak RSS'.padStart(11)}`,
     row(f.bareNode),
     row(f.help),
     row(f.statusHelp),
     row(f.postgresFloor),
+    row(f.statusFloor),
     row(f.status),
     `  --help vs bare node: time ${met(f.helpTimeX, HELP_TIME_TARGET_X)}, memory ${met(f.helpMemoryX, HELP_MEMORY_TARGET_X)}`,
     `  status vs bare node: time ${met(f.statusTimeX, STATUS_TIME_TARGET_X)} (a fresh database, ${STATUS_SOURCES} scheduled sources)`,
     `  node + postgres.js, 1 statement vs bare node: time ${f.floorTimeX}x (the least a command reading Postgres can take)`,
+    `  node + postgres.js, status's ${f.statusStatements} statements vs bare node: time ${f.statusFloorTimeX}x ` +
+      '(the least a status asking the same questions can take)',
     `  daemon: RSS ${f.daemon.idleRssMb} MB idle ${DAEMON_IDLE_MS / 1000} s after "daemon started" ` +
       `(peak ${f.daemon.peakRssMb} MB; started in ${f.daemon.startMs} ms)`,
     '',
