@@ -511,7 +511,8 @@ CREATE FUNCTION public.passages_search_fields() RETURNS trigger
     AS $$
 BEGIN
   NEW.config := search_config(NEW.lang);
-  NEW.tsv := to_tsvector(NEW.config, search_document(NEW.text));
+  NEW.tsv := CASE WHEN NEW.kind = 'media' THEN ''::tsvector
+                  ELSE to_tsvector(NEW.config, search_document(NEW.text)) END;
   RETURN NEW;
 END
 $$;

@@ -1097,7 +1097,10 @@ export const passages = pgTable(
     cutAt: tstzNow('cut_at'),
     /** the language's text search configuration (`search_config(lang)`), set on write by the trigger of the migration that added it */
     config: regconfig('config').notNull(),
-    /** the full-text search index of `text` in `config`, set on write with `config` */
+    /**
+     * the full-text search index of `text` in `config`, set on write with `config`; empty for a
+     * media passage (media search reads `media_segments`; migrations/0036)
+     */
     tsv: tsvector('tsv').notNull(),
   },
   (t) => [

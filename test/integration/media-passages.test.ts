@@ -173,6 +173,28 @@ describe('media passages', () => {
     expect(await h.database.sql`select 1 from search_index_queue`).toHaveLength(0);
   });
 
+  it('media passages carry an empty tsvector (migrations/0036); search --kind media still finds their words', async () => {
+    await synced();
+    const m = media();
+    const rows = await h.database.sql<{ doc: string; text: string; tsv: string }[]>`
+      select doc, text, tsv::text as tsv from passages where kind = 'media' order by doc, n`;
+    expect(rows.length).toBeGreaterThan(0);
+    for (const r of rows) expect(r.tsv, r.doc).toBe('');
+    const words = rows
+      .find((r) => r.doc === m.tiktok)!
+      .text.split(/\s+/)
+      .filter((w) => /^[a-z]{4,}$/i.test(w))
+      .slice(0, 2);
+    expect(words).toHaveLength(2);
+    const r = await cli(['search', words.join(' '), '--kind', 'media', '--json', '--limit', '50']);
+    expectExit(r, 0);
+    const urls = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { url: string }).url);
+    expect(urls, r.stdout).toContain(m.tiktok);
+  });
+
   it('export --passages --kind media: each with its moment and link (a media file’s at #t=, a post’s plain)', async () => {
     await synced();
     const m = media();
