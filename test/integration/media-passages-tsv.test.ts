@@ -6,33 +6,21 @@
  * written afterwards (as a build that does not name these columns writes them) get an empty one
  * for media and a full one for every other kind.
  */
-import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, type Sql } from '../../src/db/connection.ts';
-import { migrateDatabase } from '../../src/db/migrate.ts';
-import { dropDatabase, testDatabaseName, testServerUrl } from '../helpers/db.ts';
-import { olderBuildMigrations } from '../helpers/older-build.ts';
+import type { Sql } from '../../src/db/connection.ts';
+import { olderBuildDatabase, type OlderBuildDatabase } from '../helpers/older-build.ts';
 
 const FIRST_MIGRATION_AFTER = '0036_media_passages_without_tsv';
 
-let folder: string;
-let name: string;
-let url: string;
-let handle: ReturnType<typeof createDb>;
+let db: OlderBuildDatabase | undefined;
 let sql: Sql;
 
 beforeAll(async () => {
-  folder = olderBuildMigrations(FIRST_MIGRATION_AFTER);
-  name = testDatabaseName('media_passages_tsv');
-  url = testServerUrl(name);
-  await migrateDatabase(url, undefined, { migrationsFolder: folder });
-  handle = createDb(url, { max: 2 });
-  sql = handle.sql;
+  db = await olderBuildDatabase(FIRST_MIGRATION_AFTER, 'media_passages_tsv');
+  sql = db.sql;
 });
 afterAll(async () => {
-  await handle?.close();
-  if (name) await dropDatabase(name);
-  if (folder) rmSync(folder, { recursive: true, force: true });
+  await db?.close();
 });
 
 const KINDS = ['transcript', 'page', 'media'] as const;
@@ -60,7 +48,7 @@ describe('migration 0036 on a database of the build before it', () => {
     // the build before 0036 gave every kind its tsvector
     for (const r of before) expect(r.tsv, r.kind).toContain("'heron'");
 
-    await migrateDatabase(url);
+    await db!.upgrade();
 
     const after = await rows();
     expect(after.find((r) => r.kind === 'media')!.tsv).toBe('');

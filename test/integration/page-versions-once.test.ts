@@ -9,37 +9,27 @@
  * INSERT into the view (the bench's seed writes versions so), and the older build's own version
  * statement, which the view refuses: why 0033 is not marked backward-compatible.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, type Sql } from '../../src/db/connection.ts';
-import { MIGRATIONS_FOLDER, migrateDatabase } from '../../src/db/migrate.ts';
+import type { Sql } from '../../src/db/connection.ts';
+import { MIGRATIONS_FOLDER } from '../../src/db/migrate.ts';
 import { markPagesGoneFor, storePages, type PageRow } from '../../src/db/pages.ts';
 import { pageSha256 } from '../../src/domain/pages.ts';
 import { isMarkedBackwardCompatible } from '../../src/domain/schema-compat.ts';
-import { dropDatabase, testDatabaseName, testServerUrl } from '../helpers/db.ts';
-import { olderBuildMigrations } from '../helpers/older-build.ts';
+import { olderBuildDatabase, type OlderBuildDatabase } from '../helpers/older-build.ts';
 
 const FIRST_MIGRATION_AFTER = '0033_page_versions_once';
 
-let folder: string;
-let name: string;
-let url: string;
-let handle: ReturnType<typeof createDb>;
+let db: OlderBuildDatabase | undefined;
 let sql: Sql;
 
 beforeAll(async () => {
-  folder = olderBuildMigrations(FIRST_MIGRATION_AFTER);
-  name = testDatabaseName('page_versions_once');
-  url = testServerUrl(name);
-  await migrateDatabase(url, undefined, { migrationsFolder: folder });
-  handle = createDb(url, { max: 2 });
-  sql = handle.sql;
+  db = await olderBuildDatabase(FIRST_MIGRATION_AFTER, 'page_versions_once');
+  sql = db.sql;
 });
 afterAll(async () => {
-  await handle?.close();
-  if (name) await dropDatabase(name);
-  if (folder) rmSync(folder, { recursive: true, force: true });
+  await db?.close();
 });
 
 /** Every content stored in this file, by its hash: what each version must read. */
@@ -151,7 +141,7 @@ describe('the current version of a web page stored once', () => {
         where v.content_sha256 = p.content_sha256 and v.content = p.content`,
     ).toEqual([{ copies: 3 }]);
 
-    await migrateDatabase(url);
+    await db!.upgrade();
     expect(await sql`select * from page_versions order by url, stored_at, content_sha256`).toEqual(before);
     expect(await copiesStored()).toEqual({ current: 3, past: 2, currentWithCopy: 0, pastWithout: 0, counted: 0 });
   });

@@ -7,33 +7,21 @@
  * replaced (a change, a return to earlier content, a delete, a truncate), the compression of what
  * each table keeps, and the statement an older build moves `last_seen_at` with.
  */
-import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, type Sql } from '../../src/db/connection.ts';
-import { migrateDatabase } from '../../src/db/migrate.ts';
-import { dropDatabase, testDatabaseName, testServerUrl } from '../helpers/db.ts';
-import { olderBuildMigrations } from '../helpers/older-build.ts';
+import type { Sql } from '../../src/db/connection.ts';
+import { olderBuildDatabase, type OlderBuildDatabase } from '../helpers/older-build.ts';
 
 const FIRST_MIGRATION_AFTER = '0029_one_copy';
 
-let folder: string;
-let name: string;
-let url: string;
-let handle: ReturnType<typeof createDb>;
+let db: OlderBuildDatabase | undefined;
 let sql: Sql;
 
 beforeAll(async () => {
-  folder = olderBuildMigrations(FIRST_MIGRATION_AFTER);
-  name = testDatabaseName('versions_once');
-  url = testServerUrl(name);
-  await migrateDatabase(url, undefined, { migrationsFolder: folder });
-  handle = createDb(url, { max: 2 });
-  sql = handle.sql;
+  db = await olderBuildDatabase(FIRST_MIGRATION_AFTER, 'versions_once');
+  sql = db.sql;
 });
 afterAll(async () => {
-  await handle?.close();
-  if (name) await dropDatabase(name);
-  if (folder) rmSync(folder, { recursive: true, force: true });
+  await db?.close();
 });
 
 const chunksOf = (text: string) => text.split(' ').map((t, i) => ({ text: t, start: i, duration: 1 }));
@@ -103,7 +91,7 @@ describe('the current version of a transcript stored once', () => {
       'sha:third words',
     ]);
 
-    await migrateDatabase(url);
+    await db!.upgrade();
     expect(await sql`select * from transcript_versions order by id`).toEqual(before);
     expect(await copiesStored()).toEqual({ current: 3, past: 2, currentWithCopy: 0, pastWithout: 0 });
   });
