@@ -240,6 +240,12 @@ describe('expiry and replay --expired', () => {
     // a sync after it would re-submit their unfinished items itself (the first re-submission goes
     // with the next sync), and this test is about replay --expired doing it.
     await h.deps.queues.poll.pause();
+    // pausing stops new polls, not one already running: it would see the expiry too
+    await waitFor(
+      async () => ((await h.deps.queues.poll.getActiveCount()) === 0 ? true : undefined),
+      30_000,
+      'the running poll to end',
+    );
     h.sim.clock.advance(60_000);
     h.sim.setJobSettings({ itemsPerSecond: 2000, lifetimeMs: 3_600_000 });
     let resumed = false;
