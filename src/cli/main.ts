@@ -195,7 +195,8 @@ export async function main(argv: string[]): Promise<void> {
   const name = commandOf(argv.slice(2));
   try {
     const program = await loadProgram(name === undefined ? [] : [name]);
-    if (name !== undefined) await startTracingFromConfig();
+    // before the action, not before parsing: `<command> --help` runs no action and loads no configuration
+    if (name !== undefined) program.hook('preAction', startTracingFromConfig);
     await program.parseAsync(argv);
   } catch (e: unknown) {
     // help and version end with exitCode 0
@@ -225,8 +226,9 @@ export async function main(argv: string[]): Promise<void> {
 let tracing: typeof import('../tracing.ts') | undefined;
 
 /**
- * Tracing on when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/tracing.ts): before the command runs,
- * so its logger and its first request see it. A configuration error is left to the command.
+ * Tracing on when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/tracing.ts): before the command's action
+ * runs (commander's preAction hook), so its logger and its first request see it. A configuration
+ * error is left to the command.
  */
 async function startTracingFromConfig(): Promise<void> {
   let settings;
