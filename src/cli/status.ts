@@ -7,16 +7,10 @@ import { compactBytes } from '../admin/chart.ts';
 import type { BatchProgress } from '../db/batch-progress.ts';
 import { PENDING_COUNT_CAP } from '../db/webhooks.ts';
 import { describeCoverage } from '../domain/coverage.ts';
-import {
-  collectStatus,
-  describePrune,
-  STATUS_SOURCES_SHOWN,
-  type EmbeddingsStatus,
-  type StatusReport,
-} from '../pipeline/read/status.ts';
+import type { EmbeddingsStatus, StatusReport } from '../pipeline/read/status.ts';
+import { describePrune, STATUS_SOURCES_SHOWN } from '../pipeline/read/status-report.ts';
 import { STORE_HINTS } from '../db/embeddings.ts';
 import { terminalJson, terminalSafe } from '../terminal-text.ts';
-import { createDbContext } from './db-context.ts';
 import { renderTable, shortTime } from './table.ts';
 
 /** Tables `status` lists under Storage unless asked for every one (`--storage`). */
@@ -465,6 +459,11 @@ export function registerStatusCommand(program: Command): void {
       false,
     )
     .action(async (o: { json: boolean; allSources: boolean; storage: boolean }) => {
+      // here, not at the top: `status --help` needs neither the configuration nor the queries
+      const [{ createDbContext }, { collectStatus }] = await Promise.all([
+        import('./db-context.ts'),
+        import('../pipeline/read/status.ts'),
+      ]);
       const ctx = createDbContext();
       try {
         const apiKey = ctx.config.api.apiKey;

@@ -1,7 +1,9 @@
 /**
  * `status` loads only what it uses (issue #34): it reads Postgres, so it starts without the
  * clients of Redis, the queues and the API, without the tracing API, the query builder and the
- * interface's schemas (it validates no answer of the upstream), and a one-shot command on a terminal loads pino-pretty only when it writes a line. A resolve hook
+ * interface's schemas (it validates no answer of the upstream); `status --help` loads none of what
+ * the report needs (the configuration, postgres.js, the queries); and a one-shot command on a
+ * terminal loads pino-pretty only when it writes a line. A resolve hook
  * (module.register, as test/integration/tracing.test.ts does) writes down every ES module the real
  * process resolves, and a preloaded script the CommonJS ones it required (`require.cache` at exit:
  * the resolve hook does not see `require`).
@@ -96,6 +98,21 @@ describe('status starts with what it uses', () => {
     // the zod schemas of every answer of the interface (src/api/schemas.ts): status validates no
     // answer and needs only the values of a few enums (src/api/enums.ts)
     expect(r.resolved.filter((u) => /\/(src|dist)\/api\/schemas\.(ts|js)$/.test(u))).toEqual([]);
+  }, 120_000);
+
+  it('status --help loads neither the configuration, postgres.js nor the queries of status', async () => {
+    const r = await runRecorded('status-help', ['status', '--help'], {});
+    expectExit(r, 0);
+    expect(r.stdout).toContain('--all-sources');
+    expect(r.resolved.some((u) => /\/(src|dist)\/cli\/status\.(ts|js)$/.test(u))).toBe(true);
+    const loaded = ['zod', 'postgres', 'cron-parser', 'pino'].filter((p) =>
+      r.resolved.some((u) => u.includes(`/node_modules/${p}/`)),
+    );
+    expect(loaded).toEqual([]);
+    const ours = r.resolved.filter((u) =>
+      /\/(src|dist)\/(config|pipeline\/read\/status|cli\/db-context)\.(ts|js)$/.test(u),
+    );
+    expect(ours).toEqual([]);
   }, 120_000);
 
   it('a command that logs on a terminal still writes human lines (pino-pretty loaded at the first line)', async () => {

@@ -10,6 +10,7 @@
  * (src/admin/overview.ts) reads the same sections, each on its own.
  */
 import { searchModel } from './search-model.ts';
+import { STATUS_SOURCES_SHOWN, type PruneStatus } from './status-report.ts';
 import { pageTotals, type PageTotals } from '../../db/pages.ts';
 import { mediaTotals, type MediaTotals } from '../../db/media.ts';
 import { CronExpressionParser } from 'cron-parser';
@@ -76,6 +77,8 @@ import {
   translationCounts,
   type TranslationCounts,
 } from '../../db/translations.ts';
+
+export { describePrune, STATUS_SOURCES_SHOWN, type PruneStatus } from './status-report.ts';
 
 /** A source as `status` shows it (times as ISO 8601). */
 export type SourceStatus = Omit<SourceWithStats, 'lastSyncedAt' | 'lastErrorAt'> & {
@@ -210,19 +213,6 @@ export const BILLED_DAYS_SHOWN = 7;
 /** Sources `status` lists by billed credits today. */
 export const BILLED_SOURCES_SHOWN = 10;
 
-/** The latest prune that could free anything (not a dry run). */
-export interface PruneStatus {
-  id: number;
-  /** 'daily' (a daemon's job) or 'cli' */
-  trigger: string;
-  startedAt: string;
-  /** null while it runs (or when its process died before the end) */
-  finishedAt: string | null;
-  /** per table: rows affected and bytes freed; null until it finishes */
-  freed: Record<string, { rows: number; bytes: number }> | null;
-  error: string | null;
-}
-
 /** A webhook endpoint's health as `status` and the overview show it (never its secret). */
 export interface WebhookStatus {
   id: number;
@@ -346,12 +336,6 @@ const DAY_MS = 24 * 3_600_000;
 const STATUS_RECENT_MS = DAY_MS;
 /** Recently ended batches listed at most. */
 export const STATUS_RECENT_BATCHES = 50;
-/**
- * Sources `status` lists unless asked for every one (`--all-sources`): at 2 000 sources every
- * row with its counts took 9.5x the time of 200 (bench:scale), and a person reads the first
- * screens, where those needing attention are.
- */
-export const STATUS_SOURCES_SHOWN = 50;
 /** A scheduled source counts as overdue once its last cron time is this far past without a sync, in ms. */
 export const OVERDUE_GRACE_MS = 10 * 60_000;
 
@@ -753,22 +737,6 @@ export async function readLastPrune(sql: Queryable): Promise<PruneStatus | null>
     freed: run.freed,
     error: run.error,
   };
-}
-
-/**
- * One line for a person: what the latest prune freed (or that it runs, or failed), without the
- * time, which each presenter shows its own way. Bytes are formatted by `bytes`.
- */
-export function describePrune(p: PruneStatus, bytes: (n: number) => string): string {
-  if (p.error !== null) return `${p.trigger} prune failed: ${p.error}`;
-  if (p.finishedAt === null || p.freed === null) return `${p.trigger} prune running (or stopped with its process)`;
-  const parts = Object.entries(p.freed)
-    .filter(([, f]) => f.rows > 0)
-    .map(([table, f]) => `${table} ${f.rows} row(s), ${bytes(f.bytes)}`);
-  const total = Object.values(p.freed).reduce((n, f) => n + f.bytes, 0);
-  return parts.length === 0
-    ? `${p.trigger} prune: nothing to free`
-    : `${p.trigger} prune freed ${bytes(total)}: ${parts.join('; ')}`;
 }
 
 /** Webhook endpoints with their health; pending counts stop at PENDING_COUNT_CAP + 1. */
