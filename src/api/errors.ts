@@ -7,7 +7,8 @@
  * endpoint template, the status and the server's own words, never from request headers.
  */
 import type { z } from 'zod';
-import { API_ERROR_CODES, ErrorBodySchema, formatIssuePath, type ApiErrorCode } from './schemas.ts';
+import { firstIssue, formatIssuePath } from './issues.ts';
+import { API_ERROR_CODES, ErrorBodySchema, type ApiErrorCode } from './schemas.ts';
 
 /**
  * Codes raised locally, beside the interface's own. `gateway-forbidden`: a 403 whose body is not
@@ -281,7 +282,7 @@ export function invalidRequestFromZod(endpoint: string, error: z.ZodError): Inva
   const issue = error.issues[0];
   const path = issue ? formatIssuePath(issue.path) : '(root)';
   return new InvalidRequestError({
-    message: `${endpoint}: invalid request: ${path}: ${issue?.message ?? 'invalid'}`,
+    message: `${endpoint}: invalid request: ${firstIssue(error)}`,
     details: error.issues.map((i) => `${formatIssuePath(i.path)}: ${i.message}`).join('; '),
     endpoint,
     path,
@@ -298,7 +299,7 @@ export function schemaMismatchFromZod(
   const issue = error.issues[0];
   const path = issue ? formatIssuePath(issue.path) : '(root)';
   return new SchemaMismatchError({
-    message: `${endpoint}: answer does not match the interface at ${path}: ${issue?.message ?? 'invalid'}`,
+    message: `${endpoint}: answer does not match the interface at ${firstIssue(error)}`,
     details: error.issues
       .slice(0, 10)
       .map((i) => `${formatIssuePath(i.path)}: ${i.message}`)

@@ -571,13 +571,3 @@ export type ExtractRequest = z.infer<typeof ExtractRequestSchema>;
 
 /** A job ID in a path: non-empty, no slash. */
 export const JobIdParamSchema = z.string().regex(/^[^/\s]+$/, 'expected a job ID (no slash, no blank)');
-
-/** `a.b[2].c` for an issue path, as error messages name the failing field. */
-export function formatIssuePath(path: ReadonlyArray<PropertyKey>): string {
-  let out = '';
-  for (const p of path) {
-    if (typeof p === 'number') out += `[${p}]`;
-    else out += out === '' ? String(p) : `.${String(p)}`;
-  }
-  return out === '' ? '(root)' : out;
-}

@@ -6,6 +6,7 @@
  * marked gone (`page.gone`) and kept.
  */
 import { z } from 'zod';
+import { firstIssue } from '../api/issues.ts';
 import type { QuarantineReason } from '../domain/items.ts';
 import { isStorableText } from './storable.ts';
 import type { EventType } from '../domain/events.ts';
@@ -41,9 +42,8 @@ export interface PageRow {
 export function pageRowFromApi(raw: unknown): { row: PageRow } | { reason: string; reasonCode: QuarantineReason } {
   const parsed = DeliveredPageSchema.safeParse(raw);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
     return {
-      reason: `page does not match the interface at ${issue?.path.join('.') || '(root)'}: ${issue?.message}`,
+      reason: `page does not match the interface at ${firstIssue(parsed.error)}`,
       reasonCode: 'schema',
     };
   }

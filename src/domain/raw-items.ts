@@ -4,7 +4,8 @@
  * codes are read by what never validates an item (`status`), so those do not load the
  * interface's schemas.
  */
-import { BatchItemSchema, formatIssuePath, type BatchItem } from '../api/schemas.ts';
+import { firstIssue } from '../api/issues.ts';
+import { BatchItemSchema, type BatchItem } from '../api/schemas.ts';
 import type { BatchKind } from './batches.ts';
 import { classifyItem, type ItemOutcome } from './items.ts';
 
@@ -12,11 +13,10 @@ import { classifyItem, type ItemOutcome } from './items.ts';
 export function classifyRawItem(raw: unknown, kind: BatchKind): ItemOutcome & { item?: BatchItem } {
   const parsed = BatchItemSchema.safeParse(raw);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
     return {
       state: 'quarantined',
       errorCode: rawErrorCode(raw),
-      reason: `item does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`,
+      reason: `item does not match the interface at ${firstIssue(parsed.error)}`,
       reasonCode: 'schema',
     };
   }

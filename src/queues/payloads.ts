@@ -5,7 +5,7 @@
  */
 import { UnrecoverableError } from 'bullmq';
 import { z } from 'zod';
-import { formatIssuePath } from '../api/schemas.ts';
+import { formatIssuePath } from '../api/issues.ts';
 
 export const SyncJobSchema = z.object({
   sourceId: z.number().int().positive(),

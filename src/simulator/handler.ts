@@ -3,7 +3,7 @@
  * answers 400 naming the failing field).
  */
 import type { z } from 'zod';
-import { formatIssuePath } from '../api/schemas.ts';
+import { formatIssuePath } from '../api/issues.ts';
 import type { Accounts } from './accounts.ts';
 import type { Catalog } from './catalog.ts';
 import type { Clock } from './clock.ts';

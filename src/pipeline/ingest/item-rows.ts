@@ -9,7 +9,8 @@
  * Transcript of a synchronous answer), not a batch item: it becomes a transcript of origin
  * `generated`, built exactly as a batch's transcript is.
  */
-import { BatchItemSchema, formatIssuePath, type BatchItem, type Transcript } from '../../api/schemas.ts';
+import { firstIssue } from '../../api/issues.ts';
+import { BatchItemSchema, type BatchItem, type Transcript } from '../../api/schemas.ts';
 import type { Queryable } from '../../db/connection.ts';
 import { UnstorableValueError } from '../../db/storable.ts';
 import {
@@ -64,10 +65,9 @@ export function itemRow(
     if (batch.mode === 'generate') {
       const delivered = DeliveredTranscriptSchema.safeParse(raw);
       if (!delivered.success) {
-        const issue = delivered.error.issues[0];
         return {
           table: null,
-          reason: `transcript job result does not hold a transcript at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`,
+          reason: `transcript job result does not hold a transcript at ${firstIssue(delivered.error)}`,
           reasonCode: 'schema',
         };
       }
@@ -88,10 +88,9 @@ export function itemRow(
     if (item === undefined) {
       const parsed = BatchItemSchema.safeParse(raw);
       if (!parsed.success) {
-        const issue = parsed.error.issues[0];
         return {
           table: null,
-          reason: `item does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`,
+          reason: `item does not match the interface at ${firstIssue(parsed.error)}`,
           reasonCode: 'schema',
         };
       }

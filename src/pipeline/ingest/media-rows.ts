@@ -5,6 +5,7 @@
  * does not load the interface's schemas.
  */
 import { createHash } from 'node:crypto';
+import { firstIssue } from '../../api/issues.ts';
 import { MetadataSchema } from '../../api/schemas.ts';
 import { isStorableText } from '../../db/storable.ts';
 import type { QuarantineReason } from '../../domain/items.ts';
@@ -21,9 +22,8 @@ export function mediaRowFromApi(
 ): { row: MediaRow } | { reason: string; reasonCode: QuarantineReason } {
   const parsed = MetadataSchema.safeParse(raw);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
     return {
-      reason: `metadata does not match the interface at ${issue?.path.join('.') || '(root)'}: ${issue?.message}`,
+      reason: `metadata does not match the interface at ${firstIssue(parsed.error)}`,
       reasonCode: 'schema',
     };
   }

@@ -28,7 +28,7 @@ import { DeliveredTranscriptSchema } from '../../db/transcripts.ts';
 import { recordOutcomes } from '../../db/video-sync.ts';
 import { LOCAL_BATCH_END_CODES, readHead, type BatchStatus, type HeadReading } from '../../domain/batches.ts';
 import { classifyItem, EXPIRED_RESULT_OUTCOME, UNFINISHED_AT_END_CODE } from '../../domain/items.ts';
-import { formatIssuePath } from '../../api/schemas.ts';
+import { firstIssue } from '../../api/issues.ts';
 import { takeCreditSnapshot } from './credits.ts';
 import type { PipelineDeps } from '../deps.ts';
 import { nextPollDelayMs, type PollResult } from './poll-batch.ts';
@@ -118,8 +118,7 @@ async function recordUnreadableAnswer(
   later: PollResult,
 ): Promise<PollResult> {
   const { jobId } = batch;
-  const issue = error.issues[0];
-  const why = `the answer does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`;
+  const why = `the answer does not match the interface at ${firstIssue(error)}`;
   await recordRefusedPoll(deps.sql, jobId, `poll ${batch.polls + 1}: ${why}; polled again`);
   deps.log.warn(
     { event: 'poll.incomplete', mode: 'generate', jobId, landed: 0, changed: 0, polls: batch.polls + 1, reason: why },
@@ -326,7 +325,6 @@ function jobItem(videoId: string, status: BatchStatus, result: LiberalJobResult,
   if (status === 'completed') {
     const delivered = DeliveredTranscriptSchema.safeParse(answer);
     if (delivered.success) return { ...base, state: 'landed', errorCode: null };
-    const issue = delivered.error.issues[0];
     return result.content === undefined
       ? {
           ...base,
@@ -339,7 +337,7 @@ function jobItem(videoId: string, status: BatchStatus, result: LiberalJobResult,
           ...base,
           state: 'quarantined',
           errorCode: null,
-          reason: `job result does not match the interface at ${issue ? formatIssuePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`,
+          reason: `job result does not match the interface at ${firstIssue(delivered.error)}`,
           reasonCode: 'schema',
         };
   }
